@@ -1,0 +1,169 @@
+"""The dice tables every ruleset shares: rolls, keeps and their chance outcomes.
+
+Five six-sided dice shown sorted give 252 distinct *rolls* (multisets). A turn's
+decision between rolls chooses a *keep*, a sub-multiset of the roll with 0 to 5
+dice; there are 462 keeps. Rolling the missing dice of a keep lands on a roll
+with an exact probability. These tables are built once at import (a few
+milliseconds) and are what every front end looks up instead of recomputing:
+the environments sample from them, the solver takes expectations over them.
+
+Encodings used across the package:
+
+* a roll is an index ``0..251`` into :data:`ROLL_DICE` (sorted faces);
+* a keep is an index ``0..461`` into :data:`KEEP_COUNTS` (how many of each face);
+* an env keep *action* is a 5-bit mask over the sorted dice of the roll: bit
+  ``i`` set keeps die ``i`` (:data:`KEEP_OF_ACTION` maps (roll, bits) to a keep).
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import factorial
+
+import numpy as np
+
+N_DICE = 5
+N_FACES = 6
+FACES = np.arange(1, N_FACES + 1)
+N_KEEP_ACTIONS = 1 << N_DICE  # 32 keep bitmasks; 31 (keep all) is never legal
+KEEP_ALL = N_KEEP_ACTIONS - 1
+
+#: (252, 5) int8: the sorted faces of every roll, in lexicographic order.
+ROLL_DICE = np.array(
+    list(itertools.combinations_with_replacement(range(1, N_FACES + 1), N_DICE)), dtype=np.int8
+)
+N_ROLLS = len(ROLL_DICE)
+
+#: (252, 6) int8: ``ROLL_COUNTS[r, f - 1]`` is how many dice of roll ``r`` show face ``f``.
+ROLL_COUNTS = np.stack([(ROLL_DICE == f).sum(axis=1) for f in FACES], axis=1).astype(np.int8)
+
+#: (252,) int16: the sum of the dice of each roll.
+ROLL_SUM = ROLL_DICE.sum(axis=1, dtype=np.int16)
+
+_CODE_BASE = N_FACES + 1
+
+
+def encode_counts(counts: np.ndarray) -> np.ndarray:
+    """Integer code of face-count vectors (last axis of length 6), unique per multiset."""
+    weights = _CODE_BASE ** np.arange(N_FACES)
+    return np.asarray(counts, dtype=np.int64) @ weights
+
+
+def _all_keep_counts() -> np.ndarray:
+    rows = [
+        counts
+        for counts in itertools.product(range(N_DICE + 1), repeat=N_FACES)
+        if sum(counts) <= N_DICE
+    ]
+    rows.sort(key=lambda c: (sum(c), tuple(-x for x in c)))
+    return np.array(rows, dtype=np.int8)
+
+
+#: (462, 6) int8: face counts of every keep, ordered by number of dice kept.
+KEEP_COUNTS = _all_keep_counts()
+N_KEEPS = len(KEEP_COUNTS)
+#: (462,) int8: how many dice each keep holds.
+KEEP_SIZE = KEEP_COUNTS.sum(axis=1).astype(np.int8)
+
+_KEEP_INDEX_OF_CODE = {int(c): i for i, c in enumerate(encode_counts(KEEP_COUNTS))}
+_ROLL_INDEX_OF_CODE = np.full(_CODE_BASE**N_FACES, -1, dtype=np.int16)
+_ROLL_INDEX_OF_CODE[encode_counts(ROLL_COUNTS)] = np.arange(N_ROLLS)
+
+#: (462,) int16: the roll index of each full (5-dice) keep, -1 for smaller keeps.
+ROLL_OF_KEEP = _ROLL_INDEX_OF_CODE[encode_counts(KEEP_COUNTS)]
+
+
+def keep_index(counts: np.ndarray) -> int:
+    """The keep index of one face-count vector."""
+    return _KEEP_INDEX_OF_CODE[int(encode_counts(counts))]
+
+
+def _keep_of_action() -> np.ndarray:
+    table = np.empty((N_ROLLS, N_KEEP_ACTIONS), dtype=np.int16)
+    bits = (np.arange(N_KEEP_ACTIONS)[:, None] >> np.arange(N_DICE)) & 1  # (32, 5)
+    for r, dice in enumerate(ROLL_DICE):
+        kept = bits * dice  # 0 marks a rerolled die
+        counts = np.stack([(kept == f).sum(axis=1) for f in FACES], axis=1)
+        table[r] = [_KEEP_INDEX_OF_CODE[int(c)] for c in encode_counts(counts)]
+    return table
+
+
+#: (252, 32) int16: the keep reached by keeping the dice whose bits are set.
+KEEP_OF_ACTION = _keep_of_action()
+
+
+def _canonical_keep_actions() -> np.ndarray:
+    """(252, 32) bool: the one bitmask per distinct keep that the mask shows as legal.
+
+    Several bitmasks keep the same multiset (which of two equal dice is kept does not
+    matter). All of them are legal env actions; this table marks the lowest one, so
+    that agents which enumerate decisions (the solver, the greedy agent) see each
+    keep once.
+    """
+    canonical = np.zeros((N_ROLLS, N_KEEP_ACTIONS), dtype=bool)
+    for r in range(N_ROLLS):
+        _, first = np.unique(KEEP_OF_ACTION[r, :KEEP_ALL], return_index=True)
+        canonical[r, first] = True
+    return canonical
+
+
+CANONICAL_KEEP_ACTION = _canonical_keep_actions()
+
+
+def _multinomial_probability(counts: np.ndarray) -> float:
+    n = int(counts.sum())
+    ways = factorial(n)
+    for c in counts:
+        ways //= factorial(int(c))
+    return ways / N_FACES**n
+
+
+def _transition_table() -> np.ndarray:
+    table = np.zeros((N_KEEPS, N_ROLLS), dtype=np.float64)
+    for k, keep in enumerate(KEEP_COUNTS):
+        added = ROLL_COUNTS - keep  # the dice that must be rolled to land on each roll
+        reachable = (added >= 0).all(axis=1)
+        for r in np.flatnonzero(reachable):
+            table[k, r] = _multinomial_probability(added[r])
+    return table
+
+
+#: (462, 252) float64: ``TRANSITION[k, r]`` = P(rolling the missing dice of keep k gives roll r).
+TRANSITION = _transition_table()
+
+#: (252,) float64: the distribution of a fresh roll of all five dice.
+FIRST_ROLL_PROBABILITY = TRANSITION[keep_index(np.zeros(N_FACES))]
+
+
+def _keep_plus_face() -> np.ndarray:
+    table = np.full((N_KEEPS, N_FACES), -1, dtype=np.int16)
+    for k, keep in enumerate(KEEP_COUNTS):
+        if KEEP_SIZE[k] < N_DICE:
+            for f in range(N_FACES):
+                grown = keep.copy()
+                grown[f] += 1
+                table[k, f] = keep_index(grown)
+    return table
+
+
+#: (462, 6) int16: the keep with one more die showing face f+1 (-1 for full keeps).
+#: Lets the solver average keep values face by face instead of a dense matrix product.
+KEEP_PLUS_FACE = _keep_plus_face()
+
+
+def roll_index(dice) -> int:
+    """The roll index of five dice given in any order (validated)."""
+    faces = np.asarray(dice)
+    if faces.shape != (N_DICE,) or not np.all((faces >= 1) & (faces <= N_FACES)):
+        raise ValueError(f"dice must be {N_DICE} integers in 1..{N_FACES}, got {list(np.ravel(faces))}")
+    counts = np.bincount(faces.astype(np.int64) - 1, minlength=N_FACES)
+    return int(_ROLL_INDEX_OF_CODE[encode_counts(counts)])
+
+
+def roll_index_of_sorted(sorted_faces: np.ndarray) -> np.ndarray:
+    """Roll indices of a batch of sorted dice rows ``(..., 5)``, vectorized."""
+    faces = np.asarray(sorted_faces, dtype=np.int64)
+    code = np.zeros(faces.shape[:-1], dtype=np.int64)
+    for i in range(N_DICE):
+        code += _CODE_BASE ** (faces[..., i] - 1)
+    return _ROLL_INDEX_OF_CODE[code]

@@ -1,0 +1,126 @@
+"""Compile a :class:`~dice_poker_env.rules.spec.Rules` into lookup tables.
+
+Everything the game logic needs about a ruleset becomes an array indexed by roll
+and box, or a bitmask over boxes, so that play, vectorized play and the solver
+are lookups plus a handful of integer operations (no per-dice Python on hot paths).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dice_poker_env.engine.dice import N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS
+from dice_poker_env.engine.scoring import box_score, first_roll_score, joker_score
+from dice_poker_env.rules.spec import Rules
+
+JOKER_NONE, JOKER_FORCED, JOKER_FREE = 0, 1, 2
+_JOKER_CODES = {"none": JOKER_NONE, "forced": JOKER_FORCED, "free": JOKER_FREE}
+
+
+@dataclass(frozen=True, eq=False)
+class RuleTables:
+    """Precomputed tables of one ruleset. Attributes are read-only arrays and ints.
+
+    Box sets are bitmasks: bit ``k`` stands for box ``k`` of ``rules.box_names``.
+    """
+
+    rules: Rules
+    n_boxes: int
+    n_actions: int
+    turns: int
+    #: (252, n) points per roll and box, outside any joker situation.
+    score: np.ndarray
+    #: (252, n) the same when scored from the turn's first roll (doubling rules).
+    score_first_roll: np.ndarray
+    #: (252, n) points for a five of a kind placed as a joker.
+    score_joker: np.ndarray
+    #: (n,) bool: box is in the upper section.
+    is_upper: np.ndarray
+    upper_bits: int
+    lower_bits: int
+    all_bits: int
+    #: (252,) bool: the roll is five of a kind.
+    five_kind_roll: np.ndarray
+    #: (252,) int: for five-of-a-kind rolls, the upper box of that face (-1 otherwise).
+    matching_upper_box: np.ndarray
+    #: index of the five-of-a-kind box (-1 when the rules have no such rule).
+    five_kind_box: int
+    five_kind_bonus: int
+    joker: int
+    joker_needs_full_box: bool
+    sections_in_order: bool
+    has_upper_bonus: bool
+    upper_bonus_threshold: int
+    upper_bonus_points: int
+    upper_bonus_on_complete: bool
+    #: per box, the sorted distinct points it can ever hold (validates scorecards).
+    possible_scores: tuple[np.ndarray, ...]
+    #: lowest and highest points a box can hold, and the final-score bounds.
+    min_box_score: int
+    max_box_score: int
+    min_total: int
+    max_total: int
+
+
+def compile_rules(rules: Rules) -> RuleTables:
+    """Build the tables of ``rules`` (about a millisecond; cached on ``rules.tables``)."""
+    counts = ROLL_COUNTS.astype(np.int64)
+    score = np.stack([box_score(b, counts) for b in rules.boxes], axis=1).astype(np.int16)
+    first = np.stack([first_roll_score(b, counts, rules.double_extra) for b in rules.boxes], axis=1).astype(np.int16)
+    joker = np.stack([joker_score(b, counts) for b in rules.boxes], axis=1).astype(np.int16)
+    is_upper = np.array([b.section == "upper" for b in rules.boxes])
+    bits = 1 << np.arange(rules.n_boxes)
+    upper_bits = int(bits[is_upper].sum())
+    all_bits = int(bits.sum())
+
+    five_kind_roll = counts.max(axis=1) == 5
+    matching_upper = np.full(N_ROLLS, -1, dtype=np.int64)
+    for k, box in enumerate(rules.boxes):
+        if box.section == "upper" and box.kind in ("face_sum", "relative_face"):
+            face_rolls = five_kind_roll & (counts[:, box.face - 1] == 5)
+            matching_upper[face_rolls & (matching_upper < 0)] = k
+
+    five = rules.five_of_a_kind
+    bonus = rules.upper_bonus
+    possible = tuple(np.unique(np.concatenate([score[:, k], first[:, k], joker[:, k], [0]])) for k in range(rules.n_boxes))
+    min_box = int(min(p.min() for p in possible))
+    max_box = int(max(p.max() for p in possible))
+    n_upper = int(is_upper.sum())
+    max_total = (
+        sum(int(p.max()) for p in possible)
+        + (bonus.points if bonus else 0)
+        + (five.bonus * rules.turns if five else 0)
+    )
+    min_total = sum(min(int(p.min()), 0) for p in possible)
+    del n_upper
+    return RuleTables(
+        rules=rules,
+        n_boxes=rules.n_boxes,
+        n_actions=N_KEEP_ACTIONS + rules.n_boxes,
+        turns=rules.turns,
+        score=score,
+        score_first_roll=first,
+        score_joker=joker,
+        is_upper=is_upper,
+        upper_bits=upper_bits,
+        lower_bits=all_bits & ~upper_bits,
+        all_bits=all_bits,
+        five_kind_roll=five_kind_roll,
+        matching_upper_box=matching_upper,
+        five_kind_box=rules.box_index(five.box) if five else -1,
+        five_kind_bonus=five.bonus if five else 0,
+        joker=_JOKER_CODES[five.joker] if five else JOKER_NONE,
+        joker_needs_full_box=five.joker_needs_full_box if five else False,
+        sections_in_order=rules.sections_in_order,
+        has_upper_bonus=bonus is not None,
+        upper_bonus_threshold=bonus.threshold if bonus else 0,
+        upper_bonus_points=bonus.points if bonus else 0,
+        upper_bonus_on_complete=bool(bonus and bonus.timing == "on_complete"),
+        possible_scores=possible,
+        min_box_score=min_box,
+        max_box_score=max_box,
+        min_total=min_total,
+        max_total=max_total,
+    )

@@ -1,0 +1,39 @@
+"""Text rendering of a game: the dice and a readable scorecard."""
+
+from __future__ import annotations
+
+from dice_poker_env.engine.dice import ROLL_DICE
+from dice_poker_env.engine.game import GameState
+from dice_poker_env.engine.tables import RuleTables
+from dice_poker_env.envs.observation import potential_points
+
+_PIPS = "⚀⚁⚂⚃⚄⚅"
+
+
+def render_ansi(tables: RuleTables, state: GameState, index: int = 0) -> str:
+    """The dice, rolls left and scorecard of game ``index`` as plain text."""
+    rules = tables.rules
+    dice = ROLL_DICE[state.roll[index]]
+    filled = int(state.filled[index])
+    over = bin(filled).count("1") >= tables.turns
+    potential = potential_points(tables, GameState(*(f[index : index + 1] for f in state)))[0]
+    lines = [f"{rules.title}   turn {min(bin(filled).count('1') + 1, tables.turns)}/{tables.turns}"]
+    if not over:
+        faces = " ".join(str(int(d)) for d in dice)
+        pips = " ".join(_PIPS[int(d) - 1] for d in dice)
+        lines.append(f"dice: {faces}   {pips}   rolls left: {int(state.rolls_left[index])}")
+    width = max(len(n) for n in rules.box_names)
+    lines.append("-" * (width + 22))
+    for k, name in enumerate(rules.box_names):
+        if filled >> k & 1:
+            cell = f"{int(state.scores[index, k]):>5}"
+        else:
+            cell = "    ." + (f"   (would score {int(potential[k])})" if not over and potential[k] else "")
+        if k > 0 and tables.is_upper[k - 1] and not tables.is_upper[k]:
+            upper = int(state.upper_total[index])
+            lines.append(f"{'upper total':<{width}} {upper:>5}")
+        lines.append(f"{name:<{width}} {cell}")
+    lines.append("-" * (width + 22))
+    lines.append(f"{'bonus':<{width}} {int(state.bonus[index]):>5}")
+    lines.append(f"{'TOTAL':<{width}} {int(state.total[index]):>5}")
+    return "\n".join(lines)

@@ -1,0 +1,226 @@
+"""The single-game Gymnasium environment (a thin wrapper over the engine)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from dice_poker_env.dice import DiceSource, RandomDice
+from dice_poker_env.engine import game
+from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
+from dice_poker_env.engine.position import position_from_options
+from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe
+from dice_poker_env.envs.render import render_ansi
+from dice_poker_env.rules import Rules, load_rules
+
+ILLEGAL_ACTION_MODES = ("terminate", "raise")
+
+
+class IllegalActionError(ValueError):
+    """Raised for an illegal action when the env was made with ``illegal_action="raise"``."""
+
+
+class DicePokerEnv(gym.Env):
+    """One player's game of a Yahtzee-family dice game.
+
+    ## Description
+    Five dice, up to three rolls a turn, one scorecard box filled per turn; the
+    ruleset (``rules``) decides the boxes, their scores, bonuses and jokers. See
+    ``RULES.md`` and ``dice_poker_env.load_rules``.
+
+    ## Action Space
+    ``Discrete(32 + n_boxes)``:
+
+    * ``a`` in ``0..30``: keep the dice whose bit is set in ``a`` (bit ``i`` = die
+      ``i`` of the sorted ``dice`` in the observation) and reroll the others.
+      ``0`` rerolls all five. ``31`` (keep all) is never legal. Legal while
+      ``rolls_left > 0``. Bitmasks that keep equal multisets are all legal.
+    * ``32 + k``: write the dice into box ``k`` (order of ``rules.box_names``).
+      Legal for open boxes, within the current section when sections are played
+      in order, and as the forced joker allows.
+
+    The legal actions are ``env.action_masks()`` (the name sb3-contrib's
+    MaskablePPO calls) and ``info["action_mask"]``, both ``np.int8``.
+
+    ## Observation Space
+    ``obs_mode="dict"`` (default) or ``"flat"``; layouts in
+    :mod:`dice_poker_env.envs.observation`.
+
+    ## Starting State
+    An empty scorecard and five freshly rolled dice with two rerolls left.
+    ``reset(options={"scorecard": {box: points}, "dice": [...], "rolls_left": r,
+    "bonus": b})`` starts from any position instead (validated; a clear
+    ``PositionError`` names an inconsistent field).
+
+    ## Rewards
+    The points the step added to the final score: 0 for a reroll; the box's
+    points plus any bonus that became certain for a score action (upper bonus in
+    the step that reaches the threshold, or fills the last upper box for
+    ``on_complete`` bonuses; five-of-a-kind bonus in the step that scores the
+    dice). The undiscounted return of a legal episode equals its final score.
+
+    ## Episode End
+    Terminates after the ruleset's last turn (``rules.turns`` boxes filled).
+    An illegal action with ``illegal_action="terminate"`` (default) ends the
+    episode at once with reward ``illegal_penalty`` (default 0) and
+    ``info["illegal_action"] = True`` — the outcome Gymnasium's ``check_env``
+    and unmasked agents need; ``illegal_action="raise"`` raises
+    :class:`IllegalActionError` naming the action and why it is illegal,
+    without changing the game. No truncation.
+
+    ## Information
+    ``info`` always holds ``action_mask`` (int8) and ``score`` (final score so
+    far); at the end also ``final_score`` and ``scorecard`` ({box: points}).
+
+    ## Arguments
+    * ``rules``: ruleset name, rules-file path or :class:`Rules`.
+    * ``obs_mode``: ``"dict"`` or ``"flat"``.
+    * ``illegal_action``: ``"terminate"`` or ``"raise"``; ``illegal_penalty``: reward then.
+    * ``dice_source``: a :class:`~dice_poker_env.dice.DiceSource` (default fair
+      dice from the seeded ``np_random``; :class:`~dice_poker_env.dice.ScriptedDice`
+      replays given faces).
+    * ``render_mode``: ``"ansi"`` or ``"human"`` (text), ``"rgb_array"`` (image).
+    * any other keyword: a rules option, e.g. ``joker="free"`` for Yahtzee.
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 2}
+
+    def __init__(
+        self,
+        rules: str | Rules = "yacht",
+        *,
+        obs_mode: str = "dict",
+        illegal_action: str = "terminate",
+        illegal_penalty: float = 0.0,
+        dice_source: DiceSource | None = None,
+        render_mode: str | None = None,
+        **rule_options: Any,
+    ):
+        if obs_mode not in OBS_MODES:
+            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.rules = load_rules(rules, **rule_options)
+        self.tables = self.rules.tables
+        self.obs_mode = obs_mode
+        self.illegal_action = illegal_action
+        self.illegal_penalty = float(illegal_penalty)
+        self.dice_source = dice_source if dice_source is not None else RandomDice()
+        self.render_mode = render_mode
+        self.action_space = spaces.Discrete(self.tables.n_actions)
+        self.observation_space = observation_space(self.tables, obs_mode)
+        self.state: game.GameState | None = None
+        self._mask: np.ndarray | None = None
+        self._done = False
+
+    # ------------------------------------------------------------------ API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if options:
+            random_roll = int(self._roll_fresh()) if "dice" not in options else 0
+            self.state = position_from_options(self.tables, options, random_roll)
+        else:
+            self.state = game.new_games(self.tables, np.array([self._roll_fresh()]))
+        self._done = False
+        self._mask = game.action_mask(self.tables, self.state)[0]
+        return self._observation(), self._info()
+
+    def step(self, action):
+        if self.state is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        action = int(action) if isinstance(action, (np.integer, np.ndarray)) else action
+        if self._done:
+            raise gym.error.ResetNeeded("the episode is over; call reset() before step()")
+        if not (isinstance(action, int) and 0 <= action < len(self._mask) and self._mask[action]):
+            return self._illegal(action)
+        state = self.state
+        if action < N_KEEP_ACTIONS:
+            faces = self._reroll_faces(action)
+        elif int(game.popcount(state.filled)[0]) + 1 < self.tables.turns:
+            faces = self.dice_source.roll(self.np_random, (1, N_DICE))
+        else:
+            faces = np.ones((1, N_DICE), dtype=np.int64)  # game ends: no dice are rolled
+        self.state, reward, over = game.step(self.tables, state, np.array([action]), faces)
+        self._done = bool(over[0])
+        self._mask = game.action_mask(self.tables, self.state)[0]
+        info = self._info()
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(), float(reward[0]), self._done, False, info
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions now, ``np.int8`` of length ``32 + n_boxes`` (sb3-contrib's hook)."""
+        if self._mask is None:
+            raise gym.error.ResetNeeded("call reset() before action_masks()")
+        return self._mask.copy()
+
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
+            return None
+        if self.state is None:
+            raise gym.error.ResetNeeded("call reset() before render()")
+        if self.render_mode == "rgb_array":
+            from dice_poker_env.envs.render_image import render_rgb
+
+            return render_rgb(self.tables, self.state)
+        text = render_ansi(self.tables, self.state)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    # -------------------------------------------------------------- helpers
+    @property
+    def score(self) -> int:
+        """The final score so far (written points plus bonuses)."""
+        return int(self.state.total[0]) if self.state is not None else 0
+
+    def scorecard(self) -> dict[str, int | None]:
+        """``{box: points}`` with ``None`` for open boxes."""
+        filled, scores = int(self.state.filled[0]), self.state.scores[0]
+        return {name: (int(scores[k]) if filled >> k & 1 else None) for k, name in enumerate(self.rules.box_names)}
+
+    def _roll_fresh(self) -> int:
+        faces = np.sort(self.dice_source.roll(self.np_random, (N_DICE,)))
+        return int(roll_index_of_sorted(faces))
+
+    def _reroll_faces(self, keep_bits: int) -> np.ndarray:
+        """Faces for the rerolled positions only (so a script supplies exactly those)."""
+        rerolled = [i for i in range(N_DICE) if not keep_bits >> i & 1]
+        faces = np.zeros((1, N_DICE), dtype=np.int64)
+        faces[0, rerolled] = self.dice_source.roll(self.np_random, (len(rerolled),))
+        return faces
+
+    def _observation(self):
+        obs = observe(self.tables, self.state, self.obs_mode)
+        if self.obs_mode == "flat":
+            return obs[0]
+        return {key: value[0] for key, value in obs.items()}
+
+    def _info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"action_mask": self._mask.copy(), "score": self.score}
+        if self._done:
+            info["final_score"] = self.score
+            info["scorecard"] = self.scorecard()
+        return info
+
+    def _illegal(self, action):
+        reason = game.explain_illegal(self.tables, self.state, action) or f"action {action!r} is illegal"
+        if self.illegal_action == "raise":
+            raise IllegalActionError(f"{self.rules.name}: {reason}")
+        self._done = True
+        info = self._info()
+        info["illegal_action"] = True
+        info["illegal_reason"] = reason
+        info["final_score"] = self.score
+        info["scorecard"] = self.scorecard()
+        return self._observation(), self.illegal_penalty, True, False, info

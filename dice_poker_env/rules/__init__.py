@@ -1,0 +1,100 @@
+"""Rulesets: the shipped ones by name, custom ones from TOML/YAML/JSON files or mappings."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from dice_poker_env.rules.spec import Box, FiveOfAKind, Rules, RulesError, UpperBonus, build_rules
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+#: The rulesets that ship with the package, in RULES.md order.
+RULESET_NAMES = ("yacht", "dice_poker", "school_poker", "yahtzee", "yatzy")
+
+__all__ = [
+    "Box",
+    "FiveOfAKind",
+    "RULESET_NAMES",
+    "Rules",
+    "RulesError",
+    "UpperBonus",
+    "build_rules",
+    "load_rules",
+    "read_rules_file",
+    "ruleset_options",
+]
+
+
+def read_rules_file(path: str | os.PathLike) -> dict[str, Any]:
+    """Parse a rules file (``.toml``, ``.yaml``/``.yml`` or ``.json``) into a mapping."""
+    path = Path(path)
+    if not path.is_file():
+        raise RulesError(f"{path}: no such rules file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            with path.open("rb") as handle:
+                return tomllib.load(handle)
+        if suffix in (".yaml", ".yml"):
+            try:
+                import yaml
+            except ModuleNotFoundError:
+                raise RulesError(f"{path}: reading YAML rules needs PyYAML (pip install pyyaml)") from None
+            with path.open() as handle:
+                data = yaml.safe_load(handle)
+            return data
+        if suffix == ".json":
+            with path.open() as handle:
+                return json.load(handle)
+    except RulesError:
+        raise
+    except Exception as error:  # parser errors name line and column; keep them
+        raise RulesError(f"{path}: not a valid {suffix[1:].upper()} file: {error}") from error
+    raise RulesError(f"{path}: unknown rules file type {suffix!r} (use .toml, .yaml, .yml or .json)")
+
+
+def _shipped_spec(name: str) -> dict[str, Any]:
+    data = resources.files("dice_poker_env.rules").joinpath("data", f"{name}.toml")
+    return tomllib.loads(data.read_text())
+
+
+def load_rules(rules: str | os.PathLike | Rules | Mapping[str, Any], **options: Any) -> Rules:
+    """Load a ruleset by name (``"yahtzee"``), from a rules file path, or from a mapping.
+
+    Keyword arguments switch the ruleset's options, e.g.
+    ``load_rules("yahtzee", joker="free")`` or
+    ``load_rules("dice_poker", upper_bonus_strict=True)``. A :class:`Rules` object
+    is returned as is (or re-built with the given options).
+
+    Raises:
+        RulesError: unknown ruleset, unreadable or malformed file, unknown option.
+    """
+    if isinstance(rules, Rules):
+        if not options:
+            return rules
+        merged = {**rules.options, **options}
+        return build_rules(rules.raw_spec, source=rules.source, chosen_options=merged)
+    if isinstance(rules, Mapping):
+        return build_rules(rules, source="<mapping>", chosen_options=options)
+    text = os.fspath(rules)
+    if text in RULESET_NAMES:
+        return build_rules(_shipped_spec(text), source=f"{text}.toml", chosen_options=options)
+    if Path(text).suffix.lower() in (".toml", ".yaml", ".yml", ".json") or os.sep in text:
+        return build_rules(read_rules_file(text), source=text, chosen_options=options)
+    raise RulesError(f"unknown ruleset {text!r}: use one of {', '.join(RULESET_NAMES)} or a path to a rules file")
+
+
+def ruleset_options(rules: str | os.PathLike | Rules) -> dict[str, dict[str, Any]]:
+    """The options a ruleset declares: ``{name: {"default", "values", "doc"}}``."""
+    from dice_poker_env.rules.spec import _parse_options
+
+    loaded = load_rules(rules)
+    parsed = _parse_options(dict(loaded.raw_spec), loaded.source)
+    return {o.name: {"default": o.default, "values": list(o.values), "doc": o.doc} for o in parsed.values()}

@@ -1,0 +1,459 @@
+"""A ruleset is data: boxes built from scoring primitives, bonuses and switches.
+
+:class:`Rules` is a frozen description of one game (the shipped rulesets are TOML
+files in ``rules/data``; users write their own in the same format, see
+``docs/rules-format.md``). It holds no tables: :func:`dice_poker_env.engine.compile_rules`
+turns it into the NumPy tables every front end uses, so this module is only about
+reading, validating and naming a ruleset.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from dice_poker_env.engine.tables import RuleTables
+
+#: Box kinds and the fields each accepts (beyond ``name``, ``kind``, ``section``).
+BOX_KINDS: dict[str, set[str]] = {
+    "face_sum": {"face"},  # f * c[f]
+    "relative_face": {"face", "base"},  # (c[f] - base) * f, any count, may be negative
+    "n_of_a_kind": {"n", "points", "extra", "first_roll_double"},
+    "two_pairs": {"points", "extra", "first_roll_double"},
+    "full_house": {"points", "extra", "first_roll_double", "allow_five_of_a_kind"},
+    "straight": {"sets", "points", "extra", "first_roll_double"},
+    "chance": {"first_roll_double"},
+}
+#: ``points`` may be a fixed integer or one of these words.
+POINTS_WORDS = ("sum", "matching")
+SECTIONS = ("upper", "lower")
+JOKER_MODES = ("none", "forced", "free")
+BONUS_TIMINGS = ("on_reach", "on_complete")
+RESULT_MODES = ("highest", "relative")
+
+
+class RulesError(ValueError):
+    """A rules file or object is malformed; the message names the source and the field."""
+
+
+@dataclass(frozen=True)
+class Box:
+    """One scorecard box: a scoring primitive plus its parameters.
+
+    Attributes:
+        name: snake_case name, as in ``rules.box_names``.
+        kind: one of :data:`BOX_KINDS`.
+        section: ``"upper"`` or ``"lower"`` (upper bonus and joker placement use it).
+        face: the face of ``face_sum`` / ``relative_face`` boxes.
+        base: ``relative_face`` subtracts this many dice before multiplying by the face.
+        n: how many equal dice ``n_of_a_kind`` needs.
+        points: fixed points (int), ``"sum"`` (all five dice) or ``"matching"``
+            (the dice forming the combination, best choice).
+        extra: points added when the pattern matches (never doubled unless the
+            rules say ``double_extra``).
+        sets: face sets for ``straight``; the box matches if the dice contain any.
+        allow_five_of_a_kind: whether five equal dice count as a full house.
+        first_roll_double: whether the box doubles when scored from the turn's first roll.
+    """
+
+    name: str
+    kind: str
+    section: str
+    face: int = 0
+    base: int = 0
+    n: int = 0
+    points: int | str = "sum"
+    extra: int = 0
+    sets: tuple[tuple[int, ...], ...] = ()
+    allow_five_of_a_kind: bool = False
+    first_roll_double: bool = False
+
+
+@dataclass(frozen=True)
+class UpperBonus:
+    """Points paid when the upper boxes total at least ``threshold``.
+
+    ``timing="on_reach"`` pays in the step where the total reaches the threshold
+    (only valid when upper boxes never score negative); ``"on_complete"`` pays in
+    the step that fills the last upper box.
+    """
+
+    threshold: int
+    points: int
+    timing: str = "on_reach"
+
+
+@dataclass(frozen=True)
+class FiveOfAKind:
+    """Extra bonus and joker for repeated five of a kind.
+
+    Attributes:
+        box: the box that records five of a kind (e.g. ``"yahtzee"``).
+        bonus: points paid for each further five of a kind while ``box`` holds its
+            full value (0: no bonus).
+        joker: ``"none"``, ``"forced"`` (matching upper box if open, else any open lower
+            box at full value, else any open upper box) or ``"free"`` (any open box;
+            fixed-value lower boxes score full only if the matching upper box is filled).
+        joker_needs_full_box: the joker applies only while ``box`` holds its full value
+            (dice_poker); otherwise as soon as ``box`` is filled (yahtzee).
+    """
+
+    box: str
+    bonus: int = 0
+    joker: str = "none"
+    joker_needs_full_box: bool = False
+
+
+@dataclass(frozen=True)
+class Option:
+    """A documented switch of a ruleset; each value patches fields of the rules."""
+
+    name: str
+    default: Any
+    doc: str
+    values: Mapping[Any, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, eq=False)
+class Rules:
+    """A complete, validated ruleset. Build with :func:`dice_poker_env.load_rules`."""
+
+    name: str
+    title: str
+    boxes: tuple[Box, ...]
+    turns: int
+    upper_bonus: UpperBonus | None = None
+    five_of_a_kind: FiveOfAKind | None = None
+    sections_in_order: bool = False
+    double_extra: bool = False
+    result: str = "highest"
+    description: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "<dict>"
+    spec: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    raw_spec: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def box_names(self) -> tuple[str, ...]:
+        """Box names in scorecard order (the order of score actions)."""
+        return tuple(b.name for b in self.boxes)
+
+    @property
+    def n_boxes(self) -> int:
+        return len(self.boxes)
+
+    def box_index(self, box: int | str) -> int:
+        """Index of a box given by name or index, with a clear error otherwise."""
+        if isinstance(box, str):
+            try:
+                return self.box_names.index(box)
+            except ValueError:
+                raise KeyError(f"{self.name} has no box {box!r}; boxes: {', '.join(self.box_names)}") from None
+        index = int(box)
+        if not 0 <= index < self.n_boxes:
+            raise IndexError(f"box index {index} out of range 0..{self.n_boxes - 1} for {self.name}")
+        return index
+
+    @cached_property
+    def tables(self) -> "RuleTables":
+        """The compiled NumPy tables (built on first use, then cached)."""
+        from dice_poker_env.engine.tables import compile_rules
+
+        return compile_rules(self)
+
+    def score(self, dice: Sequence[int], box: int | str, *, first_roll: bool = False) -> int:
+        """Points ``box`` gets for these five dice outside any joker situation."""
+        from dice_poker_env.engine.dice import roll_index
+
+        table = self.tables.score_first_roll if first_roll else self.tables.score
+        return int(table[roll_index(dice), self.box_index(box)])
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A hash of everything that changes play (the solver's cache key)."""
+        play = {k: v for k, v in self.spec.items() if k not in ("title", "description")}
+        payload = json.dumps(play, sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Rules) and self.fingerprint == other.fingerprint
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    def __reduce__(self):
+        # Pickle as the spec (the tables are rebuilt on demand, never shipped).
+        return (_rules_from_spec, (dict(self.raw_spec), self.source, dict(self.options)))
+
+    def describe(self) -> str:
+        """A short human-readable summary (used by ``--help`` texts and the README)."""
+        parts = [f"{self.title} ({self.name}): {self.n_boxes} boxes, {self.turns} turns"]
+        if self.upper_bonus:
+            parts.append(f"upper bonus +{self.upper_bonus.points} at {self.upper_bonus.threshold}")
+        if self.five_of_a_kind and self.five_of_a_kind.joker != "none":
+            parts.append(f"joker {self.five_of_a_kind.joker}")
+        if self.options:
+            parts.append("options " + ", ".join(f"{k}={v!r}" for k, v in self.options.items()))
+        return "; ".join(parts)
+
+
+def _rules_from_spec(raw_spec: dict, source: str, options: dict) -> Rules:
+    return build_rules(raw_spec, source=source, chosen_options=options)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+class _Reader:
+    """Reads fields of one table of the spec, naming source and field path in errors."""
+
+    def __init__(self, data: Any, source: str, path: str):
+        if not isinstance(data, Mapping):
+            raise RulesError(f"{source}: {path or 'the rules'} must be a table/mapping, got {type(data).__name__}")
+        self.data, self.source, self.path = data, source, path
+        self.used: set[str] = set()
+
+    def where(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def fail(self, key: str, expected: str, got: Any = None) -> RulesError:
+        tail = f", got {got!r}" if got is not None else ""
+        return RulesError(f"{self.source}: field '{self.where(key)}': expected {expected}{tail}")
+
+    def get(self, key: str, kind: type | tuple, default: Any = ..., *, expected: str | None = None) -> Any:
+        self.used.add(key)
+        if key not in self.data:
+            if default is ...:
+                raise RulesError(f"{self.source}: missing required field '{self.where(key)}'")
+            return default
+        value = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds:
+            raise self.fail(key, expected or " or ".join(k.__name__ for k in kinds), value)
+        if not isinstance(value, kinds):
+            raise self.fail(key, expected or " or ".join(k.__name__ for k in kinds), value)
+        return value
+
+    def choice(self, key: str, choices: Sequence[str], default: Any = ...) -> str:
+        value = self.get(key, str, default, expected=f"one of {', '.join(choices)}")
+        if value not in choices:
+            raise self.fail(key, f"one of {', '.join(choices)}", value)
+        return value
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            raise RulesError(f"{self.source}: unknown field '{self.where(unknown[0])}' (known: {', '.join(sorted(self.used))})")
+
+
+def _parse_box(data: Any, source: str, index: int) -> Box:
+    r = _Reader(data, source, f"boxes[{index}]")
+    name = r.get("name", str)
+    if not name.isidentifier() or name != name.lower():
+        raise r.fail("name", "a snake_case identifier", name)
+    kind = r.choice("kind", tuple(BOX_KINDS))
+    default_section = "upper" if kind in ("face_sum", "relative_face") else "lower"
+    section = r.choice("section", SECTIONS, default_section)
+    allowed = BOX_KINDS[kind]
+    fields: dict[str, Any] = {}
+    if "face" in allowed:
+        fields["face"] = r.get("face", int)
+        if not 1 <= fields["face"] <= 6:
+            raise r.fail("face", "an integer 1..6", fields["face"])
+    if "base" in allowed:
+        fields["base"] = r.get("base", int, 0)
+    if "n" in allowed:
+        fields["n"] = r.get("n", int)
+        if not 2 <= fields["n"] <= 5:
+            raise r.fail("n", "an integer 2..5", fields["n"])
+    if "points" in allowed:
+        points = r.get("points", (int, str), "sum", expected="an integer or one of 'sum', 'matching'")
+        if isinstance(points, str) and points not in POINTS_WORDS:
+            raise r.fail("points", "an integer or one of 'sum', 'matching'", points)
+        fields["points"] = points
+    if "extra" in allowed:
+        fields["extra"] = r.get("extra", int, 0)
+    if "sets" in allowed:
+        sets = r.get("sets", list, expected="a list of face lists, e.g. [[1,2,3,4,5]]")
+        if not sets or not all(
+            isinstance(s, list) and s and all(isinstance(f, int) and not isinstance(f, bool) and 1 <= f <= 6 for f in s)
+            and len(set(s)) == len(s) <= 5
+            for s in sets
+        ):
+            raise r.fail("sets", "a non-empty list of lists of distinct faces 1..6", sets)
+        fields["sets"] = tuple(tuple(sorted(s)) for s in sets)
+    if "allow_five_of_a_kind" in allowed:
+        fields["allow_five_of_a_kind"] = r.get("allow_five_of_a_kind", bool, False)
+    if "first_roll_double" in allowed:
+        fields["first_roll_double"] = r.get("first_roll_double", bool, False)
+    r.finish()
+    return Box(name=name, kind=kind, section=section, **fields)
+
+
+def _set_path(spec: dict, dotted: str, value: Any, source: str, option: str) -> None:
+    """Apply an option's patch ``"a.b.c" = value`` (list items by box name)."""
+    node: Any = spec
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        if isinstance(node, list):
+            matches = [item for item in node if isinstance(item, Mapping) and item.get("name") == key]
+            if not matches:
+                raise RulesError(f"{source}: option '{option}' patches '{dotted}', but there is no box '{key}'")
+            node = matches[0]
+        else:
+            if key not in node or not isinstance(node[key], (dict, list)):
+                node[key] = {}
+            node = node[key]
+    node[keys[-1]] = value
+
+
+def _parse_options(spec: dict, source: str) -> dict[str, Option]:
+    options: dict[str, Option] = {}
+    raw = spec.get("options", {})
+    if not isinstance(raw, Mapping):
+        raise RulesError(f"{source}: field 'options': expected a table of options")
+    for name, body in raw.items():
+        r = _Reader(body, source, f"options.{name}")
+        default = r.get("default", (bool, int, str))
+        doc = r.get("doc", str, "")
+        values = r.get("values", Mapping, expected="a table mapping each value to its field patches")
+        parsed: dict[Any, Mapping[str, Any]] = {}
+        for key, patch in values.items():
+            if not isinstance(patch, Mapping):
+                raise r.fail(f"values.{key}", "a table of 'field.path' = value patches", patch)
+            parsed[_option_key(key, default)] = dict(patch)
+        if default not in parsed:
+            raise r.fail("default", f"one of the listed values {list(parsed)}", default)
+        r.finish()
+        options[name] = Option(name=name, default=default, doc=doc, values=parsed)
+    return options
+
+
+def _option_key(key: Any, default: Any) -> Any:
+    """TOML table keys are strings; convert them back to the type of the default."""
+    if isinstance(default, bool) and isinstance(key, str):
+        if key.lower() in ("true", "false"):
+            return key.lower() == "true"
+    if isinstance(default, int) and not isinstance(default, bool) and isinstance(key, str):
+        try:
+            return int(key)
+        except ValueError:
+            return key
+    return key
+
+
+def resolve_options(spec: Mapping[str, Any], source: str, chosen: Mapping[str, Any]) -> tuple[dict, dict]:
+    """Apply the chosen option values (defaults for the rest) to a copy of the spec.
+
+    Returns the patched spec (without its ``options`` table) and the full option
+    assignment. Unknown options and values raise :class:`RulesError` listing the
+    valid ones.
+    """
+    spec = copy.deepcopy(dict(spec))
+    options = _parse_options(spec, source)
+    unknown = sorted(set(chosen) - set(options))
+    if unknown:
+        known = ", ".join(f"{o.name} ({', '.join(map(repr, o.values))})" for o in options.values()) or "none"
+        raise RulesError(f"{source}: unknown rules option {unknown[0]!r}; options of this ruleset: {known}")
+    assignment: dict[str, Any] = {}
+    for option in options.values():
+        value = chosen.get(option.name, option.default)
+        value = _option_key(value, option.default) if isinstance(value, str) else value
+        if value not in option.values:
+            raise RulesError(
+                f"{source}: option {option.name!r} must be one of {list(option.values)}, got {value!r}"
+            )
+        assignment[option.name] = value
+        for dotted, patch in option.values[value].items():
+            _set_path(spec, dotted, patch, source, option.name)
+    spec.pop("options", None)
+    return spec, assignment
+
+
+def build_rules(
+    spec: Mapping[str, Any],
+    *,
+    source: str = "<dict>",
+    chosen_options: Mapping[str, Any] | None = None,
+) -> Rules:
+    """Validate a rules spec (the parsed TOML/YAML mapping) and build :class:`Rules`.
+
+    ``chosen_options`` switches the options the spec declares; the others keep
+    their defaults.
+    """
+    if not isinstance(spec, Mapping):
+        raise RulesError(f"{source}: the rules must be a table/mapping, got {type(spec).__name__}")
+    resolved, assignment = resolve_options(spec, source, chosen_options or {})
+    r = _Reader(resolved, source, "")
+    name = r.get("name", str)
+    title = r.get("title", str, name)
+    description = r.get("description", str, "")
+    raw_boxes = r.get("boxes", list, expected="a list of box tables")
+    if not raw_boxes:
+        raise r.fail("boxes", "at least one box", raw_boxes)
+    if len(raw_boxes) > 26:
+        raise r.fail("boxes", "at most 26 boxes", len(raw_boxes))
+    boxes = tuple(_parse_box(b, source, i) for i, b in enumerate(raw_boxes))
+    names = [b.name for b in boxes]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise RulesError(f"{source}: field 'boxes': box name {duplicate!r} appears twice")
+    turns = r.get("turns", int, len(boxes))
+    if not 1 <= turns <= len(boxes):
+        raise r.fail("turns", f"an integer 1..{len(boxes)} (number of boxes)", turns)
+    sections_in_order = r.get("sections_in_order", bool, False)
+    double_extra = r.get("double_extra", bool, False)
+    result = r.choice("result", RESULT_MODES, "highest")
+
+    upper_bonus = None
+    if "upper_bonus" in resolved:
+        u = _Reader(r.get("upper_bonus", Mapping), source, "upper_bonus")
+        upper_bonus = UpperBonus(
+            threshold=u.get("threshold", int),
+            points=u.get("points", int),
+            timing=u.choice("timing", BONUS_TIMINGS, "on_reach"),
+        )
+        u.finish()
+        upper = [b for b in boxes if b.section == "upper"]
+        if not upper:
+            raise RulesError(f"{source}: field 'upper_bonus': the rules have no upper boxes")
+        if upper_bonus.timing == "on_reach" and any(b.kind == "relative_face" for b in upper):
+            raise u.fail("timing", "'on_complete' (upper boxes can score negative, so a reached total is not final)", "on_reach")
+
+    five = None
+    if "five_of_a_kind" in resolved:
+        f = _Reader(r.get("five_of_a_kind", Mapping), source, "five_of_a_kind")
+        five = FiveOfAKind(
+            box=f.get("box", str),
+            bonus=f.get("bonus", int, 0),
+            joker=f.choice("joker", JOKER_MODES, "none"),
+            joker_needs_full_box=f.get("joker_needs_full_box", bool, False),
+        )
+        f.finish()
+        if five.box not in names:
+            raise f.fail("box", f"the name of a box ({', '.join(names)})", five.box)
+        target = boxes[names.index(five.box)]
+        if not (target.kind == "n_of_a_kind" and target.n == 5):
+            raise f.fail("box", "a box of kind n_of_a_kind with n = 5", five.box)
+    r.finish()
+    return Rules(
+        name=name,
+        title=title,
+        boxes=boxes,
+        turns=turns,
+        upper_bonus=upper_bonus,
+        five_of_a_kind=five,
+        sections_in_order=sections_in_order,
+        double_extra=double_extra,
+        result=result,
+        description=description,
+        options=assignment,
+        source=source,
+        spec=resolved,
+        raw_spec=copy.deepcopy(dict(spec)),
+    )
