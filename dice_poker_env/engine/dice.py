@@ -65,6 +65,8 @@ N_KEEPS = len(KEEP_COUNTS)
 #: (462,) int8: how many dice each keep holds.
 KEEP_SIZE = KEEP_COUNTS.sum(axis=1).astype(np.int8)
 
+#: code contribution of one die showing face f (index f; 0 unused).
+_FACE_CODE = np.concatenate([[0], _CODE_BASE ** np.arange(N_FACES)]).astype(np.int64)
 _KEEP_INDEX_OF_CODE = {int(c): i for i, c in enumerate(encode_counts(KEEP_COUNTS))}
 _ROLL_INDEX_OF_CODE = np.full(_CODE_BASE**N_FACES, -1, dtype=np.int16)
 _ROLL_INDEX_OF_CODE[encode_counts(ROLL_COUNTS)] = np.arange(N_ROLLS)
@@ -162,8 +164,5 @@ def roll_index(dice) -> int:
 
 def roll_index_of_sorted(sorted_faces: np.ndarray) -> np.ndarray:
     """Roll indices of a batch of sorted dice rows ``(..., 5)``, vectorized."""
-    faces = np.asarray(sorted_faces, dtype=np.int64)
-    code = np.zeros(faces.shape[:-1], dtype=np.int64)
-    for i in range(N_DICE):
-        code += _CODE_BASE ** (faces[..., i] - 1)
+    code = _FACE_CODE[np.asarray(sorted_faces)].sum(axis=-1)
     return _ROLL_INDEX_OF_CODE[code]

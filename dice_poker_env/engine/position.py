@@ -33,7 +33,7 @@ def secured_upper_bonus(tables: RuleTables, filled: int, upper_total: int) -> in
 def parse_scorecard(tables: RuleTables, scorecard: Mapping[str, Any] | None) -> tuple[int, np.ndarray]:
     """``(filled_bits, scores)`` of a ``{box_name: points}`` scorecard, validated."""
     rules = tables.rules
-    scores = np.zeros(tables.n_boxes, dtype=np.int32)
+    scores = np.zeros(tables.n_boxes, dtype=np.int64)
     filled = 0
     if scorecard is None:
         return filled, scores
@@ -56,8 +56,8 @@ def parse_scorecard(tables: RuleTables, scorecard: Mapping[str, Any] | None) -> 
         filled |= 1 << k
     if tables.sections_in_order and filled & tables.lower_bits and filled & tables.upper_bits != tables.upper_bits:
         raise PositionError("scorecard: lower boxes are filled before all upper boxes, but this ruleset plays sections in order")
-    if int(popcount(np.array(filled))) >= tables.turns:
-        raise PositionError(f"scorecard: {int(popcount(np.array(filled)))} boxes filled, the game ({tables.turns} turns) is already over")
+    if popcount(filled) >= tables.turns:
+        raise PositionError(f"scorecard: {popcount(filled)} boxes filled, the game ({tables.turns} turns) is already over")
     return filled, scores
 
 
@@ -70,7 +70,7 @@ def make_position(
     *,
     random_roll: int | None = None,
 ) -> GameState:
-    """A one-game :class:`GameState` from a human description of a position.
+    """A one-game (scalar) :class:`GameState` from a human description of a position.
 
     Args:
         scorecard: ``{box_name: points}`` for the filled boxes.
@@ -98,14 +98,7 @@ def make_position(
         bonus = secured_upper_bonus(tables, filled, upper_total)
     elif isinstance(bonus, bool) or not isinstance(bonus, (int, np.integer)) or bonus < 0:
         raise PositionError(f"bonus: expected a non-negative integer, got {bonus!r}")
-    return GameState(
-        filled=np.array([filled], dtype=np.int64),
-        scores=scores[None, :],
-        upper_total=np.array([upper_total], dtype=np.int32),
-        bonus=np.array([bonus], dtype=np.int32),
-        roll=np.array([roll], dtype=np.int64),
-        rolls_left=np.array([rolls_left], dtype=np.int64),
-    )
+    return GameState(filled, scores, upper_total, int(bonus), roll, int(rolls_left))
 
 
 def position_from_options(tables: RuleTables, options: Mapping[str, Any], random_roll: int) -> GameState:

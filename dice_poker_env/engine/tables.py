@@ -45,6 +45,10 @@ class RuleTables:
     five_kind_roll: np.ndarray
     #: (252,) int: for five-of-a-kind rolls, the upper box of that face (-1 otherwise).
     matching_upper_box: np.ndarray
+    #: (252,) int: bitmask of that upper box (0 where there is none).
+    matching_upper_bit: np.ndarray
+    #: (n,) int: ``1 << k`` for each box ``k``.
+    box_bit: np.ndarray
     #: index of the five-of-a-kind box (-1 when the rules have no such rule).
     five_kind_box: int
     five_kind_bonus: int
@@ -67,9 +71,9 @@ class RuleTables:
 def compile_rules(rules: Rules) -> RuleTables:
     """Build the tables of ``rules`` (about a millisecond; cached on ``rules.tables``)."""
     counts = ROLL_COUNTS.astype(np.int64)
-    score = np.stack([box_score(b, counts) for b in rules.boxes], axis=1).astype(np.int16)
-    first = np.stack([first_roll_score(b, counts, rules.double_extra) for b in rules.boxes], axis=1).astype(np.int16)
-    joker = np.stack([joker_score(b, counts) for b in rules.boxes], axis=1).astype(np.int16)
+    score = np.stack([box_score(b, counts) for b in rules.boxes], axis=1).astype(np.int64)
+    first = np.stack([first_roll_score(b, counts, rules.double_extra) for b in rules.boxes], axis=1).astype(np.int64)
+    joker = np.stack([joker_score(b, counts) for b in rules.boxes], axis=1).astype(np.int64)
     is_upper = np.array([b.section == "upper" for b in rules.boxes])
     bits = 1 << np.arange(rules.n_boxes)
     upper_bits = int(bits[is_upper].sum())
@@ -87,14 +91,12 @@ def compile_rules(rules: Rules) -> RuleTables:
     possible = tuple(np.unique(np.concatenate([score[:, k], first[:, k], joker[:, k], [0]])) for k in range(rules.n_boxes))
     min_box = int(min(p.min() for p in possible))
     max_box = int(max(p.max() for p in possible))
-    n_upper = int(is_upper.sum())
     max_total = (
         sum(int(p.max()) for p in possible)
         + (bonus.points if bonus else 0)
         + (five.bonus * rules.turns if five else 0)
     )
     min_total = sum(min(int(p.min()), 0) for p in possible)
-    del n_upper
     return RuleTables(
         rules=rules,
         n_boxes=rules.n_boxes,
@@ -109,6 +111,8 @@ def compile_rules(rules: Rules) -> RuleTables:
         all_bits=all_bits,
         five_kind_roll=five_kind_roll,
         matching_upper_box=matching_upper,
+        matching_upper_bit=np.where(matching_upper >= 0, 1 << np.maximum(matching_upper, 0), 0),
+        box_bit=(1 << np.arange(rules.n_boxes)).astype(np.int64),
         five_kind_box=rules.box_index(five.box) if five else -1,
         five_kind_bonus=five.bonus if five else 0,
         joker=_JOKER_CODES[five.joker] if five else JOKER_NONE,

@@ -20,11 +20,15 @@ turn            Discrete(turns + 1)                    boxes filled so far
 
 ``"flat"`` — one ``float32`` vector in [-1, 1] for MLP policies, in this order:
 face counts / 5 (6), rolls left one-hot (3), filled flags (n), written scores /
-``scale`` (n), the points the current dice would get in each box right now,
-joker and first-roll doubling included (0 for boxes not legal now) / ``scale``
-(n), upper total / ``upper_scale`` (1), bonus / ``scale`` (1), five-kind box
-state one-hot (3), turn / turns (1). Size ``15 + 3 n``; ``scale`` is the
-largest points a box can hold.
+``scale`` (n), the points (bonuses included) the current dice would get in each
+box right now, joker and first-roll doubling included (0 for boxes not legal now)
+/ ``scale``, clipped (n), upper total / ``upper_scale`` (1), bonus / ``scale``,
+clipped (1), five-kind box state one-hot (3), turn / turns (1). Size ``15 + 3 n``;
+``scale`` is the largest points a box can hold, ``upper_scale`` the upper-bonus
+threshold (at least 63).
+
+Every encoder works on a one-game state (returns one observation) and on a
+batched state (every value gets a leading batch axis).
 """
 
 from __future__ import annotations
@@ -44,17 +48,24 @@ from dice_poker_env.engine.game import (
 from dice_poker_env.engine.tables import RuleTables
 
 OBS_MODES = ("dict", "flat")
+_ROLLS_ONE_HOT = np.eye(ROLLS_PER_TURN, dtype=np.float32)
+_FIVE_ONE_HOT = np.eye(3, dtype=np.float32)
+
+
+def flat_size(tables: RuleTables) -> int:
+    return 15 + 3 * tables.n_boxes
 
 
 def observation_space(tables: RuleTables, obs_mode: str) -> spaces.Space:
     """The observation space of one game."""
     n = tables.n_boxes
     if obs_mode == "flat":
-        return spaces.Box(-1.0, 1.0, shape=(15 + 3 * n,), dtype=np.float32)
+        return spaces.Box(-1.0, 1.0, shape=(flat_size(tables),), dtype=np.float32)
     if obs_mode != "dict":
         raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-    upper_lo = min(0, tables.min_box_score * 6)
-    upper_hi = max(int(tables.score[:, tables.is_upper].sum(axis=1).max()) * 6, 1)
+    upper_scores = tables.score[:, tables.is_upper]
+    upper_lo = min(0, int(upper_scores.min(axis=0).sum()))
+    upper_hi = max(int(upper_scores.max(axis=0).sum()), 1)
     return spaces.Dict(
         {
             "dice": spaces.Box(1, 6, shape=(N_DICE,), dtype=np.int64),
@@ -69,72 +80,70 @@ def observation_space(tables: RuleTables, obs_mode: str) -> spaces.Space:
     )
 
 
-def five_kind_box_state(tables: RuleTables, state: GameState) -> np.ndarray:
+def five_kind_box_state(tables: RuleTables, state: GameState):
     """0: open or no five-of-a-kind rule, 1: scratched, 2: holds points."""
     k = tables.five_kind_box
     if k < 0:
-        return np.zeros(state.filled.shape, dtype=np.int64)
-    filled = (state.filled >> k) & 1
-    return (filled + five_kind_box_full(tables, state.filled, state.scores)).astype(np.int64)
+        return np.zeros(np.shape(state.filled), dtype=np.int64) if state.batched else 0
+    full = five_kind_box_full(tables, state.filled, state.scores)
+    return ((state.filled >> k) & 1) + (full.astype(np.int64) if state.batched else int(full))
+
+
+def _filled_flags(tables: RuleTables, filled) -> np.ndarray:
+    return ((np.asarray(filled)[..., None] & tables.box_bit) != 0).astype(np.int8)
 
 
 def observe_dict(tables: RuleTables, state: GameState) -> dict[str, np.ndarray]:
-    """Batched dict observations (every value has a leading batch axis)."""
-    n = tables.n_boxes
+    """Dict observation(s) of the state."""
+    as_int = (lambda v: v.astype(np.int64)) if state.batched else np.int64
     return {
         "dice": ROLL_DICE[state.roll].astype(np.int64),
-        "rolls_left": state.rolls_left.astype(np.int64),
-        "filled": ((state.filled[:, None] >> np.arange(n)) & 1).astype(np.int8),
+        "rolls_left": as_int(state.rolls_left),
+        "filled": _filled_flags(tables, state.filled),
         "scores": state.scores.astype(np.int64),
-        "upper_total": state.upper_total[:, None].astype(np.int64),
-        "bonus": state.bonus[:, None].astype(np.int64),
-        "five_kind_box": five_kind_box_state(tables, state),
-        "turn": popcount(state.filled),
+        "upper_total": np.asarray(state.upper_total, dtype=np.int64)[..., None],
+        "bonus": np.asarray(state.bonus, dtype=np.int64)[..., None],
+        "five_kind_box": as_int(five_kind_box_state(tables, state)),
+        "turn": as_int(popcount(state.filled)),
     }
 
 
 def potential_points(tables: RuleTables, state: GameState) -> np.ndarray:
-    """(B, n) points (bonuses included) each legal box would pay now; 0 elsewhere."""
-    n = tables.n_boxes
-    batch = state.roll.shape[0]
+    """Points (bonuses included) each box would pay for the current dice now; 0 where not legal."""
     box_full = five_kind_box_full(tables, state.filled, state.scores)
-    boxes = np.broadcast_to(np.arange(n), (batch, n))
-    col = lambda a: np.asarray(a)[:, None]  # noqa: E731 - broadcast per-game values over boxes
+    column = (lambda v: np.asarray(v)[:, None]) if state.batched else (lambda v: v)
     points, bonus, _ = score_points(
         tables,
-        col(state.filled),
-        col(state.upper_total),
-        col(box_full),
-        col(state.roll),
-        col(state.rolls_left == ROLLS_PER_TURN - 1),
-        boxes,
+        column(state.filled),
+        column(state.upper_total),
+        column(box_full),
+        column(state.roll),
+        column(state.rolls_left == ROLLS_PER_TURN - 1),
+        np.arange(tables.n_boxes),
     )
-    legal = (legal_boxes(tables, state.filled, box_full, state.roll)[:, None] >> np.arange(n)) & 1
-    return np.where(legal == 1, points + bonus, 0)
+    legal = (np.asarray(legal_boxes(tables, state.filled, box_full, state.roll))[..., None] & tables.box_bit) != 0
+    return np.where(legal, points + bonus, 0)
 
 
 def observe_flat(tables: RuleTables, state: GameState) -> np.ndarray:
-    """Batched flat observations ``(B, 15 + 3 n)`` float32."""
-    n = tables.n_boxes
+    """Flat observation(s): ``(15 + 3 n,)`` or ``(B, 15 + 3 n)`` float32."""
     scale = float(max(abs(tables.max_box_score), abs(tables.min_box_score), 1))
     upper_scale = float(max(abs(tables.upper_bonus_threshold), 63))
-    batch = state.roll.shape[0]
-    five = five_kind_box_state(tables, state)
+    scalar = lambda v: np.asarray(v, dtype=np.float32)[..., None]  # noqa: E731 - one column
     parts = [
         ROLL_COUNTS[state.roll] / N_DICE,
-        np.eye(ROLLS_PER_TURN)[state.rolls_left],
-        (state.filled[:, None] >> np.arange(n)) & 1,
+        _ROLLS_ONE_HOT[state.rolls_left],
+        _filled_flags(tables, state.filled),
         state.scores / scale,
         np.clip(potential_points(tables, state) / scale, -1, 1),
-        np.clip(state.upper_total / upper_scale, -1, 1)[:, None],
-        np.clip(state.bonus / scale, 0, 1)[:, None],
-        np.eye(3)[five],
-        (popcount(state.filled) / tables.turns)[:, None],
+        np.clip(scalar(state.upper_total) / upper_scale, -1, 1),
+        np.clip(scalar(state.bonus) / scale, 0, 1),
+        _FIVE_ONE_HOT[five_kind_box_state(tables, state)],
+        scalar(popcount(state.filled)) / tables.turns,
     ]
-    out = np.concatenate([np.asarray(p, dtype=np.float32).reshape(batch, -1) for p in parts], axis=1)
-    return out
+    return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts], axis=-1)
 
 
 def observe(tables: RuleTables, state: GameState, obs_mode: str):
-    """Batched observations in the chosen layout."""
+    """Observation(s) in the chosen layout."""
     return observe_flat(tables, state) if obs_mode == "flat" else observe_dict(tables, state)

@@ -11,29 +11,31 @@ _PIPS = "⚀⚁⚂⚃⚄⚅"
 
 
 def render_ansi(tables: RuleTables, state: GameState, index: int = 0) -> str:
-    """The dice, rolls left and scorecard of game ``index`` as plain text."""
+    """The dice, rolls left and scorecard of a game (game ``index`` of a batch) as plain text."""
     rules = tables.rules
-    dice = ROLL_DICE[state.roll[index]]
-    filled = int(state.filled[index])
+    if state.batched:
+        state = state.game(index)
+    dice = ROLL_DICE[state.roll]
+    filled = state.filled
     over = bin(filled).count("1") >= tables.turns
-    potential = potential_points(tables, GameState(*(f[index : index + 1] for f in state)))[0]
+    potential = potential_points(tables, state)
     lines = [f"{rules.title}   turn {min(bin(filled).count('1') + 1, tables.turns)}/{tables.turns}"]
     if not over:
         faces = " ".join(str(int(d)) for d in dice)
         pips = " ".join(_PIPS[int(d) - 1] for d in dice)
-        lines.append(f"dice: {faces}   {pips}   rolls left: {int(state.rolls_left[index])}")
+        lines.append(f"dice: {faces}   {pips}   rolls left: {state.rolls_left}")
     width = max(len(n) for n in rules.box_names)
     lines.append("-" * (width + 22))
     for k, name in enumerate(rules.box_names):
         if filled >> k & 1:
-            cell = f"{int(state.scores[index, k]):>5}"
+            cell = f"{int(state.scores[k]):>5}"
         else:
             cell = "    ." + (f"   (would score {int(potential[k])})" if not over and potential[k] else "")
         if k > 0 and tables.is_upper[k - 1] and not tables.is_upper[k]:
-            upper = int(state.upper_total[index])
+            upper = state.upper_total
             lines.append(f"{'upper total':<{width}} {upper:>5}")
         lines.append(f"{name:<{width}} {cell}")
     lines.append("-" * (width + 22))
-    lines.append(f"{'bonus':<{width}} {int(state.bonus[index]):>5}")
-    lines.append(f"{'TOTAL':<{width}} {int(state.total[index]):>5}")
+    lines.append(f"{'bonus':<{width}} {state.bonus:>5}")
+    lines.append(f"{'TOTAL':<{width}} {int(state.total):>5}")
     return "\n".join(lines)

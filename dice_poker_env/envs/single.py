@@ -17,6 +17,9 @@ from dice_poker_env.envs.render import render_ansi
 from dice_poker_env.rules import Rules, load_rules
 
 ILLEGAL_ACTION_MODES = ("terminate", "raise")
+_NO_DICE = np.ones(N_DICE, dtype=np.int64)
+#: positions rerolled by each keep bitmask
+_REROLLED_POSITIONS = [[i for i in range(N_DICE) if not bits >> i & 1] for bits in range(N_KEEP_ACTIONS)]
 
 
 class IllegalActionError(ValueError):
@@ -128,9 +131,9 @@ class DicePokerEnv(gym.Env):
             random_roll = int(self._roll_fresh()) if "dice" not in options else 0
             self.state = position_from_options(self.tables, options, random_roll)
         else:
-            self.state = game.new_games(self.tables, np.array([self._roll_fresh()]))
+            self.state = game.new_games(self.tables, self._roll_fresh())
         self._done = False
-        self._mask = game.action_mask(self.tables, self.state)[0]
+        self._mask = game.action_mask(self.tables, self.state)
         return self._observation(), self._info()
 
     def step(self, action):
@@ -144,17 +147,17 @@ class DicePokerEnv(gym.Env):
         state = self.state
         if action < N_KEEP_ACTIONS:
             faces = self._reroll_faces(action)
-        elif int(game.popcount(state.filled)[0]) + 1 < self.tables.turns:
-            faces = self.dice_source.roll(self.np_random, (1, N_DICE))
+        elif game.popcount(state.filled) + 1 < self.tables.turns:
+            faces = self.dice_source.roll(self.np_random, (N_DICE,))
         else:
-            faces = np.ones((1, N_DICE), dtype=np.int64)  # game ends: no dice are rolled
-        self.state, reward, over = game.step(self.tables, state, np.array([action]), faces)
-        self._done = bool(over[0])
-        self._mask = game.action_mask(self.tables, self.state)[0]
+            faces = _NO_DICE  # the game ends: no dice are rolled
+        self.state, reward, over = game.step(self.tables, state, action, faces)
+        self._done = over
+        self._mask = game.action_mask(self.tables, self.state)
         info = self._info()
         if self.render_mode == "human":
             self.render()
-        return self._observation(), float(reward[0]), self._done, False, info
+        return self._observation(), float(reward), over, False, info
 
     def action_masks(self) -> np.ndarray:
         """The legal actions now, ``np.int8`` of length ``32 + n_boxes`` (sb3-contrib's hook)."""
@@ -182,11 +185,11 @@ class DicePokerEnv(gym.Env):
     @property
     def score(self) -> int:
         """The final score so far (written points plus bonuses)."""
-        return int(self.state.total[0]) if self.state is not None else 0
+        return int(self.state.total) if self.state is not None else 0
 
     def scorecard(self) -> dict[str, int | None]:
         """``{box: points}`` with ``None`` for open boxes."""
-        filled, scores = int(self.state.filled[0]), self.state.scores[0]
+        filled, scores = self.state.filled, self.state.scores
         return {name: (int(scores[k]) if filled >> k & 1 else None) for k, name in enumerate(self.rules.box_names)}
 
     def _roll_fresh(self) -> int:
@@ -195,16 +198,13 @@ class DicePokerEnv(gym.Env):
 
     def _reroll_faces(self, keep_bits: int) -> np.ndarray:
         """Faces for the rerolled positions only (so a script supplies exactly those)."""
-        rerolled = [i for i in range(N_DICE) if not keep_bits >> i & 1]
-        faces = np.zeros((1, N_DICE), dtype=np.int64)
-        faces[0, rerolled] = self.dice_source.roll(self.np_random, (len(rerolled),))
+        rerolled = _REROLLED_POSITIONS[keep_bits]
+        faces = np.zeros(N_DICE, dtype=np.int64)
+        faces[rerolled] = self.dice_source.roll(self.np_random, (len(rerolled),))
         return faces
 
     def _observation(self):
-        obs = observe(self.tables, self.state, self.obs_mode)
-        if self.obs_mode == "flat":
-            return obs[0]
-        return {key: value[0] for key, value in obs.items()}
+        return observe(self.tables, self.state, self.obs_mode)
 
     def _info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"action_mask": self._mask.copy(), "score": self.score}
