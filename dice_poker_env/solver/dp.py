@@ -1,0 +1,427 @@
+"""Exact dynamic programming over between-turn states (the solver's core).
+
+A *between-turn state* is what the rest of a game depends on when a turn begins:
+
+* ``filled`` — the bitmask of filled boxes (it also fixes the section and the turn);
+* ``upper`` — the upper total, *canonicalized*: once the open upper boxes can no
+  longer change whether the upper bonus is paid (it is already certain, or out of
+  reach), every value is equivalent, so the total is clipped to
+  ``[T - max_rest - 1, T - min_rest]`` (``T`` the threshold, ``max_rest`` /
+  ``min_rest`` the most / least the open upper boxes can still add). This keeps
+  the exact subtotal where it matters (``school_poker``'s ``on_complete`` bonus
+  with negative boxes) and collapses it where it does not. With no upper bonus,
+  or all upper boxes filled, it is 0;
+* ``full`` — whether the five-of-a-kind box holds points (joker and bonus rules).
+
+Only states reachable from the empty scorecard are built (a forward pass, layer
+by layer: layer ``t`` holds the states with ``t`` boxes filled). The backward
+pass solves each state's turn as the three-roll *widget*: the value of scoring
+each of the 252 rolls now (best legal box: points + bonus + value of the next
+state), then twice: keep values by the recursion ``K(keep) = mean over faces f
+of K(keep + f)`` and, per roll, the best of scoring and the best proper keep.
+A second-moment table under the same (mean-optimal) policy gives the exact
+standard deviation of the final score.
+
+All points, bonuses and legality come from the engine
+(:func:`~dice_poker_env.engine.game.score_points`,
+:func:`~dice_poker_env.engine.game.legal_boxes`), called on arrays of
+(state, roll class, box). A *roll class* of a box groups the rolls on which the
+engine's answer for that box can only differ through its points: five-of-a-kind
+rolls are singletons (joker and bonus), the others are grouped by the box's
+points (with the first-roll variant when the rules double).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from dice_poker_env.engine.dice import (
+    FIRST_ROLL_PROBABILITY,
+    KEEP_PLUS_FACE,
+    KEEP_SIZE,
+    N_DICE,
+    N_FACES,
+    N_KEEPS,
+    N_ROLLS,
+    ROLL_OF_KEEP,
+)
+from dice_poker_env.engine.game import legal_boxes, popcount, score_points
+from dice_poker_env.engine.tables import RuleTables
+
+# ---------------------------------------------------------------- keep tables
+#: keeps are ordered by size: KEEP_START[n] .. KEEP_START[n + 1] hold the keeps of n dice
+KEEP_START = np.searchsorted(KEEP_SIZE, np.arange(N_DICE + 2)).astype(np.int64)
+_FULL = slice(int(KEEP_START[N_DICE]), N_KEEPS)
+#: the roll of each 5-dice keep, in keep order
+ROLL_OF_FULL_KEEP = ROLL_OF_KEEP[_FULL].astype(np.int64)
+#: inverse: the 5-dice keep index of each roll
+FULL_KEEP_OF_ROLL = np.empty(N_ROLLS, dtype=np.int64)
+FULL_KEEP_OF_ROLL[ROLL_OF_FULL_KEEP] = np.arange(KEEP_START[N_DICE], N_KEEPS)
+
+
+def _keep_minus_face() -> np.ndarray:
+    """(462, 6): the keep with one die of face f+1 removed; a present face's when f+1 is absent.
+
+    Row 0 (the empty keep) points at itself. Used by the "best sub-keep" recursion,
+    where a repeated sub-keep is harmless (max is idempotent).
+    """
+    minus = np.full((N_KEEPS, N_FACES), -1, dtype=np.int64)
+    for k in range(N_KEEPS):
+        for f in range(N_FACES):
+            grown = KEEP_PLUS_FACE[k, f]
+            if grown >= 0:
+                minus[grown, f] = k
+    minus[0] = 0
+    for k in range(1, N_KEEPS):
+        present = minus[k][minus[k] >= 0]
+        minus[k][minus[k] < 0] = present[0]
+    return minus
+
+
+KEEP_MINUS_FACE = _keep_minus_face()
+_PLUS = KEEP_PLUS_FACE.astype(np.int64)
+
+
+def keep_values(rolls: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Expected value of every keep, given the value of every roll.
+
+    Args:
+        rolls: ``(252, m)`` value of each roll (for ``m`` independent columns).
+        out: optional ``(462, m)`` buffer.
+
+    Returns:
+        ``(462, m)``: ``K[k] = E[value of the roll reached by rolling the missing dice]``,
+        computed as ``K(keep) = mean over faces of K(keep + face)``.
+    """
+    m = rolls.shape[1]
+    K = np.empty((N_KEEPS, m), dtype=rolls.dtype) if out is None else out
+    K[_FULL] = rolls[ROLL_OF_FULL_KEEP]
+    for size in range(N_DICE - 1, -1, -1):
+        lo, hi = int(KEEP_START[size]), int(KEEP_START[size + 1])
+        block = K[lo:hi]
+        np.take(K, _PLUS[lo:hi, 0], axis=0, out=block)
+        for f in range(1, N_FACES):
+            block += K[_PLUS[lo:hi, f]]
+        block *= 1.0 / N_FACES
+    return K
+
+
+def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None):
+    """Per roll, the best value over its proper sub-keeps (0 to 4 dice kept).
+
+    Args:
+        K: ``(462, m)`` keep values (rows of 5-dice keeps are ignored).
+        K2: optional second-moment keep values, carried along with the argmax.
+
+    Returns:
+        ``(best, best2)`` each ``(252, m)`` (``best2`` is ``None`` without ``K2``).
+    """
+    top = int(KEEP_START[N_DICE])
+    B = K[:top].copy()
+    B2 = None if K2 is None else K2[:top].copy()
+    for size in range(1, N_DICE):
+        lo, hi = int(KEEP_START[size]), int(KEEP_START[size + 1])
+        for f in range(N_FACES):
+            cand = B[KEEP_MINUS_FACE[lo:hi, f]]
+            if B2 is None:
+                np.maximum(B[lo:hi], cand, out=B[lo:hi])
+            else:
+                better = cand > B[lo:hi]
+                B[lo:hi][better] = cand[better]
+                B2[lo:hi][better] = B2[KEEP_MINUS_FACE[lo:hi, f]][better]
+    rows = FULL_KEEP_OF_ROLL  # 5-dice keep of each roll
+    best = B[KEEP_MINUS_FACE[rows, 0]]
+    best2 = None if B2 is None else B2[KEEP_MINUS_FACE[rows, 0]]
+    for f in range(1, N_FACES):
+        sub = KEEP_MINUS_FACE[rows, f]
+        cand = B[sub]
+        if best2 is None:
+            np.maximum(best, cand, out=best)
+        else:
+            better = cand > best
+            best[better] = cand[better]
+            best2[better] = B2[sub][better]
+    return best, best2
+
+
+def widget(
+    score_last: np.ndarray,
+    score_first: np.ndarray,
+    score_last2: np.ndarray | None = None,
+    score_first2: np.ndarray | None = None,
+):
+    """Solve one turn for ``m`` states at once.
+
+    Args:
+        score_last: ``(252, m)`` best value of scoring each roll after a reroll.
+        score_first: ``(252, m)`` the same from the turn's first roll (first-roll doubling).
+        score_last2, score_first2: optional second moments of the chosen score actions.
+
+    Returns:
+        ``(value, value2, K1, K2)``: ``(m,)`` expected value of the turn start, its
+        second moment (or ``None``), and the ``(462, m)`` keep values with one and
+        with two rolls left (``K1[k]`` = value of keeping ``k`` and rerolling when
+        one reroll is left).
+    """
+    second = score_last2 is not None
+    W0, W0b = score_last, score_last2
+    K1 = keep_values(W0)
+    K1b = keep_values(W0b) if second else None
+    best, best2 = best_subkeep(K1, K1b)
+    W1 = np.maximum(score_last, best)
+    if second:
+        W1b = np.where(best > score_last, best2, score_last2)
+    K2 = keep_values(W1)
+    K2b = keep_values(W1b) if second else None
+    best, best2 = best_subkeep(K2, K2b)
+    W2 = np.maximum(score_first, best)
+    value = FIRST_ROLL_PROBABILITY @ W2
+    value2 = None
+    if second:
+        W2b = np.where(best > score_first, best2, score_first2)
+        value2 = FIRST_ROLL_PROBABILITY @ W2b
+    return value, value2, K1, K2
+
+
+# ---------------------------------------------------------------- state space
+@dataclass
+class BoxClasses:
+    """Roll classes of one box: representative (roll, first_roll) per class and the class of each roll."""
+
+    roll: np.ndarray  # (n_classes,) representative roll
+    first: np.ndarray  # (n_classes,) representative first-roll flag
+    of_last: np.ndarray  # (252,) class of each roll scored after a reroll
+    of_first: np.ndarray  # (252,) class of each roll scored from the first roll
+
+
+def box_classes(tables: RuleTables, box: int, doubling: bool) -> BoxClasses:
+    """Group the (roll, first_roll) items of ``box`` into classes the engine treats alike."""
+    reps: dict[tuple, int] = {}
+    rep_roll: list[int] = []
+    rep_first: list[bool] = []
+    of = {False: np.empty(N_ROLLS, dtype=np.int64), True: np.empty(N_ROLLS, dtype=np.int64)}
+    for first in (False, True) if doubling else (False,):
+        table = tables.score_first_roll if first else tables.score
+        for r in range(N_ROLLS):
+            if tables.five_kind_roll[r]:
+                key = ("five", r, first)
+            else:
+                key = ("points", int(table[r, box]))
+            if key not in reps:
+                reps[key] = len(rep_roll)
+                rep_roll.append(r)
+                rep_first.append(first)
+            of[first][r] = reps[key]
+    if not doubling:
+        of[True] = of[False]
+    return BoxClasses(np.array(rep_roll, dtype=np.int64), np.array(rep_first, dtype=bool), of[False], of[True])
+
+
+class StateSpace:
+    """Encoding of between-turn states of one ruleset, and the dense index over them.
+
+    A state key is ``(filled * n_slots + (upper - upper_lo)) * n_full + full``.
+    """
+
+    def __init__(self, tables: RuleTables):
+        self.tables = tables
+        n = tables.n_boxes
+        self.n_boxes = n
+        self.n_masks = 1 << n
+        self.doubling = not np.array_equal(tables.score_first_roll, tables.score)
+        self.has_bonus = bool(tables.has_upper_bonus)
+        self.threshold = int(tables.upper_bonus_threshold)
+        masks = np.arange(self.n_masks, dtype=np.int64)
+        max_rest = np.zeros(self.n_masks, dtype=np.int64)
+        min_rest = np.zeros(self.n_masks, dtype=np.int64)
+        for k in np.flatnonzero(tables.is_upper):
+            open_k = ((masks >> k) & 1) == 0
+            max_rest += np.where(open_k, int(tables.possible_scores[k].max()), 0)
+            min_rest += np.where(open_k, int(tables.possible_scores[k].min()), 0)
+        self.upper_done = (masks & tables.upper_bits) == tables.upper_bits
+        if self.has_bonus:
+            self.upper_min = self.threshold - max_rest - 1
+            self.upper_max = self.threshold - min_rest
+            lo = min(0, int(self.upper_min.min()))
+            hi = max(0, int(self.upper_max.max()))
+        else:
+            lo = hi = 0
+        self.upper_lo = lo
+        self.n_slots = hi - lo + 1
+        self.five_box = int(tables.five_kind_box)
+        self.n_full = 2 if self.five_box >= 0 else 1
+        self.size = self.n_masks * self.n_slots * self.n_full
+        self.box_classes = [box_classes(tables, b, self.doubling) for b in range(n)]
+
+    # -- encoding
+    def canonical_upper(self, filled: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """The canonical upper total of states (see the module docstring)."""
+        filled = np.asarray(filled, dtype=np.int64)
+        upper = np.asarray(upper, dtype=np.int64)
+        if not self.has_bonus:
+            return np.zeros(np.broadcast(filled, upper).shape, dtype=np.int64)
+        clipped = np.clip(upper, self.upper_min[filled], self.upper_max[filled])
+        return np.where(self.upper_done[filled], 0, clipped)
+
+    def key(self, filled, upper_canonical, full) -> np.ndarray:
+        """State keys of canonical states."""
+        filled = np.asarray(filled, dtype=np.int64)
+        slot = np.asarray(upper_canonical, dtype=np.int64) - self.upper_lo
+        full = np.asarray(full, dtype=np.int64) if self.n_full == 2 else 0
+        return (filled * self.n_slots + slot) * self.n_full + full
+
+    def decode(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(filled, upper, full)`` of state keys."""
+        keys = np.asarray(keys, dtype=np.int64)
+        full = (keys % self.n_full).astype(bool)
+        rest = keys // self.n_full
+        return rest // self.n_slots, rest % self.n_slots + self.upper_lo, full
+
+    # -- transitions
+    def pair_legal(self, filled: np.ndarray, full: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Legal-box bitmasks per distinct (filled, full) pair and roll.
+
+        Returns ``(pair_of_state, legal)`` with ``legal`` of shape ``(n_pairs, 252)``.
+        """
+        pair_code = filled * 2 + full
+        codes, pair_of_state = np.unique(pair_code, return_inverse=True)
+        legal = legal_boxes(
+            self.tables, (codes // 2)[:, None], (codes % 2).astype(bool)[:, None], np.arange(N_ROLLS)[None, :]
+        )
+        legal = np.broadcast_to(np.asarray(legal, dtype=np.int64), (len(codes), N_ROLLS))
+        return pair_of_state.reshape(-1), legal
+
+    def successors(self, filled, upper, full, box: int, pair_of_state, pair_legal):
+        """For ``box``, per (class, state): ``(legal, reward, next_key)``, shapes ``(n_classes, m)``."""
+        cls = self.box_classes[box]
+        legal = ((pair_legal[pair_of_state][:, cls.roll].T >> box) & 1).astype(bool)
+        points, bonus, new_upper = score_points(
+            self.tables,
+            filled[None, :],
+            upper[None, :],
+            full[None, :],
+            cls.roll[:, None],
+            cls.first[:, None],
+            box,
+        )
+        new_filled = filled | (1 << box)
+        new_full = full[None, :] | ((points > 0) if box == self.five_box else False)
+        next_upper = self.canonical_upper(new_filled[None, :], new_upper)
+        keys = np.broadcast_to(self.key(new_filled[None, :], next_upper, new_full), legal.shape)
+        reward = np.broadcast_to((points + bonus).astype(np.float64), legal.shape)
+        return legal, reward, keys
+
+
+def _chunks(n: int, size: int):
+    for start in range(0, n, size):
+        yield slice(start, min(n, start + size))
+
+
+def reachable_layers(space: StateSpace, chunk: int = 2048, progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
+    """Sorted state keys of every layer reachable from the empty scorecard."""
+    tables = space.tables
+    start = space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False)
+    layers = [np.array([start], dtype=np.int64)]
+    for t in range(tables.turns):
+        found = []
+        keys_t = layers[t]
+        for part in _chunks(len(keys_t), chunk):
+            filled, upper, full = space.decode(keys_t[part])
+            pair_of_state, pair_legal = space.pair_legal(filled, full)
+            open_any = int(np.bitwise_or.reduce(~filled & tables.all_bits))
+            for b in range(space.n_boxes):
+                if not open_any >> b & 1:
+                    continue
+                legal, _, keys = space.successors(filled, upper, full, b, pair_of_state, pair_legal)
+                found.append(np.unique(keys[legal]))
+            if progress:
+                progress(part.stop - part.start)
+        layers.append(np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
+    return layers
+
+
+@dataclass
+class DPResult:
+    """Raw solver output: state keys and their expected future points and second moments."""
+
+    keys: np.ndarray  # (S,) int64 sorted within each layer, layers concatenated
+    layer_start: np.ndarray  # (turns + 2,) offsets of the layers in keys
+    value: np.ndarray  # (S,) float64 expected points still to come
+    value2: np.ndarray  # (S,) float64 expected square of the points still to come
+
+
+class StateIndex:
+    """Dense lookup ``key -> position in DPResult arrays`` (``-1``: not a reachable state)."""
+
+    def __init__(self, space: StateSpace, keys: np.ndarray):
+        self.table = np.full(space.size, -1, dtype=np.int32)
+        self.table[keys] = np.arange(len(keys), dtype=np.int32)
+
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        return self.table[keys]
+
+
+def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, value2, index: StateIndex, second: bool):
+    """Best value of scoring each roll now, per state: ``(S_last, S_first, S_last2, S_first2)``, each ``(252, m)``.
+
+    ``value``/``value2`` are the (future) values of all states, looked up through ``index``.
+    """
+    m = len(filled)
+    tables = space.tables
+    pair_of_state, pair_legal = space.pair_legal(filled, full)
+    open_any = int(np.bitwise_or.reduce(~filled & tables.all_bits))
+    S0 = np.full((N_ROLLS, m), -np.inf)
+    S2 = np.full((N_ROLLS, m), -np.inf) if space.doubling else S0
+    S0b = np.zeros((N_ROLLS, m)) if second else None
+    S2b = (np.zeros((N_ROLLS, m)) if space.doubling else S0b) if second else None
+    for b in range(space.n_boxes):
+        if not open_any >> b & 1:
+            continue
+        cls = space.box_classes[b]
+        legal, reward, keys = space.successors(filled, upper, full, b, pair_of_state, pair_legal)
+        pos = index(np.where(legal, keys, 0))
+        if np.any(legal & (pos < 0)):
+            raise RuntimeError("solver: a legal move leads to a state outside the reachable set")
+        v = value[pos]
+        q = np.where(legal, reward + v, -np.inf)
+        q2 = reward * reward + 2.0 * reward * v + value2[pos] if second else None
+        targets = [(S0, S0b, cls.of_last)]
+        if space.doubling:
+            targets.append((S2, S2b, cls.of_first))
+        for S, Sb, of in targets:
+            cand = q[of]
+            if second:
+                better = cand > S
+                S[better] = cand[better]
+                Sb[better] = q2[of][better]
+            else:
+                np.maximum(S, cand, out=S)
+    return S0, S2, S0b, S2b
+
+
+def solve_dp(tables: RuleTables, *, chunk: int = 512, progress_factory=None) -> DPResult:
+    """Run the forward (reachability) and backward (values) passes for ``tables``."""
+    space = StateSpace(tables)
+    layers = reachable_layers(space)
+    keys = np.concatenate(layers)
+    layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
+    index = StateIndex(space, keys)
+    value = np.zeros(len(keys))
+    value2 = np.zeros(len(keys))
+    n_work = int(layer_start[tables.turns])
+    bar = progress_factory(n_work) if progress_factory else None
+    for t in range(tables.turns - 1, -1, -1):
+        lo, hi = int(layer_start[t]), int(layer_start[t + 1])
+        for part in _chunks(hi - lo, chunk):
+            sl = slice(lo + part.start, lo + part.stop)
+            filled, upper, full = space.decode(keys[sl])
+            S0, S2, S0b, S2b = score_tables(space, filled, upper, full, value, value2, index, True)
+            v, v2, _, _ = widget(S0, S2, S0b, S2b)
+            value[sl] = v
+            value2[sl] = v2
+            if bar is not None:
+                bar(part.stop - part.start)
+    return DPResult(keys=keys, layer_start=layer_start, value=value, value2=value2)
