@@ -1,0 +1,441 @@
+"""Benchmark agents against the exact solver, with an exact regret analysis.
+
+:func:`benchmark` plays ``games`` seeded games per agent and reports, per agent,
+the score statistics and the **exact regret**: at every decision the agent took,
+the solver's expected final score of the best action minus that of the action
+taken, ``Q(best) - Q(taken)`` (from ``Solution.action_values``), summed per game.
+Because ``Q(s, a)`` is the expected value of the next position under optimal
+play, the sum telescopes: its mean over games is an unbiased estimate of
+``optimal_expected_score - E[agent's score]`` with far lower variance than the
+raw gap of the means (the dice luck cancels). An illegal action ends the game
+(the env's default), so its loss is ``Q(best)`` minus the score so far.
+
+Games are seeded per game from ``seed`` (game ``i`` gets the ``i``-th word of
+``numpy.random.SeedSequence(seed)``), so results do not depend on how many
+worker processes share the games. Workers rebuild agents by name
+(:func:`agents.registry.make_agent`) and load the solution from the solver's disk
+cache.
+
+Layering: imports the core package and agents only. ``torch`` is imported only
+when a ``model:PATH`` agent is played.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from dice_poker_env.engine.dice import N_KEEP_ACTIONS, ROLL_DICE
+from dice_poker_env.envs.observation import observe
+from dice_poker_env.envs.single import DicePokerEnv
+from dice_poker_env.rules import Rules, load_rules
+
+#: z for a two-sided 95% normal interval
+Z95 = 1.959963984540054
+#: a decision losing less than this is not a mistake (solver values are floats)
+MISTAKE_EPS = 1e-6
+
+
+def load_solution(rules: Rules, required: bool = False):
+    """``solve(rules)`` from :mod:`dice_poker_env.solver`, or ``None`` when the
+    solver is not installed (``required=True`` raises instead)."""
+    try:
+        from dice_poker_env.solver import solve
+    except ImportError as error:  # not installed, or still being written
+        if required:
+            raise ImportError(f"the exact solver (dice_poker_env.solver.solve) is not available: {error}") from error
+        return None
+    return solve(rules)
+
+
+def game_seeds(seed: int, games: int) -> np.ndarray:
+    """The per-game env seeds of a benchmark run (independent of the worker count)."""
+    return np.random.SeedSequence(int(seed)).generate_state(int(games), dtype=np.uint32).astype(np.int64)
+
+
+# --------------------------------------------------------------- one agent's games
+@dataclass
+class _Partial:
+    """Raw per-game records of some games of one agent (merged across workers)."""
+
+    scores: list = field(default_factory=list)
+    box_scores: list = field(default_factory=list)
+    upper_bonus: list = field(default_factory=list)
+    five_kind: list = field(default_factory=list)
+    regret_keep: list = field(default_factory=list)
+    regret_box: list = field(default_factory=list)
+    regret_illegal: list = field(default_factory=list)
+    keep_decisions: int = 0
+    box_decisions: int = 0
+    illegal: int = 0
+    #: mistake label -> [total loss, count, kind, worst loss, worst example]
+    mistakes: dict = field(default_factory=dict)
+
+    def merge(self, other: "_Partial") -> None:
+        for name in ("scores", "box_scores", "upper_bonus", "five_kind", "regret_keep", "regret_box", "regret_illegal"):
+            getattr(self, name).extend(getattr(other, name))
+        self.keep_decisions += other.keep_decisions
+        self.box_decisions += other.box_decisions
+        self.illegal += other.illegal
+        for key, (total, count, kind, worst, example) in other.mistakes.items():
+            mine = self.mistakes.setdefault(key, [0.0, 0, kind, -1.0, None])
+            mine[0] += total
+            mine[1] += count
+            if worst > mine[3]:
+                mine[3], mine[4] = worst, example
+
+
+def _dice_text(dice) -> str:
+    return "-".join(str(int(d)) for d in dice)
+
+
+def _kept_text(dice, action: int) -> str:
+    kept = [int(d) for i, d in enumerate(dice) if action >> i & 1]
+    return _dice_text(kept) if kept else "nothing"
+
+
+def _describe(rules: Rules, dice, action: int) -> str:
+    if action >= N_KEEP_ACTIONS:
+        return f"score {rules.box_names[action - N_KEEP_ACTIONS]}"
+    return f"keep {_kept_text(dice, action)}"
+
+
+def _mistake_label(rules: Rules, dice, taken: int, best: int) -> tuple[str, str]:
+    """A label that groups similar mistakes across games, and its kind."""
+    names = rules.box_names
+    if taken >= N_KEEP_ACTIONS:
+        if best >= N_KEEP_ACTIONS:
+            return f"scored {names[taken - N_KEEP_ACTIONS]} instead of {names[best - N_KEEP_ACTIONS]}", "box"
+        return f"scored {names[taken - N_KEEP_ACTIONS]} instead of rerolling", "box"
+    if best >= N_KEEP_ACTIONS:
+        return f"rerolled instead of scoring {names[best - N_KEEP_ACTIONS]}", "keep"
+    return f"kept {_kept_text(dice, taken)} instead of {_kept_text(dice, best)}", "keep"
+
+
+def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Partial:
+    """Play one game per seed with ``agent``; regret needs ``solution``."""
+    tables = rules.tables
+    env = DicePokerEnv(rules)
+    obs_mode = getattr(agent, "obs_mode", "dict")
+    out = _Partial()
+    upper = tables.is_upper
+    for game_seed in seeds:
+        game_seed = int(game_seed)
+        if hasattr(agent, "seed"):
+            agent.seed(game_seed ^ 0x5BD1E995)
+        agent.reset()
+        obs, info = env.reset(seed=game_seed)
+        done = False
+        regret = {"keep": 0.0, "box": 0.0, "illegal": 0.0}
+        five = 0
+        while not done:
+            mask = info["action_mask"]
+            agent_obs = obs if obs_mode == "dict" else observe(tables, env.state, obs_mode)[0]
+            action = int(agent.act(agent_obs, mask))
+            state = env.state
+            legal = 0 <= action < len(mask) and bool(mask[action])
+            if solution is not None:
+                q = np.asarray(solution.action_values(obs), dtype=np.float64)
+                best = int(np.argmax(q))
+                taken_value = q[action] if legal else float(env.score)
+                loss = float(q[best] - taken_value)
+                kind = "illegal" if not legal else ("box" if action >= N_KEEP_ACTIONS else "keep")
+                regret[kind] += loss
+                if loss > MISTAKE_EPS:
+                    dice = ROLL_DICE[int(np.asarray(state.roll).reshape(-1)[0])]
+                    if legal:
+                        label, kind = _mistake_label(rules, dice, action, best)
+                    else:
+                        label = f"illegal action {action}"
+                    entry = out.mistakes.setdefault(label, [0.0, 0, kind, -1.0, None])
+                    entry[0] += loss
+                    entry[1] += 1
+                    if loss > entry[3]:
+                        entry[3] = loss
+                        entry[4] = {
+                            "dice": [int(d) for d in dice],
+                            "rolls_left": int(np.asarray(state.rolls_left).reshape(-1)[0]),
+                            "turn": int(obs["turn"]),
+                            "taken": _describe(rules, dice, action) if legal else f"illegal action {action}",
+                            "best": _describe(rules, dice, best),
+                            "loss": round(loss, 4),
+                        }
+            if not legal:
+                out.illegal += 1
+            elif action >= N_KEEP_ACTIONS:
+                out.box_decisions += 1
+                five += bool(tables.five_kind_roll[int(np.asarray(state.roll).reshape(-1)[0])])
+            else:
+                out.keep_decisions += 1
+            obs, _, done, _, info = env.step(action)
+        final = env.state
+        scores = np.asarray(final.scores).reshape(-1).astype(np.int64)
+        filled = int(np.asarray(final.filled).reshape(-1)[0])
+        out.scores.append(int(info["final_score"]))
+        out.box_scores.append(scores)
+        upper_filled = all(filled >> k & 1 for k in np.flatnonzero(upper))
+        out.upper_bonus.append(
+            bool(tables.has_upper_bonus and upper_filled and scores[upper].sum() >= tables.upper_bonus_threshold)
+        )
+        out.five_kind.append(five)
+        out.regret_keep.append(regret["keep"])
+        out.regret_box.append(regret["box"])
+        out.regret_illegal.append(regret["illegal"])
+    return out
+
+
+def _worker(rules: Rules, agent_name: str, seeds: np.ndarray, with_regret: bool) -> _Partial:
+    """Process-pool entry: rebuild the agent and the solution, then play."""
+    try:  # one thread per worker process when torch is in use
+        import torch  # noqa: F401  (only present when a model agent imported it)
+
+        torch.set_num_threads(1)
+    except ModuleNotFoundError:
+        pass
+    solution = load_solution(rules) if (with_regret or agent_name == "optimal") else None
+    agent = _build(agent_name, rules, solution)
+    return play_games(rules, agent, seeds, solution if with_regret else None)
+
+
+def _build(agent_name: str, rules: Rules, solution):
+    from agents.registry import make_agent
+
+    if agent_name == "optimal" and solution is None:
+        raise ValueError("the optimal agent needs the exact solver (dice_poker_env.solver), which is not available")
+    return make_agent(agent_name, rules, solution=solution)
+
+
+# -------------------------------------------------------------------- statistics
+def _mean_ci(values: np.ndarray) -> tuple[float, float, float]:
+    n = len(values)
+    mean = float(np.mean(values)) if n else float("nan")
+    std = float(np.std(values, ddof=1)) if n > 1 else 0.0
+    return mean, std, Z95 * std / math.sqrt(n) if n else float("nan")
+
+
+def summarize(rules: Rules, part: _Partial, optimal: float | None, seconds: float, top: int = 10) -> dict[str, Any]:
+    """The per-agent JSON fields (documented in ``docs/training.md``)."""
+    scores = np.asarray(part.scores, dtype=np.float64)
+    n = len(scores)
+    mean, std, ci = _mean_ci(scores)
+    box_scores = np.asarray(part.box_scores, dtype=np.float64).reshape(n, -1)
+    out: dict[str, Any] = {
+        "games": n,
+        "mean": mean,
+        "ci95": ci,
+        "median": float(np.median(scores)),
+        "std": std,
+        "min": float(scores.min()),
+        "max": float(scores.max()),
+        "percent_of_optimal": 100.0 * mean / optimal if optimal else None,
+        "percent_of_optimal_ci95": 100.0 * ci / abs(optimal) if optimal else None,
+        "gap_mean": optimal - mean if optimal is not None else None,
+        "upper_bonus_rate": float(np.mean(part.upper_bonus)) if rules.tables.has_upper_bonus else None,
+        "five_of_a_kind_rate": float(np.mean(np.asarray(part.five_kind) > 0)),
+        "five_of_a_kind_per_game": float(np.mean(part.five_kind)),
+        "box_means": {name: float(box_scores[:, k].mean()) for k, name in enumerate(rules.box_names)},
+        "keep_decisions_per_game": part.keep_decisions / n,
+        "box_decisions_per_game": part.box_decisions / n,
+        "illegal_actions": part.illegal,
+        "seconds": round(seconds, 3),
+    }
+    if optimal is None:
+        out.update(regret_mean=None, regret_ci95=None, regret_std=None, regret_keep_mean=None,
+                   regret_box_mean=None, regret_illegal_mean=None, estimated_expected_score=None, mistakes=[])
+        return out
+    keep = np.asarray(part.regret_keep)
+    box = np.asarray(part.regret_box)
+    illegal = np.asarray(part.regret_illegal)
+    total = keep + box + illegal
+    r_mean, r_std, r_ci = _mean_ci(total)
+    out.update(
+        regret_mean=r_mean,
+        regret_ci95=r_ci,
+        regret_std=r_std,
+        regret_keep_mean=float(keep.mean()),
+        regret_keep_ci95=_mean_ci(keep)[2],
+        regret_box_mean=float(box.mean()),
+        regret_box_ci95=_mean_ci(box)[2],
+        regret_illegal_mean=float(illegal.mean()),
+        estimated_expected_score=optimal - r_mean,
+        estimated_percent_of_optimal=100.0 * (optimal - r_mean) / optimal if optimal else None,
+    )
+    ranked = sorted(part.mistakes.items(), key=lambda item: -item[1][0])[:top]
+    out["mistakes"] = [
+        {
+            "mistake": label,
+            "kind": kind,
+            "loss_per_game": total_loss / n,
+            "count_per_game": count / n,
+            "mean_loss": total_loss / count,
+            "worst_example": example,
+        }
+        for label, (total_loss, count, kind, _, example) in ranked
+    ]
+    return out
+
+
+@dataclass
+class BenchmarkResult:
+    """What :func:`benchmark` returns: the JSON object and each agent's raw scores."""
+
+    data: dict[str, Any]
+    scores: dict[str, np.ndarray]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
+
+
+def benchmark(
+    rules: str | Rules,
+    agents: Sequence[Any] = ("optimal", "greedy", "random"),
+    *,
+    games: int = 10_000,
+    seed: int = 0,
+    workers: int = 1,
+    solution: Any = None,
+    regret: bool = True,
+    top_mistakes: int = 10,
+    progress: bool = False,
+) -> BenchmarkResult:
+    """Play ``games`` seeded games per agent and compare with the exact solver.
+
+    Args:
+        rules: ruleset name, rules file or :class:`Rules`.
+        agents: agent names (``"optimal"``, ``"greedy"``, ``"random"``,
+            ``"model:PATH"``; see :mod:`agents.registry`) or agent objects; a pair
+            pair ``(name, agent_or_name)`` renames it. Objects always play in this process.
+        games: games per agent (the same seeds for every agent).
+        seed: benchmark seed (see :func:`game_seeds`).
+        workers: processes to spread each named agent's games over.
+        solution: an already solved ``Solution`` (default: ``solve(rules)`` when
+            the solver is installed; without it there is no regret and no optimal
+            reference).
+        regret: compute the exact regret (one ``action_values`` call per decision).
+        top_mistakes: how many costliest mistakes to list per agent.
+        progress: print a line per finished agent to stderr.
+
+    Returns:
+        A :class:`BenchmarkResult`; ``.data`` is the JSON object
+        ``{"rules", "rules_fingerprint", "optimal_expected_score", "optimal_std",
+        "games", "seed", "agents": {name: {...}}}``.
+    """
+    import sys
+
+    rules = load_rules(rules)
+    if solution is None:
+        solution = load_solution(rules)
+    optimal = float(solution.expected_score) if solution is not None else None
+    seeds = game_seeds(seed, games)
+    data: dict[str, Any] = {
+        "rules": rules.name,
+        "rules_options": dict(rules.options),
+        "rules_fingerprint": rules.fingerprint,
+        "optimal_expected_score": optimal,
+        "optimal_std": float(solution.score_std) if solution is not None else None,
+        "games": int(games),
+        "seed": int(seed),
+        "agents": {},
+    }
+    raw_scores: dict[str, np.ndarray] = {}
+    with_regret = regret and solution is not None
+    pool = None
+    for entry in agents:
+        start = time.perf_counter()
+        if isinstance(entry, tuple):
+            name, agent = entry
+        elif isinstance(entry, str):
+            name, agent = ("model" if entry.startswith("model:") else entry), entry
+        else:
+            name, agent = getattr(entry, "name", type(entry).__name__), entry
+        if isinstance(agent, str) and workers > 1 and games >= 2 * workers:
+            if pool is None:
+                pool = _pool(workers)
+            part = _play_parallel(pool, rules, agent, seeds, workers, with_regret)
+        else:
+            if isinstance(agent, str):
+                agent = _build(agent, rules, solution)
+            part = play_games(rules, agent, seeds, solution if with_regret else None)
+        seconds = time.perf_counter() - start
+        data["agents"][name] = summarize(rules, part, optimal if with_regret or optimal else None, seconds, top_mistakes)
+        if not with_regret:
+            for key in ("regret_mean", "regret_ci95"):
+                data["agents"][name].setdefault(key, None)
+        raw_scores[name] = np.asarray(part.scores)
+        if progress:
+            print(f"bench {rules.name}: {name} done ({games} games, {seconds:.1f} s)", file=sys.stderr)
+    if pool is not None:
+        pool.shutdown()
+    return BenchmarkResult(data=data, scores=raw_scores)
+
+
+def _pool(workers: int):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # safe with torch and threads
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+def _play_parallel(pool, rules: Rules, agent_name: str, seeds: np.ndarray, workers: int, with_regret: bool) -> _Partial:
+    chunks = np.array_split(seeds, workers)
+    part = _Partial()
+    futures = [pool.submit(_worker, rules, agent_name, chunk, with_regret) for chunk in chunks]
+    for future in futures:  # in order, so merged records follow the seeds
+        part.merge(future.result())
+    return part
+
+
+# ----------------------------------------------------------------------- output
+def render_table(data: dict[str, Any], console=None, mistakes: int = 3) -> None:
+    """Print the benchmark as rich tables (one row per agent, then top mistakes)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal:  # files and pipes: don't squeeze the table into 80 columns
+            console = Console(width=170)
+    opt = data.get("optimal_expected_score")
+    title = f"{data['rules']}: {data['games']} games per agent, seed {data['seed']}"
+    if opt is not None:
+        title += f"; optimal expected score {opt:.4f}"
+        if data.get("optimal_std") is not None:
+            title += f" (std {data['optimal_std']:.2f})"
+    table = Table(title=title)
+    for column in ("agent", "mean ± 95% CI", "median", "std", "% of optimal", "regret ± 95% CI",
+                   "keep regret", "box regret", "upper bonus", "5-of-a-kind"):
+        table.add_column(column, justify="left" if column == "agent" else "right")
+
+    def fmt(value, spec=".2f", suffix=""):
+        return "—" if value is None else f"{value:{spec}}{suffix}"
+
+    for name, row in data["agents"].items():
+        table.add_row(
+            name,
+            f"{row['mean']:.2f} ± {row['ci95']:.2f}",
+            fmt(row["median"], ".1f"),
+            fmt(row["std"]),
+            fmt(row["percent_of_optimal"], ".2f", "%"),
+            "—" if row.get("regret_mean") is None else f"{row['regret_mean']:.3f} ± {row['regret_ci95']:.3f}",
+            fmt(row.get("regret_keep_mean"), ".3f"),
+            fmt(row.get("regret_box_mean"), ".3f"),
+            fmt(None if row["upper_bonus_rate"] is None else 100 * row["upper_bonus_rate"], ".1f", "%"),
+            fmt(100 * row["five_of_a_kind_rate"], ".1f", "%"),
+        )
+    console.print(table)
+    if mistakes and any(row.get("mistakes") for row in data["agents"].values()):
+        worst = Table(title="Costliest typical mistakes (points lost per game)")
+        for column in ("agent", "mistake", "loss/game", "times/game", "mean loss", "worst example"):
+            worst.add_column(column)
+        for name, row in data["agents"].items():
+            for m in row.get("mistakes", [])[:mistakes]:
+                ex = m["worst_example"] or {}
+                example = f"{_dice_text(ex.get('dice', []))}, {ex.get('rolls_left')} rerolls left: {ex.get('taken')} (best: {ex.get('best')})"
+                worst.add_row(name, m["mistake"], f"{m['loss_per_game']:.3f}", f"{m['count_per_game']:.3f}",
+                              f"{m['mean_loss']:.2f}", example)
+        console.print(worst)

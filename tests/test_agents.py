@@ -1,0 +1,125 @@
+"""Agents: legal play on every ruleset, seeding, the illegal-action wrapper, the registry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.greedy import GreedyAgent, best_box_action, state_from_observation
+from agents.random_agent import RandomAgent
+from agents.registry import make_agent
+from agents.wrappers import LegalActionWrapper
+from dice_poker_env import RULESET_NAMES, load_rules
+from dice_poker_env.engine.dice import N_KEEP_ACTIONS
+from dice_poker_env.envs.single import DicePokerEnv
+
+
+def play(env, agent, seed):
+    """One game; the env raises on any illegal action."""
+    agent.reset()
+    obs, info = env.reset(seed=seed)
+    done, total, steps = False, 0.0, 0
+    while not done:
+        action = agent.act(obs, info["action_mask"])
+        assert isinstance(action, int)
+        assert info["action_mask"][action] == 1
+        obs, reward, done, _, info = env.step(action)
+        total += reward
+        steps += 1
+    assert total == info["final_score"]
+    return info["final_score"]
+
+
+@pytest.mark.parametrize("rules", RULESET_NAMES)
+@pytest.mark.parametrize("name", ["random", "greedy"])
+def test_agents_only_take_legal_actions(rules, name):
+    env = DicePokerEnv(rules, illegal_action="raise")
+    agent = make_agent(name, rules, seed=3)
+    for seed in range(15):
+        play(env, agent, seed)
+
+
+def test_optimal_agent_only_takes_legal_actions():
+    pytest.importorskip("dice_poker_env.solver")
+    pytest.importorskip("agents.optimal")
+    env = DicePokerEnv("yacht", illegal_action="raise")
+    agent = make_agent("optimal", "yacht")
+    for seed in range(5):
+        play(env, agent, seed)
+
+
+def test_random_agent_is_seeded():
+    env = DicePokerEnv("yahtzee")
+    first = [play(env, RandomAgent(seed=7), s) for s in range(3)]
+    second = [play(env, RandomAgent(seed=7), s) for s in range(3)]
+    assert first == second
+
+
+def test_greedy_scores_the_best_box_on_the_last_roll():
+    rules = load_rules("yacht")
+    env = DicePokerEnv(rules)
+    obs, info = env.reset(options={"dice": [3, 3, 3, 6, 6], "rolls_left": 0})
+    action = GreedyAgent(rules).act(obs, info["action_mask"])
+    # full house (sum 21) ties choice (21); the first box in scorecard order wins
+    assert rules.box_names[action - N_KEEP_ACTIONS] == "full_house"
+
+
+def test_greedy_keeps_the_most_common_face():
+    env = DicePokerEnv("yacht")
+    obs, info = env.reset(options={"dice": [1, 2, 4, 4, 6], "rolls_left": 2})
+    action = GreedyAgent("yacht").act(obs, info["action_mask"])
+    assert action == 0b01100  # the two fours (sorted positions 2 and 3)
+
+
+def test_greedy_takes_a_made_straight():
+    rules = load_rules("yahtzee")
+    env = DicePokerEnv(rules)
+    obs, info = env.reset(options={"dice": [2, 3, 4, 5, 6], "rolls_left": 2})
+    action = GreedyAgent(rules).act(obs, info["action_mask"])
+    assert rules.box_names[action - N_KEEP_ACTIONS] == "large_straight"
+
+
+def test_state_from_observation_round_trips():
+    env = DicePokerEnv("yahtzee")
+    obs, info = env.reset(seed=1)
+    agent = RandomAgent(seed=1)
+    for _ in range(20):
+        state = state_from_observation(env.tables, obs)
+        for field, value in zip(state._fields, state):
+            assert np.array_equal(np.asarray(value).reshape(-1), np.asarray(getattr(env.state, field)).reshape(-1)), field
+        obs, _, done, _, info = env.step(agent.act(obs, info["action_mask"]))
+        if done:
+            break
+
+
+def test_greedy_refuses_flat_observations():
+    env = DicePokerEnv("yacht", obs_mode="flat")
+    obs, info = env.reset(seed=0)
+    with pytest.raises(TypeError, match="dict"):
+        GreedyAgent("yacht").act(obs, info["action_mask"])
+
+
+def test_legal_action_wrapper_replaces_illegal_actions():
+    env = LegalActionWrapper(DicePokerEnv("yacht", obs_mode="flat"), penalty=1.0)
+    obs, info = env.reset(seed=0)
+    done, total, replaced = False, 0.0, 0
+    while not done:
+        obs, reward, done, _, info = env.step(31)  # "keep all": never legal
+        replaced += bool(info.get("illegal_replaced"))
+        assert not info.get("illegal_action")
+        total += reward + (1.0 if info.get("illegal_replaced") else 0.0)
+    assert replaced == 12 == env.replaced  # one per turn, each scoring the best open box
+    assert total == info["final_score"]
+    assert env.action_masks().shape == (32 + 12,)
+
+
+def test_best_box_action_is_legal():
+    env = DicePokerEnv("school_poker")
+    obs, info = env.reset(seed=4)
+    action = best_box_action(env.tables, env.state, info["action_mask"])
+    assert info["action_mask"][action] == 1
+
+
+def test_unknown_agent_name():
+    with pytest.raises(ValueError, match="unknown agent"):
+        make_agent("genius", "yacht")
