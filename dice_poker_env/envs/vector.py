@@ -1,0 +1,455 @@
+"""The NumPy-batched vector environment: ``num_envs`` games over one engine state.
+
+Every game of the batch is the single :class:`~dice_poker_env.envs.single.DicePokerEnv`
+(same spaces, scoring, legal actions and reward timing, same engine); a step is
+a fixed number of array operations over the whole batch, with no Python loop
+over games on the default path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import batch_space
+from gymnasium.vector.vector_env import AutoresetMode
+
+from dice_poker_env.dice import DiceSource, RandomDice
+from dice_poker_env.engine import game
+from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
+from dice_poker_env.engine.position import PositionError, position_from_options
+from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe
+from dice_poker_env.envs.single import ILLEGAL_ACTION_MODES, IllegalActionError
+from dice_poker_env.rules import Rules, load_rules
+
+_POSITION_KEYS = ("scorecard", "dice", "rolls_left", "bonus")
+#: positions rerolled by each keep bitmask
+_REROLLED = [[i for i in range(N_DICE) if not bits >> i & 1] for bits in range(N_KEEP_ACTIONS)]
+#: (6**5, 5) int8: every sequence of five faces; one uniform index draws five fair dice
+_FACE_SEQUENCES = (np.arange(6**N_DICE)[:, None] // 6 ** np.arange(N_DICE) % 6 + 1).astype(np.int8)
+#: (2, 32) int8: the keep part of a mask without / with rerolls left (31, keep all, never legal)
+_KEEP_ROWS = np.array([[0] * N_KEEP_ACTIONS, [1] * (N_KEEP_ACTIONS - 1) + [0]], dtype=np.int8)
+
+
+def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
+    if isinstance(mode, AutoresetMode):
+        return mode
+    for member in AutoresetMode:
+        if str(mode).lower().replace("_", "") in (member.value.lower(), member.name.lower().replace("_", "")):
+            return member
+    raise ValueError(f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, got {mode!r}")
+
+
+class DicePokerVectorEnv(VectorEnv):
+    """``num_envs`` independent games of a Yahtzee-family dice game, batched in NumPy.
+
+    ## Description
+    The single env (:class:`~dice_poker_env.envs.single.DicePokerEnv`) ``num_envs``
+    times, stepped together: one :class:`~dice_poker_env.engine.game.GameState`
+    with a leading batch axis, advanced by the engine's batched functions. Made by
+    ``gymnasium.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")``
+    for every registered ``DicePoker/*`` id.
+
+    ## Action Space
+    ``MultiDiscrete([32 + n_boxes] * N)`` (``single_action_space`` is the single
+    env's ``Discrete(32 + n_boxes)``, same encoding). Legal actions:
+    ``action_masks()`` (``(N, 32 + n_boxes)`` ``np.int8``) and ``info["action_mask"]``.
+
+    ## Observation Space
+    The single env's space batched (``batch_space``): for ``obs_mode="dict"`` a
+    ``Dict`` whose values have a leading axis ``N``; for ``"flat"`` a ``(N, D)``
+    ``float32`` ``Box``. Layouts in :mod:`dice_poker_env.envs.observation`.
+
+    ## Starting State
+    Empty scorecards and freshly rolled dice. ``reset(options=...)`` takes the
+    single env's position keys (``scorecard``, ``dice``, ``rolls_left``,
+    ``bonus``) for every game reset, ``"positions"``: a sequence of ``N`` such
+    dicts (or ``None``) for one position per game, and Gymnasium's
+    ``"reset_mask"`` (``(N,)`` bool) to reset only some games.
+
+    ## Rewards
+    Per game exactly the single env's: the points the step added to the final
+    score, bonuses in the step they become certain, so the undiscounted return of
+    each legal episode equals its final score. ``float64`` ``(N,)``.
+
+    ## Episode End and Autoreset
+    A game terminates after its last turn (or at an illegal action, see below);
+    it never truncates. ``autoreset_mode`` (``metadata["autoreset_mode"]``):
+
+    * ``NEXT_STEP`` (default, Gymnasium's default): the step after a game
+      terminated resets it; that step's action for the game is ignored, its
+      reward is 0, terminated is False, and the observation is the new game's.
+    * ``SAME_STEP`` (what Stable-Baselines3 expects): a game that terminates is
+      reset in the same step; the returned observation is the new game's, the
+      last one is in ``info["final_obs"]`` (object array, ``None`` elsewhere) and
+      the ended game's info in ``info["final_info"]`` (masks ``_final_obs`` /
+      ``_final_info``).
+    * ``DISABLED``: the user resets ended games with
+      ``reset(options={"reset_mask": ...})``; stepping an ended game raises.
+
+    Illegal actions, as in the single env: with ``illegal_action="terminate"``
+    (default) the game ends at once, unchanged, with reward ``illegal_penalty``
+    and ``info["illegal_action"]`` / ``info["illegal_reason"]`` set for it;
+    with ``"raise"`` an :class:`~dice_poker_env.envs.single.IllegalActionError`
+    names the game, the action and the reason, and no game changes. Actions of
+    games awaiting a ``NEXT_STEP`` autoreset are ignored.
+
+    ## Information
+    Gymnasium's vector convention (every key ``k`` paired with a bool mask
+    ``_k``), with the single env's keys: ``action_mask`` ``(N, 32 + n)`` int8
+    and ``score`` ``(N,)`` int64 for every game; for games that ended this step
+    ``final_score`` and ``scorecard`` (``{box: (N,) int64}``, ``_box`` set where
+    the game ended with that box filled).
+
+    ## Dice and Seeding
+    ``reset(seed=s)`` seeds the env's one generator, which fixes all N games.
+    The default dice (:class:`~dice_poker_env.dice.RandomDice`) draw ``(N, 5)``
+    faces per step from it in one call (kept dice ignore theirs, and a game's
+    new first roll uses them). Another single ``dice_source`` is asked for
+    ``(N, 5)`` faces per step in the same way. A *sequence* of ``N`` dice
+    sources gives each game its own source, consumed exactly as the single env
+    consumes it (five faces per new roll, one per rerolled die): a
+    :class:`~dice_poker_env.dice.ScriptedDice` per game replays the same games as
+    N single envs with those scripts. That mode loops over games in Python (for
+    tests and replays, not speed).
+
+    ## Arguments
+    * ``num_envs``: N, the number of games.
+    * ``rules``, ``obs_mode``, ``illegal_action``, ``illegal_penalty``,
+      ``render_mode`` (``"ansi"``: ``render()`` returns one text per game) and
+      rule options as keywords (e.g. ``joker="free"``): as the single env.
+    * ``dice_source``: one source for the batch or a sequence of N (above).
+    * ``autoreset_mode``: an :class:`~gymnasium.vector.AutoresetMode` or its name.
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        rules: str | Rules = "yacht",
+        *,
+        obs_mode: str = "dict",
+        illegal_action: str = "terminate",
+        illegal_penalty: float = 0.0,
+        dice_source: DiceSource | Sequence[DiceSource] | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        render_mode: str | None = None,
+        **rule_options: Any,
+    ):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        if obs_mode not in OBS_MODES:
+            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.num_envs = int(num_envs)
+        self.rules = load_rules(rules, **rule_options)
+        self.tables = self.rules.tables
+        self.obs_mode = obs_mode
+        self.illegal_action = illegal_action
+        self.illegal_penalty = float(illegal_penalty)
+        self.autoreset_mode = _autoreset_mode(autoreset_mode)
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
+        self.render_mode = render_mode
+
+        self._sources: list[DiceSource] | None = None
+        if dice_source is None:
+            dice_source = RandomDice()
+        if isinstance(dice_source, Sequence) and not isinstance(dice_source, (str, bytes)):
+            if len(dice_source) != self.num_envs:
+                raise ValueError(f"dice_source: a sequence needs one source per game ({self.num_envs}), got {len(dice_source)}")
+            self._sources = list(dice_source)
+        self.dice_source = dice_source
+        self._fast_dice = type(dice_source) is RandomDice
+
+        self.single_action_space = spaces.Discrete(self.tables.n_actions)
+        self.single_observation_space = observation_space(self.tables, obs_mode)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+
+        self.state: game.GameState | None = None
+        self._mask: np.ndarray | None = None
+        #: games whose episode ended in the last step (awaiting autoreset/reset)
+        self._ended = np.zeros(self.num_envs, dtype=bool)
+        self._rows = np.arange(self.num_envs)
+        self._all = np.ones(self.num_envs, dtype=bool)
+        self._score = np.zeros(self.num_envs, dtype=np.int64)
+        n = self.tables.n_boxes
+        # the score part of a mask for every legal-box bitmask (a lookup, when it stays small)
+        self._box_rows = ((np.arange(1 << n)[:, None] >> np.arange(n)) & 1).astype(np.int8) if n <= 16 else None
+
+    # ------------------------------------------------------------------ API
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
+        """Reset all games (or those in ``options["reset_mask"]``); see the class docstring."""
+        if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+                raise TypeError(f"seed must be an int (one seed fixes all {self.num_envs} games), got {seed!r}")
+            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
+        options = dict(options or {})
+        reset_mask = options.pop("reset_mask", None)
+        positions = options.pop("positions", None)
+        unknown = sorted(set(options) - set(_POSITION_KEYS))
+        if unknown:
+            raise PositionError(
+                f"reset options: unknown key {unknown[0]!r}; known keys: "
+                f"{', '.join(sorted((*_POSITION_KEYS, 'positions', 'reset_mask')))}"
+            )
+        if reset_mask is None:
+            reset_mask = self._all.copy()
+        else:
+            reset_mask = np.asarray(reset_mask)
+            if reset_mask.shape != (self.num_envs,) or reset_mask.dtype != np.bool_:
+                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)")
+            if self.state is None and not reset_mask.all():
+                raise gym.error.ResetNeeded("the first reset() must reset every game (no reset_mask)")
+        if positions is not None:
+            if len(positions) != self.num_envs:
+                raise PositionError(f"reset options: 'positions' needs one entry per game ({self.num_envs}), got {len(positions)}")
+            if options:
+                raise PositionError("reset options: give either 'positions' or the position keys, not both")
+        rows = np.flatnonzero(reset_mask)
+        if self.state is None:
+            self.state = game.new_games(self.tables, np.zeros(self.num_envs, dtype=np.int64))
+            self.state = self.state._replace(rolls_left=np.zeros(self.num_envs, dtype=np.int64))
+        faces = None if self._sources is not None else self._draw((len(rows), N_DICE))
+        self._reset_rows(self.state, rows, faces, options, positions)
+        self._score[rows] = self._total(self.state, rows)
+        self._ended[rows] = False
+        self._mask = self._action_mask(self.state)
+        info = {
+            "action_mask": self._mask.copy(),
+            "_action_mask": reset_mask.copy(),
+            "score": np.where(reset_mask, self._score, 0),
+            "_score": reset_mask.copy(),
+        }
+        return observe(self.tables, self.state, self.obs_mode), info
+
+    def step(self, actions):
+        """Step every game; see the class docstring for autoreset and illegal actions."""
+        if self.state is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,):
+            raise ValueError(f"actions must have shape ({self.num_envs},), got {actions.shape}")
+        if actions.dtype.kind not in "iu":
+            raise TypeError(f"actions must be integers, got dtype {actions.dtype}")
+        actions = actions.astype(np.int64, copy=False)
+        tables, state, n_actions = self.tables, self.state, self.tables.n_actions
+
+        ended = self._ended
+        any_ended = bool(ended.any())
+        if any_ended and self.autoreset_mode == AutoresetMode.DISABLED:
+            raise gym.error.ResetNeeded(
+                f"games {np.flatnonzero(ended)[:10].tolist()} are over; reset them with options={{'reset_mask': ...}}"
+            )
+        if actions.min() < 0 or actions.max() >= n_actions:
+            in_range = (actions >= 0) & (actions < n_actions)
+            safe = np.where(in_range, actions, 0)
+            legal = (self._mask[self._rows, safe] != 0) & in_range
+        else:
+            safe = actions
+            legal = self._mask[self._rows, safe] != 0
+        all_legal = bool(legal.all())
+        illegal = None
+        if not all_legal:
+            illegal = ~legal & ~ended
+            if not illegal.any():
+                illegal = None
+            elif self.illegal_action == "raise":
+                i = int(np.flatnonzero(illegal)[0])
+                reason = game.explain_illegal(tables, state, int(actions[i]), i) or f"action {int(actions[i])} is illegal"
+                raise IllegalActionError(f"{self.rules.name}: game {i}: {reason}")
+            safe = np.where(legal, safe, 0)  # ignored or illegal games: a placeholder, undone below
+
+        if self._sources is None:
+            faces = self._draw((self.num_envs, N_DICE))
+        else:
+            faces = self._scripted_faces(state, safe, legal)
+        new, points, over = game.step(tables, state, safe, faces)
+        score = self._score + points  # placeholders are keeps: 0 points
+        reward = points.astype(np.float64)
+        terminated = np.asarray(over, dtype=bool).copy()
+        if illegal is not None:
+            new = game.GameState(
+                *(np.where(illegal.reshape((-1,) + (1,) * (o.ndim - 1)), o, n) for o, n in zip(state, new))
+            )
+            reward[illegal] = self.illegal_penalty
+            terminated[illegal] = True
+        if any_ended:  # NEXT_STEP: these games start over now
+            rows = np.flatnonzero(ended)
+            self._reset_rows(new, rows, None if faces is None else faces[rows])
+            score[rows] = self._total(new, rows)
+            reward[rows] = 0.0
+            terminated[rows] = False
+
+        info: dict[str, Any] = {}
+        done_rows = np.flatnonzero(terminated)
+        self._score = score
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and len(done_rows):
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            ended_obs = observe(tables, game.GameState(*(f[done_rows] for f in new)), self.obs_mode)
+            for j, i in enumerate(done_rows):
+                final_obs[i] = ended_obs[j] if self.obs_mode == "flat" else {k: v[j] for k, v in ended_obs.items()}
+            final_info = self._info(
+                new, self._action_mask(new), terminated, done_rows, illegal, actions, present=terminated
+            )
+            info["final_obs"], info["_final_obs"] = final_obs, terminated.copy()
+            info["final_info"], info["_final_info"] = final_info, terminated.copy()
+            self._reset_rows(new, done_rows, None if faces is None else faces[done_rows])
+            self._score = score = score.copy()
+            score[done_rows] = self._total(new, done_rows)
+            self._ended = np.zeros(self.num_envs, dtype=bool)
+            self.state = new
+            self._mask = self._action_mask(new)
+            info.update(self._info(new, self._mask, None, (), None, actions))
+        else:
+            self._ended = terminated.copy()
+            self.state = new
+            self._mask = self._action_mask(new)
+            info.update(self._info(new, self._mask, terminated, done_rows, illegal, actions))
+        obs = observe(tables, new, self.obs_mode)
+        return obs, reward, terminated, np.zeros(self.num_envs, dtype=bool), info
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of every game, ``(N, 32 + n_boxes)`` ``np.int8`` (sb3-contrib's hook)."""
+        if self._mask is None:
+            raise gym.error.ResetNeeded("call reset() before action_masks()")
+        return self._mask.copy()
+
+    def render(self) -> tuple[str, ...] | None:
+        """One text per game (``render_mode="ansi"``)."""
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
+            return None
+        if self.state is None:
+            raise gym.error.ResetNeeded("call reset() before render()")
+        from dice_poker_env.envs.render import render_ansi
+
+        return tuple(render_ansi(self.tables, self.state, i) for i in range(self.num_envs))
+
+    @property
+    def score(self) -> np.ndarray:
+        """The final score so far of every game, ``(N,)`` int64."""
+        return self._score.copy()
+
+    # -------------------------------------------------------------- helpers
+    def _draw(self, shape: tuple[int, int]) -> np.ndarray:
+        """``shape = (games, 5)`` faces from the batch's dice source."""
+        if self._fast_dice:  # fair dice: one draw of a five-face sequence per game
+            return _FACE_SEQUENCES[self.np_random.integers(0, len(_FACE_SEQUENCES), size=shape[0])]
+        return np.asarray(self.dice_source.roll(self.np_random, shape))
+
+    @staticmethod
+    def _total(state: game.GameState, rows: np.ndarray) -> np.ndarray:
+        """Final score so far of games ``rows`` (written points plus bonuses)."""
+        return state.scores[rows].sum(axis=1, dtype=np.int64) + state.bonus[rows]
+
+    def _action_mask(self, state: game.GameState) -> np.ndarray:
+        """``game.action_mask`` of the batch, assembled from lookup rows (same values, cheaper)."""
+        if self._box_rows is None:
+            return game.action_mask(self.tables, state)
+        tables = self.tables
+        boxes = game.legal_boxes(tables, state.filled, game.five_kind_box_full(tables, state.filled, state.scores), state.roll)
+        keeps = np.take(_KEEP_ROWS, (state.rolls_left > 0).view(np.int8), axis=0)
+        return np.concatenate([keeps, np.take(self._box_rows, boxes, axis=0)], axis=1)
+
+    def _reset_rows(
+        self,
+        state: game.GameState,
+        rows: np.ndarray,
+        faces: np.ndarray | None,
+        options: Mapping[str, Any] | None = None,
+        positions: Sequence[Mapping[str, Any] | None] | None = None,
+    ) -> None:
+        """Start new games in ``rows`` of ``state`` (in place): fresh, or given positions."""
+        if not len(rows):
+            return
+        if faces is None:  # one source per game: five faces each, as the single env rolls them
+            faces = np.stack([np.asarray(self._sources[i].roll(self.np_random, (N_DICE,))) for i in rows])
+        fresh = roll_index_of_sorted(np.sort(faces, axis=1))
+        filled, scores, upper_total, bonus, roll, rolls_left = state
+        filled[rows] = 0
+        scores[rows] = 0
+        upper_total[rows] = 0
+        bonus[rows] = 0
+        roll[rows] = fresh
+        rolls_left[rows] = game.ROLLS_PER_TURN - 1
+        if not options and positions is None:
+            return
+        for j, i in enumerate(rows):
+            opts = options if positions is None else positions[i]
+            if not opts:
+                continue
+            one = position_from_options(self.tables, opts, int(fresh[j]))
+            filled[i] = np.asarray(one.filled).reshape(-1)[0]
+            scores[i] = np.asarray(one.scores).reshape(-1, self.tables.n_boxes)[0]
+            upper_total[i] = np.asarray(one.upper_total).reshape(-1)[0]
+            bonus[i] = np.asarray(one.bonus).reshape(-1)[0]
+            roll[i] = np.asarray(one.roll).reshape(-1)[0]
+            rolls_left[i] = np.asarray(one.rolls_left).reshape(-1)[0]
+
+    def _scripted_faces(self, state: game.GameState, actions: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Faces drawn game by game from per-game sources, exactly as the single env draws."""
+        faces = np.ones((self.num_envs, N_DICE), dtype=np.int64)
+        turns = game.popcount(state.filled)
+        for i in np.flatnonzero(legal & ~self._ended):
+            a = int(actions[i])
+            if a < N_KEEP_ACTIONS:
+                rerolled = _REROLLED[a]
+                faces[i, rerolled] = self._sources[i].roll(self.np_random, (len(rerolled),))
+            elif turns[i] + 1 < self.tables.turns:
+                faces[i] = self._sources[i].roll(self.np_random, (N_DICE,))
+        return faces
+
+    def _info(
+        self,
+        state: game.GameState,
+        mask: np.ndarray,
+        terminated: np.ndarray | None,
+        done_rows: Sequence[int],
+        illegal: np.ndarray | None,
+        actions: np.ndarray,
+        present: np.ndarray | None = None,
+    ) -> dict[str, Any]:
+        """The single env's info keys, batched (``present``: games the info is for, default all)."""
+        present = self._all if present is None else present
+        info: dict[str, Any] = {
+            "action_mask": mask.copy(),
+            "_action_mask": present.copy(),
+            "score": self._score.copy(),
+            "_score": present.copy(),
+        }
+        if terminated is None or not len(done_rows):
+            return info
+        done = terminated.copy()
+        info["final_score"] = np.where(done, info["score"], 0)
+        info["_final_score"] = done
+        ended_scores = np.zeros((self.num_envs, self.tables.n_boxes), dtype=np.int64)
+        ended_scores[done_rows] = state.scores[done_rows]
+        ended_filled = np.where(done, state.filled, 0)
+        scorecard: dict[str, Any] = {}
+        for k, name in enumerate(self.rules.box_names):
+            scorecard[name] = ended_scores[:, k]
+            scorecard[f"_{name}"] = ((ended_filled >> k) & 1) == 1
+        info["scorecard"], info["_scorecard"] = scorecard, done.copy()
+        if illegal is not None:
+            info["illegal_action"], info["_illegal_action"] = illegal.copy(), illegal.copy()
+            reasons = np.full(self.num_envs, None, dtype=object)
+            for i in np.flatnonzero(illegal):
+                reasons[i] = game.explain_illegal(self.tables, state, int(actions[i]), int(i)) or (
+                    f"action {int(actions[i])} is illegal"
+                )
+            info["illegal_reason"], info["_illegal_reason"] = reasons, illegal.copy()
+        return info
+
