@@ -34,8 +34,6 @@ points (with the first-roll variant when the rules double).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
 from dice_poker_env.engine.dice import (
@@ -252,7 +250,8 @@ class StateSpace:
         self.upper_lo = lo
         self.n_slots = hi - lo + 1
         self.five_box = int(tables.five_kind_box)
-        self.n_full = 2 if self.five_box >= 0 else 1
+        # the flag only matters when a joker or a five-of-a-kind bonus exists
+        self.n_full = 2 if self.five_box >= 0 and (tables.joker != 0 or tables.five_kind_bonus > 0) else 1
         self.size = self.n_masks * self.n_slots * self.n_full
         self.box_classes = [box_classes(tables, b, self.doubling) for b in range(n)]
 
@@ -308,7 +307,7 @@ class StateSpace:
             box,
         )
         new_filled = filled | (1 << box)
-        new_full = full[None, :] | ((points > 0) if box == self.five_box else False)
+        new_full = full[None, :] | ((points > 0) if box == self.five_box and self.n_full == 2 else False)
         next_upper = self.canonical_upper(new_filled[None, :], new_upper)
         keys = np.broadcast_to(self.key(new_filled[None, :], next_upper, new_full), legal.shape)
         reward = np.broadcast_to((points + bonus).astype(np.float64), legal.shape)
@@ -320,7 +319,7 @@ def _chunks(n: int, size: int):
         yield slice(start, min(n, start + size))
 
 
-def reachable_layers(space: StateSpace, chunk: int = 2048, progress: Callable[[int], None] | None = None) -> list[np.ndarray]:
+def reachable_layers(space: StateSpace, chunk: int = 2048, progress=None) -> list[np.ndarray]:
     """Sorted state keys of every layer reachable from the empty scorecard."""
     tables = space.tables
     start = space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False)
@@ -337,8 +336,8 @@ def reachable_layers(space: StateSpace, chunk: int = 2048, progress: Callable[[i
                     continue
                 legal, _, keys = space.successors(filled, upper, full, b, pair_of_state, pair_legal)
                 found.append(np.unique(keys[legal]))
-            if progress:
-                progress(part.stop - part.start)
+        if progress is not None:
+            progress.update(1)
         layers.append(np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
     return layers
 
@@ -402,17 +401,23 @@ def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, valu
     return S0, S2, S0b, S2b
 
 
-def solve_dp(tables: RuleTables, *, chunk: int = 512, progress_factory=None) -> DPResult:
-    """Run the forward (reachability) and backward (values) passes for ``tables``."""
+def solve_dp(tables: RuleTables, *, chunk: int = 512, progress=None) -> DPResult:
+    """Run the forward (reachability) and backward (values) passes for ``tables``.
+
+    ``progress`` is an optional tqdm-like object (``update(n)``, ``reset(total=)``):
+    it counts the layers of the forward pass, then the states of the backward pass.
+    """
     space = StateSpace(tables)
-    layers = reachable_layers(space)
+    if progress is not None:
+        progress.reset(total=tables.turns)
+    layers = reachable_layers(space, progress=progress)
     keys = np.concatenate(layers)
     layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
     index = StateIndex(space, keys)
     value = np.zeros(len(keys))
     value2 = np.zeros(len(keys))
-    n_work = int(layer_start[tables.turns])
-    bar = progress_factory(n_work) if progress_factory else None
+    if progress is not None:
+        progress.reset(total=int(layer_start[tables.turns]))
     for t in range(tables.turns - 1, -1, -1):
         lo, hi = int(layer_start[t]), int(layer_start[t + 1])
         for part in _chunks(hi - lo, chunk):
@@ -422,6 +427,6 @@ def solve_dp(tables: RuleTables, *, chunk: int = 512, progress_factory=None) -> 
             v, v2, _, _ = widget(S0, S2, S0b, S2b)
             value[sl] = v
             value2[sl] = v2
-            if bar is not None:
-                bar(part.stop - part.start)
+            if progress is not None:
+                progress.update(part.stop - part.start)
     return DPResult(keys=keys, layer_start=layer_start, value=value, value2=value2)
