@@ -281,6 +281,25 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             mask = game.action_mask(self.tables, self.games[i])
         return {"observation": self._encode(i, order, obs_mode), "action_mask": mask}
 
+    def observe_for(self, agent: str, player: Any) -> dict[str, Any]:
+        """``agent``'s observation in the layout ``player`` (an agent or model) reads.
+
+        ``player.obs_mode`` ``"dict"`` (default) gets the multi-player dict, a
+        superset of the single env's; ``"flat"`` gets the single env's flat
+        vector, unless ``player.observation_space`` (or its ``model``'s) has the
+        shape of this table's multi-player flat vector (a model trained with
+        :class:`SeatEnv`).
+        """
+        if getattr(player, "obs_mode", "dict") != "flat":
+            return self.observe_as(agent, "dict")
+        obs = self.observe_as(agent, "flat")
+        space = getattr(player, "observation_space", None) or getattr(
+            getattr(player, "model", None), "observation_space", None
+        )
+        if getattr(space, "shape", None) != obs["observation"].shape:
+            obs["observation"] = observe_flat(self.tables, self.games[self.agent_name_mapping[agent]])
+        return obs
+
     def action_masks(self) -> np.ndarray:
         """The selected agent's legal actions (``np.int8``)."""
         return self.observe_as(self.agent_selection, "dict")["action_mask"]
@@ -414,8 +433,12 @@ class MaskedRandomAgent:
 class ModelAgent:
     """Plays with a trained model that has ``predict(obs, action_masks=..., deterministic=...)`` (SB3)."""
 
-    def __init__(self, model: Any, *, obs_mode: str = "dict", deterministic: bool = True, name: str = "model"):
-        self.model, self.obs_mode, self.deterministic, self.name = model, obs_mode, deterministic, name
+    def __init__(self, model: Any, *, obs_mode: str | None = None, deterministic: bool = True, name: str = "model"):
+        self.model, self.deterministic, self.name = model, deterministic, name
+        self.observation_space = getattr(model, "observation_space", None)
+        if obs_mode is None:  # the layout the model was trained on
+            obs_mode = "flat" if isinstance(self.observation_space, spaces.Box) else "dict"
+        self.obs_mode = obs_mode
 
     def act(self, observation: Any, action_mask: np.ndarray) -> int:
         try:
@@ -471,8 +494,8 @@ class SeatEnv(gym.Env):
     with ``act(observation, action_mask)`` (``agents.GreedyAgent``,
     ``agents.OptimalAgent``, ...), trained models with ``predict`` (SB3, wrapped
     by :class:`ModelAgent`), plain callables, or ``"random"``. An opponent gets
-    its seat's ``observation`` in its own ``obs_mode`` attribute's layout
-    (``"dict"`` by default: a superset of the single env's dict observation).
+    its seat's observation in the layout it reads (:meth:`raw_env.observe_for`:
+    by default the multi-player dict, a superset of the single env's).
 
     ## Action Space
     ``Discrete(32 + n_boxes)``, the single env's encoding.
@@ -619,7 +642,7 @@ class SeatEnv(gym.Env):
         while not all(g.terminations.values()) and g.agent_selection != self.me:
             i = g.current
             opponent = self.opponents[(i - self.seat - 1) % g.num_players]
-            obs = g.observe_as(g.agent_selection, getattr(opponent, "obs_mode", "dict"))
+            obs = g.observe_for(g.agent_selection, opponent)
             action = int(opponent.act(obs["observation"], obs["action_mask"]))
             if not (0 <= action < len(obs["action_mask"]) and obs["action_mask"][action]):
                 name = getattr(opponent, "name", type(opponent).__name__)

@@ -1,0 +1,586 @@
+"""``dice-poker play``: play a dice game in the terminal against the agents.
+
+The human sits in the first seat of a :class:`dice_poker_env.multi.raw_env` game;
+each other seat is an agent built by name (``agents.registry.make_agent``:
+``random``, ``greedy``, ``optimal``, ``model:PATH``). Commands, typed naturally::
+
+    keep 2 2 6   | k 226 | hold 2,2,6   keep these dice, reroll the others
+    roll all     | reroll | r           reroll all five dice
+    reroll 1 3   | r 13                 reroll just these dice
+    score full   | s ful  | s full house  write the dice into a box (unique prefix)
+    hint, board, help, quit
+
+Bad input is explained and asked again; the end of input (EOF) ends the game
+cleanly. With ``--hints`` the solver's expected values of the best actions are
+shown before each decision, and at the end every decision is graded against the
+solver (expected points lost), when :mod:`dice_poker_env.solver` is available.
+Input may come from a script on standard input (each line is echoed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import textwrap
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from dice_poker_env.engine import game
+from dice_poker_env.engine.dice import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
+from dice_poker_env.rules import Rules, load_rules
+
+MAX_OPPONENTS = 5
+KEEP_WORDS = ("keep", "k", "hold")
+REROLL_WORDS = ("roll", "reroll", "r")
+SCORE_WORDS = ("score", "s", "write", "w")
+HELP = """\
+Commands:
+  keep 2 2 6    (or: k 226, hold 2,2,6)   keep these dice and reroll the others
+  roll all      (or: reroll, r)           reroll all five dice
+  reroll 1 3    (or: r 13)                reroll just these dice, keep the rest
+  score full    (or: s ful, s full house) write the dice into a box; any unique
+                                          start of the box name will do
+  hint     the solver's best actions now     board   show the scorecards again
+  help     this text                         quit    leave the game"""
+
+
+# ------------------------------------------------------------------ parsing
+@dataclass
+class Command:
+    """What a line of input asks for: an env ``action``, a ``special`` word, or an ``error``."""
+
+    action: int | None = None
+    special: str | None = None
+    error: str | None = None
+
+
+def match_box(query: str, box_names: Sequence[str]) -> tuple[int | None, str | None]:
+    """``(box index, None)`` for a unique prefix of a box name, else ``(None, why not)``.
+
+    Spaces and hyphens count as underscores (``full house``); an exact name wins
+    over longer names it starts (``fours`` vs ``four_of_a_kind`` needs no care).
+    """
+    q = re.sub(r"[\s\-]+", "_", query.strip().lower())
+    if not q:
+        return None, "which box? e.g. `score " + box_names[-1] + "`"
+    if q in box_names:
+        return box_names.index(q), None
+    found = [k for k, name in enumerate(box_names) if name.startswith(q)]
+    if not found:  # also accept the name without underscores: "fullhouse", "fh" is too short
+        squeezed = q.replace("_", "")
+        found = [k for k, name in enumerate(box_names) if name.replace("_", "").startswith(squeezed)]
+    if len(found) == 1:
+        return found[0], None
+    if found:
+        names = ", ".join(box_names[k] for k in found)
+        return None, f"`{query.strip()}` could be {names}: type more of the name"
+    return None, f"no box is called `{query.strip()}`; the boxes are: {', '.join(box_names)}"
+
+
+def parse_faces(text: str) -> tuple[list[int] | None, str | None]:
+    """Die faces from ``"2 2 6"``, ``"226"``, ``"2,2,6"``: ``(faces, None)`` or ``(None, why not)``."""
+    chars = re.sub(r"[\s,;/\-]+", "", text)
+    if not chars.isdigit():
+        return None, f"`{text.strip()}` is not a list of dice: give faces 1 to 6, e.g. `keep 2 2 6` or `k 226`"
+    faces = [int(c) for c in chars]
+    bad = sorted({f for f in faces if not 1 <= f <= 6})
+    if bad:
+        return None, f"dice show 1 to 6, not {', '.join(map(str, bad))}"
+    return faces, None
+
+
+def keep_action(kept: Sequence[int], dice: Sequence[int]) -> tuple[int | None, str | None]:
+    """The keep bitmask over the sorted ``dice`` that keeps the faces ``kept``."""
+    have, want = Counter(int(d) for d in dice), Counter(kept)
+    shown = " ".join(str(int(d)) for d in dice)
+    for face, n in sorted(want.items()):
+        if have[face] < n:
+            if have[face] == 0:
+                return None, f"there is no {face} among your dice ({shown})"
+            times = {1: "one", 2: "two", 3: "three", 4: "four"}[have[face]]
+            return None, f"you have only {times} {face}{'s' if have[face] > 1 else ''} ({shown}), not {n}"
+    bits, used = 0, set()
+    for face in kept:
+        i = next(i for i, d in enumerate(dice) if int(d) == face and i not in used)
+        used.add(i)
+        bits |= 1 << i
+    return bits, None
+
+
+def parse_command(
+    text: str,
+    dice: Sequence[int],
+    rolls_left: int,
+    rules: Rules,
+    mask: np.ndarray,
+    scorecard: dict[str, int | None] | None = None,
+) -> Command:
+    """Turn one line of input into a legal action, a special word or an explanation.
+
+    ``scorecard`` (``{box: points or None}``) lets a refusal name a box's points.
+    """
+    words = text.strip().lower().split()
+    if not words:
+        return Command(error="type a command: `keep 2 2 6`, `roll all`, `score chance` (or `help`)")
+    verb, rest = words[0], " ".join(words[1:])
+    if verb in ("help", "?", "h"):
+        return Command(special="help")
+    if verb in ("quit", "exit", "q"):
+        return Command(special="quit")
+    if verb in ("board", "card", "show"):
+        return Command(special="board")
+    if verb in ("hint", "hints"):
+        return Command(special="hint")
+    if verb in SCORE_WORDS:
+        return _score_command(rest, rules, mask, scorecard)
+    if verb in KEEP_WORDS or verb in REROLL_WORDS:
+        if rolls_left <= 0:
+            return Command(error="no rerolls left this turn: score a box, e.g. `score chance`")
+        if verb in REROLL_WORDS:
+            if rest in ("", "all", "everything", "all dice"):
+                return Command(action=0)
+            faces, why = parse_faces(rest)
+            if why:
+                return Command(error=why)
+            kept = list((Counter(int(d) for d in dice) - Counter(faces)).elements())
+            if len(kept) + len(faces) != N_DICE:
+                bits, why = keep_action(faces, dice)  # names the face that is missing
+                return Command(error=why.replace("among your dice", "to reroll among your dice"))
+        else:
+            if rest in ("", "none", "nothing"):
+                return Command(action=0)
+            if rest in ("all", "everything"):
+                return Command(error="keeping all five dice is not a roll; to stop, score a box")
+            kept, why = parse_faces(rest)
+            if why:
+                return Command(error=why)
+            if len(kept) > N_DICE:
+                return Command(error=f"you have only five dice; `{rest}` keeps {len(kept)}")
+        bits, why = keep_action(kept, dice)
+        if why:
+            return Command(error=why)
+        if bits == KEEP_ALL:
+            return Command(error="keeping all five dice is not a roll; to stop, score a box")
+        return Command(action=bits)
+    box, _ = match_box(text, rules.box_names)  # a bare box name also scores
+    if box is not None and len(words) <= 4:
+        return _score_command(text, rules, mask, scorecard)
+    return Command(error=f"`{text.strip()}` is not a command: try `keep 2 2 6`, `roll all`, `score chance` or `help`")
+
+
+def _score_command(query: str, rules: Rules, mask: np.ndarray, scorecard: dict | None) -> Command:
+    box, why = match_box(query, rules.box_names)
+    if why:
+        return Command(error=why)
+    if mask[N_KEEP_ACTIONS + box]:
+        return Command(action=N_KEEP_ACTIONS + box)
+    name = rules.box_names[box]
+    legal = ", ".join(rules.box_names[k] for k in np.flatnonzero(mask[N_KEEP_ACTIONS:]))
+    if scorecard is not None and scorecard.get(name) is not None:
+        return Command(error=f"`{name}` is already filled ({scorecard[name]}); open now: {legal}")
+    tables = rules.tables
+    if tables.sections_in_order and not tables.is_upper[box]:
+        return Command(error=f"`{name}` must wait: the upper boxes come first in these rules; open now: {legal}")
+    return Command(error=f"you cannot score `{name}` now (the five-of-a-kind joker rule); allowed: {legal}")
+
+
+def describe_action(action: int, dice: Sequence[int], box_names: Sequence[str]) -> str:
+    """``"keep 2 2 6"``, ``"reroll all"`` or ``"score full_house"``."""
+    if action >= N_KEEP_ACTIONS:
+        return f"score {box_names[action - N_KEEP_ACTIONS]}"
+    kept = [int(d) for i, d in enumerate(dice) if action >> i & 1]
+    return "keep " + " ".join(map(str, kept)) if kept else "reroll all"
+
+
+# ---------------------------------------------------------------- drawing
+_PIPS = {
+    1: ["     ", "  ●  ", "     "],
+    2: ["●    ", "     ", "    ●"],
+    3: ["●    ", "  ●  ", "    ●"],
+    4: ["●   ●", "     ", "●   ●"],
+    5: ["●   ●", "  ●  ", "●   ●"],
+    6: ["●   ●", "●   ●", "●   ●"],
+}
+
+
+def dice_art(dice: Sequence[int]) -> str:
+    """Five dice drawn with box characters, side by side."""
+    rows = ["  ".join("╭───────╮" for _ in dice)]
+    for r in range(3):
+        rows.append("  ".join(f"│ {_PIPS[int(d)][r]} │" for d in dice))
+    rows.append("  ".join("╰───────╯" for _ in dice))
+    rows.append("  ".join(f"    {int(d)}    " for d in dice))
+    return "\n".join(rows)
+
+
+class Screen:
+    """All terminal output (rich), so the game logic stays plain."""
+
+    def __init__(self, rules: Rules, names: list[str]):
+        from rich.console import Console
+
+        self.console = Console(highlight=False)
+        self.rules, self.tables, self.names = rules, rules.tables, names
+        self.echo = not sys.stdin.isatty()
+
+    def say(self, text: str = "", style: str | None = None) -> None:
+        self.console.print(text, style=style, markup=False)
+
+    def ask(self, prompt: str) -> str:
+        """One line of input (raises ``EOFError`` at the end of input)."""
+        self.console.print(prompt, end="", style="bold", markup=False)
+        line = input()
+        if self.echo:
+            self.console.print(line, markup=False)
+        return line
+
+    def board(self, games: list[game.GameState], to_move: int, potential: np.ndarray | None) -> None:
+        from rich.table import Table
+
+        table = Table(title=f"{self.rules.title}", show_lines=False, header_style="bold")
+        table.add_column("box")
+        for i, name in enumerate(self.names):
+            table.add_column(name + (" ◀" if i == to_move else ""), justify="right")
+        if potential is not None:
+            table.add_column("now", justify="right", style="green")
+        upper_done = False
+        for k, box in enumerate(self.rules.box_names):
+            if not self.tables.is_upper[k] and not upper_done:
+                upper_done = True
+                cells = [str(g.upper_total) for g in games] + ([""] if potential is not None else [])
+                table.add_row("upper total", *cells, style="dim", end_section=False)
+            cells = [str(int(g.scores[k])) if g.filled >> k & 1 else "·" for g in games]
+            if potential is not None:
+                cells.append(str(int(potential[k])) if not games[0].filled >> k & 1 and potential[k] else "")
+            table.add_row(box, *cells)
+        cells = [str(g.bonus) for g in games] + ([""] if potential is not None else [])
+        table.add_row("bonus", *cells, style="dim", end_section=True)
+        cells = [str(int(g.total)) for g in games] + ([""] if potential is not None else [])
+        table.add_row("TOTAL", *cells, style="bold")
+        self.console.print(table)
+
+    def dice(self, dice: Sequence[int], rolls_left: int, turn: int) -> None:
+        self.say(dice_art(dice), style="bold cyan")
+        rerolls = {0: "no rerolls left", 1: "1 reroll left", 2: "2 rerolls left"}[int(rolls_left)]
+        self.say(f"turn {turn}/{self.tables.turns}, {rerolls}")
+
+
+# ------------------------------------------------------------------ solver
+class Coach:
+    """The solver's action values, if :mod:`dice_poker_env.solver` is available."""
+
+    def __init__(self, rules: Rules, screen: Screen):
+        self.rules, self.screen = rules, screen
+        self.solution: Any = None
+        self.unavailable: str | None = None
+        self._tried = False
+
+    def load(self) -> bool:
+        if not self._tried:
+            self._tried = True
+            try:
+                from dice_poker_env.solver import solve
+            except ImportError as error:
+                self.unavailable = f"the solver is not available ({error})"
+                return False
+            self.screen.say(f"(solving {self.rules.name} exactly for hints and grading; this is done once)", "dim")
+            try:
+                self.solution = solve(self.rules)
+                if not hasattr(self.solution, "action_values"):
+                    raise AttributeError("its solution has no action_values()")
+            except Exception as error:  # noqa: BLE001 - any solver failure only disables coaching
+                self.solution = None
+                self.unavailable = f"the solver could not solve {self.rules.name}: {error}"
+        return self.solution is not None
+
+    def values(self, observation: dict[str, Any]) -> np.ndarray | None:
+        if not self.load():
+            return None
+        from dice_poker_env.multi import SINGLE_KEYS
+
+        single = {key: observation[key] for key in SINGLE_KEYS}
+        try:
+            return np.asarray(self.solution.action_values(single), dtype=np.float64)
+        except Exception as error:  # noqa: BLE001
+            self.unavailable = f"the solver failed on this position: {error}"
+            self.solution = None
+            return None
+
+
+def top_actions(values: np.ndarray, mask: np.ndarray, dice: Sequence[int], box_names, n: int = 5):
+    """The ``n`` best distinct decisions: ``[(description, value, action)]``, best first."""
+    seen: dict[str, tuple[float, int]] = {}
+    for action in np.flatnonzero(mask):
+        text = describe_action(int(action), dice, box_names)
+        if text not in seen and np.isfinite(values[action]):
+            seen[text] = (float(values[action]), int(action))
+    ranked = sorted(seen.items(), key=lambda item: -item[1][0])
+    return [(text, value, action) for text, (value, action) in ranked[:n]]
+
+
+@dataclass
+class Decision:
+    turn: int
+    dice: tuple[int, ...]
+    rolls_left: int
+    chosen: str
+    best: str
+    lost: float
+
+
+@dataclass
+class Grades:
+    decisions: list[Decision] = field(default_factory=list)
+
+    @property
+    def lost(self) -> float:
+        return sum(d.lost for d in self.decisions)
+
+
+# ------------------------------------------------------------------- game
+def load_opponents(names: Sequence[str], rules: Rules, seed: int | None, screen: Screen) -> list[Any]:
+    """Agents by name; a missing agent module falls back to a random player, with a message."""
+    from dice_poker_env.multi import MaskedRandomAgent
+
+    try:
+        from agents.registry import make_agent
+    except ImportError as error:
+        make_agent, missing = None, error
+    opponents = []
+    for k, name in enumerate(names):
+        agent_seed = None if seed is None else seed + 1 + k
+        if make_agent is None:
+            if name != "random":
+                screen.say(f"opponent {name!r} is not available (agents package: {missing}); "
+                           "a random player takes the seat", "yellow")
+            opponents.append(MaskedRandomAgent(agent_seed))
+            continue
+        if name == "optimal":
+            screen.say("(the optimal agent solves the game exactly first; this is done once)", "dim")
+        try:
+            opponents.append(make_agent(name, rules, seed=agent_seed))
+        except ImportError as error:
+            screen.say(f"opponent {name!r} is not available ({error}); a random player takes the seat", "yellow")
+            opponents.append(MaskedRandomAgent(agent_seed))
+    return opponents
+
+
+def seat_names(player: str, opponents: Sequence[str]) -> list[str]:
+    names = [player]
+    for name in opponents:
+        label = name.split(":", 1)[0] if name.startswith("model:") else name
+        base, n = label, 2
+        while label in names:
+            label, n = f"{base} {n}", n + 1
+        names.append(label)
+    return names
+
+
+def play(args: argparse.Namespace) -> int:
+    from dice_poker_env import multi
+
+    if not 1 <= len(args.opponents) <= MAX_OPPONENTS:
+        raise ValueError(f"--opponents takes 1 to {MAX_OPPONENTS} agents, got {len(args.opponents)}")
+    rules = load_rules(args.ruleset, **parse_options(args.option))
+    names = seat_names(args.name, args.opponents)
+    screen = Screen(rules, names)
+    opponents = load_opponents(args.opponents, rules, args.seed, screen)
+    env = multi.raw_env(rules, len(names), obs_mode="dict")
+    env.reset(seed=args.seed)
+    coach = Coach(rules, screen)
+    grading = not args.no_grade
+    grades = Grades()
+    box_names = rules.box_names
+    who = "you" if names[0] == "you" else f"you ({names[0]})"
+    screen.say(f"{rules.title}: {who} against {', '.join(names[1:])}. Type `help` for the commands.", "bold")
+    last_turn_shown = -1
+    names_agent = env.possible_agents[0]
+    while not env.game_over:
+        i = env.current
+        obs = env.observe(env.agent_selection)
+        view, mask = obs["observation"], obs["action_mask"]
+        dice = [int(d) for d in view["dice"]]
+        if i != 0:
+            seen = env.observe_for(env.agent_selection, opponents[i - 1])["observation"]
+            action = int(opponents[i - 1].act(seen, mask))
+            if not mask[action]:
+                raise ValueError(f"opponent {names[i]} chose an illegal action {action}")
+            what = describe_action(action, dice, box_names)
+            env.step(action)
+            after = env.games[i]
+            if action >= N_KEEP_ACTIONS:
+                points = int(after.scores[action - N_KEEP_ACTIONS])
+                screen.say(f"{names[i]}: {' '.join(map(str, dice))} → {what} for {points}")
+            else:
+                screen.say(f"{names[i]}: {' '.join(map(str, dice))} → {what}")
+            continue
+        turn = int(view["turn"]) + 1
+        if turn != last_turn_shown:
+            last_turn_shown = turn
+            screen.board(env.games, 0, None)
+        screen.dice(dice, int(view["rolls_left"]), turn)
+        values = coach.values(view) if (args.hints or grading) else None
+        if args.hints:
+            show_hints(screen, coach, values, mask, dice, box_names)
+        while True:
+            try:
+                line = screen.ask("> ")
+            except EOFError:
+                screen.say("\ninput ended (EOF): the game is abandoned.", "yellow")
+                report_grades(screen, coach, grades, grading)
+                return 1
+            command = parse_command(line, dice, int(view["rolls_left"]), rules, mask, env.scorecard(names_agent))
+            if command.error:
+                screen.say(command.error, "red")
+                continue
+            if command.special == "help":
+                screen.say(HELP)
+                continue
+            if command.special == "board":
+                screen.board(env.games, 0, potential_now(env))
+                screen.dice(dice, int(view["rolls_left"]), turn)
+                continue
+            if command.special == "hint":
+                show_hints(screen, coach, coach.values(view), mask, dice, box_names)
+                continue
+            if command.special == "quit":
+                screen.say("you left the game.", "yellow")
+                report_grades(screen, coach, grades, grading)
+                return 0
+            break
+        action = command.action
+        if values is not None:
+            best = top_actions(values, mask, dice, box_names, n=1)[0]
+            lost = max(0.0, best[1] - float(values[action]))
+            chosen = describe_action(action, dice, box_names)
+            grades.decisions.append(Decision(turn, tuple(dice), int(view["rolls_left"]), chosen, best[0], lost))
+        env.step(action)
+        if action >= N_KEEP_ACTIONS:
+            points = int(env.games[0].scores[action - N_KEEP_ACTIONS])
+            screen.say(f"you write {points} in {box_names[action - N_KEEP_ACTIONS]}", "green")
+    finish(screen, env, names, rules)
+    report_grades(screen, coach, grades, grading)
+    return 0
+
+
+def potential_now(env) -> np.ndarray:
+    from dice_poker_env.envs.observation import potential_points
+
+    return potential_points(env.tables, env.games[0])
+
+
+def show_hints(screen: Screen, coach: Coach, values, mask, dice, box_names) -> None:
+    if values is None:
+        screen.say(f"(no hints: {coach.unavailable})", "dim")
+        return
+    screen.say("solver's expected final score of the best actions:", "magenta")
+    best = None
+    for text, value, _ in top_actions(values, mask, dice, box_names):
+        best = value if best is None else best
+        gap = "" if value == best else f"  ({value - best:+.2f})"
+        screen.say(f"  {text:<28} {value:8.2f}{gap}", "magenta")
+
+
+def finish(screen: Screen, env, names: list[str], rules: Rules) -> None:
+    screen.board(env.games, -1, None)
+    totals = env._totals()
+    order = np.argsort(-totals, kind="stable")
+    screen.say("Final result:", "bold")
+    mean = totals.mean()
+    for place, i in enumerate(order, start=1):
+        extra = f"   ({totals[i] - mean:+.1f} against the mean)" if rules.result == "relative" else ""
+        screen.say(f"  {place}. {names[i]:<12} {int(totals[i]):>5}{extra}")
+    best = totals.max()
+    if totals[0] == best and (totals == best).sum() == 1:
+        screen.say("You win!", "bold green")
+    elif totals[0] == best:
+        screen.say("A shared win!", "bold green")
+    else:
+        rank = int(1 + (totals > totals[0]).sum())
+        screen.say(f"You finish {rank}{_suffix(rank)} of {len(totals)}.", "bold")
+
+
+def _suffix(n: int) -> str:
+    return {1: "st", 2: "nd", 3: "rd"}.get(n, "th")
+
+
+def report_grades(screen: Screen, coach: Coach, grades: Grades, grading: bool) -> None:
+    if not grading:
+        return
+    if coach.unavailable and not grades.decisions:
+        screen.say(f"(no grading: {coach.unavailable})", "dim")
+        return
+    if not grades.decisions:
+        return
+    n = len(grades.decisions)
+    screen.say(
+        f"Your decisions against the solver: {n} decisions, {grades.lost:.2f} expected points lost "
+        f"in total, {grades.lost / n:.2f} per decision.",
+        "bold",
+    )
+    mistakes = sorted((d for d in grades.decisions if d.lost > 0.005), key=lambda d: -d.lost)
+    if not mistakes:
+        screen.say("Every decision was optimal.", "green")
+        return
+    from rich.table import Table
+
+    table = Table(title="costliest decisions", header_style="bold")
+    for column in ("turn", "dice", "rerolls", "you", "best", "lost"):
+        table.add_column(column, justify="right" if column in ("turn", "rerolls", "lost") else "left")
+    for d in mistakes[:8]:
+        table.add_row(str(d.turn), " ".join(map(str, d.dice)), str(d.rolls_left), d.chosen, d.best, f"{d.lost:.2f}")
+    screen.console.print(table)
+
+
+def parse_options(items: Sequence[str]) -> dict[str, Any]:
+    """``["joker=free", "bonus_at=63"]`` -> rules options (ints and booleans converted)."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--option wants KEY=VALUE, got {item!r}")
+        low = value.lower()
+        if low in ("true", "false"):
+            options[key] = low == "true"
+        elif re.fullmatch(r"-?\d+", value):
+            options[key] = int(value)
+        else:
+            options[key] = value
+    return options
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "play",
+        help="play a game in the terminal against the agents",
+        description=textwrap.fill(
+            "Play a dice game in the terminal against agents (one seat each). Dice and "
+            "scorecards are drawn in the terminal; type commands as below. With --hints the "
+            "solver's expected final score of the best actions is shown before each decision; "
+            "at the end your decisions are graded against the solver. Reads a script of "
+            "commands from standard input when it is not a terminal.",
+            78,
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=HELP,
+    )
+    parser.add_argument("ruleset", help="ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or rules file")
+    parser.add_argument(
+        "--opponents",
+        nargs="+",
+        default=["greedy"],
+        metavar="AGENT",
+        help="one agent per opponent seat: random, greedy, optimal or model:PATH (default: greedy)",
+    )
+    parser.add_argument("--hints", action="store_true", help="coach mode: show the solver's best actions")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the dice (same seed, same dice)")
+    parser.add_argument("--name", default="you", help="your name on the scorecard")
+    parser.add_argument(
+        "--option", "-o", action="append", default=[], metavar="KEY=VALUE", help="a rules option, e.g. joker=free"
+    )
+    parser.add_argument("--no-grade", action="store_true", help="skip grading your decisions at the end")
+    parser.set_defaults(func=play)
