@@ -288,7 +288,7 @@ class DicePokerVectorEnv(VectorEnv):
             terminated[illegal] = True
         if any_ended:  # NEXT_STEP: these games start over now
             rows = np.flatnonzero(ended)
-            self._reset_rows(new, rows, None if faces is None else faces[rows])
+            self._reset_rows(new, rows, None if self._sources is not None else faces[rows])
             score[rows] = self._total(new, rows)
             reward[rows] = 0.0
             terminated[rows] = False
@@ -306,7 +306,7 @@ class DicePokerVectorEnv(VectorEnv):
             )
             info["final_obs"], info["_final_obs"] = final_obs, terminated.copy()
             info["final_info"], info["_final_info"] = final_info, terminated.copy()
-            self._reset_rows(new, done_rows, None if faces is None else faces[done_rows])
+            self._reset_rows(new, done_rows, None if self._sources is not None else faces[done_rows])
             self._score = score = score.copy()
             score[done_rows] = self._total(new, done_rows)
             self._ended = np.zeros(self.num_envs, dtype=bool)

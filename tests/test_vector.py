@@ -1,0 +1,443 @@
+"""The batched vector env: the single env N times (issue 5)."""
+
+from __future__ import annotations
+
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import SyncVectorEnv
+from gymnasium.vector.utils import batch_space
+from gymnasium.vector.vector_env import AutoresetMode
+
+import dice_poker_env
+from dice_poker_env import ScriptedDice
+from dice_poker_env.engine import game
+from dice_poker_env.engine.position import PositionError
+from dice_poker_env.envs.single import DicePokerEnv, IllegalActionError
+from dice_poker_env.envs.vector import DicePokerVectorEnv
+
+RULESETS = ["yacht", "dice_poker", "school_poker", "yahtzee", "yatzy"]
+# every ruleset, and the Yahtzee joker variants (they change the legal actions)
+VARIANTS = [(name, {}) for name in RULESETS] + [("yahtzee", {"joker": "free"}), ("yahtzee", {"joker": "none"})]
+VARIANT_IDS = [name + "".join(f"-{k}={v}" for k, v in opts.items()) for name, opts in VARIANTS]
+
+
+def masked_random(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
+    """A uniformly random legal action per row (0 for rows without legal actions)."""
+    noise = rng.random(masks.shape) * masks
+    return np.where(masks.any(axis=1), noise.argmax(axis=1), 0)
+
+
+def face_scripts(seed: int, n: int, length: int = 4000) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(1, 7, size=length).tolist() for _ in range(n)]
+
+
+def assert_same(batched, single, path="") -> None:
+    """Batched value (arrays, dicts of arrays) equals the stacked single values."""
+    if isinstance(batched, dict):
+        assert set(batched) == set(single), f"{path}: keys {sorted(batched)} != {sorted(single)}"
+        for key in batched:
+            assert_same(batched[key], single[key], f"{path}.{key}")
+        return
+    np.testing.assert_array_equal(np.asarray(batched), np.asarray(single), err_msg=path)
+
+
+def assert_same_info(mine: dict, theirs: dict, path="info") -> None:
+    """Gymnasium vector infos agree: same keys and masks, same values where a mask is set."""
+    assert set(mine) == set(theirs), f"{path}: {sorted(mine)} != {sorted(theirs)}"
+    for key, value in mine.items():
+        if key.startswith("_"):
+            np.testing.assert_array_equal(value, theirs[key], err_msg=f"{path}.{key}")
+        elif isinstance(value, dict):
+            assert_same_info(value, theirs[key], f"{path}.{key}")
+        else:
+            present = mine[f"_{key}"]
+            for i in np.flatnonzero(present):
+                if isinstance(value[i], dict):
+                    assert_same(value[i], theirs[key][i], f"{path}.{key}[{i}]")
+                else:
+                    np.testing.assert_array_equal(value[i], theirs[key][i], err_msg=f"{path}.{key}[{i}]")
+
+
+# ---------------------------------------------------------------- construction
+@pytest.mark.parametrize("env_id", list(dice_poker_env.ENV_IDS))
+def test_make_vec_every_id(env_id):
+    kwargs = {"rules": "yatzy"} if dice_poker_env.ENV_IDS[env_id] is None else {}
+    envs = gym.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", **kwargs)
+    single = gym.make(env_id, **kwargs)
+    assert isinstance(envs.unwrapped, DicePokerVectorEnv)
+    assert envs.num_envs == 3
+    assert envs.single_observation_space == single.observation_space
+    assert envs.single_action_space == single.action_space
+    assert envs.observation_space == batch_space(single.observation_space, 3)
+    assert envs.action_space == batch_space(single.action_space, 3)
+    assert envs.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    obs, info = envs.reset(seed=0)
+    assert envs.observation_space.contains(obs)
+    masks = envs.unwrapped.action_masks()
+    assert masks.shape == (3, single.action_space.n) and masks.dtype == np.int8
+    np.testing.assert_array_equal(info["action_mask"], masks)
+    envs.close()
+
+
+def test_rule_options_and_custom_rules_object():
+    envs = gym.make_vec("DicePoker/Yahtzee-v0", num_envs=2, vectorization_mode="vector_entry_point", joker="free")
+    assert envs.unwrapped.rules == dice_poker_env.load_rules("yahtzee", joker="free")
+    rules = dice_poker_env.load_rules("dice_poker")
+    envs = gym.make_vec("DicePoker/Custom-v0", num_envs=2, vectorization_mode="vector_entry_point", rules=rules, obs_mode="flat")
+    obs, _ = envs.reset(seed=1)
+    assert obs.shape == (2, 15 + 3 * 15) and obs.dtype == np.float32
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="num_envs"):
+        DicePokerVectorEnv(0, "yacht")
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        DicePokerVectorEnv(2, "yacht", autoreset_mode="sometimes")
+    with pytest.raises(ValueError, match="one source per game"):
+        DicePokerVectorEnv(2, "yacht", dice_source=[ScriptedDice([1])])
+    env = DicePokerVectorEnv(2, "yacht")
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(np.zeros(2, dtype=np.int64))
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="shape"):
+        env.step(np.zeros(3, dtype=np.int64))
+    with pytest.raises(TypeError, match="integers"):
+        env.step(np.zeros(2))
+
+
+# ---------------------------------------------------------- lock-step equivalence
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+@pytest.mark.parametrize(("rules", "options"), VARIANTS, ids=VARIANT_IDS)
+def test_lockstep_equals_sync_vector_env_of_single_envs(rules, options, mode):
+    """Same dice per game: identical observations, masks, rewards, terminations and infos
+    to Gymnasium's SyncVectorEnv over N single envs, over several full games each."""
+    n = 6
+    scripts = face_scripts(hash((rules, tuple(options.items()))) % 2**32, n)
+    mine = DicePokerVectorEnv(
+        n, rules, dice_source=[ScriptedDice(s) for s in scripts], autoreset_mode=mode, **options
+    )
+    theirs = SyncVectorEnv(
+        [lambda s=s: DicePokerEnv(rules, dice_source=ScriptedDice(s), **options) for s in scripts],
+        autoreset_mode=mode,
+    )
+    rng = np.random.default_rng(7)
+    obs_a, info_a = mine.reset(seed=3)
+    obs_b, info_b = theirs.reset(seed=3)
+    assert_same(obs_a, obs_b)
+    assert_same_info(info_a, info_b)
+    episodes = np.zeros(n, dtype=int)
+    steps = 0
+    while episodes.min() < 3:
+        masks = mine.action_masks()
+        np.testing.assert_array_equal(masks, np.stack(theirs.call("action_masks")))
+        actions = masked_random(rng, masks)
+        obs_a, rew_a, term_a, trunc_a, info_a = mine.step(actions)
+        obs_b, rew_b, term_b, trunc_b, info_b = theirs.step(actions)
+        assert_same(obs_a, obs_b)
+        for key, value in obs_a.items():
+            assert value.dtype == obs_b[key].dtype, key
+        np.testing.assert_array_equal(rew_a, rew_b)
+        np.testing.assert_array_equal(term_a, term_b)
+        np.testing.assert_array_equal(trunc_a, trunc_b)
+        assert_same_info(info_a, info_b)
+        episodes += term_a
+        steps += 1
+        assert steps < 1000
+    # both consumed exactly the same dice
+    assert [s.remaining for s in mine.dice_source] == [e.unwrapped.dice_source.remaining for e in theirs.envs]
+
+
+@pytest.mark.parametrize("rules", RULESETS)
+def test_flat_observations_match_single_env(rules):
+    n = 4
+    scripts = face_scripts(11, n)
+    mine = DicePokerVectorEnv(n, rules, obs_mode="flat", dice_source=[ScriptedDice(s) for s in scripts])
+    singles = [DicePokerEnv(rules, obs_mode="flat", dice_source=ScriptedDice(s)) for s in scripts]
+    obs, _ = mine.reset()
+    np.testing.assert_array_equal(obs, np.stack([e.reset()[0] for e in singles]))
+    rng = np.random.default_rng(1)
+    for _ in range(3 * 15):
+        actions = masked_random(rng, mine.action_masks())
+        obs, reward, terminated, _, _ = mine.step(actions)
+        results = [e.step(int(a)) for e, a in zip(singles, actions)]
+        np.testing.assert_array_equal(obs, np.stack([r[0] for r in results]))
+        np.testing.assert_array_equal(reward, [r[1] for r in results])
+        if terminated.any():
+            break
+
+
+@pytest.mark.parametrize(("rules", "options"), VARIANTS, ids=VARIANT_IDS)
+def test_masks_are_the_engines(rules, options):
+    env = DicePokerVectorEnv(64, rules, **options)
+    env.reset(seed=5)
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        np.testing.assert_array_equal(env.action_masks(), game.action_mask(env.tables, env.state))
+        env.step(masked_random(rng, env.action_masks()))
+
+
+# ------------------------------------------------------------- random play
+def play_batched(rules: str, n_games: int, seed: int) -> np.ndarray:
+    """Final scores of n_games random masked games, all played at once (first episode of each game)."""
+    env = DicePokerVectorEnv(n_games, rules)
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    returns = np.zeros(n_games)
+    final = np.full(n_games, -(10**6), dtype=np.int64)
+    live = np.ones(n_games, dtype=bool)
+    while live.any():
+        masks = env.action_masks()
+        assert masks[live].any(axis=1).all(), "a live game has no legal action"
+        _, reward, terminated, truncated, info = env.step(masked_random(rng, masks))
+        assert not truncated.any()
+        returns += np.where(live, reward, 0)
+        ended = terminated & live
+        if ended.any():
+            final[ended] = info["final_score"][ended]
+            for box in env.rules.box_names:  # every box filled
+                assert info["scorecard"][f"_{box}"][ended].all()
+        live &= ~terminated
+    np.testing.assert_array_equal(returns, final)
+    return final
+
+
+def ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
+    grid = np.union1d(a, b)
+    cdf_a = np.searchsorted(np.sort(a), grid, side="right") / len(a)
+    cdf_b = np.searchsorted(np.sort(b), grid, side="right") / len(b)
+    return float(np.abs(cdf_a - cdf_b).max())
+
+
+def play_single(rules: str, n_games: int, seed: int) -> np.ndarray:
+    env = DicePokerEnv(rules)
+    rng = np.random.default_rng(seed)
+    scores = np.zeros(n_games, dtype=np.int64)
+    for g in range(n_games):
+        _, info = env.reset(seed=seed + g)
+        total, done = 0.0, False
+        while not done:
+            legal = np.flatnonzero(info["action_mask"])
+            _, reward, done, _, info = env.step(int(legal[rng.integers(len(legal))]))
+            total += reward
+        assert total == info["final_score"]
+        scores[g] = info["final_score"]
+    return scores
+
+
+@pytest.mark.parametrize("rules", RULESETS)
+def test_100k_random_batched_games_match_single_env(rules):
+    batched = play_batched(rules, 100_000, seed=2024)
+    single = play_single(rules, 1500, seed=99)
+    # same distribution of random-play scores: means within 4 standard errors and a KS test at alpha ~ 1e-4
+    se = np.sqrt(batched.var() / len(batched) + single.var() / len(single))
+    assert abs(batched.mean() - single.mean()) < 4 * se, (batched.mean(), single.mean(), se)
+    critical = 2.15 * np.sqrt((len(batched) + len(single)) / (len(batched) * len(single)))
+    assert ks_statistic(batched, single) < critical
+
+
+# ------------------------------------------------------------- autoreset modes
+def test_next_step_autoreset_ignores_action_and_starts_new_game():
+    env = DicePokerVectorEnv(3, "yacht")
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    while True:
+        _, _, terminated, _, info = env.step(masked_random(rng, env.action_masks()))
+        if terminated.any():
+            break
+    ended = terminated.copy()
+    assert (env.action_masks()[ended] == 0).all()  # an ended game has no legal action ...
+    np.testing.assert_array_equal(info["_final_score"], ended)
+    assert set(info["scorecard"]) == {*env.rules.box_names, *(f"_{b}" for b in env.rules.box_names)}
+    obs, reward, terminated, _, info = env.step(np.full(3, 44))  # ... and its action is ignored
+    assert (reward[ended] == 0).all() and not terminated[ended].any()
+    assert (obs["turn"][ended] == 0).all() and (obs["rolls_left"][ended] == 2).all()
+    assert (info["score"][ended] == 0).all()
+
+
+def test_same_step_autoreset_reports_final_obs_and_info():
+    env = DicePokerVectorEnv(4, "yatzy", autoreset_mode=AutoresetMode.SAME_STEP)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    returns = np.zeros(4)
+    seen = 0
+    for _ in range(200):
+        obs, reward, terminated, _, info = env.step(masked_random(rng, env.action_masks()))
+        returns += reward
+        assert env.action_masks().any(axis=1).all()  # never an ended game in the batch
+        if terminated.any():
+            np.testing.assert_array_equal(info["_final_obs"], terminated)
+            for i in np.flatnonzero(terminated):
+                assert info["final_obs"][i]["turn"] == env.tables.turns
+                assert obs["turn"][i] == 0
+                assert info["final_info"]["final_score"][i] == returns[i]
+            returns[terminated] = 0
+            seen += terminated.sum()
+    assert seen > 0
+
+
+def test_disabled_autoreset_needs_masked_reset():
+    env = DicePokerVectorEnv(2, "yacht", autoreset_mode="Disabled")
+    env.reset(seed=0, options={"reset_mask": np.array([True, True])})
+    rng = np.random.default_rng(0)
+    terminated = np.zeros(2, dtype=bool)
+    while not terminated.any():
+        _, _, terminated, _, _ = env.step(masked_random(rng, env.action_masks()))
+    with pytest.raises(gym.error.ResetNeeded, match="reset_mask"):
+        env.step(np.zeros(2, dtype=np.int64))
+    obs, info = env.reset(options={"reset_mask": terminated})
+    np.testing.assert_array_equal(info["_action_mask"], terminated)
+    assert (obs["turn"][terminated] == 0).all()
+
+
+# ---------------------------------------------------------------- illegal actions
+def test_illegal_action_terminates_only_that_game():
+    env = DicePokerVectorEnv(3, "yahtzee", illegal_penalty=-5.0)
+    twin = DicePokerVectorEnv(3, "yahtzee")
+    obs0, _ = env.reset(seed=4)
+    twin.reset(seed=4)
+    actions = np.array([0, 31, 999])  # legal, keep-all, out of range
+    obs, reward, terminated, _, info = env.step(actions)
+    np.testing.assert_array_equal(terminated, [False, True, True])
+    np.testing.assert_array_equal(reward[1:], [-5.0, -5.0])
+    np.testing.assert_array_equal(info["_illegal_action"], [False, True, True])
+    assert "keeps all five dice" in info["illegal_reason"][1]
+    assert "out of range" in info["illegal_reason"][2]
+    for key in obs:  # the illegal games did not change
+        np.testing.assert_array_equal(obs[key][1:], obs0[key][1:])
+    # the legal game went on exactly as without the illegal neighbours (same dice stream)
+    twin_obs, *_ = twin.step(np.array([0, 0, 0]))
+    for key in obs:
+        np.testing.assert_array_equal(obs[key][0], twin_obs[key][0])
+
+
+def test_illegal_action_raise_names_game_and_changes_nothing():
+    env = DicePokerVectorEnv(2, "yacht", illegal_action="raise")
+    env.reset(seed=0)
+    state = env.state
+    with pytest.raises(IllegalActionError, match="game 1: action 31"):
+        env.step(np.array([0, 31]))
+    assert env.state is state
+    for _ in range(2):
+        env.step(np.array([0, 0]))
+    with pytest.raises(IllegalActionError, match="no rerolls left"):
+        env.step(np.array([0, 0]))
+
+
+# ---------------------------------------------------------------- seeding, reset
+def rollout(env: DicePokerVectorEnv, seed: int, steps: int = 80):
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(0)
+    out = [obs["dice"].copy()]
+    for _ in range(steps):
+        obs, reward, *_ = env.step(masked_random(rng, env.action_masks()))
+        out += [obs["dice"].copy(), reward.copy()]
+    return out
+
+
+def test_seed_fixes_all_games():
+    a, b = DicePokerVectorEnv(16, "yahtzee"), DicePokerVectorEnv(16, "yahtzee")
+    first, second = rollout(a, 123), rollout(b, 123)
+    for x, y in zip(first, second):
+        np.testing.assert_array_equal(x, y)
+    again = rollout(a, 123)  # reseeding the same env replays it
+    for x, y in zip(first, again):
+        np.testing.assert_array_equal(x, y)
+    other = rollout(b, 124)
+    assert any(not np.array_equal(x, y) for x, y in zip(first, other))
+    with pytest.raises(TypeError, match="one seed"):
+        a.reset(seed=[1, 2])
+
+
+def test_reset_options_positions():
+    env = DicePokerVectorEnv(3, "yacht")
+    obs, info = env.reset(seed=0, options={"scorecard": {"ones": 3}, "dice": [6, 6, 6, 6, 6], "rolls_left": 0})
+    assert (obs["dice"] == 6).all() and (obs["rolls_left"] == 0).all()
+    np.testing.assert_array_equal(info["score"], [3, 3, 3])
+    positions = [None, {"dice": [1, 2, 3, 4, 5], "rolls_left": 1}, {"scorecard": {"yacht": 50}}]
+    obs, info = env.reset(seed=0, options={"positions": positions})
+    assert obs["turn"].tolist() == [0, 0, 1]
+    assert obs["dice"][1].tolist() == [1, 2, 3, 4, 5] and obs["rolls_left"][1] == 1
+    np.testing.assert_array_equal(info["score"], [0, 0, 50])
+    single = DicePokerEnv("yacht")
+    single_obs, _ = single.reset(options=positions[1])
+    assert_same({k: v[1] for k, v in obs.items()}, single_obs)
+    with pytest.raises(PositionError, match="unknown key"):
+        env.reset(options={"dices": [1, 2, 3, 4, 5]})
+    with pytest.raises(PositionError):
+        env.reset(options={"positions": [None, None, {"scorecard": {"nope": 1}}]})
+    with pytest.raises(PositionError, match="one entry per game"):
+        env.reset(options={"positions": [None]})
+
+
+# ------------------------------------------------------------ Gymnasium checks
+def test_gymnasium_vector_wrappers_and_data_not_reused():
+    from gymnasium.wrappers.vector import DictInfoToList, FlattenObservation, RecordEpisodeStatistics
+
+    envs = RecordEpisodeStatistics(
+        FlattenObservation(gym.make_vec("DicePoker/Yatzy-v0", num_envs=4, vectorization_mode="vector_entry_point"))
+    )
+    obs, _ = envs.reset(seed=0)
+    assert envs.observation_space.contains(obs)
+    rng = np.random.default_rng(0)
+    episodes = 0
+    previous = obs
+    for _ in range(200):
+        obs, _, terminated, _, info = envs.step(masked_random(rng, envs.unwrapped.action_masks()))
+        assert envs.observation_space.contains(obs)
+        assert obs is not previous and not np.shares_memory(obs, previous)
+        previous = obs
+        episodes += terminated.sum()
+        if terminated.any():
+            assert (info["episode"]["r"][terminated] == info["final_score"][terminated]).all()
+    assert episodes > 0
+    listed = DictInfoToList(gym.make_vec("DicePoker/Yacht-v0", num_envs=2, vectorization_mode="vector_entry_point"))
+    _, infos = listed.reset(seed=0)
+    assert isinstance(infos, list) and infos[0]["action_mask"].shape == (32 + 12,)
+
+
+def test_pickle_round_trip_and_render():
+    env = DicePokerVectorEnv(2, "school_poker", render_mode="ansi")
+    env.reset(seed=0)
+    clone = pickle.loads(pickle.dumps(env))
+    actions = np.array([0, 33])
+    a, b = env.step(actions), clone.step(actions)
+    assert_same(a[0], b[0])
+    texts = env.render()
+    assert len(texts) == 2 and all("school" in t.lower() or "ones" in t for t in texts)
+
+
+# ---------------------------------------------------------------- Stable-Baselines3
+def test_sb3_adapter_maskable_ppo_learns_a_few_hundred_steps():
+    pytest.importorskip("stable_baselines3")
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from dice_poker_env.integrations.sb3 import DicePokerSB3VecEnv, make_sb3_vec_env
+
+    venv = VecMonitor(make_sb3_vec_env("DicePoker/Yacht-v0", n_envs=8, seed=0, obs_mode="flat"))
+    assert is_masking_supported(venv)
+    obs = venv.reset()
+    masks = get_action_masks(venv)
+    assert masks.shape == (8, 44) and obs.shape == (8, 15 + 36)
+    model = sb3_contrib.MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=512)
+    assert len(model.ep_info_buffer) > 0
+    # SAME_STEP contract: terminal observations in infos, returns equal final scores
+    raw = make_sb3_vec_env("DicePoker/Yacht-v0", n_envs=4, seed=1)
+    raw.reset()
+    rng = np.random.default_rng(0)
+    returns = np.zeros(4)
+    for _ in range(120):
+        _, reward, dones, infos = raw.step(masked_random(rng, get_action_masks(raw)))
+        returns += reward
+        for i in np.flatnonzero(dones):
+            assert infos[i]["terminal_observation"]["turn"] == 12
+            assert infos[i]["final_score"] == returns[i]
+            returns[i] = 0
+    with pytest.raises(ValueError, match="SAME_STEP"):
+        DicePokerSB3VecEnv(DicePokerVectorEnv(2, "yacht"))
