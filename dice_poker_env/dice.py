@@ -17,15 +17,40 @@ class DiceSource(Protocol):
     """Supplies faces for the dice being rolled."""
 
     def roll(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-        """Faces 1..6 of the given shape (``(n,)`` for n dice, ``(B, 5)`` for a batch)."""
+        """Faces 1..6 of the given shape (``(n,)`` for n dice, ``(B, 5)`` for a batch).
+
+        For a 1-D shape a list of ints is accepted too.
+        """
         ...
 
 
 class RandomDice:
-    """Fair dice from the env's seeded generator (the default)."""
+    """Fair dice from the env's seeded generator (the default).
+
+    Small requests are served from a block of faces drawn at once from ``rng``
+    (a NumPy call costs more than the dice it draws); the block is dropped when
+    the env's generator is replaced (``reset(seed=...)``), so the same seed still
+    gives the same game.
+    """
+
+    BLOCK = 1024
+
+    def __init__(self) -> None:
+        self._rng: np.random.Generator | None = None
+        self._block: list[int] = []
+        self._next = 0
 
     def roll(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-        return rng.integers(1, 7, size=shape)
+        n = 1
+        for size in shape:
+            n *= size
+        if n > 64:
+            return rng.integers(1, 7, size=shape)
+        if rng is not self._rng or self._next + n > len(self._block):
+            self._rng, self._block, self._next = rng, rng.integers(1, 7, size=self.BLOCK).tolist(), 0
+        faces = self._block[self._next : self._next + n]
+        self._next += n
+        return np.array(faces).reshape(shape) if len(shape) > 1 else faces
 
     def __repr__(self) -> str:
         return "RandomDice()"
@@ -39,12 +64,18 @@ class ScriptedDice:
     """Faces taken in order from a fixed sequence (tests and replays).
 
     Each roll takes as many faces as dice are rolled, in the order of the rerolled
-    positions (the turn's first roll takes five). Example, the Yacht seed's turn::
+    positions (the turn's first roll takes five; scoring a box rolls the next
+    turn's five unless the game ends). Example, the Yacht seed's turn::
 
         ScriptedDice([1, 2, 2, 4, 6,  4, 4, 6,  1, 4, 4])
+
+    When the script runs out, :class:`DiceExhaustedError` is raised before the
+    env changes anything, or, with ``then_random=True``, play continues with fair
+    dice from the env's generator.
     """
 
-    def __init__(self, faces: Iterable[int]):
+    def __init__(self, faces: Iterable[int], *, then_random: bool = False):
+        self.then_random = then_random
         self.faces = [int(f) for f in faces]
         bad = [f for f in self.faces if not 1 <= f <= 6]
         if bad:
@@ -58,6 +89,8 @@ class ScriptedDice:
     def roll(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         n = int(np.prod(shape))
         if n > self.remaining:
+            if self.then_random:
+                return rng.integers(1, 7, size=shape)
             raise DiceExhaustedError(f"scripted dice exhausted: {n} faces needed, {self.remaining} left")
         out = np.array(self.faces[self.position : self.position + n], dtype=np.int64).reshape(shape)
         self.position += n

@@ -166,3 +166,36 @@ def roll_index_of_sorted(sorted_faces: np.ndarray) -> np.ndarray:
     """Roll indices of a batch of sorted dice rows ``(..., 5)``, vectorized."""
     code = _FACE_CODE[np.asarray(sorted_faces)].sum(axis=-1)
     return _ROLL_INDEX_OF_CODE[code]
+
+
+#: keep code (see :func:`encode_counts`) of every keep, and the positions each keep
+#: bitmask rerolls: with these a single game's reroll is a few integer additions.
+_KEEP_CODE = [int(c) for c in encode_counts(KEEP_COUNTS)]
+_KEEP_OF_ACTION_LIST = KEEP_OF_ACTION.tolist()
+_FACE_CODE_LIST = _FACE_CODE.tolist()
+_ROLL_INDEX_OF_CODE_LIST = _ROLL_INDEX_OF_CODE.tolist()
+REROLLED_POSITIONS = [tuple(i for i in range(N_DICE) if not bits >> i & 1) for bits in range(N_KEEP_ACTIONS)]
+
+
+def reroll_one(roll: int, keep_bits: int, faces) -> int:
+    """One game's roll after keeping ``keep_bits`` and rerolling the rest with ``faces``.
+
+    ``faces`` is either one face per rerolled die, in position order, or five
+    faces, one per position, of which only the rerolled positions are read (the
+    convention of the batched reroll in :mod:`dice_poker_env.engine.game`).
+    """
+    code = _KEEP_CODE[_KEEP_OF_ACTION_LIST[roll][keep_bits]]
+    rerolled = REROLLED_POSITIONS[keep_bits]
+    if len(faces) != len(rerolled):
+        faces = [faces[position] for position in rerolled]
+    for face in faces:
+        code += _FACE_CODE_LIST[face]
+    return _ROLL_INDEX_OF_CODE_LIST[code]
+
+
+def roll_of_faces(faces) -> int:
+    """Roll index of five valid faces in any order (no validation: the hot-path twin of :func:`roll_index`)."""
+    code = 0
+    for face in faces:
+        code += _FACE_CODE_LIST[face]
+    return _ROLL_INDEX_OF_CODE_LIST[code]

@@ -25,6 +25,7 @@ from dice_poker_env.engine.dice import (
     N_DICE,
     N_KEEP_ACTIONS,
     ROLL_DICE,
+    reroll_one,
     roll_index_of_sorted,
 )
 from dice_poker_env.engine.tables import JOKER_FORCED, JOKER_FREE, JOKER_NONE, RuleTables
@@ -59,7 +60,9 @@ class GameState(NamedTuple):
     @property
     def total(self):
         """Final score so far: written points plus bonuses."""
-        return self.scores.sum(axis=-1) + self.bonus
+        if self.batched:
+            return self.scores.sum(axis=-1) + self.bonus
+        return int(self.scores.sum()) + self.bonus
 
     @property
     def turn(self):
@@ -83,6 +86,11 @@ def select(cond, if_true, if_false):
     if isinstance(cond, np.ndarray):
         return np.where(cond, if_true, if_false)
     return if_true if cond else if_false
+
+
+def possibly(cond) -> bool:
+    """Whether ``cond`` holds anywhere: lets rare rules (jokers) skip work when they cannot apply."""
+    return bool(cond.any()) if isinstance(cond, np.ndarray) else bool(cond)
 
 
 def popcount(bits):
@@ -120,19 +128,22 @@ def reroll(roll, keep_bits, faces: np.ndarray):
     ``faces`` (``(5,)`` or ``(B, 5)``) gives the new face of each rerolled
     position; kept positions ignore it. Returns the new roll index (indices).
     """
+    if not isinstance(roll, np.ndarray):
+        return reroll_one(roll, keep_bits, faces)
     dice = ROLL_DICE[roll]
-    kept = (np.asarray(keep_bits)[..., None] & _DIE_BITS) != 0
+    kept = (keep_bits[..., None] & _DIE_BITS) != 0
     new = np.where(kept, dice, faces)
     new.sort(axis=-1)
-    index = roll_index_of_sorted(new)
-    return index.astype(np.int64) if isinstance(index, np.ndarray) and index.ndim else int(index)
+    return roll_index_of_sorted(new).astype(np.int64)
 
 
 def five_kind_box_full(tables: RuleTables, filled, scores: np.ndarray):
     """Whether the five-of-a-kind box is filled with points (not scratched)."""
     k = tables.five_kind_box
+    if not isinstance(filled, np.ndarray):
+        return k >= 0 and (filled >> k) & 1 == 1 and scores[k] > 0
     if k < 0:
-        return np.zeros(np.shape(filled), dtype=bool) if isinstance(filled, np.ndarray) else False
+        return np.zeros(filled.shape, dtype=bool)
     return bit(filled, k) & (scores[..., k] > 0)
 
 
@@ -144,7 +155,7 @@ def joker_state(tables: RuleTables, filled, box_full, roll):
     """
     k = tables.five_kind_box
     five = tables.five_kind_roll[roll]
-    if k < 0:
+    if k < 0 or not isinstance(five, np.ndarray) and not five:
         return five & False, five & False
     bonus_due = five & box_full & (tables.five_kind_bonus > 0)
     if tables.joker == JOKER_NONE:
@@ -164,8 +175,8 @@ def legal_boxes(tables: RuleTables, filled, box_full, roll):
     if tables.sections_in_order:
         open_upper = allowed & tables.upper_bits
         allowed = select(open_upper != 0, open_upper, allowed)
-    if tables.joker == JOKER_FORCED:
-        active, _ = joker_state(tables, filled, box_full, roll)
+    active = joker_state(tables, filled, box_full, roll)[0] if tables.joker == JOKER_FORCED else False
+    if possibly(active):
         upper_bit = tables.matching_upper_bit[roll]
         lower_open = allowed & tables.lower_bits
         forced = select(
@@ -187,8 +198,8 @@ def score_points(tables: RuleTables, filled, upper_total, box_full, roll, first_
     """
     points = select(first_roll, tables.score_first_roll[roll, box], tables.score[roll, box])
     active, bonus_due = joker_state(tables, filled, box_full, roll)
-    if tables.joker != JOKER_NONE:
-        use_joker = active & ~tables.is_upper[box]
+    if possibly(active):
+        use_joker = active & tables.is_lower[box]
         if tables.joker == JOKER_FREE:
             use_joker = use_joker & ((filled & tables.matching_upper_bit[roll]) != 0)
         points = select(use_joker, tables.score_joker[roll, box], points)
@@ -214,10 +225,18 @@ def action_mask(tables: RuleTables, state: GameState) -> np.ndarray:
     action ``32 + k`` is legal when box ``k`` may take the dice.
     """
     boxes = legal_boxes(tables, state.filled, five_kind_box_full(tables, state.filled, state.scores), state.roll)
-    shape = np.shape(state.filled) + (tables.n_actions,)
-    mask = np.zeros(shape, dtype=np.int8)
-    mask[..., :KEEP_ALL] = np.asarray(state.rolls_left > 0)[..., None]
-    mask[..., N_KEEP_ACTIONS:] = (np.asarray(boxes)[..., None] & tables.box_bit) != 0
+    if not state.batched:
+        key = (boxes, state.rolls_left > 0)
+        row = tables.mask_rows.get(key)
+        if row is None:
+            row = np.zeros(tables.n_actions, dtype=np.int8)
+            row[:KEEP_ALL] = key[1]
+            row[N_KEEP_ACTIONS:] = [(boxes >> k) & 1 for k in range(tables.n_boxes)]
+            tables.mask_rows[key] = row
+        return row.copy()
+    mask = np.zeros(state.filled.shape + (tables.n_actions,), dtype=np.int8)
+    mask[:, :KEEP_ALL] = (state.rolls_left > 0)[:, None]
+    mask[:, N_KEEP_ACTIONS:] = (boxes[:, None] & np.asarray(tables.box_bit)) != 0
     return mask
 
 
@@ -235,7 +254,7 @@ def is_legal(tables: RuleTables, state: GameState, action) -> np.ndarray:
     return legal if state.batched else bool(legal[0])
 
 
-def step(tables: RuleTables, state: GameState, action, faces: np.ndarray):
+def step(tables: RuleTables, state: GameState, action, faces):
     """Apply one legal action per game: ``(new_state, reward, game_over)``.
 
     ``faces`` (``(5,)`` or ``(B, 5)``) supplies fresh dice: rerolled positions for
@@ -243,35 +262,55 @@ def step(tables: RuleTables, state: GameState, action, faces: np.ndarray):
     games are ignored. Actions must be legal (check with :func:`is_legal`); the
     input state is not mutated.
     """
+    if not state.batched:
+        return _step_one(tables, state, int(action), faces)
     keeping = action < N_KEEP_ACTIONS
-    box = select(keeping, 0, action - N_KEEP_ACTIONS)
+    scoring = ~keeping
+    box = np.where(keeping, 0, action - N_KEEP_ACTIONS)
     box_full = five_kind_box_full(tables, state.filled, state.scores)
     points, bonus, new_upper = score_points(
         tables, state.filled, state.upper_total, box_full, state.roll, state.rolls_left == ROLLS_PER_TURN - 1, box
     )
-    scoring = np.logical_not(keeping)
     scores = state.scores.copy()
-    if state.batched:
-        rows = np.flatnonzero(scoring)
-        scores[rows, box[rows]] = points[rows]
-    elif scoring:
-        scores[box] = points
-    filled = select(scoring, state.filled | tables.box_bit[box], state.filled)
-    reward = select(scoring, points + bonus, 0)
+    rows = np.flatnonzero(scoring)
+    scores[rows, box[rows]] = points[rows]
+    filled = np.where(scoring, state.filled | tables.box_bit[box], state.filled)
     over = popcount(filled) >= tables.turns
-    new_roll = reroll(state.roll, select(keeping, action, 0), faces)  # a new turn rerolls all five
+    new_roll = reroll(state.roll, np.where(keeping, action, 0), faces)  # a new turn rerolls all five
     new_state = GameState(
         filled=filled,
         scores=scores,
-        upper_total=select(scoring, new_upper, state.upper_total),
-        bonus=state.bonus + select(scoring, bonus, 0),
-        roll=select(over, state.roll, new_roll),
-        rolls_left=select(keeping, state.rolls_left - 1, select(over, 0, ROLLS_PER_TURN - 1)),
+        upper_total=np.where(scoring, new_upper, state.upper_total),
+        bonus=state.bonus + np.where(scoring, bonus, 0),
+        roll=np.where(over, state.roll, new_roll),
+        rolls_left=np.where(keeping, state.rolls_left - 1, np.where(over, 0, ROLLS_PER_TURN - 1)),
     )
-    if not state.batched:
-        new_state = GameState(*(v if isinstance(v, np.ndarray) and v.ndim else int(v) for v in new_state))
-        return new_state, int(reward), bool(over)
-    return new_state, reward, over
+    return new_state, np.where(scoring, points + bonus, 0), over
+
+
+def _step_one(tables: RuleTables, state: GameState, action: int, faces) -> tuple[GameState, int, bool]:
+    """:func:`step` for one game (the same transition, without array bookkeeping)."""
+    if action < N_KEEP_ACTIONS:
+        new_roll = reroll(state.roll, action, faces)
+        return state._replace(roll=new_roll, rolls_left=state.rolls_left - 1), 0, False
+    box = action - N_KEEP_ACTIONS
+    box_full = five_kind_box_full(tables, state.filled, state.scores)
+    points, bonus, new_upper = score_points(
+        tables, state.filled, state.upper_total, box_full, state.roll, state.rolls_left == ROLLS_PER_TURN - 1, box
+    )
+    scores = state.scores.copy()
+    scores[box] = points
+    filled = state.filled | tables.box_bit[box]
+    over = popcount(filled) >= tables.turns
+    new_state = GameState(
+        filled=filled,
+        scores=scores,
+        upper_total=new_upper,
+        bonus=state.bonus + bonus,
+        roll=state.roll if over else reroll(state.roll, 0, faces),
+        rolls_left=0 if over else ROLLS_PER_TURN - 1,
+    )
+    return new_state, points + bonus, over
 
 
 def explain_illegal(tables: RuleTables, state: GameState, action: int, index: int = 0) -> str | None:

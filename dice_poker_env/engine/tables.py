@@ -7,7 +7,8 @@ are lookups plus a handful of integer operations (no per-dice Python on hot path
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -38,6 +39,8 @@ class RuleTables:
     score_joker: np.ndarray
     #: (n,) bool: box is in the upper section.
     is_upper: np.ndarray
+    #: (n,) bool: box is in the lower section.
+    is_lower: np.ndarray
     upper_bits: int
     lower_bits: int
     all_bits: int
@@ -66,6 +69,34 @@ class RuleTables:
     max_box_score: int
     min_total: int
     max_total: int
+    #: memo of one-game action-mask rows, keyed by (legal box bits, rerolls left > 0).
+    mask_rows: dict = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def scalar(self) -> "RuleTables":
+        """The same tables as Python lists (per roll or box) and dicts (per roll and box).
+
+        Indexing syntax is unchanged (``t.score[roll, box]``, ``t.is_upper[box]``),
+        so the engine's functions run on it unmodified; for one game with int
+        arguments this is several times faster than NumPy scalars. The vector env
+        and the solver use the array tables.
+        """
+        def by_roll_and_box(table: np.ndarray) -> dict:
+            return {(r, b): int(v) for (r, b), v in np.ndenumerate(table)}
+
+        return replace(
+            self,
+            score=by_roll_and_box(self.score),
+            score_first_roll=by_roll_and_box(self.score_first_roll),
+            score_joker=by_roll_and_box(self.score_joker),
+            is_upper=[bool(v) for v in self.is_upper],
+            is_lower=[bool(v) for v in self.is_lower],
+            five_kind_roll=[bool(v) for v in self.five_kind_roll],
+            matching_upper_box=[int(v) for v in self.matching_upper_box],
+            matching_upper_bit=[int(v) for v in self.matching_upper_bit],
+            box_bit=[int(v) for v in self.box_bit],
+            mask_rows={},
+        )
 
 
 def compile_rules(rules: Rules) -> RuleTables:
@@ -106,6 +137,7 @@ def compile_rules(rules: Rules) -> RuleTables:
         score_first_roll=first,
         score_joker=joker,
         is_upper=is_upper,
+        is_lower=~is_upper,
         upper_bits=upper_bits,
         lower_bits=all_bits & ~upper_bits,
         all_bits=all_bits,

@@ -90,12 +90,47 @@ def five_kind_box_state(tables: RuleTables, state: GameState):
 
 
 def _filled_flags(tables: RuleTables, filled) -> np.ndarray:
-    return ((np.asarray(filled)[..., None] & tables.box_bit) != 0).astype(np.int8)
+    if isinstance(filled, np.ndarray):
+        return ((filled[:, None] & tables.box_bit) != 0).astype(np.int8)
+    return _FILLED_ROWS[tables.n_boxes][filled].copy() if filled < _ROW_LIMIT else _flags_row(tables.n_boxes, filled)
+
+
+def _flags_row(n: int, filled: int) -> np.ndarray:
+    return np.array([(filled >> k) & 1 for k in range(n)], dtype=np.int8)
+
+
+class _FlagRows(dict):
+    """Lazily built per-n tables of filled-flag rows for one-game observations."""
+
+    def __missing__(self, n: int) -> np.ndarray:
+        size = min(1 << n, _ROW_LIMIT)
+        rows = ((np.arange(size)[:, None] >> np.arange(n)) & 1).astype(np.int8)
+        self[n] = rows
+        return rows
+
+
+_ROW_LIMIT = 1 << 16  # 15-box rulesets fit; larger custom rulesets build rows on the fly
+_FILLED_ROWS = _FlagRows()
+
+
+_ROLL_DICE_64 = ROLL_DICE.astype(np.int64)
+_INT64 = [np.int64(i) for i in range(64)]  # immutable scalars, shared
 
 
 def observe_dict(tables: RuleTables, state: GameState) -> dict[str, np.ndarray]:
     """Dict observation(s) of the state."""
-    as_int = (lambda v: v.astype(np.int64)) if state.batched else np.int64
+    if not state.batched:
+        return {
+            "dice": _ROLL_DICE_64[state.roll].copy(),
+            "rolls_left": _INT64[state.rolls_left],
+            "filled": _filled_flags(tables, state.filled),
+            "scores": state.scores.copy(),
+            "upper_total": np.array([state.upper_total], dtype=np.int64),
+            "bonus": np.array([state.bonus], dtype=np.int64),
+            "five_kind_box": _INT64[five_kind_box_state(tables, state)],
+            "turn": _INT64[state.filled.bit_count()],
+        }
+    as_int = lambda v: v.astype(np.int64)  # noqa: E731
     return {
         "dice": ROLL_DICE[state.roll].astype(np.int64),
         "rolls_left": as_int(state.rolls_left),

@@ -10,16 +10,15 @@ from gymnasium import spaces
 
 from dice_poker_env.dice import DiceSource, RandomDice
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
+from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, REROLLED_POSITIONS, roll_of_faces
 from dice_poker_env.engine.position import position_from_options
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe
 from dice_poker_env.envs.render import render_ansi
 from dice_poker_env.rules import Rules, load_rules
 
 ILLEGAL_ACTION_MODES = ("terminate", "raise")
-_NO_DICE = np.ones(N_DICE, dtype=np.int64)
-#: positions rerolled by each keep bitmask
-_REROLLED_POSITIONS = [[i for i in range(N_DICE) if not bits >> i & 1] for bits in range(N_KEEP_ACTIONS)]
+_NO_DICE = [1] * N_DICE
+_N_REROLLED = [len(positions) for positions in REROLLED_POSITIONS]
 
 
 class IllegalActionError(ValueError):
@@ -113,6 +112,8 @@ class DicePokerEnv(gym.Env):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.rules = load_rules(rules, **rule_options)
         self.tables = self.rules.tables
+        self._engine_tables = self.tables.scalar  # same tables, fast for one game
+        self._n_actions = self.tables.n_actions
         self.obs_mode = obs_mode
         self.illegal_action = illegal_action
         self.illegal_penalty = float(illegal_penalty)
@@ -123,6 +124,7 @@ class DicePokerEnv(gym.Env):
         self.state: game.GameState | None = None
         self._mask: np.ndarray | None = None
         self._done = False
+        self._score = 0
 
     # ------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -133,27 +135,28 @@ class DicePokerEnv(gym.Env):
         else:
             self.state = game.new_games(self.tables, self._roll_fresh())
         self._done = False
-        self._mask = game.action_mask(self.tables, self.state)
+        self._score = int(self.state.total)
+        self._mask = game.action_mask(self._engine_tables, self.state)
         return self._observation(), self._info()
 
     def step(self, action):
-        if self.state is None:
-            raise gym.error.ResetNeeded("call reset() before step()")
-        action = int(action) if isinstance(action, (np.integer, np.ndarray)) else action
-        if self._done:
-            raise gym.error.ResetNeeded("the episode is over; call reset() before step()")
-        if not (isinstance(action, int) and 0 <= action < len(self._mask) and self._mask[action]):
+        if self._done or self.state is None:
+            raise gym.error.ResetNeeded("call reset() before step() (the episode is over or never started)")
+        if type(action) is not int:
+            action = int(action) if isinstance(action, (np.integer, np.ndarray)) and np.ndim(action) == 0 else action
+        if not (type(action) is int and 0 <= action < self._n_actions and self._mask[action]):
             return self._illegal(action)
         state = self.state
-        if action < N_KEEP_ACTIONS:
-            faces = self._reroll_faces(action)
-        elif game.popcount(state.filled) + 1 < self.tables.turns:
-            faces = self.dice_source.roll(self.np_random, (N_DICE,))
+        if action < N_KEEP_ACTIONS:  # one face per rerolled die, in position order
+            faces = self.dice_source.roll(self.np_random, (_N_REROLLED[action],))
+        elif state.filled.bit_count() + 1 < self.tables.turns:
+            faces = list(self.dice_source.roll(self.np_random, (N_DICE,)))
         else:
             faces = _NO_DICE  # the game ends: no dice are rolled
-        self.state, reward, over = game.step(self.tables, state, action, faces)
+        self.state, reward, over = game.step(self._engine_tables, state, action, faces)
         self._done = over
-        self._mask = game.action_mask(self.tables, self.state)
+        self._score += reward
+        self._mask = game.action_mask(self._engine_tables, self.state)
         info = self._info()
         if self.render_mode == "human":
             self.render()
@@ -185,7 +188,7 @@ class DicePokerEnv(gym.Env):
     @property
     def score(self) -> int:
         """The final score so far (written points plus bonuses)."""
-        return int(self.state.total) if self.state is not None else 0
+        return self._score
 
     def scorecard(self) -> dict[str, int | None]:
         """``{box: points}`` with ``None`` for open boxes."""
@@ -193,15 +196,7 @@ class DicePokerEnv(gym.Env):
         return {name: (int(scores[k]) if filled >> k & 1 else None) for k, name in enumerate(self.rules.box_names)}
 
     def _roll_fresh(self) -> int:
-        faces = np.sort(self.dice_source.roll(self.np_random, (N_DICE,)))
-        return int(roll_index_of_sorted(faces))
-
-    def _reroll_faces(self, keep_bits: int) -> np.ndarray:
-        """Faces for the rerolled positions only (so a script supplies exactly those)."""
-        rerolled = _REROLLED_POSITIONS[keep_bits]
-        faces = np.zeros(N_DICE, dtype=np.int64)
-        faces[rerolled] = self.dice_source.roll(self.np_random, (len(rerolled),))
-        return faces
+        return roll_of_faces(self.dice_source.roll(self.np_random, (N_DICE,)))
 
     def _observation(self):
         return observe(self.tables, self.state, self.obs_mode)
