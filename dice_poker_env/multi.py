@@ -285,17 +285,21 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         """``agent``'s observation in the layout ``player`` (an agent or model) reads.
 
         ``player.obs_mode`` ``"dict"`` (default) gets the multi-player dict, a
-        superset of the single env's; ``"flat"`` gets the single env's flat
-        vector, unless ``player.observation_space`` (or its ``model``'s) has the
-        shape of this table's multi-player flat vector (a model trained with
-        :class:`SeatEnv`).
+        superset of the single env's, cut to the keys of ``player``'s (or its
+        ``model``'s) ``observation_space`` when that is a ``Dict``. ``"flat"``
+        gets the single env's flat vector, unless that space has the shape of
+        this table's multi-player flat vector (a model trained with :class:`SeatEnv`).
         """
-        if getattr(player, "obs_mode", "dict") != "flat":
-            return self.observe_as(agent, "dict")
-        obs = self.observe_as(agent, "flat")
         space = getattr(player, "observation_space", None) or getattr(
             getattr(player, "model", None), "observation_space", None
         )
+        if getattr(player, "obs_mode", "dict") != "flat":
+            obs = self.observe_as(agent, "dict")
+            if isinstance(space, spaces.Dict):  # a model wants exactly the keys it was trained on
+                seen = obs["observation"]
+                obs["observation"] = {key: seen[key] for key in space.spaces if key in seen}
+            return obs
+        obs = self.observe_as(agent, "flat")
         if getattr(space, "shape", None) != obs["observation"].shape:
             obs["observation"] = observe_flat(self.tables, self.games[self.agent_name_mapping[agent]])
         return obs
@@ -490,7 +494,8 @@ class SeatEnv(gym.Env):
 
     ## Description
     The learner plays seat ``seat`` of a :class:`raw_env` game; the other seats
-    are played, in turn order, by ``opponents`` (one per other seat): agents
+    are played by ``opponents``, ``opponents[k]`` taking the ``k``-th seat after
+    the learner's in turn order (so their order does not depend on ``seat``): agents
     with ``act(observation, action_mask)`` (``agents.GreedyAgent``,
     ``agents.OptimalAgent``, ...), trained models with ``predict`` (SB3, wrapped
     by :class:`ModelAgent`), plain callables, or ``"random"``. An opponent gets

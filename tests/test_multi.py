@@ -271,3 +271,37 @@ def test_seat_env_with_greedy_opponent():
     while not done:
         _, _, done, _, info = env.step(int(np.flatnonzero(env.action_masks())[0]))
     assert info["scores"]["player_1"] > 0
+
+
+def test_players_get_the_observation_layout_they_read():
+    e = multi.raw_env("yacht", 3)
+    e.reset(seed=0)
+    single_flat = observation_space(e.tables, "flat").shape
+    multi_flat = multi.multi_observation_space(e.tables, 3, "flat").shape
+
+    class Flat:
+        obs_mode = "flat"
+
+    class FlatModel:
+        obs_mode = "flat"
+
+        class model:  # noqa: N801 - the shape of an SB3 model attribute
+            observation_space = multi.multi_observation_space(load_rules("yacht").tables, 3, "flat")
+
+    class DictModel:
+        observation_space = observation_space(load_rules("yacht").tables, "dict")
+
+    assert e.observe_for("player_0", Flat())["observation"].shape == single_flat
+    assert e.observe_for("player_0", FlatModel())["observation"].shape == multi_flat
+    assert set(e.observe_for("player_0", DictModel())["observation"]) == set(multi.SINGLE_KEYS)
+    assert "opponent_total" in e.observe_for("player_0", object())["observation"]
+
+
+def test_random_seat():
+    env = multi.SeatEnv("yacht", ["random", "random"], seat="random")
+    seats = set()
+    for seed in range(12):
+        env.reset(seed=seed)
+        seats.add(env.seat)
+        assert env.game.agent_selection == env.me
+    assert seats == {0, 1, 2}
