@@ -58,11 +58,14 @@ class Command:
     error: str | None = None
 
 
-def match_box(query: str, box_names: Sequence[str]) -> tuple[int | None, str | None]:
+def match_box(
+    query: str, box_names: Sequence[str], legal: Sequence[int] | None = None
+) -> tuple[int | None, str | None]:
     """``(box index, None)`` for a unique prefix of a box name, else ``(None, why not)``.
 
     Spaces and hyphens count as underscores (``full house``); an exact name wins
-    over longer names it starts (``fours`` vs ``four_of_a_kind`` needs no care).
+    over longer names it starts. A prefix shared by several boxes is still
+    accepted when only one of them is in ``legal`` (``s tw`` once ``twos`` is filled).
     """
     q = re.sub(r"[\s\-]+", "_", query.strip().lower())
     if not q:
@@ -73,6 +76,9 @@ def match_box(query: str, box_names: Sequence[str]) -> tuple[int | None, str | N
     if not found:  # also accept the name without underscores: "fullhouse", "fh" is too short
         squeezed = q.replace("_", "")
         found = [k for k, name in enumerate(box_names) if name.replace("_", "").startswith(squeezed)]
+    if len(found) > 1 and legal is not None:
+        open_now = [k for k in found if k in legal]
+        found = open_now if len(open_now) == 1 else found
     if len(found) == 1:
         return found[0], None
     if found:
@@ -173,7 +179,7 @@ def parse_command(
 
 
 def _score_command(query: str, rules: Rules, mask: np.ndarray, scorecard: dict | None) -> Command:
-    box, why = match_box(query, rules.box_names)
+    box, why = match_box(query, rules.box_names, np.flatnonzero(mask[N_KEEP_ACTIONS:]).tolist())
     if why:
         return Command(error=why)
     if mask[N_KEEP_ACTIONS + box]:
