@@ -103,12 +103,14 @@ def keep_values(rolls: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         np.take(K, _PLUS[lo:hi, 0], axis=0, out=block)
         for f in range(1, N_FACES):
             block += K[_PLUS[lo:hi, f]]
-        block *= 1.0 / N_FACES
+        block /= N_FACES  # division, not a product with an inexact 1/6: no systematic bias
     return K
 
 
 def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None):
     """Per roll, the best value over its proper sub-keeps (0 to 4 dice kept).
+
+    Recursion over keep sizes: ``B(k) = max(K(k), B(k - f) for faces f in k)``.
 
     Args:
         K: ``(462, m)`` keep values (rows of 5-dice keeps are ignored).
@@ -122,14 +124,19 @@ def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None):
     B2 = None if K2 is None else K2[:top].copy()
     for size in range(1, N_DICE):
         lo, hi = int(KEEP_START[size]), int(KEEP_START[size + 1])
+        Bl = B[lo:hi]
+        B2l = None if B2 is None else B2[lo:hi]
         for f in range(N_FACES):
-            cand = B[KEEP_MINUS_FACE[lo:hi, f]]
+            sub = KEEP_MINUS_FACE[lo:hi, f]
+            if size == 1 and f > 0:
+                break  # every 1-die keep has the empty keep as its only proper sub-keep
+            cand = B[sub]
             if B2 is None:
-                np.maximum(B[lo:hi], cand, out=B[lo:hi])
+                np.maximum(Bl, cand, out=Bl)
             else:
-                better = cand > B[lo:hi]
-                B[lo:hi][better] = cand[better]
-                B2[lo:hi][better] = B2[KEEP_MINUS_FACE[lo:hi, f]][better]
+                better = cand > Bl
+                np.copyto(Bl, cand, where=better)
+                np.copyto(B2l, B2[sub], where=better)
     rows = FULL_KEEP_OF_ROLL  # 5-dice keep of each roll
     best = B[KEEP_MINUS_FACE[rows, 0]]
     best2 = None if B2 is None else B2[KEEP_MINUS_FACE[rows, 0]]
@@ -140,8 +147,8 @@ def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None):
             np.maximum(best, cand, out=best)
         else:
             better = cand > best
-            best[better] = cand[better]
-            best2[better] = B2[sub][better]
+            np.copyto(best, cand, where=better)
+            np.copyto(best2, B2[sub], where=better)
     return best, best2
 
 
@@ -280,38 +287,78 @@ class StateSpace:
         return rest // self.n_slots, rest % self.n_slots + self.upper_lo, full
 
     # -- transitions
-    def pair_legal(self, filled: np.ndarray, full: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Legal-box bitmasks per distinct (filled, full) pair and roll.
+    def chunk_moves(self, filled: np.ndarray, upper: np.ndarray, full: np.ndarray) -> "ChunkMoves":
+        """Everything about the score actions of a chunk of states that does not depend on values."""
+        return ChunkMoves(self, filled, upper, full)
 
-        Returns ``(pair_of_state, legal)`` with ``legal`` of shape ``(n_pairs, 252)``.
-        """
+
+class ChunkMoves:
+    """Score moves of a chunk of ``m`` states, box by box.
+
+    Upper boxes (which change the upper total and may pay the upper bonus) are
+    evaluated per (roll class, state). Every other box gives the same points and
+    bonus to all states that share ``(filled, full)`` (a *pair*), and leaves the
+    upper total alone, so it is evaluated per (roll class, pair): the next state
+    then only depends on whether the five-of-a-kind box becomes full.
+    """
+
+    def __init__(self, space: StateSpace, filled: np.ndarray, upper: np.ndarray, full: np.ndarray):
+        tables = space.tables
+        self.space = space
+        self.filled, self.upper, self.full = filled, upper, full
         pair_code = filled * 2 + full
-        codes, pair_of_state = np.unique(pair_code, return_inverse=True)
-        legal = legal_boxes(
-            self.tables, (codes // 2)[:, None], (codes % 2).astype(bool)[:, None], np.arange(N_ROLLS)[None, :]
-        )
-        legal = np.broadcast_to(np.asarray(legal, dtype=np.int64), (len(codes), N_ROLLS))
-        return pair_of_state.reshape(-1), legal
+        codes, inverse = np.unique(pair_code, return_inverse=True)
+        self.pair_of_state = inverse.reshape(-1)
+        self.pair_filled = codes // 2
+        self.pair_full = (codes % 2).astype(bool)
+        legal = legal_boxes(tables, self.pair_filled[:, None], self.pair_full[:, None], np.arange(N_ROLLS)[None, :])
+        self.pair_legal = np.broadcast_to(np.asarray(legal, dtype=np.int64), (len(codes), N_ROLLS))
+        self.open_boxes = [
+            b for b in range(space.n_boxes) if np.any((self.pair_legal >> b) & 1)
+        ]
 
-    def successors(self, filled, upper, full, box: int, pair_of_state, pair_legal):
-        """For ``box``, per (class, state): ``(legal, reward, next_key)``, shapes ``(n_classes, m)``."""
-        cls = self.box_classes[box]
-        legal = ((pair_legal[pair_of_state][:, cls.roll].T >> box) & 1).astype(bool)
+    def upper_moves(self, box: int):
+        """``(legal, reward, next_key)``, each ``(n_classes, m)``, for an upper box."""
+        space = self.space
+        cls = space.box_classes[box]
+        legal = ((self.pair_legal[:, cls.roll] >> box) & 1).astype(bool)[self.pair_of_state].T
         points, bonus, new_upper = score_points(
-            self.tables,
-            filled[None, :],
-            upper[None, :],
-            full[None, :],
-            cls.roll[:, None],
-            cls.first[:, None],
-            box,
+            space.tables, self.filled[None, :], self.upper[None, :], self.full[None, :],
+            cls.roll[:, None], cls.first[:, None], box,
         )
-        new_filled = filled | (1 << box)
-        new_full = full[None, :] | ((points > 0) if box == self.five_box and self.n_full == 2 else False)
-        next_upper = self.canonical_upper(new_filled[None, :], new_upper)
-        keys = np.broadcast_to(self.key(new_filled[None, :], next_upper, new_full), legal.shape)
-        reward = np.broadcast_to((points + bonus).astype(np.float64), legal.shape)
+        new_filled = self.filled | (1 << box)
+        new_full = self.full[None, :] | ((points > 0) if box == space.five_box and space.n_full == 2 else False)
+        next_upper = space.canonical_upper(new_filled[None, :], new_upper)
+        keys = np.broadcast_to(space.key(new_filled[None, :], next_upper, new_full), legal.shape)
+        reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), legal.shape)
         return legal, reward, keys
+
+    def lower_moves(self, box: int):
+        """``(legal, reward, becomes_full, key_same, key_full)`` for a non-upper box.
+
+        ``legal``, ``reward`` and ``becomes_full`` are ``(n_classes, n_pairs)``;
+        ``key_same`` / ``key_full`` are ``(m,)``: the next state of each state when the
+        five-of-a-kind flag stays / becomes set.
+        """
+        space = self.space
+        cls = space.box_classes[box]
+        legal = ((self.pair_legal[:, cls.roll] >> box) & 1).astype(bool).T
+        first_state = np.zeros(len(self.pair_filled), dtype=np.int64)
+        first_state[self.pair_of_state[::-1]] = np.arange(len(self.filled))[::-1]
+        points, bonus, _ = score_points(
+            space.tables, self.pair_filled[None, :], self.upper[first_state][None, :], self.pair_full[None, :],
+            cls.roll[:, None], cls.first[:, None], box,
+        )
+        reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), legal.shape)
+        if box == space.five_box and space.n_full == 2:
+            becomes_full = np.broadcast_to(np.asarray(points > 0), legal.shape) & ~self.pair_full[None, :]
+        else:
+            becomes_full = np.zeros(legal.shape, dtype=bool)
+        new_filled = self.filled | (1 << box)
+        next_upper = space.canonical_upper(new_filled, self.upper)
+        key_same = space.key(new_filled, next_upper, self.full)
+        key_full = space.key(new_filled, next_upper, True) if space.n_full == 2 else key_same
+        return legal, reward, becomes_full, key_same, key_full
 
 
 def _chunks(n: int, size: int):
@@ -319,7 +366,7 @@ def _chunks(n: int, size: int):
         yield slice(start, min(n, start + size))
 
 
-def reachable_layers(space: StateSpace, chunk: int = 2048, progress=None) -> list[np.ndarray]:
+def reachable_layers(space: StateSpace, chunk: int = 4096, progress=None) -> list[np.ndarray]:
     """Sorted state keys of every layer reachable from the empty scorecard."""
     tables = space.tables
     start = space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False)
@@ -328,14 +375,16 @@ def reachable_layers(space: StateSpace, chunk: int = 2048, progress=None) -> lis
         found = []
         keys_t = layers[t]
         for part in _chunks(len(keys_t), chunk):
-            filled, upper, full = space.decode(keys_t[part])
-            pair_of_state, pair_legal = space.pair_legal(filled, full)
-            open_any = int(np.bitwise_or.reduce(~filled & tables.all_bits))
-            for b in range(space.n_boxes):
-                if not open_any >> b & 1:
-                    continue
-                legal, _, keys = space.successors(filled, upper, full, b, pair_of_state, pair_legal)
-                found.append(np.unique(keys[legal]))
+            moves = space.chunk_moves(*space.decode(keys_t[part]))
+            for b in moves.open_boxes:
+                if tables.is_upper[b]:
+                    legal, _, keys = moves.upper_moves(b)
+                    found.append(np.unique(keys[legal]))
+                else:
+                    legal, _, becomes_full, key_same, key_full = moves.lower_moves(b)
+                    pair = moves.pair_of_state
+                    found.append(key_same[(legal & ~becomes_full).any(axis=0)[pair]])
+                    found.append(key_full[(legal & becomes_full).any(axis=0)[pair]])
         if progress is not None:
             progress.update(1)
         layers.append(np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
@@ -363,45 +412,97 @@ class StateIndex:
         return self.table[keys]
 
 
-def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, value2, index: StateIndex, second: bool):
-    """Best value of scoring each roll now, per state: ``(S_last, S_first, S_last2, S_first2)``, each ``(252, m)``.
+def _lookup(index: StateIndex, keys: np.ndarray, legal: np.ndarray, value: np.ndarray, value2, second: bool):
+    pos = index(keys)
+    if np.any(legal & (pos < 0)):
+        raise RuntimeError("solver: a legal move leads to a state outside the reachable set")
+    pos = np.maximum(pos, 0)
+    return value[pos], (value2[pos] if second else None)
 
-    ``value``/``value2`` are the (future) values of all states, looked up through ``index``.
+
+#: dtype of the per-turn tables: float32 halves memory traffic; values are
+#: centered per state (see :func:`score_tables`) so the rounding error stays ~1e-5
+WORK_DTYPE = np.float32
+
+
+def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, variance, index: StateIndex, second: bool):
+    """Best value of scoring each roll now, per state, centered on a per-state offset.
+
+    Args:
+        value: ``(S,)`` expected future points of every state (looked up through ``index``).
+        variance: ``(S,)`` their variances (only used when ``second``).
+
+    Returns:
+        ``(S_last, S_first, S_last2, S_first2, center)``: ``(252, m)`` tables in
+        :data:`WORK_DTYPE` of ``value - center`` after scoring each roll after a
+        reroll / from the turn's first roll, the second moments of ``value -
+        center`` under the chosen (best) box (``None`` unless ``second``), and the
+        ``(m,)`` float64 ``center``. Second moments use ``E[(x + R - c)^2] =
+        (x + E[R] - c)^2 + Var(R)``, so only the variance of the chosen next state
+        is carried along the max.
     """
     m = len(filled)
-    tables = space.tables
-    pair_of_state, pair_legal = space.pair_legal(filled, full)
-    open_any = int(np.bitwise_or.reduce(~filled & tables.all_bits))
-    S0 = np.full((N_ROLLS, m), -np.inf)
-    S2 = np.full((N_ROLLS, m), -np.inf) if space.doubling else S0
-    S0b = np.zeros((N_ROLLS, m)) if second else None
-    S2b = (np.zeros((N_ROLLS, m)) if space.doubling else S0b) if second else None
-    for b in range(space.n_boxes):
-        if not open_any >> b & 1:
-            continue
+    moves = space.chunk_moves(filled, upper, full)
+    dtype = WORK_DTYPE
+    S0 = np.full((N_ROLLS, m), -np.inf, dtype=dtype)
+    S2 = np.full((N_ROLLS, m), -np.inf, dtype=dtype) if space.doubling else S0
+    C0 = np.zeros((N_ROLLS, m), dtype=dtype) if second else None
+    C2 = (np.zeros((N_ROLLS, m), dtype=dtype) if space.doubling else C0) if second else None
+    pair = moves.pair_of_state
+    center = None
+    for b in moves.open_boxes:
         cls = space.box_classes[b]
-        legal, reward, keys = space.successors(filled, upper, full, b, pair_of_state, pair_legal)
-        pos = index(np.where(legal, keys, 0))
-        if np.any(legal & (pos < 0)):
-            raise RuntimeError("solver: a legal move leads to a state outside the reachable set")
-        v = value[pos]
-        q = np.where(legal, reward + v, -np.inf)
-        q2 = reward * reward + 2.0 * reward * v + value2[pos] if second else None
-        targets = [(S0, S0b, cls.of_last)]
+        if space.tables.is_upper[b]:
+            legal, reward, keys = moves.upper_moves(b)
+            v, c = _lookup(index, keys, legal, value, variance, second)
+            if center is None:
+                center = v.max(axis=0)
+            q = np.where(legal, reward + (v - center), -np.inf).astype(dtype)
+            c = c.astype(dtype) if second else None
+            cands = lambda of, q=q, c=c: (q[of], c[of] if second else None)  # noqa: E731
+        else:
+            legal, reward, becomes_full, key_same, key_full = moves.lower_moves(b)
+            v_same, c_same = _lookup(index, key_same, legal[:, pair].any(axis=0), value, variance, second)
+            if center is None:
+                center = v_same.copy()
+            r_pair = np.where(legal, reward, -np.inf).astype(dtype)
+            v_same = (v_same - center).astype(dtype)
+            c_same = c_same.astype(dtype) if second else None
+            if becomes_full.any():
+                v_full, c_full = _lookup(index, key_full, (legal & becomes_full)[:, pair].any(axis=0), value, variance, second)
+                v_full = (v_full - center).astype(dtype)
+                c_full = c_full.astype(dtype) if second else None
+            else:
+                v_full = c_full = None
+
+            def cands(of, r_pair=r_pair, becomes_full=becomes_full, v_same=v_same, c_same=c_same, v_full=v_full, c_full=c_full):
+                q = r_pair[of][:, pair]  # (252, m)
+                if v_full is None:
+                    q += v_same
+                    return q, (np.broadcast_to(c_same, q.shape) if second else None)
+                to_full = becomes_full[of][:, pair]
+                q += np.where(to_full, v_full, v_same)
+                return q, (np.where(to_full, c_full, c_same) if second else None)
+
+        targets = [(S0, C0, cls.of_last)]
         if space.doubling:
-            targets.append((S2, S2b, cls.of_first))
-        for S, Sb, of in targets:
-            cand = q[of]
+            targets.append((S2, C2, cls.of_first))
+        for S, C, of in targets:
+            cand, cand_c = cands(of)
             if second:
                 better = cand > S
-                S[better] = cand[better]
-                Sb[better] = q2[of][better]
+                np.copyto(C, cand_c, where=better)
+                np.copyto(S, cand, where=better)
             else:
                 np.maximum(S, cand, out=S)
-    return S0, S2, S0b, S2b
+    if not second:
+        return S0, S2, None, None, center
+    S0b = S0 * S0 + C0
+    S2b = S2 * S2 + C2 if space.doubling else S0b
+    return S0, S2, S0b, S2b, center
 
 
-def solve_dp(tables: RuleTables, *, chunk: int = 512, progress=None) -> DPResult:
+def solve_dp(tables: RuleTables, *, chunk: int = 256, progress=None) -> DPResult:
     """Run the forward (reachability) and backward (values) passes for ``tables``.
 
     ``progress`` is an optional tqdm-like object (``update(n)``, ``reset(total=)``):
@@ -415,7 +516,7 @@ def solve_dp(tables: RuleTables, *, chunk: int = 512, progress=None) -> DPResult
     layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
     index = StateIndex(space, keys)
     value = np.zeros(len(keys))
-    value2 = np.zeros(len(keys))
+    variance = np.zeros(len(keys))
     if progress is not None:
         progress.reset(total=int(layer_start[tables.turns]))
     for t in range(tables.turns - 1, -1, -1):
@@ -423,10 +524,10 @@ def solve_dp(tables: RuleTables, *, chunk: int = 512, progress=None) -> DPResult
         for part in _chunks(hi - lo, chunk):
             sl = slice(lo + part.start, lo + part.stop)
             filled, upper, full = space.decode(keys[sl])
-            S0, S2, S0b, S2b = score_tables(space, filled, upper, full, value, value2, index, True)
+            S0, S2, S0b, S2b, center = score_tables(space, filled, upper, full, value, variance, index, True)
             v, v2, _, _ = widget(S0, S2, S0b, S2b)
-            value[sl] = v
-            value2[sl] = v2
+            value[sl] = center + v
+            variance[sl] = np.maximum(v2 - v * v, 0.0)
             if progress is not None:
                 progress.update(part.stop - part.start)
-    return DPResult(keys=keys, layer_start=layer_start, value=value, value2=value2)
+    return DPResult(keys=keys, layer_start=layer_start, value=value, value2=variance + value * value)

@@ -126,9 +126,9 @@ class Solution:
             for start in range(0, len(missing), 512):
                 part = missing[start : start + 512]
                 filled, upper, full = self.space.decode(self.keys[part])
-                S0, S2, _, _ = score_tables(self.space, filled, upper, full, self.value, self.value2, self.index, False)
+                S0, S2, _, _, center = score_tables(self.space, filled, upper, full, self.value, None, self.index, False)
                 _, _, K1, K2 = widget(S0, S2)
-                base = self.value[part]
+                base = self.value[part] - center  # K1, K2 are relative to center
                 slots = np.arange(self._used, self._used + len(part))
                 self._k1[slots] = (K1[:_N_PROPER_KEEPS] - base).T
                 self._k2[slots] = (K2[:_N_PROPER_KEEPS] - base).T
