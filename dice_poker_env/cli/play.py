@@ -411,10 +411,7 @@ def play(args: argparse.Namespace) -> int:
         view, mask = obs["observation"], obs["action_mask"]
         dice = [int(d) for d in view["dice"]]
         if i != 0:
-            seen = env.observe_for(env.agent_selection, opponents[i - 1])["observation"]
-            action = int(opponents[i - 1].act(seen, mask))
-            if not mask[action]:
-                raise ValueError(f"opponent {names[i]} chose an illegal action {action}")
+            action = opponent_action(env, opponents, i, names, screen)
             what = describe_action(action, dice, box_names)
             env.step(action)
             after = env.games[i]
@@ -471,6 +468,23 @@ def play(args: argparse.Namespace) -> int:
     finish(screen, env, names, rules)
     report_grades(screen, coach, grades, grading)
     return 0
+
+
+def opponent_action(env, opponents: list[Any], i: int, names: list[str], screen: Screen) -> int:
+    """Seat ``i``'s agent's action; an agent that fails or cheats is replaced by a random player."""
+    from dice_poker_env.multi import MaskedRandomAgent
+
+    mask = env.observe(env.agent_selection)["action_mask"]
+    try:
+        seen = env.observe_for(env.agent_selection, opponents[i - 1])["observation"]
+        action = int(opponents[i - 1].act(seen, mask))
+        if not (0 <= action < len(mask) and mask[action]):
+            raise ValueError(f"it chose the illegal action {action}")
+        return action
+    except Exception as error:  # noqa: BLE001 - a broken agent must not end the human's game
+        screen.say(f"{names[i]} failed ({error}); a random player takes over the seat", "yellow")
+        opponents[i - 1] = MaskedRandomAgent(i)
+        return int(opponents[i - 1].act(None, mask))
 
 
 def potential_now(env) -> np.ndarray:
