@@ -32,8 +32,28 @@ _POSITION_KEYS = ("scorecard", "dice", "rolls_left", "bonus")
 _REROLLED = [[i for i in range(N_DICE) if not bits >> i & 1] for bits in range(N_KEEP_ACTIONS)]
 #: (6**5, 5) int8: every sequence of five faces; one uniform index draws five fair dice
 _FACE_SEQUENCES = (np.arange(6**N_DICE)[:, None] // 6 ** np.arange(N_DICE) % 6 + 1).astype(np.int8)
-#: (2, 32) int8: the keep part of a mask without / with rerolls left (31, keep all, never legal)
-_KEEP_ROWS = np.array([[0] * N_KEEP_ACTIONS, [1] * (N_KEEP_ACTIONS - 1) + [0]], dtype=np.int8)
+#: (6**5,) int64: the roll index (sorted dice) of each face sequence
+_SEQUENCE_ROLL = roll_index_of_sorted(np.sort(_FACE_SEQUENCES, axis=1)).astype(np.int64)
+#: boxes up to which masks are assembled from one lookup table (2 * 2**15 rows of 32 + n int8)
+_MASK_TABLE_MAX_BOXES = 15
+
+
+def _mask_rows(n_boxes: int) -> np.ndarray:
+    """Every possible mask row, indexed by ``(legal_box_bits << 1) | (rolls_left > 0)``.
+
+    The layout is :func:`~dice_poker_env.engine.game.action_mask`'s (keeps ``0..30``
+    while rerolls are left, ``32 + k`` for each legal box); one lookup replaces its
+    per-step assembly.
+    """
+    bits = np.arange(1 << n_boxes)
+    rows = np.zeros((2 << n_boxes, N_KEEP_ACTIONS + n_boxes), dtype=np.int8)
+    rows[1::2, : N_KEEP_ACTIONS - 1] = 1
+    rows[:, N_KEEP_ACTIONS:] = np.repeat((bits[:, None] >> np.arange(n_boxes)) & 1, 2, axis=0)
+    return rows
+
+
+def _take_rows(rows: np.ndarray, *arrays: np.ndarray | None) -> list[np.ndarray | None]:
+    return [None if a is None else a[rows] for a in arrays]
 
 
 def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
@@ -185,9 +205,8 @@ class DicePokerVectorEnv(VectorEnv):
         self._rows = np.arange(self.num_envs)
         self._all = np.ones(self.num_envs, dtype=bool)
         self._score = np.zeros(self.num_envs, dtype=np.int64)
-        n = self.tables.n_boxes
-        # the score part of a mask for every legal-box bitmask (a lookup, when it stays small)
-        self._box_rows = ((np.arange(1 << n)[:, None] >> np.arange(n)) & 1).astype(np.int8) if n <= 16 else None
+        self._flat_rows = self._rows * self.tables.n_actions
+        self._mask_rows = _mask_rows(self.tables.n_boxes) if self.tables.n_boxes <= _MASK_TABLE_MAX_BOXES else None
 
     # ------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
@@ -222,8 +241,7 @@ class DicePokerVectorEnv(VectorEnv):
         if self.state is None:
             self.state = game.new_games(self.tables, np.zeros(self.num_envs, dtype=np.int64))
             self.state = self.state._replace(rolls_left=np.zeros(self.num_envs, dtype=np.int64))
-        faces = None if self._sources is not None else self._draw((len(rows), N_DICE))
-        self._reset_rows(self.state, rows, faces, options, positions)
+        self._reset_rows(self.state, rows, self._first_rolls(rows, *self._draw(len(rows))), options, positions)
         self._score[rows] = self._total(self.state, rows)
         self._ended[rows] = False
         self._mask = self._action_mask(self.state)
@@ -256,10 +274,10 @@ class DicePokerVectorEnv(VectorEnv):
         if actions.min() < 0 or actions.max() >= n_actions:
             in_range = (actions >= 0) & (actions < n_actions)
             safe = np.where(in_range, actions, 0)
-            legal = (self._mask[self._rows, safe] != 0) & in_range
+            legal = (np.take(self._mask, self._flat_rows + safe) != 0) & in_range
         else:
             safe = actions
-            legal = self._mask[self._rows, safe] != 0
+            legal = np.take(self._mask, self._flat_rows + safe) != 0
         all_legal = bool(legal.all())
         illegal = None
         if not all_legal:
@@ -273,9 +291,9 @@ class DicePokerVectorEnv(VectorEnv):
             safe = np.where(legal, safe, 0)  # ignored or illegal games: a placeholder, undone below
 
         if self._sources is None:
-            faces = self._draw((self.num_envs, N_DICE))
+            faces, draw = self._draw(self.num_envs)
         else:
-            faces = self._scripted_faces(state, safe, legal)
+            faces, draw = self._scripted_faces(state, safe, legal), None
         new, points, over = game.step(tables, state, safe, faces)
         score = self._score + points  # placeholders are keeps: 0 points
         reward = points.astype(np.float64)
@@ -288,7 +306,7 @@ class DicePokerVectorEnv(VectorEnv):
             terminated[illegal] = True
         if any_ended:  # NEXT_STEP: these games start over now
             rows = np.flatnonzero(ended)
-            self._reset_rows(new, rows, None if self._sources is not None else faces[rows])
+            self._reset_rows(new, rows, self._first_rolls(rows, *_take_rows(rows, faces, draw)))
             score[rows] = self._total(new, rows)
             reward[rows] = 0.0
             terminated[rows] = False
@@ -306,7 +324,7 @@ class DicePokerVectorEnv(VectorEnv):
             )
             info["final_obs"], info["_final_obs"] = final_obs, terminated.copy()
             info["final_info"], info["_final_info"] = final_info, terminated.copy()
-            self._reset_rows(new, done_rows, None if self._sources is not None else faces[done_rows])
+            self._reset_rows(new, done_rows, self._first_rolls(done_rows, *_take_rows(done_rows, faces, draw)))
             self._score = score = score.copy()
             score[done_rows] = self._total(new, done_rows)
             self._ended = np.zeros(self.num_envs, dtype=bool)
@@ -344,11 +362,30 @@ class DicePokerVectorEnv(VectorEnv):
         return self._score.copy()
 
     # -------------------------------------------------------------- helpers
-    def _draw(self, shape: tuple[int, int]) -> np.ndarray:
-        """``shape = (games, 5)`` faces from the batch's dice source."""
-        if self._fast_dice:  # fair dice: one draw of a five-face sequence per game
-            return _FACE_SEQUENCES[self.np_random.integers(0, len(_FACE_SEQUENCES), size=shape[0])]
-        return np.asarray(self.dice_source.roll(self.np_random, shape))
+    def _draw(self, games: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(faces, sequence_index)``: ``(games, 5)`` fresh faces from the batch's dice source.
+
+        Fair dice draw one index into the 6**5 face sequences per game (``sequence_index``,
+        else ``None``). With per-game sources there is nothing to draw here (``(None, None)``).
+        """
+        if self._sources is not None:
+            return None, None
+        if self._fast_dice:
+            index = self.np_random.integers(0, len(_FACE_SEQUENCES), size=games)
+            return np.take(_FACE_SEQUENCES, index, axis=0), index
+        return np.asarray(self.dice_source.roll(self.np_random, (games, N_DICE))), None
+
+    def _first_rolls(self, rows: np.ndarray, faces: np.ndarray | None, draw: np.ndarray | None) -> np.ndarray:
+        """Roll indices of the new games in ``rows`` from their faces (and draw), both given for ``rows`` only.
+
+        With per-game sources each game rolls its five faces now instead.
+        """
+        if self._sources is not None:  # five faces each, as the single env rolls them
+            faces = np.stack([np.asarray(self._sources[i].roll(self.np_random, (N_DICE,))) for i in rows])
+            return roll_index_of_sorted(np.sort(faces, axis=1))
+        if draw is not None:
+            return _SEQUENCE_ROLL[draw]
+        return roll_index_of_sorted(np.sort(faces, axis=1))
 
     @staticmethod
     def _total(state: game.GameState, rows: np.ndarray) -> np.ndarray:
@@ -357,27 +394,23 @@ class DicePokerVectorEnv(VectorEnv):
 
     def _action_mask(self, state: game.GameState) -> np.ndarray:
         """``game.action_mask`` of the batch, assembled from lookup rows (same values, cheaper)."""
-        if self._box_rows is None:
+        if self._mask_rows is None:
             return game.action_mask(self.tables, state)
         tables = self.tables
         boxes = game.legal_boxes(tables, state.filled, game.five_kind_box_full(tables, state.filled, state.scores), state.roll)
-        keeps = np.take(_KEEP_ROWS, (state.rolls_left > 0).view(np.int8), axis=0)
-        return np.concatenate([keeps, np.take(self._box_rows, boxes, axis=0)], axis=1)
+        return np.take(self._mask_rows, (boxes << 1) | (state.rolls_left > 0), axis=0)
 
     def _reset_rows(
         self,
         state: game.GameState,
         rows: np.ndarray,
-        faces: np.ndarray | None,
+        fresh: np.ndarray,
         options: Mapping[str, Any] | None = None,
         positions: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> None:
         """Start new games in ``rows`` of ``state`` (in place): fresh, or given positions."""
         if not len(rows):
             return
-        if faces is None:  # one source per game: five faces each, as the single env rolls them
-            faces = np.stack([np.asarray(self._sources[i].roll(self.np_random, (N_DICE,))) for i in rows])
-        fresh = roll_index_of_sorted(np.sort(faces, axis=1))
         filled, scores, upper_total, bonus, roll, rolls_left = state
         filled[rows] = 0
         scores[rows] = 0
@@ -433,15 +466,19 @@ class DicePokerVectorEnv(VectorEnv):
         if terminated is None or not len(done_rows):
             return info
         done = terminated.copy()
-        info["final_score"] = np.where(done, info["score"], 0)
-        info["_final_score"] = done
-        ended_scores = np.zeros((self.num_envs, self.tables.n_boxes), dtype=np.int64)
-        ended_scores[done_rows] = state.scores[done_rows]
-        ended_filled = np.where(done, state.filled, 0)
+        n = self.tables.n_boxes
+        final_score = np.zeros(self.num_envs, dtype=np.int64)
+        final_score[done_rows] = self._score[done_rows]
+        info["final_score"], info["_final_score"] = final_score, done
+        # columns of two (N, n) arrays: written points and "filled" flags of the ended games
+        ended_scores = np.zeros((n, self.num_envs), dtype=np.int64)
+        ended_scores[:, done_rows] = state.scores[done_rows].T
+        ended_filled = np.zeros((n, self.num_envs), dtype=bool)
+        ended_filled[:, done_rows] = ((state.filled[done_rows] >> np.arange(n)[:, None]) & 1) == 1
         scorecard: dict[str, Any] = {}
         for k, name in enumerate(self.rules.box_names):
-            scorecard[name] = ended_scores[:, k]
-            scorecard[f"_{name}"] = ((ended_filled >> k) & 1) == 1
+            scorecard[name] = ended_scores[k]
+            scorecard[f"_{name}"] = ended_filled[k]
         info["scorecard"], info["_scorecard"] = scorecard, done.copy()
         if illegal is not None:
             info["illegal_action"], info["_illegal_action"] = illegal.copy(), illegal.copy()

@@ -1,0 +1,295 @@
+"""Batched-env speed: random masked play on Yahtzee, steps per second, side by side.
+
+Measured in one process, pinned to one CPU core, in interleaved rounds (so that
+machine load affects every contender alike; the report is each one's median):
+
+* ``DicePokerVectorEnv`` (``gymnasium.make_vec(..., vectorization_mode=
+  "vector_entry_point")``, unwrapped) at N = 1, 64, 1024, 4096, 16384 games;
+* the single env (``DicePokerEnv``, unwrapped);
+* Gymnasium's ``SyncVectorEnv`` over 64 single envs;
+* the ``gym-yahtzee`` package (its ``YahtzeeSingleEnv`` driven directly, legal
+  actions from ``env.pyhtzee.get_possible_actions()``; its ``gym.make`` path
+  breaks under NumPy 2), when installed.
+
+A step of a batched env counts N env steps. Every contender plays uniformly
+random legal actions. The batched harness samples them in a few array
+operations from the ``(N, 32 + n)`` mask: the number of legal actions per row
+(31 keeps while rerolls are left, plus the legal boxes), a uniform index among
+them, and a lookup table giving the k-th legal box of a box bitmask. This is
+exact uniform masked sampling, just cheaper than per-row ``rng.choice``; its
+cost is included in the headline rate and also reported apart ("env only").
+
+Then memory: RSS of the process over 10 million batched steps (N = 4096),
+sampled every million.
+
+    python benchmarks/bench_vector.py [--seconds 1.0] [--rounds 3] [--memory-steps 10000000] [--json]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ENV_ID = "DicePoker/Yahtzee-v0"
+BATCH_SIZES = (1, 64, 1024, 4096, 16384)
+SYNC_ENVS = 64
+
+
+class MaskedSampler:
+    """Uniform random legal actions for a batch of ``(N, 32 + n)`` int8 masks."""
+
+    def __init__(self, n_boxes: int, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.n_boxes = n_boxes
+        self.weights = (1 << np.arange(n_boxes)).astype(np.float32)  # exact: bitmasks < 2**24
+        # nth[bits * n + k] = the k-th set bit of bits (the k-th legal box)
+        bits = np.arange(1 << n_boxes)
+        nth = np.zeros((1 << n_boxes, n_boxes), dtype=np.int64)
+        for b in range(n_boxes):
+            has = ((bits >> b) & 1) == 1
+            nth[bits[has], np.bitwise_count(bits[has] & ((1 << b) - 1))] = b
+        self.nth = nth.ravel()
+
+    def __call__(self, masks: np.ndarray) -> np.ndarray:
+        keeps = masks[:, 0].astype(np.int64) * 31  # keeps 0..30 are legal together, while rerolls are left
+        boxes = (masks[:, 32:].astype(np.float32) @ self.weights).astype(np.int64)
+        count = keeps + np.bitwise_count(boxes)
+        pick = (self.rng.random(len(masks)) * count).astype(np.int64)
+        box = np.take(self.nth, boxes * self.n_boxes + np.maximum(pick - keeps, 0))
+        return np.where(pick < keeps, pick, 32 + box)
+
+
+def batched(num_envs: int):
+    import gymnasium as gym
+
+    import dice_poker_env  # noqa: F401 - registers the ids
+
+    env = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point").unwrapped
+    sample = MaskedSampler(env.tables.n_boxes)
+    env.reset(seed=0)
+    env_time = [0.0]
+
+    def run(seconds: float) -> float:
+        steps, env_seconds = 0, 0.0
+        start = time.perf_counter()
+        now = start
+        while now - start < seconds:
+            actions = sample(env._mask)  # the env's own mask (action_masks() is a copy)
+            t0 = time.perf_counter()
+            env.step(actions)
+            now = time.perf_counter()
+            env_seconds += now - t0
+            steps += 1
+        env_time[0] = steps * num_envs / env_seconds
+        return steps * num_envs / (now - start)
+
+    run.env_only = env_time  # type: ignore[attr-defined]
+    return run
+
+
+def single():
+    import gymnasium as gym
+
+    import dice_poker_env  # noqa: F401
+
+    env = gym.make(ENV_ID).unwrapped
+    rng = random.Random(0)
+    state = {"info": env.reset(seed=0)[1]}
+
+    def run(seconds: float) -> float:
+        info, steps = state["info"], 0
+        start = time.perf_counter()
+        deadline = start + seconds
+        while True:
+            for _ in range(200):
+                legal = info["action_mask"].nonzero()[0]
+                _, _, terminated, _, info = env.step(int(legal[rng.randrange(len(legal))]))
+                if terminated:
+                    _, info = env.reset()
+            steps += 200
+            now = time.perf_counter()
+            if now > deadline:
+                break
+        state["info"] = info
+        return steps / (now - start)
+
+    return run
+
+
+def sync_vector():
+    import gymnasium as gym
+
+    import dice_poker_env  # noqa: F401
+
+    env = gym.make_vec(ENV_ID, num_envs=SYNC_ENVS, vectorization_mode="sync")
+    rng = np.random.default_rng(0)
+    state = {"info": env.reset(seed=0)[1]}
+
+    def run(seconds: float) -> float:
+        info, steps = state["info"], 0
+        start = time.perf_counter()
+        now = start
+        while now - start < seconds:
+            masks = info["action_mask"]
+            noise = rng.random(masks.shape) * masks
+            actions = np.where(masks.any(axis=1), noise.argmax(axis=1), 0)  # ended games: ignored (next-step reset)
+            _, _, _, _, info = env.step(actions)
+            steps += SYNC_ENVS
+            now = time.perf_counter()
+        state["info"] = info
+        return steps / (now - start)
+
+    return run
+
+
+def gym_yahtzee():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from gym_yahtzee.envs.yahtzee_env import YahtzeeSingleEnv
+    env = YahtzeeSingleEnv()
+    rng = random.Random(0)
+    env.reset()
+
+    def run(seconds: float) -> float:
+        steps = 0
+        start = time.perf_counter()
+        deadline = start + seconds
+        while True:
+            for _ in range(200):
+                _, _, done, _ = env.step(rng.choice(env.pyhtzee.get_possible_actions()))[:4]
+                if done:
+                    env.reset()
+            steps += 200
+            now = time.perf_counter()
+            if now > deadline:
+                break
+        return steps / (now - start)
+
+    return run
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def memory(total_steps: int, num_envs: int = 4096) -> dict[str, object]:
+    """RSS (MiB) every million env steps over ``total_steps`` batched env steps."""
+    import gymnasium as gym
+
+    import dice_poker_env  # noqa: F401
+
+    env = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point").unwrapped
+    sample = MaskedSampler(env.tables.n_boxes)
+    env.reset(seed=1)
+    for _ in range(50):  # warm up allocator and caches
+        env.step(sample(env._mask))
+    samples = [rss_mib()]
+    done, next_mark = 0, 1_000_000
+    start = time.perf_counter()
+    while done < total_steps:
+        env.step(sample(env._mask))
+        done += num_envs
+        if done >= next_mark:
+            samples.append(rss_mib())
+            next_mark += 1_000_000
+    elapsed = time.perf_counter() - start
+    return {
+        "num_envs": num_envs,
+        "env_steps": done,
+        "seconds": elapsed,
+        "rss_mib_every_million": [round(s, 1) for s in samples],
+        "rss_growth_mib": round(samples[-1] - samples[0], 1),
+        "rss_growth_after_first_million_mib": round(samples[-1] - samples[1], 1) if len(samples) > 1 else 0.0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=1.0, help="seconds per contender and round")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--memory-steps", type=int, default=10_000_000, help="env steps of the RSS check (0: skip)")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args()
+
+    if not args.no_pin and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+
+    runners = {f"batched N={n}": batched(n) for n in BATCH_SIZES}
+    runners["single env"] = single()
+    runners[f"SyncVectorEnv x{SYNC_ENVS} single"] = sync_vector()
+    notes = []
+    try:
+        runners["gym-yahtzee"] = gym_yahtzee()
+    except Exception as error:  # ImportError, or its old gym failing under NumPy 2
+        notes.append(f"gym-yahtzee unavailable: {error!r}; pip install -e '.[bench]'")
+    rates: dict[str, list[float]] = {name: [] for name in runners}
+    env_only: dict[str, list[float]] = {name: [] for name in runners if name.startswith("batched")}
+    for _ in range(args.rounds):
+        for name, run in runners.items():
+            rates[name].append(run(args.seconds))
+            if name in env_only:
+                env_only[name].append(run.env_only[0])
+    per_second = {name: statistics.median(r) for name, r in rates.items()}
+    base = per_second["single env"]
+    result: dict[str, object] = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"pinned to {sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}",
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "steps_per_second": per_second,
+        "env_only_steps_per_second": {name: statistics.median(r) for name, r in env_only.items()},
+        "ratio_vs_single_env": {name: rate / base for name, rate in per_second.items()},
+        "targets": {
+            "batched N=4096 >= 50x single env": per_second["batched N=4096"] / base >= 50,
+            "batched N=4096 >= 2,000,000 steps/s": per_second["batched N=4096"] >= 2_000_000,
+        },
+        "notes": notes,
+    }
+    if "gym-yahtzee" in per_second:
+        result["ratio_vs_gym_yahtzee"] = {n: r / per_second["gym-yahtzee"] for n, r in per_second.items()}
+    if args.memory_steps:
+        result["memory"] = memory(args.memory_steps)
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"random masked play on Yahtzee, {args.rounds} rounds x {args.seconds}s each ({result['machine']})")
+    print(f"load average at the end: {result['load_average']}")
+    print(f"  {'contender':<28} {'steps/s':>12} {'env only':>12} {'x single':>9}")
+    for name, rate in per_second.items():
+        only = result["env_only_steps_per_second"].get(name)
+        print(
+            f"  {name:<28} {rate:>12,.0f} {(f'{only:,.0f}' if only else ''):>12} "
+            f"{result['ratio_vs_single_env'][name]:>8.1f}x"
+        )
+    if "ratio_vs_gym_yahtzee" in result:
+        print(f"  batched N=4096 vs gym-yahtzee: {result['ratio_vs_gym_yahtzee']['batched N=4096']:.0f}x")
+    for target, met in result["targets"].items():
+        print(f"  target {target}: {'met' if met else 'NOT met'}")
+    for note in notes:
+        print(f"  note: {note}")
+    if "memory" in result:
+        mem = result["memory"]
+        print(
+            f"memory over {mem['env_steps']:,} steps (N={mem['num_envs']}, {mem['seconds']:.1f}s): "
+            f"RSS MiB per million steps {mem['rss_mib_every_million']}, growth {mem['rss_growth_mib']} MiB"
+        )
+
+
+if __name__ == "__main__":
+    main()
