@@ -23,6 +23,7 @@ IDS = [env_id for env_id, rules in ENV_IDS.items() if rules]
 def test_frames_are_fixed_size_uint8_images(env_id):
     env = gym.make(env_id, render_mode="rgb_array")
     _, info = env.reset(seed=0)
+    env.action_space.seed(0)
     first = env.render()
     height, width = image_size(env.unwrapped.tables)
     assert first.shape == (height, width, 3) and first.dtype == np.uint8
@@ -38,8 +39,9 @@ def test_frames_are_fixed_size_uint8_images(env_id):
 def test_render_collection_and_record_video(tmp_path):
     env = gym.wrappers.RenderCollection(gym.make("DicePoker/Yacht-v0", render_mode="rgb_array"))
     _, info = env.reset(seed=1)
+    env.action_space.seed(1)
     for _ in range(5):
-        env.step(env.action_space.sample(info["action_mask"]))
+        _, _, _, _, info = env.step(env.action_space.sample(info["action_mask"]))
     frames = env.render()
     assert len(frames) == 6 and len({f.shape for f in frames}) == 1
     pytest.importorskip("moviepy")
