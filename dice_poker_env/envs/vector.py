@@ -199,6 +199,8 @@ class DicePokerVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
 
         self.state: game.GameState | None = None
+        #: the legal actions now: the row index into ``_mask_rows`` per game, or (no table) a private mask
+        self._mask_index: np.ndarray | None = None
         self._mask: np.ndarray | None = None
         #: games whose episode ended in the last step (awaiting autoreset/reset)
         self._ended = np.zeros(self.num_envs, dtype=bool)
@@ -207,6 +209,7 @@ class DicePokerVectorEnv(VectorEnv):
         self._score = np.zeros(self.num_envs, dtype=np.int64)
         self._flat_rows = self._rows * self.tables.n_actions
         self._mask_rows = _mask_rows(self.tables.n_boxes) if self.tables.n_boxes <= _MASK_TABLE_MAX_BOXES else None
+        self._mask_flat = None if self._mask_rows is None else self._mask_rows.ravel()
 
     # ------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
@@ -244,9 +247,8 @@ class DicePokerVectorEnv(VectorEnv):
         self._reset_rows(self.state, rows, self._first_rolls(rows, *self._draw(len(rows))), options, positions)
         self._score[rows] = self._total(self.state, rows)
         self._ended[rows] = False
-        self._mask = self._action_mask(self.state)
         info = {
-            "action_mask": self._mask.copy(),
+            "action_mask": self._update_mask(self.state),
             "_action_mask": reset_mask.copy(),
             "score": np.where(reset_mask, self._score, 0),
             "_score": reset_mask.copy(),
@@ -274,10 +276,10 @@ class DicePokerVectorEnv(VectorEnv):
         if actions.min() < 0 or actions.max() >= n_actions:
             in_range = (actions >= 0) & (actions < n_actions)
             safe = np.where(in_range, actions, 0)
-            legal = (np.take(self._mask, self._flat_rows + safe) != 0) & in_range
+            legal = self._is_legal(safe) & in_range
         else:
             safe = actions
-            legal = np.take(self._mask, self._flat_rows + safe) != 0
+            legal = self._is_legal(safe)
         all_legal = bool(legal.all())
         illegal = None
         if not all_legal:
@@ -320,7 +322,7 @@ class DicePokerVectorEnv(VectorEnv):
             for j, i in enumerate(done_rows):
                 final_obs[i] = ended_obs[j] if self.obs_mode == "flat" else {k: v[j] for k, v in ended_obs.items()}
             final_info = self._info(
-                new, self._action_mask(new), terminated, done_rows, illegal, actions, present=terminated
+                new, self._action_mask(new)[0], terminated, done_rows, illegal, actions, present=terminated
             )
             info["final_obs"], info["_final_obs"] = final_obs, terminated.copy()
             info["final_info"], info["_final_info"] = final_info, terminated.copy()
@@ -329,20 +331,20 @@ class DicePokerVectorEnv(VectorEnv):
             score[done_rows] = self._total(new, done_rows)
             self._ended = np.zeros(self.num_envs, dtype=bool)
             self.state = new
-            self._mask = self._action_mask(new)
-            info.update(self._info(new, self._mask, None, (), None, actions))
+            info.update(self._info(new, self._update_mask(new), None, (), None, actions))
         else:
             self._ended = terminated.copy()
             self.state = new
-            self._mask = self._action_mask(new)
-            info.update(self._info(new, self._mask, terminated, done_rows, illegal, actions))
+            info.update(self._info(new, self._update_mask(new), terminated, done_rows, illegal, actions))
         obs = observe(tables, new, self.obs_mode)
         return obs, reward, terminated, np.zeros(self.num_envs, dtype=bool), info
 
     def action_masks(self) -> np.ndarray:
         """The legal actions of every game, ``(N, 32 + n_boxes)`` ``np.int8`` (sb3-contrib's hook)."""
-        if self._mask is None:
+        if self._mask is None and self._mask_index is None:
             raise gym.error.ResetNeeded("call reset() before action_masks()")
+        if self._mask_index is not None:
+            return np.take(self._mask_rows, self._mask_index, axis=0)
         return self._mask.copy()
 
     def render(self) -> tuple[str, ...] | None:
@@ -392,13 +394,30 @@ class DicePokerVectorEnv(VectorEnv):
         """Final score so far of games ``rows`` (written points plus bonuses)."""
         return state.scores[rows].sum(axis=1, dtype=np.int64) + state.bonus[rows]
 
-    def _action_mask(self, state: game.GameState) -> np.ndarray:
-        """``game.action_mask`` of the batch, assembled from lookup rows (same values, cheaper)."""
+    def _action_mask(self, state: game.GameState) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(mask, row_index)``: ``game.action_mask`` of the batch, assembled from lookup rows.
+
+        Same values, cheaper; ``row_index`` indexes ``_mask_rows`` (``None`` for rulesets
+        with too many boxes for the table, which use ``game.action_mask`` itself).
+        """
         if self._mask_rows is None:
-            return game.action_mask(self.tables, state)
+            return game.action_mask(self.tables, state), None
         tables = self.tables
         boxes = game.legal_boxes(tables, state.filled, game.five_kind_box_full(tables, state.filled, state.scores), state.roll)
-        return np.take(self._mask_rows, (boxes << 1) | (state.rolls_left > 0), axis=0)
+        index = (boxes << 1) | (state.rolls_left > 0)
+        return np.take(self._mask_rows, index, axis=0), index
+
+    def _update_mask(self, state: game.GameState) -> np.ndarray:
+        """Remember the legal actions of ``state``; returns a fresh mask the caller may hand out."""
+        mask, self._mask_index = self._action_mask(state)
+        self._mask = mask.copy() if self._mask_index is None else None
+        return mask
+
+    def _is_legal(self, actions: np.ndarray) -> np.ndarray:
+        """Whether each game's (in-range) action is legal now."""
+        if self._mask_index is not None:
+            return np.take(self._mask_flat, self._mask_index * self.tables.n_actions + actions) != 0
+        return np.take(self._mask, self._flat_rows + actions) != 0
 
     def _reset_rows(
         self,
@@ -458,7 +477,7 @@ class DicePokerVectorEnv(VectorEnv):
         """The single env's info keys, batched (``present``: games the info is for, default all)."""
         present = self._all if present is None else present
         info: dict[str, Any] = {
-            "action_mask": mask.copy(),
+            "action_mask": mask,
             "_action_mask": present.copy(),
             "score": self._score.copy(),
             "_score": present.copy(),
