@@ -309,7 +309,7 @@ class DicePokerVectorEnv(VectorEnv):
         if any_ended:  # NEXT_STEP: these games start over now
             rows = np.flatnonzero(ended)
             self._reset_rows(new, rows, self._first_rolls(rows, *_take_rows(rows, faces, draw)))
-            score[rows] = self._total(new, rows)
+            score[rows] = 0  # fresh games
             reward[rows] = 0.0
             terminated[rows] = False
 
@@ -328,7 +328,7 @@ class DicePokerVectorEnv(VectorEnv):
             info["final_info"], info["_final_info"] = final_info, terminated.copy()
             self._reset_rows(new, done_rows, self._first_rolls(done_rows, *_take_rows(done_rows, faces, draw)))
             self._score = score = score.copy()
-            score[done_rows] = self._total(new, done_rows)
+            score[done_rows] = 0  # fresh games
             self._ended = np.zeros(self.num_envs, dtype=bool)
             self.state = new
             info.update(self._info(new, self._update_mask(new), None, (), None, actions))
@@ -490,14 +490,14 @@ class DicePokerVectorEnv(VectorEnv):
         final_score[done_rows] = self._score[done_rows]
         info["final_score"], info["_final_score"] = final_score, done
         # columns of two (N, n) arrays: written points and "filled" flags of the ended games
-        ended_scores = np.zeros((n, self.num_envs), dtype=np.int64)
-        ended_scores[:, done_rows] = state.scores[done_rows].T
-        ended_filled = np.zeros((n, self.num_envs), dtype=bool)
-        ended_filled[:, done_rows] = ((state.filled[done_rows] >> np.arange(n)[:, None]) & 1) == 1
+        ended_scores = np.zeros((self.num_envs, n), dtype=np.int64)
+        ended_scores[done_rows] = state.scores[done_rows]
+        ended_filled = np.zeros((self.num_envs, n), dtype=bool)
+        ended_filled[done_rows] = ((state.filled[done_rows, None] >> np.arange(n)) & 1) == 1
         scorecard: dict[str, Any] = {}
         for k, name in enumerate(self.rules.box_names):
-            scorecard[name] = ended_scores[k]
-            scorecard[f"_{name}"] = ended_filled[k]
+            scorecard[name] = ended_scores[:, k]
+            scorecard[f"_{name}"] = ended_filled[:, k]
         info["scorecard"], info["_scorecard"] = scorecard, done.copy()
         if illegal is not None:
             info["illegal_action"], info["_illegal_action"] = illegal.copy(), illegal.copy()
