@@ -1,0 +1,413 @@
+"""The exact solver: published optima, self-consistency, a brute-force check, the agent, cache and CLI.
+
+Slow checks (every published optimum, the 20,000-game means of the big rulesets)
+are marked ``slow``: run them with ``pytest -m slow tests/test_solver.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+import warnings
+from contextlib import redirect_stdout
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from dice_poker_env import load_rules
+from dice_poker_env.engine import game
+from dice_poker_env.engine.dice import (
+    FIRST_ROLL_PROBABILITY,
+    KEEP_ALL,
+    KEEP_OF_ACTION,
+    N_KEEP_ACTIONS,
+    N_ROLLS,
+    ROLL_DICE,
+    TRANSITION,
+)
+from dice_poker_env.envs.single import DicePokerEnv
+from dice_poker_env.solver import CacheWarning, SolverError, solve
+from dice_poker_env.solver import cache as disk
+from dice_poker_env.solver.dp import StateSpace
+
+TOLERANCE = 0.0005
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory):
+    """Every test session solves into its own cache folder (never the user's)."""
+    old = os.environ.get("DICE_POKER_CACHE")
+    os.environ["DICE_POKER_CACHE"] = str(tmp_path_factory.mktemp("solver-cache"))
+    yield
+    if old is None:
+        os.environ.pop("DICE_POKER_CACHE", None)
+    else:
+        os.environ["DICE_POKER_CACHE"] = old
+
+
+@lru_cache(maxsize=None)
+def solved(name: str, **options):
+    return solve(load_rules(name, **options), progress=False)
+
+
+def _solved(spec: str):
+    name, _, joker = spec.partition(":")
+    return solved(name, joker=joker) if joker else solved(name)
+
+
+# ------------------------------------------------------------ published optima
+@pytest.mark.parametrize(
+    "spec, expected, std",
+    [
+        ("yahtzee:forced", 254.587729, 59.6076),
+        pytest.param("yahtzee:free", 254.589609, None, marks=pytest.mark.slow),
+        pytest.param("yahtzee:none", 245.870775, None, marks=pytest.mark.slow),
+        pytest.param("yatzy", 248.4399894, None, marks=pytest.mark.slow),
+    ],
+)
+def test_published_optimum(spec, expected, std):
+    solution = _solved(spec)
+    assert abs(solution.expected_score - expected) < TOLERANCE
+    if std is not None:
+        assert abs(solution.score_std - std) < TOLERANCE
+
+
+# --------------------------------------------------- brute force on a tiny game
+TINY = {
+    "name": "tiny",
+    "boxes": [
+        {"name": "fives", "kind": "face_sum", "face": 5},
+        {"name": "sixes", "kind": "face_sum", "face": 6},
+        {"name": "full_house", "kind": "full_house", "points": 25},
+        {"name": "yahtzee", "kind": "n_of_a_kind", "n": 5, "points": 50},
+    ],
+    "upper_bonus": {"threshold": 20, "points": 35},
+    "five_of_a_kind": {"box": "yahtzee", "bonus": 100, "joker": "forced"},
+}
+
+
+def _brute_force(rules) -> tuple[float, float]:
+    """Expectimax over the full game state with dense transition matrices (no solver code).
+
+    Returns the expected final score and its second moment, the policy maximizing
+    the mean (ties broken towards the first maximum).
+    """
+    tables = rules.tables
+    memo: dict = {}
+    n = tables.n_boxes
+
+    def value(filled: int, upper: int, full: bool) -> tuple[float, float]:
+        key = (filled, upper, full)
+        if key in memo:
+            return memo[key]
+        if bin(filled).count("1") >= tables.turns:
+            memo[key] = (0.0, 0.0)
+            return memo[key]
+        score = {}
+        for first in (True, False):
+            best = np.full(N_ROLLS, -np.inf)
+            best2 = np.zeros(N_ROLLS)
+            for r in range(N_ROLLS):
+                legal = int(game.legal_boxes(tables, filled, full, r))
+                for b in range(n):
+                    if not legal >> b & 1:
+                        continue
+                    points, bonus, new_upper = game.score_points(tables, filled, upper, full, r, first, b)
+                    x = float(points + bonus)
+                    now_full = full or (b == tables.five_kind_box and points > 0)
+                    v, v2 = value(filled | 1 << b, int(new_upper), bool(now_full))
+                    if x + v > best[r]:
+                        best[r], best2[r] = x + v, x * x + 2 * x * v + v2
+            score[first] = (best, best2)
+        W, W2 = score[False]
+        for first in (False, True):  # two rerolls: W1 from W0, then W2 from W1
+            K, K2 = TRANSITION @ W, TRANSITION @ W2
+            S, S2 = score[first]
+            newW, newW2 = S.copy(), S2.copy()
+            for r in range(N_ROLLS):
+                for a in range(KEEP_ALL):
+                    k = KEEP_OF_ACTION[r, a]
+                    if K[k] > newW[r]:
+                        newW[r], newW2[r] = K[k], K2[k]
+            W, W2 = newW, newW2
+        memo[key] = (float(FIRST_ROLL_PROBABILITY @ W), float(FIRST_ROLL_PROBABILITY @ W2))
+        return memo[key]
+
+    return value(0, 0, False)
+
+
+@pytest.mark.parametrize("joker", ["forced", "free", "none"])
+def test_matches_brute_force_on_a_tiny_game(joker):
+    spec = json.loads(json.dumps(TINY))
+    spec["five_of_a_kind"]["joker"] = joker
+    rules = load_rules(spec)
+    mean, second = _brute_force(rules)
+    solution = solve(rules, cache=False, progress=False)
+    assert abs(solution.expected_score - mean) < 1e-4
+    assert abs(solution.score_std - np.sqrt(second - mean * mean)) < 1e-3
+
+
+# ----------------------------------------------------------- self-consistency
+def _state_obs(rules, scorecard, dice, rolls_left, bonus=None):
+    env = DicePokerEnv(rules)
+    options = {"scorecard": scorecard, "dice": dice, "rolls_left": rolls_left}
+    if bonus is not None:
+        options["bonus"] = bonus
+    obs, info = env.reset(options=options)
+    return obs, info["action_mask"]
+
+
+@pytest.mark.parametrize(
+    "spec, scorecard",
+    [
+        ("yacht", {}),
+        ("yacht", {"ones": 2, "yacht": 0, "choice": 23}),
+        ("school_poker", {"ones": -2, "twos": 0, "threes": 3}),
+        ("yahtzee:forced", {"aces": 3, "sixes": 24, "yahtzee": 50, "chance": 22}),
+        ("yahtzee:forced", {"fours": 16, "fives": 20, "sixes": 30, "threes": 0, "yahtzee": 0}),
+    ],
+)
+def test_action_values_agree_with_state_values_and_transitions(spec, scorecard):
+    """V(scorecard) = E_first roll max Q; Q(keep, 2 left) = E over the dense transition of max Q(1 left)."""
+    solution = _solved(spec)
+    rules = solution.rules
+    q = {rl: np.array([solution.action_values({"scorecard": scorecard, "dice": ROLL_DICE[r].tolist(), "rolls_left": rl}) for r in range(N_ROLLS)]) for rl in (2, 1)}
+    best2 = q[2].max(axis=1)
+    assert abs(FIRST_ROLL_PROBABILITY @ best2 - solution.state_value(scorecard)) < 1e-3
+    best1 = q[1].max(axis=1)
+    rng = np.random.default_rng(0)
+    for r in rng.choice(N_ROLLS, 8, replace=False):
+        for a in range(KEEP_ALL):
+            expect = TRANSITION[KEEP_OF_ACTION[r, a]] @ best1
+            assert abs(q[2][r, a] - expect) < 1e-3
+    del rules
+
+
+@pytest.mark.parametrize("spec", ["yacht", "school_poker", "yahtzee:forced"])
+def test_action_values_match_the_env_mask_and_bitmask_equivalence(spec):
+    solution = _solved(spec)
+    rules = solution.rules
+    rng = np.random.default_rng(1)
+    env = DicePokerEnv(rules)
+    for seed in range(6):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            q = solution.action_values(obs)
+            mask = info["action_mask"]
+            assert q.shape == (N_KEEP_ACTIONS + rules.n_boxes,)
+            np.testing.assert_array_equal(np.isfinite(q), mask == 1)
+            roll = game.roll_index_of_sorted(np.asarray(obs["dice"]))
+            if obs["rolls_left"] > 0:
+                keeps = KEEP_OF_ACTION[int(roll), :KEEP_ALL]
+                for k in np.unique(keeps):
+                    same = q[:KEEP_ALL][keeps == k]
+                    assert np.all(same == same[0])
+            action = int(rng.choice(np.flatnonzero(mask)))
+            obs, _, done, _, info = env.step(action)
+
+
+def test_values_are_expected_final_scores():
+    solution = _solved("yahtzee:forced")
+    rules = solution.rules
+    names = rules.box_names
+    # one box left, last roll: the score action's value is exactly the final score
+    card = {name: 0 for name in names if name != "chance"}
+    card.update({"aces": 3, "twos": 6, "threes": 9, "fours": 16, "fives": 15, "sixes": 18})  # 67: bonus secured
+    obs, mask = _state_obs(rules, card, [2, 3, 4, 6, 6], 0)
+    q = solution.action_values(obs)
+    assert q[N_KEEP_ACTIONS + names.index("chance")] == pytest.approx(67 + 35 + 21)
+    assert solution.best_action(obs) == N_KEEP_ACTIONS + names.index("chance")
+    # between turns: written points + secured bonus + the expected rest
+    assert solution.state_value(card) == pytest.approx(67 + 35 + 23.33, abs=0.01)  # chance alone: 23.33 optimally
+    env = DicePokerEnv(rules)
+    obs, info = env.reset(options={"scorecard": card, "dice": [2, 3, 4, 6, 6], "rolls_left": 0})
+    before = env.unwrapped.score if hasattr(env, "unwrapped") else env.score
+    _, reward, done, _, info = env.step(N_KEEP_ACTIONS + names.index("chance"))
+    assert done and before + reward == info["final_score"] == pytest.approx(q[N_KEEP_ACTIONS + names.index("chance")])
+    # the five-of-a-kind bonus already paid counts (passed as bonus)
+    card = {"yahtzee": 50, "aces": 2}
+    assert solution.state_value(card, bonus=100) == pytest.approx(solution.state_value(card) + 100)
+    # the empty scorecard is the expected score
+    assert solution.state_value({}) == pytest.approx(solution.expected_score)
+
+
+def test_queries_reject_bad_input():
+    solution = _solved("yacht")
+    with pytest.raises(SolverError):
+        solution.action_values([1, 2, 3])
+    with pytest.raises(ValueError, match="rolls_left"):
+        solution.action_values({"dice": [1, 2, 3, 4, 5], "rolls_left": 3})
+    with pytest.raises(SolverError, match="over"):
+        solution.future_action_values(solution.rules.tables.all_bits, 0, False, 0, 0)
+    with pytest.raises(ValueError):
+        solution.action_values({"dice": [1, 2, 3, 4, 9]})
+    with pytest.raises(ValueError):
+        solution.state_value({"full_house": 31})
+
+
+# ------------------------------------------------ decomposition = the engine
+@pytest.mark.parametrize("spec", ["yahtzee:forced", "yahtzee:free", "dice_poker", "school_poker", "yatzy"])
+def test_roll_classes_reproduce_the_engine_exactly(spec):
+    """The solver's per-class / per-pair evaluation equals direct engine calls on every roll."""
+    name, _, joker = spec.partition(":")
+    rules = load_rules(name, **({"joker": joker} if joker else {}))
+    tables = rules.tables
+    space = StateSpace(tables)
+    rng = np.random.default_rng(5)
+    m = 60
+    filled = rng.integers(0, 1 << tables.n_boxes, size=m)
+    filled &= np.where(rng.random(m) < 0.5, tables.all_bits, tables.upper_bits)  # many partial upper sections
+    if tables.sections_in_order:
+        filled = np.where((filled & tables.upper_bits) != tables.upper_bits, filled & tables.upper_bits, filled)
+    keep = game.popcount(filled) < tables.turns
+    filled = filled[keep]
+    upper = space.canonical_upper(filled, rng.integers(-20, 70, size=len(filled)))
+    full = (rng.random(len(filled)) < 0.5) & (space.n_full == 2) & ((filled >> max(space.five_box, 0)) & 1 == 1)
+    moves = space.chunk_moves(filled, upper, full)
+    for b in range(tables.n_boxes):
+        cls = space.box_classes[b]
+        for first, of in ((False, cls.of_last), (True, cls.of_first)):
+            rolls = np.arange(N_ROLLS)[:, None]
+            legal = ((np.asarray(game.legal_boxes(tables, filled[None, :], full[None, :], rolls)) >> b) & 1) == 1
+            points, bonus, new_upper = game.score_points(tables, filled[None, :], upper[None, :], full[None, :], rolls, first, b)
+            new_filled = filled | (1 << b)
+            new_full = full[None, :] | ((b == space.five_box) & (points > 0) & (space.n_full == 2))
+            keys = space.key(new_filled[None, :], space.canonical_upper(new_filled[None, :], new_upper), new_full)
+            shape = (N_ROLLS, len(filled))
+            legal, keys = np.broadcast_to(legal, shape), np.broadcast_to(keys, shape)
+            points, bonus = np.broadcast_to(points, shape), np.broadcast_to(bonus, shape)
+            if b not in moves.open_boxes:
+                assert not legal.any()
+                continue
+            if tables.is_upper[b]:
+                c_legal, c_reward, c_keys = moves.upper_moves(b)
+                c_legal, c_reward, c_keys = c_legal[of], c_reward[of], c_keys[of]
+            else:
+                c_legal, c_reward, becomes, key_same, key_full = moves.lower_moves(b)
+                pair = moves.pair_of_state
+                c_legal, c_reward, becomes = c_legal[of][:, pair], c_reward[of][:, pair], becomes[of][:, pair]
+                c_keys = np.where(becomes, key_full[None, :], key_same[None, :])
+            np.testing.assert_array_equal(c_legal, np.broadcast_to(legal, c_legal.shape))
+            np.testing.assert_array_equal(np.where(legal, c_reward, 0), np.where(legal, points + bonus, 0))
+            np.testing.assert_array_equal(np.where(legal, c_keys, 0), np.where(legal, keys, 0))
+
+
+# ------------------------------------------------------- the optimal agent
+GAME_MEANS = [
+    "yacht",
+    "school_poker",
+    "yahtzee:forced",
+    pytest.param("yahtzee:free", marks=pytest.mark.slow),
+    pytest.param("yahtzee:none", marks=pytest.mark.slow),
+    pytest.param("yatzy", marks=pytest.mark.slow),
+    pytest.param("dice_poker", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("spec", GAME_MEANS)
+def test_mean_of_20000_games_matches_expected_score(spec):
+    from agents.optimal import OptimalAgent, play_games
+
+    solution = _solved(spec)
+    scores = play_games(OptimalAgent(solution), 20_000, seed=11)
+    standard_error = scores.std() / np.sqrt(len(scores))
+    assert abs(scores.mean() - solution.expected_score) < 3 * standard_error
+    assert abs(scores.std() - solution.score_std) < 0.05 * solution.score_std
+
+
+@pytest.mark.parametrize("spec", ["yacht", "school_poker", "yahtzee:forced"])
+def test_optimal_agent_plays_the_env(spec):
+    from agents.optimal import OptimalAgent
+
+    solution = _solved(spec)
+    agent = OptimalAgent(solution)
+    env = DicePokerEnv(solution.rules, illegal_action="raise")
+    for seed in range(10):
+        agent.reset()
+        obs, info = env.reset(seed=seed)
+        done, total = False, 0.0
+        while not done:
+            action = agent.act(obs, info["action_mask"])
+            assert isinstance(action, int) and info["action_mask"][action] == 1
+            assert action == solution.best_action(obs)
+            obs, reward, done, _, info = env.step(action)
+            total += reward
+        assert total == info["final_score"]
+
+
+# --------------------------------------------------------------------- cache
+def test_cache_is_reused_and_damage_is_detected(tmp_path, monkeypatch):
+    monkeypatch.setenv("DICE_POKER_CACHE", str(tmp_path))
+    rules = load_rules("yacht")
+    first = solve(rules, progress=False)
+    assert not first.from_cache
+    path = disk.cache_path(rules.name, rules.fingerprint)
+    assert path.parent == tmp_path and path.exists()
+    start = time.perf_counter()
+    second = solve(rules, progress=False)
+    assert second.from_cache and time.perf_counter() - start < 1.0
+    assert second.expected_score == first.expected_score and second.score_std == first.score_std
+    # a flipped byte in the payload
+    data = bytearray(path.read_bytes())
+    data[-100] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.warns(CacheWarning, match="checksum"):
+        third = solve(rules, progress=False)
+    assert not third.from_cache and third.expected_score == first.expected_score
+    # a truncated file, then garbage
+    path.write_bytes(path.read_bytes()[:-1000])
+    with pytest.warns(CacheWarning, match="truncated"):
+        assert not solve(rules, progress=False).from_cache
+    path.write_bytes(b"garbage")
+    with pytest.warns(CacheWarning):
+        assert not solve(rules, progress=False).from_cache
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert solve(rules, progress=False).from_cache
+
+
+def test_cache_keys_differ_by_rules():
+    a, b = load_rules("yahtzee", joker="free"), load_rules("yahtzee", joker="none")
+    assert disk.cache_path(a.name, a.fingerprint) != disk.cache_path(b.name, b.fingerprint)
+
+
+# ----------------------------------------------------------------------- CLI
+def _cli(*argv) -> str:
+    from dice_poker_env.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(list(argv)) == 0
+    return out.getvalue()
+
+
+def test_cli_solve_json_is_one_object():
+    text = _cli("solve", "yacht", "--json", "--no-progress")
+    data = json.loads(text)
+    assert {"rules", "expected_score", "score_std", "states", "seconds"} <= set(data)
+    assert data["rules"] == "yacht" and data["states"] > 0
+    assert data["expected_score"] == pytest.approx(_solved("yacht").expected_score)
+
+
+def test_cli_solve_text_and_options():
+    text = _cli("solve", "yacht", "--no-progress")
+    assert "expected score" in text and "std" in text and "states" in text
+    with pytest.raises(SystemExit):
+        _cli("solve", "yacht", "--option")
+
+
+def test_cli_advise_lists_distinct_actions_best_first():
+    text = _cli("advise", "yacht", "--dice", "1", "2", "2", "4", "6", "--rolls-left", "2", "--json")
+    items = json.loads(text)
+    values = [item["value"] for item in items]
+    assert values == sorted(values, reverse=True)
+    keeps = [tuple(item["keep"]) for item in items if item["kind"] == "keep"]
+    assert len(keeps) == len(set(keeps)) == 23  # distinct proper sub-multisets of 1 2 2 4 6 (incl. nothing)
+    assert sum(item["kind"] == "score" for item in items) == 12
+    text = _cli("advise", "yacht", "--dice", "6", "6", "6", "6", "6", "--rolls-left", "0", "--scorecard", '{"yacht": 0}')
+    lines = [line for line in text.splitlines() if line.strip()[:1].isdigit()]
+    assert len(lines) == 11 and "four_of_a_kind" in lines[0]  # 30 points, sixes kept open
