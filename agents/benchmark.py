@@ -116,6 +116,15 @@ def _mistake_label(rules: Rules, dice, taken: int, best: int) -> tuple[str, str]
     return f"kept {_kept_text(dice, taken)} instead of {_kept_text(dice, best)}", "keep"
 
 
+def _observe_one(tables, state, obs_mode: str):
+    """The observation of a one-game state in another layout (batch axis or not)."""
+    obs = observe(tables, state, obs_mode)
+    if isinstance(obs, dict):
+        return {key: np.asarray(value)[0] if np.ndim(value) > 1 else value for key, value in obs.items()}
+    obs = np.asarray(obs)
+    return obs[0] if obs.ndim == 2 else obs
+
+
 def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Partial:
     """Play one game per seed with ``agent``; regret needs ``solution``."""
     tables = rules.tables
@@ -134,7 +143,7 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Par
         five = 0
         while not done:
             mask = info["action_mask"]
-            agent_obs = obs if obs_mode == "dict" else observe(tables, env.state, obs_mode)[0]
+            agent_obs = obs if obs_mode == "dict" else _observe_one(tables, env.state, obs_mode)
             action = int(agent.act(agent_obs, mask))
             state = env.state
             legal = 0 <= action < len(mask) and bool(mask[action])
@@ -313,8 +322,8 @@ def benchmark(
         seed: benchmark seed (see :func:`game_seeds`).
         workers: processes to spread each named agent's games over.
         solution: an already solved ``Solution`` (default: ``solve(rules)`` when
-            the solver is installed; without it there is no regret and no optimal
-            reference).
+            the solver is installed; ``False`` or no solver: no regret and no
+            optimal reference).
         regret: compute the exact regret (one ``action_values`` call per decision).
         top_mistakes: how many costliest mistakes to list per agent.
         progress: print a line per finished agent to stderr.
@@ -329,6 +338,8 @@ def benchmark(
     rules = load_rules(rules)
     if solution is None:
         solution = load_solution(rules)
+    elif solution is False:  # explicitly without the solver
+        solution = None
     optimal = float(solution.expected_score) if solution is not None else None
     seeds = game_seeds(seed, games)
     data: dict[str, Any] = {

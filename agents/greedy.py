@@ -32,6 +32,11 @@ def state_from_observation(tables: RuleTables, observation: Mapping[str, Any]) -
     )
 
 
+def _points(tables: RuleTables, state: GameState) -> np.ndarray:
+    """(n,) points per box now, for a one-game state with or without a batch axis."""
+    return np.asarray(potential_points(tables, state)).reshape(-1, tables.n_boxes)[0]
+
+
 def best_box_action(tables: RuleTables, state: GameState, action_mask: np.ndarray) -> int:
     """The score action of the legal box with the most points now (ties: first box).
 
@@ -41,7 +46,7 @@ def best_box_action(tables: RuleTables, state: GameState, action_mask: np.ndarra
     legal = np.asarray(action_mask)[N_KEEP_ACTIONS:].astype(bool)
     if not legal.any():
         raise ValueError("no box can be scored: the game is over (call env.reset())")
-    points = potential_points(tables, state)[0].astype(np.float64)
+    points = _points(tables, state).astype(np.float64)
     return N_KEEP_ACTIONS + int(np.argmax(np.where(legal, points, -np.inf)))
 
 
@@ -85,7 +90,7 @@ class GreedyAgent:
         score_now = best_box_action(self.tables, state, mask)
         if int(state.rolls_left[0]) == 0 or not mask[:KEEP_ALL].any():
             return score_now
-        points = potential_points(self.tables, state)[0]
+        points = _points(self.tables, state)
         legal = mask[N_KEEP_ACTIONS:].astype(bool)
         if (legal & (points >= self._box_max) & (self._box_max > 0)).any():
             made = np.flatnonzero(legal & (points >= self._box_max) & (self._box_max > 0))

@@ -1,0 +1,565 @@
+"""Train an RL agent on a dice game, then benchmark it against the exact solver.
+
+    python train.py                                   # MaskablePPO on yacht (configs/maskable_ppo_yacht.yaml)
+    python train.py --config configs/ppo_yacht.yaml   # another config
+    python train.py --config configs/smoke.yaml --run-dir /tmp/smoke total_timesteps=4096 seed=3
+    python train.py --run-dir runs/my_run --resume    # continue from the run's latest checkpoint
+    python train.py --help                            # every config field with its documentation
+
+Read top to bottom (CleanRL style): a typed :class:`Config` (every field documented),
+loaded as defaults <- YAML file <- ``key=value`` overrides; then the envs, the model,
+the callbacks (periodic evaluation in mean score and percent of the optimal expected
+score, checkpoints), training, the final model, and the benchmark of the trained
+agent against the solver, the greedy and the random agent.
+
+A run folder holds ``config.yaml`` (the resolved config), ``tb/`` (TensorBoard),
+``checkpoints/``, ``final_model.zip``, ``evaluations.csv``, ``learning_curve.png``,
+``score_distribution.png`` and ``results.json`` (the trained agent's benchmark
+fields at the top level plus ``algorithm``, ``rules`` and ``timesteps``; every
+agent under ``agents``).
+
+Layering: this script is the top layer (training); it imports ``agents`` and the
+core package, never the other way round. ``torch`` comes with the ``train`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import dataclasses
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "maskable_ppo_yacht.yaml"
+
+
+# ----------------------------------------------------------------------------- config
+@dataclass
+class Config:
+    """Every setting of a training run (YAML keys and ``key=value`` overrides use these names)."""
+
+    # --- what to train on
+    rules: str = "yacht"
+    """Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file path."""
+    rules_options: dict = field(default_factory=dict)
+    """Rules options, e.g. {joker: free} for yahtzee."""
+    obs_mode: str = "flat"
+    """Observation layout: "flat" (normalized vector with per-box points, MlpPolicy) or "dict" (MultiInputPolicy)."""
+
+    # --- algorithm
+    algo: str = "maskable_ppo"
+    """maskable_ppo (sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal actions are replaced)."""
+    total_timesteps: int = 600_000
+    """Environment steps to train for (a yacht game is about 30 steps)."""
+    learning_rate: float = 3e-4
+    """Optimizer learning rate."""
+    lr_schedule: str = "constant"
+    """"constant" or "linear" (decays to 0 at total_timesteps)."""
+    gamma: float = 1.0
+    """Discount factor; 1.0 because the undiscounted return is the final score."""
+    n_steps: int = 256
+    """Steps per env per rollout (PPO, A2C)."""
+    batch_size: int = 512
+    """Minibatch size (PPO, DQN)."""
+    n_epochs: int = 5
+    """Optimization epochs per rollout (PPO)."""
+    gae_lambda: float = 0.95
+    """GAE lambda (PPO, A2C)."""
+    clip_range: float = 0.2
+    """PPO clip range."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient (PPO, A2C)."""
+    vf_coef: float = 0.5
+    """Value loss coefficient (PPO, A2C)."""
+    max_grad_norm: float = 0.5
+    """Gradient clipping (all algorithms)."""
+    buffer_size: int = 200_000
+    """Replay buffer size (DQN)."""
+    learning_starts: int = 10_000
+    """Steps before DQN starts learning."""
+    train_freq: int = 4
+    """DQN: gradient step every this many env steps."""
+    target_update_interval: int = 5_000
+    """DQN: env steps between target network updates."""
+    exploration_fraction: float = 0.2
+    """DQN: fraction of training over which epsilon decays."""
+    exploration_final_eps: float = 0.02
+    """DQN: final epsilon."""
+    net_arch: list = field(default_factory=lambda: [256, 256])
+    """Hidden layer sizes of the policy and value networks."""
+    activation: str = "tanh"
+    """Hidden activation: tanh or relu."""
+    algo_kwargs: dict = field(default_factory=dict)
+    """Extra keyword arguments passed to the algorithm's constructor as is."""
+    reward_scale: float = 0.02
+    """Training rewards are multiplied by this (evaluation always reports raw scores)."""
+    illegal_penalty: float = 0.0
+    """Unmasked algorithms: points subtracted when an illegal action is replaced by the fallback."""
+
+    # --- envs and hardware
+    n_envs: int = 8
+    """Parallel training envs."""
+    vec_env: str = "dummy"
+    """Vector env: "dummy" (DummyVecEnv, one process), "subproc" (SubprocVecEnv) or "batched" (the project's NumPy batched env)."""
+    device: str = "cpu"
+    """Torch device."""
+    torch_threads: int = 1
+    """torch.set_num_threads (small MLPs are fastest on one thread)."""
+    seed: int = 0
+    """Seeds torch, NumPy, the envs and the evaluation/benchmark games."""
+
+    # --- evaluation, checkpoints, benchmark
+    eval_freq: int = 50_000
+    """Evaluate every this many timesteps (0: never)."""
+    eval_episodes: int = 200
+    """Games per periodic evaluation."""
+    checkpoint_freq: int = 100_000
+    """Save a checkpoint every this many timesteps (0: never)."""
+    save_replay_buffer: bool = False
+    """DQN: also save the replay buffer with checkpoints (exact resume, large files)."""
+    bench_games: int = 2_000
+    """Games per agent in the final benchmark (0: skip it)."""
+    bench_agents: list = field(default_factory=lambda: ["optimal", "greedy", "random"])
+    """Agents benchmarked beside the trained one."""
+    bench_workers: int = 1
+    """Processes for the final benchmark."""
+    progress_bar: bool = True
+    """Show SB3's progress bar."""
+    verbose: int = 0
+    """SB3 verbosity (0 quiet, 1 info)."""
+    runs_dir: str = "runs"
+    """Parent folder of run folders when --run-dir is not given."""
+
+
+def field_docs(cls: type = Config) -> dict[str, str]:
+    """The docstring under each dataclass field (read from this file's source)."""
+    import inspect
+
+    tree = ast.parse(inspect.getsource(cls))
+    docs: dict[str, str] = {}
+    body = tree.body[0].body
+    for node, nxt in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            docs[node.target.id] = str(nxt.value.value).strip()
+    return docs
+
+
+def _coerce(name: str, value: Any, hint: Any) -> Any:
+    """Check/convert one config value to its field type (clear error otherwise)."""
+    origin = get_origin(hint) or hint
+    try:
+        if origin is bool:
+            if isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError
+                return value.lower() in ("true", "1", "yes")
+            return bool(value)
+        if origin is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value)
+        if origin is float:
+            return float(value)
+        if origin is str:
+            return str(value)
+        if origin is list:
+            if isinstance(value, (list, tuple)):
+                return list(value)
+            raise ValueError
+        if origin is dict:
+            if isinstance(value, dict):
+                return dict(value)
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ValueError(f"config field {name!r} expects {getattr(origin, '__name__', origin)}, got {value!r}") from None
+    return value
+
+
+def make_config(base: dict[str, Any] | None = None, overrides: list[str] | None = None) -> Config:
+    """Defaults <- ``base`` mapping (a YAML file) <- ``key=value`` overrides (YAML-typed values)."""
+    import yaml
+
+    hints = get_type_hints(Config)
+    values: dict[str, Any] = {}
+    for source, items in (("config file", (base or {}).items()),
+                          ("command line", (_split_override(o) for o in overrides or []))):
+        for key, value in items:
+            if key not in hints:
+                close = [k for k in hints if k.startswith(key[:3])]
+                raise ValueError(f"{source}: unknown config field {key!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+            if source == "command line" and isinstance(value, str):
+                value = yaml.safe_load(value) if value != "" else ""
+            values[key] = _coerce(key, value, hints[key])
+    config = Config(**values)
+    _validate(config)
+    return config
+
+
+def _split_override(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ValueError(f"override {text!r}: expected key=value")
+    return key.strip(), value
+
+
+def _validate(c: Config) -> None:
+    from agents.sb3_agent import ALGORITHMS
+
+    if c.algo not in ALGORITHMS:
+        raise ValueError(f"algo must be one of {', '.join(ALGORITHMS)}, got {c.algo!r}")
+    if c.vec_env not in ("dummy", "subproc", "batched"):
+        raise ValueError(f"vec_env must be dummy, subproc or batched, got {c.vec_env!r}")
+    if c.obs_mode not in ("flat", "dict"):
+        raise ValueError(f"obs_mode must be flat or dict, got {c.obs_mode!r}")
+    if c.activation not in ("tanh", "relu"):
+        raise ValueError(f"activation must be tanh or relu, got {c.activation!r}")
+    if c.lr_schedule not in ("constant", "linear"):
+        raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
+    if c.total_timesteps < 1 or c.n_envs < 1:
+        raise ValueError("total_timesteps and n_envs must be positive")
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Config]:
+    docs = field_docs()
+    defaults = Config()
+    epilog = "config fields (override with key=value):\n" + "\n".join(
+        f"  {f.name} = {getattr(defaults, f.name)!r}\n      {docs.get(f.name, '')}" for f in dataclasses.fields(Config)
+    )
+    parser = argparse.ArgumentParser(
+        description="Train an agent on a dice game and benchmark it against the exact solver.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--config", type=Path, help=f"YAML config (default: {DEFAULT_CONFIG.relative_to(Path.cwd()) if DEFAULT_CONFIG.is_relative_to(Path.cwd()) else DEFAULT_CONFIG})")
+    parser.add_argument("--run-dir", type=Path, help="run folder (default: RUNS_DIR/RULES__ALGO__sSEED__TIME)")
+    parser.add_argument("--resume", nargs="?", const="latest", metavar="CHECKPOINT",
+                        help="continue from a checkpoint zip, or (no value) the run folder's latest checkpoint")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. total_timesteps=200000")
+    args = parser.parse_args(argv)
+    if args.resume and "=" in args.resume and not args.resume.endswith(".zip"):
+        args.overrides.insert(0, args.resume)  # "--resume key=value": a bare --resume then an override
+        args.resume = "latest"
+
+    import yaml
+
+    config_path = args.config
+    if config_path is None and args.resume and args.run_dir and (args.run_dir / "config.yaml").is_file():
+        config_path = args.run_dir / "config.yaml"  # resuming: the run's own config
+    config_path = config_path or DEFAULT_CONFIG
+    if not config_path.is_file():
+        raise SystemExit(f"train.py: error: no such config file: {config_path}")
+    base = yaml.safe_load(config_path.read_text()) or {}
+    if not isinstance(base, dict):
+        raise SystemExit(f"train.py: error: {config_path}: expected a mapping of config fields")
+    try:
+        config = make_config(base, args.overrides)
+    except ValueError as error:
+        raise SystemExit(f"train.py: error: {config_path}: {error}")
+    args.config = config_path
+    return args, config
+
+
+# ----------------------------------------------------------------------------- envs
+def make_env(config: Config, rules, rank: int, *, training: bool):
+    """A thunk building env ``rank``: the game, the illegal-action fallback for unmasked
+    algorithms, SB3's Monitor (raw scores), and (training only) the reward scale."""
+    from stable_baselines3.common.monitor import Monitor
+
+    from agents.sb3_agent import ALGORITHMS
+    from agents.wrappers import LegalActionWrapper, ScaleReward
+    from dice_poker_env.envs.single import DicePokerEnv
+
+    masked = ALGORITHMS[config.algo][2]
+
+    def thunk():
+        env = DicePokerEnv(rules, obs_mode=config.obs_mode)
+        if not masked:
+            env = LegalActionWrapper(env, penalty=config.illegal_penalty if training else 0.0)
+        env = Monitor(env)
+        if training and config.reward_scale != 1.0:
+            env = ScaleReward(env, config.reward_scale)
+        env.action_space.seed(config.seed + rank)
+        return env
+
+    return thunk
+
+
+def make_vec_env(config: Config, rules, n_envs: int, seed: int, *, training: bool):
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    if config.vec_env == "batched":
+        return _batched_vec_env(config, rules, n_envs, seed, training=training)
+    thunks = [make_env(config, rules, rank, training=training) for rank in range(n_envs)]
+    if config.vec_env == "subproc" and n_envs > 1:
+        vec = SubprocVecEnv(thunks, start_method="spawn")
+    else:
+        vec = DummyVecEnv(thunks)
+    vec.seed(seed)
+    return vec
+
+
+def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training: bool):
+    """The project's NumPy batched env behind SB3's VecEnv API (imported only here)."""
+    from agents.sb3_agent import ALGORITHMS
+
+    try:
+        from dice_poker_env.integrations import sb3 as integration
+    except ImportError as error:
+        raise SystemExit(f"train.py: vec_env='batched' needs dice_poker_env.integrations.sb3 ({error})")
+    if not ALGORITHMS[config.algo][2] and training:
+        raise SystemExit("train.py: vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
+    factory = getattr(integration, "make_vec_env", None) or getattr(integration, "DicePokerSB3VecEnv", None)
+    if factory is None:
+        raise SystemExit("train.py: dice_poker_env.integrations.sb3 has no make_vec_env / DicePokerSB3VecEnv")
+    vec = factory(rules, n_envs, obs_mode=config.obs_mode, seed=seed)
+    if training and config.reward_scale != 1.0:
+        from stable_baselines3.common.vec_env import VecNormalize  # noqa: F401  (documented alternative)
+        from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
+
+        class _Scale(VecEnvWrapper):
+            def reset(self):
+                return self.venv.reset()
+
+            def step_wait(self):
+                obs, rew, done, info = self.venv.step_wait()
+                return obs, rew * config.reward_scale, done, info
+
+        vec = _Scale(vec)
+    return vec
+
+
+# ----------------------------------------------------------------------------- model
+def build_model(config: Config, env, run_dir: Path):
+    import torch
+
+    from agents.sb3_agent import algorithm_class
+
+    cls = algorithm_class(config.algo)
+    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.activation]
+    policy = "MultiInputPolicy" if config.obs_mode == "dict" else "MlpPolicy"
+    lr: Any = config.learning_rate
+    if config.lr_schedule == "linear":
+        lr = lambda progress: config.learning_rate * progress  # noqa: E731 - SB3 passes remaining progress 1 -> 0
+    common = dict(learning_rate=lr, gamma=config.gamma, seed=config.seed, device=config.device,
+                  verbose=config.verbose, tensorboard_log=str(run_dir / "tb"))
+    if config.algo == "dqn":
+        kwargs = dict(buffer_size=config.buffer_size, learning_starts=config.learning_starts,
+                      batch_size=config.batch_size, train_freq=config.train_freq,
+                      target_update_interval=max(config.target_update_interval // max(config.n_envs, 1), 1),
+                      exploration_fraction=config.exploration_fraction,
+                      exploration_final_eps=config.exploration_final_eps, max_grad_norm=config.max_grad_norm,
+                      policy_kwargs=dict(net_arch=list(config.net_arch), activation_fn=activation))
+    else:
+        kwargs = dict(n_steps=config.n_steps, gae_lambda=config.gae_lambda, ent_coef=config.ent_coef,
+                      vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm,
+                      policy_kwargs=dict(net_arch=dict(pi=list(config.net_arch), vf=list(config.net_arch)),
+                                         activation_fn=activation))
+        if config.algo in ("maskable_ppo", "ppo"):
+            kwargs.update(batch_size=config.batch_size, n_epochs=config.n_epochs, clip_range=config.clip_range)
+    kwargs.update(config.algo_kwargs)
+    return cls(policy, env, **common, **kwargs)
+
+
+# ----------------------------------------------------------------------------- callbacks
+def make_callbacks(config: Config, rules, run_dir: Path, optimal: float | None, metadata: dict):
+    """Periodic evaluation (mean score, percent of optimal -> TensorBoard, console,
+    evaluations.csv, best_model.zip) and checkpoints (with the ruleset metadata)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from agents.sb3_agent import ALGORITHMS, save_model
+
+    masked = ALGORITHMS[config.algo][2]
+
+    class ScoreEval(BaseCallback):
+        """Like sb3-contrib's MaskableEvalCallback, reporting game scores and % of optimal."""
+
+        def __init__(self):
+            super().__init__()
+            self.next_eval = config.eval_freq
+            self.eval_env = None
+            self.best = -float("inf")
+            self.csv = run_dir / "evaluations.csv"
+
+        def _on_training_start(self) -> None:
+            self.next_eval = (self.num_timesteps // config.eval_freq + 1) * config.eval_freq
+            if not self.csv.exists():
+                with self.csv.open("w", newline="") as handle:
+                    csv.writer(handle).writerow(["timesteps", "mean_score", "std_score", "percent_of_optimal", "seconds"])
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= self.next_eval:
+                self.next_eval += config.eval_freq
+                self.evaluate()
+            return True
+
+        def evaluate(self) -> float:
+            if self.eval_env is None:
+                self.eval_env = make_vec_env(config.__class__(**{**asdict(config), "vec_env": "dummy"}), rules, 1,
+                                             config.seed + 1_000_003, training=False)
+            self.eval_env.seed(config.seed + 1_000_003)  # the same games at every evaluation
+            if masked:
+                from sb3_contrib.common.maskable.evaluation import evaluate_policy
+                rewards, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=config.eval_episodes,
+                                             deterministic=True, return_episode_rewards=True, use_masking=True)
+            else:
+                from stable_baselines3.common.evaluation import evaluate_policy
+                rewards, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=config.eval_episodes,
+                                             deterministic=True, return_episode_rewards=True)
+            import numpy as np
+
+            mean, std = float(np.mean(rewards)), float(np.std(rewards))
+            percent = 100.0 * mean / optimal if optimal else None
+            self.logger.record("eval/mean_score", mean)
+            self.logger.record("eval/std_score", std)
+            if percent is not None:
+                self.logger.record("eval/percent_of_optimal", percent)
+            self.logger.dump(self.num_timesteps)
+            with self.csv.open("a", newline="") as handle:
+                csv.writer(handle).writerow([self.num_timesteps, f"{mean:.4f}", f"{std:.4f}",
+                                             "" if percent is None else f"{percent:.4f}",
+                                             f"{time.perf_counter() - START:.1f}"])
+            text = f"[eval] {self.num_timesteps:>9,} steps: mean score {mean:7.2f} ± {std:5.2f}"
+            if percent is not None:
+                text += f"  ({percent:5.1f}% of optimal {optimal:.2f})"
+            print(text, flush=True)
+            if mean > self.best:
+                self.best = mean
+                save_model(self.model, run_dir / "best_model.zip", {**metadata, "timesteps": self.num_timesteps})
+            return mean
+
+    class Checkpoint(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.next_save = config.checkpoint_freq
+
+        def _on_training_start(self) -> None:
+            self.next_save = (self.num_timesteps // config.checkpoint_freq + 1) * config.checkpoint_freq
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= self.next_save:
+                self.next_save += config.checkpoint_freq
+                path = run_dir / "checkpoints" / f"model_{self.num_timesteps}_steps.zip"
+                save_model(self.model, path, {**metadata, "timesteps": self.num_timesteps})
+                if config.save_replay_buffer and hasattr(self.model, "save_replay_buffer"):
+                    self.model.save_replay_buffer(path.with_suffix(".replay.pkl"))
+            return True
+
+    callbacks = []
+    evaluator = ScoreEval() if config.eval_freq > 0 else None
+    if evaluator is not None:
+        callbacks.append(evaluator)
+    if config.checkpoint_freq > 0:
+        callbacks.append(Checkpoint())
+    return callbacks, evaluator
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    found = sorted((run_dir / "checkpoints").glob("model_*_steps.zip"),
+                   key=lambda p: int(re.search(r"model_(\d+)_steps", p.name).group(1)))
+    return found[-1] if found else None
+
+
+# ----------------------------------------------------------------------------- main
+START = time.perf_counter()
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args, config = parse_args(argv)
+
+    import numpy as np
+    import torch
+    import yaml
+    from stable_baselines3.common.utils import set_random_seed
+
+    from agents.benchmark import benchmark, load_solution, render_table
+    from agents.sb3_agent import algorithm_class, check_ruleset, model_metadata, read_metadata, save_model
+    from dice_poker_env.rules import load_rules
+
+    # 1. run folder, seeds, ruleset, the solver's optimum (the yardstick)
+    rules = load_rules(config.rules, **config.rules_options)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = args.run_dir or Path(config.runs_dir) / f"{rules.name}__{config.algo}__s{config.seed}__{stamp}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(asdict(config), sort_keys=False))
+    set_random_seed(config.seed)
+    torch.set_num_threads(config.torch_threads)
+    solution = load_solution(rules)
+    optimal = float(solution.expected_score) if solution is not None else None
+    print(f"run folder: {run_dir}\n{rules.describe()}")
+    print(f"optimal expected score: {optimal:.4f}" if optimal is not None else "exact solver not available: no % of optimal")
+
+    # 2. envs and model (fresh, or resumed from a checkpoint)
+    env = make_vec_env(config, rules, config.n_envs, config.seed, training=True)
+    metadata = model_metadata(rules, config.obs_mode, config.algo, seed=config.seed)
+    resume_from = None
+    if args.resume:
+        resume_from = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)
+        if resume_from is None:
+            raise SystemExit(f"train.py: error: --resume: no checkpoint in {run_dir / 'checkpoints'}")
+        check_ruleset(read_metadata(resume_from), rules, source=f"checkpoint {resume_from}")
+        model = algorithm_class(config.algo).load(resume_from, env=env, device=config.device,
+                                                  tensorboard_log=str(run_dir / "tb"))
+        replay = resume_from.with_suffix(".replay.pkl")
+        if replay.is_file() and hasattr(model, "load_replay_buffer"):
+            model.load_replay_buffer(replay)
+        print(f"resumed from {resume_from} at {model.num_timesteps:,} timesteps")
+    else:
+        model = build_model(config, env, run_dir)
+    callbacks, evaluator = make_callbacks(config, rules, run_dir, optimal, metadata)
+
+    # 3. train
+    remaining = max(config.total_timesteps - model.num_timesteps, 0)
+    started = time.perf_counter()
+    if remaining:
+        model.learn(remaining, callback=callbacks, progress_bar=config.progress_bar,
+                    reset_num_timesteps=resume_from is None, tb_log_name="run")
+    train_seconds = time.perf_counter() - started
+    final_path = save_model(model, run_dir / "final_model.zip", {**metadata, "timesteps": model.num_timesteps})
+    print(f"trained {model.num_timesteps:,} timesteps in {train_seconds:.0f} s -> {final_path}")
+    if evaluator is not None and (not evaluator.csv.exists() or str(model.num_timesteps) not in evaluator.csv.read_text()):
+        evaluator.evaluate()  # the end point of the learning curve
+    env.close()
+
+    # 4. benchmark the trained agent against the solver, greedy and random
+    results: dict[str, Any] = {"algorithm": config.algo, "rules": rules.name, "rules_options": dict(rules.options),
+                               "timesteps": int(model.num_timesteps), "train_seconds": round(train_seconds, 1),
+                               "optimal_expected_score": optimal}
+    if config.bench_games > 0:
+        agents = [a for a in config.bench_agents if not (a == "optimal" and solution is None)]
+        bench = benchmark(rules, [*agents, ("model", f"model:{final_path}")], games=config.bench_games,
+                          seed=config.seed + 2_000_003, workers=config.bench_workers, solution=solution)
+        results.update(bench.data["agents"]["model"])
+        results["agents"] = bench.data["agents"]
+        results["bench_games"] = config.bench_games
+        render_table({**bench.data})
+    results["config"] = asdict(config)
+    (run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+
+    # 5. plots (matplotlib is part of the train extra; skip quietly without it)
+    try:
+        from agents.plots import plot_learning_curve, plot_score_distributions
+
+        if (run_dir / "evaluations.csv").is_file():
+            plot_learning_curve(run_dir / "evaluations.csv", run_dir / "learning_curve.png", optimal,
+                                title=f"{config.algo} on {rules.name}")
+        if config.bench_games > 0:
+            plot_score_distributions(bench, run_dir / "score_distribution.png")
+    except ModuleNotFoundError as error:
+        print(f"no plots ({error.name} is not installed)")
+    print(f"results: {run_dir / 'results.json'}")
+    del np
+    return results
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit(130)
