@@ -306,33 +306,34 @@ def make_vec_env(config: Config, rules, n_envs: int, seed: int, *, training: boo
 
 
 def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training: bool):
-    """The project's NumPy batched env behind SB3's VecEnv API (imported only here)."""
+    """The project's NumPy batched env behind SB3's VecEnv API (imported only here).
+
+    All games live in one process, stepped together; masked algorithms only (the
+    illegal-action fallback wrapper is per game).
+    """
+    from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
+
     from agents.sb3_agent import ALGORITHMS
 
     try:
-        from dice_poker_env.integrations import sb3 as integration
+        from dice_poker_env.integrations.sb3 import make_sb3_vec_env
     except ImportError as error:
         raise SystemExit(f"train.py: vec_env='batched' needs dice_poker_env.integrations.sb3 ({error})")
-    if not ALGORITHMS[config.algo][2] and training:
+    if not ALGORITHMS[config.algo][2]:
         raise SystemExit("train.py: vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
-    factory = getattr(integration, "make_vec_env", None) or getattr(integration, "DicePokerSB3VecEnv", None)
-    if factory is None:
-        raise SystemExit("train.py: dice_poker_env.integrations.sb3 has no make_vec_env / DicePokerSB3VecEnv")
-    vec = factory(rules, n_envs, obs_mode=config.obs_mode, seed=seed)
-    if training and config.reward_scale != 1.0:
-        from stable_baselines3.common.vec_env import VecNormalize  # noqa: F401  (documented alternative)
-        from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
+    vec = VecMonitor(make_sb3_vec_env("DicePoker/Custom-v0", n_envs, seed=seed, rules=rules, obs_mode=config.obs_mode))
+    if not training or config.reward_scale == 1.0:
+        return vec
 
-        class _Scale(VecEnvWrapper):
-            def reset(self):
-                return self.venv.reset()
+    class ScaleVecReward(VecEnvWrapper):
+        def reset(self):
+            return self.venv.reset()
 
-            def step_wait(self):
-                obs, rew, done, info = self.venv.step_wait()
-                return obs, rew * config.reward_scale, done, info
+        def step_wait(self):
+            obs, reward, done, info = self.venv.step_wait()
+            return obs, reward * config.reward_scale, done, info
 
-        vec = _Scale(vec)
-    return vec
+    return ScaleVecReward(vec)
 
 
 # ----------------------------------------------------------------------------- model
