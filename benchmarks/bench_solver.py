@@ -1,0 +1,167 @@
+"""Solver speed side by side with the ``yatzy-solver`` package, and optimal-agent play speed.
+
+Each solve is timed as a whole process from an empty cache (interpreter start,
+imports, solve, output), ours and theirs alternately in the same run:
+
+* ``dice-poker solve yahtzee --option joker=free --json``  vs  yatzy-solver ``american``
+  (Verhoeff's free-joker convention, optimum 254.5896);
+* ``dice-poker solve yatzy --json``  vs  yatzy-solver ``yatzy-scandinavian`` (248.4400).
+
+``yatzy-solver`` ships no command-line program, so its process is
+``python -c "Solver.build(Variant(name))"`` plus printing the start value; it is
+skipped (reported as missing) when the package is not installed
+(``pip install yatzy-solver`` or the ``bench`` extra).
+
+Then the optimal agent's play speed on ``yahtzee``: games per second batched
+(:func:`agents.optimal.play_games`) and one game at a time through the env.
+
+Usage::
+
+    python benchmarks/bench_solver.py [--repeat 3] [--games 20000] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+PAIRS = [
+    ("yahtzee joker=free", ["yahtzee", "--option", "joker=free"], "american", 254.589609),
+    ("yatzy", ["yatzy"], "yatzy-scandinavian", 248.4399894),
+]
+TARGET_RATIO = 0.35
+
+_THEIRS = (
+    "import yatzy_solver as ys, json, sys; "
+    "s = ys.Solver.build(ys.Variant(sys.argv[1])); "
+    "print(json.dumps({'expected_score': s.state_value('upper 0 | filled -')}))"
+)
+
+
+def _run(command: list[str], env: dict[str, str]) -> tuple[float, dict, int]:
+    """Wall seconds, parsed JSON stdout and peak RSS (KiB) of one process."""
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return seconds, json.loads(done.stdout.strip().splitlines()[-1]), peak
+
+
+def _ours_command() -> list[str]:
+    """The installed ``dice-poker`` program (else ``python -m dice_poker_env``)."""
+    found = shutil.which("dice-poker")
+    return [found] if found else [sys.executable, "-m", "dice_poker_env"]
+
+
+def have_theirs() -> bool:
+    try:
+        import yatzy_solver  # noqa: F401
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
+def bench_solve(repeat: int) -> list[dict]:
+    rows = []
+    theirs_available = have_theirs()
+    for label, ours_args, variant, published in PAIRS:
+        ours_times, theirs_times = [], []
+        ours_out = theirs_out = None
+        for _ in range(repeat):
+            cache = tempfile.mkdtemp(prefix="dice-poker-bench-")
+            env = {**os.environ, "DICE_POKER_CACHE": cache}
+            try:
+                seconds, ours_out, _ = _run([*_ours_command(), "solve", *ours_args, "--json", "--no-progress"], env)
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
+            ours_times.append(seconds)
+            if theirs_available:
+                seconds, theirs_out, _ = _run([sys.executable, "-c", _THEIRS, variant], dict(os.environ))
+                theirs_times.append(seconds)
+        row = {
+            "ruleset": label,
+            "published": published,
+            "ours_seconds": min(ours_times),
+            "ours_expected_score": ours_out["expected_score"],
+            "ours_std": ours_out["score_std"],
+            "ours_states": ours_out["states"],
+            "ours_solver_seconds": ours_out["seconds"],
+            "theirs_variant": variant,
+            "theirs_seconds": min(theirs_times) if theirs_times else None,
+            "theirs_expected_score": theirs_out["expected_score"] if theirs_out else None,
+        }
+        row["ratio"] = row["ours_seconds"] / row["theirs_seconds"] if row["theirs_seconds"] else None
+        rows.append(row)
+    return rows
+
+
+def bench_play(games: int) -> dict:
+    """Optimal agent on yahtzee: batched games/s (cold and warm turn cache) and env games/s."""
+    from agents.optimal import OptimalAgent, play_games
+    from dice_poker_env.envs.single import DicePokerEnv
+
+    agent = OptimalAgent("yahtzee", progress=False)
+    start = time.perf_counter()
+    scores = play_games(agent, games, seed=1)
+    cold = games / (time.perf_counter() - start)
+    start = time.perf_counter()
+    play_games(agent, games, seed=2)
+    warm = games / (time.perf_counter() - start)
+    env = DicePokerEnv(agent.rules)
+    n_env = max(50, games // 100)
+    start = time.perf_counter()
+    for seed in range(n_env):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            obs, _, done, _, info = env.step(agent.act(obs, info["action_mask"]))
+    single = n_env / (time.perf_counter() - start)
+    return {
+        "games": games,
+        "mean_score": float(scores.mean()),
+        "batched_games_per_s_cold": cold,
+        "batched_games_per_s_warm": warm,
+        "env_games_per_s": single,
+        "env_games": n_env,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=1, help="runs per solver (the fastest counts)")
+    parser.add_argument("--games", type=int, default=20000, help="games for the play benchmark (0: skip)")
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    args = parser.parse_args(argv)
+    results = {"solve": bench_solve(args.repeat), "target_ratio": TARGET_RATIO}
+    if args.games:
+        results["play"] = bench_play(args.games)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print(f"{'ruleset':<20} {'ours s':>8} {'theirs s':>9} {'ratio':>6}  {'ours optimum':>13} {'theirs optimum':>14} {'states':>9}")
+    for row in results["solve"]:
+        theirs = f"{row['theirs_seconds']:9.2f}" if row["theirs_seconds"] else "  missing"
+        ratio = f"{row['ratio']:6.2f}" if row["ratio"] else "     -"
+        theirs_opt = f"{row['theirs_expected_score']:14.6f}" if row["theirs_expected_score"] else " " * 14
+        print(f"{row['ruleset']:<20} {row['ours_seconds']:8.2f} {theirs} {ratio}  {row['ours_expected_score']:13.6f} {theirs_opt} {row['ours_states']:9d}")
+    print(f"target: ratio <= {TARGET_RATIO}")
+    if "play" in results:
+        play = results["play"]
+        print(
+            f"optimal agent, yahtzee: {play['batched_games_per_s_cold']:.0f} games/s batched (cold turn cache), "
+            f"{play['batched_games_per_s_warm']:.0f} warm; {play['env_games_per_s']:.0f} games/s one at a time in the env"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
