@@ -22,7 +22,13 @@ cost is included in the headline rate and also reported apart ("env only").
 Then memory: RSS of the process over 10 million batched steps (N = 4096),
 sampled every million.
 
-    python benchmarks/bench_vector.py [--seconds 1.0] [--rounds 3] [--memory-steps 10000000] [--json]
+Optionally (``--optimal 100000``) the solver's optimal agent playing that many
+Yahtzee games on the batched env (``SAME_STEP`` autoreset, batched Q lookups),
+and (``--engine-proposal``) N = 4096 again with a sort-free ``engine.game.reroll``
+swapped in for the run, to measure what that engine change would give.
+
+    python benchmarks/bench_vector.py [--seconds 1.0] [--rounds 3] [--memory-steps 10000000]
+        [--engine-proposal] [--optimal 100000] [--json]
 """
 
 from __future__ import annotations
@@ -261,6 +267,52 @@ def memory(total_steps: int, num_envs: int = 4096) -> dict[str, object]:
     }
 
 
+def optimal(n_games: int, num_envs: int = 20_000) -> dict[str, object]:
+    """Games per second of the solver's optimal agent on the batched env (``SAME_STEP``, batched Q lookups)."""
+    import gymnasium as gym
+
+    import dice_poker_env  # noqa: F401
+    from agents.optimal import OptimalAgent
+
+    start = time.perf_counter()
+    agent = OptimalAgent("yahtzee", progress=False)
+    solve_seconds = time.perf_counter() - start
+    env = gym.make_vec(
+        ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point", autoreset_mode="SameStep"
+    ).unwrapped
+    obs, info = env.reset(seed=2)
+    # each game slot plays the same number of whole games: counting the first n games to end
+    # would favour games that took fewer rolls
+    per_slot = -(-n_games // num_envs)
+    returns = np.zeros(num_envs)
+    played = np.zeros(num_envs, dtype=np.int64)
+    finals: list[np.ndarray] = []
+    steps = 0
+    start = time.perf_counter()
+    while (played < per_slot).any():
+        obs, reward, terminated, _, info = env.step(agent.act_batch(obs, info["action_mask"]))
+        steps += 1
+        returns += reward
+        if terminated.any():
+            counted = terminated & (played < per_slot)
+            finals.append(returns[counted].copy())
+            returns[terminated] = 0
+            played += terminated
+    elapsed = time.perf_counter() - start
+    scores = np.concatenate(finals)
+    games = len(scores)
+    return {
+        "num_envs": num_envs,
+        "games": games,
+        "seconds": elapsed,
+        "games_per_second": games / elapsed,
+        "batched_steps": steps,
+        "mean_score": float(scores.mean()),
+        "standard_error": float(scores.std() / np.sqrt(len(scores))),
+        "solution_load_seconds": solve_seconds,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=1.0, help="seconds per contender and round")
@@ -271,6 +323,7 @@ def main() -> None:
     parser.add_argument(
         "--engine-proposal", action="store_true", help="also time N=4096 with the sort-free reroll proposed for the engine"
     )
+    parser.add_argument("--optimal", type=int, default=0, help="also play this many games with the optimal agent")
     args = parser.parse_args()
 
     if not args.no_pin and hasattr(os, "sched_setaffinity"):
@@ -312,6 +365,11 @@ def main() -> None:
         result["ratio_vs_gym_yahtzee"] = {n: r / per_second["gym-yahtzee"] for n, r in per_second.items()}
     if args.memory_steps:
         result["memory"] = memory(args.memory_steps)
+    if args.optimal:
+        try:
+            result["optimal_agent"] = optimal(args.optimal)
+        except ImportError as error:
+            notes.append(f"optimal agent unavailable: {error!r}")
     if args.json:
         print(json.dumps(result))
         return
@@ -335,6 +393,12 @@ def main() -> None:
         print(
             f"memory over {mem['env_steps']:,} steps (N={mem['num_envs']}, {mem['seconds']:.1f}s): "
             f"RSS MiB per million steps {mem['rss_mib_every_million']}, growth {mem['rss_growth_mib']} MiB"
+        )
+    if "optimal_agent" in result:
+        opt = result["optimal_agent"]
+        print(
+            f"optimal agent, batched (N={opt['num_envs']}): {opt['games']:,} games in {opt['seconds']:.1f}s = "
+            f"{opt['games_per_second']:,.0f} games/s, mean score {opt['mean_score']:.2f} +- {opt['standard_error']:.2f}"
         )
 
 

@@ -172,12 +172,23 @@ def test_flat_observations_match_single_env(rules):
 
 @pytest.mark.parametrize(("rules", "options"), VARIANTS, ids=VARIANT_IDS)
 def test_masks_are_the_engines(rules, options):
+    """The mask lookup table agrees with game.action_mask, which rulesets with many boxes use directly."""
     env = DicePokerVectorEnv(64, rules, **options)
+    plain = DicePokerVectorEnv(64, rules, **options)
+    plain._mask_rows = plain._mask_flat = None  # the path of rulesets too large for the table
     env.reset(seed=5)
+    plain.reset(seed=5)
     rng = np.random.default_rng(5)
     for _ in range(60):
         np.testing.assert_array_equal(env.action_masks(), game.action_mask(env.tables, env.state))
-        env.step(masked_random(rng, env.action_masks()))
+        np.testing.assert_array_equal(env.action_masks(), plain.action_masks())
+        actions = masked_random(rng, env.action_masks())
+        actions[::7] = 31  # some illegal actions too
+        a, b = env.step(actions), plain.step(actions)
+        assert_same(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+        np.testing.assert_array_equal(a[2], b[2])
+        np.testing.assert_array_equal(a[4]["action_mask"], b[4]["action_mask"])
 
 
 # ------------------------------------------------------------- random play
