@@ -410,6 +410,19 @@ def test_gymnasium_vector_wrappers_and_data_not_reused():
     assert isinstance(infos, list) and infos[0]["action_mask"].shape == (32 + 12,)
 
 
+def test_returned_observations_are_never_changed_later():
+    env = DicePokerVectorEnv(8, "yahtzee")
+    first, _ = env.reset(seed=0)
+    saved = {k: v.copy() for k, v in first.items()}
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        obs, *_ = env.step(masked_random(rng, env.action_masks()))
+    kept = {k: v.copy() for k, v in obs.items()}
+    env.reset(seed=1, options={"positions": [{"scorecard": {"aces": 3}}] * 8})
+    assert_same(first, saved)
+    assert_same(obs, kept)
+
+
 def test_pickle_round_trip_and_render():
     env = DicePokerVectorEnv(2, "school_poker", render_mode="ansi")
     env.reset(seed=0)

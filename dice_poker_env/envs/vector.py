@@ -243,7 +243,8 @@ class DicePokerVectorEnv(VectorEnv):
         rows = np.flatnonzero(reset_mask)
         if self.state is None:
             self.state = game.new_games(self.tables, np.zeros(self.num_envs, dtype=np.int64))
-            self.state = self.state._replace(rolls_left=np.zeros(self.num_envs, dtype=np.int64))
+        else:  # new arrays: observations already returned may share memory with the old ones
+            self.state = game.GameState(*(np.array(field, copy=True) for field in self.state))
         self._reset_rows(self.state, rows, self._first_rolls(rows, *self._draw(len(rows))), options, positions)
         self._score[rows] = self._total(self.state, rows)
         self._ended[rows] = False
