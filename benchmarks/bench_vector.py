@@ -5,7 +5,8 @@ machine load affects every contender alike; the report is each one's median):
 
 * ``DicePokerVectorEnv`` (``gymnasium.make_vec(..., vectorization_mode=
   "vector_entry_point")``, unwrapped) at N = 1, 64, 1024, 4096, 16384 games;
-* the single env (``DicePokerEnv``, unwrapped);
+* the single env (``DicePokerEnv``), unwrapped (the ratios' base) and through
+  ``gymnasium.make`` (with its default wrappers);
 * Gymnasium's ``SyncVectorEnv`` over 64 single envs;
 * the ``gym-yahtzee`` package (its ``YahtzeeSingleEnv`` driven directly, legal
   actions from ``env.pyhtzee.get_possible_actions()``; its ``gym.make`` path
@@ -147,12 +148,13 @@ def batched(num_envs: int, engine_proposal: bool = False):
     return run
 
 
-def single():
+def single(wrapped: bool = False):
     import gymnasium as gym
 
     import dice_poker_env  # noqa: F401
 
-    env = gym.make(ENV_ID).unwrapped
+    env = gym.make(ENV_ID)
+    env = env if wrapped else env.unwrapped
     rng = random.Random(0)
     state = {"info": env.reset(seed=0)[1]}
 
@@ -333,6 +335,7 @@ def main() -> None:
     if args.engine_proposal:
         runners["batched N=4096, proposed reroll"] = batched(4096, engine_proposal=True)
     runners["single env"] = single()
+    runners["single env (gym.make)"] = single(wrapped=True)
     runners[f"SyncVectorEnv x{SYNC_ENVS} single"] = sync_vector()
     notes = []
     try:
