@@ -325,6 +325,19 @@ def test_illegal_action_terminates_only_that_game():
         np.testing.assert_array_equal(obs[key][0], twin_obs[key][0])
 
 
+def test_illegal_action_same_step_reports_it_in_final_info():
+    env = DicePokerVectorEnv(3, "yacht", autoreset_mode="SameStep", illegal_penalty=-1.0)
+    obs0, info0 = env.reset(seed=2)
+    obs, reward, terminated, _, info = env.step(np.array([0, 31, 0]))
+    np.testing.assert_array_equal(terminated, [False, True, False])
+    assert reward[1] == -1.0
+    final = info["final_info"]
+    np.testing.assert_array_equal(final["_illegal_action"], [False, True, False])
+    np.testing.assert_array_equal(final["action_mask"][1], info0["action_mask"][1])  # as before the action
+    assert_same(info["final_obs"][1], {k: v[1] for k, v in obs0.items()})
+    assert obs["turn"][1] == 0 and obs["rolls_left"][1] == 2  # a new game already
+
+
 def test_illegal_action_raise_names_game_and_changes_nothing():
     env = DicePokerVectorEnv(2, "yacht", illegal_action="raise")
     env.reset(seed=0)

@@ -322,9 +322,11 @@ class DicePokerVectorEnv(VectorEnv):
             ended_obs = observe(tables, game.GameState(*(f[done_rows] for f in new)), self.obs_mode)
             for j, i in enumerate(done_rows):
                 final_obs[i] = ended_obs[j] if self.obs_mode == "flat" else {k: v[j] for k, v in ended_obs.items()}
-            final_info = self._info(
-                new, self._action_mask(new)[0], terminated, done_rows, illegal, actions, present=terminated
-            )
+            # an ended game has no legal action; a game ended by an illegal action keeps its mask
+            final_mask = np.zeros((self.num_envs, n_actions), dtype=np.int8)
+            if illegal is not None:
+                final_mask[illegal] = self.action_masks()[illegal]
+            final_info = self._info(new, final_mask, terminated, done_rows, illegal, actions, present=terminated)
             info["final_obs"], info["_final_obs"] = final_obs, terminated.copy()
             info["final_info"], info["_final_info"] = final_info, terminated.copy()
             self._reset_rows(new, done_rows, self._first_rolls(done_rows, *_take_rows(done_rows, faces, draw)))
