@@ -4,7 +4,8 @@ Measured in one process, pinned to one CPU core, in interleaved rounds (so that
 machine load affects every contender alike; the report is each one's median):
 
 * ``DicePokerVectorEnv`` (``gymnasium.make_vec(..., vectorization_mode=
-  "vector_entry_point")``, unwrapped) at N = 1, 64, 1024, 4096, 16384 games;
+  "vector_entry_point")``, unwrapped) at N = 1, 64, 1024, 4096, 16384 games
+  (dict observations, the default), and at N = 4096 with ``obs_mode="flat"``;
 * the single env (``DicePokerEnv``), unwrapped (the ratios' base) and through
   ``gymnasium.make`` (with its default wrappers);
 * Gymnasium's ``SyncVectorEnv`` over 64 single envs;
@@ -105,13 +106,13 @@ def proposed_reroll():
     return reroll
 
 
-def batched(num_envs: int, engine_proposal: bool = False):
+def batched(num_envs: int, engine_proposal: bool = False, obs_mode: str = "dict"):
     import gymnasium as gym
 
     import dice_poker_env  # noqa: F401 - registers the ids
     from dice_poker_env.engine import game
 
-    env = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point").unwrapped
+    env = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point", obs_mode=obs_mode).unwrapped
     sample = MaskedSampler(env.tables.n_boxes)
     state = {"info": env.reset(seed=0)[1]}
     env_time = [0.0]
@@ -332,6 +333,7 @@ def main() -> None:
         os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
 
     runners = {f"batched N={n}": batched(n) for n in BATCH_SIZES}
+    runners["batched N=4096, flat obs"] = batched(4096, obs_mode="flat")
     if args.engine_proposal:
         runners["batched N=4096, proposed reroll"] = batched(4096, engine_proposal=True)
     runners["single env"] = single()
