@@ -391,8 +391,10 @@ def test_reset_options_positions():
     assert_same({k: v[1] for k, v in obs.items()}, single_obs)
     with pytest.raises(PositionError, match="unknown key"):
         env.reset(options={"dices": [1, 2, 3, 4, 5]})
+    before = env.state
     with pytest.raises(PositionError):
         env.reset(options={"positions": [None, None, {"scorecard": {"nope": 1}}]})
+    assert env.state is before  # a rejected reset changes nothing
     with pytest.raises(PositionError, match="one entry per game"):
         env.reset(options={"positions": [None]})
 
@@ -421,6 +423,18 @@ def test_gymnasium_vector_wrappers_and_data_not_reused():
     listed = DictInfoToList(gym.make_vec("DicePoker/Yacht-v0", num_envs=2, vectorization_mode="vector_entry_point"))
     _, infos = listed.reset(seed=0)
     assert isinstance(infos, list) and infos[0]["action_mask"].shape == (32 + 12,)
+
+
+def test_scripted_positions_consume_dice_like_the_single_env():
+    scripts = face_scripts(3, 2, length=40)
+    env = DicePokerVectorEnv(2, "yatzy", dice_source=[ScriptedDice(s) for s in scripts])
+    singles = [DicePokerEnv("yatzy", dice_source=ScriptedDice(s)) for s in scripts]
+    positions = [{"dice": [6, 6, 6, 6, 6]}, {"scorecard": {"ones": 2}}]
+    obs, _ = env.reset(options={"positions": positions})
+    for i, single in enumerate(singles):
+        single_obs, _ = single.reset(options=positions[i])
+        assert_same({k: v[i] for k, v in obs.items()}, single_obs)
+    assert [s.remaining for s in env.dice_source] == [e.dice_source.remaining for e in singles] == [40, 35]
 
 
 def test_returned_observations_are_never_changed_later():

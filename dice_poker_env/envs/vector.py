@@ -242,11 +242,20 @@ class DicePokerVectorEnv(VectorEnv):
                 raise PositionError("reset options: give either 'positions' or the position keys, not both")
         rows = np.flatnonzero(reset_mask)
         if self.state is None:
-            self.state = game.new_games(self.tables, np.zeros(self.num_envs, dtype=np.int64))
+            state = game.new_games(self.tables, np.zeros(self.num_envs, dtype=np.int64))
         else:  # new arrays: observations already returned may share memory with the old ones
-            self.state = game.GameState(*(np.array(field, copy=True) for field in self.state))
-        self._reset_rows(self.state, rows, self._first_rolls(rows, *self._draw(len(rows))), options, positions)
-        self._score[rows] = self._total(self.state, rows)
+            state = game.GameState(*(np.array(field, copy=True) for field in self.state))
+        if self._sources is None:
+            fresh = self._first_rolls(rows, *self._draw(len(rows)))
+        else:  # as the single env: a game whose position gives its dice rolls none
+            fresh = np.zeros(len(rows), dtype=np.int64)
+            rolling = np.array(
+                [not ("dice" in (options if positions is None else (positions[i] or {}))) for i in rows], dtype=bool
+            )
+            fresh[rolling] = self._first_rolls(rows[rolling], None, None)
+        self._reset_rows(state, rows, fresh, options, positions)  # may raise PositionError: nothing changed yet
+        self.state = state
+        self._score[rows] = self._total(state, rows)
         self._ended[rows] = False
         info = {
             "action_mask": self._update_mask(self.state),
@@ -386,6 +395,8 @@ class DicePokerVectorEnv(VectorEnv):
         With per-game sources each game rolls its five faces now instead.
         """
         if self._sources is not None:  # five faces each, as the single env rolls them
+            if not len(rows):
+                return np.zeros(0, dtype=np.int64)
             faces = np.stack([np.asarray(self._sources[i].roll(self.np_random, (N_DICE,))) for i in rows])
             return roll_index_of_sorted(np.sort(faces, axis=1))
         if draw is not None:
