@@ -33,6 +33,12 @@ points (with the first-roll variant when the rules double).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import mmap
+import multiprocessing
+import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 import numpy as np
 
@@ -48,6 +54,43 @@ from dice_poker_env.engine.dice import (
 )
 from dice_poker_env.engine.game import legal_boxes, popcount, score_points
 from dice_poker_env.engine.tables import RuleTables
+
+# ---------------------------------------------------------------- allocator
+def _mallopt():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.mallopt
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        return None
+
+
+_MALLOPT = _mallopt()
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+
+
+@contextmanager
+def roomy_malloc():
+    """Keep freed memory for reuse while solving (glibc only; a no-op elsewhere).
+
+    The turn tables are a few hundred KiB each and are allocated and freed many
+    thousand times; by default glibc serves them with fresh ``mmap`` pages, so
+    every chunk pays page faults (about half the solve time). Inside this
+    context they come from the heap and are recycled. The usual settings are
+    restored afterwards.
+    """
+    if _MALLOPT is None:
+        yield
+        return
+    _MALLOPT(_M_MMAP_THRESHOLD, 32 << 20)
+    _MALLOPT(_M_TRIM_THRESHOLD, 512 << 20)
+    _MALLOPT(_M_TOP_PAD, 64 << 20)
+    try:
+        yield
+    finally:
+        _MALLOPT(_M_TOP_PAD, 128 << 10)
+        _MALLOPT(_M_TRIM_THRESHOLD, 128 << 10)
+        _MALLOPT(_M_MMAP_THRESHOLD, 128 << 10)
+
 
 # ---------------------------------------------------------------- keep tables
 #: keeps are ordered by size: KEEP_START[n] .. KEEP_START[n + 1] hold the keeps of n dice
@@ -107,6 +150,23 @@ def keep_values(rolls: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return K
 
 
+def _take_better(value: np.ndarray, second: np.ndarray, cand: np.ndarray, cand2: np.ndarray, scratch: np.ndarray) -> None:
+    """In place: where ``cand > value`` take ``cand`` and ``cand2``; else keep ``value`` and ``second``.
+
+    Branch-free (a 0/1 blend): masked copies with random masks are ~10x slower in NumPy.
+    ``second`` and ``cand2`` must be finite.
+    """
+    mask = np.greater(cand, value, out=scratch[0])
+    diff = np.subtract(cand2, second, out=scratch[1])
+    diff *= mask
+    second += diff
+    np.maximum(value, cand, out=value)
+
+
+def _scratch(shape, dtype) -> np.ndarray:
+    return np.empty((2, *shape), dtype=dtype)
+
+
 def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None):
     """Per roll, the best value over its proper sub-keeps (0 to 4 dice kept).
 
@@ -114,7 +174,8 @@ def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None):
 
     Args:
         K: ``(462, m)`` keep values (rows of 5-dice keeps are ignored).
-        K2: optional second-moment keep values, carried along with the argmax.
+        K2: optional second-moment keep values, carried along with the argmax
+            (the first maximum wins ties).
 
     Returns:
         ``(best, best2)`` each ``(252, m)`` (``best2`` is ``None`` without ``K2``).
@@ -126,29 +187,25 @@ def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None):
         lo, hi = int(KEEP_START[size]), int(KEEP_START[size + 1])
         Bl = B[lo:hi]
         B2l = None if B2 is None else B2[lo:hi]
+        scratch = None if B2 is None else _scratch(Bl.shape, Bl.dtype)
         for f in range(N_FACES):
-            sub = KEEP_MINUS_FACE[lo:hi, f]
             if size == 1 and f > 0:
                 break  # every 1-die keep has the empty keep as its only proper sub-keep
-            cand = B[sub]
+            sub = KEEP_MINUS_FACE[lo:hi, f]
             if B2 is None:
-                np.maximum(Bl, cand, out=Bl)
+                np.maximum(Bl, B[sub], out=Bl)
             else:
-                better = cand > Bl
-                np.copyto(Bl, cand, where=better)
-                np.copyto(B2l, B2[sub], where=better)
+                _take_better(Bl, B2l, B[sub], B2[sub], scratch)
     rows = FULL_KEEP_OF_ROLL  # 5-dice keep of each roll
     best = B[KEEP_MINUS_FACE[rows, 0]]
     best2 = None if B2 is None else B2[KEEP_MINUS_FACE[rows, 0]]
+    scratch = None if B2 is None else _scratch(best.shape, best.dtype)
     for f in range(1, N_FACES):
         sub = KEEP_MINUS_FACE[rows, f]
-        cand = B[sub]
         if best2 is None:
-            np.maximum(best, cand, out=best)
+            np.maximum(best, B[sub], out=best)
         else:
-            better = cand > best
-            np.copyto(best, cand, where=better)
-            np.copyto(best2, B2[sub], where=better)
+            _take_better(best, best2, B[sub], B2[sub], scratch)
     return best, best2
 
 
@@ -176,18 +233,22 @@ def widget(
     K1 = keep_values(W0)
     K1b = keep_values(W0b) if second else None
     best, best2 = best_subkeep(K1, K1b)
-    W1 = np.maximum(score_last, best)
-    if second:
-        W1b = np.where(best > score_last, best2, score_last2)
+    if second:  # scoring wins ties
+        W1, W1b = score_last.copy(), score_last2.copy()
+        _take_better(W1, W1b, best, best2, _scratch(W1.shape, W1.dtype))
+    else:
+        W1 = np.maximum(score_last, best)
     K2 = keep_values(W1)
     K2b = keep_values(W1b) if second else None
     best, best2 = best_subkeep(K2, K2b)
-    W2 = np.maximum(score_first, best)
-    value = FIRST_ROLL_PROBABILITY @ W2
     value2 = None
     if second:
-        W2b = np.where(best > score_first, best2, score_first2)
+        W2, W2b = score_first.copy(), score_first2.copy()
+        _take_better(W2, W2b, best, best2, _scratch(W2.shape, W2.dtype))
         value2 = FIRST_ROLL_PROBABILITY @ W2b
+    else:
+        W2 = np.maximum(score_first, best)
+    value = FIRST_ROLL_PROBABILITY @ W2
     return value, value2, K1, K2
 
 
@@ -366,27 +427,12 @@ def _chunks(n: int, size: int):
         yield slice(start, min(n, start + size))
 
 
-def reachable_layers(space: StateSpace, chunk: int = 4096, progress=None) -> list[np.ndarray]:
-    """Sorted state keys of every layer reachable from the empty scorecard."""
-    tables = space.tables
+def reachable_layers(space: StateSpace, chunk: int = 4096) -> list[np.ndarray]:
+    """Sorted state keys of every layer reachable from the empty scorecard (one process)."""
     start = space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False)
     layers = [np.array([start], dtype=np.int64)]
-    for t in range(tables.turns):
-        found = []
-        keys_t = layers[t]
-        for part in _chunks(len(keys_t), chunk):
-            moves = space.chunk_moves(*space.decode(keys_t[part]))
-            for b in moves.open_boxes:
-                if tables.is_upper[b]:
-                    legal, _, keys = moves.upper_moves(b)
-                    found.append(np.unique(keys[legal]))
-                else:
-                    legal, _, becomes_full, key_same, key_full = moves.lower_moves(b)
-                    pair = moves.pair_of_state
-                    found.append(key_same[(legal & ~becomes_full).any(axis=0)[pair]])
-                    found.append(key_full[(legal & becomes_full).any(axis=0)[pair]])
-        if progress is not None:
-            progress.update(1)
+    for t in range(space.tables.turns):
+        found = [a for part in _chunks(len(layers[t]), chunk) for a in _successor_keys(space, layers[t][part])]
         layers.append(np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
     return layers
 
@@ -450,6 +496,7 @@ def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, vari
     C2 = (np.zeros((N_ROLLS, m), dtype=dtype) if space.doubling else C0) if second else None
     pair = moves.pair_of_state
     center = None
+    scratch = _scratch((N_ROLLS, m), dtype) if second else None
     for b in moves.open_boxes:
         cls = space.box_classes[b]
         if space.tables.is_upper[b]:
@@ -490,9 +537,7 @@ def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, vari
         for S, C, of in targets:
             cand, cand_c = cands(of)
             if second:
-                better = cand > S
-                np.copyto(C, cand_c, where=better)
-                np.copyto(S, cand, where=better)
+                _take_better(S, C, cand, cand_c, scratch)
             else:
                 np.maximum(S, cand, out=S)
     if not second:
@@ -502,32 +547,137 @@ def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, vari
     return S0, S2, S0b, S2b, center
 
 
-def solve_dp(tables: RuleTables, *, chunk: int = 256, progress=None) -> DPResult:
+def default_workers() -> int:
+    """Worker processes for a solve: ``$DICE_POKER_SOLVER_WORKERS``, else 2 (1 on a one-core machine)."""
+    env = os.environ.get("DICE_POKER_SOLVER_WORKERS")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise ValueError(f"DICE_POKER_SOLVER_WORKERS must be a positive integer, got {env!r}") from None
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def solve_dp(tables: RuleTables, *, chunk: int = 512, progress=None, workers: int | None = None) -> DPResult:
     """Run the forward (reachability) and backward (values) passes for ``tables``.
 
-    ``progress`` is an optional tqdm-like object (``update(n)``, ``reset(total=)``):
-    it counts the layers of the forward pass, then the states of the backward pass.
+    Args:
+        chunk: states per turn-table batch (sized to stay in the CPU cache).
+        progress: optional tqdm-like object (``update(n)``, ``reset(total=)``): it
+            counts the layers of the forward pass, then the states of the backward pass.
+        workers: processes sharing each layer (default :func:`default_workers`);
+            they are forked and write into shared memory, so this needs ``fork``
+            (Linux, macOS); elsewhere the solve runs in this process.
     """
+    workers = default_workers() if workers is None else max(1, int(workers))
+    if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
+        workers = 1
+    with roomy_malloc():
+        return _solve_dp(tables, chunk, progress, workers)
+
+
+#: what forked workers inherit (set just before the pool is created)
+_SHARED: dict = {}
+
+
+def _forward_task(keys: np.ndarray) -> list[np.ndarray]:
+    return _successor_keys(_SHARED["space"], keys)
+
+
+def _backward_task(bounds: tuple[int, int]) -> int:
+    _solve_range(*bounds, **_SHARED)
+    return bounds[1] - bounds[0]
+
+
+def _successor_keys(space: StateSpace, keys: np.ndarray) -> list[np.ndarray]:
+    found = []
+    moves = space.chunk_moves(*space.decode(keys))
+    for b in moves.open_boxes:
+        if space.tables.is_upper[b]:
+            legal, _, next_keys = moves.upper_moves(b)
+            found.append(np.unique(next_keys[legal]))
+        else:
+            legal, _, becomes_full, key_same, key_full = moves.lower_moves(b)
+            pair = moves.pair_of_state
+            found.append(key_same[(legal & ~becomes_full).any(axis=0)[pair]])
+            found.append(key_full[(legal & becomes_full).any(axis=0)[pair]])
+    return found
+
+
+def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk) -> None:
+    """Backward step for the states at positions ``lo..hi`` (one layer): fills value and variance."""
+    for start in range(lo, hi, chunk):
+        sl = slice(start, min(hi, start + chunk))
+        filled, upper, full = space.decode(keys[sl])
+        S0, S2, S0b, S2b, center = score_tables(space, filled, upper, full, value, variance, index, True)
+        v, v2, _, _ = widget(S0, S2, S0b, S2b)
+        value[sl] = center + v
+        variance[sl] = np.maximum(v2 - v * v, 0.0)
+
+
+def _shared_zeros(n: int) -> np.ndarray:
+    """A float64 array in anonymous shared memory (visible to forked workers)."""
+    buffer = mmap.mmap(-1, max(8 * n, 8))
+    return np.frombuffer(buffer, dtype=np.float64, count=n)
+
+
+def _pieces(lo: int, hi: int, chunk: int, workers: int) -> list[tuple[int, int]]:
+    """Split a layer into a few pieces per worker, each a multiple of ``chunk`` states."""
+    n = hi - lo
+    per = max(chunk, -(-n // (4 * workers) // chunk) * chunk)
+    return [(start, min(hi, start + per)) for start in range(lo, hi, per)]
+
+
+def _solve_dp(tables: RuleTables, chunk: int, progress, workers: int) -> DPResult:
     space = StateSpace(tables)
     if progress is not None:
         progress.reset(total=tables.turns)
-    layers = reachable_layers(space, progress=progress)
+    start = space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False)
+    layers = [np.array([start], dtype=np.int64)]
+    context = multiprocessing.get_context("fork") if workers > 1 else None
+    _SHARED.clear()
+    _SHARED["space"] = space
+    pool = context.Pool(workers) if context else None
+    try:
+        for t in range(tables.turns):
+            parts = [layers[t][part] for part in _chunks(len(layers[t]), 4096)]
+            if pool is not None and len(parts) > 1:
+                found = [a for piece in pool.imap_unordered(_forward_task, parts) for a in piece]
+            else:
+                found = [a for part in parts for a in _successor_keys(space, part)]
+            layers.append(np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
+            if progress is not None:
+                progress.update(1)
+    finally:
+        if pool is not None:
+            pool.terminate()
     keys = np.concatenate(layers)
     layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
     index = StateIndex(space, keys)
-    value = np.zeros(len(keys))
-    variance = np.zeros(len(keys))
+    value = _shared_zeros(len(keys)) if context else np.zeros(len(keys))
+    variance = _shared_zeros(len(keys)) if context else np.zeros(len(keys))
     if progress is not None:
         progress.reset(total=int(layer_start[tables.turns]))
-    for t in range(tables.turns - 1, -1, -1):
-        lo, hi = int(layer_start[t]), int(layer_start[t + 1])
-        for part in _chunks(hi - lo, chunk):
-            sl = slice(lo + part.start, lo + part.stop)
-            filled, upper, full = space.decode(keys[sl])
-            S0, S2, S0b, S2b, center = score_tables(space, filled, upper, full, value, variance, index, True)
-            v, v2, _, _ = widget(S0, S2, S0b, S2b)
-            value[sl] = center + v
-            variance[sl] = np.maximum(v2 - v * v, 0.0)
-            if progress is not None:
-                progress.update(part.stop - part.start)
+    shared = dict(space=space, keys=keys, index=index, value=value, variance=variance, chunk=chunk)
+    _SHARED.clear()
+    _SHARED.update(shared)
+    pool = context.Pool(workers) if context else None
+    try:
+        for t in range(tables.turns - 1, -1, -1):
+            lo, hi = int(layer_start[t]), int(layer_start[t + 1])
+            pieces = _pieces(lo, hi, chunk, workers)
+            if pool is not None and len(pieces) > 1:
+                for done in pool.imap_unordered(_backward_task, pieces):
+                    if progress is not None:
+                        progress.update(done)
+            else:
+                for piece in pieces:
+                    _solve_range(*piece, **shared)
+                    if progress is not None:
+                        progress.update(piece[1] - piece[0])
+    finally:
+        if pool is not None:
+            pool.terminate()
+        _SHARED.clear()
+    value, variance = np.array(value), np.array(variance)  # private copies (the shared maps are released)
     return DPResult(keys=keys, layer_start=layer_start, value=value, value2=variance + value * value)

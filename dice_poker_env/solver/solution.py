@@ -23,7 +23,7 @@ from dice_poker_env.engine.game import ROLLS_PER_TURN, GameState, legal_boxes, p
 from dice_poker_env.engine.position import make_position, parse_scorecard, secured_upper_bonus
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.dp import KEEP_START, N_DICE, DPResult, StateIndex, StateSpace, score_tables, solve_dp, widget
+from dice_poker_env.solver.dp import KEEP_START, N_DICE, DPResult, StateIndex, StateSpace, roomy_malloc, score_tables, solve_dp, widget
 
 #: keeps an env keep action can reach (0..4 dice); the turn cache stores only these
 _N_PROPER_KEEPS = int(KEEP_START[N_DICE])
@@ -123,20 +123,25 @@ class Solution:
             if self._used + len(missing) > self._turn_cache_size:
                 self._clear_turn_cache()
             self._grow(self._used + len(missing))
-            for start in range(0, len(missing), 512):
-                part = missing[start : start + 512]
-                filled, upper, full = self.space.decode(self.keys[part])
-                S0, S2, _, _, center = score_tables(self.space, filled, upper, full, self.value, None, self.index, False)
-                _, _, K1, K2 = widget(S0, S2)
-                base = self.value[part] - center  # K1, K2 are relative to center
-                slots = np.arange(self._used, self._used + len(part))
-                self._k1[slots] = (K1[:_N_PROPER_KEEPS] - base).T
-                self._k2[slots] = (K2[:_N_PROPER_KEEPS] - base).T
-                self._slot[part] = slots
-                self._used += len(part)
+            with roomy_malloc():
+                self._fill_turn_cache(missing)
         slots = self._slot[positions]
         base = self.value[positions][:, None]
         return self._k1[slots] + base, self._k2[slots] + base
+
+    def _fill_turn_cache(self, missing: np.ndarray) -> None:
+        """Solve the turns of ``missing`` positions and store their keep values."""
+        for start in range(0, len(missing), 512):
+            part = missing[start : start + 512]
+            filled, upper, full = self.space.decode(self.keys[part])
+            S0, S2, _, _, center = score_tables(self.space, filled, upper, full, self.value, None, self.index, False)
+            _, _, K1, K2 = widget(S0, S2)
+            base = self.value[part] - center  # K1, K2 are relative to center
+            slots = np.arange(self._used, self._used + len(part))
+            self._k1[slots] = (K1[:_N_PROPER_KEEPS] - base).T
+            self._k2[slots] = (K2[:_N_PROPER_KEEPS] - base).T
+            self._slot[part] = slots
+            self._used += len(part)
 
     def _grow(self, need: int) -> None:
         if need <= len(self._k1):
