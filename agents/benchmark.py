@@ -342,6 +342,13 @@ def benchmark(
         solution = None
     optimal = float(solution.expected_score) if solution is not None else None
     seeds = game_seeds(seed, games)
+    for entry in agents:  # refuse a model of another ruleset before playing anything
+        spec = entry[1] if isinstance(entry, tuple) else entry
+        if isinstance(spec, str) and spec.startswith("model:"):
+            from agents.sb3_agent import check_ruleset, read_metadata
+
+            path = spec[len("model:") :]
+            check_ruleset(read_metadata(path), rules, source=f"model {path}")
     data: dict[str, Any] = {
         "rules": rules.name,
         "rules_options": dict(rules.options),

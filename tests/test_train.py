@@ -166,3 +166,16 @@ def test_unmasked_algorithm_trains_through_the_fallback_wrapper(tmp_path):
         obs, _, _, infos = env.step(np.array([31, 31]))  # never legal: replaced, games go on
         assert not any(i.get("illegal_action") for i in infos)
     env.close()
+
+
+def test_bench_cli_plays_the_trained_model_and_refuses_another_ruleset(smoke_run, capsys):
+    from dice_poker_env.cli import main
+
+    run_dir, _ = smoke_run
+    model = str(run_dir / "final_model.zip")
+    assert main(["bench", "yacht", "--agents", "greedy", "--model", model, "--games", "4", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data["agents"]) == {"greedy", "model"}
+    assert main(["bench", "yatzy", "--agents", "greedy", "--model", model, "--games", "4", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "trained on ruleset 'yacht'" in err and "cannot play ruleset 'yatzy'" in err
