@@ -226,7 +226,8 @@ def _mean_ci(values: np.ndarray) -> tuple[float, float, float]:
     return mean, std, Z95 * std / math.sqrt(n) if n else float("nan")
 
 
-def summarize(rules: Rules, part: _Partial, optimal: float | None, seconds: float, top: int = 10) -> dict[str, Any]:
+def summarize(rules: Rules, part: _Partial, optimal: float | None, seconds: float, top: int = 10,
+              with_regret: bool = True) -> dict[str, Any]:
     """The per-agent JSON fields (documented in ``docs/training.md``)."""
     scores = np.asarray(part.scores, dtype=np.float64)
     n = len(scores)
@@ -252,7 +253,7 @@ def summarize(rules: Rules, part: _Partial, optimal: float | None, seconds: floa
         "illegal_actions": part.illegal,
         "seconds": round(seconds, 3),
     }
-    if optimal is None:
+    if optimal is None or not with_regret:
         out.update(regret_mean=None, regret_ci95=None, regret_std=None, regret_keep_mean=None,
                    regret_box_mean=None, regret_illegal_mean=None, estimated_expected_score=None, mistakes=[])
         return out
@@ -379,10 +380,7 @@ def benchmark(
                 agent = _build(agent, rules, solution)
             part = play_games(rules, agent, seeds, solution if with_regret else None)
         seconds = time.perf_counter() - start
-        data["agents"][name] = summarize(rules, part, optimal if with_regret or optimal else None, seconds, top_mistakes)
-        if not with_regret:
-            for key in ("regret_mean", "regret_ci95"):
-                data["agents"][name].setdefault(key, None)
+        data["agents"][name] = summarize(rules, part, optimal, seconds, top_mistakes, with_regret=with_regret)
         raw_scores[name] = np.asarray(part.scores)
         if progress:
             print(f"bench {rules.name}: {name} done ({games} games, {seconds:.1f} s)", file=sys.stderr)

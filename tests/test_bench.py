@@ -98,4 +98,5 @@ def test_bench_cli_writes_results_and_plot(tmp_path):
     assert main(["bench", "yacht", "--agents", "random", "--games", "20", "--out", str(tmp_path), "--no-regret"]) == 0
     data = json.loads((tmp_path / "results.json").read_text())
     assert data["agents"]["random"]["games"] == 20
+    assert data["agents"]["random"]["regret_mean"] is None  # --no-regret: not computed, not zero
     assert (tmp_path / "score_distribution.png").stat().st_size > 1000
