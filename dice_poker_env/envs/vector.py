@@ -32,6 +32,8 @@ _POSITION_KEYS = ("scorecard", "dice", "rolls_left", "bonus")
 _REROLLED = [[i for i in range(N_DICE) if not bits >> i & 1] for bits in range(N_KEEP_ACTIONS)]
 #: (6**5, 5) int8: every sequence of five faces; one uniform index draws five fair dice
 _FACE_SEQUENCES = (np.arange(6**N_DICE)[:, None] // 6 ** np.arange(N_DICE) % 6 + 1).astype(np.int8)
+#: the same rows padded to 8 bytes and viewed as int64, so that a draw gathers one word per game
+_FACE_WORDS = np.pad(_FACE_SEQUENCES, ((0, 0), (0, 8 - N_DICE))).view(np.int64).ravel()
 #: (6**5,) int64: the roll index (sorted dice) of each face sequence
 _SEQUENCE_ROLL = roll_index_of_sorted(np.sort(_FACE_SEQUENCES, axis=1)).astype(np.int64)
 #: boxes up to which masks are assembled from one lookup table (2 * 2**15 rows of 32 + n int8)
@@ -309,7 +311,7 @@ class DicePokerVectorEnv(VectorEnv):
         new, points, over = game.step(tables, state, safe, faces)
         score = self._score + points  # placeholders are keeps: 0 points
         reward = points.astype(np.float64)
-        terminated = np.asarray(over, dtype=bool).copy()
+        terminated = np.array(over, dtype=bool)  # a copy: changed below
         if illegal is not None:
             new = game.GameState(
                 *(np.where(illegal.reshape((-1,) + (1,) * (o.ndim - 1)), o, n) for o, n in zip(state, new))
@@ -386,7 +388,7 @@ class DicePokerVectorEnv(VectorEnv):
             return None, None
         if self._fast_dice:
             index = self.np_random.integers(0, len(_FACE_SEQUENCES), size=games)
-            return np.take(_FACE_SEQUENCES, index, axis=0), index
+            return np.take(_FACE_WORDS, index).view(np.int8).reshape(games, 8)[:, :N_DICE], index
         return np.asarray(self.dice_source.roll(self.np_random, (games, N_DICE))), None
 
     def _first_rolls(self, rows: np.ndarray, faces: np.ndarray | None, draw: np.ndarray | None) -> np.ndarray:
