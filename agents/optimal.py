@@ -60,12 +60,16 @@ class OptimalAgent:
         ``action_masks`` (``(B, 32 + n_boxes)``, optional) restricts the choice to
         the env's legal actions; it agrees with the solver's own legality.
         """
-        q = self.solution.action_values(observations)
-        q = np.atleast_2d(q)
+        situation, _ = self.solution._situation(observations)
+        actions = self.solution.best_actions(*situation[:5])
         if action_masks is not None:
-            masks = np.asarray(action_masks).reshape(q.shape)
-            q = np.where(masks != 0, q, -np.inf)
-        return np.argmax(q, axis=1).astype(np.int64)
+            masks = np.asarray(action_masks).reshape(len(actions), -1)
+            wrong = np.flatnonzero(masks[np.arange(len(actions)), actions] == 0)
+            if len(wrong):  # the env disagrees with the solver's legality: obey the env
+                q = self.solution.future_action_values(*(part[wrong] for part in situation[:5]))
+                q = np.where(masks[wrong] != 0, q, -np.inf)
+                actions[wrong] = np.argmax(q, axis=1)
+        return actions
 
 
 def play_games(agent: OptimalAgent, n_games: int, seed: int = 0, *, batch: int = 20000) -> np.ndarray:

@@ -411,3 +411,30 @@ def test_cli_advise_lists_distinct_actions_best_first():
     text = _cli("advise", "yacht", "--dice", "6", "6", "6", "6", "6", "--rolls-left", "0", "--scorecard", '{"yacht": 0}')
     lines = [line for line in text.splitlines() if line.strip()[:1].isdigit()]
     assert len(lines) == 11 and "four_of_a_kind" in lines[0]  # 30 points, sixes kept open
+
+
+def test_small_turn_cache_plays_the_same_games():
+    """The agent's per-state turn cache may be emptied mid-batch without changing any decision."""
+    from agents.optimal import OptimalAgent, play_games
+
+    big = _solved("yacht")
+    small = solve(big.rules, progress=False)
+    small._turn_cache_size = 300
+    small._clear_turn_cache()
+    a = play_games(OptimalAgent(big), 3000, seed=4)
+    b = play_games(OptimalAgent(small), 3000, seed=4)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_fast_best_actions_agree_with_action_values():
+    solution = _solved("yahtzee:forced")
+    env = DicePokerEnv(solution.rules)
+    rng = np.random.default_rng(3)
+    for seed in range(5):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            q = solution.action_values(obs)
+            best = solution.best_action(obs)
+            assert q[best] >= q.max() - 1e-4
+            obs, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))

@@ -471,7 +471,7 @@ def _lookup(index: StateIndex, keys: np.ndarray, legal: np.ndarray, value: np.nd
 WORK_DTYPE = np.float32
 
 
-def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, variance, index: StateIndex, second: bool):
+def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, variance, index: StateIndex, second: bool, boxes: bool = False):
     """Best value of scoring each roll now, per state, centered on a per-state offset.
 
     Args:
@@ -483,7 +483,9 @@ def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, vari
         :data:`WORK_DTYPE` of ``value - center`` after scoring each roll after a
         reroll / from the turn's first roll, the second moments of ``value -
         center`` under the chosen (best) box (``None`` unless ``second``), and the
-        ``(m,)`` float64 ``center``. Second moments use ``E[(x + R - c)^2] =
+        ``(m,)`` float64 ``center``. With ``boxes`` (and not ``second``) the two
+        second-moment slots hold instead the ``(252, m)`` int8 best box of each
+        roll (the lowest box index among equals). Second moments use ``E[(x + R - c)^2] =
         (x + E[R] - c)^2 + Var(R)``, so only the variance of the chosen next state
         is carried along the max.
     """
@@ -497,6 +499,10 @@ def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, vari
     pair = moves.pair_of_state
     center = None
     scratch = _scratch((N_ROLLS, m), dtype) if second else None
+    if boxes and not second:
+        B0 = np.zeros((N_ROLLS, m), dtype=np.int8)
+        B2 = np.zeros((N_ROLLS, m), dtype=np.int8) if space.doubling else B0
+    arg = {id(S0): B0, id(S2): B2} if boxes and not second else None
     for b in moves.open_boxes:
         cls = space.box_classes[b]
         if space.tables.is_upper[b]:
@@ -538,9 +544,16 @@ def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, vari
             cand, cand_c = cands(of)
             if second:
                 _take_better(S, C, cand, cand_c, scratch)
+            elif arg is not None:
+                better = np.greater(cand, S)
+                best_box = arg[id(S)]
+                best_box += better * (np.int8(b) - best_box)
+                np.maximum(S, cand, out=S)
             else:
                 np.maximum(S, cand, out=S)
     if not second:
+        if arg is not None:
+            return S0, S2, B0, B2, center
         return S0, S2, None, None, center
     S0b = S0 * S0 + C0
     S2b = S2 * S2 + C2 if space.doubling else S0b

@@ -104,54 +104,102 @@ class Solution:
 
     # --------------------------------------------------------- turn tables
     def _clear_turn_cache(self) -> None:
+        """Forget the per-state turn tables (see :meth:`_turn_slots`)."""
         self._slot = np.full(self.n_states, -1, dtype=np.int64)
-        self._k1 = np.zeros((0, _N_PROPER_KEEPS), dtype=np.float32)
-        self._k2 = np.zeros((0, _N_PROPER_KEEPS), dtype=np.float32)
+        #: [rolls-left level, slot, keep]: keep values minus the state's value
+        self._keep = np.zeros((2, 0, _N_PROPER_KEEPS), dtype=np.float32)
+        #: [level, slot, roll]: best score-now value minus the state's value, and its box
+        self._score = np.zeros((2, 0, N_ROLLS), dtype=np.float32)
+        self._box = np.zeros((2, 0, N_ROLLS), dtype=np.int8)
         self._used = 0
 
-    def turn_keep_values(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Keep values (expected future points) of states, one row per position.
+    def _turn_slots(self, positions: np.ndarray) -> np.ndarray:
+        """Cache slots holding the turn tables of these states (solving the missing turns).
 
-        Returns ``(K1, K2)``, each ``(len(positions), 210)`` float64: the value of
-        keeping each 0..4-dice keep and rerolling the rest with one (``K1``) or two
-        (``K2``) rolls left this turn. Computed on demand and cached (LRU-free: the
-        cache is emptied when full).
+        Level 0 holds the keep values with one reroll left and the best score of
+        each roll after a reroll; level 1 the keep values with two rerolls left and
+        the best score from the turn's first roll. The cache is emptied when full.
         """
         positions = np.asarray(positions, dtype=np.int64)
         missing = np.unique(positions[self._slot[positions] < 0])
         if len(missing):
             if self._used + len(missing) > self._turn_cache_size:
                 self._clear_turn_cache()
+                missing = np.unique(positions)  # everything is missing now
             self._grow(self._used + len(missing))
             with roomy_malloc():
                 self._fill_turn_cache(missing)
-        slots = self._slot[positions]
+        return self._slot[positions]
+
+    def turn_keep_values(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Keep values (expected future points) of states, one row per position.
+
+        Returns ``(K1, K2)``, each ``(len(positions), 210)`` float64: the value of
+        keeping each 0..4-dice keep and rerolling the rest with one (``K1``) or two
+        (``K2``) rolls left this turn.
+        """
+        positions = np.asarray(positions, dtype=np.int64)
+        slots = self._turn_slots(positions)
         base = self.value[positions][:, None]
-        return self._k1[slots] + base, self._k2[slots] + base
+        return self._keep[0, slots] + base, self._keep[1, slots] + base
 
     def _fill_turn_cache(self, missing: np.ndarray) -> None:
-        """Solve the turns of ``missing`` positions and store their keep values."""
+        """Solve the turns of ``missing`` positions and store their tables."""
         for start in range(0, len(missing), 512):
             part = missing[start : start + 512]
             filled, upper, full = self.space.decode(self.keys[part])
-            S0, S2, _, _, center = score_tables(self.space, filled, upper, full, self.value, None, self.index, False)
+            S0, S2, B0, B2, center = score_tables(self.space, filled, upper, full, self.value, None, self.index, False, boxes=True)
             _, _, K1, K2 = widget(S0, S2)
-            base = self.value[part] - center  # K1, K2 are relative to center
+            base = (self.value[part] - center).astype(np.float32)  # tables are relative to center
             slots = np.arange(self._used, self._used + len(part))
-            self._k1[slots] = (K1[:_N_PROPER_KEEPS] - base).T
-            self._k2[slots] = (K2[:_N_PROPER_KEEPS] - base).T
+            self._keep[0, slots] = (K1[:_N_PROPER_KEEPS] - base).T
+            self._keep[1, slots] = (K2[:_N_PROPER_KEEPS] - base).T
+            self._score[0, slots] = (S0 - base).T
+            self._score[1, slots] = (S2 - base).T
+            self._box[0, slots] = B0.T
+            self._box[1, slots] = B2.T
             self._slot[part] = slots
             self._used += len(part)
 
     def _grow(self, need: int) -> None:
-        if need <= len(self._k1):
+        have = self._keep.shape[1]
+        if need <= have:
             return
-        size = min(max(need, 2 * len(self._k1), 1024), max(self._turn_cache_size, need))
-        for name in ("_k1", "_k2"):
+        size = min(max(need, 2 * have, 1024), max(self._turn_cache_size, need))
+        for name in ("_keep", "_score", "_box"):
             old = getattr(self, name)
-            new = np.zeros((size, _N_PROPER_KEEPS), dtype=np.float32)
-            new[: len(old)] = old
+            new = np.zeros((2, size, old.shape[2]), dtype=old.dtype)
+            new[:, :have] = old
             setattr(self, name, new)
+
+    def best_actions(self, filled, upper, full, roll, rolls_left) -> np.ndarray:
+        """Optimal actions of a batch of situations, from the cached turn tables (fast path).
+
+        Same arguments as :meth:`future_action_values`. Among equal values the
+        lowest action index wins (keeps before boxes, lowest bitmask), like
+        ``argmax`` over :meth:`action_values`; values are compared in float32, so
+        two actions within ~1e-5 points of each other may be ordered differently
+        than by the exact float64 ``action_values``.
+        """
+        filled = np.atleast_1d(np.asarray(filled, dtype=np.int64))
+        roll = np.atleast_1d(np.asarray(roll, dtype=np.int64))
+        rolls_left = np.atleast_1d(np.asarray(rolls_left, dtype=np.int64))
+        if np.any((rolls_left < 0) | (rolls_left >= ROLLS_PER_TURN)):
+            raise SolverError(f"rolls_left must be 0..{ROLLS_PER_TURN - 1}")
+        full = np.atleast_1d(np.asarray(full, dtype=bool)) & (self.space.n_full == 2)
+        pos = self._positions(filled, upper, full)
+        slots = self._turn_slots(pos)
+        level = (rolls_left == ROLLS_PER_TURN - 1).astype(np.int64)
+        score_value = self._score[level, slots, roll]
+        action = N_KEEP_ACTIONS + self._box[level, slots, roll].astype(np.int64)
+        rows = np.flatnonzero(rolls_left > 0)
+        if len(rows):
+            keep_of = KEEP_OF_ACTION[roll[rows], :KEEP_ALL]
+            keep_values = self._keep[level[rows, None], slots[rows, None], keep_of]
+            best_keep = np.argmax(keep_values, axis=1)
+            take = keep_values[np.arange(len(rows)), best_keep] >= score_value[rows]
+            action[rows[take]] = best_keep[take]
+        return action
 
     # ------------------------------------------------------------ queries
     def future_action_values(self, filled, upper, full, roll, rolls_left) -> np.ndarray:
@@ -216,9 +264,14 @@ class Solution:
         return q if batched else q[0]
 
     def best_action(self, observation: Mapping[str, Any]):
-        """The optimal action (an ``int``; an array for a batch of observations)."""
-        q = self.action_values(observation)
-        return np.argmax(q, axis=-1) if q.ndim == 2 else int(np.argmax(q))
+        """The optimal action (an ``int``; an array for a batch of observations).
+
+        Uses the fast path :meth:`best_actions`; ``argmax(action_values(...))``
+        agrees except between actions within ~1e-5 points of each other.
+        """
+        situation, batched = self._situation(observation)
+        actions = self.best_actions(*situation[:5])
+        return actions if batched else int(actions[0])
 
     def advise(self, observation: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every distinct legal action of one situation, best first.
