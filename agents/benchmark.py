@@ -72,6 +72,8 @@ class _Partial:
     keep_decisions: int = 0
     box_decisions: int = 0
     illegal: int = 0
+    #: illegal proposals an unmasked model agent replaced by its legal fallback
+    fallbacks: int = 0
     #: mistake label -> [total loss, count, kind, worst loss, worst example]
     mistakes: dict = field(default_factory=dict)
 
@@ -81,6 +83,7 @@ class _Partial:
         self.keep_decisions += other.keep_decisions
         self.box_decisions += other.box_decisions
         self.illegal += other.illegal
+        self.fallbacks += other.fallbacks
         for key, (total, count, kind, worst, example) in other.mistakes.items():
             mine = self.mistakes.setdefault(key, [0.0, 0, kind, -1.0, None])
             mine[0] += total
@@ -132,6 +135,7 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Par
     obs_mode = getattr(agent, "obs_mode", "dict")
     out = _Partial()
     upper = tables.is_upper
+    fallbacks_before = int(getattr(agent, "fallbacks", 0))
     for game_seed in seeds:
         game_seed = int(game_seed)
         if hasattr(agent, "seed"):
@@ -194,6 +198,7 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Par
         out.regret_keep.append(regret["keep"])
         out.regret_box.append(regret["box"])
         out.regret_illegal.append(regret["illegal"])
+    out.fallbacks = int(getattr(agent, "fallbacks", 0)) - fallbacks_before
     return out
 
 
@@ -251,6 +256,7 @@ def summarize(rules: Rules, part: _Partial, optimal: float | None, seconds: floa
         "keep_decisions_per_game": part.keep_decisions / n,
         "box_decisions_per_game": part.box_decisions / n,
         "illegal_actions": part.illegal,
+        "fallback_actions_per_game": part.fallbacks / n,
         "seconds": round(seconds, 3),
     }
     if optimal is None or not with_regret:
