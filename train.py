@@ -29,13 +29,12 @@ import ast
 import csv
 import dataclasses
 import json
-import os
 import re
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Any, get_origin, get_type_hints
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "maskable_ppo_yacht.yaml"
 
@@ -474,7 +473,6 @@ START = time.perf_counter()
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args, config = parse_args(argv)
 
-    import numpy as np
     import torch
     import yaml
     from stable_baselines3.common.utils import set_random_seed
@@ -555,7 +553,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     except ModuleNotFoundError as error:
         print(f"no plots ({error.name} is not installed)")
     print(f"results: {run_dir / 'results.json'}")
-    del np
     return results
 
 
