@@ -44,6 +44,7 @@ import numpy as np
 
 from dice_poker_env.engine.dice import (
     FIRST_ROLL_PROBABILITY,
+    KEEP_COUNTS,
     KEEP_PLUS_FACE,
     KEEP_SIZE,
     N_DICE,
@@ -123,6 +124,23 @@ def _keep_minus_face() -> np.ndarray:
 
 
 KEEP_MINUS_FACE = _keep_minus_face()
+
+
+def _keep_subs() -> np.ndarray:
+    """(462, 5): the keeps one die smaller, distinct faces first, padded with the first.
+
+    A keep of ``n`` dice has at most ``n`` distinct faces, so its first ``min(n, 5)``
+    columns list all its one-smaller sub-keeps.
+    """
+    subs = np.zeros((N_KEEPS, N_DICE), dtype=np.int64)
+    for k in range(N_KEEPS):
+        faces = [f for f in range(N_FACES) if KEEP_COUNTS[k, f] > 0]
+        row = [int(KEEP_MINUS_FACE[k, f]) for f in faces] or [0]
+        subs[k] = (row + [row[0]] * N_DICE)[:N_DICE]
+    return subs
+
+
+KEEP_SUBS = _keep_subs()
 _PLUS = KEEP_PLUS_FACE.astype(np.int64)
 
 
@@ -188,20 +206,18 @@ def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None):
         Bl = B[lo:hi]
         B2l = None if B2 is None else B2[lo:hi]
         scratch = None if B2 is None else _scratch(Bl.shape, Bl.dtype)
-        for f in range(N_FACES):
-            if size == 1 and f > 0:
-                break  # every 1-die keep has the empty keep as its only proper sub-keep
-            sub = KEEP_MINUS_FACE[lo:hi, f]
+        for j in range(size):  # a keep of `size` dice has at most `size` distinct faces
+            sub = KEEP_SUBS[lo:hi, j]
             if B2 is None:
                 np.maximum(Bl, B[sub], out=Bl)
             else:
                 _take_better(Bl, B2l, B[sub], B2[sub], scratch)
     rows = FULL_KEEP_OF_ROLL  # 5-dice keep of each roll
-    best = B[KEEP_MINUS_FACE[rows, 0]]
-    best2 = None if B2 is None else B2[KEEP_MINUS_FACE[rows, 0]]
+    best = B[KEEP_SUBS[rows, 0]]
+    best2 = None if B2 is None else B2[KEEP_SUBS[rows, 0]]
     scratch = None if B2 is None else _scratch(best.shape, best.dtype)
-    for f in range(1, N_FACES):
-        sub = KEEP_MINUS_FACE[rows, f]
+    for j in range(1, N_DICE):
+        sub = KEEP_SUBS[rows, j]
         if best2 is None:
             np.maximum(best, B[sub], out=best)
         else:
