@@ -38,6 +38,7 @@ def add_parser(subparsers) -> None:
     _add_rules_arguments(solve)
     solve.add_argument("--json", action="store_true", help="print one JSON object: rules, expected_score, score_std, states, seconds")
     solve.add_argument("--no-progress", action="store_true", help="no progress bar")
+    solve.add_argument("--workers", type=int, default=None, help="worker processes (default: $DICE_POKER_SOLVER_WORKERS, else 2)")
     solve.set_defaults(func=run_solve)
 
     advise = subparsers.add_parser(
@@ -60,7 +61,7 @@ def run_solve(args: argparse.Namespace) -> int:
 
     rules = load_rules(args.rules, **_parse_options(args.option))
     start = time.perf_counter()
-    solution = solve(rules, cache=not args.no_cache, progress=False if args.no_progress else None)
+    solution = solve(rules, cache=not args.no_cache, progress=False if args.no_progress else None, workers=args.workers)
     seconds = time.perf_counter() - start
     if args.json:
         print(

@@ -40,6 +40,7 @@ import multiprocessing
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
+
 import numpy as np
 
 from dice_poker_env.engine.dice import (
@@ -53,7 +54,7 @@ from dice_poker_env.engine.dice import (
     N_ROLLS,
     ROLL_OF_KEEP,
 )
-from dice_poker_env.engine.game import legal_boxes, popcount, score_points
+from dice_poker_env.engine.game import legal_boxes, score_points
 from dice_poker_env.engine.tables import RuleTables
 
 # ---------------------------------------------------------------- allocator

@@ -6,20 +6,19 @@ import os
 import sys
 import time
 import warnings
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
 from dice_poker_env.engine.dice import (
     KEEP_ALL,
-    KEEP_COUNTS,
     KEEP_OF_ACTION,
     N_KEEP_ACTIONS,
     N_ROLLS,
     ROLL_DICE,
     roll_index_of_sorted,
 )
-from dice_poker_env.engine.game import ROLLS_PER_TURN, GameState, legal_boxes, popcount, score_points
+from dice_poker_env.engine.game import ROLLS_PER_TURN, legal_boxes, popcount, score_points
 from dice_poker_env.engine.position import make_position, parse_scorecard, secured_upper_bonus
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import cache as disk
@@ -367,6 +366,7 @@ def solve(
     *,
     cache: bool = True,
     progress: bool | None = None,
+    workers: int | None = None,
     **options: Any,
 ) -> Solution:
     """Solve a ruleset exactly (or load its solution from the disk cache).
@@ -376,6 +376,7 @@ def solve(
         cache: read and write the disk cache (:mod:`dice_poker_env.solver.cache`:
             ``$DICE_POKER_CACHE``, default ``~/.cache/dice_poker_env``).
         progress: show a tqdm progress bar on stderr (default: when stderr is a terminal).
+        workers: processes sharing the work (default ``$DICE_POKER_SOLVER_WORKERS``, else 2).
         **options: rules options, e.g. ``joker="free"``.
 
     Returns:
@@ -394,7 +395,7 @@ def solve(
             warnings.warn(f"solver cache {path} belongs to other rules; solving again", disk.CacheWarning, stacklevel=2)
     bar = _progress_bar(rules, progress)
     try:
-        dp = solve_dp(rules.tables, progress=bar)
+        dp = solve_dp(rules.tables, progress=bar, workers=workers)
     finally:
         if bar is not None:
             bar.close()
