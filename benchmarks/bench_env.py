@@ -24,7 +24,6 @@ import statistics
 import time
 import warnings
 
-import numpy as np
 
 
 def ours(wrapped: bool):

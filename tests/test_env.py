@@ -93,7 +93,7 @@ def test_random_masked_games(ruleset):
     finals = []
     for game_index in range(2000):
         obs, info = env.reset(seed=game_index)
-        total, turns, filled_order = 0.0, 0, []
+        total, filled_order = 0.0, []
         while True:
             mask = info["action_mask"]
             assert mask.dtype == np.int8 and mask.any()

@@ -22,16 +22,13 @@ import numpy as np
 
 from dice_poker_env.engine.dice import (
     KEEP_ALL,
-    N_DICE,
     N_KEEP_ACTIONS,
-    ROLL_DICE,
+    reroll_batch,
     reroll_one,
-    roll_index_of_sorted,
 )
 from dice_poker_env.engine.tables import JOKER_FORCED, JOKER_FREE, JOKER_NONE, RuleTables
 
 ROLLS_PER_TURN = 3
-_DIE_BITS = 1 << np.arange(N_DICE)
 
 
 class GameState(NamedTuple):
@@ -130,11 +127,7 @@ def reroll(roll, keep_bits, faces: np.ndarray):
     """
     if not isinstance(roll, np.ndarray):
         return reroll_one(roll, keep_bits, faces)
-    dice = ROLL_DICE[roll]
-    kept = (keep_bits[..., None] & _DIE_BITS) != 0
-    new = np.where(kept, dice, faces)
-    new.sort(axis=-1)
-    return roll_index_of_sorted(new).astype(np.int64)
+    return reroll_batch(roll, np.asarray(keep_bits, dtype=np.int64), np.asarray(faces, dtype=np.int64))
 
 
 def five_kind_box_full(tables: RuleTables, filled, scores: np.ndarray):

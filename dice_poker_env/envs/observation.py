@@ -91,6 +91,8 @@ def five_kind_box_state(tables: RuleTables, state: GameState):
 
 def _filled_flags(tables: RuleTables, filled) -> np.ndarray:
     if isinstance(filled, np.ndarray):
+        if tables.n_boxes <= 16:
+            return np.take(_FILLED_ROWS[tables.n_boxes], filled, axis=0)
         return ((filled[:, None] & tables.box_bit) != 0).astype(np.int8)
     return _FILLED_ROWS[tables.n_boxes][filled].copy() if filled < _ROW_LIMIT else _flags_row(tables.n_boxes, filled)
 
@@ -132,7 +134,7 @@ def observe_dict(tables: RuleTables, state: GameState) -> dict[str, np.ndarray]:
         }
     as_int = lambda v: v.astype(np.int64)  # noqa: E731
     return {
-        "dice": ROLL_DICE[state.roll].astype(np.int64),
+        "dice": np.take(_ROLL_DICE_64, state.roll, axis=0),
         "rolls_left": as_int(state.rolls_left),
         "filled": _filled_flags(tables, state.filled),
         "scores": state.scores.astype(np.int64),
