@@ -397,17 +397,33 @@ class ChunkMoves:
 
     def upper_moves(self, box: int):
         """``(legal, reward, next_key)``, each ``(n_classes, m)``, for an upper box."""
+        legal, reward, keys = self.upper_moves_batch([box])
+        n = len(self.space.box_classes[box].roll)
+        return legal[0, :n], reward[0, :n], keys[0, :n]
+
+    def upper_moves_batch(self, boxes: list[int]):
+        """:meth:`upper_moves` of several upper boxes in one engine call.
+
+        Returns ``(legal, reward, next_key)`` of shape ``(len(boxes), C, m)``, the
+        class axis padded to the largest class count with copies of class 0.
+        """
         space = self.space
-        cls = space.box_classes[box]
-        legal = ((self.pair_legal[:, cls.roll] >> box) & 1).astype(bool)[self.pair_of_state].T
+        classes = [space.box_classes[b] for b in boxes]
+        width = max(len(c.roll) for c in classes)
+        pad = lambda a: np.concatenate([a, np.repeat(a[:1], width - len(a))])  # noqa: E731
+        rolls = np.stack([pad(c.roll) for c in classes])  # (nb, C)
+        firsts = np.stack([pad(c.first) for c in classes])
+        box = np.asarray(boxes, dtype=np.int64)[:, None]
+        legal = ((self.pair_legal[:, rolls] >> box[None]) & 1).astype(bool)  # (pairs, nb, C)
+        legal = np.moveaxis(legal[self.pair_of_state], 0, -1)  # (nb, C, m)
         points, bonus, new_upper = score_points(
-            space.tables, self.filled[None, :], self.upper[None, :], self.full[None, :],
-            cls.roll[:, None], cls.first[:, None], box,
+            space.tables, self.filled, self.upper, self.full, rolls[..., None], firsts[..., None], box[..., None]
         )
-        new_filled = self.filled | (1 << box)
-        new_full = self.full[None, :] | ((points > 0) if box == space.five_box and space.n_full == 2 else False)
-        next_upper = space.canonical_upper(new_filled[None, :], new_upper)
-        keys = np.broadcast_to(space.key(new_filled[None, :], next_upper, new_full), legal.shape)
+        new_filled = self.filled | (1 << box[..., None])  # (nb, 1, m)
+        is_five = (box == space.five_box)[..., None] if space.n_full == 2 else False
+        new_full = self.full | (is_five & (points > 0))
+        next_upper = space.canonical_upper(new_filled, new_upper)
+        keys = np.broadcast_to(space.key(new_filled, next_upper, new_full), legal.shape)
         reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), legal.shape)
         return legal, reward, keys
 
@@ -520,15 +536,18 @@ def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, vari
         B0 = np.zeros((N_ROLLS, m), dtype=np.int8)
         B2 = np.zeros((N_ROLLS, m), dtype=np.int8) if space.doubling else B0
     arg = {id(S0): B0, id(S2): B2} if boxes and not second else None
+    upper_open = [b for b in moves.open_boxes if space.tables.is_upper[b]]
+    if upper_open:  # all upper boxes in one engine call
+        legal, reward, keys = moves.upper_moves_batch(upper_open)
+        v, c = _lookup(index, keys, legal, value, variance, second)
+        center = v[0].max(axis=0)
+        upper_q = np.where(legal, reward + (v - center), -np.inf).astype(dtype)
+        upper_c = c.astype(dtype) if second else None
     for b in moves.open_boxes:
         cls = space.box_classes[b]
         if space.tables.is_upper[b]:
-            legal, reward, keys = moves.upper_moves(b)
-            v, c = _lookup(index, keys, legal, value, variance, second)
-            if center is None:
-                center = v.max(axis=0)
-            q = np.where(legal, reward + (v - center), -np.inf).astype(dtype)
-            c = c.astype(dtype) if second else None
+            i = upper_open.index(b)
+            q, c = upper_q[i], (upper_c[i] if second else None)
             cands = lambda of, q=q, c=c: (q[of], c[of] if second else None)  # noqa: E731
         else:
             legal, reward, becomes_full, key_same, key_full = moves.lower_moves(b)
