@@ -27,6 +27,7 @@ from dice_poker_env.engine.dice import (
     N_ROLLS,
     ROLL_DICE,
     TRANSITION,
+    roll_index_of_sorted,
 )
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.solver import CacheWarning, SolverError, solve
@@ -200,7 +201,7 @@ def test_action_values_match_the_env_mask_and_bitmask_equivalence(spec):
             mask = info["action_mask"]
             assert q.shape == (N_KEEP_ACTIONS + rules.n_boxes,)
             np.testing.assert_array_equal(np.isfinite(q), mask == 1)
-            roll = game.roll_index_of_sorted(np.asarray(obs["dice"]))
+            roll = roll_index_of_sorted(np.asarray(obs["dice"]))
             if obs["rolls_left"] > 0:
                 keeps = KEEP_OF_ACTION[int(roll), :KEEP_ALL]
                 for k in np.unique(keeps):
