@@ -46,9 +46,13 @@ class Solution:
         n_states: number of reachable between-turn states (terminal ones included).
         seconds: wall time of the solve (or of loading it from the cache).
         from_cache: whether the solution was loaded from the disk cache.
+
+    Queries inside a turn (action values, best actions) solve that state's turn
+    on first use and keep its tables in a cache of ``turn_cache_size`` states
+    (about 3 KiB each, 6 KiB with first-roll doubling; emptied when full).
     """
 
-    def __init__(self, rules: Rules, dp: DPResult, *, seconds: float = 0.0, from_cache: bool = False, turn_cache_size: int = 65536):
+    def __init__(self, rules: Rules, dp: DPResult, *, seconds: float = 0.0, from_cache: bool = False, turn_cache_size: int = 131072):
         self.rules = rules
         self.tables = rules.tables
         self.space = StateSpace(self.tables)
@@ -108,8 +112,9 @@ class Solution:
         #: [rolls-left level, slot, keep]: keep values minus the state's value
         self._keep = np.zeros((2, 0, _N_PROPER_KEEPS), dtype=np.float32)
         #: [level, slot, roll]: best score-now value minus the state's value, and its box
-        self._score = np.zeros((2, 0, N_ROLLS), dtype=np.float32)
-        self._box = np.zeros((2, 0, N_ROLLS), dtype=np.int8)
+        levels = 2 if self.space.doubling else 1  # without first-roll doubling both levels score alike
+        self._score = np.zeros((levels, 0, N_ROLLS), dtype=np.float32)
+        self._box = np.zeros((levels, 0, N_ROLLS), dtype=np.int8)
         self._used = 0
 
     def _turn_slots(self, positions: np.ndarray) -> np.ndarray:
@@ -154,9 +159,11 @@ class Solution:
             self._keep[0, slots] = (K1[:_N_PROPER_KEEPS] - base).T
             self._keep[1, slots] = (K2[:_N_PROPER_KEEPS] - base).T
             self._score[0, slots] = (S0 - base).T
-            self._score[1, slots] = (S2 - base).T
+            if self.space.doubling:
+                self._score[1, slots] = (S2 - base).T
             self._box[0, slots] = B0.T
-            self._box[1, slots] = B2.T
+            if self.space.doubling:
+                self._box[1, slots] = B2.T
             self._slot[part] = slots
             self._used += len(part)
 
@@ -167,7 +174,7 @@ class Solution:
         size = min(max(need, 2 * have, 1024), max(self._turn_cache_size, need))
         for name in ("_keep", "_score", "_box"):
             old = getattr(self, name)
-            new = np.zeros((2, size, old.shape[2]), dtype=old.dtype)
+            new = np.zeros((old.shape[0], size, old.shape[2]), dtype=old.dtype)
             new[:, :have] = old
             setattr(self, name, new)
 
@@ -189,8 +196,9 @@ class Solution:
         pos = self._positions(filled, upper, full)
         slots = self._turn_slots(pos)
         level = (rolls_left == ROLLS_PER_TURN - 1).astype(np.int64)
-        score_value = self._score[level, slots, roll]
-        action = N_KEEP_ACTIONS + self._box[level, slots, roll].astype(np.int64)
+        score_level = level if self.space.doubling else 0
+        score_value = self._score[score_level, slots, roll]
+        action = N_KEEP_ACTIONS + self._box[score_level, slots, roll].astype(np.int64)
         rows = np.flatnonzero(rolls_left > 0)
         if len(rows):
             keep_of = KEEP_OF_ACTION[roll[rows], :KEEP_ALL]
