@@ -440,3 +440,32 @@ def test_fast_best_actions_agree_with_action_values():
             best = solution.best_action(obs)
             assert q[best] >= q.max() - 1e-4
             obs, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+
+
+def test_worker_processes_give_the_same_values():
+    from dice_poker_env.solver.dp import solve_dp
+
+    tables = load_rules("yacht").tables
+    one = solve_dp(tables, workers=1, chunk=128)
+    two = solve_dp(tables, workers=2, chunk=128)
+    np.testing.assert_array_equal(one.keys, two.keys)
+    np.testing.assert_array_equal(one.value, two.value)
+    np.testing.assert_array_equal(one.value2, two.value2)
+
+
+def test_act_batch_obeys_the_mask_it_is_given():
+    from agents.optimal import OptimalAgent
+    from dice_poker_env.envs.observation import observe_dict
+
+    solution = _solved("yacht")
+    agent = OptimalAgent(solution)
+    tables = solution.rules.tables
+    state = game.new_games(tables, np.arange(0, N_ROLLS, 9, dtype=np.int64))
+    obs = observe_dict(tables, state)
+    masks = np.asarray(game.action_mask(tables, state)).copy()
+    best = agent.act_batch(obs, masks)
+    masks[np.arange(len(best)), best] = 0  # forbid the solver's choice
+    second = agent.act_batch(obs, masks)
+    q = solution.action_values(obs)
+    q = np.where(masks == 1, q, -np.inf)
+    np.testing.assert_array_equal(second, np.argmax(q, axis=1))
