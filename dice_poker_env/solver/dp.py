@@ -464,10 +464,19 @@ def reachable_layers(space: StateSpace, chunk: int = 4096) -> list[np.ndarray]:
     """Sorted state keys of every layer reachable from the empty scorecard (one process)."""
     start = space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False)
     layers = [np.array([start], dtype=np.int64)]
+    mark = np.zeros(space.size, dtype=np.uint8)
     for t in range(space.tables.turns):
-        found = [a for part in _chunks(len(layers[t]), chunk) for a in _successor_keys(space, layers[t][part])]
-        layers.append(np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
+        for part in _chunks(len(layers[t]), chunk):
+            _mark_successors(space, layers[t][part], mark)
+        layers.append(_collect(mark))
     return layers
+
+
+def _collect(mark: np.ndarray) -> np.ndarray:
+    """The marked keys (sorted), unmarking them."""
+    found = np.flatnonzero(mark).astype(np.int64)
+    mark[found] = 0
+    return found
 
 
 @dataclass
@@ -629,8 +638,9 @@ def solve_dp(tables: RuleTables, *, chunk: int = 512, progress=None, workers: in
 _SHARED: dict = {}
 
 
-def _forward_task(keys: np.ndarray) -> list[np.ndarray]:
-    return _successor_keys(_SHARED["space"], keys)
+def _forward_task(keys: np.ndarray) -> int:
+    _mark_successors(_SHARED["space"], keys, _SHARED["mark"])
+    return len(keys)
 
 
 def _backward_task(bounds: tuple[int, int]) -> int:
@@ -638,19 +648,20 @@ def _backward_task(bounds: tuple[int, int]) -> int:
     return bounds[1] - bounds[0]
 
 
-def _successor_keys(space: StateSpace, keys: np.ndarray) -> list[np.ndarray]:
-    found = []
+def _mark_successors(space: StateSpace, keys: np.ndarray, mark: np.ndarray) -> None:
+    """Set ``mark[key]`` for every state one legal score action away from the states ``keys``."""
     moves = space.chunk_moves(*space.decode(keys))
+    upper_open = [b for b in moves.open_boxes if space.tables.is_upper[b]]
+    if upper_open:
+        legal, _, next_keys = moves.upper_moves_batch(upper_open)
+        mark[next_keys[legal]] = 1
     for b in moves.open_boxes:
         if space.tables.is_upper[b]:
-            legal, _, next_keys = moves.upper_moves(b)
-            found.append(np.unique(next_keys[legal]))
-        else:
-            legal, _, becomes_full, key_same, key_full = moves.lower_moves(b)
-            pair = moves.pair_of_state
-            found.append(key_same[(legal & ~becomes_full).any(axis=0)[pair]])
-            found.append(key_full[(legal & becomes_full).any(axis=0)[pair]])
-    return found
+            continue
+        legal, _, becomes_full, key_same, key_full = moves.lower_moves(b)
+        pair = moves.pair_of_state
+        mark[key_same[(legal & ~becomes_full).any(axis=0)[pair]]] = 1
+        mark[key_full[(legal & becomes_full).any(axis=0)[pair]]] = 1
 
 
 def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk) -> None:
@@ -664,10 +675,11 @@ def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk
         variance[sl] = np.maximum(v2 - v * v, 0.0)
 
 
-def _shared_zeros(n: int) -> np.ndarray:
-    """A float64 array in anonymous shared memory (visible to forked workers)."""
-    buffer = mmap.mmap(-1, max(8 * n, 8))
-    return np.frombuffer(buffer, dtype=np.float64, count=n)
+def _shared_zeros(n: int, dtype=np.float64) -> np.ndarray:
+    """A zeroed array in anonymous shared memory (visible to forked workers)."""
+    size = np.dtype(dtype).itemsize
+    buffer = mmap.mmap(-1, max(size * n, size))
+    return np.frombuffer(buffer, dtype=dtype, count=n)
 
 
 def _pieces(lo: int, hi: int, chunk: int, workers: int) -> list[tuple[int, int]]:
@@ -684,22 +696,26 @@ def _solve_dp(tables: RuleTables, chunk: int, progress, workers: int) -> DPResul
     start = space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False)
     layers = [np.array([start], dtype=np.int64)]
     context = multiprocessing.get_context("fork") if workers > 1 else None
+    mark = _shared_zeros(space.size, np.uint8) if context else np.zeros(space.size, dtype=np.uint8)
     _SHARED.clear()
-    _SHARED["space"] = space
+    _SHARED.update(space=space, mark=mark)
     pool = context.Pool(workers) if context else None
     try:
         for t in range(tables.turns):
             parts = [layers[t][part] for part in _chunks(len(layers[t]), 4096)]
             if pool is not None and len(parts) > 1:
-                found = [a for piece in pool.imap_unordered(_forward_task, parts) for a in piece]
+                for _ in pool.imap_unordered(_forward_task, parts):
+                    pass
             else:
-                found = [a for part in parts for a in _successor_keys(space, part)]
-            layers.append(np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64))
+                for part in parts:
+                    _mark_successors(space, part, mark)
+            layers.append(_collect(mark))
             if progress is not None:
                 progress.update(1)
     finally:
         if pool is not None:
             pool.terminate()
+    del mark
     keys = np.concatenate(layers)
     layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
     index = StateIndex(space, keys)
