@@ -145,27 +145,38 @@ KEEP_SUBS = _keep_subs()
 _PLUS = KEEP_PLUS_FACE.astype(np.int64)
 
 
-def keep_values(rolls: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Expected value of every keep, given the value of every roll.
+#: number of proper keeps (0 to 4 dice): the keeps an env keep action can reach
+N_PROPER_KEEPS = int(KEEP_START[N_DICE])
+_FOUR = slice(int(KEEP_START[N_DICE - 1]), N_PROPER_KEEPS)
+#: (126, 6): the roll reached by adding one die of face f+1 to each 4-dice keep
+_FOUR_PLUS_ROLL = ROLL_OF_KEEP[KEEP_PLUS_FACE[_FOUR]].astype(np.int64)
+
+
+def keep_values(rolls: np.ndarray) -> np.ndarray:
+    """Expected value of every proper keep (0 to 4 dice), given the value of every roll.
 
     Args:
         rolls: ``(252, m)`` value of each roll (for ``m`` independent columns).
-        out: optional ``(462, m)`` buffer.
 
     Returns:
-        ``(462, m)``: ``K[k] = E[value of the roll reached by rolling the missing dice]``,
-        computed as ``K(keep) = mean over faces of K(keep + face)``.
+        ``(210, m)``: ``K[k] = E[value of the roll reached by rolling the missing dice]``,
+        computed as ``K(keep) = mean over faces of K(keep + face)`` (a 5-dice keep
+        is its roll).
     """
     m = rolls.shape[1]
-    K = np.empty((N_KEEPS, m), dtype=rolls.dtype) if out is None else out
-    K[_FULL] = rolls[ROLL_OF_FULL_KEEP]
-    for size in range(N_DICE - 1, -1, -1):
+    K = np.empty((N_PROPER_KEEPS, m), dtype=rolls.dtype)
+    block = K[_FOUR]
+    np.take(rolls, _FOUR_PLUS_ROLL[:, 0], axis=0, out=block)
+    for f in range(1, N_FACES):
+        block += rolls[_FOUR_PLUS_ROLL[:, f]]
+    block /= N_FACES  # division, not a product with an inexact 1/6: no systematic bias
+    for size in range(N_DICE - 2, -1, -1):
         lo, hi = int(KEEP_START[size]), int(KEEP_START[size + 1])
         block = K[lo:hi]
         np.take(K, _PLUS[lo:hi, 0], axis=0, out=block)
         for f in range(1, N_FACES):
             block += K[_PLUS[lo:hi, f]]
-        block /= N_FACES  # division, not a product with an inexact 1/6: no systematic bias
+        block /= N_FACES
     return K
 
 
@@ -186,22 +197,22 @@ def _scratch(shape, dtype) -> np.ndarray:
     return np.empty((2, *shape), dtype=dtype)
 
 
-def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None):
+def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None, *, inplace: bool = False):
     """Per roll, the best value over its proper sub-keeps (0 to 4 dice kept).
 
     Recursion over keep sizes: ``B(k) = max(K(k), B(k - f) for faces f in k)``.
 
     Args:
-        K: ``(462, m)`` keep values (rows of 5-dice keeps are ignored).
+        K: ``(210, m)`` values of the proper keeps (:func:`keep_values`).
         K2: optional second-moment keep values, carried along with the argmax
             (the first maximum wins ties).
+        inplace: overwrite ``K`` and ``K2`` (with the best sub-keep values) instead of copying.
 
     Returns:
         ``(best, best2)`` each ``(252, m)`` (``best2`` is ``None`` without ``K2``).
     """
-    top = int(KEEP_START[N_DICE])
-    B = K[:top].copy()
-    B2 = None if K2 is None else K2[:top].copy()
+    B = K if inplace else K.copy()
+    B2 = None if K2 is None else (K2 if inplace else K2.copy())
     for size in range(1, N_DICE):
         lo, hi = int(KEEP_START[size]), int(KEEP_START[size + 1])
         Bl = B[lo:hi]
@@ -231,6 +242,8 @@ def widget(
     score_first: np.ndarray,
     score_last2: np.ndarray | None = None,
     score_first2: np.ndarray | None = None,
+    *,
+    keep_tables: bool = True,
 ):
     """Solve one turn for ``m`` states at once.
 
@@ -238,18 +251,19 @@ def widget(
         score_last: ``(252, m)`` best value of scoring each roll after a reroll.
         score_first: ``(252, m)`` the same from the turn's first roll (first-roll doubling).
         score_last2, score_first2: optional second moments of the chosen score actions.
+        keep_tables: return the keep values (else they are overwritten to save copies).
 
     Returns:
         ``(value, value2, K1, K2)``: ``(m,)`` expected value of the turn start, its
-        second moment (or ``None``), and the ``(462, m)`` keep values with one and
-        with two rolls left (``K1[k]`` = value of keeping ``k`` and rerolling when
-        one reroll is left).
+        second moment (or ``None``), and the ``(210, m)`` values of the proper keeps
+        with one and with two rolls left (``K1[k]`` = value of keeping ``k`` and
+        rerolling when one reroll is left; ``None`` without ``keep_tables``).
     """
     second = score_last2 is not None
     W0, W0b = score_last, score_last2
     K1 = keep_values(W0)
     K1b = keep_values(W0b) if second else None
-    best, best2 = best_subkeep(K1, K1b)
+    best, best2 = best_subkeep(K1, K1b, inplace=not keep_tables)
     if second:  # scoring wins ties
         W1, W1b = score_last.copy(), score_last2.copy()
         _take_better(W1, W1b, best, best2, _scratch(W1.shape, W1.dtype))
@@ -257,7 +271,7 @@ def widget(
         W1 = np.maximum(score_last, best)
     K2 = keep_values(W1)
     K2b = keep_values(W1b) if second else None
-    best, best2 = best_subkeep(K2, K2b)
+    best, best2 = best_subkeep(K2, K2b, inplace=not keep_tables)
     value2 = None
     if second:
         W2, W2b = score_first.copy(), score_first2.copy()
@@ -266,6 +280,8 @@ def widget(
     else:
         W2 = np.maximum(score_first, best)
     value = FIRST_ROLL_PROBABILITY @ W2
+    if not keep_tables:
+        return value, value2, None, None
     return value, value2, K1, K2
 
 
@@ -670,7 +686,7 @@ def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk
         sl = slice(start, min(hi, start + chunk))
         filled, upper, full = space.decode(keys[sl])
         S0, S2, S0b, S2b, center = score_tables(space, filled, upper, full, value, variance, index, True)
-        v, v2, _, _ = widget(S0, S2, S0b, S2b)
+        v, v2, _, _ = widget(S0, S2, S0b, S2b, keep_tables=False)
         value[sl] = center + v
         variance[sl] = np.maximum(v2 - v * v, 0.0)
 
