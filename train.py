@@ -451,7 +451,21 @@ def make_callbacks(config: Config, rules, run_dir: Path, optimal: float | None, 
                     self.model.save_replay_buffer(path.with_suffix(".replay.pkl"))
             return True
 
-    callbacks = []
+    class LogConfig(BaseCallback):
+        """The hyper-parameters to TensorBoard's HPARAMS tab, once per run."""
+
+        def _on_training_start(self) -> None:
+            from stable_baselines3.common.logger import HParam
+
+            hparams = {k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v))
+                       for k, v in asdict(config).items()}
+            self.logger.record("hparams", HParam(hparams, {"eval/mean_score": 0.0, "eval/percent_of_optimal": 0.0}),
+                               exclude=("stdout", "log", "json", "csv"))
+
+        def _on_step(self) -> bool:
+            return True
+
+    callbacks: list = [LogConfig()]
     evaluator = ScoreEval() if config.eval_freq > 0 else None
     if evaluator is not None:
         callbacks.append(evaluator)
