@@ -1,6 +1,7 @@
 """Game-level rules: jokers, bonuses and their reward timing, section order, turns."""
 
 import numpy as np
+import pytest
 
 from dice_poker_env import load_rules
 from dice_poker_env.engine import game
@@ -192,3 +193,14 @@ def test_turns_option_ends_the_game_early():
     _, new = play_box(rules, state, "chance")
     assert game.is_over(rules.tables, new)
     assert not game.action_mask(rules.tables, new).any()
+
+
+def test_scorecards_only_accept_reachable_points():
+    from dice_poker_env import PositionError
+
+    for ruleset, box, points in [("yacht", "full_house", 25), ("yatzy", "two_pairs", 24), ("school_poker", "poker", 50)]:
+        rules = load_rules(ruleset)
+        with pytest.raises(PositionError, match="can never hold"):
+            make_position(rules.tables, {box: points}, [1, 2, 3, 4, 6])
+    rules = load_rules("yahtzee")  # a joker full house is reachable here
+    make_position(rules.tables, {"full_house": 25}, [1, 2, 3, 4, 6])
