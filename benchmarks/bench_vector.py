@@ -25,12 +25,10 @@ Then memory: RSS of the process over 10 million batched steps (N = 4096),
 sampled every million.
 
 Optionally (``--optimal 100000``) the solver's optimal agent playing that many
-Yahtzee games on the batched env (``SAME_STEP`` autoreset, batched Q lookups),
-and (``--engine-proposal``) N = 4096 again with a sort-free ``engine.game.reroll``
-swapped in for the run, to measure what that engine change would give.
+Yahtzee games on the batched env (``SAME_STEP`` autoreset, batched Q lookups).
 
     python benchmarks/bench_vector.py [--seconds 1.0] [--rounds 3] [--memory-steps 10000000]
-        [--engine-proposal] [--optimal 100000] [--json]
+        [--optimal 100000] [--json]
 """
 
 from __future__ import annotations
@@ -79,58 +77,16 @@ class MaskedSampler:
         return np.where(pick < keeps, pick, 32 + box)
 
 
-def proposed_reroll():
-    """A sort-free ``engine.game.reroll`` (an engine proposal, measured here, not shipped).
-
-    The roll index of a multiset is looked up from an order-free code, the sum of
-    ``7 ** (face - 1)`` over the dice; the kept dice's part is precomputed per
-    (roll, keep bits) and the rerolled dice's part is five column adds, instead of
-    sorting the ``(B, 5)`` dice and rebuilding the code with powers.
-    """
-    from dice_poker_env.engine import dice
-
-    face_code = np.array([0] + [7**i for i in range(6)], dtype=np.int64)
-    bits = np.arange(32)
-    rerolled = (((bits[:, None] >> np.arange(5)) & 1) == 0).astype(np.int64)  # (32, 5)
-    kept_code = (face_code[dice.ROLL_DICE.astype(np.int64)][:, None, :] * (1 - rerolled)[None]).sum(-1).ravel()
-    roll_of_code = dice._ROLL_INDEX_OF_CODE.astype(np.int64)
-
-    def reroll(roll, keep_bits, faces):
-        codes = np.take(face_code, faces)
-        codes *= np.take(rerolled, keep_bits, axis=0)
-        code = np.take(kept_code, roll * 32 + keep_bits)
-        for i in range(5):
-            code += codes[:, i]
-        return np.take(roll_of_code, code)
-
-    return reroll
-
-
-def batched(num_envs: int, engine_proposal: bool = False, obs_mode: str = "dict"):
+def batched(num_envs: int, obs_mode: str = "dict"):
     import gymnasium as gym
 
     import dice_poker_env  # noqa: F401 - registers the ids
-    from dice_poker_env.engine import game
 
     env = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point", obs_mode=obs_mode).unwrapped
     sample = MaskedSampler(env.tables.n_boxes)
     state = {"info": env.reset(seed=0)[1]}
     env_time = [0.0]
-    engine_reroll, patched = game.reroll, proposed_reroll() if engine_proposal else None
-    if patched is not None:  # check it is the engine's function before timing it
-        rng = np.random.default_rng(0)
-        args = rng.integers(0, 252, 10_000), rng.integers(0, 31, 10_000), rng.integers(1, 7, (10_000, 5))
-        assert np.array_equal(patched(*args), engine_reroll(*args))
-
     def run(seconds: float) -> float:
-        if patched is not None:
-            game.reroll = patched
-        try:
-            return timed(seconds)
-        finally:
-            game.reroll = engine_reroll
-
-    def timed(seconds: float) -> float:
         info, steps, env_seconds = state["info"], 0, 0.0
         start = time.perf_counter()
         now = start
@@ -323,9 +279,6 @@ def main() -> None:
     parser.add_argument("--memory-steps", type=int, default=10_000_000, help="env steps of the RSS check (0: skip)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument(
-        "--engine-proposal", action="store_true", help="also time N=4096 with the sort-free reroll proposed for the engine"
-    )
     parser.add_argument("--optimal", type=int, default=0, help="also play this many games with the optimal agent")
     args = parser.parse_args()
 
@@ -334,8 +287,6 @@ def main() -> None:
 
     runners = {f"batched N={n}": batched(n) for n in BATCH_SIZES}
     runners["batched N=4096, flat obs"] = batched(4096, obs_mode="flat")
-    if args.engine_proposal:
-        runners["batched N=4096, proposed reroll"] = batched(4096, engine_proposal=True)
     runners["single env"] = single()
     runners["single env (gym.make)"] = single(wrapped=True)
     runners[f"SyncVectorEnv x{SYNC_ENVS} single"] = sync_vector()
