@@ -33,6 +33,8 @@ batched state (every value gets a leading batch axis).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from gymnasium import spaces
 
@@ -94,10 +96,12 @@ def _filled_flags(tables: RuleTables, filled) -> np.ndarray:
         if tables.n_boxes <= 16:
             return np.take(_FILLED_ROWS[tables.n_boxes], filled, axis=0)
         return ((filled[:, None] & tables.box_bit) != 0).astype(np.int8)
-    return _FILLED_ROWS[tables.n_boxes][filled].copy() if filled < _ROW_LIMIT else _flags_row(tables.n_boxes, filled)
+    return _flags_row(tables.n_boxes, filled).copy()
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _flags_row(n: int, filled: int) -> np.ndarray:
+    """Filled flags of one game (memoized; callers copy)."""
     return np.array([(filled >> k) & 1 for k in range(n)], dtype=np.int8)
 
 
@@ -117,18 +121,28 @@ _FILLED_ROWS = _FlagRows()
 
 _ROLL_DICE_64 = ROLL_DICE.astype(np.int64)
 _INT64 = [np.int64(i) for i in range(64)]  # immutable scalars, shared
+_DICE_ROWS = list(_ROLL_DICE_64)  # one row array per roll: copying one is cheaper than fancy indexing
+_ONE_ELEMENT: dict[int, np.ndarray] = {}
+
+
+def _one_element(value: int) -> np.ndarray:
+    """A fresh ``(1,)`` int64 array holding ``value`` (copied from a small memo)."""
+    row = _ONE_ELEMENT.get(value)
+    if row is None:
+        row = _ONE_ELEMENT.setdefault(value, np.array([value], dtype=np.int64))
+    return row.copy()
 
 
 def observe_dict(tables: RuleTables, state: GameState) -> dict[str, np.ndarray]:
     """Dict observation(s) of the state."""
-    if not state.batched:
+    if not isinstance(state.filled, np.ndarray):
         return {
-            "dice": _ROLL_DICE_64[state.roll].copy(),
+            "dice": _DICE_ROWS[state.roll].copy(),
             "rolls_left": _INT64[state.rolls_left],
             "filled": _filled_flags(tables, state.filled),
             "scores": state.scores.copy(),
-            "upper_total": np.array([state.upper_total], dtype=np.int64),
-            "bonus": np.array([state.bonus], dtype=np.int64),
+            "upper_total": _one_element(state.upper_total),
+            "bonus": _one_element(state.bonus),
             "five_kind_box": _INT64[five_kind_box_state(tables, state)],
             "turn": _INT64[state.filled.bit_count()],
         }
