@@ -32,7 +32,13 @@ from gymnasium.utils import seeding
 from dice_poker_env.dice import DiceSource, RandomDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
-from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_dict, observe_flat
+from dice_poker_env.envs.arguments import require_choice
+from dice_poker_env.envs.observation import (
+    OBS_MODES,
+    observation_space,
+    observe_dict,
+    observe_flat,
+)
 from dice_poker_env.envs.render import render_ansi
 from dice_poker_env.envs.single import IllegalActionError
 from dice_poker_env.rules import Rules, load_rules
@@ -182,10 +188,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             raise ValueError(f"num_players must be an integer, got {num_players!r}")
         if not MIN_PLAYERS <= num_players <= MAX_PLAYERS:
             raise ValueError(f"num_players must be {MIN_PLAYERS} to {MAX_PLAYERS}, got {num_players}")
-        if obs_mode not in OBS_MODES:
-            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        require_choice("obs_mode", obs_mode, OBS_MODES)
+        require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
         self.rules = load_rules(rules, **rule_options)
         self.tables = self.rules.tables
         self.reward_mode = default_reward_mode(self.rules) if reward_mode is None else reward_mode
@@ -556,8 +560,7 @@ class SeatEnv(gym.Env):
             opponents = [opponents]
         if illegal_action not in ("terminate", "raise"):
             raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {illegal_action!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
         num_players = len(opponents) + 1
         self.game = raw_env(
             rules, num_players, reward_mode, obs_mode=obs_mode, dice_source=dice_source, **rule_options

@@ -10,8 +10,14 @@ from gymnasium import spaces
 
 from dice_poker_env.dice import DiceSource, RandomDice
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, REROLLED_POSITIONS, roll_of_faces
+from dice_poker_env.engine.dice import (
+    N_DICE,
+    N_KEEP_ACTIONS,
+    REROLLED_POSITIONS,
+    roll_of_faces,
+)
 from dice_poker_env.engine.position import position_from_options
+from dice_poker_env.envs.arguments import require_choice
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe
 from dice_poker_env.envs.render import render_ansi
 from dice_poker_env.rules import Rules, load_rules
@@ -104,12 +110,9 @@ class DicePokerEnv(gym.Env):
         render_mode: str | None = None,
         **rule_options: Any,
     ):
-        if obs_mode not in OBS_MODES:
-            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        require_choice("obs_mode", obs_mode, OBS_MODES)
+        require_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
+        require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
         self.rules = load_rules(rules, **rule_options)
         self.tables = self.rules.tables
         self._engine_tables = self.tables.scalar  # same tables, fast for one game

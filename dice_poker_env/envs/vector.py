@@ -23,6 +23,7 @@ from dice_poker_env.dice import DiceSource, RandomDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
 from dice_poker_env.engine.position import PositionError, position_from_options
+from dice_poker_env.envs.arguments import require_choice
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe
 from dice_poker_env.envs.single import ILLEGAL_ACTION_MODES, IllegalActionError
 from dice_poker_env.rules import Rules, load_rules
@@ -169,12 +170,9 @@ class DicePokerVectorEnv(VectorEnv):
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
-        if obs_mode not in OBS_MODES:
-            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        require_choice("obs_mode", obs_mode, OBS_MODES)
+        require_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
+        require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
         self.num_envs = int(num_envs)
         self.rules = load_rules(rules, **rule_options)
         self.tables = self.rules.tables
