@@ -161,23 +161,139 @@ def keep_values(rolls: np.ndarray) -> np.ndarray:
     Returns:
         ``(210, m)``: ``K[k] = E[value of the roll reached by rolling the missing dice]``,
         computed as ``K(keep) = mean over faces of K(keep + face)`` (a 5-dice keep
-        is its roll).
+        is its roll). Engine keep and roll order (the widget itself works in the
+        internal order of :func:`_internal_keep_values`).
     """
+    return _internal_keep_values(rolls, _FOUR_PLUS_ROLL_T)[KEEP_POS]
+
+
+# -- the widget's internal order ------------------------------------------------
+# Inside the widget, proper keeps are ordered by size, then by number of distinct
+# faces (most first), and rolls by number of distinct faces (most first). A keep
+# with d distinct faces has d distinct one-die-smaller sub-keeps, so in this order
+# the j-th sub-keep exists exactly for a prefix of each size block: the best
+# sub-keep recursion touches every (keep, distinct sub-keep) pair once, on
+# contiguous slices, without padding.
+def _n_distinct(counts: np.ndarray) -> np.ndarray:
+    return (np.asarray(counts) > 0).sum(axis=1)
+
+
+_DISTINCT = _n_distinct(KEEP_COUNTS)
+#: engine keep index of each internal proper keep, and the inverse
+KEEP_ORDER = np.lexsort((np.arange(N_PROPER_KEEPS), -_DISTINCT[:N_PROPER_KEEPS], KEEP_SIZE[:N_PROPER_KEEPS])).astype(np.int64)
+KEEP_POS = np.empty(N_PROPER_KEEPS, dtype=np.int64)
+KEEP_POS[KEEP_ORDER] = np.arange(N_PROPER_KEEPS)
+_ROLL_DISTINCT = _DISTINCT[FULL_KEEP_OF_ROLL]
+#: engine roll index of each internal roll, and the inverse
+ROLL_ORDER = np.lexsort((np.arange(N_ROLLS), -_ROLL_DISTINCT)).astype(np.int64)
+ROLL_POS = np.empty(N_ROLLS, dtype=np.int64)
+ROLL_POS[ROLL_ORDER] = np.arange(N_ROLLS)
+#: first-roll probabilities in internal roll order
+_FIRST_PROB_INTERNAL = FIRST_ROLL_PROBABILITY[ROLL_ORDER]
+
+
+def _plus_tables():
+    """(6, n) gather indices per keep size: face-major, internal order."""
+    levels = []
+    for size in range(N_DICE):
+        lo, hi = int(KEEP_START[size]), int(KEEP_START[size + 1])
+        engine = KEEP_ORDER[lo:hi]
+        grown = KEEP_PLUS_FACE[engine].astype(np.int64)  # (n, 6) engine keeps
+        if size == N_DICE - 1:
+            levels.append(grown)  # 5-dice keeps: resolved to rolls by the caller
+        else:
+            levels.append(KEEP_POS[grown])
+    return levels
+
+
+_PLUS_LEVELS = _plus_tables()
+#: 4-dice internal keeps + face -> engine roll / internal roll, face-major (6, 126)
+_FOUR_PLUS_ROLL_T = np.ascontiguousarray(ROLL_OF_KEEP[_PLUS_LEVELS[N_DICE - 1]].astype(np.int64).T)
+_FOUR_PLUS_IROLL_T = np.ascontiguousarray(ROLL_POS[_FOUR_PLUS_ROLL_T])
+_SMALL_PLUS_T = [np.ascontiguousarray(level.T) for level in _PLUS_LEVELS[: N_DICE - 1]]
+
+
+def _sub_groups(engine_keeps: np.ndarray):
+    """[(n_j, internal sub-keep indices of the first n_j keeps)] for j = 0, 1, ...
+
+    ``engine_keeps`` (engine indices, in internal order, distinct faces non-increasing).
+    """
+    distinct = _DISTINCT[engine_keeps]
+    groups = []
+    for j in range(int(distinct.max()) if len(distinct) else 0):
+        n = int((distinct > j).sum())
+        groups.append((n, KEEP_POS[KEEP_SUBS[engine_keeps[:n], j]]))
+    return groups
+
+
+#: per keep size 1..4: the sub-keep groups of that size block; then the rolls'
+_KEEP_SUB_GROUPS = [None] + [_sub_groups(KEEP_ORDER[int(KEEP_START[s]) : int(KEEP_START[s + 1])]) for s in range(1, N_DICE)]
+_ROLL_SUB_GROUPS = _sub_groups(FULL_KEEP_OF_ROLL[ROLL_ORDER])
+
+
+def _internal_keep_values(rolls: np.ndarray, four_plus_roll_t: np.ndarray) -> np.ndarray:
+    """:func:`keep_values` in internal keep order; ``rolls`` indexed through ``four_plus_roll_t``."""
     m = rolls.shape[1]
     K = np.empty((N_PROPER_KEEPS, m), dtype=rolls.dtype)
-    block = K[_FOUR]
-    np.take(rolls, _FOUR_PLUS_ROLL[:, 0], axis=0, out=block)
-    for f in range(1, N_FACES):
-        block += rolls[_FOUR_PLUS_ROLL[:, f]]
+    lo = int(KEEP_START[N_DICE - 1])
+    block = K[lo:]
+    np.sum(rolls[four_plus_roll_t.ravel()].reshape(N_FACES, -1, m), axis=0, out=block)
     block /= N_FACES  # division, not a product with an inexact 1/6: no systematic bias
     for size in range(N_DICE - 2, -1, -1):
         lo, hi = int(KEEP_START[size]), int(KEEP_START[size + 1])
         block = K[lo:hi]
-        np.take(K, _PLUS[lo:hi, 0], axis=0, out=block)
-        for f in range(1, N_FACES):
-            block += K[_PLUS[lo:hi, f]]
+        np.sum(K[_SMALL_PLUS_T[size].ravel()].reshape(N_FACES, -1, m), axis=0, out=block)
         block /= N_FACES
     return K
+
+
+def _best_of_subkeeps(B: np.ndarray) -> np.ndarray:
+    """In place over keeps, then per internal roll: the best of each one's proper sub-keeps.
+
+    ``B`` ``(210, m)`` in internal keep order, any dtype ordered by ``np.maximum``
+    (float values, or packed int64 value-and-second-moment words). Returns ``(252, m)``
+    in internal roll order.
+    """
+    for size in range(1, N_DICE):
+        lo = int(KEEP_START[size])
+        for n, sub in _KEEP_SUB_GROUPS[size]:
+            target = B[lo : lo + n]
+            np.maximum(target, B[sub], out=target)
+    groups = _ROLL_SUB_GROUPS
+    best = B[groups[0][1]]
+    for n, sub in groups[1:]:
+        target = best[:n]
+        np.maximum(target, B[sub], out=target)
+    return best
+
+
+# -- value and second moment packed in one int64 word ---------------------------
+# The high 32 bits hold the float32 value mapped to an order-preserving int32, the
+# low 32 bits the float32 second moment: one np.maximum picks the better action
+# and carries its second moment along (among equal values, the larger second
+# moment wins; either is an optimal policy).
+_LOW31 = np.int32(0x7FFFFFFF)
+
+
+def _pack(value: np.ndarray, second: np.ndarray) -> np.ndarray:
+    out = np.empty(value.shape, dtype=np.int64)
+    words = out.view(np.int32).reshape(*value.shape, 2)
+    bits = value.view(np.int32)
+    flip = np.right_shift(bits, 31)
+    flip &= _LOW31
+    np.bitwise_xor(bits, flip, out=words[..., 1])
+    np.copyto(words[..., 0], second.view(np.int32))
+    return out
+
+
+def _unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    words = packed.view(np.int32).reshape(*packed.shape, 2)
+    high = np.ascontiguousarray(words[..., 1])
+    flip = np.right_shift(high, 31)
+    flip &= _LOW31
+    high ^= flip
+    second = np.ascontiguousarray(words[..., 0])
+    return high.view(np.float32), second.view(np.float32)
 
 
 def _take_better(value: np.ndarray, second: np.ndarray, cand: np.ndarray, cand2: np.ndarray, scratch: np.ndarray) -> None:
@@ -197,46 +313,6 @@ def _scratch(shape, dtype) -> np.ndarray:
     return np.empty((2, *shape), dtype=dtype)
 
 
-def best_subkeep(K: np.ndarray, K2: np.ndarray | None = None, *, inplace: bool = False):
-    """Per roll, the best value over its proper sub-keeps (0 to 4 dice kept).
-
-    Recursion over keep sizes: ``B(k) = max(K(k), B(k - f) for faces f in k)``.
-
-    Args:
-        K: ``(210, m)`` values of the proper keeps (:func:`keep_values`).
-        K2: optional second-moment keep values, carried along with the argmax
-            (the first maximum wins ties).
-        inplace: overwrite ``K`` and ``K2`` (with the best sub-keep values) instead of copying.
-
-    Returns:
-        ``(best, best2)`` each ``(252, m)`` (``best2`` is ``None`` without ``K2``).
-    """
-    B = K if inplace else K.copy()
-    B2 = None if K2 is None else (K2 if inplace else K2.copy())
-    for size in range(1, N_DICE):
-        lo, hi = int(KEEP_START[size]), int(KEEP_START[size + 1])
-        Bl = B[lo:hi]
-        B2l = None if B2 is None else B2[lo:hi]
-        scratch = None if B2 is None else _scratch(Bl.shape, Bl.dtype)
-        for j in range(size):  # a keep of `size` dice has at most `size` distinct faces
-            sub = KEEP_SUBS[lo:hi, j]
-            if B2 is None:
-                np.maximum(Bl, B[sub], out=Bl)
-            else:
-                _take_better(Bl, B2l, B[sub], B2[sub], scratch)
-    rows = FULL_KEEP_OF_ROLL  # 5-dice keep of each roll
-    best = B[KEEP_SUBS[rows, 0]]
-    best2 = None if B2 is None else B2[KEEP_SUBS[rows, 0]]
-    scratch = None if B2 is None else _scratch(best.shape, best.dtype)
-    for j in range(1, N_DICE):
-        sub = KEEP_SUBS[rows, j]
-        if best2 is None:
-            np.maximum(best, B[sub], out=best)
-        else:
-            _take_better(best, best2, B[sub], B2[sub], scratch)
-    return best, best2
-
-
 def widget(
     score_last: np.ndarray,
     score_first: np.ndarray,
@@ -248,41 +324,51 @@ def widget(
     """Solve one turn for ``m`` states at once.
 
     Args:
-        score_last: ``(252, m)`` best value of scoring each roll after a reroll.
+        score_last: ``(252, m)`` float32 best value of scoring each roll after a reroll.
         score_first: ``(252, m)`` the same from the turn's first roll (first-roll doubling).
         score_last2, score_first2: optional second moments of the chosen score actions.
-        keep_tables: return the keep values (else they are overwritten to save copies).
+        keep_tables: return the keep values.
 
     Returns:
         ``(value, value2, K1, K2)``: ``(m,)`` expected value of the turn start, its
         second moment (or ``None``), and the ``(210, m)`` values of the proper keeps
-        with one and with two rolls left (``K1[k]`` = value of keeping ``k`` and
-        rerolling when one reroll is left; ``None`` without ``keep_tables``).
+        (engine keep order) with one and with two rolls left (``K1[k]`` = value of
+        keeping ``k`` and rerolling when one reroll is left; ``None`` without
+        ``keep_tables``).
+
+    Internally keeps and rolls are in the order of :data:`KEEP_ORDER` /
+    :data:`ROLL_ORDER`; with second moments, value and second moment travel
+    packed in one int64 (:func:`_pack`) through every max.
     """
-    second = score_last2 is not None
-    W0, W0b = score_last, score_last2
-    K1 = keep_values(W0)
-    K1b = keep_values(W0b) if second else None
-    best, best2 = best_subkeep(K1, K1b, inplace=not keep_tables)
-    if second:  # scoring wins ties
-        W1, W1b = score_last.copy(), score_last2.copy()
-        _take_better(W1, W1b, best, best2, _scratch(W1.shape, W1.dtype))
-    else:
-        W1 = np.maximum(score_last, best)
-    K2 = keep_values(W1)
-    K2b = keep_values(W1b) if second else None
-    best, best2 = best_subkeep(K2, K2b, inplace=not keep_tables)
-    value2 = None
-    if second:
-        W2, W2b = score_first.copy(), score_first2.copy()
-        _take_better(W2, W2b, best, best2, _scratch(W2.shape, W2.dtype))
-        value2 = FIRST_ROLL_PROBABILITY @ W2b
-    else:
-        W2 = np.maximum(score_first, best)
-    value = FIRST_ROLL_PROBABILITY @ W2
+    if score_last2 is not None:
+        return _widget_second(score_last, score_first, score_last2, score_first2)
+    K1 = _internal_keep_values(score_last, _FOUR_PLUS_ROLL_T)
+    out1 = K1.copy() if keep_tables else None
+    W1 = score_last[ROLL_ORDER]
+    np.maximum(W1, _best_of_subkeeps(K1), out=W1)
+    K2 = _internal_keep_values(W1, _FOUR_PLUS_IROLL_T)
+    out2 = K2.copy() if keep_tables else None
+    W2 = score_first[ROLL_ORDER]
+    np.maximum(W2, _best_of_subkeeps(K2), out=W2)
+    value = _FIRST_PROB_INTERNAL @ W2
     if not keep_tables:
-        return value, value2, None, None
-    return value, value2, K1, K2
+        return value, None, None, None
+    return value, None, out1[KEEP_POS], out2[KEEP_POS]
+
+
+def _widget_second(score_last, score_first, score_last2, score_first2):
+    """:func:`widget` with second moments (the solve's backward pass)."""
+    K1 = _internal_keep_values(score_last, _FOUR_PLUS_ROLL_T)
+    K1b = _internal_keep_values(score_last2, _FOUR_PLUS_ROLL_T)
+    W1 = _pack(score_last[ROLL_ORDER], score_last2[ROLL_ORDER])
+    np.maximum(W1, _best_of_subkeeps(_pack(K1, K1b)), out=W1)
+    W1v, W1b = _unpack(W1)
+    K2 = _internal_keep_values(W1v, _FOUR_PLUS_IROLL_T)
+    K2b = _internal_keep_values(W1b, _FOUR_PLUS_IROLL_T)
+    W2 = _pack(score_first[ROLL_ORDER], score_first2[ROLL_ORDER])
+    np.maximum(W2, _best_of_subkeeps(_pack(K2, K2b)), out=W2)
+    W2v, W2b = _unpack(W2)
+    return _FIRST_PROB_INTERNAL @ W2v, _FIRST_PROB_INTERNAL @ W2b, None, None
 
 
 # ---------------------------------------------------------------- state space
@@ -547,47 +633,99 @@ def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, vari
         (x + E[R] - c)^2 + Var(R)``, so only the variance of the chosen next state
         is carried along the max.
     """
-    m = len(filled)
-    moves = space.chunk_moves(filled, upper, full)
-    dtype = WORK_DTYPE
-    S0 = np.full((N_ROLLS, m), -np.inf, dtype=dtype)
-    S2 = np.full((N_ROLLS, m), -np.inf, dtype=dtype) if space.doubling else S0
-    C0 = np.zeros((N_ROLLS, m), dtype=dtype) if second else None
-    C2 = (np.zeros((N_ROLLS, m), dtype=dtype) if space.doubling else C0) if second else None
-    pair = moves.pair_of_state
-    center = None
-    scratch = _scratch((N_ROLLS, m), dtype) if second else None
-    if boxes and not second:
-        B0 = np.zeros((N_ROLLS, m), dtype=np.int8)
-        B2 = np.zeros((N_ROLLS, m), dtype=np.int8) if space.doubling else B0
-    arg = {id(S0): B0, id(S2): B2} if boxes and not second else None
-    upper_open = [b for b in moves.open_boxes if space.tables.is_upper[b]]
-    if upper_open:  # all upper boxes in one engine call
-        legal, reward, keys = moves.upper_moves_batch(upper_open)
-        v, c = _lookup(index, keys, legal, value, variance, second)
-        center = v[0].max(axis=0)
-        upper_q = np.where(legal, reward + (v - center), -np.inf).astype(dtype)
-        upper_c = c.astype(dtype) if second else None
-    for b in moves.open_boxes:
-        cls = space.box_classes[b]
-        if space.tables.is_upper[b]:
-            i = upper_open.index(b)
-            q, c = upper_q[i], (upper_c[i] if second else None)
-            cands = lambda of, q=q, c=c: (q[of], c[of] if second else None)  # noqa: E731
-        else:
+    block = BlockScores(space, filled, upper, full, value, variance, index, second)
+    return block.tables(slice(0, len(filled)), boxes=boxes)
+
+
+class BlockScores:
+    """The score moves of a block of states, evaluated once; :meth:`tables` per sub-chunk.
+
+    The engine is called once per block (a few thousand states) for every open
+    box; the ``(252, m)`` turn tables are then assembled for cache-sized sub-chunks.
+    ``center`` (per state) is the best next-state value reachable by a legal box
+    (tables are relative to it, which keeps float32 rounding small).
+    """
+
+    def __init__(self, space: StateSpace, filled, upper, full, value, variance, index: StateIndex, second: bool):
+        self.space = space
+        self.second = second
+        moves = space.chunk_moves(filled, upper, full)
+        self.pair = moves.pair_of_state
+        m = len(filled)
+        dtype = WORK_DTYPE
+        center = np.full(m, -np.inf)
+        self.upper_open = [b for b in moves.open_boxes if space.tables.is_upper[b]]
+        self.lower = []
+        if self.upper_open:  # all upper boxes in one engine call
+            legal, reward, keys = moves.upper_moves_batch(self.upper_open)
+            v, c = _lookup(index, keys, legal, value, variance, second)
+            np.max(np.where(legal, v, -np.inf), axis=(0, 1), out=center)
+            upper_v, upper_c, upper_legal, upper_reward = v, c, legal, reward
+        lower_raw = []
+        for b in moves.open_boxes:
+            if space.tables.is_upper[b]:
+                continue
             legal, reward, becomes_full, key_same, key_full = moves.lower_moves(b)
-            v_same, c_same = _lookup(index, key_same, legal[:, pair].any(axis=0), value, variance, second)
-            if center is None:
-                center = v_same.copy()
+            any_same = (legal & ~becomes_full)[:, self.pair].any(axis=0)
+            v_same, c_same = _lookup(index, key_same, legal[:, self.pair].any(axis=0), value, variance, second)
+            np.maximum(center, np.where(any_same, v_same, -np.inf), out=center)
+            if becomes_full.any():
+                any_full = (legal & becomes_full)[:, self.pair].any(axis=0)
+                v_full, c_full = _lookup(index, key_full, any_full, value, variance, second)
+                np.maximum(center, np.where(any_full, v_full, -np.inf), out=center)
+            else:
+                v_full = c_full = None
+            lower_raw.append((b, legal, reward, becomes_full, v_same, c_same, v_full, c_full))
+        center[~np.isfinite(center)] = 0.0
+        self.center = center
+        if self.upper_open:
+            self.upper_q = np.where(upper_legal, upper_reward + (upper_v - center), -np.inf).astype(dtype)
+            self.upper_c = upper_c.astype(dtype) if second else None
+            if second:  # value and variance packed per (box, class, state): one max per box
+                self.upper_q = _pack(self.upper_q, self.upper_c)
+            #: (n_upper, pairs): whether each upper box is legal for some roll of the pair
+            self.upper_pair_open = ((moves.pair_legal[:, :, None] >> np.asarray(self.upper_open)) & 1).any(axis=1).T
+        for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
             r_pair = np.where(legal, reward, -np.inf).astype(dtype)
             v_same = (v_same - center).astype(dtype)
             c_same = c_same.astype(dtype) if second else None
-            if becomes_full.any():
-                v_full, c_full = _lookup(index, key_full, (legal & becomes_full)[:, pair].any(axis=0), value, variance, second)
+            if v_full is not None:
                 v_full = (v_full - center).astype(dtype)
                 c_full = c_full.astype(dtype) if second else None
-            else:
-                v_full = c_full = None
+            self.lower.append((b, r_pair, becomes_full, legal.any(axis=0), v_same, c_same, v_full, c_full))
+
+    def tables(self, sl: slice, boxes: bool = False):
+        """The :func:`score_tables` results of the states ``sl`` of the block."""
+        if self.second:
+            return self._tables_packed(sl)
+        space, second = self.space, self.second
+        pair = self.pair[sl]
+        pairs_here = np.unique(pair)
+        m = len(pair)
+        dtype = WORK_DTYPE
+        S0 = np.full((N_ROLLS, m), -np.inf, dtype=dtype)
+        S2 = np.full((N_ROLLS, m), -np.inf, dtype=dtype) if space.doubling else S0
+        C0 = np.zeros((N_ROLLS, m), dtype=dtype) if second else None
+        C2 = (np.zeros((N_ROLLS, m), dtype=dtype) if space.doubling else C0) if second else None
+        scratch = _scratch((N_ROLLS, m), dtype) if second else None
+        track = boxes and not second
+        if track:
+            B0 = np.zeros((N_ROLLS, m), dtype=np.int8)
+            B2 = np.zeros((N_ROLLS, m), dtype=np.int8) if space.doubling else B0
+        arg = {id(S0): B0, id(S2): B2} if track else None
+        candidates = []
+        for i, b in enumerate(self.upper_open):
+            if not self.upper_pair_open[i, pairs_here].any():
+                continue
+            q = self.upper_q[i][:, sl]
+            c = self.upper_c[i][:, sl] if second else None
+            candidates.append((b, lambda of, q=q, c=c: (q[of], c[of] if second else None)))
+        for b, r_pair, becomes_full, pair_open, v_same, c_same, v_full, c_full in self.lower:
+            if not pair_open[pairs_here].any():
+                continue
+            v_same, c_same = v_same[sl], (c_same[sl] if second else None)
+            if v_full is not None:
+                v_full, c_full = v_full[sl], (c_full[sl] if second else None)
 
             def cands(of, r_pair=r_pair, becomes_full=becomes_full, v_same=v_same, c_same=c_same, v_full=v_full, c_full=c_full):
                 q = r_pair[of][:, pair]  # (252, m)
@@ -598,27 +736,74 @@ def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, vari
                 q += np.where(to_full, v_full, v_same)
                 return q, (np.where(to_full, c_full, c_same) if second else None)
 
-        targets = [(S0, C0, cls.of_last)]
-        if space.doubling:
-            targets.append((S2, C2, cls.of_first))
-        for S, C, of in targets:
-            cand, cand_c = cands(of)
-            if second:
-                _take_better(S, C, cand, cand_c, scratch)
-            elif arg is not None:
-                better = np.greater(cand, S)
-                best_box = arg[id(S)]
-                best_box += better * (np.int8(b) - best_box)
-                np.maximum(S, cand, out=S)
+            candidates.append((b, cands))
+        candidates.sort(key=lambda item: item[0])  # box order: the lowest box wins ties
+        for b, cands in candidates:
+            cls = space.box_classes[b]
+            targets = [(S0, C0, cls.of_last)]
+            if space.doubling:
+                targets.append((S2, C2, cls.of_first))
+            for S, C, of in targets:
+                cand, cand_c = cands(of)
+                if second:
+                    _take_better(S, C, cand, cand_c, scratch)
+                elif arg is not None:
+                    better = np.greater(cand, S)
+                    best_box = arg[id(S)]
+                    best_box += better * (np.int8(b) - best_box)
+                    np.maximum(S, cand, out=S)
+                else:
+                    np.maximum(S, cand, out=S)
+        center = self.center[sl]
+        if not second:
+            if track:
+                return S0, S2, B0, B2, center
+            return S0, S2, None, None, center
+        S0b = S0 * S0 + C0
+        S2b = S2 * S2 + C2 if space.doubling else S0b
+        return S0, S2, S0b, S2b, center
+
+
+    def _tables_packed(self, sl: slice):
+        """:meth:`tables` with second moments: candidates packed (value, variance) per class, one max per box.
+
+        Among boxes of equal value the one whose next state has the larger
+        variance wins (any of them is optimal).
+        """
+        space = self.space
+        pair = self.pair[sl]
+        pairs_here = np.unique(pair)
+        classes = []  # (box, packed (n_classes, m) candidates)
+        for i, b in enumerate(self.upper_open):
+            if self.upper_pair_open[i, pairs_here].any():
+                classes.append((b, self.upper_q[i][:, sl]))
+        for b, r_pair, becomes_full, pair_open, v_same, c_same, v_full, c_full in self.lower:
+            if not pair_open[pairs_here].any():
+                continue
+            q = r_pair[:, pair]  # (n_classes, m)
+            if v_full is None:
+                q += v_same[sl]
+                c = np.broadcast_to(c_same[sl], q.shape)
             else:
-                np.maximum(S, cand, out=S)
-    if not second:
-        if arg is not None:
-            return S0, S2, B0, B2, center
-        return S0, S2, None, None, center
-    S0b = S0 * S0 + C0
-    S2b = S2 * S2 + C2 if space.doubling else S0b
-    return S0, S2, S0b, S2b, center
+                to_full = becomes_full[:, pair]
+                q += np.where(to_full, v_full[sl], v_same[sl])
+                c = np.where(to_full, c_full[sl], c_same[sl])
+            classes.append((b, _pack(q, np.ascontiguousarray(c))))
+        out = []
+        for first in (False, True) if space.doubling else (False,):
+            best = None
+            for b, packed in classes:
+                of = space.box_classes[b].of_first if first else space.box_classes[b].of_last
+                cand = packed[of]
+                if best is None:
+                    best = cand
+                else:
+                    np.maximum(best, cand, out=best)
+            S, C = _unpack(best)
+            C += S * S
+            out.append((S, C))
+        (S0, S0b), (S2, S2b) = out[0], out[-1]
+        return S0, S2, S0b, S2b, self.center[sl]
 
 
 def default_workers() -> int:
@@ -680,15 +865,22 @@ def _mark_successors(space: StateSpace, keys: np.ndarray, mark: np.ndarray) -> N
         mark[key_full[(legal & becomes_full).any(axis=0)[pair]]] = 1
 
 
-def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk) -> None:
-    """Backward step for the states at positions ``lo..hi`` (one layer): fills value and variance."""
-    for start in range(lo, hi, chunk):
-        sl = slice(start, min(hi, start + chunk))
-        filled, upper, full = space.decode(keys[sl])
-        S0, S2, S0b, S2b, center = score_tables(space, filled, upper, full, value, variance, index, True)
-        v, v2, _, _ = widget(S0, S2, S0b, S2b, keep_tables=False)
-        value[sl] = center + v
-        variance[sl] = np.maximum(v2 - v * v, 0.0)
+def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk, block=4096) -> None:
+    """Backward step for the states at positions ``lo..hi`` (one layer): fills value and variance.
+
+    The engine is consulted once per block of ``block`` states (:class:`BlockScores`),
+    the turn widget runs on cache-sized sub-chunks of ``chunk`` states.
+    """
+    for b_start in range(lo, hi, block):
+        b_end = min(hi, b_start + block)
+        filled, upper, full = space.decode(keys[b_start:b_end])
+        scores = BlockScores(space, filled, upper, full, value, variance, index, True)
+        for start in range(b_start, b_end, chunk):
+            end = min(b_end, start + chunk)
+            S0, S2, S0b, S2b, center = scores.tables(slice(start - b_start, end - b_start))
+            v, v2, _, _ = widget(S0, S2, S0b, S2b, keep_tables=False)
+            value[start:end] = center + v
+            variance[start:end] = np.maximum(v2 - v * v, 0.0)
 
 
 def _shared_zeros(n: int, dtype=np.float64) -> np.ndarray:
