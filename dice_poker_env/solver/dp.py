@@ -493,9 +493,10 @@ class ChunkMoves:
         self.pair_full = (codes % 2).astype(bool)
         legal = legal_boxes(tables, self.pair_filled[:, None], self.pair_full[:, None], np.arange(N_ROLLS)[None, :])
         self.pair_legal = np.broadcast_to(np.asarray(legal, dtype=np.int64), (len(codes), N_ROLLS))
-        self.open_boxes = [
-            b for b in range(space.n_boxes) if np.any((self.pair_legal >> b) & 1)
-        ]
+        #: (pairs,) the boxes legal for some roll of each pair (bitmask)
+        self.pair_any = np.bitwise_or.reduce(np.asarray(legal, dtype=np.int64).reshape(len(codes), -1), axis=1)
+        any_pair = int(np.bitwise_or.reduce(self.pair_any)) if len(codes) else 0
+        self.open_boxes = [b for b in range(space.n_boxes) if any_pair >> b & 1]
 
     def upper_moves(self, box: int):
         """``(legal, reward, next_key)``, each ``(n_classes, m)``, for an upper box."""
@@ -684,7 +685,7 @@ class BlockScores:
             if second:  # value and variance packed per (box, class, state): one max per box
                 self.upper_q = _pack(self.upper_q, self.upper_c)
             #: (n_upper, pairs): whether each upper box is legal for some roll of the pair
-            self.upper_pair_open = ((moves.pair_legal[:, :, None] >> np.asarray(self.upper_open)) & 1).any(axis=1).T
+            self.upper_pair_open = ((moves.pair_any[None, :] >> np.asarray(self.upper_open)[:, None]) & 1).astype(bool)
         for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
             r_pair = np.where(legal, reward, -np.inf).astype(dtype)
             v_same = (v_same - center).astype(dtype)

@@ -22,7 +22,7 @@ from dice_poker_env.engine.game import ROLLS_PER_TURN, legal_boxes, popcount, sc
 from dice_poker_env.engine.position import make_position, parse_scorecard, secured_upper_bonus
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.dp import KEEP_START, N_DICE, DPResult, StateIndex, StateSpace, roomy_malloc, score_tables, solve_dp, widget
+from dice_poker_env.solver.dp import KEEP_START, N_DICE, BlockScores, DPResult, StateIndex, StateSpace, roomy_malloc, solve_dp, widget
 
 #: keeps an env keep action can reach (0..4 dice); the turn cache stores only these
 _N_PROPER_KEEPS = int(KEEP_START[N_DICE])
@@ -149,29 +149,35 @@ class Solution:
 
     def _fill_turn_cache(self, missing: np.ndarray) -> None:
         """Solve the turns of ``missing`` positions and store their tables."""
-        for start in range(0, len(missing), 512):
-            part = missing[start : start + 512]
-            filled, upper, full = self.space.decode(self.keys[part])
-            S0, S2, B0, B2, center = score_tables(self.space, filled, upper, full, self.value, None, self.index, False, boxes=True)
-            _, _, K1, K2 = widget(S0, S2)
-            base = (self.value[part] - center).astype(np.float32)  # tables are relative to center
-            slots = np.arange(self._used, self._used + len(part))
-            self._keep[0, slots] = (K1[:_N_PROPER_KEEPS] - base).T
-            self._keep[1, slots] = (K2[:_N_PROPER_KEEPS] - base).T
-            self._score[0, slots] = (S0 - base).T
-            if self.space.doubling:
-                self._score[1, slots] = (S2 - base).T
-            self._box[0, slots] = B0.T
-            if self.space.doubling:
-                self._box[1, slots] = B2.T
-            self._slot[part] = slots
-            self._used += len(part)
+        for block_start in range(0, len(missing), 4096):  # the engine once per block,
+            block = missing[block_start : block_start + 4096]
+            filled, upper, full = self.space.decode(self.keys[block])
+            scores = BlockScores(self.space, filled, upper, full, self.value, None, self.index, False)
+            for start in range(0, len(block), 512):  # the widget per cache-sized chunk
+                self._fill_chunk(block[start : start + 512], scores.tables(slice(start, start + 512), boxes=True))
+
+    def _fill_chunk(self, part: np.ndarray, tables) -> None:
+        """Solve the turns of the positions ``part`` from their score tables and store them."""
+        S0, S2, B0, B2, center = tables
+        _, _, K1, K2 = widget(S0, S2)
+        base = (self.value[part] - center).astype(np.float32)  # tables are relative to center
+        slots = np.arange(self._used, self._used + len(part))
+        self._keep[0, slots] = (K1[:_N_PROPER_KEEPS] - base).T
+        self._keep[1, slots] = (K2[:_N_PROPER_KEEPS] - base).T
+        self._score[0, slots] = (S0 - base).T
+        if self.space.doubling:
+            self._score[1, slots] = (S2 - base).T
+        self._box[0, slots] = B0.T
+        if self.space.doubling:
+            self._box[1, slots] = B2.T
+        self._slot[part] = slots
+        self._used += len(part)
 
     def _grow(self, need: int) -> None:
         have = self._keep.shape[1]
         if need <= have:
             return
-        size = min(max(need, 2 * have, 1024), max(self._turn_cache_size, need))
+        size = max(self._turn_cache_size, need)  # np.zeros maps pages lazily: untouched slots cost no memory
         for name in ("_keep", "_score", "_box"):
             old = getattr(self, name)
             new = np.zeros((old.shape[0], size, old.shape[2]), dtype=old.dtype)
