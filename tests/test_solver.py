@@ -469,3 +469,58 @@ def test_act_batch_obeys_the_mask_it_is_given():
     q = solution.action_values(obs)
     q = np.where(masks == 1, q, -np.inf)
     np.testing.assert_array_equal(second, np.argmax(q, axis=1))
+
+
+def test_vectorized_dice_tables_equal_the_loop_definitions():
+    """engine/dice.py builds its tables with array operations; the plain loops give the same bits."""
+    import itertools
+    from math import factorial
+
+    from dice_poker_env.engine import dice as d
+
+    rows = [c for c in itertools.product(range(d.N_DICE + 1), repeat=d.N_FACES) if sum(c) <= d.N_DICE]
+    rows.sort(key=lambda c: (sum(c), tuple(-x for x in c)))
+    counts = np.array(rows, dtype=np.int8)
+    assert counts.dtype == d.KEEP_COUNTS.dtype
+    np.testing.assert_array_equal(counts, d.KEEP_COUNTS)
+    index_of_code = {int(c): i for i, c in enumerate(d.encode_counts(counts))}
+
+    keep_of_action = np.empty((d.N_ROLLS, d.N_KEEP_ACTIONS), dtype=np.int16)
+    bits = (np.arange(d.N_KEEP_ACTIONS)[:, None] >> np.arange(d.N_DICE)) & 1
+    for r, dice in enumerate(d.ROLL_DICE):
+        kept = bits * dice
+        kept_counts = np.stack([(kept == f).sum(axis=1) for f in d.FACES], axis=1)
+        keep_of_action[r] = [index_of_code[int(c)] for c in d.encode_counts(kept_counts)]
+    assert d.KEEP_OF_ACTION.dtype == keep_of_action.dtype
+    np.testing.assert_array_equal(d.KEEP_OF_ACTION, keep_of_action)
+
+    canonical = np.zeros((d.N_ROLLS, d.N_KEEP_ACTIONS), dtype=bool)
+    for r in range(d.N_ROLLS):
+        _, first = np.unique(keep_of_action[r, : d.KEEP_ALL], return_index=True)
+        canonical[r, first] = True
+    np.testing.assert_array_equal(d.CANONICAL_KEEP_ACTION, canonical)
+
+    def probability(c):
+        n = int(c.sum())
+        ways = factorial(n)
+        for x in c:
+            ways //= factorial(int(x))
+        return ways / d.N_FACES**n
+
+    transition = np.zeros((d.N_KEEPS, d.N_ROLLS), dtype=np.float64)
+    for k, keep in enumerate(counts):
+        added = d.ROLL_COUNTS - keep
+        for r in np.flatnonzero((added >= 0).all(axis=1)):
+            transition[k, r] = probability(added[r])
+    assert d.TRANSITION.dtype == transition.dtype
+    assert d.TRANSITION.tobytes() == transition.tobytes()  # bit for bit
+
+    plus = np.full((d.N_KEEPS, d.N_FACES), -1, dtype=np.int16)
+    for k, keep in enumerate(counts):
+        if d.KEEP_SIZE[k] < d.N_DICE:
+            for f in range(d.N_FACES):
+                grown = keep.copy()
+                grown[f] += 1
+                plus[k, f] = d.keep_index(grown)
+    assert d.KEEP_PLUS_FACE.dtype == plus.dtype
+    np.testing.assert_array_equal(d.KEEP_PLUS_FACE, plus)

@@ -50,13 +50,11 @@ def encode_counts(counts: np.ndarray) -> np.ndarray:
 
 
 def _all_keep_counts() -> np.ndarray:
-    rows = [
-        counts
-        for counts in itertools.product(range(N_DICE + 1), repeat=N_FACES)
-        if sum(counts) <= N_DICE
-    ]
-    rows.sort(key=lambda c: (sum(c), tuple(-x for x in c)))
-    return np.array(rows, dtype=np.int8)
+    """Every face-count vector of 0..5 dice, by size, then by counts in decreasing lexicographic order."""
+    grid = np.indices((N_DICE + 1,) * N_FACES).reshape(N_FACES, -1).T  # itertools.product order
+    rows = grid[grid.sum(axis=1) <= N_DICE]
+    order = np.lexsort(tuple(-rows[:, f] for f in range(N_FACES - 1, -1, -1)) + (rows.sum(axis=1),))
+    return rows[order].astype(np.int8)
 
 
 #: (462, 6) int8: face counts of every keep, ordered by number of dice kept.
@@ -70,6 +68,8 @@ _FACE_CODE = np.concatenate([[0], _CODE_BASE ** np.arange(N_FACES)]).astype(np.i
 _KEEP_INDEX_OF_CODE = {int(c): i for i, c in enumerate(encode_counts(KEEP_COUNTS))}
 _ROLL_INDEX_OF_CODE = np.full(_CODE_BASE**N_FACES, -1, dtype=np.int16)
 _ROLL_INDEX_OF_CODE[encode_counts(ROLL_COUNTS)] = np.arange(N_ROLLS)
+_KEEP_INDEX_OF_CODE_ARRAY = np.full(_CODE_BASE**N_FACES, -1, dtype=np.int16)
+_KEEP_INDEX_OF_CODE_ARRAY[encode_counts(KEEP_COUNTS)] = np.arange(N_KEEPS)
 
 #: (462,) int16: the roll index of each full (5-dice) keep, -1 for smaller keeps.
 ROLL_OF_KEEP = _ROLL_INDEX_OF_CODE[encode_counts(KEEP_COUNTS)]
@@ -81,13 +81,10 @@ def keep_index(counts: np.ndarray) -> int:
 
 
 def _keep_of_action() -> np.ndarray:
-    table = np.empty((N_ROLLS, N_KEEP_ACTIONS), dtype=np.int16)
     bits = (np.arange(N_KEEP_ACTIONS)[:, None] >> np.arange(N_DICE)) & 1  # (32, 5)
-    for r, dice in enumerate(ROLL_DICE):
-        kept = bits * dice  # 0 marks a rerolled die
-        counts = np.stack([(kept == f).sum(axis=1) for f in FACES], axis=1)
-        table[r] = [_KEEP_INDEX_OF_CODE[int(c)] for c in encode_counts(counts)]
-    return table
+    kept = bits[None, :, :] * ROLL_DICE[:, None, :].astype(np.int64)  # (252, 32, 5); 0 marks a rerolled die
+    code = _FACE_CODE[kept].sum(axis=2)  # code of the kept multiset
+    return _KEEP_INDEX_OF_CODE_ARRAY[code]
 
 
 #: (252, 32) int16: the keep reached by keeping the dice whose bits are set.
@@ -102,31 +99,27 @@ def _canonical_keep_actions() -> np.ndarray:
     that agents which enumerate decisions (the solver, the greedy agent) see each
     keep once.
     """
+    keeps = KEEP_OF_ACTION[:, :KEEP_ALL]
+    same = keeps[:, :, None] == keeps[:, None, :]  # (252, 31, 31)
+    earlier = np.tri(KEEP_ALL, k=-1, dtype=bool)  # [a, b]: b < a
     canonical = np.zeros((N_ROLLS, N_KEEP_ACTIONS), dtype=bool)
-    for r in range(N_ROLLS):
-        _, first = np.unique(KEEP_OF_ACTION[r, :KEEP_ALL], return_index=True)
-        canonical[r, first] = True
+    canonical[:, :KEEP_ALL] = ~(same & earlier).any(axis=2)  # no lower bitmask keeps the same dice
     return canonical
 
 
 CANONICAL_KEEP_ACTION = _canonical_keep_actions()
 
 
-def _multinomial_probability(counts: np.ndarray) -> float:
-    n = int(counts.sum())
-    ways = factorial(n)
-    for c in counts:
-        ways //= factorial(int(c))
-    return ways / N_FACES**n
-
-
 def _transition_table() -> np.ndarray:
+    added = ROLL_COUNTS[None, :, :] - KEEP_COUNTS[:, None, :]  # dice to roll: (462, 252, 6) int8
+    k, r = np.nonzero((added >= 0).all(axis=2))
+    added = added[k, r].astype(np.int64)
+    fact = np.array([factorial(i) for i in range(N_DICE + 1)], dtype=np.int64)
+    n = added.sum(axis=1)
+    ways = fact[n] // np.prod(fact[added], axis=1)  # exact multinomial coefficients
     table = np.zeros((N_KEEPS, N_ROLLS), dtype=np.float64)
-    for k, keep in enumerate(KEEP_COUNTS):
-        added = ROLL_COUNTS - keep  # the dice that must be rolled to land on each roll
-        reachable = (added >= 0).all(axis=1)
-        for r in np.flatnonzero(reachable):
-            table[k, r] = _multinomial_probability(added[r])
+    # int64 -> float64 is exact here and the division correctly rounded, like Python's int / int
+    table[k, r] = np.true_divide(ways, np.power(N_FACES, n))
     return table
 
 
@@ -138,13 +131,9 @@ FIRST_ROLL_PROBABILITY = TRANSITION[keep_index(np.zeros(N_FACES))]
 
 
 def _keep_plus_face() -> np.ndarray:
-    table = np.full((N_KEEPS, N_FACES), -1, dtype=np.int16)
-    for k, keep in enumerate(KEEP_COUNTS):
-        if KEEP_SIZE[k] < N_DICE:
-            for f in range(N_FACES):
-                grown = keep.copy()
-                grown[f] += 1
-                table[k, f] = keep_index(grown)
+    code = encode_counts(KEEP_COUNTS)[:, None] + _FACE_CODE[None, 1:]  # one more die of face f+1
+    table = _KEEP_INDEX_OF_CODE_ARRAY[np.where(KEEP_SIZE[:, None] < N_DICE, code, 0)]
+    table[KEEP_SIZE == N_DICE] = -1
     return table
 
 
