@@ -24,7 +24,7 @@ import numpy as np
 
 MAGIC = b"DICE-POKER-SOLUTION\n"
 #: bump when the DP's output format or meaning changes (invalidates old files)
-SOLVER_VERSION = 1
+SOLVER_VERSION = 2
 
 
 class CacheWarning(UserWarning):
