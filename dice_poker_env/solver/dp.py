@@ -357,18 +357,33 @@ def widget(
 
 
 def _widget_second(score_last, score_first, score_last2, score_first2):
-    """:func:`widget` with second moments (the solve's backward pass)."""
-    K1 = _internal_keep_values(score_last, _FOUR_PLUS_ROLL_T)
-    K1b = _internal_keep_values(score_last2, _FOUR_PLUS_ROLL_T)
-    W1 = _pack(score_last[ROLL_ORDER], score_last2[ROLL_ORDER])
-    np.maximum(W1, _best_of_subkeeps(_pack(K1, K1b)), out=W1)
-    W1v, W1b = _unpack(W1)
+    """:func:`widget` with second moments, from tables in engine roll order."""
+    last = [score_last[ROLL_ORDER], score_last2[ROLL_ORDER]]
+    first = [score_first[ROLL_ORDER], score_first2[ROLL_ORDER]]
+    value, value2 = _widget_second_internal((_pack(*last), *last), (_pack(*first), *first))
+    return value, value2, None, None
+
+
+def _widget_second_internal(last, first):
+    """The solve's turn widget on internal-order tables.
+
+    ``last`` and ``first`` are ``(packed, value, second)`` score tables (internal
+    roll order; ``packed`` is :func:`_pack` of the other two, and is overwritten).
+    Returns the ``(m,)`` expected value and second moment of the turn.
+    """
+    P1, S1, S1b = last
+    P2, S2, S2b = first
+    if P2 is P1:
+        P2 = P1.copy()
+    K1 = _internal_keep_values(S1, _FOUR_PLUS_IROLL_T)
+    K1b = _internal_keep_values(S1b, _FOUR_PLUS_IROLL_T)
+    np.maximum(P1, _best_of_subkeeps(_pack(K1, K1b)), out=P1)
+    W1v, W1b = _unpack(P1)
     K2 = _internal_keep_values(W1v, _FOUR_PLUS_IROLL_T)
     K2b = _internal_keep_values(W1b, _FOUR_PLUS_IROLL_T)
-    W2 = _pack(score_first[ROLL_ORDER], score_first2[ROLL_ORDER])
-    np.maximum(W2, _best_of_subkeeps(_pack(K2, K2b)), out=W2)
-    W2v, W2b = _unpack(W2)
-    return _FIRST_PROB_INTERNAL @ W2v, _FIRST_PROB_INTERNAL @ W2b, None, None
+    np.maximum(P2, _best_of_subkeeps(_pack(K2, K2b)), out=P2)
+    W2v, W2b = _unpack(P2)
+    return _FIRST_PROB_INTERNAL @ W2v, _FIRST_PROB_INTERNAL @ W2b
 
 
 # ---------------------------------------------------------------- state space
@@ -441,6 +456,15 @@ class StateSpace:
         self.n_full = 2 if self.five_box >= 0 and (tables.joker != 0 or tables.five_kind_bonus > 0) else 1
         self.size = self.n_masks * self.n_slots * self.n_full
         self.box_classes = [box_classes(tables, b, self.doubling) for b in range(n)]
+        self._internal = {}
+
+    def internal_classes(self, box: int, first: bool) -> np.ndarray:
+        """The class of each roll of ``box``, rolls in the widget's internal order."""
+        key = (box, first)
+        if key not in self._internal:
+            cls = self.box_classes[box]
+            self._internal[key] = (cls.of_first if first else cls.of_last)[ROLL_ORDER]
+        return self._internal[key]
 
     # -- encoding
     def canonical_upper(self, filled: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -698,7 +722,8 @@ class BlockScores:
     def tables(self, sl: slice, boxes: bool = False):
         """The :func:`score_tables` results of the states ``sl`` of the block."""
         if self.second:
-            return self._tables_packed(sl)
+            (_, S0, S0b), (_, S2, S2b), center = self._tables_packed(sl)
+            return S0[ROLL_POS], S2[ROLL_POS], S0b[ROLL_POS], S2b[ROLL_POS], center
         space, second = self.space, self.second
         pair = self.pair[sl]
         pairs_here = np.unique(pair)
@@ -766,10 +791,13 @@ class BlockScores:
 
 
     def _tables_packed(self, sl: slice):
-        """:meth:`tables` with second moments: candidates packed (value, variance) per class, one max per box.
+        """The tables with second moments, for :func:`_widget_second_internal`.
 
-        Among boxes of equal value the one whose next state has the larger
-        variance wins (any of them is optimal).
+        Candidates are packed (value, variance) per class, one max per box; among
+        boxes of equal value the one whose next state has the larger variance
+        wins (any of them is optimal). Returns ``(last, first, center)``:
+        ``last`` / ``first`` are ``(packed, value, second moment)`` in internal
+        roll order (the same object twice without first-roll doubling).
         """
         space = self.space
         pair = self.pair[sl]
@@ -794,17 +822,16 @@ class BlockScores:
         for first in (False, True) if space.doubling else (False,):
             best = None
             for b, packed in classes:
-                of = space.box_classes[b].of_first if first else space.box_classes[b].of_last
-                cand = packed[of]
+                cand = packed[space.internal_classes(b, first)]
                 if best is None:
                     best = cand
                 else:
                     np.maximum(best, cand, out=best)
             S, C = _unpack(best)
-            C += S * S
-            out.append((S, C))
-        (S0, S0b), (S2, S2b) = out[0], out[-1]
-        return S0, S2, S0b, S2b, self.center[sl]
+            C += S * S  # the second moment
+            best.view(np.int32).reshape(*best.shape, 2)[..., 0] = C.view(np.int32)
+            out.append((best, S, C))
+        return out[0], out[-1], self.center[sl]
 
 
 def default_workers() -> int:
@@ -878,8 +905,8 @@ def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk
         scores = BlockScores(space, filled, upper, full, value, variance, index, True)
         for start in range(b_start, b_end, chunk):
             end = min(b_end, start + chunk)
-            S0, S2, S0b, S2b, center = scores.tables(slice(start - b_start, end - b_start))
-            v, v2, _, _ = widget(S0, S2, S0b, S2b, keep_tables=False)
+            last, first, center = scores._tables_packed(slice(start - b_start, end - b_start))
+            v, v2 = _widget_second_internal(last, first)
             value[start:end] = center + v
             variance[start:end] = np.maximum(v2 - v * v, 0.0)
 
