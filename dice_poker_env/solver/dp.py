@@ -398,15 +398,22 @@ class BoxClasses:
 
 
 def box_classes(tables: RuleTables, box: int, doubling: bool) -> BoxClasses:
-    """Group the (roll, first_roll) items of ``box`` into classes the engine treats alike."""
+    """Group the (roll, first_roll) items of ``box`` into classes the engine treats alike.
+
+    Rolls are grouped by the box's points; five-of-a-kind rolls are singletons
+    when the rules have a joker or a five-of-a-kind bonus (the engine's only
+    special cases for them).
+    """
     reps: dict[tuple, int] = {}
     rep_roll: list[int] = []
     rep_first: list[bool] = []
     of = {False: np.empty(N_ROLLS, dtype=np.int64), True: np.empty(N_ROLLS, dtype=np.int64)}
+    # five-of-a-kind rolls only behave specially through a joker or a five-of-a-kind bonus
+    special = tables.five_kind_roll if (tables.joker != 0 or tables.five_kind_bonus > 0) else np.zeros(N_ROLLS, dtype=bool)
     for first in (False, True) if doubling else (False,):
         table = tables.score_first_roll if first else tables.score
         for r in range(N_ROLLS):
-            if tables.five_kind_roll[r]:
+            if special[r]:
                 key = ("five", r, first)
             else:
                 key = ("points", int(table[r, box]))
