@@ -46,14 +46,14 @@ def test_render_collection_and_record_video(tmp_path):
     assert len(frames) == 6 and len({f.shape for f in frames}) == 1
     pytest.importorskip("moviepy")
     video = gym.wrappers.RecordVideo(
-        gym.make("DicePoker/Yacht-v0", render_mode="rgb_array"), str(tmp_path), episode_trigger=lambda e: True
+        gym.make("DicePoker/Yacht-v0", render_mode="rgb_array"), str(tmp_path / "videos"), episode_trigger=lambda e: True
     )
     _, info = video.reset(seed=0)
     done = False
     while not done:
         _, _, done, _, info = video.step(video.action_space.sample(info["action_mask"]))
     video.close()
-    assert list(tmp_path.glob("*.mp4"))
+    assert list((tmp_path / "videos").glob("*.mp4"))
 
 
 def test_batched_state_renders_one_game():
