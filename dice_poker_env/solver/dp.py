@@ -561,6 +561,43 @@ class ChunkMoves:
         reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), legal.shape)
         return legal, reward, keys
 
+    def upper_successors(self, boxes: list[int]):
+        """``(legal, next_key)``, each ``(len(boxes), G, m)``: the forward pass's view of upper boxes.
+
+        The next state after an upper box depends on the roll only through the
+        points written (the upper total; upper boxes take no joker points), so the
+        engine is asked once per distinct point value of each box (its roll classes
+        grouped; ``G`` the most of any box, padded with illegal copies), and
+        ``legal`` says whether some roll with those points may be written there.
+        """
+        space = self.space
+        tables = space.tables
+        groups = []
+        for b in boxes:
+            cls = space.box_classes[b]
+            points = np.where(cls.first, tables.score_first_roll[cls.roll, b], tables.score[cls.roll, b])
+            _, rep, group_of = np.unique(points, return_index=True, return_inverse=True)
+            groups.append((cls, rep, group_of.reshape(-1)))
+        width = max(len(rep) for _, rep, _ in groups)
+        pad = lambda a: np.concatenate([a, np.repeat(a[:1], width - len(a))])  # noqa: E731
+        rolls = np.stack([pad(cls.roll[rep]) for cls, rep, _ in groups])  # (nb, G)
+        firsts = np.stack([pad(cls.first[rep]) for cls, rep, _ in groups])
+        legal_pair = np.zeros((len(boxes), width, len(self.pair_filled)), dtype=bool)
+        for i, (b, (cls, rep, group_of)) in enumerate(zip(boxes, groups)):
+            by_class = ((self.pair_legal[:, cls.roll] >> b) & 1).astype(bool)  # (pairs, C)
+            for g in range(len(rep)):
+                legal_pair[i, g] = by_class[:, group_of == g].any(axis=1)
+        legal = legal_pair[:, :, self.pair_of_state]  # (nb, G, m)
+        box = np.asarray(boxes, dtype=np.int64)[:, None]
+        points, _, new_upper = score_points(
+            tables, self.filled, self.upper, self.full, rolls[..., None], firsts[..., None], box[..., None]
+        )
+        new_filled = self.filled | (1 << box[..., None])
+        is_five = (box == space.five_box)[..., None] if space.n_full == 2 else False
+        new_full = self.full | (is_five & (points > 0))
+        keys = space.key(new_filled, space.canonical_upper(new_filled, new_upper), new_full)
+        return legal, np.broadcast_to(keys, legal.shape)
+
     def lower_moves(self, box: int):
         """``(legal, reward, becomes_full, key_same, key_full)`` for a non-upper box.
 
@@ -889,7 +926,7 @@ def _mark_successors(space: StateSpace, keys: np.ndarray, mark: np.ndarray) -> N
     moves = space.chunk_moves(*space.decode(keys))
     upper_open = [b for b in moves.open_boxes if space.tables.is_upper[b]]
     if upper_open:
-        legal, _, next_keys = moves.upper_moves_batch(upper_open)
+        legal, next_keys = moves.upper_successors(upper_open)
         mark[next_keys[legal]] = 1
     for b in moves.open_boxes:
         if space.tables.is_upper[b]:
