@@ -142,14 +142,10 @@ def _keep_subs() -> np.ndarray:
 
 
 KEEP_SUBS = _keep_subs()
-_PLUS = KEEP_PLUS_FACE.astype(np.int64)
 
 
 #: number of proper keeps (0 to 4 dice): the keeps an env keep action can reach
 N_PROPER_KEEPS = int(KEEP_START[N_DICE])
-_FOUR = slice(int(KEEP_START[N_DICE - 1]), N_PROPER_KEEPS)
-#: (126, 6): the roll reached by adding one die of face f+1 to each 4-dice keep
-_FOUR_PLUS_ROLL = ROLL_OF_KEEP[KEEP_PLUS_FACE[_FOUR]].astype(np.int64)
 
 
 def keep_values(rolls: np.ndarray) -> np.ndarray:
@@ -296,23 +292,6 @@ def _unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return high.view(np.float32), second.view(np.float32)
 
 
-def _take_better(value: np.ndarray, second: np.ndarray, cand: np.ndarray, cand2: np.ndarray, scratch: np.ndarray) -> None:
-    """In place: where ``cand > value`` take ``cand`` and ``cand2``; else keep ``value`` and ``second``.
-
-    Branch-free (a 0/1 blend): masked copies with random masks are ~10x slower in NumPy.
-    ``second`` and ``cand2`` must be finite.
-    """
-    mask = np.greater(cand, value, out=scratch[0])
-    diff = np.subtract(cand2, second, out=scratch[1])
-    diff *= mask
-    second += diff
-    np.maximum(value, cand, out=value)
-
-
-def _scratch(shape, dtype) -> np.ndarray:
-    return np.empty((2, *shape), dtype=dtype)
-
-
 def widget(
     score_last: np.ndarray,
     score_first: np.ndarray,
@@ -372,7 +351,7 @@ def _widget_second_internal(last, first):
     Returns the ``(m,)`` expected value and second moment of the turn.
     """
     P1, S1, S1b = last
-    P2, S2, S2b = first
+    P2 = first[0]  # level 2 reads only the packed first-roll table
     if P2 is P1:
         P2 = P1.copy()
     K1 = _internal_keep_values(S1, _FOUR_PLUS_IROLL_T)
@@ -768,71 +747,47 @@ class BlockScores:
         if self.second:
             (_, S0, S0b), (_, S2, S2b), center = self._tables_packed(sl)
             return S0[ROLL_POS], S2[ROLL_POS], S0b[ROLL_POS], S2b[ROLL_POS], center
-        space, second = self.space, self.second
+        space = self.space
         pair = self.pair[sl]
         pairs_here = np.unique(pair)
         m = len(pair)
         dtype = WORK_DTYPE
         S0 = np.full((N_ROLLS, m), -np.inf, dtype=dtype)
         S2 = np.full((N_ROLLS, m), -np.inf, dtype=dtype) if space.doubling else S0
-        C0 = np.zeros((N_ROLLS, m), dtype=dtype) if second else None
-        C2 = (np.zeros((N_ROLLS, m), dtype=dtype) if space.doubling else C0) if second else None
-        scratch = _scratch((N_ROLLS, m), dtype) if second else None
-        track = boxes and not second
-        if track:
+        B0 = B2 = None
+        if boxes:
             B0 = np.zeros((N_ROLLS, m), dtype=np.int8)
             B2 = np.zeros((N_ROLLS, m), dtype=np.int8) if space.doubling else B0
-        arg = {id(S0): B0, id(S2): B2} if track else None
         candidates = []
         for i, b in enumerate(self.upper_open):
-            if not self.upper_pair_open[i, pairs_here].any():
-                continue
-            q = self.upper_q[i][:, sl]
-            c = self.upper_c[i][:, sl] if second else None
-            candidates.append((b, lambda of, q=q, c=c: (q[of], c[of] if second else None)))
-        for b, r_pair, becomes_full, pair_open, v_same, c_same, v_full, c_full in self.lower:
+            if self.upper_pair_open[i, pairs_here].any():
+                candidates.append((b, lambda of, q=self.upper_q[i][:, sl]: q[of]))
+        for b, r_pair, becomes_full, pair_open, v_same, _, v_full, _ in self.lower:
             if not pair_open[pairs_here].any():
                 continue
-            v_same, c_same = v_same[sl], (c_same[sl] if second else None)
-            if v_full is not None:
-                v_full, c_full = v_full[sl], (c_full[sl] if second else None)
 
-            def cands(of, r_pair=r_pair, becomes_full=becomes_full, v_same=v_same, c_same=c_same, v_full=v_full, c_full=c_full):
+            def cands(of, r_pair=r_pair, becomes_full=becomes_full, v_same=v_same[sl], v_full=None if v_full is None else v_full[sl]):
                 q = r_pair[of][:, pair]  # (252, m)
                 if v_full is None:
                     q += v_same
-                    return q, (np.broadcast_to(c_same, q.shape) if second else None)
-                to_full = becomes_full[of][:, pair]
-                q += np.where(to_full, v_full, v_same)
-                return q, (np.where(to_full, c_full, c_same) if second else None)
+                else:
+                    q += np.where(becomes_full[of][:, pair], v_full, v_same)
+                return q
 
             candidates.append((b, cands))
         candidates.sort(key=lambda item: item[0])  # box order: the lowest box wins ties
         for b, cands in candidates:
             cls = space.box_classes[b]
-            targets = [(S0, C0, cls.of_last)]
+            targets = [(S0, B0, cls.of_last)]
             if space.doubling:
-                targets.append((S2, C2, cls.of_first))
-            for S, C, of in targets:
-                cand, cand_c = cands(of)
-                if second:
-                    _take_better(S, C, cand, cand_c, scratch)
-                elif arg is not None:
+                targets.append((S2, B2, cls.of_first))
+            for S, best_box, of in targets:
+                cand = cands(of)
+                if best_box is not None:
                     better = np.greater(cand, S)
-                    best_box = arg[id(S)]
                     best_box += better * (np.int8(b) - best_box)
-                    np.maximum(S, cand, out=S)
-                else:
-                    np.maximum(S, cand, out=S)
-        center = self.center[sl]
-        if not second:
-            if track:
-                return S0, S2, B0, B2, center
-            return S0, S2, None, None, center
-        S0b = S0 * S0 + C0
-        S2b = S2 * S2 + C2 if space.doubling else S0b
-        return S0, S2, S0b, S2b, center
-
+                np.maximum(S, cand, out=S)
+        return S0, S2, B0, B2, self.center[sl]
 
     def _tables_packed(self, sl: slice):
         """The tables with second moments, for :func:`_widget_second_internal`.
