@@ -40,8 +40,6 @@ def test_agents_only_take_legal_actions(rules, name):
 
 
 def test_optimal_agent_only_takes_legal_actions():
-    pytest.importorskip("dice_poker_env.solver")
-    pytest.importorskip("agents.optimal")
     env = DicePokerEnv("yacht", illegal_action="raise")
     agent = make_agent("optimal", "yacht")
     for seed in range(5):

@@ -19,10 +19,7 @@ PER_AGENT_KEYS = {
 
 @pytest.fixture(scope="module")
 def solution():
-    solver = pytest.importorskip("dice_poker_env.solver")
-    if not hasattr(solver, "solve"):
-        pytest.skip("the solver has no solve() yet")
-    from dice_poker_env import load_rules
+    from dice_poker_env import load_rules, solver
 
     return solver.solve(load_rules("yacht"))
 
@@ -71,7 +68,6 @@ def test_game_seeds_are_stable():
 
 
 def test_optimal_agent_has_zero_regret_and_matches_the_solver(solution):
-    pytest.importorskip("agents.optimal")
     result = benchmark("yacht", ["optimal"], games=400, seed=2, solution=solution).data
     row = result["agents"]["optimal"]
     assert row["regret_mean"] == 0.0

@@ -264,7 +264,7 @@ def test_seat_env_accepts_agents_models_and_callables():
 
 
 def test_seat_env_with_greedy_opponent():
-    greedy = pytest.importorskip("agents.greedy")
+    from agents import greedy
     env = multi.SeatEnv("yahtzee", [greedy.GreedyAgent(load_rules("yahtzee"))])
     env.reset(seed=0)
     done = False
