@@ -210,23 +210,26 @@ def score_points(tables: RuleTables, filled, upper_total, box_full, roll, first_
     return points, bonus, new_upper
 
 
-def action_mask(tables: RuleTables, state: GameState) -> np.ndarray:
+def action_mask(tables: RuleTables, state: GameState, *, copy: bool = True) -> np.ndarray:
     """int8 mask of legal actions, ``(32 + n,)`` or ``(B, 32 + n)``.
 
     Keep actions ``0..30`` are legal while rerolls are left (all bitmasks, including
     those that keep equal multisets); ``31`` (keep everything) never is. Score
-    action ``32 + k`` is legal when box ``k`` may take the dice.
+    action ``32 + k`` is legal when box ``k`` may take the dice. For one game the
+    rows are memoized; ``copy=False`` returns the shared row, which callers must
+    not modify.
     """
     boxes = legal_boxes(tables, state.filled, five_kind_box_full(tables, state.filled, state.scores), state.roll)
-    if not state.batched:
+    if not isinstance(boxes, np.ndarray):
         key = (boxes, state.rolls_left > 0)
         row = tables.mask_rows.get(key)
         if row is None:
             row = np.zeros(tables.n_actions, dtype=np.int8)
             row[:KEEP_ALL] = key[1]
             row[N_KEEP_ACTIONS:] = [(boxes >> k) & 1 for k in range(tables.n_boxes)]
+            row.flags.writeable = False
             tables.mask_rows[key] = row
-        return row.copy()
+        return row.copy() if copy else row
     mask = np.zeros(state.filled.shape + (tables.n_actions,), dtype=np.int8)
     mask[:, :KEEP_ALL] = (state.rolls_left > 0)[:, None]
     mask[:, N_KEEP_ACTIONS:] = (boxes[:, None] & np.asarray(tables.box_bit)) != 0
@@ -255,8 +258,8 @@ def step(tables: RuleTables, state: GameState, action, faces):
     games are ignored. Actions must be legal (check with :func:`is_legal`); the
     input state is not mutated.
     """
-    if not state.batched:
-        return _step_one(tables, state, int(action), faces)
+    if not isinstance(state.filled, np.ndarray):
+        return step_one(tables, state, int(action), faces)
     keeping = action < N_KEEP_ACTIONS
     scoring = ~keeping
     box = np.where(keeping, 0, action - N_KEEP_ACTIONS)
@@ -281,11 +284,12 @@ def step(tables: RuleTables, state: GameState, action, faces):
     return new_state, np.where(scoring, points + bonus, 0), over
 
 
-def _step_one(tables: RuleTables, state: GameState, action: int, faces) -> tuple[GameState, int, bool]:
-    """:func:`step` for one game (the same transition, without array bookkeeping)."""
+def step_one(tables: RuleTables, state: GameState, action: int, faces) -> tuple[GameState, int, bool]:
+    """:func:`step` for one game (int action, int state fields): the single env's hot path."""
     if action < N_KEEP_ACTIONS:
         new_roll = reroll(state.roll, action, faces)
-        return state._replace(roll=new_roll, rolls_left=state.rolls_left - 1), 0, False
+        new_state = GameState(state.filled, state.scores, state.upper_total, state.bonus, new_roll, state.rolls_left - 1)
+        return new_state, 0, False
     box = action - N_KEEP_ACTIONS
     box_full = five_kind_box_full(tables, state.filled, state.scores)
     points, bonus, new_upper = score_points(

@@ -85,10 +85,11 @@ def observation_space(tables: RuleTables, obs_mode: str) -> spaces.Space:
 def five_kind_box_state(tables: RuleTables, state: GameState):
     """0: open or no five-of-a-kind rule, 1: scratched, 2: holds points."""
     k = tables.five_kind_box
+    if not isinstance(state.filled, np.ndarray):
+        return 0 if k < 0 or not (state.filled >> k) & 1 else 1 + int(state.scores[k] > 0)
     if k < 0:
-        return np.zeros(np.shape(state.filled), dtype=np.int64) if state.batched else 0
-    full = five_kind_box_full(tables, state.filled, state.scores)
-    return ((state.filled >> k) & 1) + (full.astype(np.int64) if state.batched else int(full))
+        return np.zeros(state.filled.shape, dtype=np.int64)
+    return ((state.filled >> k) & 1) + five_kind_box_full(tables, state.filled, state.scores).astype(np.int64)
 
 
 def _filled_flags(tables: RuleTables, filled) -> np.ndarray:

@@ -18,7 +18,7 @@ from dice_poker_env.engine.dice import (
 )
 from dice_poker_env.engine.position import position_from_options
 from dice_poker_env.envs.arguments import require_choice
-from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe
+from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_dict, observe_flat
 from dice_poker_env.envs.render import render_ansi
 from dice_poker_env.rules import Rules, load_rules
 
@@ -117,6 +117,7 @@ class DicePokerEnv(gym.Env):
         self.tables = self.rules.tables
         self._engine_tables = self.tables.scalar  # same tables, fast for one game
         self._n_actions = self.tables.n_actions
+        self._observe = observe_flat if obs_mode == "flat" else observe_dict
         self.obs_mode = obs_mode
         self.illegal_action = illegal_action
         self.illegal_penalty = float(illegal_penalty)
@@ -139,7 +140,7 @@ class DicePokerEnv(gym.Env):
             self.state = game.new_games(self.tables, self._roll_fresh())
         self._done = False
         self._score = int(self.state.total)
-        self._mask = game.action_mask(self._engine_tables, self.state)
+        self._mask = game.action_mask(self._engine_tables, self.state, copy=False)
         return self._observation(), self._info()
 
     def step(self, action):
@@ -153,17 +154,17 @@ class DicePokerEnv(gym.Env):
         if action < N_KEEP_ACTIONS:  # one face per rerolled die, in position order
             faces = self.dice_source.roll(self.np_random, (_N_REROLLED[action],))
         elif state.filled.bit_count() + 1 < self.tables.turns:
-            faces = list(self.dice_source.roll(self.np_random, (N_DICE,)))
+            faces = self.dice_source.roll(self.np_random, (N_DICE,))
         else:
             faces = _NO_DICE  # the game ends: no dice are rolled
-        self.state, reward, over = game.step(self._engine_tables, state, action, faces)
+        self.state, reward, over = game.step_one(self._engine_tables, state, action, faces)
         self._done = over
         self._score += reward
-        self._mask = game.action_mask(self._engine_tables, self.state)
+        self._mask = game.action_mask(self._engine_tables, self.state, copy=False)
         info = self._info()
         if self.render_mode == "human":
             self.render()
-        return self._observation(), float(reward), over, False, info
+        return self._observe(self.tables, self.state), float(reward), over, False, info
 
     def action_masks(self) -> np.ndarray:
         """The legal actions now, ``np.int8`` of length ``32 + n_boxes`` (sb3-contrib's hook)."""
@@ -202,10 +203,10 @@ class DicePokerEnv(gym.Env):
         return roll_of_faces(self.dice_source.roll(self.np_random, (N_DICE,)))
 
     def _observation(self):
-        return observe(self.tables, self.state, self.obs_mode)
+        return self._observe(self.tables, self.state)
 
     def _info(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"action_mask": self._mask.copy(), "score": self.score}
+        info: dict[str, Any] = {"action_mask": self._mask.copy(), "score": self._score}
         if self._done:
             info["final_score"] = self.score
             info["scorecard"] = self.scorecard()
