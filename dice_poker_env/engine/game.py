@@ -261,27 +261,39 @@ def step(tables: RuleTables, state: GameState, action, faces):
     if not isinstance(state.filled, np.ndarray):
         return step_one(tables, state, int(action), faces)
     keeping = action < N_KEEP_ACTIONS
-    scoring = ~keeping
-    box = np.where(keeping, 0, action - N_KEEP_ACTIONS)
-    box_full = five_kind_box_full(tables, state.filled, state.scores)
+    rows = np.flatnonzero(~keeping)  # only the games that write a box are scored
+    box = action[rows] - N_KEEP_ACTIONS
+    filled_rows = state.filled[rows]
     points, bonus, new_upper = score_points(
-        tables, state.filled, state.upper_total, box_full, state.roll, state.rolls_left == ROLLS_PER_TURN - 1, box
+        tables,
+        filled_rows,
+        state.upper_total[rows],
+        five_kind_box_full(tables, filled_rows, state.scores[rows]),
+        state.roll[rows],
+        state.rolls_left[rows] == ROLLS_PER_TURN - 1,
+        box,
     )
     scores = state.scores.copy()
-    rows = np.flatnonzero(scoring)
-    scores[rows, box[rows]] = points[rows]
-    filled = np.where(scoring, state.filled | tables.box_bit[box], state.filled)
+    scores[rows, box] = points
+    filled = state.filled.copy()
+    filled[rows] = filled_rows | tables.box_bit[box]
+    upper_total = state.upper_total.copy()
+    upper_total[rows] = new_upper
+    total_bonus = state.bonus.copy()
+    total_bonus[rows] += bonus
+    reward = np.zeros(len(action), dtype=np.int64)
+    reward[rows] = points + bonus
     over = popcount(filled) >= tables.turns
     new_roll = reroll(state.roll, np.where(keeping, action, 0), faces)  # a new turn rerolls all five
     new_state = GameState(
         filled=filled,
         scores=scores,
-        upper_total=np.where(scoring, new_upper, state.upper_total),
-        bonus=state.bonus + np.where(scoring, bonus, 0),
+        upper_total=upper_total,
+        bonus=total_bonus,
         roll=np.where(over, state.roll, new_roll),
         rolls_left=np.where(keeping, state.rolls_left - 1, np.where(over, 0, ROLLS_PER_TURN - 1)),
     )
-    return new_state, np.where(scoring, points + bonus, 0), over
+    return new_state, reward, over
 
 
 def step_one(tables: RuleTables, state: GameState, action: int, faces) -> tuple[GameState, int, bool]:
