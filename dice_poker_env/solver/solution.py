@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 import time
@@ -16,8 +17,8 @@ from dice_poker_env.engine.dice import (
     N_KEEP_ACTIONS,
     N_ROLLS,
     ROLL_DICE,
-    roll_index_of_sorted,
 )
+from dice_poker_env.engine.dice import _FACE_CODE, _ROLL_INDEX_OF_CODE
 from dice_poker_env.engine.game import ROLLS_PER_TURN, legal_boxes, popcount, score_points
 from dice_poker_env.engine.position import make_position, parse_scorecard, secured_upper_bonus
 from dice_poker_env.rules import Rules, load_rules
@@ -26,6 +27,29 @@ from dice_poker_env.solver.dp import KEEP_START, N_DICE, BlockScores, DPResult, 
 
 #: keeps an env keep action can reach (0..4 dice); the turn cache stores only these
 _N_PROPER_KEEPS = int(KEEP_START[N_DICE])
+#: (252, 31) the proper keep of each keep action (0..30) of each roll
+_KEEP_OF_ACTION_PROPER = np.ascontiguousarray(KEEP_OF_ACTION[:, :KEEP_ALL], dtype=np.int64)
+
+
+def _huge_zeros(shape: tuple, dtype) -> np.ndarray:
+    """A zeroed array in anonymous memory backed by transparent huge pages where the OS allows.
+
+    The turn cache is filled in random order a few KiB per state; with 4 KiB pages
+    every new state pays a page fault (the larger part of filling it).
+    """
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    nbytes = max(count * dtype.itemsize, 1)
+    try:
+        buffer = mmap.mmap(-1, nbytes)
+    except (OSError, ValueError):
+        return np.zeros(shape, dtype=dtype)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        try:
+            buffer.madvise(mmap.MADV_HUGEPAGE)
+        except OSError:
+            pass
+    return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
 
 
 class SolverError(ValueError):
@@ -109,12 +133,12 @@ class Solution:
     def _clear_turn_cache(self) -> None:
         """Forget the per-state turn tables (see :meth:`_turn_slots`)."""
         self._slot = np.full(self.n_states, -1, dtype=np.int64)
-        #: [rolls-left level, slot, keep]: keep values minus the state's value
-        self._keep = np.zeros((2, 0, _N_PROPER_KEEPS), dtype=np.float32)
-        #: [level, slot, roll]: best score-now value minus the state's value, and its box
+        #: [slot, rolls-left level, keep]: keep values minus the state's value
+        self._keep = np.zeros((0, 2, _N_PROPER_KEEPS), dtype=np.float32)
+        #: [slot, level, roll]: best score-now value minus the state's value, and its box
         levels = 2 if self.space.doubling else 1  # without first-roll doubling both levels score alike
-        self._score = np.zeros((levels, 0, N_ROLLS), dtype=np.float32)
-        self._box = np.zeros((levels, 0, N_ROLLS), dtype=np.int8)
+        self._score = np.zeros((0, levels, N_ROLLS), dtype=np.float32)
+        self._box = np.zeros((0, levels, N_ROLLS), dtype=np.int8)
         self._used = 0
 
     def _turn_slots(self, positions: np.ndarray) -> np.ndarray:
@@ -145,7 +169,7 @@ class Solution:
         positions = np.asarray(positions, dtype=np.int64)
         slots = self._turn_slots(positions)
         base = self.value[positions][:, None]
-        return self._keep[0, slots] + base, self._keep[1, slots] + base
+        return self._keep[slots, 0] + base, self._keep[slots, 1] + base
 
     def _fill_turn_cache(self, missing: np.ndarray) -> None:
         """Solve the turns of ``missing`` positions and store their tables."""
@@ -161,27 +185,27 @@ class Solution:
         S0, S2, B0, B2, center = tables
         _, _, K1, K2 = widget(S0, S2)
         base = (self.value[part] - center).astype(np.float32)  # tables are relative to center
-        slots = np.arange(self._used, self._used + len(part))
-        self._keep[0, slots] = (K1[:_N_PROPER_KEEPS] - base).T
-        self._keep[1, slots] = (K2[:_N_PROPER_KEEPS] - base).T
-        self._score[0, slots] = (S0 - base).T
+        slots = slice(self._used, self._used + len(part))
+        self._keep[slots, 0] = (K1[:_N_PROPER_KEEPS] - base).T
+        self._keep[slots, 1] = (K2[:_N_PROPER_KEEPS] - base).T
+        self._score[slots, 0] = (S0 - base).T
         if self.space.doubling:
-            self._score[1, slots] = (S2 - base).T
-        self._box[0, slots] = B0.T
+            self._score[slots, 1] = (S2 - base).T
+        self._box[slots, 0] = B0.T
         if self.space.doubling:
-            self._box[1, slots] = B2.T
-        self._slot[part] = slots
+            self._box[slots, 1] = B2.T
+        self._slot[part] = np.arange(self._used, self._used + len(part))
         self._used += len(part)
 
     def _grow(self, need: int) -> None:
-        have = self._keep.shape[1]
+        have = self._keep.shape[0]
         if need <= have:
             return
         size = max(self._turn_cache_size, need)  # np.zeros maps pages lazily: untouched slots cost no memory
         for name in ("_keep", "_score", "_box"):
             old = getattr(self, name)
-            new = np.zeros((old.shape[0], size, old.shape[2]), dtype=old.dtype)
-            new[:, :have] = old
+            new = _huge_zeros((size,) + old.shape[1:], old.dtype)
+            new[:have] = old
             setattr(self, name, new)
 
     def best_actions(self, filled, upper, full, roll, rolls_left) -> np.ndarray:
@@ -202,15 +226,22 @@ class Solution:
         pos = self._positions(filled, upper, full)
         slots = self._turn_slots(pos)
         level = (rolls_left == ROLLS_PER_TURN - 1).astype(np.int64)
-        score_level = level if self.space.doubling else 0
-        score_value = self._score[score_level, slots, roll]
-        action = N_KEEP_ACTIONS + self._box[score_level, slots, roll].astype(np.int64)
+        # flat indices into the [slot, level, roll] tables
+        if self.space.doubling:
+            at = (slots * 2 + level) * N_ROLLS + roll
+        else:
+            at = slots * N_ROLLS + roll
+        score_value = self._score.reshape(-1).take(at)
+        action = self._box.reshape(-1).take(at).astype(np.int64)
+        action += N_KEEP_ACTIONS
         rows = np.flatnonzero(rolls_left > 0)
         if len(rows):
-            keep_of = KEEP_OF_ACTION[roll[rows], :KEEP_ALL]
-            keep_values = self._keep[level[rows, None], slots[rows, None], keep_of]
+            keep_at = _KEEP_OF_ACTION_PROPER.take(roll[rows], axis=0)  # (rows, 31) proper keep indices
+            keep_at += ((slots[rows] * 2 + level[rows]) * _N_PROPER_KEEPS)[:, None]
+            keep_values = self._keep.reshape(-1).take(keep_at)
             best_keep = np.argmax(keep_values, axis=1)
-            take = keep_values[np.arange(len(rows)), best_keep] >= score_value[rows]
+            best_value = np.take_along_axis(keep_values, best_keep[:, None], axis=1)[:, 0]
+            take = best_value >= score_value.take(rows)
             action[rows[take]] = best_keep[take]
         return action
 
@@ -324,12 +355,13 @@ class Solution:
             )
         if "dice" in observation and "filled" in observation:
             n = self.tables.n_boxes
-            flags = np.asarray(observation["filled"], dtype=np.int64)
+            flags = np.asarray(observation["filled"])
             batched = flags.ndim == 2
-            flags = flags.reshape(-1, n)
-            filled = (flags << np.arange(n)).sum(axis=1)
-            dice = np.sort(np.asarray(observation["dice"], dtype=np.int64).reshape(-1, N_DICE), axis=1)
-            roll = np.asarray(roll_index_of_sorted(dice), dtype=np.int64).reshape(-1)
+            flags = flags.reshape(-1, n).astype(np.int64, copy=False)
+            filled = flags @ (np.int64(1) << np.arange(n, dtype=np.int64))
+            dice = np.asarray(observation["dice"], dtype=np.int64).reshape(-1, N_DICE)
+            # the roll code is a sum over dice (order-free): no sort needed
+            roll = _ROLL_INDEX_OF_CODE[_FACE_CODE.take(dice).sum(axis=1)].astype(np.int64)
             scores = np.asarray(observation["scores"], dtype=np.int64).reshape(-1, n)
             upper = np.asarray(observation["upper_total"], dtype=np.int64).reshape(-1)
             bonus = np.asarray(observation["bonus"], dtype=np.int64).reshape(-1)
