@@ -24,8 +24,8 @@ class OptimalAgent:
     Observations are the env's ``obs_mode="dict"`` observations. ``act`` takes one
     observation; :meth:`act_batch` takes a batch (every value with a leading
     axis, as the vector env returns them) and is the fast path for evaluation.
-    Among equally good actions the lowest action index is chosen, so play is
-    deterministic.
+    Play is deterministic: ties are broken by a fixed order (see
+    :meth:`~dice_poker_env.solver.Solution.best_actions`).
     """
 
     def __init__(

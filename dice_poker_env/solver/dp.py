@@ -335,6 +335,75 @@ def widget(
     return value, None, out1[KEEP_POS], out2[KEEP_POS]
 
 
+def _pack_id(value: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """float32 ``value`` mapped to an order-preserving int32 in the high word, ``ids`` (>= 0) below."""
+    bits = value.view(np.int32)
+    high = bits ^ (np.right_shift(bits, 31) & _LOW31)
+    out = high.astype(np.int64)
+    out <<= 32
+    out |= ids
+    return out
+
+
+def _unpack_id(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    high = np.right_shift(packed, 32).astype(np.int32)
+    high ^= np.right_shift(high, 31) & _LOW31
+    return high.view(np.float32), (packed & 0xFFFFFFFF).astype(np.int64)
+
+
+#: tie-break word of each internal proper keep: among keeps of equal value the
+#: one earliest in internal order (fewest dice first) wins
+_KEEP_TIE_ID = (N_PROPER_KEEPS - 1 - np.arange(N_PROPER_KEEPS, dtype=np.int64))[:, None]
+
+
+def _action_of_internal_keep() -> np.ndarray:
+    """(252, 210) uint8: per engine roll, the lowest keep action (bitmask) reaching each internal keep."""
+    from dice_poker_env.engine.dice import KEEP_OF_ACTION
+
+    table = np.zeros((N_ROLLS, N_PROPER_KEEPS), dtype=np.uint8)
+    for a in range(30, -1, -1):  # proper keep actions 0..30; the lowest wins
+        table[np.arange(N_ROLLS), KEEP_POS[KEEP_OF_ACTION[:, a]]] = a
+    return table
+
+
+_ACTION_OF_INTERNAL_KEEP = _action_of_internal_keep()
+
+
+def turn_decisions(score_last: np.ndarray, score_first: np.ndarray, box_last: np.ndarray, box_first: np.ndarray, n_keep_actions: int = 32) -> np.ndarray:
+    """The optimal action of every roll of a turn, for ``m`` states at once.
+
+    Args:
+        score_last, score_first: ``(252, m)`` float32 best value of scoring each roll
+            after a reroll / from the turn's first roll (as for :func:`widget`).
+        box_last, box_first: ``(252, m)`` int8 the box reaching those values.
+
+    Returns:
+        ``(m, 3, 252)`` uint8: ``[state, rolls_left, roll]`` the env action
+        (keep bitmask ``0..30`` or ``n_keep_actions + box``). A keep is chosen
+        when its value is at least the best score's (keeps come first in action
+        order); among keeps of equal value the one with the fewest dice (then the
+        first in the widget's internal order) wins, as its lowest bitmask.
+    """
+    m = score_last.shape[1]
+    out = np.empty((3, N_ROLLS, m), dtype=np.uint8)
+    np.add(box_last, n_keep_actions, out=out[0], casting="unsafe")
+    K1 = _internal_keep_values(score_last, _FOUR_PLUS_ROLL_T)
+    W1 = score_last[ROLL_ORDER]
+    levels = []
+    for level, (K, S, B) in enumerate(((K1, score_last, box_last), (None, score_first, box_first)), start=1):
+        if K is None:
+            K = _internal_keep_values(W1, _FOUR_PLUS_IROLL_T)
+        best, kid = _unpack_id(_best_of_subkeeps(_pack_id(K, _KEEP_TIE_ID)))  # internal roll order
+        kid = (N_PROPER_KEEPS - 1) - kid
+        if level == 1:
+            np.maximum(W1, best, out=W1)
+        best = best[ROLL_POS]
+        kid = kid[ROLL_POS]
+        keep_action = _ACTION_OF_INTERNAL_KEEP[np.arange(N_ROLLS)[:, None], kid]
+        out[level] = np.where(best >= S, keep_action, (B + n_keep_actions).astype(np.uint8))
+    return out.transpose(2, 0, 1)
+
+
 def _widget_second(score_last, score_first, score_last2, score_first2):
     """:func:`widget` with second moments, from tables in engine roll order."""
     last = [score_last[ROLL_ORDER], score_last2[ROLL_ORDER]]

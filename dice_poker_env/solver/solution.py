@@ -23,7 +23,7 @@ from dice_poker_env.engine.game import ROLLS_PER_TURN, legal_boxes, popcount, sc
 from dice_poker_env.engine.position import make_position, parse_scorecard, secured_upper_bonus
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.dp import KEEP_START, N_DICE, BlockScores, DPResult, StateIndex, StateSpace, roomy_malloc, solve_dp, widget
+from dice_poker_env.solver.dp import KEEP_START, N_DICE, BlockScores, DPResult, StateIndex, StateSpace, roomy_malloc, solve_dp, turn_decisions, widget
 
 #: keeps an env keep action can reach (0..4 dice); the turn cache stores only these
 _N_PROPER_KEEPS = int(KEEP_START[N_DICE])
@@ -71,9 +71,11 @@ class Solution:
         seconds: wall time of the solve (or of loading it from the cache).
         from_cache: whether the solution was loaded from the disk cache.
 
-    Queries inside a turn (action values, best actions) solve that state's turn
-    on first use and keep its tables in a cache of ``turn_cache_size`` states
-    (about 3 KiB each, 6 KiB with first-roll doubling; emptied when full).
+    Queries inside a turn solve that state's turn on first use and keep the
+    result in a cache of ``turn_cache_size`` states (emptied when full): action
+    values keep the keep and score tables (about 3 KiB a state, 6 KiB with
+    first-roll doubling), best actions only the optimal action of every (rolls
+    left, roll) (756 bytes a state).
     """
 
     def __init__(self, rules: Rules, dp: DPResult, *, seconds: float = 0.0, from_cache: bool = False, turn_cache_size: int = 131072):
@@ -140,6 +142,10 @@ class Solution:
         self._score = np.zeros((0, levels, N_ROLLS), dtype=np.float32)
         self._box = np.zeros((0, levels, N_ROLLS), dtype=np.int8)
         self._used = 0
+        #: the fast path's cache: [slot, rolls_left, roll] the optimal action (see :meth:`best_actions`)
+        self._act_slot = np.full(self.n_states, -1, dtype=np.int64)
+        self._act = np.zeros((0, ROLLS_PER_TURN, N_ROLLS), dtype=np.uint8)
+        self._act_used = 0
 
     def _turn_slots(self, positions: np.ndarray) -> np.ndarray:
         """Cache slots holding the turn tables of these states (solving the missing turns).
@@ -158,6 +164,39 @@ class Solution:
             with roomy_malloc():
                 self._fill_turn_cache(missing)
         return self._slot[positions]
+
+    def _decision_slots(self, positions: np.ndarray) -> np.ndarray:
+        """Slots of the decision cache holding the optimal action of every (rolls left, roll) of these states.
+
+        Only the actions are kept (756 bytes a state): filling it skips storing the
+        keep and score values. Emptied when ``turn_cache_size`` states are held.
+        """
+        positions = np.asarray(positions, dtype=np.int64)
+        slots = self._act_slot.take(positions)
+        if slots.min(initial=0) >= 0:
+            return slots
+        missing = np.unique(positions[slots < 0])
+        if self._act_used + len(missing) > self._turn_cache_size:
+            self._act_slot[:] = -1
+            self._act_used = 0
+            missing = np.unique(positions)
+        if self._act_used + len(missing) > self._act.shape[0]:
+            size = max(self._turn_cache_size, self._act_used + len(missing))
+            new = _huge_zeros((size, ROLLS_PER_TURN, N_ROLLS), np.uint8)
+            new[: self._act_used] = self._act[: self._act_used]
+            self._act = new
+        with roomy_malloc():
+            for block_start in range(0, len(missing), 4096):
+                block = missing[block_start : block_start + 4096]
+                filled, upper, full = self.space.decode(self.keys[block])
+                scores = BlockScores(self.space, filled, upper, full, self.value, None, self.index, False)
+                for start in range(0, len(block), 512):
+                    S0, S2, B0, B2, _ = scores.tables(slice(start, start + 512), boxes=True)
+                    n = S0.shape[1]
+                    self._act[self._act_used : self._act_used + n] = turn_decisions(S0, S2, B0, B2, N_KEEP_ACTIONS)
+                    self._act_slot[block[start : start + n]] = np.arange(self._act_used, self._act_used + n)
+                    self._act_used += n
+        return self._act_slot.take(positions)
 
     def turn_keep_values(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Keep values (expected future points) of states, one row per position.
@@ -209,13 +248,17 @@ class Solution:
             setattr(self, name, new)
 
     def best_actions(self, filled, upper, full, roll, rolls_left) -> np.ndarray:
-        """Optimal actions of a batch of situations, from the cached turn tables (fast path).
+        """Optimal actions of a batch of situations (fast path: one lookup per situation).
 
-        Same arguments as :meth:`future_action_values`. Among equal values the
-        lowest action index wins (keeps before boxes, lowest bitmask), like
-        ``argmax`` over :meth:`action_values`; values are compared in float32, so
-        two actions within ~1e-5 points of each other may be ordered differently
-        than by the exact float64 ``action_values``.
+        Same arguments as :meth:`future_action_values`. Each visited between-turn
+        state's turn is solved once into a table of the optimal action of every
+        (rolls left, roll) (:func:`~dice_poker_env.solver.dp.turn_decisions`, 756
+        bytes a state), so a decision is a single gather. A keep wins ties with
+        the best box (keeps come first in action order), the lowest box index
+        wins among boxes, and among keeps of equal value the one with the fewest
+        dice (as its lowest bitmask); values are compared in float32, so two
+        actions within ~1e-5 points of each other may be ordered differently than
+        by the exact float64 ``action_values``.
         """
         filled = np.atleast_1d(np.asarray(filled, dtype=np.int64))
         roll = np.atleast_1d(np.asarray(roll, dtype=np.int64))
@@ -224,26 +267,9 @@ class Solution:
             raise SolverError(f"rolls_left must be 0..{ROLLS_PER_TURN - 1}")
         full = np.atleast_1d(np.asarray(full, dtype=bool)) & (self.space.n_full == 2)
         pos = self._positions(filled, upper, full)
-        slots = self._turn_slots(pos)
-        level = (rolls_left == ROLLS_PER_TURN - 1).astype(np.int64)
-        # flat indices into the [slot, level, roll] tables
-        if self.space.doubling:
-            at = (slots * 2 + level) * N_ROLLS + roll
-        else:
-            at = slots * N_ROLLS + roll
-        score_value = self._score.reshape(-1).take(at)
-        action = self._box.reshape(-1).take(at).astype(np.int64)
-        action += N_KEEP_ACTIONS
-        rows = np.flatnonzero(rolls_left > 0)
-        if len(rows):
-            keep_at = _KEEP_OF_ACTION_PROPER.take(roll[rows], axis=0)  # (rows, 31) proper keep indices
-            keep_at += ((slots[rows] * 2 + level[rows]) * _N_PROPER_KEEPS)[:, None]
-            keep_values = self._keep.reshape(-1).take(keep_at)
-            best_keep = np.argmax(keep_values, axis=1)
-            best_value = np.take_along_axis(keep_values, best_keep[:, None], axis=1)[:, 0]
-            take = best_value >= score_value.take(rows)
-            action[rows[take]] = best_keep[take]
-        return action
+        slots = self._decision_slots(pos)
+        at = (slots * ROLLS_PER_TURN + rolls_left) * N_ROLLS + roll
+        return self._act.reshape(-1).take(at).astype(np.int64)
 
     # ------------------------------------------------------------ queries
     def future_action_values(self, filled, upper, full, roll, rolls_left) -> np.ndarray:
