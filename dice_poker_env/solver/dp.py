@@ -336,24 +336,30 @@ def widget(
 
 
 def _pack_id(value: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """float32 ``value`` mapped to an order-preserving int32 in the high word, ``ids`` (>= 0) below."""
+    """float32 ``value`` mapped to an order-preserving int32 in the high word, ``ids`` (int32 >= 0) below."""
+    out = np.empty(value.shape, dtype=np.int64)
+    words = out.view(np.int32).reshape(*value.shape, 2)
     bits = value.view(np.int32)
-    high = bits ^ (np.right_shift(bits, 31) & _LOW31)
-    out = high.astype(np.int64)
-    out <<= 32
-    out |= ids
+    flip = np.right_shift(bits, 31)
+    flip &= _LOW31
+    np.bitwise_xor(bits, flip, out=words[..., 1])
+    words[..., 0] = ids
     return out
 
 
 def _unpack_id(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    high = np.right_shift(packed, 32).astype(np.int32)
-    high ^= np.right_shift(high, 31) & _LOW31
-    return high.view(np.float32), (packed & 0xFFFFFFFF).astype(np.int64)
+    """``(value, ids)`` of :func:`_pack_id` words (``ids`` a strided int32 view)."""
+    words = packed.view(np.int32).reshape(*packed.shape, 2)
+    high = np.ascontiguousarray(words[..., 1])
+    flip = np.right_shift(high, 31)
+    flip &= _LOW31
+    high ^= flip
+    return high.view(np.float32), words[..., 0]
 
 
 #: tie-break word of each internal proper keep: among keeps of equal value the
 #: one earliest in internal order (fewest dice first) wins
-_KEEP_TIE_ID = (N_PROPER_KEEPS - 1 - np.arange(N_PROPER_KEEPS, dtype=np.int64))[:, None]
+_KEEP_TIE_ID = (N_PROPER_KEEPS - 1 - np.arange(N_PROPER_KEEPS, dtype=np.int32))[:, None]
 
 
 def _action_of_internal_keep() -> np.ndarray:
@@ -367,6 +373,9 @@ def _action_of_internal_keep() -> np.ndarray:
 
 
 _ACTION_OF_INTERNAL_KEEP = _action_of_internal_keep()
+#: flat, indexed by ``roll * 210 + (209 - tie id)``: the action of the keep a tie word names
+_ACTION_OF_TIE_ID = np.ascontiguousarray(_ACTION_OF_INTERNAL_KEEP[:, ::-1]).reshape(-1)
+_ROLL_BASE = (np.arange(N_ROLLS, dtype=np.int32) * N_PROPER_KEEPS)[:, None]
 
 
 def turn_decisions(score_last: np.ndarray, score_first: np.ndarray, box_last: np.ndarray, box_first: np.ndarray, n_keep_actions: int = 32) -> np.ndarray:
@@ -393,14 +402,18 @@ def turn_decisions(score_last: np.ndarray, score_first: np.ndarray, box_last: np
     for level, (K, S, B) in enumerate(((K1, score_last, box_last), (None, score_first, box_first)), start=1):
         if K is None:
             K = _internal_keep_values(W1, _FOUR_PLUS_IROLL_T)
-        best, kid = _unpack_id(_best_of_subkeeps(_pack_id(K, _KEEP_TIE_ID)))  # internal roll order
-        kid = (N_PROPER_KEEPS - 1) - kid
+        best, tie = _unpack_id(_best_of_subkeeps(_pack_id(K, _KEEP_TIE_ID)))  # internal roll order
         if level == 1:
             np.maximum(W1, best, out=W1)
         best = best[ROLL_POS]
-        kid = kid[ROLL_POS]
-        keep_action = _ACTION_OF_INTERNAL_KEEP[np.arange(N_ROLLS)[:, None], kid]
-        out[level] = np.where(best >= S, keep_action, (B + n_keep_actions).astype(np.uint8))
+        tie = tie[ROLL_POS]
+        tie += _ROLL_BASE
+        keep_action = _ACTION_OF_TIE_ID.take(tie)
+        if B is box_last:
+            np.copyto(out[level], out[0])
+        else:
+            np.add(B, n_keep_actions, out=out[level], casting="unsafe")
+        np.copyto(out[level], keep_action, where=best >= S)
     return out.transpose(2, 0, 1)
 
 
