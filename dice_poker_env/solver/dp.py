@@ -848,13 +848,15 @@ class BlockScores:
             if not pair_open[pairs_here].any():
                 continue
 
-            def cands(of, r_pair=r_pair, becomes_full=becomes_full, v_same=v_same[sl], v_full=None if v_full is None else v_full[sl]):
-                q = r_pair[of][:, pair]  # (252, m)
-                if v_full is None:
-                    q += v_same
-                else:
-                    q += np.where(becomes_full[of][:, pair], v_full, v_same)
-                return q
+            def cands(of, r_pair=r_pair, becomes_full=becomes_full, v_same=v_same[sl], v_full=None if v_full is None else v_full[sl], cache={}):
+                if "q" not in cache:  # per roll class first (few rows), then rows copied per roll
+                    q = r_pair.take(pair, axis=1)  # (n_classes, m)
+                    if v_full is None:
+                        q += v_same
+                    else:
+                        q += np.where(becomes_full.take(pair, axis=1), v_full, v_same)
+                    cache["q"] = q
+                return cache["q"].take(of, axis=0)  # (252, m)
 
             candidates.append((b, cands))
         candidates.sort(key=lambda item: item[0])  # box order: the lowest box wins ties
