@@ -271,25 +271,36 @@ def _best_of_subkeeps(B: np.ndarray) -> np.ndarray:
 _LOW31 = np.int32(0x7FFFFFFF)
 
 
-def _pack(value: np.ndarray, second: np.ndarray) -> np.ndarray:
+def _pack_words(value: np.ndarray, low: np.ndarray) -> np.ndarray:
+    """int64 words: float32 ``value`` as an order-preserving int32 in the high half, ``low`` (int32) below."""
     out = np.empty(value.shape, dtype=np.int64)
     words = out.view(np.int32).reshape(*value.shape, 2)
     bits = value.view(np.int32)
     flip = np.right_shift(bits, 31)
     flip &= _LOW31
     np.bitwise_xor(bits, flip, out=words[..., 1])
-    np.copyto(words[..., 0], second.view(np.int32))
+    np.copyto(words[..., 0], low)
     return out
 
 
-def _unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _unpack_words(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(value, low)`` of :func:`_pack_words` words (``low`` a strided int32 view)."""
     words = packed.view(np.int32).reshape(*packed.shape, 2)
     high = np.ascontiguousarray(words[..., 1])
     flip = np.right_shift(high, 31)
     flip &= _LOW31
     high ^= flip
-    second = np.ascontiguousarray(words[..., 0])
-    return high.view(np.float32), second.view(np.float32)
+    return high.view(np.float32), words[..., 0]
+
+
+def _pack(value: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Value and second moment in one word, so one max picks both."""
+    return _pack_words(value, second.view(np.int32))
+
+
+def _unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    value, low = _unpack_words(packed)
+    return value, np.ascontiguousarray(low).view(np.float32)
 
 
 def widget(
@@ -336,25 +347,11 @@ def widget(
 
 
 def _pack_id(value: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """float32 ``value`` mapped to an order-preserving int32 in the high word, ``ids`` (int32 >= 0) below."""
-    out = np.empty(value.shape, dtype=np.int64)
-    words = out.view(np.int32).reshape(*value.shape, 2)
-    bits = value.view(np.int32)
-    flip = np.right_shift(bits, 31)
-    flip &= _LOW31
-    np.bitwise_xor(bits, flip, out=words[..., 1])
-    words[..., 0] = ids
-    return out
+    """Value with a tie-break id (int32 >= 0) below it."""
+    return _pack_words(value, ids)
 
 
-def _unpack_id(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(value, ids)`` of :func:`_pack_id` words (``ids`` a strided int32 view)."""
-    words = packed.view(np.int32).reshape(*packed.shape, 2)
-    high = np.ascontiguousarray(words[..., 1])
-    flip = np.right_shift(high, 31)
-    flip &= _LOW31
-    high ^= flip
-    return high.view(np.float32), words[..., 0]
+_unpack_id = _unpack_words
 
 
 #: tie-break word of each internal proper keep: among keeps of equal value the
