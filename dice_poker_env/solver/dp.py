@@ -395,7 +395,6 @@ def turn_decisions(score_last: np.ndarray, score_first: np.ndarray, box_last: np
     np.add(box_last, n_keep_actions, out=out[0], casting="unsafe")
     K1 = _internal_keep_values(score_last, _FOUR_PLUS_ROLL_T)
     W1 = score_last[ROLL_ORDER]
-    levels = []
     for level, (K, S, B) in enumerate(((K1, score_last, box_last), (None, score_first, box_first)), start=1):
         if K is None:
             K = _internal_keep_values(W1, _FOUR_PLUS_IROLL_T)
