@@ -26,6 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from dice_poker_env.engine.dice import N_KEEP_ACTIONS
+from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules, load_rules
 
 #: name of the metadata member inside the model's zip file
@@ -180,7 +181,6 @@ class SB3Agent:
             from agents.greedy import best_box_action, state_from_observation
 
             return best_box_action(tables, state_from_observation(tables, observation), mask)
-        n = tables.n_boxes
-        points = np.asarray(observation, dtype=np.float64)[9 + 2 * n : 9 + 3 * n]  # flat layout: potential points
+        points = np.asarray(observation, dtype=np.float64)[flat_layout(tables)["potential_points"]]
         legal = mask[N_KEEP_ACTIONS:].astype(bool)
         return N_KEEP_ACTIONS + int(np.argmax(np.where(legal, points, -np.inf)))

@@ -97,7 +97,7 @@ def multi_observation_space(tables, num_players: int, obs_mode: str) -> spaces.S
     ``"flat"``: the single env's flat vector, then per opponent: filled flags
     (n), written scores / scale (n), upper total / upper scale (1), bonus / scale
     (1), (opponent total - own total) / (max_total - min_total) (1); all in
-    [-1, 1], size ``15 + 3n + (P-1)(2n + 3)``.
+    [-1, 1], size ``45 + 3n + (P-1)(2n + 3)``.
     """
     n, others = tables.n_boxes, num_players - 1
     own = observation_space(tables, obs_mode)

@@ -10,6 +10,7 @@ from gymnasium.utils.env_checker import check_env
 import dice_poker_env
 from dice_poker_env import ENV_IDS, PositionError, ScriptedDice, load_rules
 from dice_poker_env.envs import DicePokerEnv, IllegalActionError
+from dice_poker_env.envs.observation import flat_layout
 
 SHIPPED_IDS = [i for i, r in ENV_IDS.items() if r is not None]
 RULESETS = [r for r in ENV_IDS.values() if r is not None]
@@ -222,13 +223,19 @@ def test_flat_observation_layout():
     env = gym.make("DicePoker/Yacht-v0", obs_mode="flat")
     obs, info = env.reset(options={"dice": [3, 3, 3, 6, 6]})
     n = 12
-    assert obs.shape == (15 + 3 * n,) and obs.dtype == np.float32
+    assert obs.shape == (45 + 3 * n,) and obs.dtype == np.float32
     assert env.observation_space.contains(obs)
     counts = obs[:6] * 5
     assert counts.tolist() == [0, 0, 3, 0, 0, 2]
     potential = obs[6 + 3 + 2 * n : 6 + 3 + 3 * n] * 50
     assert round(float(potential[6])) == 21  # full house: the dice sum
     assert round(float(potential[2])) == 9  # threes
+    layout = flat_layout(env.unwrapped.rules.tables)
+    assert layout["potential_points"] == slice(6 + 3 + 2 * n, 6 + 3 + 3 * n)
+    assert layout["dice_one_hot"].stop == obs.shape[0]
+    one_hot = obs[layout["dice_one_hot"]].reshape(5, 6)
+    assert one_hot.sum(axis=1).tolist() == [1] * 5
+    assert (one_hot.argmax(axis=1) + 1).tolist() == [3, 3, 3, 6, 6]  # die i of the sorted dice = keep bit i
 
 
 def test_ansi_render_shows_dice_and_scorecard():

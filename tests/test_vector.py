@@ -90,7 +90,7 @@ def test_rule_options_and_custom_rules_object():
     rules = dice_poker_env.load_rules("dice_poker")
     envs = gym.make_vec("DicePoker/Custom-v0", num_envs=2, vectorization_mode="vector_entry_point", rules=rules, obs_mode="flat")
     obs, _ = envs.reset(seed=1)
-    assert obs.shape == (2, 15 + 3 * 15) and obs.dtype == np.float32
+    assert obs.shape == (2, 45 + 3 * 15) and obs.dtype == np.float32
 
 
 def test_bad_arguments():
@@ -476,7 +476,7 @@ def test_sb3_adapter_maskable_ppo_learns_a_few_hundred_steps():
     assert is_masking_supported(venv)
     obs = venv.reset()
     masks = get_action_masks(venv)
-    assert masks.shape == (8, 44) and obs.shape == (8, 15 + 36)
+    assert masks.shape == (8, 44) and obs.shape == (8, 45 + 36)
     model = sb3_contrib.MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=512)
     assert len(model.ep_info_buffer) > 0

@@ -18,14 +18,19 @@ five_kind_box   Discrete(3)                            0 open or no such rule,
 turn            Discrete(turns + 1)                    boxes filled so far
 ==============  =====================================  =============================
 
-``"flat"`` — one ``float32`` vector in [-1, 1] for MLP policies, in this order:
+``"flat"`` — one ``float32`` vector in [-1, 1] for MLP policies, in this order
+(:func:`flat_layout` names the slices):
 face counts / 5 (6), rolls left one-hot (3), filled flags (n), written scores /
 ``scale`` (n), the points (bonuses included) the current dice would get in each
 box right now, joker and first-roll doubling included (0 for boxes not legal now)
 / ``scale``, clipped (n), upper total / ``upper_scale`` (1), bonus / ``scale``,
-clipped (1), five-kind box state one-hot (3), turn / turns (1). Size ``15 + 3 n``;
-``scale`` is the largest points a box can hold, ``upper_scale`` the upper-bonus
-threshold (at least 63).
+clipped (1), five-kind box state one-hot (3), turn / turns (1), then the sorted
+dice one-hot, die by die (5 x 6). Size ``45 + 3 n``; ``scale`` is the largest
+points a box can hold, ``upper_scale`` the upper-bonus threshold (at least 63).
+The per-die one-hot is what keep actions refer to (bit ``i`` keeps die ``i`` of
+the sorted dice): with only face counts a network must work out which bits hold
+which face, and MaskablePPO's keep decisions were measurably worse
+(docs/training.md).
 
 Every encoder works on a one-game state (returns one observation) and on a
 batched state (every value gets a leading batch axis).
@@ -52,10 +57,28 @@ from dice_poker_env.engine.tables import RuleTables
 OBS_MODES = ("dict", "flat")
 _ROLLS_ONE_HOT = np.eye(ROLLS_PER_TURN, dtype=np.float32)
 _FIVE_ONE_HOT = np.eye(3, dtype=np.float32)
+#: (252, 30): each roll's sorted dice, one-hot die by die
+_DICE_ONE_HOT = np.eye(6, dtype=np.float32)[ROLL_DICE - 1].reshape(len(ROLL_DICE), N_DICE * 6)
+
+
+def flat_layout(tables: RuleTables) -> dict[str, slice]:
+    """Where each part of the flat observation lies: name -> slice of the vector."""
+    n = tables.n_boxes
+    widths = [("face_counts", 6), ("rolls_left", ROLLS_PER_TURN), ("filled", n), ("scores", n),
+              ("potential_points", n), ("upper_total", 1), ("bonus", 1), ("five_kind_box", 3),
+              ("turn", 1), ("dice_one_hot", N_DICE * 6)]
+    layout, start = {}, 0
+    for name, width in widths:
+        layout[name] = slice(start, start + width)
+        start += width
+    return layout
 
 
 def flat_size(tables: RuleTables) -> int:
-    return 15 + 3 * tables.n_boxes
+    """Length of the flat observation, ``45 + 3 n``."""
+    return 45 + 3 * tables.n_boxes
+
+
 
 
 def observation_space(tables: RuleTables, obs_mode: str) -> spaces.Space:
@@ -178,7 +201,7 @@ def potential_points(tables: RuleTables, state: GameState) -> np.ndarray:
 
 
 def observe_flat(tables: RuleTables, state: GameState) -> np.ndarray:
-    """Flat observation(s): ``(15 + 3 n,)`` or ``(B, 15 + 3 n)`` float32."""
+    """Flat observation(s): ``(45 + 3 n,)`` or ``(B, 45 + 3 n)`` float32."""
     scale = float(max(abs(tables.max_box_score), abs(tables.min_box_score), 1))
     upper_scale = float(max(abs(tables.upper_bonus_threshold), 63))
     scalar = lambda v: np.asarray(v, dtype=np.float32)[..., None]  # noqa: E731 - one column
@@ -192,6 +215,7 @@ def observe_flat(tables: RuleTables, state: GameState) -> np.ndarray:
         np.clip(scalar(state.bonus) / scale, 0, 1),
         _FIVE_ONE_HOT[five_kind_box_state(tables, state)],
         scalar(popcount(state.filled)) / tables.turns,
+        _DICE_ONE_HOT[state.roll],
     ]
     return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts], axis=-1)
 
