@@ -438,17 +438,127 @@ def test_scripted_positions_consume_dice_like_the_single_env():
     assert [s.remaining for s in env.dice_source] == [e.dice_source.remaining for e in singles] == [40, 35]
 
 
-def test_returned_observations_are_never_changed_later():
-    env = DicePokerVectorEnv(8, "yahtzee")
+def copied(value):
+    """A deep copy of arrays, dicts and object arrays of them."""
+    if isinstance(value, dict):
+        return {k: copied(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return np.array([copied(v) for v in value] + [None], dtype=object)[:-1]
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
+def assert_unchanged(value, saved, path="") -> None:
+    if isinstance(value, dict):
+        for key in value:
+            assert_unchanged(value[key], saved[key], f"{path}.{key}")
+    elif isinstance(value, np.ndarray) and value.dtype == object:
+        for i, (v, s) in enumerate(zip(value, saved)):
+            assert_unchanged(v, s, f"{path}[{i}]")
+    elif isinstance(value, np.ndarray):
+        np.testing.assert_array_equal(value, saved, err_msg=path)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_returned_observations_are_never_changed_later(mode):
+    """The env advances its state in place: nothing it handed out may change with it."""
+    env = DicePokerVectorEnv(8, "yahtzee", autoreset_mode=mode)
     first, _ = env.reset(seed=0)
     saved = {k: v.copy() for k, v in first.items()}
     rng = np.random.default_rng(0)
-    for _ in range(60):
-        obs, *_ = env.step(masked_random(rng, env.action_masks()))
+    handed_out = []
+    for t in range(120):
+        result = env.step(masked_random(rng, env.action_masks()))
+        if t % 7 == 0:
+            handed_out.append((result, copied(result)))
+    obs = result[0]
     kept = {k: v.copy() for k, v in obs.items()}
     env.reset(seed=1, options={"positions": [{"scorecard": {"aces": 3}}] * 8})
     assert_same(first, saved)
     assert_same(obs, kept)
+    for result, saved_result in handed_out:
+        for part, saved_part in zip(result, saved_result):
+            assert_unchanged(part, saved_part)
+
+
+class SequenceDice:
+    """Fair dice drawn as the default does (one index into the 6**5 face sequences per game), as faces.
+
+    A dice source that is not ``RandomDice`` takes the env's general path (faces,
+    ``game.reroll``); the default takes table lookups by sequence index. Both
+    consume the generator alike, so the two must play the same games.
+    """
+
+    def roll(self, rng, shape):
+        from dice_poker_env.engine.dice import N_SEQUENCES, SEQUENCE_FACES
+
+        assert len(shape) == 2 and shape[1] == 5
+        return SEQUENCE_FACES[rng.integers(0, N_SEQUENCES, size=shape[0])].astype(np.int64)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+@pytest.mark.parametrize(("rules", "options"), VARIANTS, ids=VARIANT_IDS)
+def test_default_dice_tables_equal_the_engines_faces_path(rules, options, mode):
+    fast = DicePokerVectorEnv(50, rules, autoreset_mode=mode, **options)
+    plain = DicePokerVectorEnv(50, rules, autoreset_mode=mode, dice_source=SequenceDice(), **options)
+    assert fast._fast_dice and not plain._fast_dice
+    a, b = fast.reset(seed=9), plain.reset(seed=9)
+    assert_same(a[0], b[0])
+    rng = np.random.default_rng(9)
+    for t in range(200):
+        actions = masked_random(rng, fast.action_masks())
+        if t % 9 == 0:
+            actions[t % 50] = 31  # an illegal action now and then
+        a, b = fast.step(actions), plain.step(actions)
+        assert_same(a[0], b[0])
+        for x, y in zip(a[1:4], b[1:4]):
+            np.testing.assert_array_equal(x, y)
+        assert_same_info(a[4], b[4])
+        np.testing.assert_array_equal(fast.action_masks(), plain.action_masks())
+        for x, y in zip(fast.state, plain.state):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_reroll_by_sequence_index_equals_reroll_of_faces():
+    from dice_poker_env.engine.dice import N_ROLLS, N_SEQUENCES, SEQUENCE_FACES, reroll_batch, reroll_sequence
+
+    bits = np.repeat(np.arange(32), N_SEQUENCES)
+    sequence = np.tile(np.arange(N_SEQUENCES), 32)
+    faces = SEQUENCE_FACES[sequence].astype(np.int64)
+    for roll in range(N_ROLLS):  # every (roll, keep bits, sequence)
+        rolls = np.full(len(bits), roll)
+        np.testing.assert_array_equal(reroll_sequence(rolls, bits, sequence), reroll_batch(rolls, bits, faces))
+
+
+@pytest.mark.parametrize(("rules", "options"), VARIANTS, ids=VARIANT_IDS)
+def test_batched_engine_step_equals_step_one(rules, options):
+    """game.step on a batch (a copy advanced in place by game.advance) is step_one game by game."""
+    tables = dice_poker_env.load_rules(rules, **options).tables
+    rng = np.random.default_rng(4)
+    n = 300
+    state = game.new_games(tables, rng.integers(0, 252, size=n))
+    for _ in range(3 * tables.turns):
+        live = ~game.is_over(tables, state)
+        if not live.any():
+            break
+        sub = game.GameState(*(np.asarray(f)[live] for f in state))
+        actions = masked_random(rng, game.action_mask(tables, sub))
+        faces = rng.integers(1, 7, size=(len(actions), 5))
+        before = game.GameState(*(np.array(f, copy=True) for f in sub))
+        new, reward, over = game.step(tables, sub, actions, faces)
+        for field, old in zip(sub, before):
+            np.testing.assert_array_equal(field, old)  # the input is not changed
+        assert new.roll.dtype == new.rolls_left.dtype == reward.dtype == np.int64 and over.dtype == bool
+        for i in range(len(actions)):
+            one, r, o = game.step_one(tables.scalar, sub.game(i), int(actions[i]), faces[i])
+            got = new.game(i)
+            assert (got.filled, got.upper_total, got.bonus, got.roll, got.rolls_left) == (
+                one.filled, one.upper_total, one.bonus, one.roll, one.rolls_left
+            )
+            np.testing.assert_array_equal(got.scores, one.scores)
+            assert (int(reward[i]), bool(over[i])) == (r, o)
+        state = game.GameState(*(np.array(f, copy=True) for f in state))
+        for full, part in zip(state, new):
+            full[live] = part
 
 
 def test_pickle_round_trip_and_render():

@@ -209,3 +209,36 @@ def reroll_batch(roll: np.ndarray, keep_bits: np.ndarray, faces: np.ndarray) -> 
     for position in range(N_DICE):
         code += codes[:, position]
     return np.take(_ROLL_INDEX_OF_CODE_64, code)
+
+
+#: number of ordered sequences of five faces (``6 ** 5``)
+N_SEQUENCES = N_FACES**N_DICE
+#: (6**5, 5) int8: every ordered sequence of five faces; position ``i`` of sequence ``s``
+#: shows ``s // 6**i % 6 + 1``, so one uniform draw of ``s`` is five fair dice
+SEQUENCE_FACES = (np.arange(N_SEQUENCES)[:, None] // N_FACES ** np.arange(N_DICE) % N_FACES + 1).astype(np.int8)
+#: Rolls of the batched draws below are coded by face counts in base 6 (a count is at
+#: most 5): ``sum(6 ** (face - 1))`` over the dice, below 6**6, so codes and their
+#: tables fit in uint16 (smaller tables: fewer cache misses than the base-7 codes)
+_FACE_CODE6 = np.concatenate([[0], N_FACES ** np.arange(N_FACES)]).astype(np.uint16)
+_ROLL_OF_CODE6 = np.full(N_FACES**N_FACES, -1, dtype=np.int64)
+_ROLL_OF_CODE6[(ROLL_COUNTS.astype(np.int64) * N_FACES ** np.arange(N_FACES)).sum(axis=1)] = np.arange(N_ROLLS)
+#: (252 * 32,) uint16: base-6 code of the dice kept by ``(roll, keep bits)``, at ``roll * 32 + bits``
+_KEPT_CODE6 = _FACE_CODE6[(1 - _REROLLED_MASK)[None, :, :] * ROLL_DICE[:, None, :]].sum(axis=2, dtype=np.uint16).ravel()
+#: (32 * 6**5,) uint16, at ``keep_bits * 6**5 + s``: base-6 code of the dice that keep
+#: bitmask ``keep_bits`` rerolls when the new faces are sequence ``s``
+_REROLLED_CODE6 = (
+    _REROLLED_MASK[:, None, :].astype(np.uint16) * _FACE_CODE6[SEQUENCE_FACES][None, :, :]
+).sum(axis=2, dtype=np.uint16).ravel()
+
+
+def reroll_sequence(roll: np.ndarray, keep_bits: np.ndarray, sequence: np.ndarray) -> np.ndarray:
+    """:func:`reroll_batch` with the faces given as sequence indices (``faces = SEQUENCE_FACES[sequence]``).
+
+    The vector env draws one sequence index per game instead of five faces; the
+    code of the rerolled dice then comes from one table lookup (no ``(B, 5)``
+    arrays), the kept dice's from another, and the roll from a third. Same
+    result as ``reroll_batch(roll, keep_bits, SEQUENCE_FACES[sequence])``.
+    """
+    code = np.take(_KEPT_CODE6, roll * N_KEEP_ACTIONS + keep_bits)
+    code += np.take(_REROLLED_CODE6, keep_bits * N_SEQUENCES + sequence)
+    return np.take(_ROLL_OF_CODE6, code)

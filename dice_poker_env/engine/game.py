@@ -260,40 +260,59 @@ def step(tables: RuleTables, state: GameState, action, faces):
     """
     if not isinstance(state.filled, np.ndarray):
         return step_one(tables, state, int(action), faces)
-    keeping = action < N_KEEP_ACTIONS
-    rows = np.flatnonzero(~keeping)  # only the games that write a box are scored
+    new_roll = reroll(state.roll, np.where(action < N_KEEP_ACTIONS, action, 0), faces)  # a new turn rerolls all five
+    new_state = GameState(
+        filled=state.filled.copy(),
+        scores=state.scores.copy(),
+        upper_total=state.upper_total.copy(),
+        bonus=state.bonus.copy(),
+        roll=np.array(state.roll, dtype=np.int64),
+        rolls_left=np.array(state.rolls_left, dtype=np.int64),
+    )
+    reward, over = advance(tables, new_state, action, new_roll)
+    return new_state, reward, over
+
+
+def advance(
+    tables: RuleTables, state: GameState, action: np.ndarray, new_roll: np.ndarray, box_full: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`step` of a batch in place: overwrites ``state``'s arrays, returns ``(reward, game_over)``.
+
+    The batched transition itself (:func:`step` is a copy of the state followed by
+    this): the vector env keeps one state and advances it, which saves a copy of
+    every field per step. ``new_roll`` is each game's roll if its dice are rolled
+    this step: the dice after its keep for a keep action, the next turn's first
+    roll after a score action (ignored for games that are over). ``box_full``:
+    :func:`five_kind_box_full` of ``state`` (0/1 or bool), if the caller has it.
+    Only the games that write a box are scored. ``roll`` and ``rolls_left`` must
+    be int64 arrays.
+    """
+    filled, scores, upper_total, bonus, roll, rolls_left = state
+    rows = np.flatnonzero(action >= N_KEEP_ACTIONS)  # only the games that write a box are scored
     box = action[rows] - N_KEEP_ACTIONS
-    filled_rows = state.filled[rows]
-    points, bonus, new_upper = score_points(
+    filled_rows = filled[rows]
+    if box_full is None:  # over the whole batch: cheaper than gathering the score rows
+        box_full = five_kind_box_full(tables, filled, scores)
+    points, bonus_rows, new_upper = score_points(
         tables,
         filled_rows,
-        state.upper_total[rows],
-        five_kind_box_full(tables, filled_rows, state.scores[rows]),
-        state.roll[rows],
-        state.rolls_left[rows] == ROLLS_PER_TURN - 1,
+        upper_total[rows],
+        np.take(box_full, rows) != 0,
+        roll[rows],
+        rolls_left[rows] == ROLLS_PER_TURN - 1,
         box,
     )
-    scores = state.scores.copy()
     scores[rows, box] = points
-    filled = state.filled.copy()
     filled[rows] = filled_rows | tables.box_bit[box]
-    upper_total = state.upper_total.copy()
     upper_total[rows] = new_upper
-    total_bonus = state.bonus.copy()
-    total_bonus[rows] += bonus
+    bonus[rows] += bonus_rows
     reward = np.zeros(len(action), dtype=np.int64)
-    reward[rows] = points + bonus
-    over = popcount(filled) >= tables.turns
-    new_roll = reroll(state.roll, np.where(keeping, action, 0), faces)  # a new turn rerolls all five
-    new_state = GameState(
-        filled=filled,
-        scores=scores,
-        upper_total=upper_total,
-        bonus=total_bonus,
-        roll=np.where(over, state.roll, new_roll),
-        rolls_left=np.where(keeping, state.rolls_left - 1, np.where(over, 0, ROLLS_PER_TURN - 1)),
-    )
-    return new_state, reward, over
+    reward[rows] = points + bonus_rows
+    over = np.bitwise_count(filled) >= tables.turns
+    roll[...] = np.where(over, roll, new_roll)
+    rolls_left -= 1  # keep actions; the scoring games start a new turn (or end)
+    rolls_left[rows] = np.where(over[rows], 0, ROLLS_PER_TURN - 1)
+    return reward, over
 
 
 def step_one(tables: RuleTables, state: GameState, action: int, faces) -> tuple[GameState, int, bool]:

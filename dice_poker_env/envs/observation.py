@@ -79,8 +79,6 @@ def flat_size(tables: RuleTables) -> int:
     return 45 + 3 * tables.n_boxes
 
 
-
-
 def observation_space(tables: RuleTables, obs_mode: str) -> spaces.Space:
     """The observation space of one game."""
     n = tables.n_boxes
@@ -157,8 +155,13 @@ def _one_element(value: int) -> np.ndarray:
     return row.copy()
 
 
-def observe_dict(tables: RuleTables, state: GameState) -> dict[str, np.ndarray]:
-    """Dict observation(s) of the state."""
+def observe_dict(tables: RuleTables, state: GameState, *, box_state: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Dict observation(s) of the state.
+
+    For a batch every value is a fresh array (the vector env advances its state in
+    place). ``box_state``: the batch's :func:`five_kind_box_state` if the caller
+    has it already (a fresh int64 array, handed out as is).
+    """
     if not isinstance(state.filled, np.ndarray):
         return {
             "dice": _DICE_ROWS[state.roll].copy(),
@@ -170,16 +173,18 @@ def observe_dict(tables: RuleTables, state: GameState) -> dict[str, np.ndarray]:
             "five_kind_box": _INT64[five_kind_box_state(tables, state)],
             "turn": _INT64[state.filled.bit_count()],
         }
-    as_int = lambda v: v.astype(np.int64)  # noqa: E731
+    if box_state is None:
+        box_state = five_kind_box_state(tables, state).astype(np.int64)
+    column = lambda v: np.array(v, dtype=np.int64)[:, None]  # noqa: E731 - a copy, as a (B, 1) column
     return {
         "dice": np.take(_ROLL_DICE_64, state.roll, axis=0),
-        "rolls_left": as_int(state.rolls_left),
+        "rolls_left": np.array(state.rolls_left, dtype=np.int64),
         "filled": _filled_flags(tables, state.filled),
-        "scores": state.scores.astype(np.int64),
-        "upper_total": np.asarray(state.upper_total, dtype=np.int64)[..., None],
-        "bonus": np.asarray(state.bonus, dtype=np.int64)[..., None],
-        "five_kind_box": as_int(five_kind_box_state(tables, state)),
-        "turn": as_int(popcount(state.filled)),
+        "scores": np.array(state.scores, dtype=np.int64),
+        "upper_total": column(state.upper_total),
+        "bonus": column(state.bonus),
+        "five_kind_box": box_state,
+        "turn": np.bitwise_count(state.filled).astype(np.int64),
     }
 
 

@@ -8,6 +8,7 @@ over games on the default path.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,28 +22,33 @@ from gymnasium.vector.vector_env import AutoresetMode
 
 from dice_poker_env.dice import DiceSource, RandomDice
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
+from dice_poker_env.engine.dice import (
+    N_DICE,
+    N_KEEP_ACTIONS,
+    N_SEQUENCES,
+    SEQUENCE_FACES,
+    reroll_sequence,
+    roll_index_of_sorted,
+)
 from dice_poker_env.engine.position import PositionError, position_from_options
+from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.envs.arguments import require_choice
-from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe
+from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe, observe_dict
 from dice_poker_env.envs.single import ILLEGAL_ACTION_MODES, IllegalActionError
 from dice_poker_env.rules import Rules, load_rules
 
 _POSITION_KEYS = ("scorecard", "dice", "rolls_left", "bonus")
 #: positions rerolled by each keep bitmask
 _REROLLED = [[i for i in range(N_DICE) if not bits >> i & 1] for bits in range(N_KEEP_ACTIONS)]
-#: (6**5, 5) int8: every sequence of five faces; one uniform index draws five fair dice
-_FACE_SEQUENCES = (np.arange(6**N_DICE)[:, None] // 6 ** np.arange(N_DICE) % 6 + 1).astype(np.int8)
-#: the same rows padded to 8 bytes and viewed as int64, so that a draw gathers one word per game
-_FACE_WORDS = np.pad(_FACE_SEQUENCES, ((0, 0), (0, 8 - N_DICE))).view(np.int64).ravel()
-#: (6**5,) int64: the roll index (sorted dice) of each face sequence
-_SEQUENCE_ROLL = roll_index_of_sorted(np.sort(_FACE_SEQUENCES, axis=1)).astype(np.int64)
-#: boxes up to which masks are assembled from one lookup table (2 * 2**15 rows of 32 + n int8)
+#: (6**5,) int64: the roll index (sorted dice) of each face sequence (fair dice draw one sequence per game)
+_SEQUENCE_ROLL = roll_index_of_sorted(np.sort(SEQUENCE_FACES, axis=1)).astype(np.int64)
+#: boxes up to which masks are assembled from lookup tables (2 * 2**15 rows of 32 + n int8)
 _MASK_TABLE_MAX_BOXES = 15
 
 
+@functools.lru_cache(maxsize=8)
 def _mask_rows(n_boxes: int) -> np.ndarray:
-    """Every possible mask row, indexed by ``(legal_box_bits << 1) | (rolls_left > 0)``.
+    """Every possible mask row, indexed by ``(legal_box_bits << 1) | (rolls_left > 0)`` (read-only).
 
     The layout is :func:`~dice_poker_env.engine.game.action_mask`'s (keeps ``0..30``
     while rerolls are left, ``32 + k`` for each legal box); one lookup replaces its
@@ -52,7 +58,32 @@ def _mask_rows(n_boxes: int) -> np.ndarray:
     rows = np.zeros((2 << n_boxes, N_KEEP_ACTIONS + n_boxes), dtype=np.int8)
     rows[1::2, : N_KEEP_ACTIONS - 1] = 1
     rows[:, N_KEEP_ACTIONS:] = np.repeat((bits[:, None] >> np.arange(n_boxes)) & 1, 2, axis=0)
+    rows.flags.writeable = False
     return rows
+
+
+@functools.lru_cache(maxsize=8)
+def _legal_box_table(tables: RuleTables) -> tuple[np.ndarray, np.ndarray]:
+    """``(roll_class, table)``: the legal boxes of every (filled boxes, full five-kind box, roll class).
+
+    ``table[((filled << 1) | full) * n_classes + roll_class[roll]]`` is
+    ``legal_boxes(...) << 1``, so that or-ing in ``rolls_left > 0`` gives the
+    row of :func:`_mask_rows`. :func:`~dice_poker_env.engine.game.legal_boxes`
+    sees a roll only through whether it is five of a kind and its matching upper
+    box, so rolls fall into a few classes (7 for the shipped rulesets) and the
+    table is built by calling the engine once over the whole grid: per step the
+    mask costs two lookups instead of the joker and section logic over the batch.
+    """
+    five = np.asarray(tables.five_kind_roll, dtype=np.int64)
+    upper_bit = np.asarray(tables.matching_upper_bit, dtype=np.int64)
+    _, first, roll_class = np.unique(five << 40 | upper_bit, return_index=True, return_inverse=True)
+    filled = np.arange(1 << tables.n_boxes, dtype=np.int64)[:, None, None]
+    full = np.array([False, True])[None, :, None]
+    legal = game.legal_boxes(tables, filled, full, first.astype(np.int64)[None, None, :])
+    legal = np.broadcast_to(legal, (len(filled), 2, len(first)))
+    table = (legal << 1).astype(np.uint16).ravel()  # up to 15 boxes: 2**16 mask rows; small tables stay in cache
+    table.flags.writeable = False
+    return roll_class.astype(np.int64), table
 
 
 def _take_rows(rows: np.ndarray, *arrays: np.ndarray | None) -> list[np.ndarray | None]:
@@ -207,9 +238,19 @@ class DicePokerVectorEnv(VectorEnv):
         self._rows = np.arange(self.num_envs)
         self._all = np.ones(self.num_envs, dtype=bool)
         self._score = np.zeros(self.num_envs, dtype=np.int64)
+        self._any_ended = False
         self._flat_rows = self._rows * self.tables.n_actions
+        # lookup tables of the masks (rulesets with up to 15 boxes; larger ones call game.action_mask)
         self._mask_rows = _mask_rows(self.tables.n_boxes) if self.tables.n_boxes <= _MASK_TABLE_MAX_BOXES else None
         self._mask_flat = None if self._mask_rows is None else self._mask_rows.ravel()
+        if self._mask_rows is not None:
+            self._roll_class, self._legal_table = _legal_box_table(self.tables)
+            self._n_roll_classes = int(self._roll_class.max()) + 1
+            self._mask_legal_flat = self._mask_flat != 0
+        #: the five-kind box holds points (0/1), per game, as of the last mask update (the state since)
+        self._box_full: np.ndarray | None = None
+        #: keep bits of each action: its own for keeps, 0 (reroll all five) for score actions
+        self._keep_bits = np.where(np.arange(self.tables.n_actions) < N_KEEP_ACTIONS, np.arange(self.tables.n_actions), 0)
 
     # ------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
@@ -243,7 +284,7 @@ class DicePokerVectorEnv(VectorEnv):
         rows = np.flatnonzero(reset_mask)
         if self.state is None:
             state = game.new_games(self.tables, np.zeros(self.num_envs, dtype=np.int64))
-        else:  # new arrays: observations already returned may share memory with the old ones
+        else:  # new arrays, so that a rejected position (PositionError below) changes nothing
             state = game.GameState(*(np.array(field, copy=True) for field in self.state))
         if self._sources is None:
             fresh = self._first_rolls(rows, *self._draw(len(rows)))
@@ -257,16 +298,22 @@ class DicePokerVectorEnv(VectorEnv):
         self.state = state
         self._score[rows] = self._total(state, rows)
         self._ended[rows] = False
+        self._any_ended = bool(self._ended.any())
+        mask, box_state = self._update_mask(self.state)
         info = {
-            "action_mask": self._update_mask(self.state),
+            "action_mask": mask,
             "_action_mask": reset_mask.copy(),
             "score": np.where(reset_mask, self._score, 0),
             "_score": reset_mask.copy(),
         }
-        return observe(self.tables, self.state, self.obs_mode), info
+        return self._observe(self.state, box_state), info
 
     def step(self, actions):
-        """Step every game; see the class docstring for autoreset and illegal actions."""
+        """Step every game; see the class docstring for autoreset and illegal actions.
+
+        The state is advanced in place (:func:`~dice_poker_env.engine.game.advance`);
+        everything handed out (observations, masks, infos) is a fresh array.
+        """
         if self.state is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         actions = np.asarray(actions)
@@ -278,77 +325,82 @@ class DicePokerVectorEnv(VectorEnv):
         tables, state, n_actions = self.tables, self.state, self.tables.n_actions
 
         ended = self._ended
-        any_ended = bool(ended.any())
+        any_ended = self._any_ended
         if any_ended and self.autoreset_mode == AutoresetMode.DISABLED:
             raise gym.error.ResetNeeded(
                 f"games {np.flatnonzero(ended)[:10].tolist()} are over; reset them with options={{'reset_mask': ...}}"
             )
-        if actions.min() < 0 or actions.max() >= n_actions:
+        if actions.view(np.uint64).max() >= n_actions:  # a negative action is a huge unsigned one
             in_range = (actions >= 0) & (actions < n_actions)
             safe = np.where(in_range, actions, 0)
             legal = self._is_legal(safe) & in_range
         else:
             safe = actions
             legal = self._is_legal(safe)
-        all_legal = bool(legal.all())
         illegal = None
-        if not all_legal:
-            illegal = ~legal & ~ended
+        if not legal.all():
+            illegal = ~legal & ~ended if any_ended else ~legal
             if not illegal.any():
                 illegal = None
             elif self.illegal_action == "raise":
                 i = int(np.flatnonzero(illegal)[0])
                 reason = game.explain_illegal(tables, state, int(actions[i]), i) or f"action {int(actions[i])} is illegal"
                 raise IllegalActionError(f"{self.rules.name}: game {i}: {reason}")
-            safe = np.where(legal, safe, 0)  # ignored or illegal games: a placeholder, undone below
+            safe = np.where(legal, safe, 0)  # ignored or illegal games: a placeholder keep, undone below
 
-        if self._sources is None:
-            faces, draw = self._draw(self.num_envs)
-        else:
+        # the dice: one sequence index per game (fair dice), else faces from the source(s)
+        keep_bits = np.take(self._keep_bits, safe)
+        if self._sources is not None:
             faces, draw = self._scripted_faces(state, safe, legal), None
-        new, points, over = game.step(tables, state, safe, faces)
-        score = self._score + points  # placeholders are keeps: 0 points
-        reward = points.astype(np.float64)
-        terminated = np.array(over, dtype=bool)  # a copy: changed below
+            new_roll = game.reroll(state.roll, keep_bits, faces)
+        else:
+            faces, draw = self._draw(self.num_envs)
+            if draw is not None:
+                new_roll = reroll_sequence(state.roll, keep_bits, draw)
+            else:
+                new_roll = game.reroll(state.roll, keep_bits, faces)
         if illegal is not None:
-            new = game.GameState(
-                *(np.where(illegal.reshape((-1,) + (1,) * (o.ndim - 1)), o, n) for o, n in zip(state, new))
-            )
-            reward[illegal] = self.illegal_penalty
-            terminated[illegal] = True
+            illegal_rows = np.flatnonzero(illegal)
+            before = [field[illegal_rows].copy() for field in state]
+        points, over = game.advance(tables, state, safe, new_roll, self._box_full)  # placeholders are keeps: 0 points
+        self._score += points
+        reward = points.astype(np.float64)
+        terminated = over
+        if illegal is not None:  # these games end unchanged
+            for field, old in zip(state, before):
+                field[illegal_rows] = old
+            reward[illegal_rows] = self.illegal_penalty
+            terminated[illegal_rows] = True
         if any_ended:  # NEXT_STEP: these games start over now
             rows = np.flatnonzero(ended)
-            self._reset_rows(new, rows, self._first_rolls(rows, *_take_rows(rows, faces, draw)))
-            score[rows] = 0  # fresh games
+            self._reset_rows(state, rows, self._first_rolls(rows, *_take_rows(rows, faces, draw)))
+            self._score[rows] = 0  # fresh games
             reward[rows] = 0.0
             terminated[rows] = False
 
         info: dict[str, Any] = {}
         done_rows = np.flatnonzero(terminated)
-        self._score = score
         if self.autoreset_mode == AutoresetMode.SAME_STEP and len(done_rows):
-            final_obs = np.full(self.num_envs, None, dtype=object)
-            ended_obs = observe(tables, game.GameState(*(f[done_rows] for f in new)), self.obs_mode)
-            for j, i in enumerate(done_rows):
-                final_obs[i] = ended_obs[j] if self.obs_mode == "flat" else {k: v[j] for k, v in ended_obs.items()}
+            info["final_obs"] = self._final_obs(state, done_rows)
+            info["_final_obs"] = terminated.copy()
             # an ended game has no legal action; a game ended by an illegal action keeps its mask
             final_mask = np.zeros((self.num_envs, n_actions), dtype=np.int8)
             if illegal is not None:
                 final_mask[illegal] = self.action_masks()[illegal]
-            final_info = self._info(new, final_mask, terminated, done_rows, illegal, actions, present=terminated)
-            info["final_obs"], info["_final_obs"] = final_obs, terminated.copy()
-            info["final_info"], info["_final_info"] = final_info, terminated.copy()
-            self._reset_rows(new, done_rows, self._first_rolls(done_rows, *_take_rows(done_rows, faces, draw)))
-            self._score = score = score.copy()
-            score[done_rows] = 0  # fresh games
-            self._ended = np.zeros(self.num_envs, dtype=bool)
-            self.state = new
-            info.update(self._info(new, self._update_mask(new), None, (), None, actions))
+            info["final_info"] = self._info(state, final_mask, terminated, done_rows, illegal, actions, present=terminated)
+            info["_final_info"] = terminated.copy()
+            self._reset_rows(state, done_rows, self._first_rolls(done_rows, *_take_rows(done_rows, faces, draw)))
+            self._score[done_rows] = 0  # fresh games
+            self._ended[:] = False
+            self._any_ended = False
+            mask, box_state = self._update_mask(state)
+            info.update(self._info(state, mask, None, (), None, actions))
         else:
             self._ended = terminated.copy()
-            self.state = new
-            info.update(self._info(new, self._update_mask(new), terminated, done_rows, illegal, actions))
-        obs = observe(tables, new, self.obs_mode)
+            self._any_ended = len(done_rows) > 0
+            mask, box_state = self._update_mask(state)
+            info.update(self._info(state, mask, terminated, done_rows, illegal, actions))
+        obs = self._observe(state, box_state)
         return obs, reward, terminated, np.zeros(self.num_envs, dtype=bool), info
 
     def action_masks(self) -> np.ndarray:
@@ -377,16 +429,18 @@ class DicePokerVectorEnv(VectorEnv):
 
     # -------------------------------------------------------------- helpers
     def _draw(self, games: int) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """``(faces, sequence_index)``: ``(games, 5)`` fresh faces from the batch's dice source.
+        """``(faces, sequence)``: fresh dice for ``games`` games from the batch's dice source.
 
-        Fair dice draw one index into the 6**5 face sequences per game (``sequence_index``,
-        else ``None``). With per-game sources there is nothing to draw here (``(None, None)``).
+        Fair dice draw one index into the 6**5 face sequences per game
+        (``SEQUENCE_FACES[sequence]`` are the faces, never built: the rolls come
+        from tables indexed by the sequence) and return ``(None, sequence)``;
+        another single source returns ``((games, 5) faces, None)``. With per-game
+        sources there is nothing to draw here (``(None, None)``).
         """
         if self._sources is not None:
             return None, None
         if self._fast_dice:
-            index = self.np_random.integers(0, len(_FACE_SEQUENCES), size=games)
-            return np.take(_FACE_WORDS, index).view(np.int8).reshape(games, 8)[:, :N_DICE], index
+            return None, self.np_random.integers(0, N_SEQUENCES, size=games)
         return np.asarray(self.dice_source.roll(self.np_random, (games, N_DICE))), None
 
     def _first_rolls(self, rows: np.ndarray, faces: np.ndarray | None, draw: np.ndarray | None) -> np.ndarray:
@@ -408,29 +462,65 @@ class DicePokerVectorEnv(VectorEnv):
         """Final score so far of games ``rows`` (written points plus bonuses)."""
         return state.scores[rows].sum(axis=1, dtype=np.int64) + state.bonus[rows]
 
-    def _action_mask(self, state: game.GameState) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(mask, row_index)``: ``game.action_mask`` of the batch, assembled from lookup rows.
+    def _update_mask(self, state: game.GameState) -> tuple[np.ndarray, np.ndarray | None]:
+        """Remember the legal actions of ``state``: ``(fresh mask the caller may hand out, five-kind box state)``.
 
-        Same values, cheaper; ``row_index`` indexes ``_mask_rows`` (``None`` for rulesets
-        with too many boxes for the table, which use ``game.action_mask`` itself).
+        With the lookup tables the mask is two table lookups per game (the legal
+        boxes of its filled boxes, five-kind box and roll class; then the mask row),
+        and the five-kind box state (the observation's ``five_kind_box``) falls out
+        on the way; otherwise ``game.action_mask`` builds it (box state ``None``).
         """
         if self._mask_rows is None:
-            return game.action_mask(self.tables, state), None
-        tables = self.tables
-        boxes = game.legal_boxes(tables, state.filled, game.five_kind_box_full(tables, state.filled, state.scores), state.roll)
-        index = (boxes << 1) | (state.rolls_left > 0)
-        return np.take(self._mask_rows, index, axis=0), index
+            mask = game.action_mask(self.tables, state)
+            self._mask, self._mask_index = mask.copy(), None
+            return mask, None
+        filled = state.filled
+        k = self.tables.five_kind_box
+        if k >= 0:
+            in_box = (filled >> k) & 1
+            full = (state.scores[:, k] > 0) & in_box  # game.five_kind_box_full, as 0/1
+            box_state = in_box + full  # 0 open, 1 scratched, 2 holds points
+            key = (filled << 1) | full
+            self._box_full = full  # the next step's game.advance needs it too
+        else:
+            box_state = np.zeros(self.num_envs, dtype=np.int64)
+            key = filled << 1
+        key *= self._n_roll_classes
+        key += np.take(self._roll_class, state.roll)
+        index = np.take(self._legal_table, key)
+        index |= state.rolls_left > 0
+        self._mask_index = index
+        return np.take(self._mask_rows, index, axis=0), box_state
 
-    def _update_mask(self, state: game.GameState) -> np.ndarray:
-        """Remember the legal actions of ``state``; returns a fresh mask the caller may hand out."""
-        mask, self._mask_index = self._action_mask(state)
-        self._mask = mask.copy() if self._mask_index is None else None
-        return mask
+    def _observe(self, state: game.GameState, box_state: np.ndarray | None):
+        """The observations of ``state`` (``box_state``: its five-kind box state, if known)."""
+        if self.obs_mode == "dict":
+            return observe_dict(self.tables, state, box_state=box_state)
+        return observe(self.tables, state, self.obs_mode)
+
+    def _final_obs(self, state: game.GameState, rows: np.ndarray) -> np.ndarray:
+        """``info["final_obs"]``: the observations of games ``rows`` in an ``(N,)`` object array (``None`` elsewhere).
+
+        Gymnasium's format holds one observation object per ended game, so one is
+        built per game here (rows of one batched observation, no per-game encoding).
+        """
+        final_obs = np.full(self.num_envs, None, dtype=object)
+        ended = observe(self.tables, game.GameState(*(field[rows] for field in state)), self.obs_mode)
+        if self.obs_mode == "flat":
+            final_obs[rows] = np.fromiter(ended, dtype=object, count=len(rows))
+        else:
+            keys = tuple(ended)
+            columns = [list(value) for value in ended.values()]  # rows (views) or NumPy scalars
+            final_obs[rows] = np.fromiter(
+                (dict(zip(keys, values)) for values in zip(*columns)), dtype=object, count=len(rows)
+            )
+        return final_obs
 
     def _is_legal(self, actions: np.ndarray) -> np.ndarray:
         """Whether each game's (in-range) action is legal now."""
-        if self._mask_index is not None:
-            return np.take(self._mask_flat, self._mask_index * self.tables.n_actions + actions) != 0
+        if self._mask_index is not None:  # (uint16 row index: the product is taken in int64)
+            offset = np.multiply(self._mask_index, self.tables.n_actions, dtype=np.int64)
+            return np.take(self._mask_legal_flat, np.add(offset, actions, out=offset))
         return np.take(self._mask, self._flat_rows + actions) != 0
 
     def _reset_rows(
@@ -503,15 +593,16 @@ class DicePokerVectorEnv(VectorEnv):
         final_score = np.zeros(self.num_envs, dtype=np.int64)
         final_score[done_rows] = self._score[done_rows]
         info["final_score"], info["_final_score"] = final_score, done
-        # columns of two (N, n) arrays: written points and "filled" flags of the ended games
-        ended_scores = np.zeros((self.num_envs, n), dtype=np.int64)
-        ended_scores[done_rows] = state.scores[done_rows]
-        ended_filled = np.zeros((self.num_envs, n), dtype=bool)
-        ended_filled[done_rows] = ((state.filled[done_rows, None] >> np.arange(n)) & 1) == 1
+        # rows of two box-major (n, N) arrays (each box's values contiguous): written
+        # points and "filled" flags of the ended games
+        ended_scores = np.zeros((n, self.num_envs), dtype=np.int64)
+        ended_scores[:, done_rows] = state.scores[done_rows].T
+        ended_filled = np.zeros((n, self.num_envs), dtype=bool)
+        ended_filled[:, done_rows] = ((state.filled[done_rows] >> np.arange(n)[:, None]) & 1) == 1
         scorecard: dict[str, Any] = {}
         for k, name in enumerate(self.rules.box_names):
-            scorecard[name] = ended_scores[:, k]
-            scorecard[f"_{name}"] = ended_filled[:, k]
+            scorecard[name] = ended_scores[k]
+            scorecard[f"_{name}"] = ended_filled[k]
         info["scorecard"], info["_scorecard"] = scorecard, done.copy()
         if illegal is not None:
             info["illegal_action"], info["_illegal_action"] = illegal.copy(), illegal.copy()
