@@ -302,7 +302,10 @@ def advance(
         rolls_left[rows] == ROLLS_PER_TURN - 1,
         box,
     )
-    scores[rows, box] = points
+    if scores.flags.c_contiguous:  # scores[rows, box] = points through a flat view (cheaper than 2-D indexing)
+        scores.reshape(-1)[rows * scores.shape[1] + box] = points
+    else:
+        scores[rows, box] = points
     filled[rows] = filled_rows | tables.box_bit[box]
     upper_total[rows] = new_upper
     bonus[rows] += bonus_rows
