@@ -60,11 +60,12 @@ class OptimalAgent:
         ``action_masks`` (``(B, 32 + n_boxes)``, optional) restricts the choice to
         the env's legal actions; it agrees with the solver's own legality.
         """
-        situation, _ = self.solution._situation(observations)
+        situation, _ = self.solution._situation(observations, points=False)
         actions = self.solution.best_actions(*situation[:5])
         if action_masks is not None:
             masks = np.asarray(action_masks).reshape(len(actions), -1)
-            wrong = np.flatnonzero(masks[np.arange(len(actions)), actions] == 0)
+            allowed = masks.reshape(-1).take(np.arange(0, masks.size, masks.shape[1]) + actions)
+            wrong = np.flatnonzero(allowed == 0)
             if len(wrong):  # the env disagrees with the solver's legality: obey the env
                 q = self.solution.future_action_values(*(part[wrong] for part in situation[:5]))
                 q = np.where(masks[wrong] != 0, q, -np.inf)

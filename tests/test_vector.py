@@ -529,6 +529,13 @@ def test_reroll_by_sequence_index_equals_reroll_of_faces():
         np.testing.assert_array_equal(reroll_sequence(rolls, bits, sequence), reroll_batch(rolls, bits, faces))
 
 
+def test_roll_index_of_faces_in_any_order():
+    from dice_poker_env.engine.dice import SEQUENCE_FACES, roll_index_of_faces, roll_index_of_sorted
+
+    faces = SEQUENCE_FACES.astype(np.int64)  # every ordered sequence of five faces
+    np.testing.assert_array_equal(roll_index_of_faces(faces), roll_index_of_sorted(np.sort(faces, axis=1)))
+
+
 @pytest.mark.parametrize(("rules", "options"), VARIANTS, ids=VARIANT_IDS)
 def test_batched_engine_step_equals_step_one(rules, options):
     """game.step on a batch (a copy advanced in place by game.advance) is step_one game by game."""

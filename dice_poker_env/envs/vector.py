@@ -26,7 +26,7 @@ from dice_poker_env.engine.dice import (
     N_DICE,
     N_KEEP_ACTIONS,
     N_SEQUENCES,
-    SEQUENCE_FACES,
+    ROLL_OF_SEQUENCE,
     reroll_sequence,
     roll_index_of_sorted,
 )
@@ -40,8 +40,6 @@ from dice_poker_env.rules import Rules, load_rules
 _POSITION_KEYS = ("scorecard", "dice", "rolls_left", "bonus")
 #: positions rerolled by each keep bitmask
 _REROLLED = [[i for i in range(N_DICE) if not bits >> i & 1] for bits in range(N_KEEP_ACTIONS)]
-#: (6**5,) int64: the roll index (sorted dice) of each face sequence (fair dice draw one sequence per game)
-_SEQUENCE_ROLL = roll_index_of_sorted(np.sort(SEQUENCE_FACES, axis=1)).astype(np.int64)
 #: boxes up to which masks are assembled from lookup tables (2 * 2**15 rows of 32 + n int8)
 _MASK_TABLE_MAX_BOXES = 15
 
@@ -454,7 +452,7 @@ class DicePokerVectorEnv(VectorEnv):
             faces = np.stack([np.asarray(self._sources[i].roll(self.np_random, (N_DICE,))) for i in rows])
             return roll_index_of_sorted(np.sort(faces, axis=1))
         if draw is not None:
-            return _SEQUENCE_ROLL[draw]
+            return ROLL_OF_SEQUENCE[draw]
         return roll_index_of_sorted(np.sort(faces, axis=1))
 
     @staticmethod

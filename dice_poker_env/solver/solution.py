@@ -7,6 +7,7 @@ import os
 import sys
 import time
 import warnings
+from contextlib import contextmanager
 from typing import Any, Mapping
 
 import numpy as np
@@ -18,11 +19,12 @@ from dice_poker_env.engine.dice import (
     N_ROLLS,
     ROLL_DICE,
 )
-from dice_poker_env.engine.dice import _FACE_CODE, _ROLL_INDEX_OF_CODE
+from dice_poker_env.engine.dice import roll_index_of_faces
 from dice_poker_env.engine.game import ROLLS_PER_TURN, legal_boxes, popcount, score_points
 from dice_poker_env.engine.position import make_position, parse_scorecard, secured_upper_bonus
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import cache as disk
+from dice_poker_env.solver import dp
 from dice_poker_env.solver.dp import KEEP_START, N_DICE, BlockScores, DPResult, StateIndex, StateSpace, roomy_malloc, solve_dp, turn_decisions, widget
 
 #: keeps an env keep action can reach (0..4 dice); the turn cache stores only these
@@ -50,6 +52,27 @@ def _huge_zeros(shape: tuple, dtype) -> np.ndarray:
         except OSError:
             pass
     return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
+
+
+@contextmanager
+def _roomy_fill():
+    """:func:`~dice_poker_env.solver.dp.roomy_malloc` around a turn-table fill, large blocks kept on the heap after.
+
+    ``roomy_malloc`` restores glibc's initial thresholds by setting them, and
+    setting any of them switches glibc's dynamic mmap threshold off for good:
+    from then on every array above 128 KiB is a fresh ``mmap`` whose pages fault
+    on first touch. The agent's callers step batches of 20,000 games, whose
+    observation arrays are a few MiB, and a 2 MiB copy measured 15x slower
+    (1.1 ms against 73 us). Afterwards the thresholds are set to where glibc's
+    dynamic rule goes once large blocks have been freed (mmap at 32 MiB, trim
+    at twice that).
+    """
+    with roomy_malloc():
+        yield
+    mallopt = getattr(dp, "_MALLOPT", None)
+    if mallopt is not None:
+        mallopt(dp._M_MMAP_THRESHOLD, 32 << 20)
+        mallopt(dp._M_TRIM_THRESHOLD, 64 << 20)
 
 
 class SolverError(ValueError):
@@ -161,7 +184,7 @@ class Solution:
                 self._clear_turn_cache()
                 missing = np.unique(positions)  # everything is missing now
             self._grow(self._used + len(missing))
-            with roomy_malloc():
+            with _roomy_fill():
                 self._fill_turn_cache(missing)
         return self._slot[positions]
 
@@ -185,7 +208,7 @@ class Solution:
             new = _huge_zeros((size, ROLLS_PER_TURN, N_ROLLS), np.uint8)
             new[: self._act_used] = self._act[: self._act_used]
             self._act = new
-        with roomy_malloc():
+        with _roomy_fill():
             for block_start in range(0, len(missing), 4096):
                 block = missing[block_start : block_start + 4096]
                 filled, upper, full = self.space.decode(self.keys[block])
@@ -372,8 +395,15 @@ class Solution:
         items.sort(key=lambda item: -item["value"])
         return items
 
-    def _situation(self, observation: Mapping[str, Any]):
-        """``((filled, upper, full, roll, rolls_left, points_so_far), batched)`` as arrays."""
+    def _situation(self, observation: Mapping[str, Any], *, points: bool = True):
+        """``((filled, upper, full, roll, rolls_left, points_so_far), batched)`` as arrays.
+
+        ``points=False`` skips the points so far (``None``): :meth:`best_actions`
+        does not need them. Env observations are decoded with one float matrix
+        product for the filled boxes (exact: flags are 0/1 and the sum stays
+        below 2**24) and one product and lookup for the roll
+        (:func:`~dice_poker_env.engine.dice.roll_index_of_faces`, order-free).
+        """
         if not isinstance(observation, Mapping):
             raise SolverError(
                 "observation must be a dict: an env observation (obs_mode='dict') or "
@@ -383,17 +413,18 @@ class Solution:
             n = self.tables.n_boxes
             flags = np.asarray(observation["filled"])
             batched = flags.ndim == 2
-            flags = flags.reshape(-1, n).astype(np.int64, copy=False)
-            filled = flags @ (np.int64(1) << np.arange(n, dtype=np.int64))
-            dice = np.asarray(observation["dice"], dtype=np.int64).reshape(-1, N_DICE)
-            # the roll code is a sum over dice (order-free): no sort needed
-            roll = _ROLL_INDEX_OF_CODE[_FACE_CODE.take(dice).sum(axis=1)].astype(np.int64)
-            scores = np.asarray(observation["scores"], dtype=np.int64).reshape(-1, n)
+            bit_values = (1 << np.arange(n)).astype(np.float32 if n <= 24 else np.float64)
+            filled = (flags.reshape(-1, n) @ bit_values).astype(np.int64)
+            roll = roll_index_of_faces(np.asarray(observation["dice"], dtype=np.int64).reshape(-1, N_DICE))
             upper = np.asarray(observation["upper_total"], dtype=np.int64).reshape(-1)
-            bonus = np.asarray(observation["bonus"], dtype=np.int64).reshape(-1)
             full = np.asarray(observation["five_kind_box"], dtype=np.int64).reshape(-1) == 2
             rolls_left = np.asarray(observation["rolls_left"], dtype=np.int64).reshape(-1)
-            return (filled, upper, full, roll, rolls_left, (scores.sum(axis=1) + bonus).astype(np.float64)), batched
+            so_far = None
+            if points:
+                scores = np.asarray(observation["scores"], dtype=np.int64).reshape(-1, n)
+                bonus = np.asarray(observation["bonus"], dtype=np.int64).reshape(-1)
+                so_far = (scores.sum(axis=1) + bonus).astype(np.float64)
+            return (filled, upper, full, roll, rolls_left, so_far), batched
         known = {"scorecard", "dice", "rolls_left", "bonus"}
         if not set(observation) <= known or "dice" not in observation:
             raise SolverError(
