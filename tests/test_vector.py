@@ -529,6 +529,14 @@ def test_reroll_by_sequence_index_equals_reroll_of_faces():
         np.testing.assert_array_equal(reroll_sequence(rolls, bits, sequence), reroll_batch(rolls, bits, faces))
 
 
+def test_final_obs_fast_dicts_use_the_observation_keys():
+    from dice_poker_env.envs import vector
+
+    env = DicePokerVectorEnv(2, "yacht")
+    obs, _ = env.reset(seed=0)
+    assert tuple(obs) == vector._DICT_KEYS  # else final_obs falls back to dict(zip(...))
+
+
 def test_roll_index_of_faces_in_any_order():
     from dice_poker_env.engine.dice import SEQUENCE_FACES, roll_index_of_faces, roll_index_of_sorted
 

@@ -40,6 +40,8 @@ from dice_poker_env.rules import Rules, load_rules
 _POSITION_KEYS = ("scorecard", "dice", "rolls_left", "bonus")
 #: positions rerolled by each keep bitmask
 _REROLLED = [[i for i in range(N_DICE) if not bits >> i & 1] for bits in range(N_KEEP_ACTIONS)]
+#: the keys of dict observations, in order (see :func:`_final_obs`)
+_DICT_KEYS = ("dice", "rolls_left", "filled", "scores", "upper_total", "bonus", "five_kind_box", "turn")
 #: boxes up to which masks are assembled from lookup tables (2 * 2**15 rows of 32 + n int8)
 _MASK_TABLE_MAX_BOXES = 15
 
@@ -500,18 +502,24 @@ class DicePokerVectorEnv(VectorEnv):
         """``info["final_obs"]``: the observations of games ``rows`` in an ``(N,)`` object array (``None`` elsewhere).
 
         Gymnasium's format holds one observation object per ended game, so one is
-        built per game here (rows of one batched observation, no per-game encoding).
+        built per game here (rows of one batched observation, no per-game encoding):
+        the one Python-level pass over games on the default path, as the format needs
+        one object per game.
         """
         final_obs = np.full(self.num_envs, None, dtype=object)
         ended = observe(self.tables, game.GameState(*(field[rows] for field in state)), self.obs_mode)
         if self.obs_mode == "flat":
             final_obs[rows] = np.fromiter(ended, dtype=object, count=len(rows))
-        else:
-            keys = tuple(ended)
-            columns = [list(value) for value in ended.values()]  # rows (views) or NumPy scalars
-            final_obs[rows] = np.fromiter(
-                (dict(zip(keys, values)) for values in zip(*columns)), dtype=object, count=len(rows)
+            return final_obs
+        columns = [list(value) for value in ended.values()]  # rows (views) or NumPy scalars
+        if tuple(ended) == _DICT_KEYS:  # a dict display: about twice as fast as dict(zip(...))
+            games = (
+                {"dice": a, "rolls_left": b, "filled": c, "scores": d, "upper_total": e, "bonus": f, "five_kind_box": g, "turn": h}
+                for a, b, c, d, e, f, g, h in zip(*columns)
             )
+        else:
+            games = (dict(zip(tuple(ended), values)) for values in zip(*columns))
+        final_obs[rows] = np.fromiter(games, dtype=object, count=len(rows))
         return final_obs
 
     def _is_legal(self, actions: np.ndarray) -> np.ndarray:
