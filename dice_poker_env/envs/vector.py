@@ -337,16 +337,16 @@ class DicePokerVectorEnv(VectorEnv):
         else:
             safe = actions
             legal = self._is_legal(safe)
+        if any_ended:  # NEXT_STEP: these games' (in-range) actions are ignored: their reset below overwrites the step
+            legal |= ended
         illegal = None
         if not legal.all():
-            illegal = ~legal & ~ended if any_ended else ~legal
-            if not illegal.any():
-                illegal = None
-            elif self.illegal_action == "raise":
+            illegal = ~legal
+            if self.illegal_action == "raise":
                 i = int(np.flatnonzero(illegal)[0])
                 reason = game.explain_illegal(tables, state, int(actions[i]), i) or f"action {int(actions[i])} is illegal"
                 raise IllegalActionError(f"{self.rules.name}: game {i}: {reason}")
-            safe = np.where(legal, safe, 0)  # ignored or illegal games: a placeholder keep, undone below
+            safe = np.where(legal, safe, 0)  # illegal games: a placeholder keep, undone below
 
         # the dice: one sequence index per game (fair dice), else faces from the source(s)
         keep_bits = np.take(self._keep_bits, safe)
