@@ -924,7 +924,7 @@ def default_workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-def solve_dp(tables: RuleTables, *, chunk: int = 512, progress=None, workers: int | None = None) -> DPResult:
+def solve_dp(tables: RuleTables, *, chunk: int = 256, progress=None, workers: int | None = None) -> DPResult:
     """Run the forward (reachability) and backward (values) passes for ``tables``.
 
     Args:

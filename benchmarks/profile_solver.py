@@ -1,0 +1,71 @@
+"""Where a solve spends its time: CPU seconds per phase of one single-process solve.
+
+Wraps the solver's phases (forward reachability pass, engine calls per block of
+states, turn score tables, turn widget with its keep-value recursion and best
+sub-keep recursion) with CPU-time counters and prints seconds and microseconds
+per state. One process (``workers=1``) so the counters see all the work; CPU
+time rather than wall time, so a busy machine distorts the split less.
+
+Usage::
+
+    python benchmarks/profile_solver.py [RULESET] [--option KEY=VALUE ...] [--chunk 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import time
+
+from dice_poker_env.rules import load_rules
+from dice_poker_env.solver import dp
+
+#: (object, attribute, label): the phases, outermost first
+PHASES = [
+    (dp, "_mark_successors", "forward pass (reachability)"),
+    (dp.BlockScores, "__init__", "engine calls and value lookups per block"),
+    (dp.BlockScores, "_tables_packed", "turn score tables"),
+    (dp, "_widget_second_internal", "turn widget"),
+    (dp, "_internal_keep_values", "  of which keep-value recursion"),
+    (dp, "_best_of_subkeeps", "  of which best sub-keep recursion"),
+]
+
+
+def _counted(function, label: str, seconds: collections.Counter):
+    def wrapper(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seconds[label] += time.process_time() - start
+
+    return wrapper
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("rules", nargs="?", default="yahtzee")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--chunk", type=int, default=256, help="states per widget chunk (the solver default)")
+    args = parser.parse_args()
+    options = dict(item.split("=", 1) for item in args.option)
+    rules = load_rules(args.rules, **options)
+    seconds: collections.Counter = collections.Counter()
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in PHASES]
+    for owner, name, label in PHASES:
+        setattr(owner, name, _counted(getattr(owner, name), label, seconds))
+    try:
+        start = time.process_time()
+        result = dp.solve_dp(rules.tables, workers=1, chunk=args.chunk)
+        total = time.process_time() - start
+    finally:
+        for owner, name, function in originals:
+            setattr(owner, name, function)
+    states = len(result.keys)
+    print(f"{rules.name} {dict(rules.options)}: {states:,} states, {total:.2f} s CPU in one process")
+    for _, _, label in PHASES:
+        print(f"  {label:<45} {seconds[label]:6.2f} s  {seconds[label] / states * 1e6:5.2f} us/state")
+
+
+if __name__ == "__main__":
+    main()
