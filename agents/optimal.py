@@ -79,6 +79,8 @@ def play_games(agent: OptimalAgent, n_games: int, seed: int = 0, *, batch: int =
     Uses the same engine functions and dict observations as the environments
     (:func:`~dice_poker_env.engine.game.step`,
     :func:`~dice_poker_env.envs.observation.observe_dict`), ``batch`` games at a time.
+    Only the games still being played are kept (finished ones are dropped, in
+    order), so a step costs what its live games cost.
     """
     from dice_poker_env.engine import game
     from dice_poker_env.engine.dice import N_DICE, roll_index_of_sorted
@@ -92,21 +94,15 @@ def play_games(agent: OptimalAgent, n_games: int, seed: int = 0, *, batch: int =
         first = np.sort(rng.integers(1, 7, size=(size, N_DICE)), axis=1)
         state = game.new_games(tables, np.asarray(roll_index_of_sorted(first), dtype=np.int64))
         total = np.zeros(size, dtype=np.int64)
-        live = np.ones(size, dtype=bool)
-        while live.any():
-            rows = np.flatnonzero(live)
-            sub = game.GameState(*(np.asarray(field)[rows] for field in state))
-            actions = agent.act_batch(observe_dict(tables, sub), game.action_mask(tables, sub))
+        rows = np.arange(size)  # the live games, in order
+        while len(rows):
+            actions = agent.act_batch(observe_dict(tables, state), game.action_mask(tables, state))
             faces = rng.integers(1, 7, size=(len(rows), N_DICE))
-            new, reward, over = game.step(tables, sub, actions, faces)
+            state, reward, over = game.step(tables, state, actions, faces)
             total[rows] += reward
-            state = game.GameState(*(_scatter(np.asarray(old), rows, np.asarray(part)) for old, part in zip(state, new)))
-            live[rows[over]] = False
+            if over.any():
+                going = ~over
+                rows = rows[going]
+                state = game.GameState(*(np.asarray(field)[going] for field in state))
         finals.append(total)
     return np.concatenate(finals)
-
-
-def _scatter(full: np.ndarray, rows: np.ndarray, part: np.ndarray) -> np.ndarray:
-    out = full.copy()
-    out[rows] = part
-    return out
