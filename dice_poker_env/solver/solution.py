@@ -7,7 +7,6 @@ import os
 import sys
 import time
 import warnings
-from contextlib import contextmanager
 from typing import Any, Mapping
 
 import numpy as np
@@ -24,7 +23,6 @@ from dice_poker_env.engine.game import ROLLS_PER_TURN, legal_boxes, popcount, sc
 from dice_poker_env.engine.position import make_position, parse_scorecard, secured_upper_bonus
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver import dp
 from dice_poker_env.solver.dp import KEEP_START, N_DICE, BlockScores, DPResult, StateIndex, StateSpace, roomy_malloc, solve_dp, turn_decisions, widget
 
 #: keeps an env keep action can reach (0..4 dice); the turn cache stores only these
@@ -52,27 +50,6 @@ def _huge_zeros(shape: tuple, dtype) -> np.ndarray:
         except OSError:
             pass
     return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
-
-
-@contextmanager
-def _roomy_fill():
-    """:func:`~dice_poker_env.solver.dp.roomy_malloc` around a turn-table fill, large blocks kept on the heap after.
-
-    ``roomy_malloc`` restores glibc's initial thresholds by setting them, and
-    setting any of them switches glibc's dynamic mmap threshold off for good:
-    from then on every array above 128 KiB is a fresh ``mmap`` whose pages fault
-    on first touch. The agent's callers step batches of 20,000 games, whose
-    observation arrays are a few MiB, and a 2 MiB copy measured 15x slower
-    (1.1 ms against 73 us). Afterwards the thresholds are set to where glibc's
-    dynamic rule goes once large blocks have been freed (mmap at 32 MiB, trim
-    at twice that).
-    """
-    with roomy_malloc():
-        yield
-    mallopt = getattr(dp, "_MALLOPT", None)
-    if mallopt is not None:
-        mallopt(dp._M_MMAP_THRESHOLD, 32 << 20)
-        mallopt(dp._M_TRIM_THRESHOLD, 64 << 20)
 
 
 class SolverError(ValueError):
@@ -184,7 +161,7 @@ class Solution:
                 self._clear_turn_cache()
                 missing = np.unique(positions)  # everything is missing now
             self._grow(self._used + len(missing))
-            with _roomy_fill():
+            with roomy_malloc():
                 self._fill_turn_cache(missing)
         return self._slot[positions]
 
@@ -208,7 +185,7 @@ class Solution:
             new = _huge_zeros((size, ROLLS_PER_TURN, N_ROLLS), np.uint8)
             new[: self._act_used] = self._act[: self._act_used]
             self._act = new
-        with _roomy_fill():
+        with roomy_malloc():
             for block_start in range(0, len(missing), 4096):
                 block = missing[block_start : block_start + 4096]
                 filled, upper, full = self.space.decode(self.keys[block])
