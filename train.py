@@ -101,6 +101,8 @@ class Config:
     """Training rewards are multiplied by this (evaluation always reports raw scores)."""
     illegal_penalty: float = 0.0
     """Unmasked algorithms: points subtracted when an illegal action is replaced by the fallback."""
+    distinct_keeps: bool = False
+    """Masked algorithms: masks show each distinct keep once (bitmasks keeping equal dice are one move)."""
 
     # --- envs and hardware
     n_envs: int = 8
@@ -223,6 +225,8 @@ def _validate(c: Config) -> None:
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
     if c.total_timesteps < 1 or c.n_envs < 1:
         raise ValueError("total_timesteps and n_envs must be positive")
+    if c.distinct_keeps and not ALGORITHMS[c.algo][2]:
+        raise ValueError(f"distinct_keeps needs a masked algorithm (maskable_ppo); {c.algo} does not use masks")
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Config]:
@@ -272,7 +276,7 @@ def make_env(config: Config, rules, rank: int, *, training: bool):
     from stable_baselines3.common.monitor import Monitor
 
     from agents.sb3_agent import ALGORITHMS
-    from agents.wrappers import LegalActionWrapper, ScaleReward
+    from agents.wrappers import DistinctKeepWrapper, LegalActionWrapper, ScaleReward
     from dice_poker_env.envs.single import DicePokerEnv
 
     masked = ALGORITHMS[config.algo][2]
@@ -281,6 +285,8 @@ def make_env(config: Config, rules, rank: int, *, training: bool):
         env = DicePokerEnv(rules, obs_mode=config.obs_mode)
         if not masked:
             env = LegalActionWrapper(env, penalty=config.illegal_penalty if training else 0.0)
+        elif config.distinct_keeps:
+            env = DistinctKeepWrapper(env)
         env = Monitor(env)
         if training and config.reward_scale != 1.0:
             env = ScaleReward(env, config.reward_scale)
@@ -320,7 +326,8 @@ def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training:
         raise SystemExit(f"train.py: vec_env='batched' needs dice_poker_env.integrations.sb3 ({error})")
     if not ALGORITHMS[config.algo][2]:
         raise SystemExit("train.py: vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
-    vec = VecMonitor(make_sb3_vec_env("DicePoker/Custom-v0", n_envs, seed=seed, rules=rules, obs_mode=config.obs_mode))
+    vec = VecMonitor(make_sb3_vec_env("DicePoker/Custom-v0", n_envs, seed=seed, rules=rules, obs_mode=config.obs_mode,
+                                      distinct_keeps=config.distinct_keeps))
     if not training or config.reward_scale == 1.0:
         return vec
 
@@ -510,7 +517,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     # 2. envs and model (fresh, or resumed from a checkpoint)
     env = make_vec_env(config, rules, config.n_envs, config.seed, training=True)
-    metadata = model_metadata(rules, config.obs_mode, config.algo, seed=config.seed)
+    metadata = model_metadata(rules, config.obs_mode, config.algo, seed=config.seed, distinct_keeps=config.distinct_keeps)
     resume_from = None
     if args.resume:
         resume_from = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)

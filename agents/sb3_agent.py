@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dice_poker_env.engine.dice import N_KEEP_ACTIONS
+from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, distinct_keep_mask, roll_index_of_counts, roll_index_of_sorted
 from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules, load_rules
 
@@ -141,6 +141,8 @@ class SB3Agent:
         self.deterministic = deterministic
         self.obs_mode = self.metadata["obs_mode"]
         self.masked = bool(self.metadata["masked"])
+        #: the model was trained on masks showing each distinct keep once (train.py's ``distinct_keeps``)
+        self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
         self.fallbacks = 0  #: illegal proposals replaced by the fallback
 
     @classmethod
@@ -165,7 +167,8 @@ class SB3Agent:
     def act(self, observation: Any, action_mask: np.ndarray) -> int:
         mask = np.asarray(action_mask)
         if self.masked:
-            action, _ = self.model.predict(observation, action_masks=mask.astype(bool), deterministic=self.deterministic)
+            policy_mask = distinct_keep_mask(mask, self._roll(observation)) if self.distinct_keeps else mask
+            action, _ = self.model.predict(observation, action_masks=policy_mask.astype(bool), deterministic=self.deterministic)
         else:
             action, _ = self.model.predict(observation, deterministic=self.deterministic)
         action = int(np.asarray(action).reshape(-1)[0])
@@ -173,6 +176,13 @@ class SB3Agent:
             return action
         self.fallbacks += 1
         return self._fallback(observation, mask)
+
+    def _roll(self, observation: Any) -> int:
+        """The roll index of an observation (dict: its sorted dice; flat: its face counts)."""
+        if isinstance(observation, Mapping):
+            return int(roll_index_of_sorted(np.asarray(observation["dice"], dtype=np.int64)))
+        counts = np.asarray(observation, dtype=np.float64)[flat_layout(self.rules.tables)["face_counts"]] * N_DICE
+        return int(roll_index_of_counts(counts))
 
     def _fallback(self, observation: Any, mask: np.ndarray) -> int:
         """The legal box with the most points now (the training wrapper's fallback)."""

@@ -1,4 +1,4 @@
-"""Env wrappers for training: coping with illegal actions, scaling rewards.
+"""Env wrappers for training: coping with illegal actions, one action per keep, scaling rewards.
 
 Masked algorithms (sb3-contrib's ``MaskablePPO``) never pick an illegal action.
 Unmasked ones (PPO, A2C, DQN) do, and the raw env would end the episode there
@@ -30,6 +30,7 @@ import gymnasium as gym
 import numpy as np
 
 from agents.greedy import best_box_action
+from dice_poker_env.engine.dice import distinct_keep_mask
 
 
 def legal_fallback(env: gym.Env, action: int, mask: np.ndarray) -> int:
@@ -74,6 +75,33 @@ class LegalActionWrapper(gym.Wrapper):
 
     def action_masks(self) -> np.ndarray:
         return self.env.unwrapped.action_masks()
+
+
+class DistinctKeepWrapper(gym.Wrapper):
+    """Masks show each distinct keep once (training and evaluating masked models).
+
+    Keep bitmasks that keep equal dice are the same move; ``action_masks()`` and
+    ``info["action_mask"]`` keep only the lowest of them
+    (:func:`~dice_poker_env.engine.dice.distinct_keep_mask`), so a masked policy has
+    one action per keep. The env itself is unchanged (it accepts every bitmask).
+    """
+
+    def _filtered(self, info: dict) -> dict:
+        if "action_mask" in info:
+            info["action_mask"] = distinct_keep_mask(info["action_mask"], self.env.unwrapped.state.roll)
+        return info
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        return obs, self._filtered(info)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, self._filtered(info)
+
+    def action_masks(self) -> np.ndarray:
+        base = self.env.unwrapped
+        return distinct_keep_mask(base.action_masks(), base.state.roll)
 
 
 class ScaleReward(gym.RewardWrapper):

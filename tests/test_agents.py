@@ -8,9 +8,9 @@ import pytest
 from agents.greedy import GreedyAgent, best_box_action, state_from_observation
 from agents.random_agent import RandomAgent
 from agents.registry import make_agent
-from agents.wrappers import LegalActionWrapper
+from agents.wrappers import DistinctKeepWrapper, LegalActionWrapper
 from dice_poker_env import RULESET_NAMES, load_rules
-from dice_poker_env.engine.dice import N_KEEP_ACTIONS
+from dice_poker_env.engine.dice import KEEP_OF_ACTION, N_KEEP_ACTIONS, N_ROLLS, distinct_keep_mask, roll_index
 from dice_poker_env.envs.single import DicePokerEnv
 
 
@@ -109,6 +109,32 @@ def test_legal_action_wrapper_replaces_illegal_actions():
     assert replaced == 12 == env.replaced  # one per turn, each scoring the best open box
     assert total == info["final_score"]
     assert env.action_masks().shape == (32 + 12,)
+
+
+def test_distinct_keep_mask_leaves_one_bitmask_per_keep():
+    full = np.ones((N_ROLLS, N_KEEP_ACTIONS + 12), dtype=np.int8)
+    full[:, 31] = 0  # "keep all" is never legal
+    masks = distinct_keep_mask(full, np.arange(N_ROLLS))
+    assert np.array_equal(masks[:, N_KEEP_ACTIONS:], full[:, N_KEEP_ACTIONS:])  # score actions untouched
+    for roll in range(N_ROLLS):
+        kept = KEEP_OF_ACTION[roll, :31]
+        shown = np.flatnonzero(masks[roll, :31])
+        assert sorted(kept[shown].tolist()) == sorted(set(kept.tolist()))  # every keep once
+        for a in shown:  # and as its lowest bitmask
+            assert a == np.flatnonzero(kept == kept[a])[0]
+    two_pairs = distinct_keep_mask(full[0], roll_index([2, 2, 5, 5, 6]))
+    assert two_pairs[0b00001] and not two_pairs[0b00010]  # one 2: die 0, never die 1
+    assert two_pairs[:31].sum() == 3 * 3 * 2 - 1  # (0-2 twos) x (0-2 fives) x (0-1 six), not all five
+
+
+def test_distinct_keep_wrapper_masks_and_info_agree():
+    env = DistinctKeepWrapper(DicePokerEnv("yacht", obs_mode="flat"))
+    obs, info = env.reset(options={"dice": [3, 3, 3, 6, 6]})
+    assert np.array_equal(info["action_mask"], env.action_masks())
+    assert env.action_masks()[:31].sum() == 4 * 3 - 1 and env.action_masks()[0b00111] == 1
+    assert env.unwrapped.action_masks()[:31].sum() == 31  # the env itself still takes every bitmask
+    obs, _, _, _, info = env.step(0b00111)  # keep the threes
+    assert np.array_equal(info["action_mask"], distinct_keep_mask(env.unwrapped.action_masks(), env.unwrapped.state.roll))
 
 
 def test_best_box_action_is_legal():

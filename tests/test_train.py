@@ -44,6 +44,8 @@ def test_overrides_are_typed_and_checked():
         train.make_config({}, ["n_envs=two"])
     with pytest.raises(ValueError, match="algo must be one of"):
         train.make_config({"algo": "sac"})
+    with pytest.raises(ValueError, match="distinct_keeps needs a masked algorithm"):
+        train.make_config({"algo": "dqn", "distinct_keeps": True})
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.stem)
@@ -132,6 +134,36 @@ def test_saved_model_reloads_and_reproduces_its_actions(tmp_path):
         obs, _, done, _, info = env.step(a)
         if done:
             obs, info = env.reset()
+
+
+def test_distinct_keeps_model_only_picks_the_lowest_bitmask_of_a_keep():
+    """A model trained with distinct_keeps gets the same masks when it plays (SB3Agent)."""
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from agents.sb3_agent import SB3Agent, model_metadata
+    from agents.wrappers import DistinctKeepWrapper
+    from dice_poker_env import load_rules
+    from dice_poker_env.engine.dice import CANONICAL_KEEP_ACTION, N_KEEP_ACTIONS
+    from dice_poker_env.envs.single import DicePokerEnv
+
+    rules = load_rules("yacht")
+    model = MaskablePPO("MlpPolicy", DistinctKeepWrapper(DicePokerEnv(rules, obs_mode="flat")), n_steps=64,
+                        batch_size=64, seed=1, policy_kwargs=dict(net_arch=[16]))
+    agent = SB3Agent(model, model_metadata(rules, "flat", "maskable_ppo", distinct_keeps=True), rules, deterministic=False)
+    assert agent.distinct_keeps
+    env = DicePokerEnv(rules, obs_mode="flat")  # full masks, as the benchmark plays
+    obs, info = env.reset(seed=5)
+    keeps = 0
+    for _ in range(400):
+        action = agent.act(obs, info["action_mask"])
+        if action < N_KEEP_ACTIONS:
+            keeps += 1
+            assert CANONICAL_KEEP_ACTION[env.state.roll, action]
+        obs, _, done, _, info = env.step(action)
+        if done:
+            obs, info = env.reset()
+    assert keeps > 50 and agent.fallbacks == 0
 
 
 def test_model_refuses_another_ruleset(tmp_path):

@@ -621,3 +621,21 @@ def test_sb3_adapter_maskable_ppo_learns_a_few_hundred_steps():
             returns[i] = 0
     with pytest.raises(ValueError, match="SAME_STEP"):
         DicePokerSB3VecEnv(DicePokerVectorEnv(2, "yacht"))
+
+
+def test_sb3_adapter_distinct_keeps_masks():
+    pytest.importorskip("stable_baselines3")
+    from sb3_contrib.common.maskable.utils import get_action_masks
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from dice_poker_env.engine.dice import distinct_keep_mask
+    from dice_poker_env.integrations.sb3 import make_sb3_vec_env
+
+    venv = VecMonitor(make_sb3_vec_env("DicePoker/Yahtzee-v0", n_envs=16, seed=0, distinct_keeps=True))
+    base = venv.venv.base
+    venv.reset()
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        masks = np.asarray(get_action_masks(venv))
+        assert np.array_equal(masks, distinct_keep_mask(base.action_masks(), base.state.roll).astype(bool))
+        venv.step(masked_random(rng, masks))

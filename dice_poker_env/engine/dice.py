@@ -110,6 +110,24 @@ def _canonical_keep_actions() -> np.ndarray:
 CANONICAL_KEEP_ACTION = _canonical_keep_actions()
 
 
+def distinct_keep_mask(mask: np.ndarray, roll) -> np.ndarray:
+    """A copy of action mask(s) ``mask`` with each distinct keep left once.
+
+    ``mask`` is ``(n_actions,)`` or ``(B, n_actions)`` with ``roll`` the roll
+    index (or ``(B,)`` indices). Keep bitmasks that keep equal dice are the same
+    decision; only the lowest of each (:data:`CANONICAL_KEEP_ACTION`, the one the
+    solver names) stays, so a policy over the mask has one action per keep.
+    """
+    out = np.array(mask, copy=True)
+    out[..., :N_KEEP_ACTIONS] &= CANONICAL_KEEP_ACTION[roll]
+    return out
+
+
+def roll_index_of_counts(counts: np.ndarray) -> np.ndarray:
+    """Roll indices of face-count vectors ``(..., 6)`` (five dice in all), vectorized."""
+    return _ROLL_INDEX_OF_CODE[encode_counts(np.rint(counts))].astype(np.int64)
+
+
 def _transition_table() -> np.ndarray:
     added = ROLL_COUNTS[None, :, :] - KEEP_COUNTS[:, None, :]  # dice to roll: (462, 252, 6) int8
     k, r = np.nonzero((added >= 0).all(axis=2))

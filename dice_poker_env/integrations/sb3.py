@@ -29,11 +29,17 @@ import numpy as np
 from gymnasium.vector.vector_env import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
+from dice_poker_env.engine.dice import distinct_keep_mask
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 
 
-def make_sb3_vec_env(env_id: str, n_envs: int, *, seed: int | None = None, **kwargs: Any) -> "DicePokerSB3VecEnv":
-    """An SB3 ``VecEnv`` of ``n_envs`` batched games of a registered id (``kwargs``: env arguments)."""
+def make_sb3_vec_env(
+    env_id: str, n_envs: int, *, seed: int | None = None, distinct_keeps: bool = False, **kwargs: Any
+) -> "DicePokerSB3VecEnv":
+    """An SB3 ``VecEnv`` of ``n_envs`` batched games of a registered id (``kwargs``: env arguments).
+
+    ``distinct_keeps``: masks show each distinct keep once (see :class:`DicePokerSB3VecEnv`).
+    """
     import dice_poker_env  # noqa: F401 - registers the ids
 
     venv = gym.make_vec(
@@ -43,7 +49,7 @@ def make_sb3_vec_env(env_id: str, n_envs: int, *, seed: int | None = None, **kwa
         autoreset_mode=AutoresetMode.SAME_STEP,
         **kwargs,
     )
-    sb3_env = DicePokerSB3VecEnv(venv)
+    sb3_env = DicePokerSB3VecEnv(venv, distinct_keeps=distinct_keeps)
     if seed is not None:
         sb3_env.seed(seed)
     return sb3_env
@@ -54,13 +60,19 @@ class DicePokerSB3VecEnv(VecEnv):
 
     Args:
         venv: the batched env, made with ``autoreset_mode=SAME_STEP``.
+        distinct_keeps: ``action_masks()`` shows each distinct keep once (the lowest
+            of the bitmasks keeping the same dice, :func:`~dice_poker_env.engine.dice.distinct_keep_mask`).
+            The env still accepts the others (they are the same move); a masked
+            policy then has one action per keep, which measurably helps MaskablePPO
+            (docs/training.md). Models trained so record it (``train.py``) and
+            :class:`agents.sb3_agent.SB3Agent` applies the same mask when playing.
 
     Seeding: ``seed(s)`` (SB3's API) makes the next ``reset()`` seed the batch
     with ``s``, which fixes all N games. Per-game ``set_options`` entries become
     the batched env's ``positions`` reset option.
     """
 
-    def __init__(self, venv: DicePokerVectorEnv):
+    def __init__(self, venv: DicePokerVectorEnv, *, distinct_keeps: bool = False):
         base = venv.unwrapped
         if not isinstance(base, DicePokerVectorEnv):
             raise TypeError(f"expected a DicePokerVectorEnv, got {type(base).__name__}")
@@ -70,6 +82,7 @@ class DicePokerSB3VecEnv(VecEnv):
             )
         self.venv = venv
         self.base = base
+        self.distinct_keeps = bool(distinct_keeps)
         self._actions: np.ndarray | None = None
         super().__init__(base.num_envs, base.single_observation_space, base.single_action_space)
 
@@ -114,7 +127,10 @@ class DicePokerSB3VecEnv(VecEnv):
     # --------------------------------------------------------- attributes
     def action_masks(self) -> np.ndarray:
         """``(N, n_actions)`` int8 masks of all games."""
-        return self.base.action_masks()
+        masks = self.base.action_masks()
+        if self.distinct_keeps:
+            masks = distinct_keep_mask(masks, self.base.state.roll)
+        return masks
 
     def has_attr(self, attr_name: str) -> bool:
         return hasattr(self.base, attr_name)
@@ -132,7 +148,7 @@ class DicePokerSB3VecEnv(VecEnv):
         Any other method is called once on the batched env and its result given for each selected game.
         """
         if method_name == "action_masks":
-            masks = self.base.action_masks()
+            masks = self.action_masks()
             if indices is None:
                 return masks
             return masks[list(self._get_indices(indices))]
