@@ -143,6 +143,7 @@ class SB3Agent:
         self.masked = bool(self.metadata["masked"])
         #: the model was trained on masks showing each distinct keep once (train.py's ``distinct_keeps``)
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
+        self._flat_layout = flat_layout(self.rules.tables)  # where flat observations keep the dice and points
         self.fallbacks = 0  #: illegal proposals replaced by the fallback
 
     @classmethod
@@ -181,7 +182,7 @@ class SB3Agent:
         """The roll index of an observation (dict: its sorted dice; flat: its face counts)."""
         if isinstance(observation, Mapping):
             return int(roll_index_of_sorted(np.asarray(observation["dice"], dtype=np.int64)))
-        counts = np.asarray(observation, dtype=np.float64)[flat_layout(self.rules.tables)["face_counts"]] * N_DICE
+        counts = np.asarray(observation, dtype=np.float64)[self._flat_layout["face_counts"]] * N_DICE
         return int(roll_index_of_counts(counts))
 
     def _fallback(self, observation: Any, mask: np.ndarray) -> int:
@@ -191,6 +192,6 @@ class SB3Agent:
             from agents.greedy import best_box_action, state_from_observation
 
             return best_box_action(tables, state_from_observation(tables, observation), mask)
-        points = np.asarray(observation, dtype=np.float64)[flat_layout(tables)["potential_points"]]
+        points = np.asarray(observation, dtype=np.float64)[self._flat_layout["potential_points"]]
         legal = mask[N_KEEP_ACTIONS:].astype(bool)
         return N_KEEP_ACTIONS + int(np.argmax(np.where(legal, points, -np.inf)))

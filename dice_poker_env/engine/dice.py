@@ -165,8 +165,7 @@ def roll_index(dice) -> int:
     faces = np.asarray(dice)
     if faces.shape != (N_DICE,) or not np.all((faces >= 1) & (faces <= N_FACES)):
         raise ValueError(f"dice must be {N_DICE} integers in 1..{N_FACES}, got {list(np.ravel(faces))}")
-    counts = np.bincount(faces.astype(np.int64) - 1, minlength=N_FACES)
-    return int(_ROLL_INDEX_OF_CODE[encode_counts(counts)])
+    return int(roll_index_of_counts(np.bincount(faces.astype(np.int64) - 1, minlength=N_FACES)))
 
 
 def roll_index_of_sorted(sorted_faces: np.ndarray) -> np.ndarray:
