@@ -237,12 +237,12 @@ def _internal_keep_values(rolls: np.ndarray, four_plus_roll_t: np.ndarray) -> np
     K = np.empty((N_PROPER_KEEPS, m), dtype=rolls.dtype)
     lo = int(KEEP_START[N_DICE - 1])
     block = K[lo:]
-    np.sum(rolls[four_plus_roll_t.ravel()].reshape(N_FACES, -1, m), axis=0, out=block)
+    np.add.reduce(rolls.take(four_plus_roll_t.ravel(), axis=0).reshape(N_FACES, -1, m), axis=0, out=block)
     block /= N_FACES  # division, not a product with an inexact 1/6: no systematic bias
     for size in range(N_DICE - 2, -1, -1):
         lo, hi = int(KEEP_START[size]), int(KEEP_START[size + 1])
         block = K[lo:hi]
-        np.sum(K[_SMALL_PLUS_T[size].ravel()].reshape(N_FACES, -1, m), axis=0, out=block)
+        np.add.reduce(K.take(_SMALL_PLUS_T[size].ravel(), axis=0).reshape(N_FACES, -1, m), axis=0, out=block)
         block /= N_FACES
     return K
 
@@ -258,20 +258,19 @@ def _best_of_subkeeps(B: np.ndarray) -> np.ndarray:
         lo = int(KEEP_START[size])
         for n, sub in _KEEP_SUB_GROUPS[size]:
             target = B[lo : lo + n]
-            np.maximum(target, B[sub], out=target)
+            np.maximum(target, B.take(sub, axis=0), out=target)
     groups = _ROLL_SUB_GROUPS
-    best = B[groups[0][1]]
+    best = B.take(groups[0][1], axis=0)
     for n, sub in groups[1:]:
         target = best[:n]
-        np.maximum(target, B[sub], out=target)
+        np.maximum(target, B.take(sub, axis=0), out=target)
     return best
 
 
-# -- value and second moment packed in one int64 word ---------------------------
-# The high 32 bits hold the float32 value mapped to an order-preserving int32, the
-# low 32 bits the float32 second moment: one np.maximum picks the better action
-# and carries its second moment along (among equal values, the larger second
-# moment wins; either is an optimal policy).
+# -- a float32 value with an int32 below it in one int64 word --------------------
+# The high 32 bits hold the float32 value mapped to an order-preserving int32 (any
+# sign), the low 32 bits a tie-break id: one np.maximum picks the better keep and
+# names it (:func:`turn_decisions`).
 _LOW31 = np.int32(0x7FFFFFFF)
 
 
@@ -295,16 +294,6 @@ def _unpack_words(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     flip &= _LOW31
     high ^= flip
     return high.view(np.float32), words[..., 0]
-
-
-def _pack(value: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Value and second moment in one word, so one max picks both."""
-    return _pack_words(value, second.view(np.int32))
-
-
-def _unpack(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    value, low = _unpack_words(packed)
-    return value, np.ascontiguousarray(low).view(np.float32)
 
 
 def widget(
@@ -332,7 +321,7 @@ def widget(
 
     Internally keeps and rolls are in the order of :data:`KEEP_ORDER` /
     :data:`ROLL_ORDER`; with second moments, value and second moment travel
-    packed in one int64 (:func:`_pack`) through every max.
+    side by side as one int64 word (:func:`_pairs`) through every max.
     """
     if score_last2 is not None:
         return _widget_second(score_last, score_first, score_last2, score_first2)
@@ -418,33 +407,61 @@ def turn_decisions(score_last: np.ndarray, score_first: np.ndarray, box_last: np
 
 
 def _widget_second(score_last, score_first, score_last2, score_first2):
-    """:func:`widget` with second moments, from tables in engine roll order."""
-    last = [score_last[ROLL_ORDER], score_last2[ROLL_ORDER]]
-    first = [score_first[ROLL_ORDER], score_first2[ROLL_ORDER]]
-    value, value2 = _widget_second_internal((_pack(*last), *last), (_pack(*first), *first))
-    return value, value2, None, None
+    """:func:`widget` with second moments, from tables in engine roll order.
 
-
-def _widget_second_internal(last, first):
-    """The solve's turn widget on internal-order tables.
-
-    ``last`` and ``first`` are ``(packed, value, second)`` score tables (internal
-    roll order; ``packed`` is :func:`_pack` of the other two, and is overwritten).
-    Returns the ``(m,)`` expected value and second moment of the turn.
+    The tables are shifted per state by their lowest value (the solve's words
+    need values >= 0) and the moments shifted back afterwards.
     """
-    P1, S1, S1b = last
-    P2 = first[0]  # level 2 reads only the packed first-roll table
+    lo = np.minimum(score_last.min(axis=0), score_first.min(axis=0)).astype(np.float64)
+    words = []
+    for value, second in ((score_last, score_last2), (score_first, score_first2)):
+        shifted = value - lo  # E[(x - lo)^2] = E[x^2] - 2 lo x + lo^2
+        words.append(_pairs(shifted[ROLL_ORDER].astype(np.float32), (second - 2 * lo * value + lo * lo)[ROLL_ORDER].astype(np.float32)))
+    mean, second = _widget_second_internal(*words)
+    return mean + lo, second + 2 * lo * mean + lo * lo, None, None
+
+
+# -- the solve's words: float32 value and second moment side by side ----------
+# A solve table is float32 pairs ``[second moment, value]`` in memory, read as
+# one little-endian int64 word per entry: the value is the high half. Table
+# values are made non-negative (relative to each state's lowest candidate, see
+# :class:`BlockScores`), and non-negative float32 compare like their bit
+# patterns, so one int64 ``np.maximum`` picks the better action and carries its
+# second moment, with no packing and unpacking; the same memory read as float32
+# feeds the (linear) keep recursion of values and second moments in one pass.
+# Illegal entries are negative (``-inf``), below every legal word.
+assert np.little_endian, "the solver's packed words assume a little-endian machine"
+
+
+def _pairs(value: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """int64 words of ``value`` (>= 0 or -inf) and ``second`` (>= 0), float32 side by side."""
+    out = np.empty(value.shape + (2,), dtype=np.float32)
+    out[..., 0] = second
+    out[..., 1] = value
+    return out.view(np.int64)[..., 0]
+
+
+def _as_floats(words: np.ndarray) -> np.ndarray:
+    """The ``(rows, 2 m)`` float32 view of ``(rows, m)`` words: second moments at even columns."""
+    return words.view(np.float32)
+
+
+def _widget_second_internal(P1: np.ndarray, P2: np.ndarray):
+    """The solve's turn widget on words (:func:`_pairs`) in internal roll order.
+
+    ``P1`` / ``P2`` are the ``(252, m)`` tables of scoring each roll after a
+    reroll / from the turn's first roll (the same array without first-roll
+    doubling); both are overwritten. Returns the ``(m,)`` expected value and
+    second moment of the turn (relative to the tables' offset).
+    """
     if P2 is P1:
         P2 = P1.copy()
-    K1 = _internal_keep_values(S1, _FOUR_PLUS_IROLL_T)
-    K1b = _internal_keep_values(S1b, _FOUR_PLUS_IROLL_T)
-    np.maximum(P1, _best_of_subkeeps(_pack(K1, K1b)), out=P1)
-    W1v, W1b = _unpack(P1)
-    K2 = _internal_keep_values(W1v, _FOUR_PLUS_IROLL_T)
-    K2b = _internal_keep_values(W1b, _FOUR_PLUS_IROLL_T)
-    np.maximum(P2, _best_of_subkeeps(_pack(K2, K2b)), out=P2)
-    W2v, W2b = _unpack(P2)
-    return _FIRST_PROB_INTERNAL @ W2v, _FIRST_PROB_INTERNAL @ W2b
+    K1 = _internal_keep_values(_as_floats(P1), _FOUR_PLUS_IROLL_T)  # values and second moments at once
+    np.maximum(P1, _best_of_subkeeps(K1.view(np.int64)), out=P1)
+    K2 = _internal_keep_values(_as_floats(P1), _FOUR_PLUS_IROLL_T)
+    np.maximum(P2, _best_of_subkeeps(K2.view(np.int64)), out=P2)
+    both = _FIRST_PROB_INTERNAL @ _as_floats(P2)
+    return both[1::2], both[0::2]
 
 
 # ---------------------------------------------------------------- state space
@@ -783,36 +800,51 @@ class BlockScores:
         self.pair = moves.pair_of_state
         m = len(filled)
         dtype = WORK_DTYPE
-        center = np.full(m, -np.inf)
+        center = np.full(m, np.inf)
+        best_next = np.full(m, -np.inf)
         self.upper_open = [b for b in moves.open_boxes if space.tables.is_upper[b]]
         self.lower = []
         if self.upper_open:  # all upper boxes in one engine call
             legal, reward, keys = moves.upper_moves_batch(self.upper_open)
             v, c = _lookup(index, keys, legal, value, variance, second)
-            np.max(np.where(legal, v, -np.inf), axis=(0, 1), out=center)
-            upper_v, upper_c, upper_legal, upper_reward = v, c, legal, reward
+            upper_total = reward + v  # points now + expected points after, per (box, class, state)
+            np.min(np.where(legal, upper_total, np.inf), axis=(0, 1), out=center)
+            np.max(np.where(legal, v, -np.inf), axis=(0, 1), out=best_next)
+            upper_c, upper_legal = c, legal
         lower_raw = []
         for b in moves.open_boxes:
             if space.tables.is_upper[b]:
                 continue
             legal, reward, becomes_full, key_same, key_full = moves.lower_moves(b)
-            any_same = (legal & ~becomes_full)[:, self.pair].any(axis=0)
             v_same, c_same = _lookup(index, key_same, legal[:, self.pair].any(axis=0), value, variance, second)
-            np.maximum(center, np.where(any_same, v_same, -np.inf), out=center)
+            # lowest points of a legal class, per pair, for each kind of next state
+            lowest_same = np.where(legal & ~becomes_full, reward, np.inf).min(axis=0)[self.pair]
+            np.minimum(center, lowest_same + v_same, out=center)
+            np.maximum(best_next, np.where(lowest_same < np.inf, v_same, -np.inf), out=best_next)
             if becomes_full.any():
                 any_full = (legal & becomes_full)[:, self.pair].any(axis=0)
                 v_full, c_full = _lookup(index, key_full, any_full, value, variance, second)
-                np.maximum(center, np.where(any_full, v_full, -np.inf), out=center)
+                lowest_full = np.where(legal & becomes_full, reward, np.inf).min(axis=0)[self.pair]
+                np.minimum(center, lowest_full + v_full, out=center)
+                np.maximum(best_next, np.where(lowest_full < np.inf, v_full, -np.inf), out=best_next)
             else:
                 v_full = c_full = None
             lower_raw.append((b, legal, reward, becomes_full, v_same, c_same, v_full, c_full))
         center[~np.isfinite(center)] = 0.0
+        best_next[~np.isfinite(best_next)] = center[~np.isfinite(best_next)]
+        #: per state, the lowest total (points + next value) of a legal score move: table
+        #: values are relative to it, so every legal entry is >= 0 (the words of
+        #: :func:`_pairs` need that)
         self.center = center
+        #: second moments are taken about the best legal next-state value instead, which
+        #: lies near the state's mean: ``E[(x - c)^2] - (E[x] - c)^2`` then cancels little
+        #: float32 precision; ``shift`` (float32) is that point relative to ``center``
+        self.shift = (best_next - center).astype(dtype)
         if self.upper_open:
-            self.upper_q = np.where(upper_legal, upper_reward + (upper_v - center), -np.inf).astype(dtype)
+            self.upper_q = np.where(upper_legal, upper_total - center, -np.inf).astype(dtype)
             self.upper_c = upper_c.astype(dtype) if second else None
-            if second:  # value and variance packed per (box, class, state): one max per box
-                self.upper_q = _pack(self.upper_q, self.upper_c)
+            if second:  # value and variance in one word per (box, class, state): one max per box
+                self.upper_q = _pairs(self.upper_q, self.upper_c)
             #: (n_upper, pairs): whether each upper box is legal for some roll of the pair
             self.upper_pair_open = ((moves.pair_any[None, :] >> np.asarray(self.upper_open)[:, None]) & 1).astype(bool)
         for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
@@ -827,8 +859,11 @@ class BlockScores:
     def tables(self, sl: slice, boxes: bool = False):
         """The :func:`score_tables` results of the states ``sl`` of the block."""
         if self.second:
-            (_, S0, S0b), (_, S2, S2b), center = self._tables_packed(sl)
-            return S0[ROLL_POS], S2[ROLL_POS], S0b[ROLL_POS], S2b[ROLL_POS], center
+            last, first, center, shift = self._tables_packed(sl)
+            last, first = (_as_floats(words)[ROLL_POS] for words in (last, first))
+            # second moments about ``center`` (this method's contract), from those about ``center + shift``
+            seconds = [b + 2 * shift * a - shift * shift for a, b in ((last[:, 1::2], last[:, 0::2]), (first[:, 1::2], first[:, 0::2]))]
+            return last[:, 1::2], first[:, 1::2], seconds[0], seconds[1], center
         space = self.space
         pair = self.pair[sl]
         pairs_here = np.unique(pair)
@@ -874,18 +909,19 @@ class BlockScores:
         return S0, S2, B0, B2, self.center[sl]
 
     def _tables_packed(self, sl: slice):
-        """The tables with second moments, for :func:`_widget_second_internal`.
+        """The tables with second moments, as words for :func:`_widget_second_internal`.
 
-        Candidates are packed (value, variance) per class, one max per box; among
-        boxes of equal value the one whose next state has the larger variance
-        wins (any of them is optimal). Returns ``(last, first, center)``:
-        ``last`` / ``first`` are ``(packed, value, second moment)`` in internal
-        roll order (the same object twice without first-roll doubling).
+        Candidates are words (value, variance of the next state) per class, one
+        max per box; among boxes of equal value the one whose next state has the
+        larger variance wins (any of them is optimal). The chosen variance then
+        becomes the second moment ``value^2 + variance``. Returns ``(last, first,
+        center)``: ``(252, m)`` words in internal roll order after a reroll / from
+        the first roll (the same array without first-roll doubling).
         """
         space = self.space
         pair = self.pair[sl]
         pairs_here = np.unique(pair)
-        classes = []  # (box, packed (n_classes, m) candidates)
+        classes = []  # (box, (n_classes, m) candidate words)
         for i, b in enumerate(self.upper_open):
             if self.upper_pair_open[i, pairs_here].any():
                 classes.append((b, self.upper_q[i][:, sl]))
@@ -900,21 +936,24 @@ class BlockScores:
                 to_full = becomes_full[:, pair]
                 q += np.where(to_full, v_full[sl], v_same[sl])
                 c = np.where(to_full, c_full[sl], c_same[sl])
-            classes.append((b, _pack(q, np.ascontiguousarray(c))))
+            np.maximum(q, 0, out=q, where=q > -1)  # float32 rounding may leave a legal entry a hair below 0;
+            q += 0.0  # and -0.0 (a negative word) becomes +0.0; illegal entries stay -inf
+            classes.append((b, _pairs(q, c)))
         out = []
         for first in (False, True) if space.doubling else (False,):
             best = None
-            for b, packed in classes:
-                cand = packed[space.internal_classes(b, first)]
+            for b, words in classes:
+                cand = words.take(space.internal_classes(b, first), axis=0)
                 if best is None:
                     best = cand
                 else:
                     np.maximum(best, cand, out=best)
-            S, C = _unpack(best)
-            C += S * S  # the second moment
-            best.view(np.int32).reshape(*best.shape, 2)[..., 0] = C.view(np.int32)
-            out.append((best, S, C))
-        return out[0], out[-1], self.center[sl]
+            pairs = best.view(np.float32).reshape(*best.shape, 2)
+            about = pairs[..., 1] - self.shift[sl]  # value about the second moments' point
+            about *= about
+            pairs[..., 0] += about  # variance of the next state -> second moment
+            out.append(best)
+        return out[0], out[-1], self.center[sl], self.shift[sl]
 
 
 def default_workers() -> int:
@@ -988,10 +1027,11 @@ def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk
         scores = BlockScores(space, filled, upper, full, value, variance, index, True)
         for start in range(b_start, b_end, chunk):
             end = min(b_end, start + chunk)
-            last, first, center = scores._tables_packed(slice(start - b_start, end - b_start))
+            last, first, center, shift = scores._tables_packed(slice(start - b_start, end - b_start))
             v, v2 = _widget_second_internal(last, first)
             value[start:end] = center + v
-            variance[start:end] = np.maximum(v2 - v * v, 0.0)
+            about = v - shift
+            variance[start:end] = np.maximum(v2 - about * about, 0.0)
 
 
 def _shared_zeros(n: int, dtype=np.float64) -> np.ndarray:
