@@ -22,7 +22,7 @@ from dice_poker_env.solver import dp
 
 #: (object, attribute, label): the phases, outermost first
 PHASES = [
-    (dp, "_mark_successors", "forward pass (reachability)"),
+    (dp, "reachable_layers", "forward pass (reachability)"),
     (dp.BlockScores, "__init__", "engine calls and value lookups per block"),
     (dp.BlockScores, "_tables_packed", "turn score tables"),
     (dp, "_widget_second_internal", "turn widget"),

@@ -33,7 +33,7 @@ from dice_poker_env.engine.dice import (
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.solver import CacheWarning, SolverError, solve
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.dp import StateSpace
+from dice_poker_env.solver.dp import StateSpace, reachable_layers
 
 TOLERANCE = 0.0005
 
@@ -296,6 +296,55 @@ def test_roll_classes_reproduce_the_engine_exactly(spec):
             np.testing.assert_array_equal(c_legal, np.broadcast_to(legal, c_legal.shape))
             np.testing.assert_array_equal(np.where(legal, c_reward, 0), np.where(legal, points + bonus, 0))
             np.testing.assert_array_equal(np.where(legal, c_keys, 0), np.where(legal, keys, 0))
+
+
+def _reachable_by_states(space: StateSpace) -> list[np.ndarray]:
+    """Reference forward pass: every state, every roll, every box, straight from the engine."""
+    tables = space.tables
+    layers = [np.array([int(space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False))])]
+    rolls = np.arange(N_ROLLS)[:, None]
+    for _ in range(tables.turns):
+        filled, upper, full = space.decode(layers[-1])
+        found = set()
+        for b in range(tables.n_boxes):
+            for first in (False, True):
+                legal = ((np.asarray(game.legal_boxes(tables, filled[None, :], full[None, :], rolls)) >> b) & 1) == 1
+                points, _, new_upper = game.score_points(tables, filled[None, :], upper[None, :], full[None, :], rolls, first, b)
+                new_filled = filled | (1 << b)
+                new_full = full[None, :] | ((b == space.five_box) & (points > 0) & (space.n_full == 2))
+                keys = space.key(new_filled[None, :], space.canonical_upper(new_filled[None, :], new_upper), new_full)
+                shape = (N_ROLLS, len(filled))
+                found.update(np.broadcast_to(keys, shape)[np.broadcast_to(legal, shape)].tolist())
+        layers.append(np.array(sorted(found), dtype=np.int64))
+    return layers
+
+
+MINI = {  # six upper boxes and the bonus, two lower boxes: every upper total matters
+    "name": "mini",
+    "boxes": [{"name": f"face{f}", "kind": "face_sum", "face": f} for f in range(1, 7)]
+    + [{"name": "chance", "kind": "chance"}, {"name": "yahtzee", "kind": "n_of_a_kind", "n": 5, "points": 50}],
+    "upper_bonus": {"threshold": 63, "points": 35},
+    "five_of_a_kind": {"box": "yahtzee", "bonus": 100, "joker": "free"},
+}
+
+
+@pytest.mark.parametrize("spec", ["yacht", "school_poker", "tiny:forced", "tiny:free", "tiny:none", "mini"])
+def test_forward_pass_finds_exactly_the_reachable_states(spec):
+    """The pair-and-bitset forward pass equals a state-by-state search with the engine."""
+    name, _, joker = spec.partition(":")
+    if name == "tiny":
+        rules_spec = json.loads(json.dumps(TINY))
+        rules_spec["five_of_a_kind"]["joker"] = joker
+        rules = load_rules(rules_spec)
+    elif name == "mini":
+        rules = load_rules(MINI)
+    else:
+        rules = load_rules(name)
+    space = StateSpace(rules.tables)
+    fast, reference = reachable_layers(space), _reachable_by_states(space)
+    assert len(fast) == len(reference) == rules.tables.turns + 1
+    for t, (got, want) in enumerate(zip(fast, reference)):
+        np.testing.assert_array_equal(got, want, err_msg=f"layer {t}")
 
 
 # ------------------------------------------------------- the optimal agent

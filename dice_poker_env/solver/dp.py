@@ -639,43 +639,6 @@ class ChunkMoves:
         reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), legal.shape)
         return legal, reward, keys
 
-    def upper_successors(self, boxes: list[int]):
-        """``(legal, next_key)``, each ``(len(boxes), G, m)``: the forward pass's view of upper boxes.
-
-        The next state after an upper box depends on the roll only through the
-        points written (the upper total; upper boxes take no joker points), so the
-        engine is asked once per distinct point value of each box (its roll classes
-        grouped; ``G`` the most of any box, padded with illegal copies), and
-        ``legal`` says whether some roll with those points may be written there.
-        """
-        space = self.space
-        tables = space.tables
-        groups = []
-        for b in boxes:
-            cls = space.box_classes[b]
-            points = np.where(cls.first, tables.score_first_roll[cls.roll, b], tables.score[cls.roll, b])
-            _, rep, group_of = np.unique(points, return_index=True, return_inverse=True)
-            groups.append((cls, rep, group_of.reshape(-1)))
-        width = max(len(rep) for _, rep, _ in groups)
-        pad = lambda a: np.concatenate([a, np.repeat(a[:1], width - len(a))])  # noqa: E731
-        rolls = np.stack([pad(cls.roll[rep]) for cls, rep, _ in groups])  # (nb, G)
-        firsts = np.stack([pad(cls.first[rep]) for cls, rep, _ in groups])
-        legal_pair = np.zeros((len(boxes), width, len(self.pair_filled)), dtype=bool)
-        for i, (b, (cls, rep, group_of)) in enumerate(zip(boxes, groups)):
-            by_class = ((self.pair_legal[:, cls.roll] >> b) & 1).astype(bool)  # (pairs, C)
-            for g in range(len(rep)):
-                legal_pair[i, g] = by_class[:, group_of == g].any(axis=1)
-        legal = legal_pair[:, :, self.pair_of_state]  # (nb, G, m)
-        box = np.asarray(boxes, dtype=np.int64)[:, None]
-        points, _, new_upper = score_points(
-            tables, self.filled, self.upper, self.full, rolls[..., None], firsts[..., None], box[..., None]
-        )
-        new_filled = self.filled | (1 << box[..., None])
-        is_five = (box == space.five_box)[..., None] if space.n_full == 2 else False
-        new_full = self.full | (is_five & (points > 0))
-        keys = space.key(new_filled, space.canonical_upper(new_filled, new_upper), new_full)
-        return legal, np.broadcast_to(keys, legal.shape)
-
     def lower_moves(self, box: int):
         """``(legal, reward, becomes_full, key_same, key_full)`` for a non-upper box.
 
@@ -704,28 +667,127 @@ class ChunkMoves:
         return legal, reward, becomes_full, key_same, key_full
 
 
-def _chunks(n: int, size: int):
-    for start in range(0, n, size):
-        yield slice(start, min(n, start + size))
+def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
+    """Sorted state keys of every layer reachable from the empty scorecard.
 
+    ``progress`` (optional, tqdm-like) is advanced by one per layer.
 
-def reachable_layers(space: StateSpace, chunk: int = 4096) -> list[np.ndarray]:
-    """Sorted state keys of every layer reachable from the empty scorecard (one process)."""
-    start = space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False)
-    layers = [np.array([start], dtype=np.int64)]
-    mark = np.zeros(space.size, dtype=np.uint8)
-    for t in range(space.tables.turns):
-        for part in _chunks(len(layers[t]), chunk):
-            _mark_successors(space, layers[t][part], mark)
-        layers.append(_collect(mark))
+    The pass runs over *pairs* ``(filled, full)``, each carrying the set of its
+    reachable upper totals as a bitset (bit ``upper - upper_lo``), instead of over
+    states: the engine decides legality and points per pair and roll class
+    (neither depends on the upper total), and a score move changes the upper total
+    by the same amount for every state of a pair (:func:`score_points` returns
+    ``upper_total + points`` for an upper box, ``upper_total`` otherwise), so a
+    move shifts the pair's bitset and clips it to the next mask's canonical range
+    (:meth:`StateSpace.canonical_upper`). That is a few word operations per pair
+    and move, where a pass over states costs a few per state and move.
+    """
+    tables = space.tables
+    n_words = -(-space.n_slots // 64)
+    zero_slot = -space.upper_lo  # slot of the canonical total 0
+    rolls = np.arange(N_ROLLS)
+    filled = np.zeros(1, dtype=np.int64)
+    full = np.zeros(1, dtype=bool)
+    bits = np.zeros((1, n_words), dtype=np.uint64)
+    start = int(space.canonical_upper(np.int64(0), np.int64(0))) - space.upper_lo
+    bits[0, start // 64] = np.uint64(1) << np.uint64(start % 64)
+    layers = [_bitset_keys(space, filled, full, bits)]
+    for _ in range(tables.turns):
+        legal = np.broadcast_to(np.asarray(legal_boxes(tables, filled[:, None], full[:, None], rolls[None, :]), dtype=np.int64), (len(filled), N_ROLLS))
+        any_legal = int(np.bitwise_or.reduce(legal.reshape(-1))) if len(filled) else 0
+        moves = []  # per box: (source pair, upper shift, new full flag) of each distinct move
+        for box in range(space.n_boxes):
+            if not any_legal >> box & 1:
+                continue
+            cls = space.box_classes[box]
+            legal_c = ((legal[:, cls.roll] >> box) & 1).astype(bool)  # (pairs, classes)
+            points, _, delta = score_points(tables, filled[:, None], 0, full[:, None], cls.roll[None, :], cls.first[None, :], box)
+            delta = np.broadcast_to(np.asarray(delta, dtype=np.int64), legal_c.shape)
+            if space.n_full == 2:
+                new_full = full[:, None] | ((box == space.five_box) & (np.asarray(points) > 0))
+            else:
+                new_full = np.zeros(1, dtype=bool)
+            pair, cls_index = np.nonzero(legal_c)
+            move = np.unique((pair << 32) | ((delta[pair, cls_index] + (1 << 30)) << 1) | np.broadcast_to(new_full, legal_c.shape)[pair, cls_index])
+            moves.append((box, move >> 32, ((move & 0xFFFFFFFF) >> 1) - (1 << 30), (move & 1).astype(bool)))
+        if not moves:
+            filled, full, bits = filled[:0], full[:0], bits[:0]
+        else:
+            pair = np.concatenate([m[1] for m in moves])
+            shift = np.concatenate([m[2] for m in moves])
+            new_full = np.concatenate([m[3] for m in moves])
+            new_filled = filled[pair] | (1 << np.concatenate([np.full(len(m[1]), m[0]) for m in moves]))
+            done = space.upper_done[new_filled]
+            if space.has_bonus:
+                lo = np.where(done, zero_slot, space.upper_min[new_filled] - space.upper_lo)
+                hi = np.where(done, zero_slot, space.upper_max[new_filled] - space.upper_lo)
+            else:
+                lo = hi = np.full(len(pair), zero_slot)
+            moved = _shift_clip(bits[pair], shift, lo, hi)
+            code = new_filled * 2 + new_full
+            order = np.argsort(code, kind="stable")
+            code = code[order]
+            starts = np.flatnonzero(np.concatenate([[True], code[1:] != code[:-1]]))
+            bits = np.bitwise_or.reduceat(moved[order], starts, axis=0)
+            filled, full = code[starts] >> 1, (code[starts] & 1).astype(bool)
+        layers.append(_bitset_keys(space, filled, full, bits))
+        if progress is not None:
+            progress.update(1)
     return layers
 
 
-def _collect(mark: np.ndarray) -> np.ndarray:
-    """The marked keys (sorted), unmarking them."""
-    found = np.flatnonzero(mark).astype(np.int64)
-    mark[found] = 0
-    return found
+_ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _low_bits(k: np.ndarray) -> np.ndarray:
+    """uint64 words with the low ``k`` bits set (``k`` clipped to 0..64)."""
+    k = np.clip(k, 0, 64).astype(np.uint64)
+    return np.where(k >= 64, _ALL_BITS, (np.uint64(1) << np.minimum(k, np.uint64(63))) - np.uint64(1))
+
+
+def _range_mask(lo: np.ndarray, hi: np.ndarray, n_words: int) -> np.ndarray:
+    """``(rows, n_words)`` bitsets of the positions ``lo..hi`` per row (inclusive, any integers)."""
+    base = 64 * np.arange(n_words)[None, :]
+    return _low_bits(hi[:, None] + 1 - base) & ~_low_bits(lo[:, None] - base)
+
+
+def _set_bit(bits: np.ndarray, position: np.ndarray, where: np.ndarray) -> None:
+    """Set bit ``position[i]`` (``0 <= position < 64 * n_words``) of row ``i`` where ``where[i]``."""
+    flag = np.where(where, np.uint64(1) << (position % 64).astype(np.uint64), np.uint64(0))
+    bits[np.arange(len(bits)), position // 64] |= flag
+
+
+def _shift_clip(bits: np.ndarray, shift: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Bitsets with each row moved by ``shift[row]`` positions, then clipped to ``lo..hi``.
+
+    Position ``s`` of a row goes to ``clip(s + shift, lo, hi)``: positions that
+    would land below ``lo`` (above ``hi``) end up at ``lo`` (``hi``), as the
+    canonical upper total does.
+    """
+    rows, n_words = bits.shape
+    edge = 64 * n_words
+    kept = bits & _range_mask(lo - shift, hi - shift, n_words)  # positions landing inside lo..hi
+    below = (bits & _range_mask(np.full(rows, -1), lo - shift - 1, n_words)).any(axis=1)
+    above = (bits & _range_mask(hi - shift + 1, np.full(rows, edge), n_words)).any(axis=1)
+    words, offset = np.divmod(shift, 64)
+    padded = np.zeros((rows, 3 * n_words + 2), dtype=np.uint64)
+    padded[:, n_words + 1 : 2 * n_words + 1] = kept
+    # out word w draws from source word w - words (bits shifted up by offset) and the word below it
+    source = np.clip(n_words + 1 + np.arange(n_words)[None, :] - words[:, None], 1, 3 * n_words + 1)
+    offset = offset.astype(np.uint64)[:, None]
+    out = np.take_along_axis(padded, source, axis=1) << offset
+    carry = np.take_along_axis(padded, source - 1, axis=1) >> np.minimum(np.uint64(64) - offset, np.uint64(63))
+    out |= np.where(offset > 0, carry, np.uint64(0))
+    _set_bit(out, lo, below)
+    _set_bit(out, hi, above)
+    return out
+
+
+def _bitset_keys(space: StateSpace, filled: np.ndarray, full: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """Sorted state keys of pairs ``(filled, full)`` and their bitsets of upper slots."""
+    flags = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[:, : space.n_slots]
+    row, slot = np.nonzero(flags)
+    return np.sort(space.key(filled[row], slot + space.upper_lo, full[row]))
 
 
 @dataclass
@@ -989,30 +1051,9 @@ def solve_dp(tables: RuleTables, *, chunk: int = 256, progress=None, workers: in
 _SHARED: dict = {}
 
 
-def _forward_task(keys: np.ndarray) -> int:
-    _mark_successors(_SHARED["space"], keys, _SHARED["mark"])
-    return len(keys)
-
-
 def _backward_task(bounds: tuple[int, int]) -> int:
     _solve_range(*bounds, **_SHARED)
     return bounds[1] - bounds[0]
-
-
-def _mark_successors(space: StateSpace, keys: np.ndarray, mark: np.ndarray) -> None:
-    """Set ``mark[key]`` for every state one legal score action away from the states ``keys``."""
-    moves = space.chunk_moves(*space.decode(keys))
-    upper_open = [b for b in moves.open_boxes if space.tables.is_upper[b]]
-    if upper_open:
-        legal, next_keys = moves.upper_successors(upper_open)
-        mark[next_keys[legal]] = 1
-    for b in moves.open_boxes:
-        if space.tables.is_upper[b]:
-            continue
-        legal, _, becomes_full, key_same, key_full = moves.lower_moves(b)
-        pair = moves.pair_of_state
-        mark[key_same[(legal & ~becomes_full).any(axis=0)[pair]]] = 1
-        mark[key_full[(legal & becomes_full).any(axis=0)[pair]]] = 1
 
 
 def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk, block=4096) -> None:
@@ -1052,29 +1093,8 @@ def _solve_dp(tables: RuleTables, chunk: int, progress, workers: int) -> DPResul
     space = StateSpace(tables)
     if progress is not None:
         progress.reset(total=tables.turns)
-    start = space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False)
-    layers = [np.array([start], dtype=np.int64)]
+    layers = reachable_layers(space, progress)
     context = multiprocessing.get_context("fork") if workers > 1 else None
-    mark = _shared_zeros(space.size, np.uint8) if context else np.zeros(space.size, dtype=np.uint8)
-    _SHARED.clear()
-    _SHARED.update(space=space, mark=mark)
-    pool = context.Pool(workers) if context else None
-    try:
-        for t in range(tables.turns):
-            parts = [layers[t][part] for part in _chunks(len(layers[t]), 4096)]
-            if pool is not None and len(parts) > 1:
-                for _ in pool.imap_unordered(_forward_task, parts):
-                    pass
-            else:
-                for part in parts:
-                    _mark_successors(space, part, mark)
-            layers.append(_collect(mark))
-            if progress is not None:
-                progress.update(1)
-    finally:
-        if pool is not None:
-            pool.terminate()
-    del mark
     keys = np.concatenate(layers)
     layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
     index = StateIndex(space, keys)
