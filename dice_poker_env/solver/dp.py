@@ -464,6 +464,70 @@ def _widget_second_internal(P1: np.ndarray, P2: np.ndarray):
     return both[1::2], both[0::2]
 
 
+# -- the best box of every roll: a max over boxes, merged on small tables --------
+class BoxMaxTree:
+    """The max over boxes of each roll's candidate, computed on small merged tables.
+
+    A box's candidate for a roll depends only on the roll's class for that box
+    (a handful of classes: its points). Two boxes together depend only on the
+    pair of classes, and few pairs occur (three upper boxes: 56 class triples,
+    not 252 rolls). So the boxes are merged two at a time, always the two groups
+    whose combined classes are fewest (a fixed plan per ruleset), and each merge
+    takes the max of its two children on just those combined rows. Only the last
+    merge is expanded to the 252 rolls: about a third of the row operations of
+    one max per box over all rolls, with the same result (max is order-free).
+    """
+
+    def __init__(self, class_of_roll: list[np.ndarray]):
+        groups = [(box, np.asarray(rows, dtype=np.int64)) for box, rows in enumerate(class_of_roll)]
+        #: merges in evaluation order: (left node, right node, left rows, right rows)
+        self.merges: list[tuple[int, int, np.ndarray, np.ndarray]] = []
+        n_leaves = len(groups)
+        while len(groups) > 1:
+            best = None
+            for i in range(len(groups)):
+                for j in range(i + 1, len(groups)):
+                    code = groups[i][1] * (int(groups[j][1].max()) + 1) + groups[j][1]
+                    count = len(np.unique(code))
+                    if best is None or count < best[0]:
+                        best = (count, i, j, code)
+            _, i, j, code = best
+            (left, left_map), (right, right_map) = groups[i], groups[j]
+            combos, first_roll, node_map = np.unique(code, return_index=True, return_inverse=True)
+            self.merges.append((left, right, left_map[first_roll], right_map[first_roll]))
+            groups = [g for k, g in enumerate(groups) if k not in (i, j)] + [(n_leaves + len(self.merges) - 1, node_map.reshape(-1))]
+        self.n_leaves = n_leaves
+        root_map = groups[0][1]
+        if self.merges:  # the last merge is evaluated straight onto the rolls
+            left, right, left_rows, right_rows = self.merges[-1]
+            self.merges[-1] = (left, right, left_rows[root_map], right_rows[root_map])
+            self.root_map = None
+        else:
+            self.root_map = root_map
+
+    def evaluate(self, leaves: list[np.ndarray | None]) -> np.ndarray:
+        """``(252, m)``: per roll, the max over boxes of ``leaves[box][class of the roll]``.
+
+        ``leaves[box]`` is the ``(n_classes, m)`` candidates of the box, or ``None``
+        for a box closed to every state (no candidate). At least one box is open.
+        """
+        # each node's value: (array, rows) with node row u = array[rows[u]] (rows None: identity)
+        values: list = [(leaf, None) if leaf is not None else None for leaf in leaves]
+        for left, right, left_rows, right_rows in self.merges:
+            a, b = values[left], values[right]
+            if a is None or b is None:
+                kept, rows = (b, right_rows) if a is None else (a, left_rows)
+                values.append(None if kept is None else (kept[0], rows if kept[1] is None else kept[1][rows]))
+                continue
+            out = a[0].take(left_rows if a[1] is None else a[1][left_rows], axis=0)
+            np.maximum(out, b[0].take(right_rows if b[1] is None else b[1][right_rows], axis=0), out=out)
+            values.append((out, None))
+        array, rows = values[-1]
+        if self.root_map is not None:
+            rows = self.root_map if rows is None else rows[self.root_map]
+        return array if rows is None else array.take(rows, axis=0)
+
+
 # ---------------------------------------------------------------- state space
 @dataclass
 class BoxClasses:
@@ -542,6 +606,8 @@ class StateSpace:
         self.size = self.n_masks * self.n_slots * self.n_full
         self.box_classes = [box_classes(tables, b, self.doubling) for b in range(n)]
         self._internal = {}
+        #: the max over boxes per roll (internal roll order), after a reroll and from the first roll
+        self.max_tree = {first: BoxMaxTree([self.internal_classes(b, first) for b in range(n)]) for first in ((False, True) if self.doubling else (False,))}
 
     def internal_classes(self, box: int, first: bool) -> np.ndarray:
         """The class of each roll of ``box``, rolls in the widget's internal order."""
@@ -902,21 +968,51 @@ class BlockScores:
         #: lies near the state's mean: ``E[(x - c)^2] - (E[x] - c)^2`` then cancels little
         #: float32 precision; ``shift`` (float32) is that point relative to ``center``
         self.shift = (best_next - center).astype(dtype)
+        if second:
+            self._build_words(moves, upper_legal if self.upper_open else None, upper_total if self.upper_open else None, upper_c if self.upper_open else None, lower_raw)
+            return
         if self.upper_open:
             self.upper_q = np.where(upper_legal, upper_total - center, -np.inf).astype(dtype)
-            self.upper_c = upper_c.astype(dtype) if second else None
-            if second:  # value and variance in one word per (box, class, state): one max per box
-                self.upper_q = _pairs(self.upper_q, self.upper_c)
             #: (n_upper, pairs): whether each upper box is legal for some roll of the pair
             self.upper_pair_open = ((moves.pair_any[None, :] >> np.asarray(self.upper_open)[:, None]) & 1).astype(bool)
         for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
             r_pair = np.where(legal, reward, -np.inf).astype(dtype)
             v_same = (v_same - center).astype(dtype)
-            c_same = c_same.astype(dtype) if second else None
             if v_full is not None:
                 v_full = (v_full - center).astype(dtype)
-                c_full = c_full.astype(dtype) if second else None
-            self.lower.append((b, r_pair, becomes_full, legal.any(axis=0), v_same, c_same, v_full, c_full))
+            self.lower.append((b, r_pair, becomes_full, legal.any(axis=0), v_same, None, v_full, None))
+
+    def _build_words(self, moves, upper_legal, upper_total, upper_var, lower_raw) -> None:
+        """The solve's candidates: per open box, ``(n_classes, block)`` words (:func:`_pairs`).
+
+        Each word holds a candidate's value relative to ``center`` (``>= 0``, or
+        ``-inf`` when illegal) and its second moment about ``center + shift``:
+        ``(value - shift)^2`` plus the variance of the next state. Built in float64
+        once per block, so a chunk's tables are only slices of them and the max
+        over boxes (:class:`BoxMaxTree`).
+        """
+        center, shift = self.center, self.shift.astype(np.float64)
+        #: box -> (words, (pairs,) whether the box is legal for some roll of the pair)
+        self.words: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+        def words(legal, total, var):
+            q = np.where(legal, total - center, -np.inf)
+            about = q - shift
+            return _pairs(q.astype(WORK_DTYPE), (var + about * about).astype(WORK_DTYPE))
+
+        if self.upper_open:
+            upper_words = words(upper_legal, upper_total, upper_var)
+            for i, b in enumerate(self.upper_open):
+                self.words[b] = (upper_words[i], (moves.pair_any >> b & 1).astype(bool))
+        for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
+            legal_s = legal[:, self.pair]
+            total = reward[:, self.pair] + v_same
+            var = np.broadcast_to(c_same, legal_s.shape)
+            if v_full is not None:
+                to_full = becomes_full[:, self.pair]
+                total = np.where(to_full, reward[:, self.pair] + v_full, total)
+                var = np.where(to_full, c_full, var)
+            self.words[b] = (words(legal_s, total, var), legal.any(axis=0))
 
     def tables(self, sl: slice, boxes: bool = False):
         """The :func:`score_tables` results of the states ``sl`` of the block."""
@@ -973,48 +1069,19 @@ class BlockScores:
     def _tables_packed(self, sl: slice):
         """The tables with second moments, as words for :func:`_widget_second_internal`.
 
-        Candidates are words (value, variance of the next state) per class, one
-        max per box; among boxes of equal value the one whose next state has the
-        larger variance wins (any of them is optimal). The chosen variance then
-        becomes the second moment ``value^2 + variance``. Returns ``(last, first,
-        center)``: ``(252, m)`` words in internal roll order after a reroll / from
-        the first roll (the same array without first-roll doubling).
+        The max over boxes of the candidate words (:meth:`_build_words`); among
+        boxes of equal value the one with the larger second moment wins (any of
+        them is optimal). Returns ``(last, first, center, shift)``: ``(252, m)``
+        words in internal roll order after a reroll / from the first roll (the
+        same array without first-roll doubling), and the states' offsets.
         """
         space = self.space
-        pair = self.pair[sl]
-        pairs_here = np.unique(pair)
-        classes = []  # (box, (n_classes, m) candidate words)
-        for i, b in enumerate(self.upper_open):
-            if self.upper_pair_open[i, pairs_here].any():
-                classes.append((b, self.upper_q[i][:, sl]))
-        for b, r_pair, becomes_full, pair_open, v_same, c_same, v_full, c_full in self.lower:
-            if not pair_open[pairs_here].any():
-                continue
-            q = r_pair[:, pair]  # (n_classes, m)
-            if v_full is None:
-                q += v_same[sl]
-                c = np.broadcast_to(c_same[sl], q.shape)
-            else:
-                to_full = becomes_full[:, pair]
-                q += np.where(to_full, v_full[sl], v_same[sl])
-                c = np.where(to_full, c_full[sl], c_same[sl])
-            np.maximum(q, 0, out=q, where=q > -1)  # float32 rounding may leave a legal entry a hair below 0;
-            q += 0.0  # and -0.0 (a negative word) becomes +0.0; illegal entries stay -inf
-            classes.append((b, _pairs(q, c)))
-        out = []
-        for first in (False, True) if space.doubling else (False,):
-            best = None
-            for b, words in classes:
-                cand = words.take(space.internal_classes(b, first), axis=0)
-                if best is None:
-                    best = cand
-                else:
-                    np.maximum(best, cand, out=best)
-            pairs = best.view(np.float32).reshape(*best.shape, 2)
-            about = pairs[..., 1] - self.shift[sl]  # value about the second moments' point
-            about *= about
-            pairs[..., 0] += about  # variance of the next state -> second moment
-            out.append(best)
+        pairs_here = np.unique(self.pair[sl])
+        leaves: list = [None] * space.n_boxes  # per box: (n_classes, m) candidate words, None if closed
+        for b, (words, pair_open) in self.words.items():
+            if pair_open[pairs_here].any():
+                leaves[b] = words[:, sl]
+        out = [space.max_tree[first].evaluate(leaves) for first in ((False, True) if space.doubling else (False,))]
         return out[0], out[-1], self.center[sl], self.shift[sl]
 
 
