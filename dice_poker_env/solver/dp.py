@@ -451,16 +451,16 @@ def _widget_second_internal(P1: np.ndarray, P2: np.ndarray):
 
     ``P1`` / ``P2`` are the ``(252, m)`` tables of scoring each roll after a
     reroll / from the turn's first roll (the same array without first-roll
-    doubling); both are overwritten. Returns the ``(m,)`` expected value and
-    second moment of the turn (relative to the tables' offset).
+    doubling); they are left as they are. Returns the ``(m,)`` expected value
+    and second moment of the turn (relative to the tables' offset).
     """
-    if P2 is P1:
-        P2 = P1.copy()
     K1 = _internal_keep_values(_as_floats(P1), _FOUR_PLUS_IROLL_T)  # values and second moments at once
-    np.maximum(P1, _best_of_subkeeps(K1.view(np.int64)), out=P1)
-    K2 = _internal_keep_values(_as_floats(P1), _FOUR_PLUS_IROLL_T)
-    np.maximum(P2, _best_of_subkeeps(K2.view(np.int64)), out=P2)
-    both = _FIRST_PROB_INTERNAL @ _as_floats(P2)
+    W1 = _best_of_subkeeps(K1.view(np.int64))
+    np.maximum(W1, P1, out=W1)  # one reroll left: the better of scoring and the best keep
+    K2 = _internal_keep_values(_as_floats(W1), _FOUR_PLUS_IROLL_T)
+    W2 = _best_of_subkeeps(K2.view(np.int64))
+    np.maximum(W2, P2, out=W2)
+    both = _FIRST_PROB_INTERNAL @ _as_floats(W2)
     return both[1::2], both[0::2]
 
 
@@ -987,32 +987,42 @@ class BlockScores:
 
         Each word holds a candidate's value relative to ``center`` (``>= 0``, or
         ``-inf`` when illegal) and its second moment about ``center + shift``:
-        ``(value - shift)^2`` plus the variance of the next state. Built in float64
-        once per block, so a chunk's tables are only slices of them and the max
-        over boxes (:class:`BoxMaxTree`).
+        ``(value - shift)^2`` plus the variance of the next state. Built once per
+        block, so a chunk's tables are only slices of them and the max over boxes
+        (:class:`BoxMaxTree`). ``center`` is the least legal candidate, so legal
+        values are ``>= 0`` up to rounding; they are clipped to ``+0.0`` (a
+        negative float, ``-0.0`` included, would read as a negative word).
         """
-        center, shift = self.center, self.shift.astype(np.float64)
+        center, shift = self.center, self.shift
+        dtype = WORK_DTYPE
         #: box -> (words, (pairs,) whether the box is legal for some roll of the pair)
         self.words: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-        def words(legal, total, var):
-            q = np.where(legal, total - center, -np.inf)
-            about = q - shift
-            return _pairs(q.astype(WORK_DTYPE), (var + about * about).astype(WORK_DTYPE))
+        def words(q, legal, var):
+            np.maximum(q, 0, out=q)
+            q += 0.0  # -0.0 -> +0.0
+            np.copyto(q, -np.inf, where=~legal)
+            second = q - shift
+            second *= second
+            second += var
+            return _pairs(q, second)
 
         if self.upper_open:
-            upper_words = words(upper_legal, upper_total, upper_var)
+            q = (upper_total - center).astype(dtype)
+            upper_words = words(q, upper_legal, upper_var.astype(dtype))
             for i, b in enumerate(self.upper_open):
                 self.words[b] = (upper_words[i], (moves.pair_any >> b & 1).astype(bool))
         for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
-            legal_s = legal[:, self.pair]
-            total = reward[:, self.pair] + v_same
-            var = np.broadcast_to(c_same, legal_s.shape)
-            if v_full is not None:
-                to_full = becomes_full[:, self.pair]
-                total = np.where(to_full, reward[:, self.pair] + v_full, total)
-                var = np.where(to_full, c_full, var)
-            self.words[b] = (words(legal_s, total, var), legal.any(axis=0))
+            points = reward.astype(dtype).take(self.pair, axis=1)  # (classes, states)
+            legal_s = legal.take(self.pair, axis=1)
+            if v_full is None:
+                q = points + (v_same - center).astype(dtype)
+                var = c_same.astype(dtype)
+            else:
+                to_full = becomes_full.take(self.pair, axis=1)
+                q = points + np.where(to_full, (v_full - center).astype(dtype), (v_same - center).astype(dtype))
+                var = np.where(to_full, c_full.astype(dtype), c_same.astype(dtype))
+            self.words[b] = (words(q, legal_s, var), legal.any(axis=0))
 
     def tables(self, sl: slice, boxes: bool = False):
         """The :func:`score_tables` results of the states ``sl`` of the block."""
