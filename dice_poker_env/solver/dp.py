@@ -605,9 +605,18 @@ class StateSpace:
         self.n_full = 2 if self.five_box >= 0 and (tables.joker != 0 or tables.five_kind_bonus > 0) else 1
         self.size = self.n_masks * self.n_slots * self.n_full
         self.box_classes = [box_classes(tables, b, self.doubling) for b in range(n)]
+        #: per box: the points group of each roll class (classes of equal points after
+        #: which an upper box leads to the same next state) and a class of each group
+        self.point_groups = [self._point_groups(b) for b in range(n)]
         self._internal = {}
         #: the max over boxes per roll (internal roll order), after a reroll and from the first roll
         self.max_tree = {first: BoxMaxTree([self.internal_classes(b, first) for b in range(n)]) for first in ((False, True) if self.doubling else (False,))}
+
+    def _point_groups(self, box: int) -> tuple[np.ndarray, np.ndarray]:
+        cls = self.box_classes[box]
+        points = np.where(cls.first, self.tables.score_first_roll[cls.roll, box], self.tables.score[cls.roll, box])
+        _, rep, group_of = np.unique(points, return_index=True, return_inverse=True)
+        return group_of.reshape(-1), rep
 
     def internal_classes(self, box: int, first: bool) -> np.ndarray:
         """The class of each roll of ``box``, rolls in the widget's internal order."""
@@ -674,36 +683,63 @@ class ChunkMoves:
         self.open_boxes = [b for b in range(space.n_boxes) if any_pair >> b & 1]
 
     def upper_moves(self, box: int):
-        """``(legal, reward, next_key)``, each ``(n_classes, m)``, for an upper box."""
-        legal, reward, keys = self.upper_moves_batch([box])
+        """``(legal, reward, next_key)``, each ``(n_classes, m)``, for an upper box (per class)."""
+        group, legal, delta, reward, keys = self.upper_moves_grouped([box])
         n = len(self.space.box_classes[box].roll)
-        return legal[0, :n], reward[0, :n], keys[0, :n]
+        g = group[0, :n]
+        return legal[0, :n][:, self.pair_of_state], reward[0, g] + delta[0, :n][:, self.pair_of_state], keys[0, g]
 
-    def upper_moves_batch(self, boxes: list[int]):
-        """:meth:`upper_moves` of several upper boxes in one engine call.
+    def upper_moves_grouped(self, boxes: list[int]):
+        """The moves of several upper boxes, per points group and state, and per class and pair.
 
-        Returns ``(legal, reward, next_key)`` of shape ``(len(boxes), C, m)``, the
-        class axis padded to the largest class count with copies of class 0.
+        Writing a roll in an upper box leads to a next state that depends on the
+        roll only through the points written (upper boxes take no joker points),
+        and the upper bonus depends on the upper total only through them. So the
+        engine is asked per (box, points group, state) for the reward and next
+        state, and per (box, roll class, pair) for what the class adds to its
+        group's reward (a five-of-a-kind bonus): the difference of two engine
+        rewards at the same upper total, in which the upper bonus cancels.
+
+        Returns ``(group, legal, delta, reward, next_key)``: ``(nb, C)`` the group of
+        each class (the class axis padded with class 0), ``(nb, C, pairs)`` legality
+        and added reward of each class, ``(nb, G, m)`` reward and next state of each
+        group (the group axis padded with group 0).
         """
         space = self.space
         classes = [space.box_classes[b] for b in boxes]
+        groups = [space.point_groups[b] for b in boxes]
         width = max(len(c.roll) for c in classes)
-        pad = lambda a: np.concatenate([a, np.repeat(a[:1], width - len(a))])  # noqa: E731
-        rolls = np.stack([pad(c.roll) for c in classes])  # (nb, C)
-        firsts = np.stack([pad(c.first) for c in classes])
+        n_groups = max(len(rep) for _, rep in groups)
+        pad = lambda a, n: np.concatenate([a, np.repeat(a[:1], n - len(a))])  # noqa: E731
+        rolls = np.stack([pad(c.roll, width) for c in classes])  # (nb, C)
+        firsts = np.stack([pad(c.first, width) for c in classes])
+        group = np.stack([pad(g, width) for g, _ in groups])  # (nb, C)
+        rep = np.stack([pad(r, n_groups) for _, r in groups])  # (nb, G) a class of each group
+        nb = np.arange(len(boxes))[:, None]
         box = np.asarray(boxes, dtype=np.int64)[:, None]
-        legal = ((self.pair_legal[:, rolls] >> box[None]) & 1).astype(bool)  # (pairs, nb, C)
-        legal = np.moveaxis(legal[self.pair_of_state], 0, -1)  # (nb, C, m)
+        legal = ((self.pair_legal.T[rolls] >> box[..., None]) & 1).astype(bool)  # (nb, C, pairs)
+        # per (class, pair): what the class adds to the reward of its group's class
+        first_state = np.zeros(len(self.pair_filled), dtype=np.int64)
+        first_state[self.pair_of_state[::-1]] = np.arange(len(self.filled))[::-1]
+        pair_args = (self.pair_filled, self.upper[first_state], self.pair_full)
+        points, bonus, _ = score_points(space.tables, *pair_args, rolls[..., None], firsts[..., None], box[..., None])
+        rep_of_class = rep[nb, group]  # (nb, C) the representative class of each class's group
+        rep_points, rep_bonus, _ = score_points(
+            space.tables, *pair_args, rolls[nb, rep_of_class][..., None], firsts[nb, rep_of_class][..., None], box[..., None]
+        )
+        delta = np.broadcast_to(np.asarray(points + bonus - rep_points - rep_bonus, dtype=np.float64), legal.shape)
+        # per (group, state): reward and next state
+        g_rolls, g_firsts = rolls[nb, rep], firsts[nb, rep]  # (nb, G)
         points, bonus, new_upper = score_points(
-            space.tables, self.filled, self.upper, self.full, rolls[..., None], firsts[..., None], box[..., None]
+            space.tables, self.filled, self.upper, self.full, g_rolls[..., None], g_firsts[..., None], box[..., None]
         )
         new_filled = self.filled | (1 << box[..., None])  # (nb, 1, m)
         is_five = (box == space.five_box)[..., None] if space.n_full == 2 else False
         new_full = self.full | (is_five & (points > 0))
-        next_upper = space.canonical_upper(new_filled, new_upper)
-        keys = np.broadcast_to(space.key(new_filled, next_upper, new_full), legal.shape)
-        reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), legal.shape)
-        return legal, reward, keys
+        shape = (len(boxes), n_groups, len(self.filled))
+        keys = np.broadcast_to(space.key(new_filled, space.canonical_upper(new_filled, new_upper), new_full), shape)
+        reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), shape)
+        return group, legal, delta, reward, keys
 
     def lower_moves(self, box: int):
         """``(legal, reward, becomes_full, key_same, key_full)`` for a non-upper box.
@@ -932,13 +968,22 @@ class BlockScores:
         best_next = np.full(m, -np.inf)
         self.upper_open = [b for b in moves.open_boxes if space.tables.is_upper[b]]
         self.lower = []
-        if self.upper_open:  # all upper boxes in one engine call
-            legal, reward, keys = moves.upper_moves_batch(self.upper_open)
-            v, c = _lookup(index, keys, legal, value, variance, second)
-            upper_total = reward + v  # points now + expected points after, per (box, class, state)
-            np.min(np.where(legal, upper_total, np.inf), axis=(0, 1), out=center)
-            np.max(np.where(legal, v, -np.inf), axis=(0, 1), out=best_next)
-            upper_c, upper_legal = c, legal
+        if self.upper_open:  # all upper boxes at once, per points group (see upper_moves_grouped)
+            group, legal_cp, delta_cp, reward, keys = moves.upper_moves_grouped(self.upper_open)
+            nb = np.arange(len(self.upper_open))[:, None]
+            legal_gp = np.zeros(reward.shape[:2] + legal_cp.shape[2:], dtype=bool)  # (nb, G, pairs)
+            low_delta = np.full(legal_gp.shape, np.inf)  # least added reward of a legal class of the group
+            for c in range(group.shape[1]):
+                legal_gp[nb, group[:, c : c + 1]] |= legal_cp[:, c : c + 1]
+                low = low_delta[nb, group[:, c : c + 1]]
+                low_delta[nb, group[:, c : c + 1]] = np.minimum(low, np.where(legal_cp[:, c : c + 1], delta_cp[:, c : c + 1], np.inf))
+            legal_g = legal_gp[:, :, self.pair]
+            v, c = _lookup(index, keys, legal_g, value, variance, second)
+            upper_total = reward + v  # points now + expected points after, per (box, group, state)
+            np.min(np.where(legal_g, upper_total + low_delta[:, :, self.pair], np.inf), axis=(0, 1), out=center)
+            np.max(np.where(legal_g, v, -np.inf), axis=(0, 1), out=best_next)
+            upper_c = c
+            upper_moves = (group, legal_cp, delta_cp)
         lower_raw = []
         for b in moves.open_boxes:
             if space.tables.is_upper[b]:
@@ -969,10 +1014,13 @@ class BlockScores:
         #: float32 precision; ``shift`` (float32) is that point relative to ``center``
         self.shift = (best_next - center).astype(dtype)
         if second:
-            self._build_words(moves, upper_legal if self.upper_open else None, upper_total if self.upper_open else None, upper_c if self.upper_open else None, lower_raw)
+            self._build_words(moves, upper_moves if self.upper_open else None, upper_total if self.upper_open else None, upper_c if self.upper_open else None, lower_raw)
             return
         if self.upper_open:
-            self.upper_q = np.where(upper_legal, upper_total - center, -np.inf).astype(dtype)
+            q = self._upper_classes(upper_moves, upper_total - center, np.float64)
+            np.maximum(q, 0.0, out=q)  # a legal candidate a rounding below the least one
+            np.copyto(q, -np.inf, where=~upper_moves[1][:, :, self.pair])
+            self.upper_q = q.astype(dtype)
             #: (n_upper, pairs): whether each upper box is legal for some roll of the pair
             self.upper_pair_open = ((moves.pair_any[None, :] >> np.asarray(self.upper_open)[:, None]) & 1).astype(bool)
         for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
@@ -982,7 +1030,18 @@ class BlockScores:
                 v_full = (v_full - center).astype(dtype)
             self.lower.append((b, r_pair, becomes_full, legal.any(axis=0), v_same, None, v_full, None))
 
-    def _build_words(self, moves, upper_legal, upper_total, upper_var, lower_raw) -> None:
+    def _upper_classes(self, upper_moves, group_values: np.ndarray, dtype) -> np.ndarray:
+        """``(nb, C, m)`` per-class values of the upper boxes from ``(nb, G, m)`` group values.
+
+        A class's value is its group's plus what the class adds (``delta``); legal
+        or not.
+        """
+        group, _, delta_cp = upper_moves
+        values = np.take_along_axis(group_values, group[:, :, None], axis=1)
+        values += delta_cp.astype(dtype)[:, :, self.pair]
+        return values
+
+    def _build_words(self, moves, upper_moves, upper_total, upper_var, lower_raw) -> None:
         """The solve's candidates: per open box, ``(n_classes, block)`` words (:func:`_pairs`).
 
         Each word holds a candidate's value relative to ``center`` (``>= 0``, or
@@ -1008,8 +1067,10 @@ class BlockScores:
             return _pairs(q, second)
 
         if self.upper_open:
-            q = (upper_total - center).astype(dtype)
-            upper_words = words(q, upper_legal, upper_var.astype(dtype))
+            group, legal_cp, _ = upper_moves
+            q = self._upper_classes(upper_moves, (upper_total - center).astype(dtype), dtype)
+            var = np.take_along_axis(upper_var.astype(dtype), group[:, :, None], axis=1)
+            upper_words = words(q, legal_cp[:, :, self.pair], var)
             for i, b in enumerate(self.upper_open):
                 self.words[b] = (upper_words[i], (moves.pair_any >> b & 1).astype(bool))
         for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
