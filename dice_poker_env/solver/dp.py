@@ -921,6 +921,9 @@ def _lookup(index: StateIndex, keys: np.ndarray, legal: np.ndarray, value: np.nd
     return value[pos], (value2[pos] if second else None)
 
 
+#: how far below its least legal candidate a state's tables are centered (see :class:`BlockScores`)
+CENTER_MARGIN = 1.0
+
 #: dtype of the per-turn tables: float32 halves memory traffic; values are
 #: centered per state (see :func:`score_tables`) so the rounding error stays ~1e-5
 WORK_DTYPE = np.float32
@@ -1005,9 +1008,11 @@ class BlockScores:
             lower_raw.append((b, legal, reward, becomes_full, v_same, c_same, v_full, c_full))
         center[~np.isfinite(center)] = 0.0
         best_next[~np.isfinite(best_next)] = center[~np.isfinite(best_next)]
-        #: per state, the lowest total (points + next value) of a legal score move: table
-        #: values are relative to it, so every legal entry is >= 0 (the words of
-        #: :func:`_pairs` need that)
+        #: per state, a point below the lowest total (points + next value) of a legal
+        #: score move: table values are relative to it, so every legal entry is at
+        #: least ``CENTER_MARGIN`` above 0 whatever the float32 rounding (the words of
+        #: :func:`_pairs` need values ``> 0``; a negative float reads as a negative word)
+        center -= CENTER_MARGIN
         self.center = center
         #: second moments are taken about the best legal next-state value instead, which
         #: lies near the state's mean: ``E[(x - c)^2] - (E[x] - c)^2`` then cancels little
@@ -1018,7 +1023,6 @@ class BlockScores:
             return
         if self.upper_open:
             q = self._upper_classes(upper_moves, upper_total - center, np.float64)
-            np.maximum(q, 0.0, out=q)  # a legal candidate a rounding below the least one
             np.copyto(q, -np.inf, where=~upper_moves[1][:, :, self.pair])
             self.upper_q = q.astype(dtype)
             #: (n_upper, pairs): whether each upper box is legal for some roll of the pair
@@ -1044,46 +1048,43 @@ class BlockScores:
     def _build_words(self, moves, upper_moves, upper_total, upper_var, lower_raw) -> None:
         """The solve's candidates: per open box, ``(n_classes, block)`` words (:func:`_pairs`).
 
-        Each word holds a candidate's value relative to ``center`` (``>= 0``, or
-        ``-inf`` when illegal) and its second moment about ``center + shift``:
+        Each word holds a candidate's value relative to ``center`` (``> 0``, or
+        ``-inf`` when illegal: illegal points are ``-inf`` already per pair, and the
+        sum keeps them so) and its second moment about ``center + shift``:
         ``(value - shift)^2`` plus the variance of the next state. Built once per
         block, so a chunk's tables are only slices of them and the max over boxes
-        (:class:`BoxMaxTree`). ``center`` is the least legal candidate, so legal
-        values are ``>= 0`` up to rounding; they are clipped to ``+0.0`` (a
-        negative float, ``-0.0`` included, would read as a negative word).
+        (:class:`BoxMaxTree`).
         """
         center, shift = self.center, self.shift
         dtype = WORK_DTYPE
         #: box -> (words, (pairs,) whether the box is legal for some roll of the pair)
         self.words: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-        def words(q, legal, var):
-            np.maximum(q, 0, out=q)
-            q += 0.0  # -0.0 -> +0.0
-            np.copyto(q, -np.inf, where=~legal)
-            second = q - shift
+        def words(value, var):
+            out = np.empty(value.shape + (2,), dtype=dtype)
+            out[..., 1] = value
+            second = np.subtract(value, shift, out=value)
             second *= second
-            second += var
-            return _pairs(q, second)
+            np.add(second, var, out=out[..., 0])
+            return out.view(np.int64)[..., 0]
 
         if self.upper_open:
-            group, legal_cp, _ = upper_moves
-            q = self._upper_classes(upper_moves, (upper_total - center).astype(dtype), dtype)
-            var = np.take_along_axis(upper_var.astype(dtype), group[:, :, None], axis=1)
-            upper_words = words(q, legal_cp[:, :, self.pair], var)
+            group, legal_cp, delta_cp = upper_moves
+            value = np.take_along_axis((upper_total - center).astype(dtype), group[:, :, None], axis=1)
+            value += np.where(legal_cp, delta_cp, -np.inf).astype(dtype)[:, :, self.pair]
+            upper_words = words(value, np.take_along_axis(upper_var.astype(dtype), group[:, :, None], axis=1))
             for i, b in enumerate(self.upper_open):
                 self.words[b] = (upper_words[i], (moves.pair_any >> b & 1).astype(bool))
         for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
-            points = reward.astype(dtype).take(self.pair, axis=1)  # (classes, states)
-            legal_s = legal.take(self.pair, axis=1)
+            value = np.where(legal, reward, -np.inf).astype(dtype).take(self.pair, axis=1)  # (classes, states)
             if v_full is None:
-                q = points + (v_same - center).astype(dtype)
+                value += (v_same - center).astype(dtype)
                 var = c_same.astype(dtype)
             else:
                 to_full = becomes_full.take(self.pair, axis=1)
-                q = points + np.where(to_full, (v_full - center).astype(dtype), (v_same - center).astype(dtype))
+                value += np.where(to_full, (v_full - center).astype(dtype), (v_same - center).astype(dtype))
                 var = np.where(to_full, c_full.astype(dtype), c_same.astype(dtype))
-            self.words[b] = (words(q, legal_s, var), legal.any(axis=0))
+            self.words[b] = (words(value, var), legal.any(axis=0))
 
     def tables(self, sl: slice, boxes: bool = False):
         """The :func:`score_tables` results of the states ``sl`` of the block."""
