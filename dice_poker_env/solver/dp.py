@@ -605,6 +605,9 @@ class StateSpace:
         self.n_full = 2 if self.five_box >= 0 and (tables.joker != 0 or tables.five_kind_bonus > 0) else 1
         self.size = self.n_masks * self.n_slots * self.n_full
         self.box_classes = [box_classes(tables, b, self.doubling) for b in range(n)]
+        #: every roll that represents a class of some box, and where each box's representatives are in it
+        self.class_rolls = np.unique(np.concatenate([c.roll for c in self.box_classes]))
+        self.class_roll_pos = [np.searchsorted(self.class_rolls, c.roll) for c in self.box_classes]
         #: per box: the points group of each roll class (classes of equal points after
         #: which an upper box leads to the same next state) and a class of each group
         self.point_groups = [self._point_groups(b) for b in range(n)]
@@ -787,7 +790,6 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
     tables = space.tables
     n_words = -(-space.n_slots // 64)
     zero_slot = -space.upper_lo  # slot of the canonical total 0
-    rolls = np.arange(N_ROLLS)
     filled = np.zeros(1, dtype=np.int64)
     full = np.zeros(1, dtype=bool)
     bits = np.zeros((1, n_words), dtype=np.uint64)
@@ -795,23 +797,32 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
     bits[0, start // 64] = np.uint64(1) << np.uint64(start % 64)
     layers = [_bitset_keys(space, filled, full, bits)]
     for _ in range(tables.turns):
-        legal = np.broadcast_to(np.asarray(legal_boxes(tables, filled[:, None], full[:, None], rolls[None, :]), dtype=np.int64), (len(filled), N_ROLLS))
+        # legality is the same on all rolls of a class: ask the engine on class representatives only
+        reps = space.class_rolls
+        legal = np.broadcast_to(np.asarray(legal_boxes(tables, filled[:, None], full[:, None], reps[None, :]), dtype=np.int64), (len(filled), len(reps)))
         any_legal = int(np.bitwise_or.reduce(legal.reshape(-1))) if len(filled) else 0
         moves = []  # per box: (source pair, upper shift, new full flag) of each distinct move
         for box in range(space.n_boxes):
             if not any_legal >> box & 1:
                 continue
             cls = space.box_classes[box]
-            legal_c = ((legal[:, cls.roll] >> box) & 1).astype(bool)  # (pairs, classes)
+            legal_c = ((legal[:, space.class_roll_pos[box]] >> box) & 1).astype(bool)  # (pairs, classes)
             points, _, delta = score_points(tables, filled[:, None], 0, full[:, None], cls.roll[None, :], cls.first[None, :], box)
             delta = np.broadcast_to(np.asarray(delta, dtype=np.int64), legal_c.shape)
             if space.n_full == 2:
                 new_full = full[:, None] | ((box == space.five_box) & (np.asarray(points) > 0))
             else:
                 new_full = np.zeros(1, dtype=bool)
-            pair, cls_index = np.nonzero(legal_c)
-            move = np.unique((pair << 32) | ((delta[pair, cls_index] + (1 << 30)) << 1) | np.broadcast_to(new_full, legal_c.shape)[pair, cls_index])
-            moves.append((box, move >> 32, ((move & 0xFFFFFFFF) >> 1) - (1 << 30), (move & 1).astype(bool)))
+            kind = np.broadcast_to(delta * 2 + new_full, legal_c.shape)  # upper total added, new full flag
+            legal_kinds = kind[legal_c]
+            if not len(legal_kinds):
+                continue
+            low = int(legal_kinds.min())
+            present = np.zeros(int(legal_kinds.max()) - low + 1, dtype=bool)
+            present[legal_kinds - low] = True
+            for k in np.flatnonzero(present) + low:  # a few kinds per box: one bitset shift each
+                pair = np.flatnonzero((legal_c & (kind == k)).any(axis=1))
+                moves.append((box, pair, np.full(len(pair), k >> 1), np.full(len(pair), bool(k & 1))))
         if not moves:
             filled, full, bits = filled[:0], full[:0], bits[:0]
         else:
@@ -826,31 +837,29 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
             else:
                 lo = hi = np.full(len(pair), zero_slot)
             moved = _shift_clip(bits[pair], shift, lo, hi)
+            # OR the moved bitsets into their next pair, word by word, in a dense table over pair codes
             code = new_filled * 2 + new_full
-            order = np.argsort(code, kind="stable")
-            code = code[order]
-            starts = np.flatnonzero(np.concatenate([[True], code[1:] != code[:-1]]))
-            bits = np.bitwise_or.reduceat(moved[order], starts, axis=0)
-            filled, full = code[starts] >> 1, (code[starts] & 1).astype(bool)
+            merged = np.zeros((n_words, 2 * space.n_masks), dtype=np.uint64)
+            for word in range(n_words):
+                np.bitwise_or.at(merged[word], code, moved[:, word])
+            code = np.flatnonzero(merged.any(axis=0))
+            bits = np.ascontiguousarray(merged[:, code].T)
+            filled, full = code >> 1, (code & 1).astype(bool)
         layers.append(_bitset_keys(space, filled, full, bits))
         if progress is not None:
             progress.update(1)
     return layers
 
 
-_ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
+def _low_positions(n_words: int) -> np.ndarray:
+    """``(64 n + 1, n)`` uint64: row ``a`` is the bitset of the positions below ``a``."""
+    bits = np.arange(64 * n_words + 1)[:, None] > np.arange(64 * n_words)[None, :]
+    return np.packbits(bits, axis=1, bitorder="little").view(np.uint64)
 
 
-def _low_bits(k: np.ndarray) -> np.ndarray:
-    """uint64 words with the low ``k`` bits set (``k`` clipped to 0..64)."""
-    k = np.clip(k, 0, 64).astype(np.uint64)
-    return np.where(k >= 64, _ALL_BITS, (np.uint64(1) << np.minimum(k, np.uint64(63))) - np.uint64(1))
-
-
-def _range_mask(lo: np.ndarray, hi: np.ndarray, n_words: int) -> np.ndarray:
-    """``(rows, n_words)`` bitsets of the positions ``lo..hi`` per row (inclusive, any integers)."""
-    base = 64 * np.arange(n_words)[None, :]
-    return _low_bits(hi[:, None] + 1 - base) & ~_low_bits(lo[:, None] - base)
+def _below(position: np.ndarray, n_words: int, table: np.ndarray) -> np.ndarray:
+    """``(rows, n_words)`` bitsets of the positions below ``position[row]`` (any integers)."""
+    return table[np.clip(position, 0, 64 * n_words)]
 
 
 def _set_bit(bits: np.ndarray, position: np.ndarray, where: np.ndarray) -> None:
@@ -867,10 +876,12 @@ def _shift_clip(bits: np.ndarray, shift: np.ndarray, lo: np.ndarray, hi: np.ndar
     canonical upper total does.
     """
     rows, n_words = bits.shape
-    edge = 64 * n_words
-    kept = bits & _range_mask(lo - shift, hi - shift, n_words)  # positions landing inside lo..hi
-    below = (bits & _range_mask(np.full(rows, -1), lo - shift - 1, n_words)).any(axis=1)
-    above = (bits & _range_mask(hi - shift + 1, np.full(rows, edge), n_words)).any(axis=1)
+    table = _low_positions(n_words)
+    below_lo = _below(lo - shift, n_words, table)  # source positions landing below lo
+    up_to_hi = _below(hi - shift + 1, n_words, table)  # ... at or below hi
+    kept = bits & up_to_hi & ~below_lo
+    below = (bits & below_lo).any(axis=1)
+    above = (bits & ~up_to_hi).any(axis=1)
     words, offset = np.divmod(shift, 64)
     padded = np.zeros((rows, 3 * n_words + 2), dtype=np.uint64)
     padded[:, n_words + 1 : 2 * n_words + 1] = kept
