@@ -52,21 +52,23 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Non
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = []
     offset = 0
-    blobs = []
+    blobs = []  # the arrays' own bytes: hashed and written without copies
+    digest = hashlib.sha256()
     for name, array in arrays.items():
         data = np.ascontiguousarray(array)
-        raw = data.tobytes()
-        entries.append({"name": name, "dtype": data.dtype.str, "shape": list(data.shape), "offset": offset, "nbytes": len(raw)})
+        raw = memoryview(data).cast("B") if data.nbytes else b""
+        entries.append({"name": name, "dtype": data.dtype.str, "shape": list(data.shape), "offset": offset, "nbytes": data.nbytes})
         blobs.append(raw)
-        offset += len(raw)
-    payload = b"".join(blobs)
-    header = {"version": SOLVER_VERSION, "meta": meta, "arrays": entries, "sha256": hashlib.sha256(payload).hexdigest(), "size": len(payload)}
+        digest.update(raw)
+        offset += data.nbytes
+    header = {"version": SOLVER_VERSION, "meta": meta, "arrays": entries, "sha256": digest.hexdigest(), "size": offset}
     fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(MAGIC)
             handle.write(json.dumps(header).encode() + b"\n")
-            handle.write(payload)
+            for raw in blobs:
+                handle.write(raw)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

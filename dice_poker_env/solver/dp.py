@@ -488,7 +488,7 @@ class BoxMaxTree:
             for i in range(len(groups)):
                 for j in range(i + 1, len(groups)):
                     code = groups[i][1] * (int(groups[j][1].max()) + 1) + groups[j][1]
-                    count = len(np.unique(code))
+                    count = np.count_nonzero(np.bincount(code))
                     if best is None or count < best[0]:
                         best = (count, i, j, code)
             _, i, j, code = best
@@ -911,6 +911,7 @@ class DPResult:
     layer_start: np.ndarray  # (turns + 2,) offsets of the layers in keys
     value: np.ndarray  # (S,) float64 expected points still to come
     value2: np.ndarray  # (S,) float64 expected square of the points still to come
+    space: StateSpace | None = None  # the state space solved (None when loaded from the cache)
 
 
 class StateIndex:
@@ -1274,4 +1275,4 @@ def _solve_dp(tables: RuleTables, chunk: int, progress, workers: int) -> DPResul
             pool.terminate()
         _SHARED.clear()
     value, variance = np.array(value), np.array(variance)  # private copies (the shared maps are released)
-    return DPResult(keys=keys, layer_start=layer_start, value=value, value2=variance + value * value)
+    return DPResult(keys=keys, layer_start=layer_start, value=value, value2=variance + value * value, space=space)

@@ -81,7 +81,7 @@ class Solution:
     def __init__(self, rules: Rules, dp: DPResult, *, seconds: float = 0.0, from_cache: bool = False, turn_cache_size: int = 131072):
         self.rules = rules
         self.tables = rules.tables
-        self.space = StateSpace(self.tables)
+        self.space = dp.space if dp.space is not None else StateSpace(self.tables)
         self.keys = dp.keys
         self.layer_start = dp.layer_start
         self.value = dp.value
