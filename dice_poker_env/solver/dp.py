@@ -619,6 +619,8 @@ class StateSpace:
         cls = self.box_classes[box]
         points = np.where(cls.first, self.tables.score_first_roll[cls.roll, box], self.tables.score[cls.roll, box])
         _, rep, group_of = np.unique(points, return_index=True, return_inverse=True)
+        if len(rep) == len(points):  # one class per points value: the groups are the classes
+            return np.arange(len(points)), np.arange(len(points))
         return group_of.reshape(-1), rep
 
     def internal_classes(self, box: int, first: bool) -> np.ndarray:
@@ -690,7 +692,8 @@ class ChunkMoves:
         group, legal, delta, reward, keys = self.upper_moves_grouped([box])
         n = len(self.space.box_classes[box].roll)
         g = group[0, :n]
-        return legal[0, :n][:, self.pair_of_state], reward[0, g] + delta[0, :n][:, self.pair_of_state], keys[0, g]
+        added = 0.0 if delta is None else delta[0, :n][:, self.pair_of_state]
+        return legal[0, :n][:, self.pair_of_state], reward[0, g] + added, keys[0, g]
 
     def upper_moves_grouped(self, boxes: list[int]):
         """The moves of several upper boxes, per points group and state, and per class and pair.
@@ -721,16 +724,10 @@ class ChunkMoves:
         nb = np.arange(len(boxes))[:, None]
         box = np.asarray(boxes, dtype=np.int64)[:, None]
         legal = ((self.pair_legal.T[rolls] >> box[..., None]) & 1).astype(bool)  # (nb, C, pairs)
-        # per (class, pair): what the class adds to the reward of its group's class
-        first_state = np.zeros(len(self.pair_filled), dtype=np.int64)
-        first_state[self.pair_of_state[::-1]] = np.arange(len(self.filled))[::-1]
-        pair_args = (self.pair_filled, self.upper[first_state], self.pair_full)
-        points, bonus, _ = score_points(space.tables, *pair_args, rolls[..., None], firsts[..., None], box[..., None])
-        rep_of_class = rep[nb, group]  # (nb, C) the representative class of each class's group
-        rep_points, rep_bonus, _ = score_points(
-            space.tables, *pair_args, rolls[nb, rep_of_class][..., None], firsts[nb, rep_of_class][..., None], box[..., None]
-        )
-        delta = np.broadcast_to(np.asarray(points + bonus - rep_points - rep_bonus, dtype=np.float64), legal.shape)
+        if n_groups == width and all(len(r) == len(c.roll) for (_, r), c in zip(groups, classes)):
+            delta = None  # every class is its own group: nothing to add
+        else:
+            delta = self._class_deltas(boxes, rolls, firsts, group, rep, legal.shape)
         # per (group, state): reward and next state
         g_rolls, g_firsts = rolls[nb, rep], firsts[nb, rep]  # (nb, G)
         points, bonus, new_upper = score_points(
@@ -743,6 +740,22 @@ class ChunkMoves:
         keys = np.broadcast_to(space.key(new_filled, space.canonical_upper(new_filled, new_upper), new_full), shape)
         reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), shape)
         return group, legal, delta, reward, keys
+
+    def _class_deltas(self, boxes, rolls, firsts, group, rep, shape):
+        """``(nb, C, pairs)`` what each class adds to its group's reward, per pair."""
+        space = self.space
+        nb = np.arange(len(boxes))[:, None]
+        box = np.asarray(boxes, dtype=np.int64)[:, None]
+        # per (class, pair): what the class adds to the reward of its group's class
+        first_state = np.zeros(len(self.pair_filled), dtype=np.int64)
+        first_state[self.pair_of_state[::-1]] = np.arange(len(self.filled))[::-1]
+        pair_args = (self.pair_filled, self.upper[first_state], self.pair_full)
+        points, bonus, _ = score_points(space.tables, *pair_args, rolls[..., None], firsts[..., None], box[..., None])
+        rep_of_class = rep[nb, group]  # (nb, C) the representative class of each class's group
+        rep_points, rep_bonus, _ = score_points(
+            space.tables, *pair_args, rolls[nb, rep_of_class][..., None], firsts[nb, rep_of_class][..., None], box[..., None]
+        )
+        return np.broadcast_to(np.asarray(points + bonus - rep_points - rep_bonus, dtype=np.float64), shape)
 
     def lower_moves(self, box: int):
         """``(legal, reward, becomes_full, key_same, key_full)`` for a non-upper box.
@@ -985,17 +998,21 @@ class BlockScores:
         self.lower = []
         if self.upper_open:  # all upper boxes at once, per points group (see upper_moves_grouped)
             group, legal_cp, delta_cp, reward, keys = moves.upper_moves_grouped(self.upper_open)
-            nb = np.arange(len(self.upper_open))[:, None]
-            legal_gp = np.zeros(reward.shape[:2] + legal_cp.shape[2:], dtype=bool)  # (nb, G, pairs)
-            low_delta = np.full(legal_gp.shape, np.inf)  # least added reward of a legal class of the group
-            for c in range(group.shape[1]):
-                legal_gp[nb, group[:, c : c + 1]] |= legal_cp[:, c : c + 1]
-                low = low_delta[nb, group[:, c : c + 1]]
-                low_delta[nb, group[:, c : c + 1]] = np.minimum(low, np.where(legal_cp[:, c : c + 1], delta_cp[:, c : c + 1], np.inf))
-            legal_g = legal_gp[:, :, self.pair]
+            if delta_cp is None:  # each class its own group
+                legal_g = legal_cp[:, :, self.pair]
+            else:
+                nb = np.arange(len(self.upper_open))[:, None]
+                legal_gp = np.zeros(reward.shape[:2] + legal_cp.shape[2:], dtype=bool)  # (nb, G, pairs)
+                low_delta = np.full(legal_gp.shape, np.inf)  # least added reward of a legal class of the group
+                for c in range(group.shape[1]):
+                    legal_gp[nb, group[:, c : c + 1]] |= legal_cp[:, c : c + 1]
+                    low = low_delta[nb, group[:, c : c + 1]]
+                    low_delta[nb, group[:, c : c + 1]] = np.minimum(low, np.where(legal_cp[:, c : c + 1], delta_cp[:, c : c + 1], np.inf))
+                legal_g = legal_gp[:, :, self.pair]
             v, c = _lookup(index, keys, legal_g, value, variance, second)
             upper_total = reward + v  # points now + expected points after, per (box, group, state)
-            np.min(np.where(legal_g, upper_total + low_delta[:, :, self.pair], np.inf), axis=(0, 1), out=center)
+            lowest = upper_total if delta_cp is None else upper_total + low_delta[:, :, self.pair]
+            np.min(np.where(legal_g, lowest, np.inf), axis=(0, 1), out=center)
             np.max(np.where(legal_g, v, -np.inf), axis=(0, 1), out=best_next)
             upper_c = c
             upper_moves = (group, legal_cp, delta_cp)
@@ -1053,6 +1070,8 @@ class BlockScores:
         or not.
         """
         group, _, delta_cp = upper_moves
+        if delta_cp is None:
+            return group_values.copy()
         values = np.take_along_axis(group_values, group[:, :, None], axis=1)
         values += delta_cp.astype(dtype)[:, :, self.pair]
         return values
@@ -1082,9 +1101,15 @@ class BlockScores:
 
         if self.upper_open:
             group, legal_cp, delta_cp = upper_moves
-            value = np.take_along_axis((upper_total - center).astype(dtype), group[:, :, None], axis=1)
-            value += np.where(legal_cp, delta_cp, -np.inf).astype(dtype)[:, :, self.pair]
-            upper_words = words(value, np.take_along_axis(upper_var.astype(dtype), group[:, :, None], axis=1))
+            value = (upper_total - center).astype(dtype)
+            var = upper_var.astype(dtype)
+            if delta_cp is None:  # each class its own group
+                value[~legal_cp[:, :, self.pair]] = -np.inf
+            else:
+                value = np.take_along_axis(value, group[:, :, None], axis=1)
+                value += np.where(legal_cp, delta_cp, -np.inf).astype(dtype)[:, :, self.pair]
+                var = np.take_along_axis(var, group[:, :, None], axis=1)
+            upper_words = words(value, var)
             for i, b in enumerate(self.upper_open):
                 self.words[b] = (upper_words[i], (moves.pair_any >> b & 1).astype(bool))
         for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
