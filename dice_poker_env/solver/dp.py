@@ -814,7 +814,14 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
         reps = space.class_rolls
         legal = np.broadcast_to(np.asarray(legal_boxes(tables, filled[:, None], full[:, None], reps[None, :]), dtype=np.int64), (len(filled), len(reps)))
         any_legal = int(np.bitwise_or.reduce(legal.reshape(-1))) if len(filled) else 0
-        moves = []  # per box: (source pair, upper shift, new full flag) of each distinct move
+        # pairs alike for the upper total: same bitset and same filled upper boxes (the canonical
+        # range of a mask depends on its upper boxes only), so a move's shifted bitset is computed
+        # once per such kind of pair and copied to the others
+        alike = np.column_stack([bits.view(np.int64), filled & tables.upper_bits])
+        _, one_pair, alike_id = np.unique(alike, axis=0, return_index=True, return_inverse=True)
+        alike_id = alike_id.reshape(-1)
+        n_alike = len(one_pair)
+        pairs, move_ids, move_box, move_shift, move_full = [], [], [], [], []
         for box in range(space.n_boxes):
             if not any_legal >> box & 1:
                 continue
@@ -835,23 +842,35 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
             present[legal_kinds - low] = True
             for k in np.flatnonzero(present) + low:  # a few kinds per box: one bitset shift each
                 pair = np.flatnonzero((legal_c & (kind == k)).any(axis=1))
-                moves.append((box, pair, np.full(len(pair), k >> 1), np.full(len(pair), bool(k & 1))))
-        if not moves:
+                pairs.append(pair)
+                move_ids.append(np.full(len(pair), len(move_box)))
+                move_box.append(box)
+                move_shift.append(k >> 1)
+                move_full.append(bool(k & 1))
+        if not pairs:
             filled, full, bits = filled[:0], full[:0], bits[:0]
         else:
-            pair = np.concatenate([m[1] for m in moves])
-            shift = np.concatenate([m[2] for m in moves])
-            new_full = np.concatenate([m[3] for m in moves])
-            new_filled = filled[pair] | (1 << np.concatenate([np.full(len(m[1]), m[0]) for m in moves]))
+            pair, move = np.concatenate(pairs), np.concatenate(move_ids)
+            move_box, move_shift, move_full = np.array(move_box), np.array(move_shift), np.array(move_full)
+            # the distinct (move, kind of pair) combinations, each shifted once
+            combo = move * n_alike + alike_id[pair]
+            seen = np.zeros(len(move_box) * n_alike, dtype=bool)
+            seen[combo] = True
+            distinct = np.flatnonzero(seen)
+            row_of = np.cumsum(seen) - 1
+            source = one_pair[distinct % n_alike]
+            moves_d = distinct // n_alike
+            new_filled = filled[source] | (1 << move_box[moves_d])
             done = space.upper_done[new_filled]
             if space.has_bonus:
                 lo = np.where(done, zero_slot, space.upper_min[new_filled] - space.upper_lo)
                 hi = np.where(done, zero_slot, space.upper_max[new_filled] - space.upper_lo)
             else:
-                lo = hi = np.full(len(pair), zero_slot)
-            moved = _shift_clip(bits[pair], shift, lo, hi)
+                lo = hi = np.full(len(source), zero_slot)
+            shifted = _shift_clip(bits[source], move_shift[moves_d], lo, hi)
+            moved = shifted[row_of[combo]]
             # OR the moved bitsets into their next pair, word by word, in a dense table over pair codes
-            code = new_filled * 2 + new_full
+            code = (filled[pair] | (1 << move_box[move])) * 2 + move_full[move]
             merged = np.zeros((n_words, 2 * space.n_masks), dtype=np.uint64)
             for word in range(n_words):
                 np.bitwise_or.at(merged[word], code, moved[:, word])
