@@ -1091,7 +1091,7 @@ class BlockScores:
         group, _, delta_cp = upper_moves
         if delta_cp is None:
             return group_values.copy()
-        values = np.take_along_axis(group_values, group[:, :, None], axis=1)
+        values = _per_class(group_values, group)
         values += delta_cp.astype(dtype)[:, :, self.pair]
         return values
 
@@ -1125,9 +1125,9 @@ class BlockScores:
             if delta_cp is None:  # each class its own group
                 value[~legal_cp[:, :, self.pair]] = -np.inf
             else:
-                value = np.take_along_axis(value, group[:, :, None], axis=1)
+                value = _per_class(value, group)
                 value += np.where(legal_cp, delta_cp, -np.inf).astype(dtype)[:, :, self.pair]
-                var = np.take_along_axis(var, group[:, :, None], axis=1)
+                var = _per_class(var, group)
             upper_words = words(value, var)
             for i, b in enumerate(self.upper_open):
                 self.words[b] = (upper_words[i], (moves.pair_any >> b & 1).astype(bool))
@@ -1211,6 +1211,13 @@ class BlockScores:
                 leaves[b] = words[:, sl]
         out = [space.max_tree[first].evaluate(leaves) for first in ((False, True) if space.doubling else (False,))]
         return out[0], out[-1], self.center[sl], self.shift[sl]
+
+
+def _per_class(group_values: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """``(nb, C, m)`` rows of ``(nb, G, m)`` per-group values, class ``c`` of box ``i`` reading group ``group[i, c]``."""
+    nb, n_groups, m = group_values.shape
+    rows = (np.arange(nb)[:, None] * n_groups + group).reshape(-1)
+    return group_values.reshape(nb * n_groups, m).take(rows, axis=0).reshape(nb, -1, m)
 
 
 def default_workers() -> int:
