@@ -840,13 +840,16 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
             low = int(legal_kinds.min())
             present = np.zeros(int(legal_kinds.max()) - low + 1, dtype=bool)
             present[legal_kinds - low] = True
-            for k in np.flatnonzero(present) + low:  # a few kinds per box: one bitset shift each
-                pair = np.flatnonzero((legal_c & (kind == k)).any(axis=1))
-                pairs.append(pair)
-                move_ids.append(np.full(len(pair), len(move_box)))
-                move_box.append(box)
-                move_shift.append(k >> 1)
-                move_full.append(bool(k & 1))
+            kinds = np.flatnonzero(present) + low  # a few per box: one bitset shift each
+            number = np.cumsum(present) - 1  # kind -> its number among the box's kinds
+            seen = np.zeros(len(filled) * len(kinds), dtype=bool)  # (pair, kind) moves, each once
+            seen[np.nonzero(legal_c)[0] * len(kinds) + number[legal_kinds - low]] = True
+            pair, k = np.divmod(np.flatnonzero(seen), len(kinds))
+            pairs.append(pair)
+            move_ids.append(k + len(move_box))
+            move_box.extend([box] * len(kinds))
+            move_shift.extend(kinds >> 1)
+            move_full.extend((kinds & 1).astype(bool))
         if not pairs:
             filled, full, bits = filled[:0], full[:0], bits[:0]
         else:
