@@ -968,9 +968,6 @@ def _lookup(index: StateIndex, keys: np.ndarray, legal: np.ndarray, value: np.nd
     return value[pos], (value2[pos] if second else None)
 
 
-#: how far below its least legal candidate a state's tables are centered (see :class:`BlockScores`)
-CENTER_MARGIN = 1.0
-
 #: dtype of the per-turn tables: float32 halves memory traffic; values are
 #: centered per state (see :func:`score_tables`) so the rounding error stays ~1e-5
 WORK_DTYPE = np.float32
@@ -1059,11 +1056,9 @@ class BlockScores:
             lower_raw.append((b, legal, reward, becomes_full, v_same, c_same, v_full, c_full))
         center[~np.isfinite(center)] = 0.0
         best_next[~np.isfinite(best_next)] = center[~np.isfinite(best_next)]
-        #: per state, a point below the lowest total (points + next value) of a legal
-        #: score move: table values are relative to it, so every legal entry is at
-        #: least ``CENTER_MARGIN`` above 0 whatever the float32 rounding (the words of
-        #: :func:`_pairs` need values ``> 0``; a negative float reads as a negative word)
-        center -= CENTER_MARGIN
+        #: per state, the lowest total (points + next value) of a legal score move: table
+        #: values are relative to it, so every legal entry is >= 0 (the words of
+        #: :func:`_pairs` need that; see :meth:`_build_words` for the rounding)
         self.center = center
         #: second moments are taken about the best legal next-state value instead, which
         #: lies near the state's mean: ``E[(x - c)^2] - (E[x] - c)^2`` then cancels little
@@ -1101,12 +1096,16 @@ class BlockScores:
     def _build_words(self, moves, upper_moves, upper_total, upper_var, lower_raw) -> None:
         """The solve's candidates: per open box, ``(n_classes, block)`` words (:func:`_pairs`).
 
-        Each word holds a candidate's value relative to ``center`` (``> 0``, or
+        Each word holds a candidate's value relative to ``center`` (``>= 0``, or
         ``-inf`` when illegal: illegal points are ``-inf`` already per pair, and the
         sum keeps them so) and its second moment about ``center + shift``:
         ``(value - shift)^2`` plus the variance of the next state. Built once per
         block, so a chunk's tables are only slices of them and the max over boxes
-        (:class:`BoxMaxTree`).
+        (:class:`BoxMaxTree`). A legal value that float32 rounding leaves a hair
+        below 0 is clipped to ``+0.0`` (a negative float reads as a negative word,
+        below the illegal ones); candidates tied at the least value then stay
+        exactly tied, and the larger second moment wins among them, as among any
+        other exact ties.
         """
         center, shift = self.center, self.shift
         dtype = WORK_DTYPE
@@ -1114,6 +1113,7 @@ class BlockScores:
         self.words: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def words(value, var):
+            np.maximum(value, 0, out=value, where=value > -np.inf)
             out = np.empty(value.shape + (2,), dtype=dtype)
             out[..., 1] = value
             second = np.subtract(value, shift, out=value)
