@@ -73,8 +73,8 @@ def _solved(spec: str):
 def test_published_optimum(spec, expected, std):
     solution = _solved(spec)
     assert abs(solution.expected_score - expected) < TOLERANCE
-    if std is not None:
-        assert abs(solution.score_std - std) < TOLERANCE
+    if std is not None:  # published to 4 decimals; tighter than TOLERANCE, so a change in tie-breaking shows
+        assert abs(solution.score_std - std) < 1e-4
 
 
 # --------------------------------------------------- brute force on a tiny game
