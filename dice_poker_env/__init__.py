@@ -15,6 +15,10 @@ Layering (imports only point downwards): ``rules`` -> ``engine`` -> ``envs`` /
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import sys
+
 from dice_poker_env.dice import DiceSource, RandomDice, ScriptedDice
 from dice_poker_env.engine.position import PositionError
 from dice_poker_env.rules import RULESET_NAMES, Rules, RulesError, load_rules, ruleset_options
@@ -46,7 +50,40 @@ def _register() -> None:
         )
 
 
-_register()
+class _RegisterWithGymnasium(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Registers the env ids the moment ``gymnasium.envs.registration`` is imported.
+
+    Importing gymnasium costs about 80 ms, which a program that only solves or
+    benchmarks (``dice-poker solve``) need not pay. Anyone who calls
+    ``gym.make`` has imported gymnasium by then, and that import runs the
+    registration; when gymnasium is already loaded, it runs at once.
+    """
+
+    _NAME = "gymnasium.envs.registration"
+
+    def find_spec(self, name, path, target=None):
+        if name != self._NAME:
+            return None
+        sys.meta_path.remove(self)  # let the usual finders locate the module
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        self._loader, spec.loader = spec.loader, self
+        return spec
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        module.__loader__ = module.__spec__.loader = self._loader
+        self._loader.exec_module(module)
+        _register()
+
+
+if _RegisterWithGymnasium._NAME in sys.modules:
+    _register()
+else:
+    sys.meta_path.insert(0, _RegisterWithGymnasium())
 
 __all__ = [
     "DiceSource",

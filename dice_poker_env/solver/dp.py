@@ -606,7 +606,7 @@ class StateSpace:
         self.size = self.n_masks * self.n_slots * self.n_full
         self.box_classes = [box_classes(tables, b, self.doubling) for b in range(n)]
         #: every roll that represents a class of some box, and where each box's representatives are in it
-        self.class_rolls = np.unique(np.concatenate([c.roll for c in self.box_classes]))
+        self.class_rolls = np.unique(np.concatenate([c.roll for c in self.box_classes]), return_index=True)[0]
         self.class_roll_pos = [np.searchsorted(self.class_rolls, c.roll) for c in self.box_classes]
         #: per box: the points group of each roll class (classes of equal points after
         #: which an upper box leads to the same next state) and a class of each group
@@ -1207,7 +1207,7 @@ class BlockScores:
         same array without first-roll doubling), and the states' offsets.
         """
         space = self.space
-        pairs_here = np.unique(self.pair[sl])
+        pairs_here = self.pair[sl]
         leaves: list = [None] * space.n_boxes  # per box: (n_classes, m) candidate words, None if closed
         for b, (words, pair_open) in self.words.items():
             if pair_open[pairs_here].any():
