@@ -962,9 +962,10 @@ class StateIndex:
 
 def _lookup(index: StateIndex, keys: np.ndarray, legal: np.ndarray, value: np.ndarray, value2, second: bool):
     pos = index(keys)
-    if np.any(legal & (pos < 0)):
-        raise RuntimeError("solver: a legal move leads to a state outside the reachable set")
-    pos = np.maximum(pos, 0)
+    if pos.min(initial=0) < 0:  # allowed only for illegal moves
+        if np.any(legal & (pos < 0)):
+            raise RuntimeError("solver: a legal move leads to a state outside the reachable set")
+        pos = np.maximum(pos, 0)
     return value[pos], (value2[pos] if second else None)
 
 
@@ -1040,13 +1041,13 @@ class BlockScores:
             if space.tables.is_upper[b]:
                 continue
             legal, reward, becomes_full, key_same, key_full = moves.lower_moves(b)
-            v_same, c_same = _lookup(index, key_same, legal[:, self.pair].any(axis=0), value, variance, second)
+            v_same, c_same = _lookup(index, key_same, legal.any(axis=0)[self.pair], value, variance, second)
             # lowest points of a legal class, per pair, for each kind of next state
             lowest_same = np.where(legal & ~becomes_full, reward, np.inf).min(axis=0)[self.pair]
             np.minimum(center, lowest_same + v_same, out=center)
             np.maximum(best_next, np.where(lowest_same < np.inf, v_same, -np.inf), out=best_next)
             if becomes_full.any():
-                any_full = (legal & becomes_full)[:, self.pair].any(axis=0)
+                any_full = (legal & becomes_full).any(axis=0)[self.pair]
                 v_full, c_full = _lookup(index, key_full, any_full, value, variance, second)
                 lowest_full = np.where(legal & becomes_full, reward, np.inf).min(axis=0)[self.pair]
                 np.minimum(center, lowest_full + v_full, out=center)
