@@ -252,6 +252,20 @@ def test_queries_reject_bad_input():
 
 
 # ------------------------------------------------ decomposition = the engine
+def _engine_moves(space: StateSpace, filled, upper, full, box: int, first: bool):
+    """Straight from the engine, ``(252, m)`` each: legality, points, bonus and next state key
+    of writing every roll (from the first roll or not) into ``box``, for states ``(filled, upper, full)``."""
+    tables = space.tables
+    rolls = np.arange(N_ROLLS)[:, None]
+    legal = ((np.asarray(game.legal_boxes(tables, filled[None, :], full[None, :], rolls)) >> box) & 1) == 1
+    points, bonus, new_upper = game.score_points(tables, filled[None, :], upper[None, :], full[None, :], rolls, first, box)
+    new_filled = filled | (1 << box)
+    new_full = full[None, :] | ((box == space.five_box) & (points > 0) & (space.n_full == 2))
+    keys = space.key(new_filled[None, :], space.canonical_upper(new_filled[None, :], new_upper), new_full)
+    shape = (N_ROLLS, len(filled))
+    return tuple(np.broadcast_to(a, shape) for a in (legal, points, bonus, keys))
+
+
 @pytest.mark.parametrize("spec", ["yahtzee:forced", "yahtzee:free", "dice_poker", "school_poker", "yatzy"])
 def test_roll_classes_reproduce_the_engine_exactly(spec):
     """The solver's per-class / per-pair evaluation equals direct engine calls on every roll."""
@@ -273,15 +287,7 @@ def test_roll_classes_reproduce_the_engine_exactly(spec):
     for b in range(tables.n_boxes):
         cls = space.box_classes[b]
         for first, of in ((False, cls.of_last), (True, cls.of_first)):
-            rolls = np.arange(N_ROLLS)[:, None]
-            legal = ((np.asarray(game.legal_boxes(tables, filled[None, :], full[None, :], rolls)) >> b) & 1) == 1
-            points, bonus, new_upper = game.score_points(tables, filled[None, :], upper[None, :], full[None, :], rolls, first, b)
-            new_filled = filled | (1 << b)
-            new_full = full[None, :] | ((b == space.five_box) & (points > 0) & (space.n_full == 2))
-            keys = space.key(new_filled[None, :], space.canonical_upper(new_filled[None, :], new_upper), new_full)
-            shape = (N_ROLLS, len(filled))
-            legal, keys = np.broadcast_to(legal, shape), np.broadcast_to(keys, shape)
-            points, bonus = np.broadcast_to(points, shape), np.broadcast_to(bonus, shape)
+            legal, points, bonus, keys = _engine_moves(space, filled, upper, full, b, first)
             if b not in moves.open_boxes:
                 assert not legal.any()
                 continue
@@ -302,19 +308,13 @@ def _reachable_by_states(space: StateSpace) -> list[np.ndarray]:
     """Reference forward pass: every state, every roll, every box, straight from the engine."""
     tables = space.tables
     layers = [np.array([int(space.key(0, space.canonical_upper(np.int64(0), np.int64(0)), False))])]
-    rolls = np.arange(N_ROLLS)[:, None]
     for _ in range(tables.turns):
         filled, upper, full = space.decode(layers[-1])
         found = set()
         for b in range(tables.n_boxes):
             for first in (False, True):
-                legal = ((np.asarray(game.legal_boxes(tables, filled[None, :], full[None, :], rolls)) >> b) & 1) == 1
-                points, _, new_upper = game.score_points(tables, filled[None, :], upper[None, :], full[None, :], rolls, first, b)
-                new_filled = filled | (1 << b)
-                new_full = full[None, :] | ((b == space.five_box) & (points > 0) & (space.n_full == 2))
-                keys = space.key(new_filled[None, :], space.canonical_upper(new_filled[None, :], new_upper), new_full)
-                shape = (N_ROLLS, len(filled))
-                found.update(np.broadcast_to(keys, shape)[np.broadcast_to(legal, shape)].tolist())
+                legal, _, _, keys = _engine_moves(space, filled, upper, full, b, first)
+                found.update(keys[legal].tolist())
         layers.append(np.array(sorted(found), dtype=np.int64))
     return layers
 
