@@ -33,7 +33,8 @@ from dice_poker_env.engine.dice import (
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.solver import CacheWarning, SolverError, solve
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.dp import StateSpace, reachable_layers
+from dice_poker_env.solver.dp import StateSpace
+from dice_poker_env.solver.reachability import reachable_layers
 
 TOLERANCE = 0.0005
 
