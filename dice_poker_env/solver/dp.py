@@ -57,6 +57,7 @@ from dice_poker_env.engine.dice import (
 )
 from dice_poker_env.engine.game import legal_boxes, score_points
 from dice_poker_env.engine.tables import RuleTables
+from dice_poker_env.solver.box_max import BoxMaxTree
 from dice_poker_env.solver.reachability import reachable_layers
 
 
@@ -465,70 +466,6 @@ def _widget_second_internal(P1: np.ndarray, P2: np.ndarray):
     np.maximum(W2, P2, out=W2)
     both = _FIRST_PROB_INTERNAL @ _as_floats(W2)
     return both[1::2], both[0::2]
-
-
-# -- the best box of every roll: a max over boxes, merged on small tables --------
-class BoxMaxTree:
-    """The max over boxes of each roll's candidate, computed on small merged tables.
-
-    A box's candidate for a roll depends only on the roll's class for that box
-    (a handful of classes: its points). Two boxes together depend only on the
-    pair of classes, and few pairs occur (three upper boxes: 56 class triples,
-    not 252 rolls). So the boxes are merged two at a time, always the two groups
-    whose combined classes are fewest (a fixed plan per ruleset), and each merge
-    takes the max of its two children on just those combined rows. Only the last
-    merge is expanded to the 252 rolls: about a third of the row operations of
-    one max per box over all rolls, with the same result (max is order-free).
-    """
-
-    def __init__(self, class_of_roll: list[np.ndarray]):
-        groups = [(box, np.asarray(rows, dtype=np.int64)) for box, rows in enumerate(class_of_roll)]
-        #: merges in evaluation order: (left node, right node, left rows, right rows)
-        self.merges: list[tuple[int, int, np.ndarray, np.ndarray]] = []
-        n_leaves = len(groups)
-        while len(groups) > 1:
-            best = None
-            for i in range(len(groups)):
-                for j in range(i + 1, len(groups)):
-                    code = groups[i][1] * (int(groups[j][1].max()) + 1) + groups[j][1]
-                    count = np.count_nonzero(np.bincount(code))
-                    if best is None or count < best[0]:
-                        best = (count, i, j, code)
-            _, i, j, code = best
-            (left, left_map), (right, right_map) = groups[i], groups[j]
-            combos, first_roll, node_map = np.unique(code, return_index=True, return_inverse=True)
-            self.merges.append((left, right, left_map[first_roll], right_map[first_roll]))
-            groups = [g for k, g in enumerate(groups) if k not in (i, j)] + [(n_leaves + len(self.merges) - 1, node_map.reshape(-1))]
-        self.n_leaves = n_leaves
-        root_map = groups[0][1]
-        if self.merges:  # the last merge is evaluated straight onto the rolls
-            left, right, left_rows, right_rows = self.merges[-1]
-            self.merges[-1] = (left, right, left_rows[root_map], right_rows[root_map])
-            self.root_map = None
-        else:
-            self.root_map = root_map
-
-    def evaluate(self, leaves: list[np.ndarray | None]) -> np.ndarray:
-        """``(252, m)``: per roll, the max over boxes of ``leaves[box][class of the roll]``.
-
-        ``leaves[box]`` is the ``(n_classes, m)`` candidates of the box, or ``None``
-        for a box closed to every state (no candidate). At least one box is open.
-        """
-        # each node's value: (array, rows) with node row u = array[rows[u]] (rows None: identity)
-        values: list = [(leaf, None) if leaf is not None else None for leaf in leaves]
-        for left, right, left_rows, right_rows in self.merges:
-            a, b = values[left], values[right]
-            if a is None or b is None:
-                kept, rows = (b, right_rows) if a is None else (a, left_rows)
-                values.append(None if kept is None else (kept[0], rows if kept[1] is None else kept[1][rows]))
-                continue
-            out = a[0].take(left_rows if a[1] is None else a[1][left_rows], axis=0)
-            np.maximum(out, b[0].take(right_rows if b[1] is None else b[1][right_rows], axis=0), out=out)
-            values.append((out, None))
-        array, rows = values[-1]
-        if self.root_map is not None:
-            rows = self.root_map if rows is None else rows[self.root_map]
-        return array if rows is None else array.take(rows, axis=0)
 
 
 # ---------------------------------------------------------------- state space

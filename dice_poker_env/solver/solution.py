@@ -17,13 +17,33 @@ from dice_poker_env.engine.dice import (
     N_KEEP_ACTIONS,
     N_ROLLS,
     ROLL_DICE,
+    roll_index_of_faces,
 )
-from dice_poker_env.engine.dice import roll_index_of_faces
-from dice_poker_env.engine.game import ROLLS_PER_TURN, legal_boxes, popcount, score_points
-from dice_poker_env.engine.position import make_position, parse_scorecard, secured_upper_bonus
+from dice_poker_env.engine.game import (
+    ROLLS_PER_TURN,
+    legal_boxes,
+    popcount,
+    score_points,
+)
+from dice_poker_env.engine.position import (
+    make_position,
+    parse_scorecard,
+    secured_upper_bonus,
+)
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.dp import KEEP_START, N_DICE, BlockScores, DPResult, StateIndex, StateSpace, roomy_malloc, solve_dp, turn_decisions, widget
+from dice_poker_env.solver.dp import (
+    KEEP_START,
+    N_DICE,
+    BlockScores,
+    DPResult,
+    StateIndex,
+    StateSpace,
+    roomy_malloc,
+    solve_dp,
+    turn_decisions,
+    widget,
+)
 
 #: keeps an env keep action can reach (0..4 dice); the turn cache stores only these
 _N_PROPER_KEEPS = int(KEEP_START[N_DICE])
