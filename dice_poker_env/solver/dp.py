@@ -932,6 +932,8 @@ class BlockScores:
                 value += np.where(to_full, (v_full - center).astype(dtype), (v_same - center).astype(dtype))
                 var = np.where(to_full, c_full.astype(dtype), c_same.astype(dtype))
             self.words[b] = (words(value, var), legal.any(axis=0))
+        #: (boxes in ``words``, states): whether the box is legal for some roll of the state
+        self._open_states = np.array([pair_open for _, pair_open in self.words.values()]).reshape(len(self.words), -1)[:, self.pair]
 
     def tables(self, sl: slice, boxes: bool = False):
         """The :func:`score_tables` results of the states ``sl`` of the block."""
@@ -995,10 +997,9 @@ class BlockScores:
         same array without first-roll doubling), and the states' offsets.
         """
         space = self.space
-        pairs_here = self.pair[sl]
         leaves: list = [None] * space.n_boxes  # per box: (n_classes, m) candidate words, None if closed
-        for b, (words, pair_open) in self.words.items():
-            if pair_open[pairs_here].any():
+        for (b, (words, _)), is_open in zip(self.words.items(), self._open_states[:, sl].any(axis=1)):
+            if is_open:
                 leaves[b] = words[:, sl]
         out = [space.max_tree[first].evaluate(leaves) for first in ((False, True) if space.doubling else (False,))]
         return out[0], out[-1], self.center[sl], self.shift[sl]
