@@ -34,6 +34,7 @@ points (with the first-roll variant when the rules double).
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import ctypes.util
 import mmap
@@ -479,19 +480,21 @@ class BoxClasses:
     of_first: np.ndarray  # (252,) class of each roll scored from the first roll
 
 
-def box_classes(tables: RuleTables, box: int, doubling: bool) -> BoxClasses:
+def box_classes(tables: RuleTables, box: int, doubling: bool, specials: bool = True) -> BoxClasses:
     """Group the (roll, first_roll) items of ``box`` into classes the engine treats alike.
 
     Rolls are grouped by the box's points; five-of-a-kind rolls are singletons
     when the rules have a joker or a five-of-a-kind bonus (the engine's only
-    special cases for them).
+    special cases for them), unless ``specials`` is false: then they join their
+    points class, which is right for states whose five-of-a-kind box is still
+    open (no joker is active and no bonus is due there).
     """
     reps: dict[tuple, int] = {}
     rep_roll: list[int] = []
     rep_first: list[bool] = []
     of = {False: np.empty(N_ROLLS, dtype=np.int64), True: np.empty(N_ROLLS, dtype=np.int64)}
     # five-of-a-kind rolls only behave specially through a joker or a five-of-a-kind bonus
-    special = tables.five_kind_roll if (tables.joker != 0 or tables.five_kind_bonus > 0) else np.zeros(N_ROLLS, dtype=bool)
+    special = tables.five_kind_roll if specials and (tables.joker != 0 or tables.five_kind_bonus > 0) else np.zeros(N_ROLLS, dtype=bool)
     for first in (False, True) if doubling else (False,):
         table = tables.score_first_roll if first else tables.score
         for r in range(N_ROLLS):
@@ -544,7 +547,17 @@ class StateSpace:
         # the flag only matters when a joker or a five-of-a-kind bonus exists
         self.n_full = 2 if self.five_box >= 0 and (tables.joker != 0 or tables.five_kind_bonus > 0) else 1
         self.size = self.n_masks * self.n_slots * self.n_full
-        self.box_classes = [box_classes(tables, b, self.doubling) for b in range(n)]
+        self._set_classes(specials=True)
+        #: the same space with five-of-a-kind rolls in their points classes (fewer classes),
+        #: for blocks of states whose five-of-a-kind box is still open; None without specials
+        self.plain: StateSpace | None = None
+        if self.five_box >= 0 and (tables.joker != 0 or tables.five_kind_bonus > 0):
+            self.plain = copy.copy(self)
+            self.plain._set_classes(specials=False)
+
+    def _set_classes(self, specials: bool) -> None:
+        n = self.n_boxes
+        self.box_classes = [box_classes(self.tables, b, self.doubling, specials) for b in range(n)]
         #: every roll that represents a class of some box, and where each box's representatives are in it
         self.class_rolls = np.unique(np.concatenate([c.roll for c in self.box_classes]), return_index=True)[0]
         self.class_roll_pos = [np.searchsorted(self.class_rolls, c.roll) for c in self.box_classes]
@@ -554,6 +567,13 @@ class StateSpace:
         self._internal = {}
         #: the max over boxes per roll (internal roll order), after a reroll and from the first roll
         self.max_tree = {first: BoxMaxTree([self.internal_classes(b, first) for b in range(n)]) for first in ((False, True) if self.doubling else (False,))}
+
+    def for_block(self, filled: np.ndarray) -> "StateSpace":
+        """The class system for a block of states: :attr:`plain` when no state has its
+        five-of-a-kind box filled (the engine's five-of-a-kind cases cannot arise), else this."""
+        if self.plain is not None and not ((filled >> self.five_box) & 1).any():
+            return self.plain
+        return self
 
     def _point_groups(self, box: int) -> tuple[np.ndarray, np.ndarray]:
         cls = self.box_classes[box]
@@ -1059,7 +1079,7 @@ def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk
     for b_start in range(lo, hi, block):
         b_end = min(hi, b_start + block)
         filled, upper, full = space.decode(keys[b_start:b_end])
-        scores = BlockScores(space, filled, upper, full, value, variance, index, True)
+        scores = BlockScores(space.for_block(filled), filled, upper, full, value, variance, index, True)
         for start in range(b_start, b_end, chunk):
             end = min(b_end, start + chunk)
             last, first, center, shift = scores._tables_packed(slice(start - b_start, end - b_start))
