@@ -256,7 +256,7 @@ def _best_of_subkeeps(B: np.ndarray) -> np.ndarray:
     """In place over keeps, then per internal roll: the best of each one's proper sub-keeps.
 
     ``B`` ``(210, m)`` in internal keep order, any dtype ordered by ``np.maximum``
-    (float values, or packed int64 value-and-second-moment words). Returns ``(252, m)``
+    (float values, or int64 words of a float32 value and its second moment). Returns ``(252, m)``
     in internal roll order.
     """
     for size in range(1, N_DICE):
@@ -808,8 +808,10 @@ class BlockScores:
 
     The engine is called once per block (a few thousand states) for every open
     box; the ``(252, m)`` turn tables are then assembled for cache-sized sub-chunks.
-    ``center`` (per state) is the best next-state value reachable by a legal box
-    (tables are relative to it, which keeps float32 rounding small).
+    ``center`` (per state) is the least total (points + next-state value) of a
+    legal score move: tables are relative to it (small float32 values, and
+    ``>= 0`` as the solve's words need); ``shift`` (relative to ``center``) is the
+    best legal next-state value, about which second moments are taken.
     """
 
     def __init__(self, space: StateSpace, filled, upper, full, value, variance, index: StateIndex, second: bool):
