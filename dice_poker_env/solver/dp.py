@@ -551,7 +551,7 @@ class StateSpace:
         #: the same space with five-of-a-kind rolls in their points classes (fewer classes),
         #: for blocks of states whose five-of-a-kind box is still open; None without specials
         self.plain: StateSpace | None = None
-        if self.five_box >= 0 and (tables.joker != 0 or tables.five_kind_bonus > 0):
+        if self.n_full == 2:  # the rules have five-of-a-kind cases
             self.plain = copy.copy(self)
             self.plain._set_classes(specials=False)
 
@@ -592,14 +592,24 @@ class StateSpace:
         return self._internal[key]
 
     # -- encoding
+    def upper_range(self, filled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)``: the canonical upper totals of masks ``filled`` are ``lo..hi``
+        (just 0 once the total no longer matters; see the module docstring)."""
+        filled = np.asarray(filled, dtype=np.int64)
+        if not self.has_bonus:
+            zero = np.zeros(filled.shape, dtype=np.int64)
+            return zero, zero
+        done = self.upper_done[filled]
+        return np.where(done, 0, self.upper_min[filled]), np.where(done, 0, self.upper_max[filled])
+
     def canonical_upper(self, filled: np.ndarray, upper: np.ndarray) -> np.ndarray:
         """The canonical upper total of states (see the module docstring)."""
-        filled = np.asarray(filled, dtype=np.int64)
-        upper = np.asarray(upper, dtype=np.int64)
-        if not self.has_bonus:
-            return np.zeros(np.broadcast(filled, upper).shape, dtype=np.int64)
-        clipped = np.clip(upper, self.upper_min[filled], self.upper_max[filled])
-        return np.where(self.upper_done[filled], 0, clipped)
+        return np.clip(np.asarray(upper, dtype=np.int64), *self.upper_range(filled))
+
+    def next_full(self, full, box, points) -> np.ndarray:
+        """Whether the five-of-a-kind box holds points after ``points`` are written in
+        ``box`` (broadcasting; always false where the rules need no such flag)."""
+        return np.asarray(full) | ((np.asarray(box) == self.five_box) & (np.asarray(points) > 0) & (self.n_full == 2))
 
     def key(self, filled, upper_canonical, full) -> np.ndarray:
         """State keys of canonical states."""
@@ -694,8 +704,7 @@ class ChunkMoves:
             space.tables, self.filled, self.upper, self.full, g_rolls[..., None], g_firsts[..., None], box[..., None]
         )
         new_filled = self.filled | (1 << box[..., None])  # (nb, 1, m)
-        is_five = (box == space.five_box)[..., None] if space.n_full == 2 else False
-        new_full = self.full | (is_five & (points > 0))
+        new_full = space.next_full(self.full, box[..., None], points)
         shape = (len(boxes), n_groups, len(self.filled))
         keys = np.broadcast_to(space.key(new_filled, space.canonical_upper(new_filled, new_upper), new_full), shape)
         reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), shape)
@@ -825,6 +834,7 @@ class BlockScores:
         best_next = np.full(m, -np.inf)
         self.upper_open = [b for b in moves.open_boxes if space.tables.is_upper[b]]
         self.lower = []
+        upper_moves = upper_total = upper_c = None
         if self.upper_open:  # all upper boxes at once, per points group (see upper_moves_grouped)
             group, legal_cp, delta_cp, reward, keys = moves.upper_moves_grouped(self.upper_open)
             if delta_cp is None:  # each class its own group
@@ -875,12 +885,10 @@ class BlockScores:
         #: float32 precision; ``shift`` (float32) is that point relative to ``center``
         self.shift = (best_next - center).astype(dtype)
         if second:
-            self._build_words(moves, upper_moves if self.upper_open else None, upper_total if self.upper_open else None, upper_c if self.upper_open else None, lower_raw)
+            self._build_words(moves, upper_moves, upper_total, upper_c, lower_raw)
             return
         if self.upper_open:
-            q = self._upper_classes(upper_moves, upper_total - center, np.float64)
-            np.copyto(q, -np.inf, where=~upper_moves[1][:, :, self.pair])
-            self.upper_q = q.astype(dtype)
+            self.upper_q = self._upper_classes(upper_moves, upper_total - center).astype(dtype)
             #: (n_upper, pairs): whether each upper box is legal for some roll of the pair
             self.upper_pair_open = ((moves.pair_any[None, :] >> np.asarray(self.upper_open)[:, None]) & 1).astype(bool)
         for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:
@@ -890,17 +898,18 @@ class BlockScores:
                 v_full = (v_full - center).astype(dtype)
             self.lower.append((b, r_pair, becomes_full, legal.any(axis=0), v_same, None, v_full, None))
 
-    def _upper_classes(self, upper_moves, group_values: np.ndarray, dtype) -> np.ndarray:
+    def _upper_classes(self, upper_moves, group_values: np.ndarray) -> np.ndarray:
         """``(nb, C, m)`` per-class values of the upper boxes from ``(nb, G, m)`` group values.
 
-        A class's value is its group's plus what the class adds (``delta``); legal
-        or not.
+        A class's value is its group's plus what the class adds (``delta``);
+        ``-inf`` where the class is illegal. ``group_values`` may be overwritten.
         """
-        group, _, delta_cp = upper_moves
-        if delta_cp is None:
-            return group_values.copy()
+        group, legal_cp, delta_cp = upper_moves
+        if delta_cp is None:  # each class its own group
+            group_values[~legal_cp[:, :, self.pair]] = -np.inf
+            return group_values
         values = _per_class(group_values, group)
-        values += delta_cp.astype(dtype)[:, :, self.pair]
+        values += np.where(legal_cp, delta_cp, -np.inf).astype(values.dtype)[:, :, self.pair]
         return values
 
     def _build_words(self, moves, upper_moves, upper_total, upper_var, lower_raw) -> None:
@@ -932,16 +941,10 @@ class BlockScores:
             return out.view(np.int64)[..., 0]
 
         if self.upper_open:
-            group, legal_cp, delta_cp = upper_moves
-            value = (upper_total - center).astype(dtype)
+            group, _, delta_cp = upper_moves
+            value = self._upper_classes(upper_moves, (upper_total - center).astype(dtype))
             var = upper_var.astype(dtype)
-            if delta_cp is None:  # each class its own group
-                value[~legal_cp[:, :, self.pair]] = -np.inf
-            else:
-                value = _per_class(value, group)
-                value += np.where(legal_cp, delta_cp, -np.inf).astype(dtype)[:, :, self.pair]
-                var = _per_class(var, group)
-            upper_words = words(value, var)
+            upper_words = words(value, var if delta_cp is None else _per_class(var, group))
             for i, b in enumerate(self.upper_open):
                 self.words[b] = (upper_words[i], (moves.pair_any >> b & 1).astype(bool))
         for b, legal, reward, becomes_full, v_same, c_same, v_full, c_full in lower_raw:

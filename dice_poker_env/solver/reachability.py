@@ -34,16 +34,15 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
     """
     tables = space.tables
     n_words = -(-space.n_slots // 64)
-    zero_slot = -space.upper_lo  # slot of the canonical total 0
     filled = np.zeros(1, dtype=np.int64)
     full = np.zeros(1, dtype=bool)
     bits = np.zeros((1, n_words), dtype=np.uint64)
     start = int(space.canonical_upper(np.int64(0), np.int64(0))) - space.upper_lo
     bits[0, start // 64] = np.uint64(1) << np.uint64(start % 64)
     layers = [_bitset_keys(space, filled, full, bits)]
+    # legality is the same on all rolls of a class: the engine is asked on class representatives only
+    reps = space.class_rolls
     for _ in range(tables.turns):
-        # legality is the same on all rolls of a class: ask the engine on class representatives only
-        reps = space.class_rolls
         legal = np.broadcast_to(np.asarray(legal_boxes(tables, filled[:, None], full[:, None], reps[None, :]), dtype=np.int64), (len(filled), len(reps)))
         any_legal = int(np.bitwise_or.reduce(legal.reshape(-1))) if len(filled) else 0
         # pairs alike for the upper total: same bitset and same filled upper boxes (the canonical
@@ -61,10 +60,7 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
             legal_c = ((legal[:, space.class_roll_pos[box]] >> box) & 1).astype(bool)  # (pairs, classes)
             points, _, delta = score_points(tables, filled[:, None], 0, full[:, None], cls.roll[None, :], cls.first[None, :], box)
             delta = np.broadcast_to(np.asarray(delta, dtype=np.int64), legal_c.shape)
-            if space.n_full == 2:
-                new_full = full[:, None] | ((box == space.five_box) & (np.asarray(points) > 0))
-            else:
-                new_full = np.zeros(1, dtype=bool)
+            new_full = space.next_full(full[:, None], box, points)
             kind = np.broadcast_to(delta * 2 + new_full, legal_c.shape)  # upper total added, new full flag
             legal_kinds = kind[legal_c]
             if not len(legal_kinds):
@@ -96,13 +92,8 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
             source = one_pair[distinct % n_alike]
             moves_d = distinct // n_alike
             new_filled = filled[source] | (1 << move_box[moves_d])
-            done = space.upper_done[new_filled]
-            if space.has_bonus:
-                lo = np.where(done, zero_slot, space.upper_min[new_filled] - space.upper_lo)
-                hi = np.where(done, zero_slot, space.upper_max[new_filled] - space.upper_lo)
-            else:
-                lo = hi = np.full(len(source), zero_slot)
-            shifted = _shift_clip(bits[source], move_shift[moves_d], lo, hi)
+            lo, hi = space.upper_range(new_filled)
+            shifted = _shift_clip(bits[source], move_shift[moves_d], lo - space.upper_lo, hi - space.upper_lo)
             moved = shifted[row_of[combo]]
             # OR the moved bitsets into their next pair, word by word, in a dense table over pair codes
             code = (filled[pair] | (1 << move_box[move])) * 2 + move_full[move]

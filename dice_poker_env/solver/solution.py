@@ -323,7 +323,7 @@ class Solution:
             tables, col(filled), col(upper), col(full), col(roll), col(rolls_left == ROLLS_PER_TURN - 1), boxes
         )
         new_filled = col(filled) | (1 << boxes)
-        new_full = col(full) | ((boxes == self.space.five_box) & (points > 0) & (self.space.n_full == 2))
+        new_full = self.space.next_full(col(full), boxes, points)
         done = popcount(new_filled) >= tables.turns
         next_key = self.space.key(new_filled, self.space.canonical_upper(new_filled, new_upper), new_full)
         next_pos = self.index(np.where(legal == 1, next_key, self.keys[0]))
