@@ -33,10 +33,9 @@ class BoxMaxTree:
                         best = (count, i, j, code)
             _, i, j, code = best
             (left, left_map), (right, right_map) = groups[i], groups[j]
-            combos, first_roll, node_map = np.unique(code, return_index=True, return_inverse=True)
+            _, first_roll, node_map = np.unique(code, return_index=True, return_inverse=True)
             self.merges.append((left, right, left_map[first_roll], right_map[first_roll]))
             groups = [g for k, g in enumerate(groups) if k not in (i, j)] + [(n_leaves + len(self.merges) - 1, node_map.reshape(-1))]
-        self.n_leaves = n_leaves
         root_map = groups[0][1]
         if self.merges:  # the last merge is evaluated straight onto the rolls
             left, right, left_rows, right_rows = self.merges[-1]
