@@ -301,35 +301,24 @@ def _unpack_words(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return high.view(np.float32), words[..., 0]
 
 
-def widget(
-    score_last: np.ndarray,
-    score_first: np.ndarray,
-    score_last2: np.ndarray | None = None,
-    score_first2: np.ndarray | None = None,
-    *,
-    keep_tables: bool = True,
-):
-    """Solve one turn for ``m`` states at once.
+def widget(score_last: np.ndarray, score_first: np.ndarray, *, keep_tables: bool = True):
+    """Solve one turn for ``m`` states at once (values only: the agent's and queries' widget).
 
     Args:
         score_last: ``(252, m)`` float32 best value of scoring each roll after a reroll.
         score_first: ``(252, m)`` the same from the turn's first roll (first-roll doubling).
-        score_last2, score_first2: optional second moments of the chosen score actions.
         keep_tables: return the keep values.
 
     Returns:
-        ``(value, value2, K1, K2)``: ``(m,)`` expected value of the turn start, its
-        second moment (or ``None``), and the ``(210, m)`` values of the proper keeps
-        (engine keep order) with one and with two rolls left (``K1[k]`` = value of
-        keeping ``k`` and rerolling when one reroll is left; ``None`` without
-        ``keep_tables``).
+        ``(value, K1, K2)``: ``(m,)`` expected value of the turn start and the
+        ``(210, m)`` values of the proper keeps (engine keep order) with one and
+        with two rolls left (``K1[k]`` = value of keeping ``k`` and rerolling when
+        one reroll is left; ``None`` without ``keep_tables``).
 
     Internally keeps and rolls are in the order of :data:`KEEP_ORDER` /
-    :data:`ROLL_ORDER`; with second moments, value and second moment travel
-    side by side as one int64 word (:func:`_pairs`) through every max.
+    :data:`ROLL_ORDER`. The solve's widget, with second moments, is
+    :func:`_widget_second_internal`.
     """
-    if score_last2 is not None:
-        return _widget_second(score_last, score_first, score_last2, score_first2)
     K1 = _internal_keep_values(score_last, _FOUR_PLUS_ROLL_T)
     out1 = K1.copy() if keep_tables else None
     W1 = score_last[ROLL_ORDER]
@@ -340,8 +329,8 @@ def widget(
     np.maximum(W2, _best_of_subkeeps(K2), out=W2)
     value = _FIRST_PROB_INTERNAL @ W2
     if not keep_tables:
-        return value, None, None, None
-    return value, None, out1[KEEP_POS], out2[KEEP_POS]
+        return value, None, None
+    return value, out1[KEEP_POS], out2[KEEP_POS]
 
 
 def _pack_id(value: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -409,21 +398,6 @@ def turn_decisions(score_last: np.ndarray, score_first: np.ndarray, box_last: np
             np.add(B, n_keep_actions, out=out[level], casting="unsafe")
         np.copyto(out[level], keep_action, where=best >= S)
     return out.transpose(2, 0, 1)
-
-
-def _widget_second(score_last, score_first, score_last2, score_first2):
-    """:func:`widget` with second moments, from tables in engine roll order.
-
-    The tables are shifted per state by their lowest value (the solve's words
-    need values >= 0) and the moments shifted back afterwards.
-    """
-    lo = np.minimum(score_last.min(axis=0), score_first.min(axis=0)).astype(np.float64)
-    words = []
-    for value, second in ((score_last, score_last2), (score_first, score_first2)):
-        shifted = value - lo  # E[(x - lo)^2] = E[x^2] - 2 lo x + lo^2
-        words.append(_pairs(shifted[ROLL_ORDER].astype(np.float32), (second - 2 * lo * value + lo * lo)[ROLL_ORDER].astype(np.float32)))
-    mean, second = _widget_second_internal(*words)
-    return mean + lo, second + 2 * lo * mean + lo * lo, None, None
 
 
 # -- the solve's words: float32 value and second moment side by side ----------
@@ -786,30 +760,8 @@ def _lookup(index: StateIndex, keys: np.ndarray, legal: np.ndarray, value: np.nd
 
 
 #: dtype of the per-turn tables: float32 halves memory traffic; values are
-#: centered per state (see :func:`score_tables`) so the rounding error stays ~1e-5
+#: centered per state (see :class:`BlockScores`) so the rounding error stays ~1e-5
 WORK_DTYPE = np.float32
-
-
-def score_tables(space: StateSpace, filled, upper, full, value: np.ndarray, variance, index: StateIndex, second: bool, boxes: bool = False):
-    """Best value of scoring each roll now, per state, centered on a per-state offset.
-
-    Args:
-        value: ``(S,)`` expected future points of every state (looked up through ``index``).
-        variance: ``(S,)`` their variances (only used when ``second``).
-
-    Returns:
-        ``(S_last, S_first, S_last2, S_first2, center)``: ``(252, m)`` tables in
-        :data:`WORK_DTYPE` of ``value - center`` after scoring each roll after a
-        reroll / from the turn's first roll, the second moments of ``value -
-        center`` under the chosen (best) box (``None`` unless ``second``), and the
-        ``(m,)`` float64 ``center``. With ``boxes`` (and not ``second``) the two
-        second-moment slots hold instead the ``(252, m)`` int8 best box of each
-        roll (the lowest box index among equals). Second moments use ``E[(x + R - c)^2] =
-        (x + E[R] - c)^2 + Var(R)``, so only the variance of the chosen next state
-        is carried along the max.
-    """
-    block = BlockScores(space, filled, upper, full, value, variance, index, second)
-    return block.tables(slice(0, len(filled)), boxes=boxes)
 
 
 class BlockScores:
@@ -961,13 +913,16 @@ class BlockScores:
         self._open_states = np.array([pair_open for _, pair_open in self.words.values()]).reshape(len(self.words), -1)[:, self.pair]
 
     def tables(self, sl: slice, boxes: bool = False):
-        """The :func:`score_tables` results of the states ``sl`` of the block."""
-        if self.second:
-            last, first, center, shift = self._tables_packed(sl)
-            last, first = (_as_floats(words)[ROLL_POS] for words in (last, first))
-            # second moments about ``center`` (this method's contract), from those about ``center + shift``
-            seconds = [b + 2 * shift * a - shift * shift for a, b in ((last[:, 1::2], last[:, 0::2]), (first[:, 1::2], first[:, 0::2]))]
-            return last[:, 1::2], first[:, 1::2], seconds[0], seconds[1], center
+        """Best value of scoring each roll now, for the states ``sl`` of a block built without second moments.
+
+        Returns ``(S_last, S_first, B_last, B_first, center)``: ``(252, m)`` tables
+        in :data:`WORK_DTYPE` of ``value - center`` after scoring each roll after a
+        reroll / from the turn's first roll (engine roll order; the same array
+        twice without first-roll doubling), with ``boxes`` the ``(252, m)`` int8
+        best box of each roll (the lowest box index among equals; else ``None``),
+        and the ``(m,)`` float64 ``center``. (The solve, with second moments, uses
+        :meth:`_tables_packed`.)
+        """
         space = self.space
         pair = self.pair[sl]
         pairs_here = np.unique(pair)
