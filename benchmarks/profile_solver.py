@@ -18,16 +18,18 @@ import collections
 import time
 
 from dice_poker_env.rules import load_rules
-from dice_poker_env.solver import dp
+from dice_poker_env.solver import backward, turn
+from dice_poker_env.solver.block_scores import BlockScores
 
-#: (object, attribute, label): the phases, outermost first
+#: (object, attribute, label): the phases, outermost first; each function is
+#: replaced where its caller looks it up (the module that imports it by name)
 PHASES = [
-    (dp, "reachable_layers", "forward pass (reachability)"),
-    (dp.BlockScores, "__init__", "engine calls and value lookups per block"),
-    (dp.BlockScores, "_tables_packed", "turn score tables"),
-    (dp, "_widget_second_internal", "turn widget"),
-    (dp, "_internal_keep_values", "  of which keep-value recursion"),
-    (dp, "_best_of_subkeeps", "  of which best sub-keep recursion"),
+    (backward, "reachable_layers", "forward pass (reachability)"),
+    (BlockScores, "__init__", "engine calls and value lookups per block"),
+    (BlockScores, "packed_tables", "turn score tables"),
+    (backward, "widget_with_moments", "turn widget"),
+    (turn, "_internal_keep_values", "  of which keep-value recursion"),
+    (turn, "_best_of_subkeeps", "  of which best sub-keep recursion"),
 ]
 
 
@@ -56,7 +58,7 @@ def main() -> None:
         setattr(owner, name, _counted(getattr(owner, name), label, seconds))
     try:
         start = time.process_time()
-        result = dp.solve_dp(rules.tables, workers=1, chunk=args.chunk)
+        result = backward.solve_dp(rules.tables, workers=1, chunk=args.chunk)
         total = time.process_time() - start
     finally:
         for owner, name, function in originals:

@@ -33,7 +33,7 @@ from dice_poker_env.engine.dice import (
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.solver import CacheWarning, SolverError, solve
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.dp import StateSpace
+from dice_poker_env.solver.state_space import StateSpace
 from dice_poker_env.solver.reachability import reachable_layers
 
 TOLERANCE = 0.0005
@@ -305,13 +305,14 @@ def test_roll_classes_reproduce_the_engine_exactly(spec, plain):
                 assert not legal.any()
                 continue
             if tables.is_upper[b]:
-                c_legal, c_reward, c_keys = moves.upper_moves(b)
-                c_legal, c_reward, c_keys = c_legal[of], c_reward[of], c_keys[of]
+                upper_moves = moves.upper_moves(b)
+                c_legal, c_reward, c_keys = upper_moves.legal[of], upper_moves.reward[of], upper_moves.next_key[of]
             else:
-                c_legal, c_reward, becomes, key_same, key_full = moves.lower_moves(b)
+                lower_moves = moves.lower_moves(b)
                 pair = moves.pair_of_state
-                c_legal, c_reward, becomes = c_legal[of][:, pair], c_reward[of][:, pair], becomes[of][:, pair]
-                c_keys = np.where(becomes, key_full[None, :], key_same[None, :])
+                c_legal, c_reward = lower_moves.legal[of][:, pair], lower_moves.reward[of][:, pair]
+                becomes = lower_moves.becomes_full[of][:, pair]
+                c_keys = np.where(becomes, lower_moves.key_full[None, :], lower_moves.key_same[None, :])
             np.testing.assert_array_equal(c_legal, np.broadcast_to(legal, c_legal.shape))
             np.testing.assert_array_equal(np.where(legal, c_reward, 0), np.where(legal, points + bonus, 0))
             np.testing.assert_array_equal(np.where(legal, c_keys, 0), np.where(legal, keys, 0))
@@ -505,7 +506,7 @@ def test_fast_best_actions_agree_with_action_values():
 
 
 def test_worker_processes_give_the_same_values():
-    from dice_poker_env.solver.dp import solve_dp
+    from dice_poker_env.solver.backward import solve_dp
 
     tables = load_rules("yacht").tables
     one = solve_dp(tables, workers=1, chunk=128)

@@ -1,20 +1,16 @@
 """The forward pass: which between-turn states a game can reach, layer by layer.
 
 Runs over *pairs* ``(filled, full)`` with a bitset of reachable upper totals each,
-not over states (see :func:`reachable_layers`); the solver (:mod:`.dp`) then solves
-exactly these states.
+not over states (see :func:`reachable_layers`); the backward pass (:mod:`.backward`)
+then solves exactly these states.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from dice_poker_env.engine.game import legal_boxes, score_points
-
-if TYPE_CHECKING:
-    from dice_poker_env.solver.dp import StateSpace
+from dice_poker_env.solver.state_space import StateSpace
 
 
 def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:

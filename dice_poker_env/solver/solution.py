@@ -14,6 +14,7 @@ import numpy as np
 from dice_poker_env.engine.dice import (
     KEEP_ALL,
     KEEP_OF_ACTION,
+    N_DICE,
     N_KEEP_ACTIONS,
     N_ROLLS,
     ROLL_DICE,
@@ -32,18 +33,12 @@ from dice_poker_env.engine.position import (
 )
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.dp import (
-    KEEP_START,
-    N_DICE,
-    BlockScores,
-    DPResult,
-    StateIndex,
-    StateSpace,
-    roomy_malloc,
-    solve_dp,
-    turn_decisions,
-    widget,
-)
+from dice_poker_env.solver.allocator import roomy_malloc
+from dice_poker_env.solver.backward import DPResult, solve_dp
+from dice_poker_env.solver.block_scores import BlockScores
+from dice_poker_env.solver.keep_tables import KEEP_START
+from dice_poker_env.solver.state_space import StateIndex, StateSpace
+from dice_poker_env.solver.turn import turn_decisions, widget
 
 #: keeps an env keep action can reach (0..4 dice); the turn cache stores only these
 _N_PROPER_KEEPS = int(KEEP_START[N_DICE])
@@ -209,9 +204,9 @@ class Solution:
             for block_start in range(0, len(missing), 4096):
                 block = missing[block_start : block_start + 4096]
                 filled, upper, full = self.space.decode(self.keys[block])
-                scores = BlockScores(self.space, filled, upper, full, self.value, None, self.index, False)
+                scores = BlockScores(self.space, filled, upper, full, value=self.value, index=self.index)
                 for start in range(0, len(block), 512):
-                    S0, S2, B0, B2, _ = scores.tables(slice(start, start + 512), boxes=True)
+                    S0, S2, B0, B2, _ = scores.tables(slice(start, start + 512))
                     n = S0.shape[1]
                     self._act[self._act_used : self._act_used + n] = turn_decisions(S0, S2, B0, B2, N_KEEP_ACTIONS)
                     self._act_slot[block[start : start + n]] = np.arange(self._act_used, self._act_used + n)
@@ -235,9 +230,9 @@ class Solution:
         for block_start in range(0, len(missing), 4096):  # the engine once per block,
             block = missing[block_start : block_start + 4096]
             filled, upper, full = self.space.decode(self.keys[block])
-            scores = BlockScores(self.space, filled, upper, full, self.value, None, self.index, False)
+            scores = BlockScores(self.space, filled, upper, full, value=self.value, index=self.index)
             for start in range(0, len(block), 512):  # the widget per cache-sized chunk
-                self._fill_chunk(block[start : start + 512], scores.tables(slice(start, start + 512), boxes=True))
+                self._fill_chunk(block[start : start + 512], scores.tables(slice(start, start + 512)))
 
     def _fill_chunk(self, part: np.ndarray, tables) -> None:
         """Solve the turns of the positions ``part`` from their score tables and store them."""
@@ -272,7 +267,7 @@ class Solution:
 
         Same arguments as :meth:`future_action_values`. Each visited between-turn
         state's turn is solved once into a table of the optimal action of every
-        (rolls left, roll) (:func:`~dice_poker_env.solver.dp.turn_decisions`, 756
+        (rolls left, roll) (:func:`~dice_poker_env.solver.turn.turn_decisions`, 756
         bytes a state), so a decision is a single gather. A keep wins ties with
         the best box (keeps come first in action order), the lowest box index
         wins among boxes, and among keeps of equal value the one with the fewest

@@ -1,0 +1,150 @@
+"""The solve: the forward pass, then the backward pass over layers, shared between forked workers.
+
+Only states reachable from the empty scorecard are built (the forward pass of
+:mod:`.reachability`, layer by layer: layer ``t`` holds the states with ``t``
+boxes filled). The backward pass solves each layer from the last one up: per
+block of states the score tables (:mod:`.block_scores`: points + bonus + value
+of the next state, for every roll), then per chunk the three-roll turn
+(:func:`~dice_poker_env.solver.turn.widget_with_moments`), which gives each
+state's expected rest of the game and, under the same (mean-optimal) policy, its
+second moment: the exact standard deviation of the final score.
+"""
+
+from __future__ import annotations
+
+import mmap
+import multiprocessing
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from dice_poker_env.engine.tables import RuleTables
+from dice_poker_env.solver.allocator import roomy_malloc
+from dice_poker_env.solver.block_scores import BlockScores
+from dice_poker_env.solver.reachability import reachable_layers
+from dice_poker_env.solver.state_space import StateIndex, StateSpace
+from dice_poker_env.solver.turn import widget_with_moments
+
+
+@dataclass
+class DPResult:
+    """Raw solver output: state keys and their expected future points and second moments."""
+
+    keys: np.ndarray  # (S,) int64 sorted within each layer, layers concatenated
+    layer_start: np.ndarray  # (turns + 2,) offsets of the layers in keys
+    value: np.ndarray  # (S,) float64 expected points still to come
+    value2: np.ndarray  # (S,) float64 expected square of the points still to come
+    space: StateSpace | None = None  # the state space solved (None when loaded from the cache)
+
+
+def default_workers() -> int:
+    """Worker processes for a solve: ``$DICE_POKER_SOLVER_WORKERS``, else 2 (1 on a one-core machine)."""
+    env = os.environ.get("DICE_POKER_SOLVER_WORKERS")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise ValueError(f"DICE_POKER_SOLVER_WORKERS must be a positive integer, got {env!r}") from None
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def solve_dp(tables: RuleTables, *, chunk: int = 256, progress=None, workers: int | None = None) -> DPResult:
+    """Run the forward (reachability) and backward (values) passes for ``tables``.
+
+    Args:
+        chunk: states per turn-table batch (sized to stay in the CPU cache).
+        progress: optional tqdm-like object (``update(n)``, ``reset(total=)``): it
+            counts the layers of the forward pass, then the states of the backward pass.
+        workers: processes sharing each layer (default :func:`default_workers`);
+            they are forked and write into shared memory, so this needs ``fork``
+            (Linux, macOS); elsewhere the solve runs in this process.
+    """
+    workers = default_workers() if workers is None else max(1, int(workers))
+    if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
+        workers = 1
+    with roomy_malloc():
+        return _solve_dp(tables, chunk=chunk, progress=progress, workers=workers)
+
+
+#: what forked workers inherit (set just before the pool is created)
+_SHARED: dict = {}
+
+
+def _backward_task(bounds: tuple[int, int]) -> int:
+    """A worker's piece of a layer (:func:`_solve_range` on :data:`_SHARED`); returns its number of states."""
+    _solve_range(*bounds, **_SHARED)
+    return bounds[1] - bounds[0]
+
+
+def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk, block=4096) -> None:
+    """Backward step for the states at positions ``lo..hi`` (one layer): fills value and variance.
+
+    The engine is consulted once per block of ``block`` states (:class:`BlockScores`),
+    the turn widget runs on cache-sized sub-chunks of ``chunk`` states. Values are
+    ``center + turn value``, variances taken about ``center + shift`` (see
+    :class:`BlockScores`).
+    """
+    for b_start in range(lo, hi, block):
+        b_end = min(hi, b_start + block)
+        filled, upper, full = space.decode(keys[b_start:b_end])
+        scores = BlockScores(space.for_block(filled), filled, upper, full, value=value, index=index, variance=variance)
+        for start in range(b_start, b_end, chunk):
+            end = min(b_end, start + chunk)
+            packed = scores.packed_tables(slice(start - b_start, end - b_start))
+            turn = widget_with_moments(packed.last, packed.first)
+            value[start:end] = packed.center + turn.value
+            about = turn.value - packed.shift
+            variance[start:end] = np.maximum(turn.second - about * about, 0.0)
+
+
+def _shared_zeros(n: int, dtype=np.float64) -> np.ndarray:
+    """A zeroed array in anonymous shared memory (visible to forked workers)."""
+    size = np.dtype(dtype).itemsize
+    buffer = mmap.mmap(-1, max(size * n, size))
+    return np.frombuffer(buffer, dtype=dtype, count=n)
+
+
+def _pieces(lo: int, hi: int, chunk: int, workers: int) -> list[tuple[int, int]]:
+    """Split a layer into a few pieces per worker, each a multiple of ``chunk`` states."""
+    n = hi - lo
+    per = max(chunk, -(-n // (4 * workers) // chunk) * chunk)
+    return [(start, min(hi, start + per)) for start in range(lo, hi, per)]
+
+
+def _solve_dp(tables: RuleTables, *, chunk: int, progress, workers: int) -> DPResult:
+    space = StateSpace(tables)
+    if progress is not None:
+        progress.reset(total=tables.turns)
+    layers = reachable_layers(space, progress)
+    context = multiprocessing.get_context("fork") if workers > 1 else None
+    keys = np.concatenate(layers)
+    layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
+    index = StateIndex(space, keys)
+    value = _shared_zeros(len(keys)) if context else np.zeros(len(keys))
+    variance = _shared_zeros(len(keys)) if context else np.zeros(len(keys))
+    if progress is not None:
+        progress.reset(total=int(layer_start[tables.turns]))
+    shared = dict(space=space, keys=keys, index=index, value=value, variance=variance, chunk=chunk)
+    _SHARED.clear()
+    _SHARED.update(shared)
+    pool = context.Pool(workers) if context else None
+    try:
+        for t in range(tables.turns - 1, -1, -1):
+            lo, hi = int(layer_start[t]), int(layer_start[t + 1])
+            pieces = _pieces(lo, hi, chunk, workers)
+            if pool is not None and len(pieces) > 1:
+                for done in pool.imap_unordered(_backward_task, pieces):
+                    if progress is not None:
+                        progress.update(done)
+            else:
+                for piece in pieces:
+                    _solve_range(*piece, **shared)
+                    if progress is not None:
+                        progress.update(piece[1] - piece[0])
+    finally:
+        if pool is not None:
+            pool.terminate()
+        _SHARED.clear()
+    value, variance = np.array(value), np.array(variance)  # private copies (the shared maps are released)
+    return DPResult(keys=keys, layer_start=layer_start, value=value, value2=variance + value * value, space=space)
