@@ -88,9 +88,11 @@ def box_classes(tables: RuleTables, box: int, *, doubling: bool, specials: bool 
 
 
 class StateSpace:
-    """Encoding of between-turn states of one ruleset, and the dense index over them.
+    """Between-turn states of one ruleset: their keys, canonical upper totals and roll classes.
 
-    A state key is ``(filled * n_slots + (upper - upper_lo)) * n_full + full``.
+    A state key is ``(filled * n_slots + (upper - upper_lo)) * n_full + full``
+    (``n_full`` is 1 where the rules need no five-of-a-kind flag); the dense
+    index over the reachable keys is :class:`StateIndex`.
     """
 
     def __init__(self, tables: RuleTables):
@@ -241,7 +243,8 @@ class ChunkMoves:
     """Score moves of a chunk of ``m`` states, box by box.
 
     Upper boxes (which change the upper total and may pay the upper bonus) are
-    evaluated per (roll class, state). Every other box gives the same points and
+    evaluated per (points group, state) and per (roll class, pair) (see
+    :meth:`upper_moves_grouped`). Every other box gives the same points and
     bonus to all states that share ``(filled, full)`` (a *pair*), and leaves the
     upper total alone, so it is evaluated per (roll class, pair): the next state
     then only depends on whether the five-of-a-kind box becomes full.
