@@ -36,7 +36,8 @@ JOKER_MODES = ("none", "forced", "free")
 BONUS_TIMINGS = ("on_reach", "on_complete")
 RESULT_MODES = ("highest", "relative")
 #: Every points-like integer of a ruleset (fixed points, ``extra``, ``base``, bonus
-#: points, the bonus threshold) lies in ``-POINTS_LIMIT..POINTS_LIMIT``. With at most
+#: points) lies in ``-POINTS_LIMIT..POINTS_LIMIT`` (the upper-bonus threshold, a
+#: total, lies within what the upper boxes can total). With at most
 #: 26 boxes no box holds more than ``6 * (POINTS_LIMIT + 5)`` points in magnitude and
 #: no game total exceeds about ``2 * 10**8``: far inside int32, float64 holds every
 #: total exactly, and the solver's float32 per-turn tables keep their usual relative
@@ -446,7 +447,7 @@ def build_rules(
     if "upper_bonus" in resolved:
         u = _Reader(r.get("upper_bonus", Mapping), source, "upper_bonus")
         upper_bonus = UpperBonus(
-            threshold=u.points("threshold"),
+            threshold=u.get("threshold", int),  # a total: checked against what the upper boxes total below
             points=u.points("points", low=0),
             timing=u.choice("timing", BONUS_TIMINGS, "on_reach"),
         )
