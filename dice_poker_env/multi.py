@@ -392,6 +392,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def render_text(self) -> str:
         """Every player's scorecard as text, the player to move first."""
+        if not self.games:
+            raise gym.error.ResetNeeded("call reset() before render()")
         parts = []
         for k in range(self.num_players):
             i = (self.current + k) % self.num_players

@@ -138,7 +138,9 @@ class DicePokerEnv(gym.Env):
     # ------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         options = check_options(options)
-        super().reset(seed=seed)
+        if isinstance(seed, bool) or not (seed is None or isinstance(seed, (int, np.integer))):
+            raise TypeError(f"seed must be an int or None, got {seed!r}")
+        super().reset(seed=None if seed is None else int(seed))
         if options:
             random_roll = int(self._roll_fresh()) if rolls_dice(options) else 0
             self.state = position_from_options(self.tables, options, random_roll)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+import numpy as np
+
 if TYPE_CHECKING:
     from dice_poker_env.engine.tables import RuleTables
 
@@ -162,6 +164,8 @@ class Rules:
                 return self.box_names.index(box)
             except ValueError:
                 raise KeyError(f"{self.name} has no box {box!r}; boxes: {', '.join(self.box_names)}") from None
+        if isinstance(box, bool) or not isinstance(box, (int, np.integer)):
+            raise TypeError(f"a box is a name or an integer index, got {box!r}")
         index = int(box)
         if not 0 <= index < self.n_boxes:
             raise IndexError(f"box index {index} out of range 0..{self.n_boxes - 1} for {self.name}")
