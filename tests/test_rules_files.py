@@ -1,8 +1,10 @@
 """Custom rulesets as data: files in TOML/YAML/JSON, options, and clear errors for bad files."""
 
 import json
+import os
 import pickle
 
+import numpy as np
 import pytest
 
 from dice_poker_env import RULESET_NAMES, RulesError, load_rules, ruleset_options
@@ -222,6 +224,10 @@ def test_a_directory_or_a_special_file_is_not_a_rules_file(tmp_path):
         load_rules(tmp_path / "x.toml")
     with pytest.raises(RulesError, match="is a directory, not a rules file"):
         load_rules(str(tmp_path / "x.toml"))
+    if hasattr(os, "mkfifo"):  # a FIFO is refused without being opened (which would block)
+        os.mkfifo(tmp_path / "fifo.toml")
+        with pytest.raises(RulesError, match="not a regular file"):
+            load_rules(tmp_path / "fifo.toml")
 
 
 def test_a_rules_file_of_another_type_is_unsupported_not_an_unknown_ruleset(tmp_path, monkeypatch):
@@ -272,3 +278,29 @@ def test_box_index_takes_a_name_or_an_integer(box):
 def test_rules_score_rejects_dice_that_are_not_five_faces(dice):
     with pytest.raises(ValueError, match="dice must be 5 integers in 1..6"):
         load_rules("yacht").score(dice, "choice")
+
+
+def test_points_at_the_supported_limit_solve_with_relative_precision(tmp_path, monkeypatch):
+    """Scaling every box's points by the limit scales every value (same policy): the solver keeps
+    its relative precision at the limit (docs/rules-format.md, "Supported range")."""
+    from dice_poker_env.envs import DicePokerEnv
+    from dice_poker_env.rules.spec import POINTS_LIMIT
+    from dice_poker_env.solver import solve
+
+    monkeypatch.setenv("DICE_POKER_CACHE", str(tmp_path))
+
+    def scaled(points):
+        return build_rules({"name": f"scaled_{points}", "boxes": [
+            {"name": "trips", "kind": "n_of_a_kind", "n": 3, "points": points},
+            {"name": "run", "kind": "straight", "sets": [[1, 2, 3, 4]], "points": points},
+            {"name": "house", "kind": "full_house", "points": points, "first_roll_double": True},
+            {"name": "five", "kind": "n_of_a_kind", "n": 5, "points": points},
+        ]})
+
+    one, big = (solve(scaled(p), progress=False, workers=1) for p in (1, POINTS_LIMIT))
+    assert big.expected_score == pytest.approx(POINTS_LIMIT * one.expected_score, rel=1e-6)
+    obs, _ = DicePokerEnv(scaled(1)).reset(seed=1)
+    q_one, q_big = one.action_values(obs), big.action_values(obs)
+    legal = np.isfinite(q_one)
+    np.testing.assert_array_equal(legal, np.isfinite(q_big))
+    np.testing.assert_allclose(q_big[legal], POINTS_LIMIT * q_one[legal], rtol=1e-6)

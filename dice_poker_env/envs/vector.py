@@ -151,8 +151,8 @@ class DicePokerVectorEnv(VectorEnv):
     (default) the game ends at once, unchanged, with reward ``illegal_penalty``
     and ``info["illegal_action"]`` / ``info["illegal_reason"]`` set for it,
     and its mask is all zeros, as after a normal end (an action out of range,
-    of any integer dtype, is illegal and reported as given); with ``"raise"`` an :class:`~dice_poker_env.envs.single.IllegalActionError`
-    names the game, the action and the reason, and no game changes. Actions of
+    of any integer dtype, is illegal and reported as given); with ``"raise"``
+    an :class:`~dice_poker_env.envs.single.IllegalActionError` names the game, the action and the reason, and no game changes. Actions of
     games awaiting a ``NEXT_STEP`` autoreset are ignored.
 
     ## Information

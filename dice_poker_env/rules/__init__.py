@@ -102,7 +102,8 @@ def load_rules(rules: str | os.PathLike | Rules | Mapping[str, Any], **options: 
     if text in RULESET_NAMES:
         return build_rules(_shipped_spec(text), source=f"{text}.toml", chosen_options=options)
     # anything that looks like a path (ruleset names have no suffix, separator or file) is read as one
-    if isinstance(rules, os.PathLike) or Path(text).suffix or any(sep and sep in text for sep in (os.sep, os.altsep)) or Path(text).exists():
+    looks_like_path = Path(text).suffix or any(sep and sep in text for sep in (os.sep, os.altsep))
+    if isinstance(rules, os.PathLike) or looks_like_path or Path(text).exists():
         return build_rules(read_rules_file(text), source=text, chosen_options=options)
     raise RulesError(f"unknown ruleset {text!r}: use one of {', '.join(RULESET_NAMES)} or a path to a rules file")
 
