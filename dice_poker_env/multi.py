@@ -2,9 +2,10 @@
 
 ``env(rules="yacht", num_players=2)`` is the PettingZoo classic-game entry point
 (wrapped: any illegal action, out of range or not an integer included, ends the
-game; call order is enforced with clear errors); ``raw_env`` is the bare environment. :class:`SeatEnv` presents one
-seat as a Gymnasium single-agent env whose other seats are played by given
-agents, so Stable-Baselines3 (MaskablePPO) can train an agent to *win*.
+game; call order is enforced with clear errors); ``raw_env`` is the bare
+environment. :class:`SeatEnv` presents one seat as a Gymnasium single-agent env
+whose other seats are played by given agents, so Stable-Baselines3
+(MaskablePPO) can train an agent to *win*.
 
 Every player's game is one row of a batched engine
 :class:`~dice_poker_env.engine.game.GameState`; the rules live in the engine

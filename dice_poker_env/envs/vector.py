@@ -152,8 +152,9 @@ class DicePokerVectorEnv(VectorEnv):
     and ``info["illegal_action"]`` / ``info["illegal_reason"]`` set for it,
     and its mask is all zeros, as after a normal end (an action out of range,
     of any integer dtype, is illegal and reported as given); with ``"raise"``
-    an :class:`~dice_poker_env.envs.single.IllegalActionError` names the game, the action and the reason, and no game changes. Actions of
-    games awaiting a ``NEXT_STEP`` autoreset are ignored.
+    an :class:`~dice_poker_env.envs.single.IllegalActionError` names the game,
+    the action and the reason, and no game changes. Actions of games awaiting
+    a ``NEXT_STEP`` autoreset are ignored.
 
     ## Information
     Gymnasium's vector convention (every key ``k`` paired with a bool mask

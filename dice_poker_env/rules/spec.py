@@ -39,10 +39,10 @@ BONUS_TIMINGS = ("on_reach", "on_complete")
 RESULT_MODES = ("highest", "relative")
 #: Every points-like integer of a ruleset (fixed points, ``extra``, ``base``, bonus
 #: points) lies in ``-POINTS_LIMIT..POINTS_LIMIT`` (the upper-bonus threshold, a
-#: total, lies within what the upper boxes can total). With at most
-#: 26 boxes no box holds more than ``6 * (POINTS_LIMIT + 5)`` points in magnitude and
-#: no game total exceeds about ``2 * 10**8``: far inside int32, float64 holds every
-#: total exactly, and the solver's float32 per-turn tables keep their usual relative
+#: total, lies within what the upper boxes can total). With at most 26 boxes no
+#: box holds more than ``6 * (POINTS_LIMIT + 5)`` points in magnitude and no game
+#: total exceeds about ``2 * 10**8``: far inside int32, float64 holds every total
+#: exactly, and the solver's float32 per-turn tables keep their usual relative
 #: precision (see docs/rules-format.md, "Supported range").
 POINTS_LIMIT = 1_000_000
 
