@@ -30,7 +30,7 @@ from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.solver import solve
 from random_rules import random_rules
 
-SEEDS = range(10)
+SEEDS = range(20)
 RULESETS_PER_SEED = 3
 
 
