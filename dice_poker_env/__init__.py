@@ -46,7 +46,7 @@ def _register() -> None:
             id=env_id,
             entry_point="dice_poker_env.envs.single:DicePokerEnv",
             vector_entry_point="dice_poker_env.envs.vector:DicePokerVectorEnv",
-            kwargs={"rules": ruleset} if ruleset else {},
+            kwargs={"rules": ruleset},  # Custom-v0: None until the user passes rules= (a clear RulesError otherwise)
         )
 
 

@@ -76,10 +76,13 @@ class ScriptedDice:
 
     def __init__(self, faces: Iterable[int], *, then_random: bool = False):
         self.then_random = then_random
+        if isinstance(faces, (str, bytes)) or not isinstance(faces, Iterable):
+            raise TypeError(f"scripted dice must be a sequence of faces 1..6, got {faces!r}")
+        faces = list(faces)
+        bad = [f for f in faces if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or not 1 <= f <= 6]
+        if bad:  # (nothing is truncated: 1.5 or True is not a face)
+            raise ValueError(f"scripted dice must be integer faces 1..6, got {bad[0]!r}")
         self.faces = [int(f) for f in faces]
-        bad = [f for f in self.faces if not 1 <= f <= 6]
-        if bad:
-            raise ValueError(f"scripted dice must be faces 1..6, got {bad[0]}")
         self.position = 0
 
     @property

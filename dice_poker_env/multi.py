@@ -1,10 +1,11 @@
 """Multi-player games: a PettingZoo AEC environment and a one-seat Gymnasium view of it.
 
 ``env(rules="yacht", num_players=2)`` is the PettingZoo classic-game entry point
-(wrapped: illegal moves end the game, out-of-range actions assert, call order is
-enforced); ``raw_env`` is the bare environment. :class:`SeatEnv` presents one
-seat as a Gymnasium single-agent env whose other seats are played by given
-agents, so Stable-Baselines3 (MaskablePPO) can train an agent to *win*.
+(wrapped: any illegal action, out of range or not an integer included, ends the
+game; call order is enforced with clear errors); ``raw_env`` is the bare
+environment. :class:`SeatEnv` presents one seat as a Gymnasium single-agent env
+whose other seats are played by given agents, so Stable-Baselines3
+(MaskablePPO) can train an agent to *win*.
 
 Every player's game is one row of a batched engine
 :class:`~dice_poker_env.engine.game.GameState`; the rules live in the engine
@@ -22,7 +23,7 @@ only. Example::
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -32,7 +33,7 @@ from gymnasium.utils import seeding
 from dice_poker_env.dice import DiceSource, RandomDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
-from dice_poker_env.envs.arguments import require_choice
+from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source, require_finite
 from dice_poker_env.envs.observation import (
     OBS_MODES,
     observation_space,
@@ -46,9 +47,10 @@ from dice_poker_env.rules import Rules, load_rules
 try:  # PettingZoo is the optional ``multi`` extra; SeatEnv works without it.
     from pettingzoo import AECEnv
     from pettingzoo.utils import wrappers as _pz_wrappers
+    from pettingzoo.utils.env_logger import EnvLogger as _EnvLogger
 except ModuleNotFoundError:  # pragma: no cover - exercised only without the extra
     AECEnv = object  # type: ignore[assignment,misc]
-    _pz_wrappers = None
+    _pz_wrappers = _EnvLogger = None
 
 REWARD_MODES = ("score", "relative", "win")
 MIN_PLAYERS, MAX_PLAYERS = 2, 6
@@ -139,6 +141,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     ## Starting State
     Empty scorecards; ``player_0`` has five fresh dice and two rerolls left.
+    ``reset(options=...)`` takes a dict whose keys are ignored (PettingZoo's
+    API test passes arbitrary ones); anything else is an error.
     Other players roll when their turn starts (so a scripted dice source
     replays a real game in the order the dice were thrown).
 
@@ -153,8 +157,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     ## Episode End
     All agents terminate together after the last box of the last player. No
     truncation. The raw env raises :class:`IllegalActionError` (naming the
-    reason) for an illegal action; :func:`env` wraps it so the game ends with
-    ``illegal_reward`` for the offender instead (PettingZoo's classic handling).
+    reason) for an illegal action of the selected agent: one the mask forbids,
+    out of range, or not an integer (``None``, ``True``, ``np.array([3])``);
+    :func:`env` wraps it so the game ends with ``illegal_reward`` for the
+    offender instead (PettingZoo's classic handling), and every mask is then
+    all zeros. ``step`` before ``reset`` or after the game is over (every agent
+    stepped out) raises ``gymnasium.error.ResetNeeded``. None of this uses
+    ``assert``, so ``python -O`` changes nothing.
 
     ## Information
     ``infos[agent]``: ``score`` (that player's total so far); at the end also
@@ -190,6 +199,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             raise ValueError(f"num_players must be {MIN_PLAYERS} to {MAX_PLAYERS}, got {num_players}")
         require_choice("obs_mode", obs_mode, OBS_MODES)
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
+        require_dice_source("dice_source", dice_source)
         self.rules = load_rules(rules, **rule_options)
         self.tables = self.rules.tables
         self.reward_mode = default_reward_mode(self.rules) if reward_mode is None else reward_mode
@@ -225,6 +235,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     # -------------------------------------------------------------- API
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if options is not None and not isinstance(options, Mapping):  # (a mapping's keys are ignored, as PettingZoo expects)
+            raise ValueError(f"reset options: expected a dict or None, got {type(options).__name__}")
         if seed is not None:
             self.np_random, _ = seeding.np_random(seed)
         self.agents = self.possible_agents[:]
@@ -239,13 +251,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.infos = {a: self._info(i) for i, a in enumerate(self.agents)}
 
     def step(self, action) -> None:
+        self._require_game()
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        action = int(action) if isinstance(action, (np.integer, np.ndarray)) else action
+        action = as_action(action)
         me = self.current
-        reason = game.explain_illegal(self.tables, self.games[me], action)
+        reason = self.illegal_reason(action)
         if reason is not None:
             raise IllegalActionError(f"{self.rules.name}, {agent}: {reason}")
         if action < N_KEEP_ACTIONS:
@@ -278,10 +291,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def observe_as(self, agent: str, obs_mode: str) -> dict[str, np.ndarray]:
         """``agent``'s observation in either layout (``"dict"`` or ``"flat"``)."""
+        if not self.games:
+            raise gym.error.ResetNeeded("call reset() before observe()")
+        if agent not in self.agent_name_mapping:
+            raise KeyError(f"no agent {agent!r}; agents: {', '.join(self.possible_agents)}")
         i = self.agent_name_mapping[agent]
         order = [(i + k) % self.num_players for k in range(1, self.num_players)]
         mask = np.zeros(self.tables.n_actions, dtype=np.int8)
-        if self.games and i == self.current and not game.is_over(self.tables, self.games[i]):
+        if i == self.current and self._live(agent) and not game.is_over(self.tables, self.games[i]):
             mask = game.action_mask(self.tables, self.games[i])
         return {"observation": self._encode(i, order, obs_mode), "action_mask": mask}
 
@@ -309,8 +326,41 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return obs
 
     def action_masks(self) -> np.ndarray:
-        """The selected agent's legal actions (``np.int8``)."""
+        """The selected agent's legal actions (``np.int8``; all zeros once the game is over, however it ended)."""
+        if not self.games:
+            raise gym.error.ResetNeeded("call reset() before action_masks()")
         return self.observe_as(self.agent_selection, "dict")["action_mask"]
+
+    def illegal_reason(self, action: Any) -> str | None:
+        """Why ``action`` is illegal for the selected agent now, or ``None`` if it is legal."""
+        return game.explain_illegal(self.tables, self.games[self.current], as_action(action))
+
+    def end_by_illegal_action(self, agent: str, reason: str, reward: float) -> None:
+        """End the game because ``agent`` chose an illegal action (:func:`env`'s handling).
+
+        As PettingZoo's ``TerminateIllegalWrapper``: every agent terminates (and
+        truncates), ``agent`` is paid ``reward``, the others 0; ``agent``'s info
+        gets ``illegal_action`` and ``illegal_reason``.
+        """
+        self._cumulative_rewards[agent] = 0.0
+        self.terminations = dict.fromkeys(self.agents, True)
+        self.truncations = dict.fromkeys(self.agents, True)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self.rewards[agent] = float(reward)
+        self.infos[agent] = {**self.infos[agent], "illegal_action": True, "illegal_reason": reason}
+        self._accumulate_rewards()
+        self._deads_step_first()
+
+    def _live(self, agent: str) -> bool:
+        """Whether ``agent`` is still in a game that is going on (not terminated, truncated or stepped out)."""
+        return agent in self.terminations and not (self.terminations[agent] or self.truncations[agent])
+
+    def _require_game(self) -> None:
+        """``ResetNeeded`` before the first reset and once every agent has stepped out of the ended game."""
+        if not self.games:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        if not self.agents:
+            raise gym.error.ResetNeeded("the game is over (every agent has stepped out); call reset()")
 
     def render(self):
         if self.render_mode is None:
@@ -343,6 +393,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def render_text(self) -> str:
         """Every player's scorecard as text, the player to move first."""
+        if not self.games:
+            raise gym.error.ResetNeeded("call reset() before render()")
         parts = []
         for k in range(self.num_players):
             i = (self.current + k) % self.num_players
@@ -413,10 +465,67 @@ def env(
     """
     if _pz_wrappers is None:  # pragma: no cover
         raise ModuleNotFoundError("the multi-player env needs PettingZoo: pip install 'dice-poker-env[multi]'")
+    illegal_reward = require_finite("illegal_reward", illegal_reward)
     e = raw_env(rules, num_players, reward_mode, **kwargs)
-    e = _pz_wrappers.TerminateIllegalWrapper(e, illegal_reward=illegal_reward)
-    e = _pz_wrappers.AssertOutOfBoundsWrapper(e)
-    return _pz_wrappers.OrderEnforcingWrapper(e)
+    e = _TerminateIllegalWrapper(e, illegal_reward)
+    return _OrderEnforcingWrapper(e)
+
+
+if _pz_wrappers is not None:
+
+    class _TerminateIllegalWrapper(_pz_wrappers.BaseWrapper):
+        """PettingZoo's classic illegal-move handling for every kind of bad action, with no ``assert``.
+
+        In place of ``TerminateIllegalWrapper`` + ``AssertOutOfBoundsWrapper``: an
+        action of the selected (live) agent that the mask forbids, that is out of
+        range or that is not an integer ends the game with ``illegal_reward`` for
+        that agent (:meth:`raw_env.end_by_illegal_action`).
+        """
+
+        def __init__(self, env: raw_env, illegal_reward: float):
+            super().__init__(env)
+            self._illegal_reward = illegal_reward
+
+        def step(self, action) -> None:
+            raw = self.env.unwrapped
+            raw._require_game()
+            agent = raw.agent_selection
+            if raw._live(agent):
+                reason = raw.illegal_reason(action)
+                if reason is not None:
+                    _EnvLogger.warn_on_illegal_move()
+                    raw.end_by_illegal_action(agent, reason, self._illegal_reward)
+                    return
+            self.env.step(action)
+
+        def __str__(self) -> str:
+            return str(self.env)
+
+    class _OrderEnforcingWrapper(_pz_wrappers.OrderEnforcingWrapper):
+        """PettingZoo's ``OrderEnforcingWrapper`` with ``gymnasium.error.ResetNeeded`` for calls before
+        ``reset()`` (it raises ``AssertionError``) and for ``step`` after the game (it only warns)."""
+
+        def _require_reset(self, call: str) -> None:
+            if not self._has_reset:
+                raise gym.error.ResetNeeded(f"call reset() before {call}()")
+
+        def step(self, action) -> None:
+            self._require_reset("step")
+            if not self.agents:
+                raise gym.error.ResetNeeded("the game is over (every agent has stepped out); call reset()")
+            super().step(action)
+
+        def observe(self, agent: str):
+            self._require_reset("observe")
+            return super().observe(agent)
+
+        def render(self):
+            self._require_reset("render")
+            return super().render()
+
+        def agent_iter(self, max_iter: int = 2**63):
+            self._require_reset("agent_iter")
+            return super().agent_iter(max_iter)
 
 
 # ====================================================================== one seat
@@ -561,6 +670,7 @@ class SeatEnv(gym.Env):
         if illegal_action not in ("terminate", "raise"):
             raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {illegal_action!r}")
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
+        illegal_penalty = require_finite("illegal_penalty", illegal_penalty)
         num_players = len(opponents) + 1
         self.game = raw_env(
             rules, num_players, reward_mode, obs_mode=obs_mode, dice_source=dice_source, **rule_options
@@ -585,6 +695,8 @@ class SeatEnv(gym.Env):
         return self.game.possible_agents[self.seat]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if options is not None and (not isinstance(options, Mapping) or options):
+            raise ValueError(f"reset options: SeatEnv takes none (every game starts empty), got {options!r}")
         super().reset(seed=seed)
         game_seed = int(self.np_random.integers(2**31 - 1))
         if self.seat_option == "random":
@@ -605,14 +717,14 @@ class SeatEnv(gym.Env):
             raise gym.error.ResetNeeded("call reset() before step()")
         if self._done:
             raise gym.error.ResetNeeded("the episode is over; call reset() before step()")
-        action = int(action) if isinstance(action, (np.integer, np.ndarray)) else action
+        action = as_action(action)
         mask = self.action_masks()
-        if not (isinstance(action, int) and 0 <= action < len(mask) and mask[action]):
+        if not (type(action) is int and 0 <= action < len(mask) and mask[action]):
             reason = game.explain_illegal(self.tables, self.game.games[self.seat], action)
             reason = reason or f"action {action!r} is illegal"
             if self.illegal_action == "raise":
                 raise IllegalActionError(f"{self.rules.name}: {reason}")
-            self._done = True
+            self._done = True  # (the mask is all zeros from now on)
             info = self._info()
             info.update(illegal_action=True, illegal_reason=reason)
             return self._observation(), self.illegal_penalty, True, False, info
@@ -628,6 +740,8 @@ class SeatEnv(gym.Env):
         """The learner's legal actions now (``np.int8``; all zeros once the game is over)."""
         if not self._started:
             raise gym.error.ResetNeeded("call reset() before action_masks()")
+        if self._done:  # over, normally or by an illegal action
+            return np.zeros(self.tables.n_actions, dtype=np.int8)
         return self.game.observe_as(self.me, "dict")["action_mask"]
 
     def render(self):

@@ -267,3 +267,204 @@ def test_package_does_not_import_torch():
 
 def test_version_exposed():
     assert dice_poker_env.__version__
+
+
+# ------------------------------------------------------------ issue 11: bad input
+YAHTZEE_UPPER_105 = {"aces": 5, "twos": 10, "threes": 15, "fours": 20, "fives": 25, "sixes": 30}
+
+
+def test_dice_none_means_fresh_random_dice():
+    """Issue 11 item 2: ``"dice": None`` dealt 1-1-1-1-1 on every seed; None now means not given."""
+    env = DicePokerEnv("yahtzee")
+    rolls = set()
+    for seed in range(6):
+        plain = env.reset(seed=seed)[0]["dice"].tolist()
+        given_none = env.reset(seed=seed, options={"dice": None})[0]["dice"].tolist()
+        with_card = env.reset(seed=seed, options={"dice": None, "scorecard": {"chance": 20}, "rolls_left": None})[0]
+        assert given_none == plain == with_card["dice"].tolist() and with_card["rolls_left"] == 2
+        rolls.add(tuple(plain))
+    assert len(rolls) > 1
+    with pytest.raises(PositionError, match="'rolls_left' needs 'dice'"):
+        env.reset(options={"dice": None, "rolls_left": 1})
+
+
+@pytest.mark.parametrize(
+    "dice",
+    [
+        [1.5, 2, 3, 4, 5],
+        [True, 2, 3, 4, 5],
+        [1, 2, 3, 4, np.True_],
+        np.array([1.0, 2, 3, 4, 5]),
+        np.array([True] * 5),
+        "12345",
+        ["1", "2", "3", "4", "5"],
+        [0, 1, 2, 3, 4],
+        [1, 2, 3, 4, 7],
+        [1, 2, 3, 4, 10**30],
+        [1, 2, 3, 4],
+        5,
+    ],
+)
+def test_dice_that_are_not_five_integer_faces_are_rejected_not_truncated(dice):
+    env = DicePokerEnv("yacht")
+    with pytest.raises(PositionError, match=r"dice: expected 5 integers in 1..6"):
+        env.reset(options={"dice": dice})
+
+
+def test_dice_as_numpy_integers_are_accepted():
+    env = DicePokerEnv("yacht")
+    for dice in (np.array([6, 5, 4, 3, 2], dtype=np.uint8), [np.int64(6)] * 5, (1, 1, 2, 2, 3)):
+        assert sorted(env.reset(options={"dice": dice})[0]["dice"].tolist()) == sorted(int(d) for d in dice)
+
+
+@pytest.mark.parametrize(
+    "ruleset, scorecard, bonus",
+    [
+        ("yahtzee", {}, 7),  # not a sum of bonuses the rules pay
+        ("yahtzee", {}, 1000),
+        ("yahtzee", {}, 10**30),  # was an OverflowError
+        ("yahtzee", {}, -100),
+        ("yacht", {}, 35),  # yacht has no bonus at all
+        ("yahtzee", {"yahtzee": 0, "chance": 30}, 100),  # the Yahtzee box scratched: no Yahtzee bonus
+        ("yahtzee", {"yahtzee": 50}, 100),  # no other box filled: no further five of a kind yet
+        ("yahtzee", {"yahtzee": 50, "aces": 2}, 100),  # two aces are not five of a kind
+        ("yahtzee", YAHTZEE_UPPER_105, 0),  # 105 in the upper boxes: the 35 is certain
+        ("yahtzee", YAHTZEE_UPPER_105, 135),
+        ("yahtzee", {"aces": 3}, 35),  # the upper bonus is not reached
+        ("school_poker", {"ones": 0, "twos": 0, "threes": 0, "fours": 0, "fives": 0}, 50),  # paid on completion only
+        ("dice_poker", {"poker": 50, "chance": 30, "aces": 5}, 300),  # two bonuses need two other boxes
+    ],
+)
+def test_unreachable_bonus_is_rejected(ruleset, scorecard, bonus):
+    """Issue 11 item 3: the bonus is validated against the scorecard like every other field."""
+    env = DicePokerEnv(ruleset)
+    with pytest.raises(PositionError, match=r"^bonus: .* cannot have paid"):
+        env.reset(options={"scorecard": scorecard, "bonus": bonus})
+
+
+@pytest.mark.parametrize("bonus", [True, 35.0, "35", [35]])
+def test_bonus_must_be_an_integer(bonus):
+    with pytest.raises(PositionError, match="bonus: expected an integer"):
+        DicePokerEnv("yahtzee").reset(options={"scorecard": YAHTZEE_UPPER_105, "bonus": bonus})
+
+
+@pytest.mark.parametrize(
+    "ruleset, scorecard, bonus",
+    [
+        ("yahtzee", YAHTZEE_UPPER_105, None),  # default: the secured upper bonus, 35
+        ("yahtzee", YAHTZEE_UPPER_105, np.int64(35)),
+        ("yahtzee", {"yahtzee": 50, "aces": 5}, 100),  # five aces after the Yahtzee: +100
+        ("yahtzee", {**YAHTZEE_UPPER_105, "yahtzee": 50}, 35 + 600),  # six further five of a kind
+        ("yahtzee", {"yahtzee": 50, "chance": 30, "full_house": 25}, 200),  # joker in full house, chance 6-6-6-6-6
+        ("dice_poker", {"poker": 50, "chance": 30, "aces": 5}, 200),
+        ("school_poker", {"ones": 0, "twos": 0, "threes": 0, "fours": 0, "fives": 0, "sixes": 0}, 50),
+    ],
+)
+def test_reachable_bonus_is_accepted(ruleset, scorecard, bonus):
+    env = DicePokerEnv(ruleset)
+    obs, _ = env.reset(options={"scorecard": scorecard, "bonus": bonus})
+    expected = 35 if bonus is None else int(bonus)
+    assert obs["bonus"][0] == expected and env.observation_space.contains(obs)
+
+
+def test_scorecard_points_far_outside_any_box_are_a_position_error():
+    env = DicePokerEnv("yahtzee")
+    for points in (10**30, -(10**30), 2**63):
+        with pytest.raises(PositionError, match="can never hold"):
+            env.reset(options={"scorecard": {"chance": points}})
+
+
+@pytest.mark.parametrize("penalty", ["x", float("nan"), float("inf"), None, True, [1]])
+def test_illegal_penalty_must_be_a_finite_number(penalty):
+    with pytest.raises(ValueError, match="illegal_penalty must be a finite number"):
+        DicePokerEnv("yacht", illegal_penalty=penalty)
+    assert DicePokerEnv("yacht", illegal_penalty=np.float32(-2)).illegal_penalty == -2.0
+
+
+@pytest.mark.parametrize("source", [3, "dice", [1, 2, 3]])
+def test_dice_source_must_roll(source):
+    with pytest.raises(TypeError, match="dice_source must be a dice source with a roll"):
+        DicePokerEnv("yacht", dice_source=source)
+
+
+@pytest.mark.parametrize("rules", [None, 123])
+def test_custom_env_with_rules_of_the_wrong_type_is_a_rules_error(rules):
+    with pytest.raises(dice_poker_env.RulesError, match="rules: expected a ruleset name"):
+        gym.make("DicePoker/Custom-v0", rules=rules)
+
+
+def test_custom_env_without_rules_is_a_rules_error_not_yacht():
+    with pytest.raises(dice_poker_env.RulesError, match="got None"):
+        gym.make("DicePoker/Custom-v0")
+
+
+@pytest.mark.parametrize("options", [["dice"], "dice", 5, [("dice", [1, 2, 3, 4, 5])]])
+def test_reset_options_must_be_a_dict(options):
+    env = DicePokerEnv("yacht")
+    with pytest.raises(PositionError, match="reset options: expected a dict"):
+        env.reset(options=options)
+
+
+@pytest.mark.parametrize("seed", [True, 1.5, "0"])
+def test_reset_seed_must_be_an_int(seed):
+    with pytest.raises((TypeError, gym.error.Error)):
+        DicePokerEnv("yacht").reset(seed=seed)
+    assert DicePokerEnv("yacht").reset(seed=np.int64(3))[0]["dice"].tolist() == DicePokerEnv("yacht").reset(seed=3)[0]["dice"].tolist()
+
+
+@pytest.mark.parametrize("action", [31, 99, -1, None, True, 3.0, np.array([3]), np.float64(3), "3"])
+def test_masks_are_all_zeros_after_an_illegal_action_ends_the_episode(action):
+    env = DicePokerEnv("yacht")
+    env.reset(seed=0)
+    obs, reward, terminated, _, info = env.step(action)
+    assert terminated and info["illegal_action"]
+    assert not env.action_masks().any() and not info["action_mask"].any()
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step(0)
+    assert env.reset(seed=0)[1]["action_mask"].any()
+
+
+@pytest.mark.parametrize(
+    "boxes, dice, action_box, rolls_left",
+    [
+        # relative_face with a negative base next to one with a positive base: partial totals below the sum of minima
+        ([{"name": "a", "kind": "relative_face", "face": 5, "base": -1}, {"name": "b", "kind": "relative_face", "face": 6, "base": 5}],
+         [1, 1, 1, 1, 1], 1, 2),
+        # an upper-section chance plus a negative box
+        ([{"name": "c", "kind": "chance", "section": "upper"}, {"name": "n", "kind": "n_of_a_kind", "n": 2, "points": -9, "section": "upper"}],
+         [2, 2, 3, 4, 5], 1, 2),
+        # an upper box with first-roll doubling: 58 > the 35 of Box(0, 35) before
+        ([{"name": "c", "kind": "chance", "section": "upper", "first_roll_double": True}, {"name": "x", "kind": "chance"}],
+         [5, 6, 6, 6, 6], 0, 2),
+    ],
+    ids=["negative-base", "upper-chance-and-negative-box", "upper-first-roll-double"],
+)
+@pytest.mark.parametrize("obs_mode", ["dict", "flat"])
+def test_upper_total_stays_in_its_space(boxes, dice, action_box, rolls_left, obs_mode):
+    """Issue 11 item 5: the three valid rulesets whose upper_total left Box(lo, hi)."""
+    env = DicePokerEnv({"name": "space", "boxes": boxes}, obs_mode=obs_mode)
+    obs, _ = env.reset(options={"dice": dice, "rolls_left": rolls_left})
+    assert env.observation_space.contains(obs)
+    obs, *_ = env.step(32 + action_box)
+    assert env.observation_space.contains(obs)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_observations_stay_in_their_spaces_on_random_valid_rulesets(seed):
+    """Property test: random masked games on random valid rulesets (all box kinds in either section,
+    negative points and bases, first-roll doubling, jokers, bonuses, points up to the supported
+    limit); every observation, dict and flat, lies in the declared space."""
+    from random_rules import random_rules
+
+    rng = np.random.default_rng(1000 + seed)
+    for case in range(25):
+        rules = random_rules(rng, max_boxes=8)
+        for obs_mode in ("dict", "flat"):
+            env = DicePokerEnv(rules, obs_mode=obs_mode)
+            obs, info = env.reset(seed=case)
+            done = False
+            while True:
+                assert env.observation_space.contains(obs), (rules.spec, obs)
+                if done:
+                    break
+                obs, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))

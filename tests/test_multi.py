@@ -305,3 +305,135 @@ def test_random_seat():
         seats.add(env.seat)
         assert env.game.agent_selection == env.me
     assert seats == {0, 1, 2}
+
+
+# ------------------------------------------------------------ issue 11: bad input
+BAD_ACTIONS = [99, -1, 44, None, True, 1.5, "3", np.array([3]), np.float64(3), 31]
+BAD_IDS = ["99", "-1", "44", "None", "True", "1.5", "str", "array[3]", "float64", "keep-all"]
+
+
+def _illegal_end(action):
+    e = multi.env("yacht", 2, illegal_reward=-4.0)
+    e.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e.step(action)
+    return e
+
+
+@pytest.mark.parametrize("action", BAD_ACTIONS, ids=BAD_IDS)
+def test_wrapped_env_ends_the_game_for_any_bad_action_of_a_live_agent(action):
+    """Issue 11: step(99), step(-1), step(None), step(True), step(np.array([3])) raised
+    AssertionError (or ValueError, or wrapped around): now the documented illegal-action handling."""
+    e = _illegal_end(action)
+    assert all(e.terminations.values())
+    assert e.rewards == {"player_0": -4.0, "player_1": 0.0}
+    assert e.infos["player_0"]["illegal_action"] and e.infos["player_0"]["illegal_reason"]
+    for agent in e.possible_agents:  # nothing is legal any more, as after a normal end
+        assert not e.observe(agent)["action_mask"].any()
+    assert not e.unwrapped.action_masks().any()
+    stepped_out = []
+    for agent in e.agent_iter():
+        *_, termination, truncation, _ = e.last()
+        assert termination or truncation
+        stepped_out.append(agent)
+        e.step(None)
+    assert sorted(stepped_out) == e.possible_agents and not e.agents
+
+
+@pytest.mark.parametrize("action", BAD_ACTIONS, ids=BAD_IDS)
+def test_raw_env_raises_illegal_action_error_for_any_bad_action(action):
+    raw = multi.raw_env("yacht", 2)
+    raw.reset(seed=0)
+    before = [g.roll for g in raw.games]
+    with pytest.raises(IllegalActionError, match="yacht, player_0: "):
+        raw.step(action)
+    assert [g.roll for g in raw.games] == before and raw.agent_selection == "player_0"
+
+
+def test_numpy_integer_actions_are_actions():
+    for action in (np.int64(32), np.uint8(32), np.array(32)):
+        e = multi.env("yacht", 2)
+        e.reset(seed=0)
+        e.step(action)
+        assert e.agent_selection == "player_1" and not any(e.terminations.values())
+
+
+def test_step_before_reset_or_after_the_end_is_reset_needed():
+    import gymnasium as gym
+
+    for make in (lambda: multi.env("yacht", 2), lambda: multi.raw_env("yacht", 2)):
+        e = make()
+        for call in (lambda: e.step(0), lambda: e.observe("player_0")):
+            with pytest.raises(gym.error.ResetNeeded, match="call reset"):
+                call()
+        e.reset(seed=0)
+        for agent in e.agent_iter() if hasattr(e, "agent_iter") else []:
+            obs, _, termination, truncation, _ = e.last()
+            e.step(None if termination or truncation else int(np.flatnonzero(obs["action_mask"])[0]))
+        if isinstance(e, multi.raw_env):  # no agent_iter wrapper: play it out by hand
+            while e.agents:
+                agent = e.agent_selection
+                done = e.terminations[agent] or e.truncations[agent]
+                e.step(None if done else int(np.flatnonzero(e.observe(agent)["action_mask"])[0]))
+        with pytest.raises(gym.error.ResetNeeded, match="the game is over"):
+            e.step(0)
+        assert not e.unwrapped.action_masks().any()
+
+
+def test_bad_actions_behave_the_same_under_python_O():
+    """No validation is an assert: python -O gives the same outcomes."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, warnings, numpy as np\n"
+        "from dice_poker_env import multi\n"
+        "warnings.simplefilter('ignore')\n"
+        "out = []\n"
+        "for a in [99, -1, None, True, np.array([3]), 1.5, 31, 32]:\n"
+        "    e = multi.env('yacht', 2)\n"
+        "    e.reset(seed=0)\n"
+        "    e.step(a)\n"
+        "    out.append([e.rewards, e.infos['player_0'].get('illegal_reason'), int(e.unwrapped.action_masks().sum())])\n"
+        "for call in ('step', 'observe'):\n"
+        "    e = multi.env('yacht', 2)\n"
+        "    try:\n"
+        "        e.step(0) if call == 'step' else e.observe('player_0')\n"
+        "    except Exception as error:\n"
+        "        out.append(type(error).__name__)\n"
+        "print(json.dumps(out))\n"
+    )
+    runs = [
+        subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()[-1]
+        for flags in ([], ["-O"])
+    ]
+    assert runs[0] == runs[1]
+    assert json.loads(runs[0])[-2:] == ["ResetNeeded", "ResetNeeded"]
+
+
+def test_reset_options_must_be_a_dict_and_dice_sources_must_roll():
+    with pytest.raises(ValueError, match="reset options: expected a dict"):
+        multi.raw_env("yacht", 2).reset(options=["dice"])
+    with pytest.raises(TypeError, match="dice_source must be a dice source"):
+        multi.raw_env("yacht", 2, dice_source=3)
+    with pytest.raises(ValueError, match="illegal_reward must be a finite number"):
+        multi.env("yacht", 2, illegal_reward=float("nan"))
+
+
+@pytest.mark.parametrize("action", [31, 99, None, np.array([3]), True])
+def test_seat_env_masks_are_all_zeros_after_an_illegal_action(action):
+    env = multi.SeatEnv("yacht", ["random"])
+    env.reset(seed=0)
+    _, reward, done, _, info = env.step(action)
+    assert done and info["illegal_action"] and reward == -1.0
+    assert not env.action_masks().any() and not info["action_mask"].any()
+
+
+def test_seat_env_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="illegal_penalty must be a finite number"):
+        multi.SeatEnv("yacht", ["random"], illegal_penalty="x")
+    env = multi.SeatEnv("yacht", ["random"])
+    with pytest.raises(ValueError, match="reset options"):
+        env.reset(options={"dice": [1, 2, 3, 4, 5]})

@@ -1,8 +1,10 @@
 """Custom rulesets as data: files in TOML/YAML/JSON, options, and clear errors for bad files."""
 
 import json
+import os
 import pickle
 
+import numpy as np
 import pytest
 
 from dice_poker_env import RULESET_NAMES, RulesError, load_rules, ruleset_options
@@ -109,7 +111,7 @@ def test_unknown_ruleset_file_type_and_missing_file(tmp_path):
         load_rules("yahtzeee")
     with pytest.raises(RulesError, match="no such rules file"):
         load_rules(tmp_path / "missing.toml")
-    with pytest.raises(RulesError, match="unknown rules file type"):
+    with pytest.raises(RulesError, match="unsupported rules file type '.txt'"):
         load_rules(write(tmp_path, "rules.txt", "x"))
 
 
@@ -123,3 +125,182 @@ def test_unknown_option_lists_the_valid_ones():
 def test_build_rules_from_mapping():
     rules = build_rules({"name": "m", "boxes": [{"name": "c", "kind": "chance"}]})
     assert rules.turns == 1 and rules.score([1, 1, 1, 1, 2], "c") == 6
+
+
+# ------------------------------------------------------------ issue 11: bad input
+def _face_box(face: int = 1, **extra) -> dict:
+    return {"name": f"f{face}", "kind": "face_sum", "face": face, **extra}
+
+
+@pytest.mark.parametrize(
+    "bonus, message",
+    [
+        ({"threshold": 0, "points": 5}, r"'upper_bonus.threshold': expected an integer in 1..5 "),
+        ({"threshold": -3, "points": 5}, r"'upper_bonus.threshold': expected an integer in 1..5 "),
+        ({"threshold": 6, "points": 5}, r"'upper_bonus.threshold': expected an integer in 1..5 "),
+        ({"threshold": 10**30, "points": 5}, r"'upper_bonus.threshold': expected an integer in 1..5 "),
+        ({"threshold": -1, "points": 5, "timing": "on_complete"}, r"expected an integer in 0..5 \(the upper boxes total 0..5\)"),
+        ({"threshold": 3, "points": -5}, r"'upper_bonus.points': expected an integer in 0..1000000"),
+    ],
+)
+def test_upper_bonus_threshold_must_be_a_total_play_reaches(bonus, message):
+    """Issue 11 item 4: an on_reach threshold <= 0 is met before any play; the env never paid it
+    while the solver counted it as earned. Now the loader rejects it (and any threshold outside
+    the totals the upper boxes reach), so env and solver always agree."""
+    with pytest.raises(RulesError, match=message):
+        build_rules({"name": "b", "boxes": [_face_box(1), {"name": "c", "kind": "chance"}], "upper_bonus": bonus})
+
+
+def test_on_complete_bonus_with_threshold_at_or_below_zero_is_paid_at_completion_by_env_and_solver(tmp_path, monkeypatch):
+    """A threshold at the least upper total is always met: paid in the step that fills the last
+    upper box, by the env, the position builder and the solver alike."""
+    from dice_poker_env.engine.position import make_position
+    from dice_poker_env.envs import DicePokerEnv
+    from dice_poker_env.solver import solve
+
+    monkeypatch.setenv("DICE_POKER_CACHE", str(tmp_path))
+    spec = {
+        "name": "always",
+        "boxes": [{"name": "low", "kind": "relative_face", "face": 2, "base": 1}, {"name": "c", "kind": "chance"}],
+        "upper_bonus": {"threshold": -2, "points": 10, "timing": "on_complete"},
+    }
+    rules = build_rules(spec)
+    env = DicePokerEnv(rules)
+    obs, info = env.reset(seed=0, options={"dice": [1, 1, 1, 1, 1], "rolls_left": 0})
+    _, reward, *_ = env.step(32)  # no twos: (0 - 1) * 2 = -2, the last upper box: the bonus is paid now
+    assert reward == -2 + 10
+    assert make_position(rules.tables, {"low": -2}, [1, 2, 3, 4, 5]).bonus == 10
+    assert make_position(rules.tables, {"c": 15}, [1, 2, 3, 4, 5]).bonus == 0
+    solution = solve(rules, progress=False, workers=1)
+    low_alone = solve(build_rules({"name": "low_alone", "boxes": spec["boxes"][:1]}), progress=False, workers=1)
+    # the bonus is counted once: secured after the upper box, still to come before it
+    assert solution.state_value({"low": -2}) == pytest.approx(-2 + 10 + 23.33, abs=0.01)  # chance alone: 23.33
+    assert solution.state_value({"c": 15}) == pytest.approx(15 + low_alone.expected_score + 10, abs=1e-6)
+    with pytest.raises(RulesError, match="expected an integer in 1..10"):  # on_reach: 0 or less is rejected
+        build_rules({**spec, "boxes": [_face_box(2), spec["boxes"][1]], "upper_bonus": {"threshold": 0, "points": 10}})
+
+
+def test_on_reach_needs_upper_boxes_that_never_score_negative():
+    """Not only relative_face: any upper box that can score negative (here fixed points -5)."""
+    boxes = [_face_box(1), {"name": "neg", "kind": "n_of_a_kind", "n": 2, "points": -5, "section": "upper"}]
+    with pytest.raises(RulesError, match=r"'upper_bonus.timing': expected 'on_complete'"):
+        build_rules({"name": "n", "boxes": boxes, "upper_bonus": {"threshold": 3, "points": 5}})
+    build_rules({"name": "n", "boxes": boxes, "upper_bonus": {"threshold": 3, "points": 5, "timing": "on_complete"}})
+
+
+@pytest.mark.parametrize("value", [10**9, -(10**9), 10**20, 2**63 - 1, -(2**63)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: {"boxes": [{"name": "a", "kind": "n_of_a_kind", "n": 2, "points": v}]},
+        lambda v: {"boxes": [{"name": "a", "kind": "straight", "sets": [[1, 2]], "extra": v}]},
+        lambda v: {"boxes": [{"name": "a", "kind": "relative_face", "face": 6, "base": v}]},
+        lambda v: {"boxes": [_face_box(1)], "upper_bonus": {"threshold": 1, "points": v}},
+        lambda v: {"boxes": [{"name": "y", "kind": "n_of_a_kind", "n": 5}], "five_of_a_kind": {"box": "y", "bonus": v}},
+    ],
+    ids=["points", "extra", "base", "upper_bonus.points", "five_of_a_kind.bonus"],
+)
+def test_points_outside_the_supported_range_are_rejected_when_the_rules_load(make, value):
+    """Issue 11 item 7: 10**9 lost precision in state_value, 10**20 overflowed inside gymnasium."""
+    with pytest.raises(RulesError, match=r"expected an integer in -?\d+..1000000 \(the supported range\)"):
+        build_rules({"name": "huge", **make(value)})
+
+
+def test_points_at_the_supported_limit_load_and_stay_exact():
+    from dice_poker_env.rules.spec import POINTS_LIMIT
+
+    rules = build_rules({"name": "edge", "boxes": [
+        {"name": "a", "kind": "n_of_a_kind", "n": 2, "points": POINTS_LIMIT, "extra": POINTS_LIMIT, "first_roll_double": True},
+        {"name": "b", "kind": "relative_face", "face": 6, "base": -POINTS_LIMIT},
+    ], "double_extra": True})
+    tables = rules.tables
+    assert tables.max_box_score == 6 * (POINTS_LIMIT + 5) and tables.max_total == 4 * POINTS_LIMIT + 6 * (POINTS_LIMIT + 5)
+    assert tables.max_total < 2**31 and float(tables.max_total) == tables.max_total
+
+
+def test_a_directory_or_a_special_file_is_not_a_rules_file(tmp_path):
+    (tmp_path / "x.toml").mkdir()
+    with pytest.raises(RulesError, match="is a directory, not a rules file"):
+        load_rules(tmp_path / "x.toml")
+    with pytest.raises(RulesError, match="is a directory, not a rules file"):
+        load_rules(str(tmp_path / "x.toml"))
+    if hasattr(os, "mkfifo"):  # a FIFO is refused without being opened (which would block)
+        os.mkfifo(tmp_path / "fifo.toml")
+        with pytest.raises(RulesError, match="not a regular file"):
+            load_rules(tmp_path / "fifo.toml")
+
+
+def test_a_rules_file_of_another_type_is_unsupported_not_an_unknown_ruleset(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "rules.txt", "x")
+    for given in ("rules.txt", tmp_path / "rules.txt", "missing.txt"):
+        with pytest.raises(RulesError, match="unsupported rules file type '.txt'|no such rules file"):
+            load_rules(given)
+    with pytest.raises(RulesError, match=r"rules.txt: unsupported rules file type '.txt' \(use .toml"):
+        load_rules("rules.txt")
+
+
+@pytest.mark.parametrize("rules", [None, 123, 1.5, b"yacht", ["yacht"]])
+def test_rules_of_the_wrong_type_name_what_is_expected(rules):
+    with pytest.raises(RulesError, match=r"rules: expected a ruleset name \(yacht, .*\), a rules-file path, a Rules object or a mapping"):
+        load_rules(rules)
+
+
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        ({"boxes.s.sets.x": 1}, r"patches 'boxes.s.sets.x', but 'boxes.s.sets' is a list"),
+        ({"boxes.s.sets.x.y": 1}, r"patches 'boxes.s.sets.x.y', but 'boxes.s.sets' is a list"),
+        ({"turns.x": 1}, r"patches 'turns.x', but 'turns' is not a table"),
+        ({"boxes.nope.points": 1}, "there is no box 'nope'"),
+        ({"boxes.s": {}}, r"patches 'boxes.s', but 'boxes' is a list"),
+    ],
+)
+def test_option_patches_into_lists_and_scalars_are_rules_errors(patch, message):
+    spec = {
+        "name": "m",
+        "turns": 1,
+        "boxes": [{"name": "s", "kind": "straight", "sets": [[1, 2, 3]]}],
+        "options": {"o": {"default": False, "values": {"false": {}, "true": patch}}},
+    }
+    with pytest.raises(RulesError, match=message):
+        load_rules(spec, o=True)
+
+
+@pytest.mark.parametrize("box", [True, 1.5, "1"])
+def test_box_index_takes_a_name_or_an_integer(box):
+    rules = load_rules("yacht")
+    with pytest.raises((TypeError, KeyError)):
+        rules.score([1, 1, 1, 1, 1], box)
+
+
+@pytest.mark.parametrize("dice", [[1.5, 2, 3, 4, 5], [True, 2, 3, 4, 5], "12345", ["1", "2", "3", "4", "5"], [0, 1, 2, 3, 4]])
+def test_rules_score_rejects_dice_that_are_not_five_faces(dice):
+    with pytest.raises(ValueError, match="dice must be 5 integers in 1..6"):
+        load_rules("yacht").score(dice, "choice")
+
+
+def test_points_at_the_supported_limit_solve_with_relative_precision(tmp_path, monkeypatch):
+    """Scaling every box's points by the limit scales every value (same policy): the solver keeps
+    its relative precision at the limit (docs/rules-format.md, "Supported range")."""
+    from dice_poker_env.envs import DicePokerEnv
+    from dice_poker_env.rules.spec import POINTS_LIMIT
+    from dice_poker_env.solver import solve
+
+    monkeypatch.setenv("DICE_POKER_CACHE", str(tmp_path))
+
+    def scaled(points):
+        return build_rules({"name": f"scaled_{points}", "boxes": [
+            {"name": "trips", "kind": "n_of_a_kind", "n": 3, "points": points},
+            {"name": "run", "kind": "straight", "sets": [[1, 2, 3, 4]], "points": points},
+            {"name": "house", "kind": "full_house", "points": points, "first_roll_double": True},
+            {"name": "five", "kind": "n_of_a_kind", "n": 5, "points": points},
+        ]})
+
+    one, big = (solve(scaled(p), progress=False, workers=1) for p in (1, POINTS_LIMIT))
+    assert big.expected_score == pytest.approx(POINTS_LIMIT * one.expected_score, rel=1e-6)
+    obs, _ = DicePokerEnv(scaled(1)).reset(seed=1)
+    q_one, q_big = one.action_values(obs), big.action_values(obs)
+    legal = np.isfinite(q_one)
+    np.testing.assert_array_equal(legal, np.isfinite(q_big))
+    np.testing.assert_allclose(q_big[legal], POINTS_LIMIT * q_one[legal], rtol=1e-6)

@@ -180,12 +180,16 @@ def test_masks_are_the_engines(rules, options):
     env.reset(seed=5)
     plain.reset(seed=5)
     rng = np.random.default_rng(5)
+    ended_illegally = np.zeros(64, dtype=bool)
     for _ in range(60):
-        np.testing.assert_array_equal(env.action_masks(), game.action_mask(env.tables, env.state))
+        expected = game.action_mask(env.tables, env.state)
+        expected[ended_illegally] = 0  # a game an illegal action ended has no legal action
+        np.testing.assert_array_equal(env.action_masks(), expected)
         np.testing.assert_array_equal(env.action_masks(), plain.action_masks())
         actions = masked_random(rng, env.action_masks())
         actions[::7] = 31  # some illegal actions too
         a, b = env.step(actions), plain.step(actions)
+        ended_illegally = a[4].get("illegal_action", np.zeros(64, dtype=bool))
         assert_same(a[0], b[0])
         np.testing.assert_array_equal(a[1], b[1])
         np.testing.assert_array_equal(a[2], b[2])
@@ -334,7 +338,7 @@ def test_illegal_action_same_step_reports_it_in_final_info():
     assert reward[1] == -1.0
     final = info["final_info"]
     np.testing.assert_array_equal(final["_illegal_action"], [False, True, False])
-    np.testing.assert_array_equal(final["action_mask"][1], info0["action_mask"][1])  # as before the action
+    assert not final["action_mask"][1].any()  # the game is over: nothing legal, as after a normal end
     assert_same(info["final_obs"][1], {k: v[1] for k, v in obs0.items()})
     assert obs["turn"][1] == 0 and obs["rolls_left"][1] == 2  # a new game already
 
@@ -639,3 +643,98 @@ def test_sb3_adapter_distinct_keeps_masks():
         masks = np.asarray(get_action_masks(venv))
         assert np.array_equal(masks, distinct_keep_mask(base.action_masks(), base.state.roll).astype(bool))
         venv.step(masked_random(rng, masks))
+
+
+# ------------------------------------------------------------ issue 11: bad input
+def test_dice_none_means_fresh_random_dice_as_in_the_single_env():
+    env, twin = DicePokerVectorEnv(3, "yacht"), DicePokerVectorEnv(3, "yacht")
+    given_none = env.reset(seed=7, options={"dice": None})[0]["dice"]
+    np.testing.assert_array_equal(given_none, twin.reset(seed=7)[0]["dice"])
+    per_game = env.reset(seed=7, options={"positions": [{"dice": None}, None, {"dice": [6, 6, 6, 6, 6]}]})[0]["dice"]
+    np.testing.assert_array_equal(per_game[:2], given_none[:2])
+    assert per_game[2].tolist() == [6] * 5
+    # per-game dice sources: a game whose dice are None rolls them, as the single env does
+    scripts = face_scripts(3, 2)
+    mine = DicePokerVectorEnv(2, "yacht", dice_source=[ScriptedDice(s) for s in scripts])
+    singles = [DicePokerEnv("yacht", dice_source=ScriptedDice(s)) for s in scripts]
+    obs, _ = mine.reset(options={"positions": [{"dice": None}, {"dice": None, "scorecard": {"choice": 20}}]})
+    expected = [singles[0].reset(options={"dice": None})[0], singles[1].reset(options={"dice": None, "scorecard": {"choice": 20}})[0]]
+    np.testing.assert_array_equal(obs["dice"], [e["dice"] for e in expected])
+
+
+@pytest.mark.parametrize("dice", [[1.5, 2, 3, 4, 5], [True, 2, 3, 4, 5], ["1"] * 5])
+def test_non_integer_dice_are_rejected(dice):
+    env = DicePokerVectorEnv(2, "yacht")
+    env.reset(seed=0)
+    before = [field.copy() for field in env.state]
+    with pytest.raises(PositionError, match="dice: expected 5 integers"):
+        env.reset(options={"dice": dice})
+    for field, old in zip(env.state, before):  # a rejected reset changes nothing
+        np.testing.assert_array_equal(field, old)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"positions": 5}, "'positions' must be a list of one position dict"),
+        ({"positions": "ab"}, "'positions' must be a list of one position dict"),
+        ({"positions": {"dice": [1, 2, 3, 4, 5]}}, "'positions' must be a list of one position dict"),
+        ({"positions": [5, None]}, r"positions\[0\]: expected a dict"),
+        ({"positions": [None]}, "needs one entry per game"),
+        ({"bonus": 35}, "cannot have paid 35"),
+        (["dice"], "reset options: expected a dict"),
+    ],
+)
+def test_bad_reset_options_are_position_errors(options, message):
+    env = DicePokerVectorEnv(2, "yacht")
+    with pytest.raises(PositionError, match=message):
+        env.reset(seed=0, options=options)
+
+
+@pytest.mark.parametrize(
+    "actions, shown",
+    [
+        (np.array([2**64 - 1, 0], dtype=np.uint64), "action 18446744073709551615 is out of range"),
+        (np.array([2**63, 0], dtype=np.uint64), "action 9223372036854775808 is out of range"),
+        (np.array([255, 0], dtype=np.uint8), "action 255 is out of range"),
+        (np.array([-1, 0], dtype=np.int8), "action -1 is out of range"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["terminate", "raise"])
+def test_out_of_range_actions_are_reported_as_given(actions, shown, mode):
+    """A uint64 2**64-1 was reported as "action -1"."""
+    env = DicePokerVectorEnv(2, "yacht", illegal_action=mode)
+    env.reset(seed=0)
+    if mode == "raise":
+        with pytest.raises(IllegalActionError, match=shown):
+            env.step(actions)
+        return
+    _, _, terminated, _, info = env.step(actions)
+    assert terminated.tolist() == [True, False] and shown in info["illegal_reason"][0]
+
+
+@pytest.mark.parametrize("penalty", ["x", float("nan"), float("-inf"), True])
+def test_illegal_penalty_must_be_a_finite_number(penalty):
+    with pytest.raises(ValueError, match="illegal_penalty must be a finite number"):
+        DicePokerVectorEnv(2, "yacht", illegal_penalty=penalty)
+
+
+@pytest.mark.parametrize("source, name", [(3, "dice_source"), ([ScriptedDice([1] * 5), 3], r"dice_source\[1\]")])
+def test_dice_sources_must_roll(source, name):
+    with pytest.raises(TypeError, match=f"{name} must be a dice source with a roll"):
+        DicePokerVectorEnv(2, "yacht", dice_source=source)
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["mask-table", "engine-masks"])
+def test_masks_are_all_zeros_after_an_illegal_action_ends_a_game(table):
+    env = DicePokerVectorEnv(3, "yahtzee")
+    if not table:  # the path of rulesets too large for the mask table
+        env._mask_rows = env._mask_flat = None
+    env.reset(seed=1)
+    _, _, terminated, _, info = env.step(np.array([31, 0, 99]))
+    assert terminated.tolist() == [True, False, True]
+    masks = env.action_masks()
+    assert not masks[[0, 2]].any() and masks[1].any()
+    np.testing.assert_array_equal(info["action_mask"], masks)
+    obs, reward, terminated, _, info = env.step(np.array([0, 0, 0]))  # NEXT_STEP: the ended games start over
+    assert env.action_masks()[[0, 2], :31].all() and not terminated.any()

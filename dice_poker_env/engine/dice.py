@@ -160,12 +160,31 @@ def _keep_plus_face() -> np.ndarray:
 KEEP_PLUS_FACE = _keep_plus_face()
 
 
+def check_dice(dice) -> np.ndarray:
+    """Five dice as an int64 array, validated: integers (not bools, floats or text) in 1..6.
+
+    Accepts a sequence of ints / NumPy integers or an integer array of shape ``(5,)``;
+    anything else raises ``ValueError`` (nothing is truncated or converted).
+    """
+    if isinstance(dice, np.ndarray):
+        ok = dice.shape == (N_DICE,) and dice.dtype.kind in "iu" and bool(np.all((dice >= 1) & (dice <= N_FACES)))
+        shown = dice.tolist()
+    elif isinstance(dice, (str, bytes)) or not hasattr(dice, "__len__") or not hasattr(dice, "__getitem__"):
+        ok, shown = False, dice
+    else:
+        ok = len(dice) == N_DICE and all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) and 1 <= d <= N_FACES for d in dice
+        )
+        shown = list(dice) if isinstance(dice, (list, tuple)) else dice
+    if not ok:
+        raise ValueError(f"dice must be {N_DICE} integers in 1..{N_FACES}, got {shown!r}")
+    return np.asarray(dice, dtype=np.int64)
+
+
 def roll_index(dice) -> int:
-    """The roll index of five dice given in any order (validated)."""
-    faces = np.asarray(dice)
-    if faces.shape != (N_DICE,) or not np.all((faces >= 1) & (faces <= N_FACES)):
-        raise ValueError(f"dice must be {N_DICE} integers in 1..{N_FACES}, got {list(np.ravel(faces))}")
-    return int(roll_index_of_counts(np.bincount(faces.astype(np.int64) - 1, minlength=N_FACES)))
+    """The roll index of five dice given in any order (validated by :func:`check_dice`)."""
+    faces = check_dice(dice)
+    return int(roll_index_of_counts(np.bincount(faces - 1, minlength=N_FACES)))
 
 
 def roll_index_of_sorted(sorted_faces: np.ndarray) -> np.ndarray:

@@ -30,6 +30,49 @@ def secured_upper_bonus(tables: RuleTables, filled: int, upper_total: int) -> in
     return tables.upper_bonus_points if upper_total >= tables.upper_bonus_threshold else 0
 
 
+def possible_bonuses(tables: RuleTables, filled: int, scores: np.ndarray) -> list[int]:
+    """Every bonus total that play can have paid by a between-turn scorecard, ascending.
+
+    The upper bonus is certain from the scorecard (:func:`secured_upper_bonus`).
+    Five-of-a-kind bonuses are paid once per five of a kind scored while the
+    five-of-a-kind box holds points, each in another box, so at most one per
+    other filled box whose points five equal dice can leave there
+    (``tables.five_kind_scores``: plain, first-roll or joker scoring).
+    """
+    upper = int(scores[tables.is_upper].sum())
+    secured = secured_upper_bonus(tables, filled, upper)
+    k = tables.five_kind_box
+    if tables.five_kind_bonus <= 0 or k < 0 or not (filled >> k) & 1 or scores[k] <= 0:
+        return [secured]
+    most = sum(
+        1
+        for b in range(tables.n_boxes)
+        if b != k and (filled >> b) & 1 and np.isin(scores[b], tables.five_kind_scores[b])
+    )
+    return [secured + m * tables.five_kind_bonus for m in range(most + 1)]
+
+
+def check_bonus(tables: RuleTables, filled: int, scores: np.ndarray, bonus: Any = None) -> int:
+    """The bonus paid so far of a position: ``bonus`` validated, or the secured upper bonus when ``None``.
+
+    Raises:
+        PositionError: ``bonus`` is not an integer, or no play reaches it with this
+            scorecard (see :func:`possible_bonuses`).
+    """
+    possible = possible_bonuses(tables, filled, scores)
+    if bonus is None:
+        return possible[0]
+    if isinstance(bonus, bool) or not isinstance(bonus, (int, np.integer)):
+        raise PositionError(f"bonus: expected an integer, got {bonus!r}")
+    if int(bonus) not in possible:
+        shown = ", ".join(map(str, possible[:12])) + (", ..." if len(possible) > 12 else "")
+        raise PositionError(
+            f"bonus: {tables.rules.name} rules cannot have paid {int(bonus)} bonus points with this scorecard "
+            f"(possible: {shown})"
+        )
+    return int(bonus)
+
+
 def parse_scorecard(tables: RuleTables, scorecard: Mapping[str, Any] | None) -> tuple[int, np.ndarray]:
     """``(filled_bits, scores)`` of a ``{box_name: points}`` scorecard, validated."""
     rules = tables.rules
@@ -47,7 +90,7 @@ def parse_scorecard(tables: RuleTables, scorecard: Mapping[str, Any] | None) -> 
         k = rules.box_names.index(name)
         if isinstance(points, bool) or not isinstance(points, (int, np.integer)):
             raise PositionError(f"scorecard: points in {name!r} must be an integer, got {points!r}")
-        if int(points) not in tables.possible_scores[k]:
+        if not tables.min_box_score <= points <= tables.max_box_score or int(points) not in tables.possible_scores[k]:
             raise PositionError(
                 f"scorecard: {name!r} can never hold {points} points under {rules.name} rules "
                 f"(possible: {', '.join(map(str, tables.possible_scores[k]))})"
@@ -74,10 +117,12 @@ def make_position(
 
     Args:
         scorecard: ``{box_name: points}`` for the filled boxes.
-        dice: the five dice in any order; ``random_roll`` (a roll index) is used when omitted.
+        dice: the five dice in any order (integers 1..6); ``random_roll`` (a roll
+            index) is used when omitted or ``None``.
         rolls_left: rerolls left this turn (0..2); defaults to 2 (the turn's first roll).
         bonus: bonus points already paid; defaults to the upper bonus the
             scorecard has secured (five-of-a-kind bonuses cannot be inferred).
+            Validated against the scorecard (:func:`check_bonus`).
     """
     filled, scores = parse_scorecard(tables, scorecard)
     if dice is None:
@@ -86,28 +131,47 @@ def make_position(
         roll = int(random_roll)
     else:
         try:
-            roll = roll_index(list(dice))
-        except (ValueError, TypeError) as error:
+            roll = roll_index(dice)
+        except ValueError as error:
             raise PositionError(f"dice: expected {N_DICE} integers in 1..{N_FACES}, got {dice!r}") from error
     if rolls_left is None:
         rolls_left = ROLLS_PER_TURN - 1
     if isinstance(rolls_left, bool) or not isinstance(rolls_left, (int, np.integer)) or not 0 <= rolls_left < ROLLS_PER_TURN:
         raise PositionError(f"rolls_left: expected an integer 0..{ROLLS_PER_TURN - 1}, got {rolls_left!r}")
     upper_total = int(scores[tables.is_upper].sum())
-    if bonus is None:
-        bonus = secured_upper_bonus(tables, filled, upper_total)
-    elif isinstance(bonus, bool) or not isinstance(bonus, (int, np.integer)) or bonus < 0:
-        raise PositionError(f"bonus: expected a non-negative integer, got {bonus!r}")
-    return GameState(filled, scores, upper_total, int(bonus), roll, int(rolls_left))
+    bonus = check_bonus(tables, filled, scores, bonus)
+    return GameState(filled, scores, upper_total, bonus, roll, int(rolls_left))
+
+
+#: the position keys of env ``reset(options=...)``; a key given as ``None`` counts as not given
+POSITION_KEYS = ("scorecard", "dice", "rolls_left", "bonus")
+
+
+def check_options(options: Any, where: str = "reset options") -> dict[str, Any]:
+    """``options`` as a dict (``None``: empty), or a :class:`PositionError` if it is not a mapping."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise PositionError(f"{where}: expected a dict (e.g. {{'dice': [1, 2, 3, 4, 5]}}) or None, got {type(options).__name__}")
+    return dict(options)
+
+
+def rolls_dice(options: Mapping[str, Any] | None) -> bool:
+    """Whether a position given by these reset options needs freshly rolled dice (no ``dice``, or ``None``)."""
+    return not options or options.get("dice") is None
 
 
 def position_from_options(tables: RuleTables, options: Mapping[str, Any], random_roll: int) -> GameState:
-    """Validate env ``reset(options=...)`` keys and build the position."""
-    known = {"scorecard", "dice", "rolls_left", "bonus"}
-    unknown = sorted(set(options) - known)
+    """Validate env ``reset(options=...)`` keys and build the position.
+
+    A key given as ``None`` counts as not given (``"dice": None`` means freshly
+    rolled dice, ``random_roll``).
+    """
+    options = check_options(options)
+    unknown = sorted(set(options) - set(POSITION_KEYS))
     if unknown:
-        raise PositionError(f"reset options: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(known))}")
-    if "rolls_left" in options and "dice" not in options:
+        raise PositionError(f"reset options: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(POSITION_KEYS))}")
+    if options.get("rolls_left") is not None and options.get("dice") is None:
         raise PositionError("reset options: 'rolls_left' needs 'dice' (a position mid-turn needs its dice)")
     return make_position(
         tables,

@@ -69,6 +69,13 @@ class RuleTables:
     max_box_score: int
     min_total: int
     max_total: int
+    #: least and most the upper total can be at any point of a game (each upper box
+    #: open, i.e. 0, or holding any of its possible scores)
+    min_upper_total: int
+    max_upper_total: int
+    #: per box, the sorted distinct points five of a kind can leave in it (plain,
+    #: first roll or joker): where a five-of-a-kind bonus may have been paid
+    five_kind_scores: tuple[np.ndarray, ...]
     #: memo of one-game action-mask rows, keyed by (legal box bits, rerolls left > 0).
     mask_rows: dict = field(default_factory=dict, repr=False)
 
@@ -130,6 +137,9 @@ def compile_rules(rules: Rules) -> RuleTables:
         + (five.bonus * rules.turns if five else 0)
     )
     min_total = sum(min(int(p.min()), 0) for p in possible)
+    upper_possible = [p for p, upper in zip(possible, is_upper) if upper]
+    five_rows = [t[five_kind_roll] for t in reachable]
+    five_scores = tuple(np.unique(np.concatenate([t[:, k] for t in five_rows])) for k in range(rules.n_boxes))
     return RuleTables(
         rules=rules,
         n_boxes=rules.n_boxes,
@@ -161,4 +171,7 @@ def compile_rules(rules: Rules) -> RuleTables:
         max_box_score=max_box,
         min_total=min_total,
         max_total=max_total,
+        min_upper_total=sum(int(p.min()) for p in upper_possible),  # possible scores include 0 (open)
+        max_upper_total=sum(int(p.max()) for p in upper_possible),
+        five_kind_scores=five_scores,
     )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from numbers import Real
 from typing import Any, Sequence
+
+import numpy as np
 
 
 def require_choice(name: str, value: Any, choices: Sequence[Any], *, optional: bool = False) -> None:
@@ -11,3 +15,31 @@ def require_choice(name: str, value: Any, choices: Sequence[Any], *, optional: b
         return
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+
+
+def require_finite(name: str, value: Any) -> float:
+    """``value`` as a float; ``ValueError`` naming the argument unless it is a finite real number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def require_dice_source(name: str, value: Any) -> None:
+    """``TypeError`` naming the argument unless ``value`` is ``None`` or has a ``roll(rng, shape)`` method."""
+    if value is not None and not callable(getattr(value, "roll", None)):
+        raise TypeError(
+            f"{name} must be a dice source with a roll(rng, shape) method "
+            f"(e.g. dice_poker_env.ScriptedDice([...])) or None, got {value!r}"
+        )
+
+
+def as_action(action: Any) -> Any:
+    """A NumPy integer or a 0-d integer array as a Python ``int``; anything else unchanged.
+
+    Front ends call this before judging an action, so ``np.int64(3)`` and
+    ``np.array(3)`` are action 3 while ``np.array([3])``, ``True``, ``3.0`` or
+    ``None`` stay what they are and are reported as not an integer.
+    """
+    if isinstance(action, np.integer) or (isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu"):
+        return int(action)
+    return action

@@ -86,9 +86,10 @@ def observation_space(tables: RuleTables, obs_mode: str) -> spaces.Space:
         return spaces.Box(-1.0, 1.0, shape=(flat_size(tables),), dtype=np.float32)
     if obs_mode != "dict":
         raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
-    upper_scores = tables.score[:, tables.is_upper]
-    upper_lo = min(0, int(upper_scores.min(axis=0).sum()))
-    upper_hi = max(int(upper_scores.max(axis=0).sum()), 1)
+    # every value a field can take, derived from the scores each box can hold
+    # (first-roll doubling and jokers included; an open box counts 0)
+    upper_lo = tables.min_upper_total
+    upper_hi = max(tables.max_upper_total, 1)
     return spaces.Dict(
         {
             "dice": spaces.Box(1, 6, shape=(N_DICE,), dtype=np.int64),

@@ -16,8 +16,8 @@ from dice_poker_env.engine.dice import (
     REROLLED_POSITIONS,
     roll_of_faces,
 )
-from dice_poker_env.engine.position import position_from_options
-from dice_poker_env.envs.arguments import require_choice
+from dice_poker_env.engine.position import check_options, position_from_options, rolls_dice
+from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source, require_finite
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_dict, observe_flat
 from dice_poker_env.envs.render import render_ansi
 from dice_poker_env.rules import Rules, load_rules
@@ -61,7 +61,9 @@ class DicePokerEnv(gym.Env):
     An empty scorecard and five freshly rolled dice with two rerolls left.
     ``reset(options={"scorecard": {box: points}, "dice": [...], "rolls_left": r,
     "bonus": b})`` starts from any position instead (validated; a clear
-    ``PositionError`` names an inconsistent field).
+    ``PositionError`` names an inconsistent field: dice must be five integers
+    1..6, the bonus one that play can have paid with that scorecard). A key
+    given as ``None`` counts as not given: ``"dice": None`` deals fresh dice.
 
     ## Rewards
     The points the step added to the final score: 0 for a reroll; the box's
@@ -74,7 +76,8 @@ class DicePokerEnv(gym.Env):
     Terminates after the ruleset's last turn (``rules.turns`` boxes filled).
     An illegal action with ``illegal_action="terminate"`` (default) ends the
     episode at once with reward ``illegal_penalty`` (default 0) and
-    ``info["illegal_action"] = True`` — the outcome Gymnasium's ``check_env``
+    ``info["illegal_action"] = True`` (the mask is then all zeros, as after a
+    normal end) — the outcome Gymnasium's ``check_env``
     and unmasked agents need; ``illegal_action="raise"`` raises
     :class:`IllegalActionError` naming the action and why it is illegal,
     without changing the game. No truncation.
@@ -113,6 +116,8 @@ class DicePokerEnv(gym.Env):
         require_choice("obs_mode", obs_mode, OBS_MODES)
         require_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
+        illegal_penalty = require_finite("illegal_penalty", illegal_penalty)
+        require_dice_source("dice_source", dice_source)
         self.rules = load_rules(rules, **rule_options)
         self.tables = self.rules.tables
         self._engine_tables = self.tables.scalar  # same tables, fast for one game
@@ -132,9 +137,12 @@ class DicePokerEnv(gym.Env):
 
     # ------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
+        options = check_options(options)
+        if isinstance(seed, bool) or not (seed is None or isinstance(seed, (int, np.integer))):
+            raise TypeError(f"seed must be an int or None, got {seed!r}")
+        super().reset(seed=None if seed is None else int(seed))
         if options:
-            random_roll = int(self._roll_fresh()) if "dice" not in options else 0
+            random_roll = int(self._roll_fresh()) if rolls_dice(options) else 0
             self.state = position_from_options(self.tables, options, random_roll)
         else:
             self.state = game.new_games(self.tables, self._roll_fresh())
@@ -147,7 +155,7 @@ class DicePokerEnv(gym.Env):
         if self._done or self.state is None:
             raise gym.error.ResetNeeded("call reset() before step() (the episode is over or never started)")
         if type(action) is not int:
-            action = int(action) if isinstance(action, (np.integer, np.ndarray)) and np.ndim(action) == 0 else action
+            action = as_action(action)
         if not (type(action) is int and 0 <= action < self._n_actions and self._mask[action]):
             return self._illegal(action)
         state = self.state
@@ -217,6 +225,7 @@ class DicePokerEnv(gym.Env):
         if self.illegal_action == "raise":
             raise IllegalActionError(f"{self.rules.name}: {reason}")
         self._done = True
+        self._mask = np.zeros(self._n_actions, dtype=np.int8)  # the episode is over: nothing is legal
         info = self._info()
         info["illegal_action"] = True
         info["illegal_reason"] = reason

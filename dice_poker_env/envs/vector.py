@@ -30,14 +30,14 @@ from dice_poker_env.engine.dice import (
     reroll_sequence,
     roll_index_of_sorted,
 )
-from dice_poker_env.engine.position import PositionError, position_from_options
+from dice_poker_env.engine.position import POSITION_KEYS, PositionError, check_options, position_from_options, rolls_dice
 from dice_poker_env.engine.tables import RuleTables
-from dice_poker_env.envs.arguments import require_choice
+from dice_poker_env.envs.arguments import require_choice, require_dice_source, require_finite
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe, observe_dict
 from dice_poker_env.envs.single import ILLEGAL_ACTION_MODES, IllegalActionError
 from dice_poker_env.rules import Rules, load_rules
 
-_POSITION_KEYS = ("scorecard", "dice", "rolls_left", "bonus")
+_POSITION_KEYS = POSITION_KEYS
 #: positions rerolled by each keep bitmask
 _REROLLED = [[i for i in range(N_DICE) if not bits >> i & 1] for bits in range(N_KEEP_ACTIONS)]
 #: the keys of dict observations, in order (see :func:`_final_obs`)
@@ -122,7 +122,8 @@ class DicePokerVectorEnv(VectorEnv):
     ## Starting State
     Empty scorecards and freshly rolled dice. ``reset(options=...)`` takes the
     single env's position keys (``scorecard``, ``dice``, ``rolls_left``,
-    ``bonus``) for every game reset, ``"positions"``: a sequence of ``N`` such
+    ``bonus``; ``None`` counts as not given, so ``"dice": None`` deals fresh
+    dice) for every game reset, ``"positions"``: a sequence of ``N`` such
     dicts (or ``None``) for one position per game, and Gymnasium's
     ``"reset_mask"`` (``(N,)`` bool) to reset only some games.
 
@@ -148,10 +149,12 @@ class DicePokerVectorEnv(VectorEnv):
 
     Illegal actions, as in the single env: with ``illegal_action="terminate"``
     (default) the game ends at once, unchanged, with reward ``illegal_penalty``
-    and ``info["illegal_action"]`` / ``info["illegal_reason"]`` set for it;
-    with ``"raise"`` an :class:`~dice_poker_env.envs.single.IllegalActionError`
-    names the game, the action and the reason, and no game changes. Actions of
-    games awaiting a ``NEXT_STEP`` autoreset are ignored.
+    and ``info["illegal_action"]`` / ``info["illegal_reason"]`` set for it,
+    and its mask is all zeros, as after a normal end (an action out of range,
+    of any integer dtype, is illegal and reported as given); with ``"raise"``
+    an :class:`~dice_poker_env.envs.single.IllegalActionError` names the game,
+    the action and the reason, and no game changes. Actions of games awaiting
+    a ``NEXT_STEP`` autoreset are ignored.
 
     ## Information
     Gymnasium's vector convention (every key ``k`` paired with a bool mask
@@ -204,6 +207,7 @@ class DicePokerVectorEnv(VectorEnv):
         require_choice("obs_mode", obs_mode, OBS_MODES)
         require_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
+        illegal_penalty = require_finite("illegal_penalty", illegal_penalty)
         self.num_envs = int(num_envs)
         self.rules = load_rules(rules, **rule_options)
         self.tables = self.rules.tables
@@ -220,7 +224,11 @@ class DicePokerVectorEnv(VectorEnv):
         if isinstance(dice_source, Sequence) and not isinstance(dice_source, (str, bytes)):
             if len(dice_source) != self.num_envs:
                 raise ValueError(f"dice_source: a sequence needs one source per game ({self.num_envs}), got {len(dice_source)}")
+            for i, source in enumerate(dice_source):
+                require_dice_source(f"dice_source[{i}]", source)
             self._sources = list(dice_source)
+        else:
+            require_dice_source("dice_source", dice_source)
         self.dice_source = dice_source
         self._fast_dice = type(dice_source) is RandomDice
 
@@ -258,10 +266,20 @@ class DicePokerVectorEnv(VectorEnv):
         if seed is not None:
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
                 raise TypeError(f"seed must be an int (one seed fixes all {self.num_envs} games), got {seed!r}")
-            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
-        options = dict(options or {})
+        options = check_options(options)
         reset_mask = options.pop("reset_mask", None)
         positions = options.pop("positions", None)
+        if positions is not None:
+            if isinstance(positions, (str, bytes, Mapping)) or not isinstance(positions, (Sequence, np.ndarray)):
+                raise PositionError(
+                    f"reset options: 'positions' must be a list of one position dict (or None) per game, got {positions!r}"
+                )
+            if len(positions) != self.num_envs:
+                raise PositionError(f"reset options: 'positions' needs one entry per game ({self.num_envs}), got {len(positions)}")
+            for i, position in enumerate(positions):
+                check_options(position, f"reset options: positions[{i}]")
+        if seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         unknown = sorted(set(options) - set(_POSITION_KEYS))
         if unknown:
             raise PositionError(
@@ -277,8 +295,6 @@ class DicePokerVectorEnv(VectorEnv):
             if self.state is None and not reset_mask.all():
                 raise gym.error.ResetNeeded("the first reset() must reset every game (no reset_mask)")
         if positions is not None:
-            if len(positions) != self.num_envs:
-                raise PositionError(f"reset options: 'positions' needs one entry per game ({self.num_envs}), got {len(positions)}")
             if options:
                 raise PositionError("reset options: give either 'positions' or the position keys, not both")
         rows = np.flatnonzero(reset_mask)
@@ -290,9 +306,7 @@ class DicePokerVectorEnv(VectorEnv):
             fresh = self._first_rolls(rows, *self._draw(len(rows)))
         else:  # as the single env: a game whose position gives its dice rolls none
             fresh = np.zeros(len(rows), dtype=np.int64)
-            rolling = np.array(
-                [not ("dice" in (options if positions is None else (positions[i] or {}))) for i in rows], dtype=bool
-            )
+            rolling = np.array([rolls_dice(options if positions is None else positions[i]) for i in rows], dtype=bool)
             fresh[rolling] = self._first_rolls(rows[rolling], None, None)
         self._reset_rows(state, rows, fresh, options, positions)  # may raise PositionError: nothing changed yet
         self.state = state
@@ -316,11 +330,13 @@ class DicePokerVectorEnv(VectorEnv):
         """
         if self.state is None:
             raise gym.error.ResetNeeded("call reset() before step()")
-        actions = np.asarray(actions)
+        actions = given = np.asarray(actions)
         if actions.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {actions.shape}")
         if actions.dtype.kind not in "iu":
             raise TypeError(f"actions must be integers, got dtype {actions.dtype}")
+        if actions.dtype.kind == "u" and actions.dtype.itemsize >= 8:  # (uint64 above 2**63 would wrap to negative)
+            actions = np.minimum(actions, np.uint64(self.tables.n_actions))
         actions = actions.astype(np.int64, copy=False)
         tables, state, n_actions = self.tables, self.state, self.tables.n_actions
 
@@ -344,7 +360,7 @@ class DicePokerVectorEnv(VectorEnv):
             illegal = ~legal
             if self.illegal_action == "raise":
                 i = int(np.flatnonzero(illegal)[0])
-                reason = game.explain_illegal(tables, state, int(actions[i]), i) or f"action {int(actions[i])} is illegal"
+                reason = game.explain_illegal(tables, state, given[i].item(), i) or f"action {given[i].item()} is illegal"
                 raise IllegalActionError(f"{self.rules.name}: game {i}: {reason}")
             safe = np.where(legal, safe, 0)  # illegal games: a placeholder keep, undone below
 
@@ -383,11 +399,9 @@ class DicePokerVectorEnv(VectorEnv):
         if self.autoreset_mode == AutoresetMode.SAME_STEP and len(done_rows):
             info["final_obs"] = self._final_obs(state, done_rows)
             info["_final_obs"] = terminated.copy()
-            # an ended game has no legal action; a game ended by an illegal action keeps its mask
+            # an ended game has no legal action, however it ended
             final_mask = np.zeros((self.num_envs, n_actions), dtype=np.int8)
-            if illegal is not None:
-                final_mask[illegal] = self.action_masks()[illegal]
-            info["final_info"] = self._info(state, final_mask, terminated, done_rows, illegal, actions, present=terminated)
+            info["final_info"] = self._info(state, final_mask, terminated, done_rows, illegal, given, present=terminated)
             info["_final_info"] = terminated.copy()
             self._reset_rows(state, done_rows, self._first_rolls(done_rows, *_take_rows(done_rows, faces, draw)))
             self._score[done_rows] = 0  # fresh games
@@ -399,7 +413,10 @@ class DicePokerVectorEnv(VectorEnv):
             self._ended = terminated.copy()
             self._any_ended = len(done_rows) > 0
             mask, box_state = self._update_mask(state)
-            info.update(self._info(state, mask, terminated, done_rows, illegal, actions))
+            if illegal is not None:  # ended by an illegal action: nothing is legal, as after a normal end
+                self._clear_masks(illegal)
+                mask[illegal] = 0
+            info.update(self._info(state, mask, terminated, done_rows, illegal, given))
         obs = self._observe(state, box_state)
         return obs, reward, terminated, np.zeros(self.num_envs, dtype=bool), info
 
@@ -491,6 +508,13 @@ class DicePokerVectorEnv(VectorEnv):
         index |= state.rolls_left > 0
         self._mask_index = index
         return np.take(self._mask_rows, index, axis=0), box_state
+
+    def _clear_masks(self, games: np.ndarray) -> None:
+        """Make the remembered masks of ``games`` (a bool mask) all zeros (their episode is over)."""
+        if self._mask_index is not None:
+            self._mask_index[games] = 0  # row 0 of the mask table: no legal box, no reroll left
+        else:
+            self._mask[games] = 0
 
     def _observe(self, state: game.GameState, box_state: np.ndarray | None):
         """The observations of ``state`` (``box_state``: its five-kind box state, if known)."""

@@ -17,6 +17,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 #: The rulesets that ship with the package, in RULES.md order.
 RULESET_NAMES = ("yacht", "dice_poker", "school_poker", "yahtzee", "yatzy")
+#: The file types a custom ruleset may be written in.
+RULES_FILE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 
 __all__ = [
     "Box",
@@ -35,9 +37,15 @@ __all__ = [
 def read_rules_file(path: str | os.PathLike) -> dict[str, Any]:
     """Parse a rules file (``.toml``, ``.yaml``/``.yml`` or ``.json``) into a mapping."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise RulesError(f"{path}: no such rules file")
+    if path.is_dir():
+        raise RulesError(f"{path}: is a directory, not a rules file")
+    if not path.is_file():
+        raise RulesError(f"{path}: not a regular file (a rules file is read from disk)")
     suffix = path.suffix.lower()
+    if suffix not in RULES_FILE_SUFFIXES:
+        raise RulesError(f"{path}: unsupported rules file type {suffix or '(no suffix)'!r} (use .toml, .yaml, .yml or .json)")
     try:
         if suffix == ".toml":
             with path.open("rb") as handle:
@@ -50,14 +58,12 @@ def read_rules_file(path: str | os.PathLike) -> dict[str, Any]:
             with path.open() as handle:
                 data = yaml.safe_load(handle)
             return data
-        if suffix == ".json":
-            with path.open() as handle:
-                return json.load(handle)
+        with path.open() as handle:  # .json, the last of RULES_FILE_SUFFIXES
+            return json.load(handle)
     except RulesError:
         raise
     except Exception as error:  # parser errors name line and column; keep them
         raise RulesError(f"{path}: not a valid {suffix[1:].upper()} file: {error}") from error
-    raise RulesError(f"{path}: unknown rules file type {suffix!r} (use .toml, .yaml, .yml or .json)")
 
 
 def _shipped_spec(name: str) -> dict[str, Any]:
@@ -83,10 +89,19 @@ def load_rules(rules: str | os.PathLike | Rules | Mapping[str, Any], **options: 
         return build_rules(rules.raw_spec, source=rules.source, chosen_options=merged)
     if isinstance(rules, Mapping):
         return build_rules(rules, source="<mapping>", chosen_options=options)
+    if not isinstance(rules, (str, os.PathLike)):
+        raise RulesError(
+            f"rules: expected a ruleset name ({', '.join(RULESET_NAMES)}), a rules-file path, "
+            f"a Rules object or a mapping, got {rules!r}"
+        )
     text = os.fspath(rules)
+    if not isinstance(text, str):
+        raise RulesError(f"rules: a rules-file path must be text, got {text!r}")
     if text in RULESET_NAMES:
         return build_rules(_shipped_spec(text), source=f"{text}.toml", chosen_options=options)
-    if Path(text).suffix.lower() in (".toml", ".yaml", ".yml", ".json") or os.sep in text:
+    # anything that looks like a path (ruleset names have no suffix, separator or file) is read as one
+    looks_like_path = Path(text).suffix or any(sep and sep in text for sep in (os.sep, os.altsep))
+    if isinstance(rules, os.PathLike) or looks_like_path or Path(text).exists():
         return build_rules(read_rules_file(text), source=text, chosen_options=options)
     raise RulesError(f"unknown ruleset {text!r}: use one of {', '.join(RULESET_NAMES)} or a path to a rules file")
 

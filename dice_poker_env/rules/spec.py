@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+import numpy as np
+
 if TYPE_CHECKING:
     from dice_poker_env.engine.tables import RuleTables
 
@@ -35,6 +37,14 @@ SECTIONS = ("upper", "lower")
 JOKER_MODES = ("none", "forced", "free")
 BONUS_TIMINGS = ("on_reach", "on_complete")
 RESULT_MODES = ("highest", "relative")
+#: Every points-like integer of a ruleset (fixed points, ``extra``, ``base``, bonus
+#: points) lies in ``-POINTS_LIMIT..POINTS_LIMIT`` (the upper-bonus threshold, a
+#: total, lies within what the upper boxes can total). With at most 26 boxes no
+#: box holds more than ``6 * (POINTS_LIMIT + 5)`` points in magnitude and no game
+#: total exceeds about ``2 * 10**8``: far inside int32, float64 holds every total
+#: exactly, and the solver's float32 per-turn tables keep their usual relative
+#: precision (see docs/rules-format.md, "Supported range").
+POINTS_LIMIT = 1_000_000
 
 
 class RulesError(ValueError):
@@ -154,6 +164,8 @@ class Rules:
                 return self.box_names.index(box)
             except ValueError:
                 raise KeyError(f"{self.name} has no box {box!r}; boxes: {', '.join(self.box_names)}") from None
+        if isinstance(box, bool) or not isinstance(box, (int, np.integer)):
+            raise TypeError(f"a box is a name or an integer index, got {box!r}")
         index = int(box)
         if not 0 <= index < self.n_boxes:
             raise IndexError(f"box index {index} out of range 0..{self.n_boxes - 1} for {self.name}")
@@ -239,6 +251,13 @@ class _Reader:
             raise self.fail(key, expected or " or ".join(k.__name__ for k in kinds), value)
         return value
 
+    def points(self, key: str, default: Any = ..., *, low: int = -POINTS_LIMIT) -> int:
+        """An integer points field, within ``low..POINTS_LIMIT`` (the supported range)."""
+        value = self.get(key, int, default)
+        if not low <= value <= POINTS_LIMIT:
+            raise self.fail(key, f"an integer in {low}..{POINTS_LIMIT} (the supported range)", value)
+        return value
+
     def choice(self, key: str, choices: Sequence[str], default: Any = ...) -> str:
         value = self.get(key, str, default, expected=f"one of {', '.join(choices)}")
         if value not in choices:
@@ -266,7 +285,7 @@ def _parse_box(data: Any, source: str, index: int) -> Box:
         if not 1 <= fields["face"] <= 6:
             raise r.fail("face", "an integer 1..6", fields["face"])
     if "base" in allowed:
-        fields["base"] = r.get("base", int, 0)
+        fields["base"] = r.points("base", 0)
     if "n" in allowed:
         fields["n"] = r.get("n", int)
         if not 2 <= fields["n"] <= 5:
@@ -275,9 +294,11 @@ def _parse_box(data: Any, source: str, index: int) -> Box:
         points = r.get("points", (int, str), "sum", expected="an integer or one of 'sum', 'matching'")
         if isinstance(points, str) and points not in POINTS_WORDS:
             raise r.fail("points", "an integer or one of 'sum', 'matching'", points)
+        if isinstance(points, int):
+            points = r.points("points")
         fields["points"] = points
     if "extra" in allowed:
-        fields["extra"] = r.get("extra", int, 0)
+        fields["extra"] = r.points("extra", 0)
     if "sets" in allowed:
         sets = r.get("sets", list, expected="a list of face lists, e.g. [[1,2,3,4,5]]")
         if not sets or not all(
@@ -299,16 +320,32 @@ def _set_path(spec: dict, dotted: str, value: Any, source: str, option: str) -> 
     """Apply an option's patch ``"a.b.c" = value`` (list items by box name)."""
     node: Any = spec
     keys = dotted.split(".")
-    for key in keys[:-1]:
+    for depth, key in enumerate(keys[:-1]):
         if isinstance(node, list):
+            named = all(isinstance(item, Mapping) and "name" in item for item in node)
             matches = [item for item in node if isinstance(item, Mapping) and item.get("name") == key]
+            if not named:
+                where = ".".join(keys[:depth])
+                raise RulesError(
+                    f"{source}: option '{option}' patches '{dotted}', but '{where}' is a list "
+                    "(only the items of the boxes list are patched, by box name)"
+                )
             if not matches:
                 raise RulesError(f"{source}: option '{option}' patches '{dotted}', but there is no box '{key}'")
             node = matches[0]
         else:
-            if key not in node or not isinstance(node[key], (dict, list)):
+            if key not in node:
                 node[key] = {}
+            elif not isinstance(node[key], (dict, list)):
+                where = ".".join(keys[: depth + 1])
+                raise RulesError(f"{source}: option '{option}' patches '{dotted}', but '{where}' is not a table")
             node = node[key]
+    if not isinstance(node, dict):
+        where = ".".join(keys[:-1])
+        raise RulesError(
+            f"{source}: option '{option}' patches '{dotted}', but '{where}' is a list "
+            "(a patch sets a field of a table or of a box)"
+        )
     node[keys[-1]] = value
 
 
@@ -414,23 +451,21 @@ def build_rules(
     if "upper_bonus" in resolved:
         u = _Reader(r.get("upper_bonus", Mapping), source, "upper_bonus")
         upper_bonus = UpperBonus(
-            threshold=u.get("threshold", int),
-            points=u.get("points", int),
+            threshold=u.get("threshold", int),  # a total: checked against what the upper boxes total below
+            points=u.points("points", low=0),
             timing=u.choice("timing", BONUS_TIMINGS, "on_reach"),
         )
         u.finish()
         upper = [b for b in boxes if b.section == "upper"]
         if not upper:
             raise RulesError(f"{source}: field 'upper_bonus': the rules have no upper boxes")
-        if upper_bonus.timing == "on_reach" and any(b.kind == "relative_face" for b in upper):
-            raise u.fail("timing", "'on_complete' (upper boxes can score negative, so a reached total is not final)", "on_reach")
 
     five = None
     if "five_of_a_kind" in resolved:
         f = _Reader(r.get("five_of_a_kind", Mapping), source, "five_of_a_kind")
         five = FiveOfAKind(
             box=f.get("box", str),
-            bonus=f.get("bonus", int, 0),
+            bonus=f.points("bonus", 0, low=0),
             joker=f.choice("joker", JOKER_MODES, "none"),
             joker_needs_full_box=f.get("joker_needs_full_box", bool, False),
         )
@@ -441,7 +476,7 @@ def build_rules(
         if not (target.kind == "n_of_a_kind" and target.n == 5):
             raise f.fail("box", "a box of kind n_of_a_kind with n = 5", five.box)
     r.finish()
-    return Rules(
+    rules = Rules(
         name=name,
         title=title,
         boxes=boxes,
@@ -457,3 +492,33 @@ def build_rules(
         spec=resolved,
         raw_spec=copy.deepcopy(dict(spec)),
     )
+    _check_upper_bonus(rules, source)
+    return rules
+
+
+def _check_upper_bonus(rules: Rules, source: str) -> None:
+    """The upper-bonus checks that need what the upper boxes can score (the compiled tables).
+
+    ``on_reach`` pays when the upper total first reaches the threshold, so it needs
+    upper boxes that never score negative (a reached total is final) and a
+    threshold of at least 1 (0 or less would be met before any play, and such a
+    bonus could never be paid in a step). ``on_complete`` pays when the last upper
+    box is filled. Either way the threshold must be a total the upper boxes can
+    reach: above it the bonus is never paid, below the least total always.
+    """
+    bonus = rules.upper_bonus
+    if bonus is None:
+        return
+    lowest, highest = rules.tables.min_upper_total, rules.tables.max_upper_total
+    field_path = f"{source}: field 'upper_bonus"
+    if bonus.timing == "on_reach":
+        if lowest < 0:
+            raise RulesError(
+                f"{field_path}.timing': expected 'on_complete' (upper boxes can score negative, "
+                "so a reached total is not final), got 'on_reach'"
+            )
+        low, why = 1, f"an on_reach bonus needs a threshold the upper total (0..{highest}) reaches during play"
+    else:
+        low, why = lowest, f"the upper boxes total {lowest}..{highest}"
+    if not low <= bonus.threshold <= highest:
+        raise RulesError(f"{field_path}.threshold': expected an integer in {low}..{highest} ({why}), got {bonus.threshold}")
