@@ -1,7 +1,7 @@
 """On-disk cache of solutions, keyed by the rules' fingerprint and checksum-verified.
 
-Folder: ``$DICE_POKER_CACHE`` if set, else ``$XDG_CACHE_HOME/dice_poker_env``, else
-``~/.cache/dice_poker_env``. One file per ruleset and solver version:
+Folder: ``$DICE_POKER_CACHE`` if set, else ``$XDG_CACHE_HOME/dice_poker_env`` (if
+absolute), else ``~/.cache/dice_poker_env``. One file per ruleset and solver version:
 ``solution-<name>-<fingerprint>-v<version>.bin``.
 
 File layout: a magic line naming the format, a line with the SHA-256 of
@@ -59,7 +59,9 @@ def cache_dir() -> Path:
     if env:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    base = Path(xdg).expanduser() if xdg else None
+    if base is None or not base.is_absolute():  # the XDG specification: a relative path is ignored
+        base = Path.home() / ".cache"
     return base / "dice_poker_env"
 
 
@@ -134,10 +136,15 @@ def _read_regular(path: Path) -> bytes:
     """The bytes of ``path`` if it is a regular file (``OSError`` otherwise), without blocking."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
-    with os.fdopen(fd, "rb") as handle:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(f"not a regular file (mode {stat.filemode(info.st_mode)})")
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
         return handle.read()
 
 

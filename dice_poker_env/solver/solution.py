@@ -506,14 +506,14 @@ class Solution:
         if not points:
             scores = bonus = None
             over = popcount(filled) >= tables.turns if size and popcount(filled).max() >= tables.turns else None
-            broken = _either(_outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), over)
+            broken, bonus_rows = _either(_outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), over), None
         else:
             scores = _rows(observation, "scores", size, n, batched)
             bonus = _column(observation, "bonus", size)
-            broken = self._broken_rows(filled, dice, rolls_left, scores, bonus)
-        for i in np.flatnonzero(broken) if broken is not None else ():
+            broken, bonus_rows = self._broken_rows(filled, dice, rolls_left, scores, bonus)
+        for i in np.flatnonzero(_either(broken, bonus_rows)) if broken is not None or bonus_rows is not None else ():
             self._engine_check(i, flags, dice, rolls_left, scores, bonus, where, batched)
-            if broken[i]:  # the engine accepted what the vectorized rules reject: refuse all the same
+            if broken is not None and broken[i]:  # the engine accepted what the rules above reject: refuse all the same
                 raise SolverError(f"{where(i)}: not a position of these rules")
         # the fields derived from the scorecard
         derived = [("five_kind_box", five, None)]
@@ -592,15 +592,15 @@ class Solution:
         column = lambda v: np.array([v], dtype=np.int64)  # noqa: E731
         return (column(filled), column(upper), np.array([five == 2]), column(roll_index_of_faces(np.array(dice))), column(rolls_left), so_far)
 
-    def _broken_rows(self, filled, dice, rolls_left, scores, bonus) -> np.ndarray | None:
-        """Rows the engine must see: those that break a position rule, or whose bonus is not
-        the secured upper bonus; ``None`` when none (global reductions first: cheap when all is well)."""
+    def _broken_rows(self, filled, dice, rolls_left, scores, bonus) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The rows the engine must see: ``(rows that break a position rule, rows whose bonus is
+        not the secured upper bonus)``, ``None`` for none (global reductions first: cheap when all is well)."""
         tables = self.tables
         lo, hi = tables.min_box_score, tables.max_box_score
         broken = _either(_outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), _outside(bonus, 0, None))
         outside = _outside(scores, lo, hi)
         if outside is not None:
-            return _either(broken, outside)
+            return _either(broken, outside), None
         possible = self._possible_points.take(scores + (self._possible_row - lo))  # open boxes hold 0: always possible
         if not possible.all():
             broken = _either(broken, ~possible.all(axis=1))
@@ -612,11 +612,11 @@ class Solution:
             if early.any():
                 broken = _either(broken, early)
         if broken is not None:
-            return broken
+            return broken, None
         # the engine owns the bonus rule: it sees the rows with more than the secured upper bonus
         secured = self._secured_bonus(filled, scores @ tables.is_upper.astype(np.int64)) if tables.has_upper_bonus else 0
         other = bonus != secured
-        return other if other.any() else None
+        return None, (other if other.any() else None)
 
     def _engine_check(self, i, flags, dice, rolls_left, scores, bonus, where, batched) -> None:
         """Row ``i`` through the engine's :func:`make_position` (its ``PositionError``, naming the row)."""
@@ -744,7 +744,7 @@ def _progress_bar(rules: Rules, enabled: bool | None):
     return tqdm(total=1, desc=f"solving {rules.name}", unit="state", file=sys.stderr, leave=False, dynamic_ncols=True)
 
 
-def resolve_workers(workers: int | None) -> int:
+def _resolve_workers(workers: int | None) -> int:
     """The worker processes of a solve: ``workers``, else ``$DICE_POKER_SOLVER_WORKERS``, else
     :func:`~dice_poker_env.solver.dp.default_workers`; a :class:`SolverError` unless a positive integer."""
     if workers is None:
@@ -800,7 +800,7 @@ def solve(
         SolverError: ``workers`` (or ``$DICE_POKER_SOLVER_WORKERS``) is not a positive integer.
     """
     rules = load_rules(rules, **options)
-    workers = resolve_workers(workers)
+    workers = _resolve_workers(workers)
     start = time.perf_counter()
     path = disk.cache_path(rules.name, rules.fingerprint)
     if cache:
