@@ -446,6 +446,29 @@ def test_valid_observations_keep_their_values(tiny):
     assert tiny.advise(obs)[0]["value"] == pytest.approx(q.max())
 
 
+def test_every_observation_of_real_games_is_accepted(tiny):
+    """The checks never reject what the env produces: seeded games, mostly optimal moves
+    (five-of-a-kind bonuses and jokers included), one observation at a time and all of them as one batch."""
+    env = DicePokerEnv(tiny.rules)
+    rng = np.random.default_rng(7)
+    seen = []
+    for game in range(150):
+        obs, info = env.reset(seed=game)
+        done = False
+        while not done:
+            seen.append(obs)
+            q = tiny.action_values(obs)
+            assert np.array_equal(np.isfinite(q), info["action_mask"] == 1)
+            best = tiny.best_action(obs)  # mostly optimal play: it chases five of a kind
+            action = best if rng.random() < 0.8 else int(rng.choice(np.flatnonzero(info["action_mask"])))
+            obs, _, done, _, info = env.step(action)
+    assert any(o["bonus"][0] >= 100 for o in seen)  # five-of-a-kind bonuses were paid
+    batch = {k: np.stack([np.asarray(o[k]) for o in seen]) for k in seen[0]}
+    values = tiny.action_values(batch)
+    assert values.shape == (len(seen), 32 + 4)
+    assert np.array_equal(tiny.best_action(batch), tiny.best_actions(*tiny._situation(batch, points=False)[0][:5]))
+
+
 @pytest.mark.parametrize("bonus", [-1, 1.5, True, "10"])
 def test_state_value_validates_the_bonus_like_reset(tiny, bonus):
     with pytest.raises(PositionError, match="bonus"):

@@ -141,6 +141,7 @@ class Solution:
         self._secured: np.ndarray | None = None  # see _secured_bonus
         self._possible_sets = tuple(frozenset(int(v) for v in values) for values in self.tables.possible_scores)
         self._upper_boxes = [int(k) for k in np.flatnonzero(self.tables.is_upper)]
+        self._upper_weights = self.tables.is_upper.astype(np.int64)
 
     def __repr__(self) -> str:
         return (
@@ -510,7 +511,8 @@ class Solution:
         else:
             scores = _rows(observation, "scores", size, n, batched)
             bonus = _column(observation, "bonus", size)
-            broken, bonus_rows = self._broken_rows(filled, dice, rolls_left, scores, bonus)
+            upper_of = scores @ self._upper_weights  # the upper total the scorecard gives
+            broken, bonus_rows = self._broken_rows(filled, dice, rolls_left, scores, bonus, upper_of)
         for i in np.flatnonzero(_either(broken, bonus_rows)) if broken is not None or bonus_rows is not None else ():
             self._engine_check(i, flags, dice, rolls_left, scores, bonus, where, batched)
             if broken is not None and broken[i]:  # the engine accepted what the rules above reject: refuse all the same
@@ -522,7 +524,7 @@ class Solution:
                 i = int(np.flatnonzero(((scores != 0) > flags).any(axis=1))[0])
                 k = int(np.flatnonzero((scores[i] != 0) > flags[i])[0])
                 raise SolverError(f"{where(i)}: box {tables.rules.box_names[k]!r} is open but 'scores' holds {scores[i, k]} points there")
-            derived = [("upper_total", upper, scores @ tables.is_upper.astype(np.int64)), ("five_kind_box", five, self._five_kind_code(filled, scores))]
+            derived = [("upper_total", upper, upper_of), ("five_kind_box", five, self._five_kind_code(filled, scores))]
         if "turn" in observation:
             derived.append(("turn", _column(observation, "turn", size), popcount(filled)))
         for key, given, expected in derived:
@@ -592,7 +594,7 @@ class Solution:
         column = lambda v: np.array([v], dtype=np.int64)  # noqa: E731
         return (column(filled), column(upper), np.array([five == 2]), column(roll_index_of_faces(np.array(dice))), column(rolls_left), so_far)
 
-    def _broken_rows(self, filled, dice, rolls_left, scores, bonus) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def _broken_rows(self, filled, dice, rolls_left, scores, bonus, upper_of) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The rows the engine must see: ``(rows that break a position rule, rows whose bonus is
         not the secured upper bonus)``, ``None`` for none (global reductions first: cheap when all is well)."""
         tables = self.tables
@@ -614,7 +616,7 @@ class Solution:
         if broken is not None:
             return broken, None
         # the engine owns the bonus rule: it sees the rows with more than the secured upper bonus
-        secured = self._secured_bonus(filled, scores @ tables.is_upper.astype(np.int64)) if tables.has_upper_bonus else 0
+        secured = self._secured_bonus(filled, upper_of) if tables.has_upper_bonus else 0
         other = bonus != secured
         return None, (other if other.any() else None)
 
