@@ -232,7 +232,7 @@ def test_values_are_expected_final_scores():
     _, reward, done, _, info = env.step(N_KEEP_ACTIONS + names.index("chance"))
     assert done and before + reward == info["final_score"] == pytest.approx(q[N_KEEP_ACTIONS + names.index("chance")])
     # the five-of-a-kind bonus already paid counts (passed as bonus)
-    card = {"yahtzee": 50, "aces": 2}
+    card = {"yahtzee": 50, "aces": 5}  # five aces after the yahtzee box: the one way to have 100 paid here
     assert solution.state_value(card, bonus=100) == pytest.approx(solution.state_value(card) + 100)
     # the empty scorecard is the expected score
     assert solution.state_value({}) == pytest.approx(solution.expected_score)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 #: sub-command name -> module under dice_poker_env.cli
@@ -42,16 +43,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one sub-command; returns the exit status.
+
+    Errors the user can fix (``ValueError``, ``KeyError``, ``OSError``) print one
+    line and return 2. When the reader of the output goes away
+    (``dice-poker advise ... | head -3``), the command stops quietly with status 1,
+    as Python's documentation recommends for ``BrokenPipeError``.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe fails here, inside the try, not at exit
+        return status
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
     except (ValueError, KeyError, OSError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"dice-poker {args.command}: error: {message}", file=sys.stderr)
         return 2
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device: the interpreter's final flush must not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (e.g. a StringIO in tests)
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

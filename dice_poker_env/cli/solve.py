@@ -20,12 +20,28 @@ def _parse_options(pairs: list[str] | None) -> dict[str, Any]:
     return options
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _check_integers(flag: str, values: int | list[int] | None) -> None:
+    """A ``ValueError`` (one line, exit 2) for integers the engine's int64 arrays cannot hold;
+    the position validator owns the real range of each field."""
+    for value in [] if values is None else values if isinstance(values, list) else [values]:
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise ValueError(f"{flag} {value} is out of range")
+
+
 def _add_rules_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("rules", metavar="RULESET_OR_FILE", help="ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file")
     parser.add_argument(
         "--option", "-o", action="append", metavar="NAME=VALUE", help="rules option, e.g. joker=free (repeatable)"
     )
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the solver's disk cache")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="solve even when the estimated memory exceeds what the machine has available",
+    )
 
 
 def add_parser(subparsers) -> None:
@@ -38,7 +54,7 @@ def add_parser(subparsers) -> None:
     _add_rules_arguments(solve)
     solve.add_argument("--json", action="store_true", help="print one JSON object: rules, expected_score, score_std, states, seconds")
     solve.add_argument("--no-progress", action="store_true", help="no progress bar")
-    solve.add_argument("--workers", type=int, default=None, help="worker processes (default: $DICE_POKER_SOLVER_WORKERS, else 2)")
+    solve.add_argument("--workers", type=int, default=None, help="worker processes, at least 1 (default: $DICE_POKER_SOLVER_WORKERS, else 2)")
     solve.set_defaults(func=run_solve)
 
     advise = subparsers.add_parser(
@@ -59,9 +75,11 @@ def run_solve(args: argparse.Namespace) -> int:
     from dice_poker_env.rules import load_rules
     from dice_poker_env.solver import solve
 
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be a positive integer, got {args.workers}")
     rules = load_rules(args.rules, **_parse_options(args.option))
     start = time.perf_counter()
-    solution = solve(rules, cache=not args.no_cache, progress=False if args.no_progress else None, workers=args.workers)
+    solution = solve(rules, cache=not args.no_cache, progress=False if args.no_progress else None, workers=args.workers, force=args.force)
     seconds = time.perf_counter() - start
     if args.json:
         print(
@@ -91,6 +109,8 @@ def run_advise(args: argparse.Namespace) -> int:
     from dice_poker_env.rules import load_rules
     from dice_poker_env.solver import solve
 
+    _check_integers("--dice", args.dice)
+    _check_integers("--bonus", args.bonus)
     rules = load_rules(args.rules, **_parse_options(args.option))
     scorecard = None
     if args.scorecard:
@@ -98,7 +118,7 @@ def run_advise(args: argparse.Namespace) -> int:
             scorecard = json.loads(args.scorecard)
         except json.JSONDecodeError as error:
             raise ValueError(f"--scorecard is not valid JSON: {error}") from None
-    solution = solve(rules, cache=not args.no_cache, progress=None)
+    solution = solve(rules, cache=not args.no_cache, progress=None, force=args.force)
     situation = {"scorecard": scorecard, "dice": args.dice, "rolls_left": args.rolls_left}
     if args.bonus is not None:
         situation["bonus"] = args.bonus

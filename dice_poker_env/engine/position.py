@@ -82,12 +82,13 @@ def parse_scorecard(tables: RuleTables, scorecard: Mapping[str, Any] | None) -> 
         return filled, scores
     if not isinstance(scorecard, Mapping):
         raise PositionError(f"scorecard must be a mapping {{box_name: points}}, got {type(scorecard).__name__}")
+    names = rules.box_names  # a property that builds the tuple: once, not per box
     for name, points in scorecard.items():
-        if name not in rules.box_names:
-            raise PositionError(f"scorecard: {rules.name} has no box {name!r}; boxes: {', '.join(rules.box_names)}")
+        if name not in names:
+            raise PositionError(f"scorecard: {rules.name} has no box {name!r}; boxes: {', '.join(names)}")
         if points is None:
             continue
-        k = rules.box_names.index(name)
+        k = names.index(name)
         if isinstance(points, bool) or not isinstance(points, (int, np.integer)):
             raise PositionError(f"scorecard: points in {name!r} must be an integer, got {points!r}")
         if not tables.min_box_score <= points <= tables.max_box_score or int(points) not in tables.possible_scores[k]:

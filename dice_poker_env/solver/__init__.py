@@ -5,10 +5,10 @@
 >>> round(solution.expected_score, 4)      # doctest: +SKIP
 254.5877
 
-See ``docs/solver.md`` for the method, the cache and the CLI.
+See ``docs/solver.md`` for the method, the cache, the limits and the CLI.
 """
 
 from dice_poker_env.solver.cache import CacheWarning, cache_dir
-from dice_poker_env.solver.solution import Solution, SolverError, solve
+from dice_poker_env.solver.solution import Solution, SolverError, SolveTooLargeError, solve
 
-__all__ = ["CacheWarning", "Solution", "SolverError", "cache_dir", "solve"]
+__all__ = ["CacheWarning", "Solution", "SolveTooLargeError", "SolverError", "cache_dir", "solve"]

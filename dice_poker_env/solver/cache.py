@@ -1,13 +1,23 @@
 """On-disk cache of solutions, keyed by the rules' fingerprint and checksum-verified.
 
-Folder: ``$DICE_POKER_CACHE`` if set, else ``$XDG_CACHE_HOME/dice_poker_env``, else
-``~/.cache/dice_poker_env``. One file per ruleset and solver version:
+Folder: ``$DICE_POKER_CACHE`` if set, else ``$XDG_CACHE_HOME/dice_poker_env`` (if
+absolute), else ``~/.cache/dice_poker_env``. One file per ruleset and solver version:
 ``solution-<name>-<fingerprint>-v<version>.bin``.
 
-File layout: a magic line, one JSON header line (array names, dtypes, shapes,
-byte offsets, metadata and the SHA-256 of the payload), then the raw array bytes.
-A file whose checksum, header or size does not match is reported with a warning
+File layout: a magic line naming the format, a line with the SHA-256 of
+everything after it, one JSON header line (array names, dtypes, shapes, byte
+offsets, metadata), then the raw array bytes. The checksum covers the header and
+the arrays, so a change to any byte of the file is detected; the header is then
+checked field by field (every offset, dtype and shape), and the solver checks the
+arrays against the rules (:func:`dice_poker_env.solver.solve`). A file that fails
+any check, or is not a regular file, is reported with a :class:`CacheWarning`
 and rebuilt, never used.
+
+Files are written to a temporary file in the same folder and renamed over the
+old one, so readers see either the old file or the new one, never a partial one.
+A write killed midway leaves its temporary file
+(``solution-...bin.<host>-<pid>.<random>.tmp``): the next write removes those
+whose process is gone (same host) or that are older than :data:`STALE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -15,20 +25,32 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import socket
+import stat
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-MAGIC = b"DICE-POKER-SOLUTION\n"
+#: first line of a file; the number is the file format (bump when the layout changes)
+MAGIC = b"DICE-POKER-SOLUTION 2\n"
+#: first line of the files of the previous format (checksum over the arrays only)
+_OLD_MAGIC = b"DICE-POKER-SOLUTION\n"
 #: bump when the DP's output format or meaning changes (invalidates old files)
-SOLVER_VERSION = 2
+SOLVER_VERSION = 3
+#: dtypes a cache file may hold (the solver's int64 keys and float64 values)
+_DTYPES = {"<i8", "<f8"}
+#: temporary files of interrupted writes older than this are removed by the next write
+STALE_SECONDS = 3600.0
+_DIGEST_LINE = 64 + 1  # hex SHA-256 and a newline
 
 
 class CacheWarning(UserWarning):
-    """A cache file was unreadable (truncated, corrupted, wrong format) and is rebuilt."""
+    """A cache file was unusable (damaged, changed, another format, not a file) and is rebuilt."""
 
 
 def cache_dir() -> Path:
@@ -37,7 +59,9 @@ def cache_dir() -> Path:
     if env:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    base = Path(xdg).expanduser() if xdg else None
+    if base is None or not base.is_absolute():  # the XDG specification: a relative path is ignored
+        base = Path.home() / ".cache"
     return base / "dice_poker_env"
 
 
@@ -48,25 +72,38 @@ def cache_path(name: str, fingerprint: str) -> Path:
 
 
 def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-    """Write ``arrays`` and ``meta`` atomically (temporary file, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``arrays`` and ``meta`` atomically (temporary file, then rename).
+
+    Removes the temporary files that interrupted writes left in the folder first
+    (see the module docstring). Raises ``OSError`` when the file cannot be written;
+    the old file, if any, is then untouched.
+    """
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(f"{folder} is not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(folder)
     entries = []
     offset = 0
     blobs = []  # the arrays' own bytes: hashed and written without copies
-    digest = hashlib.sha256()
     for name, array in arrays.items():
         data = np.ascontiguousarray(array)
+        if data.dtype.str not in _DTYPES:
+            raise TypeError(f"solver cache: array {name!r} has dtype {data.dtype.str}, expected one of {sorted(_DTYPES)}")
         raw = memoryview(data).cast("B") if data.nbytes else b""
         entries.append({"name": name, "dtype": data.dtype.str, "shape": list(data.shape), "offset": offset, "nbytes": data.nbytes})
         blobs.append(raw)
-        digest.update(raw)
         offset += data.nbytes
-    header = {"version": SOLVER_VERSION, "meta": meta, "arrays": entries, "sha256": digest.hexdigest(), "size": offset}
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    header = json.dumps({"version": SOLVER_VERSION, "meta": meta, "arrays": entries, "size": offset}).encode() + b"\n"
+    digest = hashlib.sha256(header)
+    for raw in blobs:
+        digest.update(raw)
+    fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.{_writer_tag()}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(MAGIC)
-            handle.write(json.dumps(header).encode() + b"\n")
+            handle.write(digest.hexdigest().encode() + b"\n")
+            handle.write(header)
             for raw in blobs:
                 handle.write(raw)
         os.replace(tmp, path)
@@ -76,31 +113,146 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Non
 
 
 def load(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
-    """Read a cache file; ``None`` if absent. A damaged file warns and returns ``None``."""
+    """Read a cache file; ``None`` if absent. An unusable file warns and returns ``None``.
+
+    Never blocks: a FIFO or device at ``path`` is opened without waiting and
+    rejected as not a regular file.
+    """
     try:
-        data = path.read_bytes()
+        data = _read_regular(path)
     except FileNotFoundError:
         return None
     except OSError as error:
         warnings.warn(f"solver cache {path}: unreadable ({error}); solving again", CacheWarning, stacklevel=3)
         return None
     try:
-        if not data.startswith(MAGIC):
-            raise ValueError("not a solution file")
-        end = data.index(b"\n", len(MAGIC))
-        header = json.loads(data[len(MAGIC) : end])
-        payload = memoryview(data)[end + 1 :]
-        if header.get("version") != SOLVER_VERSION:
-            raise ValueError(f"solver version {header.get('version')} != {SOLVER_VERSION}")
-        if len(payload) != header["size"]:
-            raise ValueError(f"truncated: {len(payload)} of {header['size']} payload bytes")
-        if hashlib.sha256(payload).hexdigest() != header["sha256"]:
-            raise ValueError("checksum mismatch")
-        arrays = {}
-        for entry in header["arrays"]:
-            raw = payload[entry["offset"] : entry["offset"] + entry["nbytes"]]
-            arrays[entry["name"]] = np.frombuffer(raw, dtype=np.dtype(entry["dtype"])).reshape(entry["shape"]).copy()
-        return arrays, header["meta"]
-    except (ValueError, KeyError, TypeError) as error:
+        return _parse(data)
+    except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is not used
         warnings.warn(f"solver cache {path} is damaged ({error}); solving again", CacheWarning, stacklevel=3)
         return None
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file (``OSError`` otherwise), without blocking."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"not a regular file (mode {stat.filemode(info.st_mode)})")
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
+        return handle.read()
+
+
+def _parse(data: bytes) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Arrays and metadata of a file's bytes; ``ValueError`` (or another error) if anything is off."""
+    if data.startswith(_OLD_MAGIC):
+        raise ValueError("written by an older version of the cache format")
+    if not data.startswith(MAGIC):
+        raise ValueError("not a solution file")
+    digest_end = len(MAGIC) + _DIGEST_LINE
+    digest = data[len(MAGIC) : digest_end]
+    if len(digest) != _DIGEST_LINE or digest[-1:] != b"\n":
+        raise ValueError("truncated: no checksum line")
+    body = memoryview(data)[digest_end:]
+    if hashlib.sha256(body).hexdigest().encode() != digest[:-1]:
+        raise ValueError("checksum mismatch (the file was changed or is truncated)")
+    end = data.index(b"\n", digest_end)
+    header = json.loads(data[digest_end:end])
+    payload = memoryview(data)[end + 1 :]
+    if not isinstance(header, dict):
+        raise ValueError("header is not a JSON object")
+    if header.get("version") != SOLVER_VERSION:
+        raise ValueError(f"solver version {header.get('version')!r} != {SOLVER_VERSION}")
+    size, meta, entries = header.get("size"), header.get("meta"), header.get("arrays")
+    if not _is_int(size) or size != len(payload):
+        raise ValueError(f"truncated: {len(payload)} payload bytes, header says {size!r}")
+    if not isinstance(meta, dict) or not isinstance(entries, list):
+        raise ValueError("header lacks 'meta' or 'arrays'")
+    arrays: dict[str, np.ndarray] = {}
+    offset = 0
+    for entry in entries:
+        if not isinstance(entry, dict) or set(entry) != {"name", "dtype", "shape", "offset", "nbytes"}:
+            raise ValueError(f"malformed array entry {entry!r}")
+        name, dtype, shape = entry["name"], entry["dtype"], entry["shape"]
+        if not isinstance(name, str) or name in arrays:
+            raise ValueError(f"bad or repeated array name {name!r}")
+        if dtype not in _DTYPES:
+            raise ValueError(f"array {name!r}: unexpected dtype {dtype!r}")
+        if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+            raise ValueError(f"array {name!r}: bad shape {shape!r}")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if entry["offset"] != offset or entry["nbytes"] != nbytes or not _is_int(entry["offset"]):
+            raise ValueError(f"array {name!r}: offset {entry['offset']!r} / size {entry['nbytes']!r} do not follow the layout")
+        arrays[name] = np.frombuffer(payload[offset : offset + nbytes], dtype=np.dtype(dtype)).reshape(shape).copy()
+        offset += nbytes
+    if offset != size:
+        raise ValueError(f"arrays cover {offset} of {size} payload bytes")
+    return arrays, meta
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _writer_tag() -> str:
+    """``<host>-<pid>`` of this process, as it appears in the names of its temporary files."""
+    host = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:32]
+    return f"{host}-{os.getpid()}"
+
+
+#: our temporary files: ``<cache file name>.<host>-<pid>.<random>.tmp``
+_TEMP_NAME = re.compile(r"^solution-[\w-]+\.bin\.(?P<host>\w*)-(?P<pid>\d+)\.[\w-]+\.tmp$")
+#: temporary files of the previous cache version: ``<cache file name><random>.tmp``
+_OLD_TEMP_NAME = re.compile(r"^solution-[\w-]+\.bin[\w-]+\.tmp$")
+
+
+def remove_stale_temporaries(folder: Path, *, now: float | None = None) -> list[Path]:
+    """Remove the temporary files interrupted writes left in ``folder``; the paths removed.
+
+    Only files named like this module's temporary files are considered, and only
+    regular files: those written by a process of this host that no longer runs,
+    and those older than :data:`STALE_SECONDS` (whoever wrote them). A write in
+    progress keeps its file. Errors (a file vanishing, no permission) are ignored.
+    """
+    now = time.time() if now is None else now
+    host = _writer_tag().rsplit("-", 1)[0]
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if match is None and not _OLD_TEMP_NAME.match(entry.name):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            gone = match is not None and match["host"] == host and not _process_alive(int(match["pid"]))
+            if gone or now - info.st_mtime > STALE_SECONDS:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (``True`` when it cannot be told, e.g. off POSIX)."""
+    if pid == os.getpid():
+        return True
+    if os.name != "posix" or pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True

@@ -15,6 +15,7 @@ from dice_poker_env.engine.dice import (
     KEEP_ALL,
     KEEP_OF_ACTION,
     N_DICE,
+    N_FACES,
     N_KEEP_ACTIONS,
     N_ROLLS,
     ROLL_DICE,
@@ -27,14 +28,15 @@ from dice_poker_env.engine.game import (
     score_points,
 )
 from dice_poker_env.engine.position import (
+    PositionError,
     make_position,
-    parse_scorecard,
     secured_upper_bonus,
 )
 from dice_poker_env.rules import Rules, load_rules
+from dice_poker_env.solver import budget
 from dice_poker_env.solver import cache as disk
 from dice_poker_env.solver.allocator import roomy_malloc
-from dice_poker_env.solver.backward import DPResult, solve_dp
+from dice_poker_env.solver.backward import DPResult, default_workers, solve_dp
 from dice_poker_env.solver.block_scores import BlockScores
 from dice_poker_env.solver.keep_tables import KEEP_START
 from dice_poker_env.solver.state_space import StateIndex, StateSpace
@@ -69,6 +71,19 @@ def _huge_zeros(shape: tuple, dtype) -> np.ndarray:
 
 class SolverError(ValueError):
     """A query the solution cannot answer (finished game, unreachable or malformed position)."""
+
+
+class SolveTooLargeError(SolverError, MemoryError):
+    """A solve would need more memory than the machine has (estimated before allocating).
+
+    Both a :class:`SolverError` (so a ``ValueError``) and a ``MemoryError``; the
+    message gives the estimate (:func:`~dice_poker_env.solver.budget.estimate`).
+    ``solve(..., force=True)`` (``dice-poker solve --force``) tries anyway.
+    """
+
+
+#: keys of an env dict observation the solver reads (``turn`` is checked when present)
+_OBSERVATION_KEYS = ("dice", "rolls_left", "filled", "scores", "upper_total", "bonus", "five_kind_box")
 
 
 class Solution:
@@ -109,6 +124,18 @@ class Solution:
         self.from_cache = from_cache
         self._turn_cache_size = int(turn_cache_size)
         self._clear_turn_cache()
+        # the engine's possible points of each box (tables.possible_scores), as a flat
+        # lookup: _possible_points[_possible_row[k] + points - min_box_score]
+        span = self.tables.max_box_score - self.tables.min_box_score + 1
+        table = np.zeros((self.tables.n_boxes, span), dtype=bool)
+        for k, values in enumerate(self.tables.possible_scores):
+            table[k, np.asarray(values, dtype=np.int64) - self.tables.min_box_score] = True
+        self._possible_points = table.reshape(-1)
+        self._possible_row = np.arange(self.tables.n_boxes, dtype=np.int64) * span
+        self._secured: np.ndarray | None = None  # see _secured_bonus
+        self._possible_sets = tuple(frozenset(int(v) for v in values) for values in self.tables.possible_scores)
+        self._upper_boxes = [int(k) for k in np.flatnonzero(self.tables.is_upper)]
+        self._upper_weights = self.tables.is_upper.astype(np.int64)
 
     def __repr__(self) -> str:
         return (
@@ -120,6 +147,8 @@ class Solution:
     def _positions(self, filled, upper, full) -> np.ndarray:
         """Positions in the value arrays of (non-canonical) between-turn states."""
         filled = np.asarray(filled, dtype=np.int64)
+        if np.any((filled < 0) | (filled > self.tables.all_bits)):
+            raise SolverError(f"filled: box bitmasks must be in 0..{self.tables.all_bits} ({self.tables.n_boxes} boxes)")
         if np.any(popcount(filled) >= self.tables.turns):
             raise SolverError("the game is over: no turn is left to play")
         canonical = self.space.canonical_upper(filled, upper)
@@ -133,14 +162,16 @@ class Solution:
 
         ``bonus`` is the bonus already paid (default: the upper bonus the
         scorecard has secured; five-of-a-kind bonuses cannot be inferred from a
-        scorecard, pass them here). At the end of a game this is the final score.
+        scorecard, pass them here). Both are validated like ``env.reset(options=...)``
+        (:func:`~dice_poker_env.engine.position.make_position`, which raises
+        :class:`~dice_poker_env.engine.position.PositionError`); a finished game
+        (every turn played) is rejected the same way.
         """
-        filled, scores = parse_scorecard(self.tables, scorecard) if scorecard else (0, np.zeros(self.tables.n_boxes, np.int32))
-        upper = int(scores[self.tables.is_upper].sum())
+        state = make_position(self.tables, scorecard, None, None, bonus, random_roll=0)
+        filled, scores = int(state.filled), np.asarray(state.scores)
         full = self._box_full(filled, scores)
-        paid = secured_upper_bonus(self.tables, filled, upper) if bonus is None else int(bonus)
-        done = int(scores.sum()) + paid
-        return done + float(self.value[self._positions(filled, upper, full)])
+        done = int(scores.sum()) + int(state.bonus)
+        return done + float(self.value[self._positions(filled, int(state.upper_total), full)])
 
     def _box_full(self, filled: int, scores: np.ndarray) -> bool:
         k = self.space.five_box
@@ -278,8 +309,7 @@ class Solution:
         filled = np.atleast_1d(np.asarray(filled, dtype=np.int64))
         roll = np.atleast_1d(np.asarray(roll, dtype=np.int64))
         rolls_left = np.atleast_1d(np.asarray(rolls_left, dtype=np.int64))
-        if np.any((rolls_left < 0) | (rolls_left >= ROLLS_PER_TURN)):
-            raise SolverError(f"rolls_left must be 0..{ROLLS_PER_TURN - 1}")
+        _check_turn(roll, rolls_left)
         full = np.atleast_1d(np.asarray(full, dtype=bool)) & (self.space.n_full == 2)
         pos = self._positions(filled, upper, full)
         slots = self._decision_slots(pos)
@@ -305,8 +335,7 @@ class Solution:
         full = np.atleast_1d(np.asarray(full, dtype=bool)) & (self.space.n_full == 2)
         roll = np.atleast_1d(np.asarray(roll, dtype=np.int64))
         rolls_left = np.atleast_1d(np.asarray(rolls_left, dtype=np.int64))
-        if np.any((rolls_left < 0) | (rolls_left >= ROLLS_PER_TURN)):
-            raise SolverError(f"rolls_left must be 0..{ROLLS_PER_TURN - 1}")
+        _check_turn(roll, rolls_left)
         pos = self._positions(filled, upper, full)
         batch = len(filled)
         q = np.full((batch, N_KEEP_ACTIONS + n), -np.inf)
@@ -390,33 +419,18 @@ class Solution:
     def _situation(self, observation: Mapping[str, Any], *, points: bool = True):
         """``((filled, upper, full, roll, rolls_left, points_so_far), batched)`` as arrays.
 
-        ``points=False`` skips the points so far (``None``): :meth:`best_actions`
-        does not need them. Env observations are decoded with one float matrix
-        product for the filled boxes (exact: flags are 0/1 and the sum stays
-        below 2**24) and one product and lookup for the roll
-        (:func:`~dice_poker_env.engine.dice.roll_index_of_faces`, order-free).
+        ``points=False`` skips the points so far (``None``) and the check of the
+        bonus: :meth:`best_actions` needs neither. Every input is validated
+        (:meth:`_decode_observation` for env observations,
+        :func:`~dice_poker_env.engine.position.make_position` for scorecards).
         """
         if not isinstance(observation, Mapping):
             raise SolverError(
                 "observation must be a dict: an env observation (obs_mode='dict') or "
                 "{'scorecard': ..., 'dice': ..., 'rolls_left': ...}"
             )
-        if "dice" in observation and "filled" in observation:
-            n = self.tables.n_boxes
-            flags = np.asarray(observation["filled"])
-            batched = flags.ndim == 2
-            bit_values = (1 << np.arange(n)).astype(np.float32 if n <= 24 else np.float64)
-            filled = (flags.reshape(-1, n) @ bit_values).astype(np.int64)
-            roll = roll_index_of_faces(np.asarray(observation["dice"], dtype=np.int64).reshape(-1, N_DICE))
-            upper = np.asarray(observation["upper_total"], dtype=np.int64).reshape(-1)
-            full = np.asarray(observation["five_kind_box"], dtype=np.int64).reshape(-1) == 2
-            rolls_left = np.asarray(observation["rolls_left"], dtype=np.int64).reshape(-1)
-            so_far = None
-            if points:
-                scores = np.asarray(observation["scores"], dtype=np.int64).reshape(-1, n)
-                bonus = np.asarray(observation["bonus"], dtype=np.int64).reshape(-1)
-                so_far = (scores.sum(axis=1) + bonus).astype(np.float64)
-            return (filled, upper, full, roll, rolls_left, so_far), batched
+        if "filled" in observation:
+            return self._decode_observation(observation, points)
         known = {"scorecard", "dice", "rolls_left", "bonus"}
         if not set(observation) <= known or "dice" not in observation:
             raise SolverError(
@@ -439,9 +453,279 @@ class Solution:
             points,
         ), False
 
+    def _decode_observation(self, observation: Mapping[str, Any], points: bool):
+        """Decode and validate an env dict observation (one game, or a batch with a leading axis).
+
+        With ``points`` (every public query) it is checked as strictly as
+        ``env.reset(options=...)`` checks a position: the engine's position rules
+        (dice 1..6, rolls left 0..2, points each box can hold, sections in order,
+        game not over, the bonus) through
+        :func:`~dice_poker_env.engine.position.make_position`, which raises its
+        :class:`~dice_poker_env.engine.position.PositionError`; and the fields an
+        observation derives from the scorecard (open boxes hold 0, ``upper_total``,
+        ``five_kind_box``, ``turn``) against it, with a :class:`SolverError`.
+        The checks are vectorized: only rows that fail one, or whose bonus is not
+        the secured upper bonus (a five-of-a-kind bonus), reach the engine one by one.
+
+        Without ``points`` (the optimal agent's fast path, which reads neither the
+        scores nor the bonus) the fields the decision reads are checked: shapes,
+        integers, dice, rolls left, filled flags, ``five_kind_box``, game not
+        over; the state must be reachable (:meth:`_positions`).
+
+        Decoding takes one float matrix product for the filled boxes (exact:
+        flags are 0/1 and the sum stays below 2**24) and one product and lookup
+        for the roll (:func:`~dice_poker_env.engine.dice.roll_index_of_faces`).
+        """
+        tables = self.tables
+        n = tables.n_boxes
+        missing = [key for key in _OBSERVATION_KEYS if key not in observation]
+        if missing:
+            raise SolverError(f"observation: an env dict observation needs the key(s) {', '.join(missing)}")
+        flags = _integers(observation, "filled", allow_bool=True)
+        if flags.ndim not in (1, 2) or flags.shape[-1] != n:
+            raise SolverError(f"observation['filled']: expected shape ({n},) or (batch, {n}), got {flags.shape}")
+        batched = flags.ndim == 2
+        if not batched:
+            return self._decode_one(observation, flags.tolist(), points), False
+        size = flags.shape[0]
+        dice = _rows(observation, "dice", size, N_DICE, batched)
+        rolls_left = _column(observation, "rolls_left", size)
+        five = _column(observation, "five_kind_box", size)
+        upper = _column(observation, "upper_total", size)
+        where = (lambda i: f"observation[{i}]") if batched else (lambda i: "observation")  # noqa: E731
+        if size and (flags.min() < 0 or flags.max() > 1):
+            i = int(np.flatnonzero(((flags < 0) | (flags > 1)).any(axis=1))[0])
+            raise SolverError(f"{where(i)}: 'filled' flags must be 0 or 1, got {flags[i].tolist()}")
+        bit_values = (1 << np.arange(n)).astype(np.float32 if n <= 24 else np.float64)
+        filled = (flags @ bit_values).astype(np.int64)
+        if not points:
+            scores = bonus = None
+            over = popcount(filled) >= tables.turns if size and popcount(filled).max() >= tables.turns else None
+            broken, bonus_rows = _either(_outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), over), None
+        else:
+            scores = _rows(observation, "scores", size, n, batched)
+            bonus = _column(observation, "bonus", size)
+            upper_of = scores @ self._upper_weights  # the upper total the scorecard gives
+            broken, bonus_rows = self._broken_rows(filled, dice, rolls_left, scores, bonus, upper_of)
+        for i in np.flatnonzero(_either(broken, bonus_rows)) if broken is not None or bonus_rows is not None else ():
+            self._engine_check(i, flags, dice, rolls_left, scores, bonus, where, batched)
+            if broken is not None and broken[i]:  # the engine accepted what the rules above reject: refuse all the same
+                raise SolverError(f"{where(i)}: not a position of these rules")
+        # the fields derived from the scorecard
+        derived = [("five_kind_box", five, None)]
+        if points:
+            if size and np.any((scores != 0) > flags):
+                i = int(np.flatnonzero(((scores != 0) > flags).any(axis=1))[0])
+                k = int(np.flatnonzero((scores[i] != 0) > flags[i])[0])
+                raise SolverError(f"{where(i)}: box {tables.rules.box_names[k]!r} is open but 'scores' holds {scores[i, k]} points there")
+            derived = [("upper_total", upper, upper_of), ("five_kind_box", five, self._five_kind_code(filled, scores))]
+        if "turn" in observation:
+            derived.append(("turn", _column(observation, "turn", size), popcount(filled)))
+        for key, given, expected in derived:
+            if expected is None:  # without the scores: the code must agree with the filled flag
+                k = tables.five_kind_box
+                box_filled = (filled >> k) & 1 if k >= 0 else np.zeros(size, dtype=np.int64)
+                bad = np.flatnonzero((given < 0) | (given > 2) | ((given > 0) != (box_filled == 1)) | ((given == 2) & (k < 0)))
+                if len(bad):
+                    raise SolverError(f"{where(bad[0])}: 'five_kind_box' is {given[bad[0]]}, which does not fit the filled boxes")
+                continue
+            bad = np.flatnonzero(given != expected)
+            if len(bad):
+                i = bad[0]
+                raise SolverError(f"{where(i)}: {key!r} is {given[i]}, but the scorecard gives {expected[i]}")
+        roll = roll_index_of_faces(dice)
+        so_far = scores.sum(axis=1) + bonus.astype(np.float64) if points else None
+        return (filled, upper, five == 2, roll, rolls_left, so_far), batched
+
+    def _decode_one(self, observation: Mapping[str, Any], flags: list[int], points: bool):
+        """One game's observation (see :meth:`_decode_observation`), checked in plain Python:
+        with ``points`` the engine's :func:`make_position` sees the position itself."""
+        tables = self.tables
+        if any(f != 0 and f != 1 for f in flags):
+            raise SolverError(f"observation: 'filled' flags must be 0 or 1, got {flags}")
+        dice = _rows(observation, "dice", 1, N_DICE, False)[0].tolist()
+        rolls_left, five, upper = (int(_column(observation, key, 1)[0]) for key in ("rolls_left", "five_kind_box", "upper_total"))
+        filled = sum(1 << k for k, f in enumerate(flags) if f)
+        so_far = None
+        if points:
+            scores = _rows(observation, "scores", 1, tables.n_boxes, False)[0].tolist()
+            bonus = int(_column(observation, "bonus", 1)[0])
+            names = tables.rules.box_names
+            for k, f in enumerate(flags):
+                if not f and scores[k]:
+                    raise SolverError(f"observation: box {names[k]!r} is open but 'scores' holds {scores[k]} points there")
+            upper_of = sum(scores[k] for k in self._upper_boxes)
+            possible = self._possible_sets
+            fine = (
+                all(1 <= d <= N_FACES for d in dice)
+                and 0 <= rolls_left < ROLLS_PER_TURN
+                and all(score in possible[k] for k, score in enumerate(scores))  # open boxes hold 0: possible
+                and filled.bit_count() < tables.turns
+                and not (tables.sections_in_order and filled & tables.lower_bits and filled & tables.upper_bits != tables.upper_bits)
+            )
+            if not fine or bonus != secured_upper_bonus(tables, filled, upper_of):  # the engine decides (it owns the bonus rule)
+                make_position(tables, {names[k]: scores[k] for k, f in enumerate(flags) if f}, dice, rolls_left, bonus)
+                if not fine:  # the engine accepted what the rules above reject: refuse all the same
+                    raise SolverError("observation: not a position of these rules")
+            box_full = tables.five_kind_box >= 0 and filled >> tables.five_kind_box & 1
+            code = 0 if not box_full else 1 + (scores[tables.five_kind_box] > 0)
+            derived = [("upper_total", upper, upper_of), ("five_kind_box", five, code)]
+            so_far = np.array([sum(scores) + bonus], dtype=np.float64)
+        else:
+            if not all(1 <= d <= N_FACES for d in dice) or not 0 <= rolls_left < ROLLS_PER_TURN or filled.bit_count() >= tables.turns:
+                make_position(tables, None, dice, rolls_left, None)  # the engine names the field
+                raise SolverError(f"observation: the game is over ({filled.bit_count()} boxes filled)")
+            k = tables.five_kind_box
+            box_filled = k >= 0 and filled >> k & 1
+            if five not in (0, 1, 2) or (five > 0) != bool(box_filled):
+                raise SolverError(f"observation: 'five_kind_box' is {five}, which does not fit the filled boxes")
+            derived = []
+        if "turn" in observation:
+            derived.append(("turn", int(_column(observation, "turn", 1)[0]), filled.bit_count()))
+        for key, given, expected in derived:
+            if given != expected:
+                raise SolverError(f"observation: {key!r} is {given}, but the scorecard gives {expected}")
+        column = lambda v: np.array([v], dtype=np.int64)  # noqa: E731
+        return (column(filled), column(upper), np.array([five == 2]), column(roll_index_of_faces(np.array(dice))), column(rolls_left), so_far)
+
+    def _broken_rows(self, filled, dice, rolls_left, scores, bonus, upper_of) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The rows the engine must see: ``(rows that break a position rule, rows whose bonus is
+        not the secured upper bonus)``, ``None`` for none (global reductions first: cheap when all is well)."""
+        tables = self.tables
+        lo, hi = tables.min_box_score, tables.max_box_score
+        broken = _either(_outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), _outside(bonus, 0, None))
+        outside = _outside(scores, lo, hi)
+        if outside is not None:
+            return _either(broken, outside), None
+        possible = self._possible_points.take(scores + (self._possible_row - lo))  # open boxes hold 0: always possible
+        if not possible.all():
+            broken = _either(broken, ~possible.all(axis=1))
+        count = popcount(filled)
+        if len(count) and count.max() >= tables.turns:
+            broken = _either(broken, count >= tables.turns)
+        if tables.sections_in_order:
+            early = ((filled & tables.lower_bits) != 0) & ((filled & tables.upper_bits) != tables.upper_bits)
+            if early.any():
+                broken = _either(broken, early)
+        if broken is not None:
+            return broken, None
+        # the engine owns the bonus rule: it sees the rows with more than the secured upper bonus
+        secured = self._secured_bonus(filled, upper_of) if tables.has_upper_bonus else 0
+        other = bonus != secured
+        return None, (other if other.any() else None)
+
+    def _engine_check(self, i, flags, dice, rolls_left, scores, bonus, where, batched) -> None:
+        """Row ``i`` through the engine's :func:`make_position` (its ``PositionError``, naming the row)."""
+        names = self.tables.rules.box_names
+        card = {names[k]: int(scores[i, k]) for k in np.flatnonzero(flags[i])} if scores is not None else None
+        try:
+            make_position(self.tables, card, [int(d) for d in dice[i]], int(rolls_left[i]), None if bonus is None else int(bonus[i]))
+        except PositionError as error:
+            raise PositionError(f"{where(i)}: {error}" if batched else str(error)) from None
+
+    def _secured_bonus(self, filled: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """The engine's secured upper bonus of each row (:func:`secured_upper_bonus`).
+
+        Asked once per distinct (filled upper boxes, upper total) and remembered
+        in a table over those pairs (``upper`` must be a sum of possible points).
+        """
+        tables = self.tables
+        uppers = np.flatnonzero(tables.is_upper)
+        low = sum(int(tables.possible_scores[k].min()) for k in uppers)
+        span = sum(int(tables.possible_scores[k].max()) for k in uppers) - low + 1
+        key = (filled & tables.upper_bits) * span + (upper - low)
+        size = (tables.upper_bits + 1) * span
+        if size > 1 << 22:  # too many pairs for a table: once per distinct pair of this call
+            distinct, inverse = np.unique(key, return_inverse=True)
+            paid = [secured_upper_bonus(tables, int(k // span), int(k % span) + low) for k in distinct]
+            return np.asarray(paid, dtype=np.int64)[inverse.reshape(-1)]
+        if self._secured is None:
+            self._secured = np.full(size, -1, dtype=np.int64)
+        paid = self._secured.take(key)
+        if paid.min(initial=0) < 0:
+            for k in np.unique(key[paid < 0]).tolist():
+                self._secured[k] = secured_upper_bonus(tables, k // span, k % span + low)
+            paid = self._secured.take(key)
+        return paid
+
+    def _five_kind_code(self, filled: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """The observation's ``five_kind_box`` code of each row: 0 open or no such box, 1 scratched, 2 holds points."""
+        k = self.tables.five_kind_box
+        if k < 0:
+            return np.zeros(len(filled), dtype=np.int64)
+        box_filled = (filled >> k) & 1
+        return box_filled + (box_filled & (scores[:, k] > 0))
+
     # -------------------------------------------------------------- storage
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {"keys": self.keys, "layer_start": self.layer_start, "value": self.value, "value2": self.value2}
+
+
+def _check_turn(roll: np.ndarray, rolls_left: np.ndarray) -> None:
+    """Roll indices 0..251 and rolls left 0..2, or a :class:`SolverError`."""
+    if np.any((rolls_left < 0) | (rolls_left >= ROLLS_PER_TURN)):
+        raise SolverError(f"rolls_left must be 0..{ROLLS_PER_TURN - 1}")
+    if np.any((roll < 0) | (roll >= N_ROLLS)):
+        raise SolverError(f"roll: roll indices must be 0..{N_ROLLS - 1}")
+
+
+def _outside(values: np.ndarray, low: int, high: int | None) -> np.ndarray | None:
+    """Per row, whether any of ``values`` (``(B,)`` or ``(B, k)``) is outside ``low..high``;
+    ``None`` when none is (decided by two reductions)."""
+    if not values.size or (values.min() >= low and (high is None or values.max() <= high)):
+        return None
+    bad = (values < low) | ((values > high) if high is not None else False)
+    return bad.any(axis=1) if bad.ndim == 2 else bad
+
+
+def _either(*rows: np.ndarray | None) -> np.ndarray | None:
+    """The rows flagged in any of ``rows`` (``None`` entries flag none); ``None`` when none is given."""
+    given = [r for r in rows if r is not None]
+    return np.logical_or.reduce(given) if given else None
+
+
+def _has_bool(value: Any) -> bool:
+    """Whether a (nested) list or tuple holds a bool (``np.asarray`` would turn it into 0 or 1)."""
+    return any(isinstance(x, (bool, np.bool_)) or (isinstance(x, (list, tuple)) and _has_bool(x)) for x in value)
+
+
+def _integers(observation: Mapping[str, Any], key: str, *, allow_bool: bool = False) -> np.ndarray:
+    """``observation[key]`` as an int64 array; a :class:`SolverError` unless it holds integers."""
+    value = observation[key]
+    if not allow_bool and isinstance(value, (list, tuple)) and _has_bool(value):
+        raise SolverError(f"observation[{key!r}]: expected integers, got booleans in {value!r}")
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as error:  # ragged lists
+        raise SolverError(f"observation[{key!r}]: expected an array of integers ({error})") from None
+    kind = array.dtype.kind
+    if kind == "i":
+        return array  # any width: compared as is, widened where summed
+    if kind == "b" and allow_bool:
+        return array.view(np.int8)
+    if kind == "u":
+        if array.size and array.dtype.itemsize == 8 and int(array.max()) > np.iinfo(np.int64).max:
+            raise SolverError(f"observation[{key!r}]: {int(array.max())} is out of range")
+        return array.astype(np.int64)
+    text = repr(value)
+    raise SolverError(f"observation[{key!r}]: expected integers, got {array.dtype} {text[:80]}")
+
+
+def _rows(observation: Mapping[str, Any], key: str, size: int, width: int, batched: bool) -> np.ndarray:
+    """``observation[key]``, one row of ``width`` integers per game, as ``(size, width)``."""
+    array = _integers(observation, key)
+    expected = (size, width) if batched else (width,)
+    if array.shape != expected:
+        raise SolverError(f"observation[{key!r}]: expected shape {expected}, got {array.shape}")
+    return array.reshape(size, width)
+
+
+def _column(observation: Mapping[str, Any], key: str, size: int) -> np.ndarray:
+    """``observation[key]``, one integer per game (shape ``()``, ``(1,)``, ``(B,)`` or ``(B, 1)``), as ``(size,)``."""
+    array = _integers(observation, key)
+    if array.size != size or array.ndim > 2 or (array.ndim == 2 and array.shape[1] != 1):
+        raise SolverError(f"observation[{key!r}]: expected one integer per game ({size}), got shape {array.shape}")
+    return array.reshape(size)
 
 
 def _progress_bar(rules: Rules, enabled: bool | None):
@@ -456,48 +740,133 @@ def _progress_bar(rules: Rules, enabled: bool | None):
     return tqdm(total=1, desc=f"solving {rules.name}", unit="state", file=sys.stderr, leave=False, dynamic_ncols=True)
 
 
+def _resolve_workers(workers: int | None) -> int:
+    """The worker processes of a solve: ``workers``, else ``$DICE_POKER_SOLVER_WORKERS``, else
+    :func:`~dice_poker_env.solver.backward.default_workers`; a :class:`SolverError` unless a positive integer."""
+    if workers is None:
+        env = os.environ.get("DICE_POKER_SOLVER_WORKERS")
+        if env is None or not env.strip():
+            return default_workers()
+        try:
+            workers = int(env.strip())
+        except ValueError:
+            raise SolverError(f"DICE_POKER_SOLVER_WORKERS must be a positive integer, got {env!r}") from None
+        if workers < 1:
+            raise SolverError(f"DICE_POKER_SOLVER_WORKERS must be a positive integer, got {env!r}")
+        return workers
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise SolverError(f"workers must be a positive integer, got {workers!r}")
+    return int(workers)
+
+
 def solve(
     rules: str | os.PathLike | Rules = "yahtzee",
     *,
     cache: bool = True,
     progress: bool | None = None,
     workers: int | None = None,
+    force: bool = False,
     **options: Any,
 ) -> Solution:
     """Solve a ruleset exactly (or load its solution from the disk cache).
 
+    Before solving, the memory and time the solve needs are estimated from the
+    rules alone (:func:`~dice_poker_env.solver.budget.estimate`); if the memory
+    exceeds what the machine has available, nothing is allocated and
+    :class:`SolveTooLargeError` (a ``MemoryError``) is raised with the estimate.
+
     Args:
         rules: ruleset name, rules-file path or :class:`Rules`.
         cache: read and write the disk cache (:mod:`dice_poker_env.solver.cache`:
-            ``$DICE_POKER_CACHE``, default ``~/.cache/dice_poker_env``).
+            ``$DICE_POKER_CACHE``, default ``~/.cache/dice_poker_env``). A cache
+            file that fails any check is reported with a
+            :class:`~dice_poker_env.solver.CacheWarning` and rebuilt.
         progress: show a tqdm progress bar on stderr (default: when stderr is a terminal).
-        workers: processes sharing the work (default ``$DICE_POKER_SOLVER_WORKERS``, else 2).
+        workers: processes sharing the work, a positive integer (default
+            ``$DICE_POKER_SOLVER_WORKERS``, else 2).
+        force: solve even when the estimate exceeds the available memory.
         **options: rules options, e.g. ``joker="free"``.
 
     Returns:
         The :class:`Solution`.
+
+    Raises:
+        SolveTooLargeError: the solve would not fit in memory (and ``force`` is false),
+            or it ran out of memory.
+        SolverError: ``workers`` (or ``$DICE_POKER_SOLVER_WORKERS``) is not a positive integer.
     """
     rules = load_rules(rules, **options)
+    workers = _resolve_workers(workers)
     start = time.perf_counter()
     path = disk.cache_path(rules.name, rules.fingerprint)
     if cache:
         loaded = disk.load(path)
         if loaded is not None:
-            arrays, meta = loaded
-            if meta.get("fingerprint") == rules.fingerprint:
-                dp = DPResult(arrays["keys"], arrays["layer_start"], arrays["value"], arrays["value2"])
-                return Solution(rules, dp, seconds=time.perf_counter() - start, from_cache=True)
-            warnings.warn(f"solver cache {path} belongs to other rules; solving again", disk.CacheWarning, stacklevel=2)
+            try:
+                return _from_cache(rules, *loaded, seconds=time.perf_counter() - start)
+            except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is rebuilt
+                warnings.warn(f"solver cache {path} does not fit these rules ({error}); solving again", disk.CacheWarning, stacklevel=2)
+    estimate = budget.estimate(rules.tables, workers)
+    available = budget.available_memory()
+    if not force and available is not None and estimate.memory_bytes > available:
+        raise SolveTooLargeError(
+            f"solving {estimate.describe()}, but only {budget.format_bytes(available)} is available; "
+            "use fewer boxes, or force it (solve(..., force=True), dice-poker solve --force)"
+        )
     bar = _progress_bar(rules, progress)
     try:
         dp = solve_dp(rules.tables, progress=bar, workers=workers)
+    except MemoryError as error:
+        raise SolveTooLargeError(f"solving {estimate.describe()} ran out of memory ({str(error) or 'MemoryError'})") from error
     finally:
         if bar is not None:
             bar.close()
     solution = Solution(rules, dp, seconds=time.perf_counter() - start)
     if cache:
+        meta = {
+            "fingerprint": rules.fingerprint,
+            "rules": rules.name,
+            "options": {k: str(v) for k, v in rules.options.items()},
+            "expected_score": solution.expected_score,
+            "solve_seconds": solution.seconds,
+        }
         try:
-            disk.save(path, solution.to_arrays(), {"fingerprint": rules.fingerprint, "rules": rules.name, "options": {k: str(v) for k, v in rules.options.items()}, "expected_score": solution.expected_score, "solve_seconds": solution.seconds})
+            disk.save(path, solution.to_arrays(), meta)
         except OSError as error:
             warnings.warn(f"could not write the solver cache {path}: {error}", disk.CacheWarning, stacklevel=2)
     return solution
+
+
+#: the arrays of a cached solution and their dtypes
+_CACHED_ARRAYS = {"keys": np.dtype(np.int64), "layer_start": np.dtype(np.int64), "value": np.dtype(np.float64), "value2": np.dtype(np.float64)}
+
+
+def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any], *, seconds: float) -> Solution:
+    """The :class:`Solution` of a cache file's arrays, after checking they fit ``rules``.
+
+    The file's checksum already covers every byte; this is the second line of
+    defence (a ``ValueError`` naming what does not fit): the fingerprint, the
+    arrays' names, dtypes and shapes, layers that partition sorted keys whose
+    filled boxes match the layer, keys inside the state space, finite values.
+    """
+    tables = rules.tables
+    if meta.get("fingerprint") != rules.fingerprint:
+        raise ValueError("it belongs to other rules")
+    if set(arrays) != set(_CACHED_ARRAYS) or any(arrays[k].dtype != d for k, d in _CACHED_ARRAYS.items()):
+        raise ValueError(f"arrays {sorted((k, str(a.dtype)) for k, a in arrays.items())}")
+    keys, layer_start, value, value2 = (arrays[k] for k in ("keys", "layer_start", "value", "value2"))
+    n_states = len(keys)
+    if keys.ndim != 1 or n_states == 0 or value.shape != keys.shape or value2.shape != keys.shape:
+        raise ValueError("array shapes do not match")
+    if layer_start.shape != (tables.turns + 2,) or layer_start[0] != 0 or layer_start[-1] != n_states or np.any(np.diff(layer_start) < 0):
+        raise ValueError("layers do not partition the states")
+    n_masks, n_slots, n_full = budget.space_shape(tables)
+    if keys.min() < 0 or keys.max() >= n_masks * n_slots * n_full:
+        raise ValueError("state keys outside the state space")
+    layer = np.repeat(np.arange(tables.turns + 1), np.diff(layer_start))
+    if np.any(popcount(keys // (n_slots * n_full)) != layer) or np.any((np.diff(keys) <= 0) & (np.diff(layer) == 0)):
+        raise ValueError("state keys are not the sorted states of their layers")
+    if not (np.all(np.isfinite(value)) and np.all(np.isfinite(value2))):
+        raise ValueError("values are not finite")
+    dp = DPResult(keys, layer_start, value, value2)
+    return Solution(rules, dp, seconds=seconds, from_cache=True)
