@@ -37,6 +37,7 @@ import csv
 import dataclasses
 import json
 import math
+import os
 import re
 import shutil
 import sys
@@ -310,10 +311,12 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Confi
         fail("--resume without a checkpoint needs --run-dir (the run to continue)")
 
     config_path = args.config
-    if config_path is None and args.resume and args.run_dir is not None:
+    if config_path is None and args.resume == "latest":
         config_path = args.run_dir / "config.yaml"  # resuming: the run's own config
         if not config_path.is_file():
             fail(f"--resume: {config_path} is missing; give the run's config with --config")
+    elif config_path is None and args.resume:  # the config of the run the checkpoint comes from
+        config_path = run_config_of(Path(args.resume), args.run_dir)
     config_path = config_path or DEFAULT_CONFIG
     args.base = read_config_file(config_path)
     try:
@@ -322,6 +325,15 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Confi
         fail(f"{config_path}: {error}")
     args.config = config_path
     return args, config
+
+
+def run_config_of(checkpoint: Path, run_dir: Path | None) -> Path | None:
+    """The ``config.yaml`` of the run a resumed checkpoint belongs to: ``run_dir``'s,
+    else the one beside the checkpoint (``final_model.zip``) or above it
+    (``checkpoints/model_N_steps.zip``); ``None`` if there is none."""
+    candidates = [run_dir / "config.yaml"] if run_dir is not None else []
+    candidates += [checkpoint.parent / "config.yaml", checkpoint.parent.parent / "config.yaml"]
+    return next((path for path in candidates if path.is_file()), None)
 
 
 def fail(message: str) -> NoReturn:
@@ -595,6 +607,11 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
     """A fresh run needs a new or empty folder, or ``--overwrite`` of an earlier run's folder."""
     if run_dir.exists() and not run_dir.is_dir():
         fail(f"--run-dir {run_dir}: exists and is not a folder")
+    parent = next(folder for folder in (run_dir, *run_dir.parents) if folder.exists())
+    if not parent.is_dir():
+        fail(f"run folder {run_dir}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        fail(f"run folder {run_dir}: {parent} is not writable")
     if resume or not run_dir.is_dir() or not any(run_dir.iterdir()):
         return
     if not overwrite:
@@ -634,12 +651,12 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Config, rul
         if saved != getattr(config, name):
             fail(f"--resume: checkpoint {checkpoint} was trained with {name}={saved!r}, the config says "
                  f"{name}={getattr(config, name)!r}; resume with the run's own {name} or start a new run")
-    saved_config = run_dir / "config.yaml"
-    reference = read_config_file(saved_config) if saved_config.is_file() else args.base
+    saved_config = run_config_of(checkpoint, run_dir)
+    reference = read_config_file(saved_config) if saved_config is not None else args.base
     try:
         before = make_config(reference)
     except ValueError as error:
-        fail(f"--resume: {saved_config if saved_config.is_file() else args.config}: {error}")
+        fail(f"--resume: {saved_config or args.config}: {error}")
     changed = [name for name in RESUME_FIXED if getattr(config, name) != getattr(before, name)]
     if changed:
         fail(f"--resume: {', '.join(f'{n}={getattr(config, n)!r}' for n in changed)} differs from the run's "

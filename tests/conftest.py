@@ -6,7 +6,9 @@ dependencies would otherwise write under the user's home or the current folder:
 * the solver's disk cache (``DICE_POKER_CACHE``), so no test module reads or
   solves into the user's real cache, whichever module runs first;
 * matplotlib's config and font cache (``MPLCONFIGDIR``);
-* hypothesis' example database (kept in memory instead of ``.hypothesis/``).
+* hypothesis' storage (``HYPOTHESIS_STORAGE_DIRECTORY``, instead of
+  ``.hypothesis/`` in the working directory) and its example database (in memory);
+* pytest-benchmark's storage, when that plugin is installed (instead of ``.benchmarks/``).
 
 The variables are set when pytest starts, before any test module is imported, so
 subprocesses the tests start (``train.py``, ``dice-poker``) inherit them; they
@@ -23,12 +25,17 @@ import tempfile
 import pytest
 
 #: environment variable -> folder name under the session's temporary folder
-ISOLATED = {"DICE_POKER_CACHE": "solver-cache", "MPLCONFIGDIR": "matplotlib"}
+ISOLATED = {
+    "DICE_POKER_CACHE": "solver-cache",
+    "MPLCONFIGDIR": "matplotlib",
+    "HYPOTHESIS_STORAGE_DIRECTORY": "hypothesis",
+}
 
 _saved: dict[str, str | None] = {}
 _root: str | None = None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     global _root
     _root = tempfile.mkdtemp(prefix="dice-poker-tests-")
@@ -37,12 +44,19 @@ def pytest_configure(config: pytest.Config) -> None:
         path = os.path.join(_root, folder)
         os.makedirs(path)
         os.environ[name] = path
+    if getattr(config.option, "benchmark_storage", None) == "file://./.benchmarks":  # the plugin's default
+        config.option.benchmark_storage = "file://" + os.path.join(_root, "benchmarks")
     try:
         from hypothesis import settings
     except ModuleNotFoundError:
         return
-    settings.register_profile("isolated", database=None)  # no .hypothesis/ folder in the working directory
+    settings.register_profile("isolated", database=None)
     settings.load_profile("isolated")
+    try:  # in case hypothesis has read the variable already
+        from hypothesis.configuration import set_hypothesis_home_dir
+    except ImportError:  # older hypothesis: the variable alone
+        return
+    set_hypothesis_home_dir(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -73,7 +73,7 @@ def smoke_run(tmp_path_factory):
     out = subprocess.run(
         [sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / "configs" / "smoke.yaml"),
          "--run-dir", str(run_dir)],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     return run_dir, out.stdout
@@ -104,7 +104,7 @@ def test_resume_continues_from_the_latest_checkpoint(smoke_run, tmp_path):
     out = subprocess.run(
         [sys.executable, str(ROOT / "train.py"), "--run-dir", str(copy), "--resume",
          "total_timesteps=2560", "bench_games=0", "eval_freq=0"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "resumed from" in out.stdout and "model_2048_steps.zip" in out.stdout
@@ -381,7 +381,7 @@ def test_overwrite_replaces_the_old_run_and_solver_off_trains_in_raw_scores(old_
         [sys.executable, str(ROOT / "train.py"), "--config", SMOKE, "--run-dir", str(run_dir), "--overwrite",
          "solver=off", "total_timesteps=512", "n_steps=128", "batch_size=128", "eval_freq=256",
          "checkpoint_freq=256", "bench_games=4", "bench_agents=[optimal, greedy]"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "solver=off: no exact solve" in out.stdout
@@ -439,3 +439,22 @@ def test_a_truncated_model_file_is_reported_as_such(smoke_run, tmp_path, cut):
     damaged.write_bytes(data[: int(len(data) * cut)])
     with pytest.raises(ValueError, match="truncated or corrupt model file"):
         read_metadata(damaged)
+
+
+def test_resume_from_a_checkpoint_path_checks_against_its_own_run(old_run, tmp_path, capsys):
+    """--resume PATH into a new folder: the checkpoint's run config is the reference, and the new folder stays unmade."""
+    run_dir, before = old_run
+    train = load_train()
+    new_dir = tmp_path / "continued"
+    err = refused(train, ["--run-dir", str(new_dir), "--resume", str(run_dir / "checkpoints" / "model_1024_steps.zip"),
+                          "net_arch=[32]"], capsys)
+    assert "net_arch=[32] differs from the run's net_arch=[64, 64]" in err
+    assert not new_dir.exists() and folder_state(run_dir) == before
+
+
+def test_an_unusable_runs_dir_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    train = load_train()
+    err = refused(train, ["--config", SMOKE, f"runs_dir={blocker / 'runs'}"], capsys)
+    assert "is not a folder" in err
