@@ -280,6 +280,8 @@ def _validate(c: Config) -> None:
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
     if c.distinct_keeps and not ALGORITHMS[c.algo][2]:
         raise ValueError(f"distinct_keeps needs a masked algorithm (maskable_ppo); {c.algo} does not use masks")
+    if c.vec_env == "batched" and not ALGORITHMS[c.algo][2]:
+        raise ValueError("vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Config]:
@@ -415,9 +417,9 @@ def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training:
     try:
         from dice_poker_env.integrations.sb3 import make_sb3_vec_env
     except ImportError as error:
-        raise SystemExit(f"train.py: vec_env='batched' needs dice_poker_env.integrations.sb3 ({error})")
+        fail(f"vec_env='batched' needs dice_poker_env.integrations.sb3 ({error})")
     if not ALGORITHMS[config.algo][2]:
-        raise SystemExit("train.py: vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
+        fail("vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
     vec = VecMonitor(make_sb3_vec_env("DicePoker/Custom-v0", n_envs, seed=seed, rules=rules, obs_mode=config.obs_mode,
                                       distinct_keeps=config.distinct_keeps))
     if not training or config.reward_scale == 1.0:
@@ -715,7 +717,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     torch.set_num_threads(config.torch_threads)
     solution = exact_solution(config, rules)
     optimal = float(solution.expected_score) if solution is not None else None
-    env = make_vec_env(config, rules, config.n_envs, config.seed, training=True)
+    try:
+        env = make_vec_env(config, rules, config.n_envs, config.seed, training=True)
+    except Exception as error:  # noqa: BLE001 - the run has not started
+        fail(f"the training envs cannot be built: {type(error).__name__}: {one_line(error)}")
     metadata = model_metadata(rules, config.obs_mode, config.algo, seed=config.seed, distinct_keeps=config.distinct_keeps)
     try:
         if resume_from is not None:

@@ -262,11 +262,12 @@ def test_numeric_fields_are_range_checked(numeric):
     ("net_arch=[-5]", "net_arch must list positive layer sizes"),
     ("solver=maybe", "solver must be auto, on or off"),
     ("bench_agents=[optimal, wizard]", "unknown agent 'wizard'"),
+    (["vec_env=batched", "algo=ppo", "distinct_keeps=false"], "vec_env='batched' supports masked algorithms only"),
 ])
 def test_bad_config_is_a_one_line_error_and_leaves_no_run_folder(override, message, tmp_path, capsys):
     train = load_train()
     run_dir = tmp_path / "run"
-    err = refused(train, ["--config", SMOKE, "--run-dir", str(run_dir), override], capsys)
+    err = refused(train, ["--config", SMOKE, "--run-dir", str(run_dir), *(override if isinstance(override, list) else [override])], capsys)
     assert message in err
     assert not run_dir.exists()
 
