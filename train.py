@@ -4,6 +4,7 @@
     python train.py --config configs/ppo_yacht.yaml   # another config
     python train.py --config configs/smoke.yaml --run-dir /tmp/smoke total_timesteps=4096 seed=3
     python train.py --run-dir runs/my_run --resume    # continue from the run's latest checkpoint
+    python train.py --run-dir runs/my_run --overwrite # start runs/my_run again from scratch
     python train.py --help                            # every config field with its documentation
 
 Read top to bottom (CleanRL style): a typed :class:`Config` (every field documented),
@@ -18,6 +19,12 @@ A run folder holds ``config.yaml`` (the resolved config), ``tb/`` (TensorBoard),
 fields at the top level plus ``algorithm``, ``rules`` and ``timesteps``; every
 agent under ``agents``).
 
+Nothing is written to the run folder before every check has passed: the config
+(file and overrides), the ruleset, the run folder (a fresh run refuses a non-empty
+one unless ``--overwrite``), the checkpoint of a ``--resume`` (complete, same
+ruleset, algorithm, observation layout and network), the model, and the exact
+solve. Bad input is a one-line ``train.py: error: ...`` with exit code 2.
+
 Layering: this script is the top layer (training); it imports ``agents`` and the
 core package, never the other way round. ``torch`` comes with the ``train`` extra.
 """
@@ -29,12 +36,15 @@ import ast
 import csv
 import dataclasses
 import json
+import math
+import os
 import re
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, get_origin, get_type_hints
+from typing import Any, NoReturn, get_origin, get_type_hints
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "maskable_ppo_yacht.yaml"
 
@@ -131,6 +141,8 @@ class Config:
     """Agents benchmarked beside the trained one."""
     bench_workers: int = 1
     """Processes for the final benchmark."""
+    solver: str = "auto"
+    """Exact solve of the ruleset (the yardstick: % of optimal, regret, the optimal agent): "auto" (solve; if the solver refuses the ruleset as too large, train on and evaluate in raw scores), "on" (a refused solve is an error) or "off" (no solve: raw scores only)."""
     progress_bar: bool = True
     """Show SB3's progress bar."""
     verbose: int = 0
@@ -156,6 +168,8 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
     """Check/convert one config value to its field type (clear error otherwise)."""
     origin = get_origin(hint) or hint
     try:
+        if isinstance(value, bool) and origin in (int, float):
+            raise ValueError  # YAML's true/false is not a number
         if origin is bool:
             if isinstance(value, str):
                 if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
@@ -169,6 +183,8 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
         if origin is float:
             return float(value)
         if origin is str:
+            if isinstance(value, bool) and name == "solver":
+                return "on" if value else "off"  # YAML 1.1 reads on/off (yes/no, true/false) as booleans
             return str(value)
         if origin is list:
             if isinstance(value, (list, tuple)):
@@ -192,15 +208,26 @@ def make_config(base: dict[str, Any] | None = None, overrides: list[str] | None 
     for source, items in (("config file", (base or {}).items()),
                           ("command line", (_split_override(o) for o in overrides or []))):
         for key, value in items:
-            if key not in hints:
+            if not isinstance(key, str) or key not in hints:
+                key = str(key)
                 close = [k for k in hints if k.startswith(key[:3])]
                 raise ValueError(f"{source}: unknown config field {key!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
             if source == "command line" and isinstance(value, str):
-                value = yaml.safe_load(value) if value != "" else ""
+                try:
+                    value = yaml.safe_load(value) if value != "" else ""
+                except yaml.YAMLError as error:
+                    raise ValueError(f"override {key}={value}: not valid YAML ({yaml_problem(error)})") from None
             values[key] = _coerce(key, value, hints[key])
     config = Config(**values)
     _validate(config)
     return config
+
+
+def yaml_problem(error: Exception) -> str:
+    """A YAML parse error on one line: what is wrong, and where."""
+    problem = getattr(error, "problem", None) or (str(error).splitlines() or ["unreadable"])[0]
+    mark = getattr(error, "problem_mark", None)
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else problem
 
 
 def _split_override(text: str) -> tuple[str, str]:
@@ -210,8 +237,36 @@ def _split_override(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+#: numeric fields and the values they take: (lowest, highest, lowest allowed itself)
+NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
+    **{name: (1, math.inf, True) for name in (
+        "total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
+        "target_update_interval", "torch_threads", "eval_episodes", "bench_workers")},
+    **{name: (0, math.inf, True) for name in (
+        "learning_starts", "seed", "eval_freq", "checkpoint_freq", "bench_games", "ent_coef", "vf_coef",
+        "illegal_penalty")},
+    **{name: (0, math.inf, False) for name in ("learning_rate", "clip_range", "max_grad_norm", "reward_scale")},
+    **{name: (0, 1, True) for name in ("gamma", "gae_lambda", "exploration_fraction", "exploration_final_eps")},
+    "verbose": (0, 2, True),
+}
+
+
 def _validate(c: Config) -> None:
+    from agents.registry import AGENT_NAMES
     from agents.sb3_agent import ALGORITHMS
+
+    for name, (low, high, low_ok) in NUMERIC_RANGES.items():
+        value = getattr(c, name)
+        if not (math.isfinite(value) and (value >= low if low_ok else value > low) and value <= high):
+            bound = f"{'>=' if low_ok else '>'} {low}" if high == math.inf else f"in [{low}, {high}]"
+            raise ValueError(f"{name} must be {bound}, got {value!r}")
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in c.net_arch):
+        raise ValueError(f"net_arch must list positive layer sizes (integers), got {c.net_arch!r}")
+    for agent in c.bench_agents:
+        if not (agent in AGENT_NAMES or (isinstance(agent, str) and agent.startswith("model:"))):
+            raise ValueError(f"bench_agents: unknown agent {agent!r}: use {', '.join(AGENT_NAMES)} or model:PATH")
+    if c.solver not in ("auto", "on", "off"):
+        raise ValueError(f"solver must be auto, on or off, got {c.solver!r}")
 
     if c.algo not in ALGORITHMS:
         raise ValueError(f"algo must be one of {', '.join(ALGORITHMS)}, got {c.algo!r}")
@@ -223,10 +278,10 @@ def _validate(c: Config) -> None:
         raise ValueError(f"activation must be tanh or relu, got {c.activation!r}")
     if c.lr_schedule not in ("constant", "linear"):
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
-    if c.total_timesteps < 1 or c.n_envs < 1:
-        raise ValueError("total_timesteps and n_envs must be positive")
     if c.distinct_keeps and not ALGORITHMS[c.algo][2]:
         raise ValueError(f"distinct_keeps needs a masked algorithm (maskable_ppo); {c.algo} does not use masks")
+    if c.vec_env == "batched" and not ALGORITHMS[c.algo][2]:
+        raise ValueError("vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Config]:
@@ -244,29 +299,68 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Confi
     parser.add_argument("--run-dir", type=Path, help="run folder (default: RUNS_DIR/RULES__ALGO__sSEED__TIME)")
     parser.add_argument("--resume", nargs="?", const="latest", metavar="CHECKPOINT",
                         help="continue from a checkpoint zip, or (no value) the run folder's latest checkpoint")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start a fresh run in an existing run folder, replacing its artifacts "
+                             "(refused otherwise; only once every check has passed)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. total_timesteps=200000")
     args = parser.parse_args(argv)
     if args.resume and "=" in args.resume and not args.resume.endswith(".zip"):
         args.overrides.insert(0, args.resume)  # "--resume key=value": a bare --resume then an override
         args.resume = "latest"
-
-    import yaml
+    if args.resume and args.overwrite:
+        fail("--resume continues a run and --overwrite replaces it: give one of them")
+    if args.resume == "latest" and args.run_dir is None:
+        fail("--resume without a checkpoint needs --run-dir (the run to continue)")
 
     config_path = args.config
-    if config_path is None and args.resume and args.run_dir and (args.run_dir / "config.yaml").is_file():
+    if config_path is None and args.resume == "latest":
         config_path = args.run_dir / "config.yaml"  # resuming: the run's own config
+        if not config_path.is_file():
+            fail(f"--resume: {config_path} is missing; give the run's config with --config")
+    elif config_path is None and args.resume:  # the config of the run the checkpoint comes from
+        config_path = run_config_of(Path(args.resume), args.run_dir)
     config_path = config_path or DEFAULT_CONFIG
-    if not config_path.is_file():
-        raise SystemExit(f"train.py: error: no such config file: {config_path}")
-    base = yaml.safe_load(config_path.read_text()) or {}
-    if not isinstance(base, dict):
-        raise SystemExit(f"train.py: error: {config_path}: expected a mapping of config fields")
+    args.base = read_config_file(config_path)
     try:
-        config = make_config(base, args.overrides)
+        config = make_config(args.base, args.overrides)
     except ValueError as error:
-        raise SystemExit(f"train.py: error: {config_path}: {error}")
+        fail(f"{config_path}: {error}")
     args.config = config_path
     return args, config
+
+
+def run_config_of(checkpoint: Path, run_dir: Path | None) -> Path | None:
+    """The ``config.yaml`` of the run a resumed checkpoint belongs to: ``run_dir``'s,
+    else the one beside the checkpoint (``final_model.zip``) or above it
+    (``checkpoints/model_N_steps.zip``); ``None`` if there is none."""
+    candidates = [run_dir / "config.yaml"] if run_dir is not None else []
+    candidates += [checkpoint.parent / "config.yaml", checkpoint.parent.parent / "config.yaml"]
+    return next((path for path in candidates if path.is_file()), None)
+
+
+def fail(message: str) -> NoReturn:
+    """A usage error: one line on stderr, exit code 2, nothing written."""
+    print(f"train.py: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The mapping of config fields in a YAML file (a one-line error otherwise)."""
+    import yaml
+
+    if not path.is_file():
+        fail(f"no such config file: {path}")
+    try:
+        base = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError:
+        fail(f"{path}: not a text file (a YAML mapping of config fields expected)")
+    except yaml.YAMLError as error:
+        fail(f"{path}: not valid YAML ({yaml_problem(error)})")
+    except OSError as error:
+        fail(f"{path}: cannot read it ({error.strerror or error})")
+    if not isinstance(base, dict):
+        fail(f"{path}: expected a mapping of config fields")
+    return base
 
 
 # ----------------------------------------------------------------------------- envs
@@ -323,9 +417,9 @@ def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training:
     try:
         from dice_poker_env.integrations.sb3 import make_sb3_vec_env
     except ImportError as error:
-        raise SystemExit(f"train.py: vec_env='batched' needs dice_poker_env.integrations.sb3 ({error})")
+        fail(f"vec_env='batched' needs dice_poker_env.integrations.sb3 ({error})")
     if not ALGORITHMS[config.algo][2]:
-        raise SystemExit("train.py: vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
+        fail("vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
     vec = VecMonitor(make_sb3_vec_env("DicePoker/Custom-v0", n_envs, seed=seed, rules=rules, obs_mode=config.obs_mode,
                                       distinct_keeps=config.distinct_keeps))
     if not training or config.reward_scale == 1.0:
@@ -482,9 +576,120 @@ def make_callbacks(config: Config, rules, run_dir: Path, optimal: float | None, 
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    found = sorted((run_dir / "checkpoints").glob("model_*_steps.zip"),
-                   key=lambda p: int(re.search(r"model_(\d+)_steps", p.name).group(1)))
-    return found[-1] if found else None
+    """The checkpoint with the most timesteps in ``run_dir/checkpoints`` (``None`` if there is none)."""
+    found = [(int(match.group(1)), path) for path in (run_dir / "checkpoints").glob("model_*_steps.zip")
+             if (match := re.fullmatch(r"model_(\d+)_steps\.zip", path.name))]
+    return max(found)[1] if found else None
+
+
+# ----------------------------------------------------------------------------- checks before the run
+#: what a run leaves in its folder; ``--overwrite`` removes these (and nothing else)
+RUN_ARTIFACTS = ("config.yaml", "tb", "checkpoints", "best_model.zip", "final_model.zip", "evaluations.csv",
+                 "learning_curve.png", "score_distribution.png", "results.json")
+
+#: config fields a resumed model keeps from its checkpoint: changing one on --resume is refused
+RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", "net_arch", "activation",
+                "algo_kwargs", "learning_rate", "lr_schedule", "gamma", "n_steps", "batch_size", "n_epochs",
+                "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "buffer_size", "learning_starts",
+                "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
+
+
+def load_config_rules(config: Config):
+    """The ruleset of the config (a one-line error if it does not load)."""
+    from dice_poker_env.rules import load_rules
+
+    try:
+        return load_rules(config.rules, **config.rules_options)
+    except (ValueError, TypeError, KeyError, OSError) as error:
+        options = f" rules_options={config.rules_options!r}" if config.rules_options else ""
+        fail(f"rules={config.rules!r}{options}: {error}")
+
+
+def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
+    """A fresh run needs a new or empty folder, or ``--overwrite`` of an earlier run's folder."""
+    if run_dir.exists() and not run_dir.is_dir():
+        fail(f"--run-dir {run_dir}: exists and is not a folder")
+    parent = next(folder for folder in (run_dir, *run_dir.parents) if folder.exists())
+    if not parent.is_dir():
+        fail(f"run folder {run_dir}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        fail(f"run folder {run_dir}: {parent} is not writable")
+    if resume or not run_dir.is_dir() or not any(run_dir.iterdir()):
+        return
+    if not overwrite:
+        fail(f"--run-dir {run_dir} holds an earlier run; continue it with --resume, "
+             "start it again with --overwrite, or choose a new folder")
+    if not (run_dir / "config.yaml").is_file():
+        fail(f"--run-dir {run_dir} is not empty and is not a train.py run folder (no config.yaml): "
+             "--overwrite only replaces runs; choose a new or empty folder")
+
+
+def clear_run(run_dir: Path) -> None:
+    """Remove an earlier run's artifacts (``--overwrite``), so no file of it mixes with the new run."""
+    for name in RUN_ARTIFACTS:
+        path = run_dir / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
+def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Config, rules) -> Path:
+    """The checkpoint ``--resume`` continues from, checked whole and against the config."""
+    from agents.sb3_agent import check_ruleset, read_metadata
+
+    checkpoint = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)
+    if checkpoint is None:
+        fail(f"--resume: no checkpoint in {run_dir / 'checkpoints'}")
+    try:
+        metadata = read_metadata(checkpoint)
+        check_ruleset(metadata, rules, source=f"checkpoint {checkpoint}")
+    except (ValueError, OSError) as error:
+        earlier = [p for p in sorted((run_dir / "checkpoints").glob("model_*_steps.zip")) if p != checkpoint]
+        hint = "; an earlier checkpoint can be given as --resume PATH" if args.resume == "latest" and earlier else ""
+        fail(f"--resume: {error}{hint}")
+    for name in ("algo", "obs_mode", "distinct_keeps"):
+        saved = metadata.get("algorithm" if name == "algo" else name, False if name == "distinct_keeps" else None)
+        if saved != getattr(config, name):
+            fail(f"--resume: checkpoint {checkpoint} was trained with {name}={saved!r}, the config says "
+                 f"{name}={getattr(config, name)!r}; resume with the run's own {name} or start a new run")
+    saved_config = run_config_of(checkpoint, run_dir)
+    reference = read_config_file(saved_config) if saved_config is not None else args.base
+    try:
+        before = make_config(reference)
+    except ValueError as error:
+        fail(f"--resume: {saved_config or args.config}: {error}")
+    changed = [name for name in RESUME_FIXED if getattr(config, name) != getattr(before, name)]
+    if changed:
+        fail(f"--resume: {', '.join(f'{n}={getattr(config, n)!r}' for n in changed)} differs from the run's "
+             f"{', '.join(f'{n}={getattr(before, n)!r}' for n in changed)}; a resumed model keeps its own "
+             "(start a new run to change it)")
+    return checkpoint
+
+
+def exact_solution(config: Config, rules):
+    """The solver's solution (the yardstick), or ``None`` when ``solver`` is off or the solve is refused."""
+    from agents.benchmark import load_solution
+
+    if config.solver == "off":
+        print("solver=off: no exact solve; evaluation and benchmark in raw scores (no % of optimal, no regret)")
+        return None
+    try:
+        return load_solution(rules, required=True)
+    except (ImportError, MemoryError) as error:  # MemoryError: the solver refuses a ruleset too large to solve
+        reason = str(error) or type(error).__name__
+        if config.solver == "on":
+            fail(f"solver=on: the exact solve of {rules.name!r} is not possible ({reason}); "
+                 "use solver=auto or solver=off to train without it")
+        print(f"solver=auto: the exact solve of {rules.name!r} is not possible ({reason}); training without it: "
+              "evaluation and benchmark in raw scores (no % of optimal, no regret)", flush=True)
+        return None
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one line of text."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 # ----------------------------------------------------------------------------- main
@@ -494,44 +699,52 @@ START = time.perf_counter()
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args, config = parse_args(argv)
 
+    # 1. every check before anything is written: ruleset, run folder, checkpoint, solve, envs and model
+    rules = load_config_rules(config)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = args.run_dir or Path(config.runs_dir) / f"{rules.name}__{config.algo}__s{config.seed}__{stamp}"
+    check_run_dir(run_dir, resume=bool(args.resume), overwrite=args.overwrite)
+    resume_from = find_checkpoint(args, run_dir, config, rules) if args.resume else None
+
     import torch
     import yaml
     from stable_baselines3.common.utils import set_random_seed
 
-    from agents.benchmark import benchmark, load_solution, render_table
-    from agents.sb3_agent import algorithm_class, check_ruleset, model_metadata, read_metadata, save_model
-    from dice_poker_env.rules import load_rules
+    from agents.benchmark import benchmark, render_table
+    from agents.sb3_agent import algorithm_class, model_metadata, save_model
 
-    # 1. run folder, seeds, ruleset, the solver's optimum (the yardstick)
-    rules = load_rules(config.rules, **config.rules_options)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    run_dir = args.run_dir or Path(config.runs_dir) / f"{rules.name}__{config.algo}__s{config.seed}__{stamp}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(asdict(config), sort_keys=False))
     set_random_seed(config.seed)
     torch.set_num_threads(config.torch_threads)
-    solution = load_solution(rules)
+    solution = exact_solution(config, rules)
     optimal = float(solution.expected_score) if solution is not None else None
-    print(f"run folder: {run_dir}\n{rules.describe()}")
-    print(f"optimal expected score: {optimal:.4f}" if optimal is not None else "exact solver not available: no % of optimal")
-
-    # 2. envs and model (fresh, or resumed from a checkpoint)
-    env = make_vec_env(config, rules, config.n_envs, config.seed, training=True)
+    try:
+        env = make_vec_env(config, rules, config.n_envs, config.seed, training=True)
+    except Exception as error:  # noqa: BLE001 - the run has not started
+        fail(f"the training envs cannot be built: {type(error).__name__}: {one_line(error)}")
     metadata = model_metadata(rules, config.obs_mode, config.algo, seed=config.seed, distinct_keeps=config.distinct_keeps)
-    resume_from = None
-    if args.resume:
-        resume_from = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)
-        if resume_from is None:
-            raise SystemExit(f"train.py: error: --resume: no checkpoint in {run_dir / 'checkpoints'}")
-        check_ruleset(read_metadata(resume_from), rules, source=f"checkpoint {resume_from}")
-        model = algorithm_class(config.algo).load(resume_from, env=env, device=config.device,
-                                                  tensorboard_log=str(run_dir / "tb"))
-        replay = resume_from.with_suffix(".replay.pkl")
-        if replay.is_file() and hasattr(model, "load_replay_buffer"):
-            model.load_replay_buffer(replay)
+    try:
+        if resume_from is not None:
+            model = algorithm_class(config.algo).load(resume_from, env=env, device=config.device,
+                                                      tensorboard_log=str(run_dir / "tb"))
+            replay = resume_from.with_suffix(".replay.pkl")
+            if replay.is_file() and hasattr(model, "load_replay_buffer"):
+                model.load_replay_buffer(replay)
+        else:
+            model = build_model(config, env, run_dir)
+    except Exception as error:  # noqa: BLE001 - whatever SB3/torch raise, the run has not started
+        env.close()
+        what = f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the model cannot be built"
+        fail(f"{what}: {type(error).__name__}: {one_line(error)}")
+
+    # 2. the run folder (an earlier run's artifacts go only now, with --overwrite)
+    if args.overwrite and run_dir.is_dir():
+        clear_run(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(asdict(config), sort_keys=False))
+    print(f"run folder: {run_dir}\n{rules.describe()}")
+    print(f"optimal expected score: {optimal:.4f}" if optimal is not None else "no exact solution: no % of optimal")
+    if resume_from is not None:
         print(f"resumed from {resume_from} at {model.num_timesteps:,} timesteps")
-    else:
-        model = build_model(config, env, run_dir)
     callbacks, evaluator = make_callbacks(config, rules, run_dir, optimal, metadata)
 
     # 3. train
@@ -554,7 +767,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if config.bench_games > 0:
         agents = [a for a in config.bench_agents if not (a == "optimal" and solution is None)]
         bench = benchmark(rules, [*agents, ("model", f"model:{final_path}")], games=config.bench_games,
-                          seed=config.seed + 2_000_003, workers=config.bench_workers, solution=solution)
+                          seed=config.seed + 2_000_003, workers=config.bench_workers,
+                          solution=solution if solution is not None else False)
         results.update(bench.data["agents"]["model"])
         results["agents"] = bench.data["agents"]
         results["bench_games"] = config.bench_games

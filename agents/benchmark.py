@@ -9,6 +9,9 @@ play, the sum telescopes: its mean over games is an unbiased estimate of
 ``optimal_expected_score - E[agent's score]`` with far lower variance than the
 raw gap of the means (the dice luck cancels). An illegal action ends the game
 (the env's default), so its loss is ``Q(best)`` minus the score so far.
+A decision losing no more than :data:`agents.optimal.VALUE_TOLERANCE` points
+counts as optimal (loss 0, not a mistake): the solver's values are floats, and
+the optimal agent's fast path agrees with them only to within that tolerance.
 
 Games are seeded per game from ``seed`` (game ``i`` gets the ``i``-th word of
 ``numpy.random.SeedSequence(seed)``), so results do not depend on how many
@@ -23,12 +26,18 @@ when a ``model:PATH`` agent is played.
 from __future__ import annotations
 
 import math
+import os
 import time
+import warnings
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from agents.optimal import VALUE_TOLERANCE
+from agents.registry import AGENT_NAMES
 from dice_poker_env.engine.dice import N_KEEP_ACTIONS, ROLL_DICE
 from dice_poker_env.envs.observation import observe
 from dice_poker_env.envs.single import DicePokerEnv
@@ -36,20 +45,36 @@ from dice_poker_env.rules import Rules, load_rules
 
 #: z for a two-sided 95% normal interval
 Z95 = 1.959963984540054
-#: a decision losing less than this is not a mistake (solver values are floats)
-MISTAKE_EPS = 1e-6
 
 
 def load_solution(rules: Rules, required: bool = False):
-    """``solve(rules)`` from :mod:`dice_poker_env.solver`, or ``None`` when the
-    solver is not installed (``required=True`` raises instead)."""
+    """``solve(rules)`` from :mod:`dice_poker_env.solver`, or ``None`` without a solution.
+
+    There is none when the solver is not installed, or when it refuses the
+    ruleset for lack of memory (a ``MemoryError``, such as the solver's
+    ``SolveTooLargeError``): a :class:`SolutionUnavailableWarning` says why and
+    the caller goes on without the optimal reference (raw scores, no regret).
+    ``required=True`` raises instead.
+    """
     try:
         from dice_poker_env.solver import solve
-    except ImportError as error:  # not installed, or still being written
+    except ImportError as error:  # not installed
         if required:
             raise ImportError(f"the exact solver (dice_poker_env.solver.solve) is not available: {error}") from error
         return None
-    return solve(rules)
+    try:
+        return solve(rules)
+    except MemoryError as error:
+        if required:
+            raise
+        warnings.warn(f"no exact solution of {rules.name!r} ({error or 'out of memory'}): "
+                      "going on without the optimal reference (raw scores, no regret)",
+                      SolutionUnavailableWarning, stacklevel=2)
+        return None
+
+
+class SolutionUnavailableWarning(RuntimeWarning):
+    """The solver refused a ruleset (too large): results come without the optimal reference."""
 
 
 def game_seeds(seed: int, games: int) -> np.ndarray:
@@ -156,9 +181,11 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Par
                 best = int(np.argmax(q))
                 taken_value = q[action] if legal else float(env.score)
                 loss = float(q[best] - taken_value)
+                if loss <= VALUE_TOLERANCE:  # optimal within the solver's float tolerance: no loss
+                    loss = 0.0
                 kind = "illegal" if not legal else ("box" if action >= N_KEEP_ACTIONS else "keep")
                 regret[kind] += loss
-                if loss > MISTAKE_EPS:
+                if loss > 0.0:
                     dice = ROLL_DICE[int(np.asarray(state.roll).reshape(-1)[0])]
                     if legal:
                         label, kind = _mistake_label(rules, dice, action, best)
@@ -221,6 +248,45 @@ def _build(agent_name: str, rules: Rules, solution):
     if agent_name == "optimal" and solution is None:
         raise ValueError("the optimal agent needs the exact solver (dice_poker_env.solver), which is not available")
     return make_agent(agent_name, rules, solution=solution)
+
+
+def agent_names(agents: Sequence[Any]) -> list[str]:
+    """The distinct name each agent of a benchmark is reported under, in order.
+
+    A ``(name, agent)`` pair keeps its name; ``"model:PATH"`` is named after the
+    file's stem (``final_model``), with as many parent folders as it takes to
+    tell it from the other agents (``run_a/final_model``, ``run_b/final_model``);
+    other strings are their own name and agent objects their ``name`` attribute.
+
+    Raises:
+        ValueError: two agents would share a name (an agent or a model given twice).
+    """
+    parts: list[tuple[str, ...] | None] = []  # a model's path components, or None
+    names: list[str] = []
+    for entry in agents:
+        if isinstance(entry, tuple):
+            names.append(str(entry[0]))
+            parts.append(None)
+        elif isinstance(entry, str) and entry.startswith("model:"):
+            path = Path(os.path.abspath(entry[len("model:") :]))  # one file, one name
+            parts.append((path.with_suffix("") if path.suffix == ".zip" else path).parts[1:])
+            names.append(parts[-1][-1] if parts[-1] else entry)
+        else:
+            names.append(entry if isinstance(entry, str) else str(getattr(entry, "name", type(entry).__name__)))
+            parts.append(None)
+    depth = [1] * len(names)
+    while True:  # lengthen the clashing models' names by one folder at a time
+        counts = Counter(names)
+        grow = [i for i, name in enumerate(names) if counts[name] > 1 and parts[i] and depth[i] < len(parts[i])]
+        if not grow:
+            break
+        for i in grow:
+            depth[i] += 1
+            names[i] = "/".join(parts[i][-depth[i] :])
+    clash = sorted(name for name, count in Counter(names).items() if count > 1)
+    if clash:
+        raise ValueError(f"agents must have distinct names; given more than once: {', '.join(clash)}")
+    return names
 
 
 # -------------------------------------------------------------------- statistics
@@ -323,8 +389,10 @@ def benchmark(
     Args:
         rules: ruleset name, rules file or :class:`Rules`.
         agents: agent names (``"optimal"``, ``"greedy"``, ``"random"``,
-            ``"model:PATH"``; see :mod:`agents.registry`) or agent objects; a pair
-            pair ``(name, agent_or_name)`` renames it. Objects always play in this process.
+            ``"model:PATH"``; see :mod:`agents.registry`) or agent objects; a
+            pair ``(name, agent_or_name)`` renames it. Each is reported under the
+            distinct name :func:`agent_names` gives it (a model: its file's stem).
+            Objects always play in this process.
         games: games per agent (the same seeds for every agent).
         seed: benchmark seed (see :func:`game_seeds`).
         workers: processes to spread each named agent's games over.
@@ -343,19 +411,29 @@ def benchmark(
     import sys
 
     rules = load_rules(rules)
-    if solution is None:
-        solution = load_solution(rules)
-    elif solution is False:  # explicitly without the solver
-        solution = None
-    optimal = float(solution.expected_score) if solution is not None else None
-    seeds = game_seeds(seed, games)
-    for entry in agents:  # refuse a model of another ruleset before playing anything
-        spec = entry[1] if isinstance(entry, tuple) else entry
-        if isinstance(spec, str) and spec.startswith("model:"):
+    for what, value, least in (("games", games, 1), ("seed", seed, 0), ("workers", workers, 1),
+                               ("top_mistakes", top_mistakes, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
+    named = list(zip(agent_names(agents), (entry[1] if isinstance(entry, tuple) else entry for entry in agents)))
+    for _, spec in named:  # refuse what cannot be played before any work
+        if not isinstance(spec, str):
+            continue
+        if spec.startswith("model:"):
             from agents.sb3_agent import check_ruleset, read_metadata
 
             path = spec[len("model:") :]
             check_ruleset(read_metadata(path), rules, source=f"model {path}")
+        elif spec not in AGENT_NAMES:
+            raise ValueError(f"unknown agent {spec!r}: use one of {', '.join(AGENT_NAMES)} or model:PATH")
+    if solution is None:
+        solution = load_solution(rules)
+    elif solution is False:  # explicitly without the solver
+        solution = None
+    if solution is None and any(spec == "optimal" for _, spec in named):
+        raise ValueError(f"the optimal agent needs the exact solution of {rules.name!r}, which is not available")
+    optimal = float(solution.expected_score) if solution is not None else None
+    seeds = game_seeds(seed, games)
     data: dict[str, Any] = {
         "rules": rules.name,
         "rules_options": dict(rules.options),
@@ -369,14 +447,8 @@ def benchmark(
     raw_scores: dict[str, np.ndarray] = {}
     with_regret = regret and solution is not None
     pool = None
-    for entry in agents:
+    for name, agent in named:
         start = time.perf_counter()
-        if isinstance(entry, tuple):
-            name, agent = entry
-        elif isinstance(entry, str):
-            name, agent = ("model" if entry.startswith("model:") else entry), entry
-        else:
-            name, agent = getattr(entry, "name", type(entry).__name__), entry
         if isinstance(agent, str) and workers > 1 and games >= 2 * workers:
             if pool is None:
                 pool = _pool(workers)

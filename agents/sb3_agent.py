@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -74,33 +75,66 @@ def model_metadata(rules: Rules, obs_mode: str, algo: str, **extra: Any) -> dict
     }
 
 
+#: members every model file saved by Stable-Baselines3 holds
+SB3_MEMBERS = ("data", "policy.pth")
+
+
 def save_model(model: Any, path: str | os.PathLike, metadata: Mapping[str, Any]) -> Path:
-    """``model.save(path)`` plus the metadata member; returns the ``.zip`` path."""
+    """``model.save(path)`` plus the metadata member; returns the ``.zip`` path.
+
+    The file is written whole under a temporary name in the same folder, then
+    renamed into place: a run killed while saving never leaves a partial model
+    (or one without its metadata) under ``path``.
+    """
     path = Path(path)
     if path.suffix != ".zip":
         path = path.with_name(path.name + ".zip")
     path.parent.mkdir(parents=True, exist_ok=True)
-    model.save(path)
-    with zipfile.ZipFile(path, "a") as archive:
-        archive.writestr(METADATA_NAME, json.dumps(dict(metadata), indent=2, default=str))
+    partial = path.with_name(f".{path.stem}.partial.zip")
+    try:
+        model.save(partial)
+        with zipfile.ZipFile(partial, "a") as archive:
+            archive.writestr(METADATA_NAME, json.dumps(dict(metadata), indent=2, default=str))
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
     return path
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
-    """The metadata of a model saved by :func:`save_model` (clear errors otherwise)."""
+    """The metadata of a model saved by :func:`save_model`, after checking the whole file.
+
+    Every member's checksum is verified, so a truncated or damaged file is
+    reported as such (``ValueError``) before anything loads it.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such model file")
+    damaged = f"{path}: truncated or corrupt model file"
     try:
         with zipfile.ZipFile(path) as archive:
-            if METADATA_NAME not in archive.namelist():
+            names = set(archive.namelist())
+            missing = [name for name in SB3_MEMBERS if name not in names]
+            if missing:  # a cut file can read as the zip of one of its own members
+                raise ValueError(f"{damaged}: no {' or '.join(missing)} inside, as every Stable-Baselines3 model has")
+            bad = archive.testzip()
+            if bad is not None:
+                raise ValueError(f"{damaged}: the member {bad} fails its checksum")
+            if METADATA_NAME not in names:
                 raise ValueError(
                     f"{path}: no {METADATA_NAME} inside; save models with agents.sb3_agent.save_model "
                     "(train.py does) so the ruleset they were trained on is known"
                 )
-            return json.loads(archive.read(METADATA_NAME))
-    except zipfile.BadZipFile as error:
-        raise ValueError(f"{path}: not a Stable-Baselines3 model file ({error})") from error
+            metadata = json.loads(archive.read(METADATA_NAME))
+    except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+        raise ValueError(f"{damaged} ({error})") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{damaged}: {METADATA_NAME} is not JSON text ({error.reason})") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{damaged}: {METADATA_NAME} is not valid JSON ({error.msg})") from None
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{damaged}: {METADATA_NAME} is not a JSON object")
+    return metadata
 
 
 def check_ruleset(metadata: Mapping[str, Any], rules: Rules, source: str = "the model") -> None:

@@ -46,6 +46,27 @@ def test_optimal_agent_only_takes_legal_actions():
         play(env, agent, seed)
 
 
+@pytest.mark.parametrize("rules", ["yacht", "yatzy"])
+def test_optimal_agent_is_optimal_within_the_value_tolerance(rules):
+    """The agent's fast path (float32) picks an action whose exact float64 value is
+    the maximum to within VALUE_TOLERANCE, in positions random play reaches."""
+    from agents.optimal import VALUE_TOLERANCE, OptimalAgent
+
+    agent = OptimalAgent(rules, progress=False)
+    env = DicePokerEnv(rules)
+    rng = np.random.default_rng(1)
+    checked = 0
+    for seed in range(6):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            q = agent.solution.action_values(obs)
+            assert q[agent.act(obs, info["action_mask"])] >= q.max() - VALUE_TOLERANCE
+            checked += 1
+            obs, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+    assert checked > 100
+
+
 def test_random_agent_is_seeded():
     env = DicePokerEnv("yahtzee")
     first = [play(env, RandomAgent(seed=7), s) for s in range(3)]

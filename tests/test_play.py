@@ -194,6 +194,27 @@ def test_too_many_opponents():
     assert result.returncode == 2 and "1 to 5" in result.stderr
 
 
+def test_closed_stdin_is_a_clear_error():
+    """``dice-poker play <&-``: no standard input at all is a one-line error, not an AttributeError."""
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "dice_poker_env", "play", "yacht", "--seed", "1"],
+        stdin=None, capture_output=True, text=True, timeout=120, env=env, encoding="utf-8",
+        preexec_fn=lambda: os.close(0),  # as the shell's <&- does
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "dice-poker play: error: standard input is closed: play reads your commands from it (a terminal or a script)"
+    )
+
+
+def test_negative_seed_is_a_clear_error():
+    result = run_play(["yacht", "--seed", "-1"], "quit\n")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "dice-poker play: error: --seed must be >= 0, got -1"
+
+
 def test_a_shared_prefix_picks_the_only_open_box():
     mask = ALL_LEGAL.copy()
     mask[32 + YACHT.box_names.index("fours")] = 0  # fours filled: `s four` can only be four_of_a_kind

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import time
 import warnings
 from contextlib import redirect_stdout
@@ -37,18 +36,6 @@ from dice_poker_env.solver.state_space import StateSpace
 from dice_poker_env.solver.reachability import reachable_layers
 
 TOLERANCE = 0.0005
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache(tmp_path_factory):
-    """Every test session solves into its own cache folder (never the user's)."""
-    old = os.environ.get("DICE_POKER_CACHE")
-    os.environ["DICE_POKER_CACHE"] = str(tmp_path_factory.mktemp("solver-cache"))
-    yield
-    if old is None:
-        os.environ.pop("DICE_POKER_CACHE", None)
-    else:
-        os.environ["DICE_POKER_CACHE"] = old
 
 
 @lru_cache(maxsize=None)

@@ -73,7 +73,7 @@ def smoke_run(tmp_path_factory):
     out = subprocess.run(
         [sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / "configs" / "smoke.yaml"),
          "--run-dir", str(run_dir)],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     return run_dir, out.stdout
@@ -104,7 +104,7 @@ def test_resume_continues_from_the_latest_checkpoint(smoke_run, tmp_path):
     out = subprocess.run(
         [sys.executable, str(ROOT / "train.py"), "--run-dir", str(copy), "--resume",
          "total_timesteps=2560", "bench_games=0", "eval_freq=0"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "resumed from" in out.stdout and "model_2048_steps.zip" in out.stdout
@@ -211,3 +211,251 @@ def test_bench_cli_plays_the_trained_model_and_refuses_another_ruleset(smoke_run
     assert main(["bench", "yatzy", "--agents", "greedy", "--model", model, "--games", "4", "--json"]) == 2
     err = capsys.readouterr().err
     assert "trained on ruleset 'yacht'" in err and "cannot play ruleset 'yatzy'" in err
+
+
+# ----------------------------------------------------------------------------- bad input, failed commands
+SMOKE = str(ROOT / "configs" / "smoke.yaml")
+
+
+def folder_state(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` and its bytes (to prove a failed command changed nothing)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def refused(train, argv, capsys) -> str:
+    """Run ``train.main(argv)``; it must exit with code 2 and one line on stderr, which is returned."""
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(argv)
+    assert exit_info.value.code == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("train.py: error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_solver_field_reads_yaml_on_off():
+    """YAML 1.1 reads on/off as booleans: solver takes them as the words."""
+    train = load_train()
+    assert train.make_config({}, ["solver=off"]).solver == "off"
+    assert train.make_config({"solver": True}).solver == "on"
+    assert train.make_config({}).solver == "auto"
+    with pytest.raises(ValueError, match="solver must be auto, on or off"):
+        train.make_config({}, ["solver=maybe"])
+
+
+@pytest.mark.parametrize("numeric", [
+    "net_arch=[-5]", "net_arch=[0]", "net_arch=[64, 1.5]", "net_arch=[true]", "learning_rate=0", "learning_rate=-1e-3",
+    "learning_rate=.nan", "n_steps=0", "batch_size=-1", "n_epochs=0", "gamma=1.5", "gamma=-0.1", "gae_lambda=2",
+    "clip_range=0", "ent_coef=-0.1", "max_grad_norm=0", "reward_scale=0", "seed=-1", "eval_episodes=0",
+    "n_envs=0", "total_timesteps=0", "bench_workers=0", "exploration_final_eps=1.5", "n_envs=true",
+])
+def test_numeric_fields_are_range_checked(numeric):
+    train = load_train()
+    name = numeric.partition("=")[0]
+    with pytest.raises(ValueError, match=name):
+        train.make_config({}, [numeric])
+
+
+@pytest.mark.parametrize("override, message", [
+    ("net_arch=[64,", "override net_arch=[64,: not valid YAML"),
+    ("rules=nosuch", "unknown ruleset 'nosuch'"),
+    ("rules_options={foo: 1}", "unknown rules option 'foo'"),
+    ("net_arch=[-5]", "net_arch must list positive layer sizes"),
+    ("solver=maybe", "solver must be auto, on or off"),
+    ("bench_agents=[optimal, wizard]", "unknown agent 'wizard'"),
+    (["vec_env=batched", "algo=ppo", "distinct_keeps=false"], "vec_env='batched' supports masked algorithms only"),
+])
+def test_bad_config_is_a_one_line_error_and_leaves_no_run_folder(override, message, tmp_path, capsys):
+    train = load_train()
+    run_dir = tmp_path / "run"
+    err = refused(train, ["--config", SMOKE, "--run-dir", str(run_dir), *(override if isinstance(override, list) else [override])], capsys)
+    assert message in err
+    assert not run_dir.exists()
+
+
+def test_yahtzee_options_of_the_wrong_type_are_a_one_line_error(tmp_path, capsys):
+    train = load_train()
+    err = refused(train, ["--config", SMOKE, "--run-dir", str(tmp_path / "run"), "rules=yahtzee",
+                          "rules_options={joker: [1]}"], capsys)
+    assert "rules='yahtzee' rules_options={'joker': [1]}" in err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"rules: [yacht\n", "not valid YAML (expected ',' or ']'"),
+    (b"\x7fELF\x02\x01\x01\x00\xff\xfe\x00\x00binary", "not a text file"),
+    (b"- rules\n- yacht\n", "expected a mapping of config fields"),
+    (b"1: 2\n", "unknown config field '1'"),
+])
+def test_broken_config_files_are_one_line_errors(content, message, tmp_path, capsys):
+    train = load_train()
+    config = tmp_path / "config.yaml"
+    config.write_bytes(content)
+    err = refused(train, ["--config", str(config), "--run-dir", str(tmp_path / "run")], capsys)
+    assert message in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_model_that_cannot_be_built_is_refused_before_the_run_folder(tmp_path, capsys):
+    pytest.importorskip("sb3_contrib")
+    train = load_train()
+    err = refused(train, ["--config", SMOKE, "--run-dir", str(tmp_path / "run"), "algo_kwargs={no_such_arg: 1}"],
+                  capsys)
+    assert "the model cannot be built" in err and "no_such_arg" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_error_exit_code_no_traceback_no_runs_folder(tmp_path):
+    """As a script: exit code 2, one line, and no default runs/ folder left in the working directory."""
+    out = subprocess.run([sys.executable, str(ROOT / "train.py"), "--config", SMOKE, "net_arch=[-5]"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip() == (f"train.py: error: {SMOKE}: net_arch must list positive layer sizes (integers), "
+                                  "got [-5]")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def old_run(smoke_run, tmp_path):
+    """A copy of the smoke run to fail commands on, and its files' bytes."""
+    import shutil
+
+    run_dir, _ = smoke_run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    return copy, folder_state(copy)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["rules=yahtzee"], "was trained on ruleset 'yacht'"),
+    (["algo=ppo", "distinct_keeps=false"], "trained with algo='maskable_ppo', the config says algo='ppo'"),
+    (["obs_mode=dict"], "trained with obs_mode='flat', the config says obs_mode='dict'"),
+    (["distinct_keeps=false"], "trained with distinct_keeps=True"),
+    (["net_arch=[32]", "total_timesteps=5000"], "net_arch=[32] differs from the run's net_arch=[64, 64]"),
+    (["learning_rate=0.1"], "learning_rate=0.1 differs from the run's learning_rate=0.0003"),
+])
+def test_failed_resume_writes_nothing(old_run, overrides, message, capsys):
+    run_dir, before = old_run
+    train = load_train()
+    err = refused(train, ["--run-dir", str(run_dir), "--resume", *overrides], capsys)
+    assert message in err
+    assert folder_state(run_dir) == before  # config.yaml byte for byte, and every other file
+
+
+def test_resume_from_a_truncated_checkpoint_writes_nothing(old_run, capsys):
+    run_dir, _ = old_run
+    latest = run_dir / "checkpoints" / "model_2048_steps.zip"
+    latest.write_bytes(latest.read_bytes()[: latest.stat().st_size // 2])
+    before = folder_state(run_dir)
+    train = load_train()
+    err = refused(train, ["--run-dir", str(run_dir), "--resume", "total_timesteps=5000", "net_arch=[64, 64]"], capsys)
+    assert "model_2048_steps.zip: truncated or corrupt model file" in err
+    assert "an earlier checkpoint can be given as --resume PATH" in err
+    assert folder_state(run_dir) == before
+
+
+def test_resume_needs_the_run_and_a_checkpoint(tmp_path, capsys):
+    train = load_train()
+    assert "needs --run-dir" in refused(train, ["--resume"], capsys)
+    assert "config.yaml is missing" in refused(train, ["--run-dir", str(tmp_path / "nowhere"), "--resume"], capsys)
+    assert "give one of them" in refused(train, ["--run-dir", str(tmp_path), "--resume", "--overwrite"], capsys)
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_fresh_run_refuses_an_existing_run_folder(old_run, tmp_path, capsys):
+    run_dir, before = old_run
+    train = load_train()
+    err = refused(train, ["--config", SMOKE, "--run-dir", str(run_dir)], capsys)
+    assert "holds an earlier run" in err and "--resume" in err and "--overwrite" in err
+    assert folder_state(run_dir) == before
+    other = tmp_path / "not_a_run"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    err = refused(train, ["--config", SMOKE, "--run-dir", str(other), "--overwrite"], capsys)
+    assert "not a train.py run folder" in err
+    assert (other / "notes.txt").read_text() == "mine"
+
+
+def test_overwrite_replaces_the_old_run_and_solver_off_trains_in_raw_scores(old_run):
+    """--overwrite: nothing of the old run mixes in (checkpoints, evaluations, results); solver=off: no solve."""
+    run_dir, before = old_run
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "--config", SMOKE, "--run-dir", str(run_dir), "--overwrite",
+         "solver=off", "total_timesteps=512", "n_steps=128", "batch_size=128", "eval_freq=256",
+         "checkpoint_freq=256", "bench_games=4", "bench_agents=[optimal, greedy]"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "solver=off: no exact solve" in out.stdout
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["model_256_steps.zip", "model_512_steps.zip"]
+    rows = (run_dir / "evaluations.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in rows] == ["timesteps", "256", "512"]
+    assert all(row.split(",")[3] == "" for row in rows[1:])  # no % of optimal
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["timesteps"] == 512 and results["config"]["solver"] == "off"
+    assert results["optimal_expected_score"] is None and results["percent_of_optimal"] is None
+    assert set(results["agents"]) == {"greedy", "model"}  # no optimal agent without a solve
+    assert results["regret_mean"] is None
+    assert (run_dir / "config.yaml").read_bytes() != before["config.yaml"]
+    assert not list(run_dir.rglob("*.partial.zip"))  # models are written whole, then renamed
+
+
+def refuse_to_solve(monkeypatch):
+    import dice_poker_env.solver as solver
+
+    def too_large(rules, *args, **kwargs):
+        raise MemoryError("the solve needs about 80 GB, 12 GB are available")
+
+    monkeypatch.setattr(solver, "solve", too_large)
+
+
+def test_solver_on_refused_is_an_error_before_the_run_folder(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("sb3_contrib")
+    refuse_to_solve(monkeypatch)
+    train = load_train()
+    err = refused(train, ["--config", SMOKE, "--run-dir", str(tmp_path / "run"), "solver=on"], capsys)
+    assert "solver=on: the exact solve of 'yacht' is not possible (the solve needs about 80 GB" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_solver_auto_trains_in_raw_scores_when_the_solve_is_refused(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("sb3_contrib")
+    refuse_to_solve(monkeypatch)
+    train = load_train()
+    run_dir = tmp_path / "run"
+    results = train.main(["--config", SMOKE, "--run-dir", str(run_dir), "total_timesteps=256", "n_steps=128",
+                          "batch_size=128", "eval_freq=256", "checkpoint_freq=0", "bench_games=3"])
+    out = capsys.readouterr().out
+    assert "solver=auto: the exact solve of 'yacht' is not possible" in out and "raw scores" in out
+    assert "[eval]" in out and "% of optimal" not in out.split("[eval]")[1].splitlines()[0]
+    assert results["optimal_expected_score"] is None and set(results["agents"]) == {"greedy", "random", "model"}
+    assert json.loads((run_dir / "results.json").read_text())["optimal_expected_score"] is None
+
+
+@pytest.mark.parametrize("cut", [0.1, 0.5, 0.9, 0.999])
+def test_a_truncated_model_file_is_reported_as_such(smoke_run, tmp_path, cut):
+    from agents.sb3_agent import read_metadata
+
+    data = (smoke_run[0] / "final_model.zip").read_bytes()
+    damaged = tmp_path / "model.zip"
+    damaged.write_bytes(data[: int(len(data) * cut)])
+    with pytest.raises(ValueError, match="truncated or corrupt model file"):
+        read_metadata(damaged)
+
+
+def test_resume_from_a_checkpoint_path_checks_against_its_own_run(old_run, tmp_path, capsys):
+    """--resume PATH into a new folder: the checkpoint's run config is the reference, and the new folder stays unmade."""
+    run_dir, before = old_run
+    train = load_train()
+    new_dir = tmp_path / "continued"
+    err = refused(train, ["--run-dir", str(new_dir), "--resume", str(run_dir / "checkpoints" / "model_1024_steps.zip"),
+                          "net_arch=[32]"], capsys)
+    assert "net_arch=[32] differs from the run's net_arch=[64, 64]" in err
+    assert not new_dir.exists() and folder_state(run_dir) == before
+
+
+def test_an_unusable_runs_dir_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    train = load_train()
+    err = refused(train, ["--config", SMOKE, f"runs_dir={blocker / 'runs'}"], capsys)
+    assert "is not a folder" in err

@@ -2,6 +2,10 @@
 
 The logic lives in :mod:`agents.benchmark`; this module only parses arguments
 and prints. ``torch`` is imported only when ``--model`` is given.
+
+``--out DIR`` is checked before the first game (it must be a writable folder
+without earlier results, unless ``--overwrite``), and the results are printed
+before they are written, so a failed write never loses them.
 """
 
 from __future__ import annotations
@@ -53,7 +57,70 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--top-mistakes", type=int, default=10, help="costliest mistakes listed per agent")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument("--out", metavar="DIR", help="write DIR/results.json and DIR/score_distribution.png")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="with --out: replace the results already in DIR (refused otherwise)")
     parser.set_defaults(func=run)
+
+
+#: the files ``--out DIR`` writes
+OUT_FILES = ("results.json", "score_distribution.png")
+
+
+def check_out_dir(out: Path, overwrite: bool) -> list[Path]:
+    """Make sure ``--out`` can take the results before any game is played.
+
+    Creates the folder, writes and removes a probe file in it, and refuses to
+    replace earlier results unless ``overwrite``.
+
+    Returns:
+        The folders it created, deepest first (removed again if the benchmark fails).
+
+    Raises:
+        OSError: the folder cannot be created or written, or holds results already.
+    """
+    import tempfile
+
+    if out.exists() and not out.is_dir():
+        raise OSError(f"--out {out}: exists and is not a folder")
+    if not overwrite:
+        old = [name for name in OUT_FILES if (out / name).exists()]
+        if old:
+            raise OSError(f"--out {out}: holds results already ({', '.join(old)}); "
+                          "choose another folder or pass --overwrite")
+    created = [folder for folder in (out, *out.parents) if not folder.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".bench-probe-"):
+            pass
+    except OSError as error:
+        _remove_empty(created)
+        raise OSError(f"--out {out}: cannot write there ({error.strerror or error})") from None
+    return created
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders this command created (deepest first) while they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def write_results(result, out: Path) -> list[Path]:
+    """``results.json`` (written whole, then renamed into place) and the plot, when matplotlib is there."""
+    path = out / "results.json"
+    partial = out / ".results.json.partial"
+    partial.write_text(json.dumps(result.data, indent=2) + "\n")
+    os.replace(partial, path)
+    written = [path]
+    try:
+        from agents.plots import plot_score_distributions
+    except ModuleNotFoundError as error:  # matplotlib is optional
+        print(f"dice-poker bench: no plot ({error.name} is not installed)", file=sys.stderr)
+        return written
+    written.append(Path(plot_score_distributions(result, out / "score_distribution.png")))
+    return written
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,6 +131,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--games must be at least 1")
     if args.workers < 1:
         raise ValueError("--workers must be at least 1")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    if args.top_mistakes < 0:
+        raise ValueError(f"--top-mistakes must be >= 0, got {args.top_mistakes}")
+    if args.overwrite and not args.out:
+        raise ValueError("--overwrite goes with --out DIR")
     rules = load_rules(args.rules, **dict(args.option))
     agents = list(args.agents)
     models = list(args.model)
@@ -71,31 +144,34 @@ def run(args: argparse.Namespace) -> int:
         if not os.path.exists(path):
             raise OSError(f"--model {path}: no such file")
         agents.append(("model" if len(models) == 1 else f"model{i + 1}", f"model:{path}"))
-    result = benchmark(
-        rules,
-        agents,
-        games=args.games,
-        seed=args.seed,
-        workers=args.workers,
-        regret=not args.no_regret,
-        top_mistakes=args.top_mistakes,
-        progress=not args.json,
-    )
+    out = Path(args.out) if args.out else None
+    created = check_out_dir(out, args.overwrite) if out is not None else []
+    try:
+        result = benchmark(
+            rules,
+            agents,
+            games=args.games,
+            seed=args.seed,
+            workers=args.workers,
+            regret=not args.no_regret,
+            top_mistakes=args.top_mistakes,
+            progress=not args.json,
+        )
+    except BaseException:
+        _remove_empty(created)  # a failed command leaves no trace
+        raise
     data = result.data
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "results.json").write_text(json.dumps(data, indent=2) + "\n")
-        try:
-            from agents.plots import plot_score_distributions
-
-            plot_score_distributions(result, out / "score_distribution.png")
-        except ModuleNotFoundError as error:  # matplotlib is optional
-            print(f"dice-poker bench: no plot ({error.name} is not installed)", file=sys.stderr)
-    if args.json:
-        print(json.dumps(data))
+    if args.json:  # the results reach stdout first, whatever happens to the files
+        print(json.dumps(data), flush=True)
     else:
         render_table(data)
-        if args.out:
-            print(f"wrote {Path(args.out) / 'results.json'}")
+    if out is not None:
+        try:
+            written = write_results(result, out)
+        except OSError as error:
+            print(f"dice-poker bench: error: could not write the results to {out} ({error}); "
+                  "they are printed above", file=sys.stderr)
+            return 1
+        if not args.json:
+            print("wrote " + ", ".join(str(p) for p in written))
     return 0

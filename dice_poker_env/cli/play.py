@@ -231,7 +231,7 @@ class Screen:
 
         self.console = Console(highlight=False)
         self.rules, self.tables, self.names = rules, rules.tables, names
-        self.echo = not sys.stdin.isatty()
+        self.echo = sys.stdin is None or not sys.stdin.isatty()
 
     def say(self, text: str = "", style: str | None = None) -> None:
         self.console.print(text, style=style, markup=False)
@@ -391,6 +391,10 @@ def play(args: argparse.Namespace) -> int:
 
     if not 1 <= len(args.opponents) <= MAX_OPPONENTS:
         raise ValueError(f"--opponents takes 1 to {MAX_OPPONENTS} agents, got {len(args.opponents)}")
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    if sys.stdin is None or sys.stdin.closed:
+        raise ValueError("standard input is closed: play reads your commands from it (a terminal or a script)")
     rules = load_rules(args.ruleset, **parse_options(args.option))
     names = seat_names(args.name, args.opponents)
     screen = Screen(rules, names)
