@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any, get_origin, get_type_hints
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "maskable_ppo_yacht.yaml"
+#: the project's torch trainers on the batched env (agents/trainer.py); the others are SB3's
+BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c")
 
 
 # ----------------------------------------------------------------------------- config
@@ -54,7 +56,8 @@ class Config:
 
     # --- algorithm
     algo: str = "maskable_ppo"
-    """maskable_ppo (sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal actions are replaced)."""
+    """batched_ppo or batched_a2c (the project's torch trainers on the batched env, masked; agents/ppo.py, agents/a2c.py),
+    maskable_ppo (sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal actions are replaced)."""
     total_timesteps: int = 600_000
     """Environment steps to train for (a yacht game is about 30 steps)."""
     learning_rate: float = 3e-4
@@ -103,6 +106,8 @@ class Config:
     """Unmasked algorithms: points subtracted when an illegal action is replaced by the fallback."""
     distinct_keeps: bool = False
     """Masked algorithms: masks show each distinct keep once (bitmasks keeping equal dice are one move)."""
+    features: bool = True
+    """Batched algorithms: the policy also sees progress toward the upper bonus (agents/policy_inputs.py)."""
 
     # --- envs and hardware
     n_envs: int = 8
@@ -213,10 +218,21 @@ def _split_override(text: str) -> tuple[str, str]:
 def _validate(c: Config) -> None:
     from agents.sb3_agent import ALGORITHMS
 
-    if c.algo not in ALGORITHMS:
-        raise ValueError(f"algo must be one of {', '.join(ALGORITHMS)}, got {c.algo!r}")
+    if c.algo not in (*BATCHED_ALGORITHMS, *ALGORITHMS):
+        raise ValueError(f"algo must be one of {', '.join((*BATCHED_ALGORITHMS, *ALGORITHMS))}, got {c.algo!r}")
+    if c.algo in BATCHED_ALGORITHMS:
+        if c.obs_mode != "flat":
+            raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")
+        return _validate_common(c)
     if c.vec_env not in ("dummy", "subproc", "batched"):
         raise ValueError(f"vec_env must be dummy, subproc or batched, got {c.vec_env!r}")
+    if c.distinct_keeps and not ALGORITHMS[c.algo][2]:
+        raise ValueError(f"distinct_keeps needs a masked algorithm (maskable_ppo); {c.algo} does not use masks")
+    _validate_common(c)
+
+
+def _validate_common(c: Config) -> None:
+    """Checks every algorithm shares."""
     if c.obs_mode not in ("flat", "dict"):
         raise ValueError(f"obs_mode must be flat or dict, got {c.obs_mode!r}")
     if c.activation not in ("tanh", "relu"):
@@ -225,8 +241,6 @@ def _validate(c: Config) -> None:
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
     if c.total_timesteps < 1 or c.n_envs < 1:
         raise ValueError("total_timesteps and n_envs must be positive")
-    if c.distinct_keeps and not ALGORITHMS[c.algo][2]:
-        raise ValueError(f"distinct_keeps needs a masked algorithm (maskable_ppo); {c.algo} does not use masks")
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Config]:
@@ -482,7 +496,7 @@ def make_callbacks(config: Config, rules, run_dir: Path, optimal: float | None, 
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    found = sorted((run_dir / "checkpoints").glob("model_*_steps.zip"),
+    found = sorted((p for p in (run_dir / "checkpoints").glob("model_*_steps.*") if p.suffix in (".zip", ".pt")),
                    key=lambda p: int(re.search(r"model_(\d+)_steps", p.name).group(1)))
     return found[-1] if found else None
 
@@ -498,7 +512,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import yaml
     from stable_baselines3.common.utils import set_random_seed
 
-    from agents.benchmark import benchmark, load_solution, render_table
+    from agents.benchmark import load_solution
     from agents.sb3_agent import algorithm_class, check_ruleset, model_metadata, read_metadata, save_model
     from dice_poker_env.rules import load_rules
 
@@ -515,9 +529,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"run folder: {run_dir}\n{rules.describe()}")
     print(f"optimal expected score: {optimal:.4f}" if optimal is not None else "exact solver not available: no % of optimal")
 
+    metadata = model_metadata(rules, config.obs_mode, config.algo, seed=config.seed, distinct_keeps=config.distinct_keeps)
+    if config.algo in BATCHED_ALGORITHMS:  # the project's torch trainers: their own loop (agents/trainer.py)
+        final_path, timesteps, train_seconds = train_batched(config, args, rules, run_dir, optimal, metadata)
+        return finish(config, rules, run_dir, solution, optimal, final_path, timesteps, train_seconds)
+
     # 2. envs and model (fresh, or resumed from a checkpoint)
     env = make_vec_env(config, rules, config.n_envs, config.seed, training=True)
-    metadata = model_metadata(rules, config.obs_mode, config.algo, seed=config.seed, distinct_keeps=config.distinct_keeps)
     resume_from = None
     if args.resume:
         resume_from = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)
@@ -546,10 +564,40 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if evaluator is not None and (not evaluator.csv.exists() or str(model.num_timesteps) not in evaluator.csv.read_text()):
         evaluator.evaluate()  # the end point of the learning curve
     env.close()
+    return finish(config, rules, run_dir, solution, optimal, final_path, model.num_timesteps, train_seconds)
+
+
+def train_batched(config: Config, args: argparse.Namespace, rules, run_dir: Path, optimal: float | None,
+                  metadata: dict) -> tuple[Path, int, float]:
+    """Train with the project's batched torch trainer (agents/trainer.py); returns the final policy file."""
+    from agents.trainer import Trainer
+
+    command = "python train.py " + " ".join(sys.argv[1:]) if argv_is_cli() else None
+    trainer = Trainer(config, rules, run_dir, optimal=optimal, metadata={**metadata, "config": asdict(config),
+                                                                        "command": command})
+    if args.resume:
+        resume_from = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)
+        if resume_from is None:
+            raise SystemExit(f"train.py: error: --resume: no checkpoint in {run_dir / 'checkpoints'}")
+        trainer.load_checkpoint(resume_from)
+        print(f"resumed from {resume_from} at {trainer.num_timesteps:,} timesteps")
+    final_path = trainer.run(progress=config.progress_bar)
+    print(f"trained {trainer.num_timesteps:,} timesteps in {trainer.train_seconds:.0f} s -> {final_path}")
+    return final_path, trainer.num_timesteps, trainer.train_seconds
+
+
+def argv_is_cli() -> bool:
+    return Path(sys.argv[0]).name == "train.py"
+
+
+def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None, final_path: Path, timesteps: int,
+           train_seconds: float) -> dict[str, Any]:
+    """Benchmark the trained agent, write ``results.json`` and the plots."""
+    from agents.benchmark import benchmark, render_table
 
     # 4. benchmark the trained agent against the solver, greedy and random
     results: dict[str, Any] = {"algorithm": config.algo, "rules": rules.name, "rules_options": dict(rules.options),
-                               "timesteps": int(model.num_timesteps), "train_seconds": round(train_seconds, 1),
+                               "timesteps": int(timesteps), "train_seconds": round(train_seconds, 1),
                                "optimal_expected_score": optimal}
     if config.bench_games > 0:
         agents = [a for a in config.bench_agents if not (a == "optimal" and solution is None)]
