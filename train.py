@@ -47,6 +47,8 @@ class Config:
     """Every setting of a training run (YAML keys and ``key=value`` overrides use these names)."""
 
     # --- what to train on
+    recipe: str = ""
+    """A label for this recipe: multi-seed results (python -m agents.results) group runs by it (default: the algo)."""
     rules: str = "yacht"
     """Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file path."""
     rules_options: dict = field(default_factory=dict)

@@ -136,3 +136,30 @@ def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
                             timeout=600, cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert "resumed from" in longer.stdout and json.loads((run / "results.json").read_text())["timesteps"] == 6144
+
+
+def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
+    pytest.importorskip("rliable")
+    from agents import results as results_module
+
+    runs = []
+    for seed, percent in ((0, 90.0), (1, 92.0), (2, 91.0)):
+        run = tmp_path / f"yacht__batched_ppo__s{seed}"
+        run.mkdir()
+        (run / "results.json").write_text(json.dumps({
+            "rules": "yacht", "algorithm": "batched_ppo", "percent_of_optimal": percent, "mean": percent * 1.7,
+            "median": percent * 1.7, "timesteps": 1000, "train_seconds": 60.0, "bench_games": 100,
+            "upper_bonus_rate": None, "five_of_a_kind_rate": 0.5, "config": {"seed": seed, "recipe": "r1"}}))
+        (run / "evaluations.csv").write_text("timesteps,mean_score,std_score,percent_of_optimal,seconds\n"
+                                             f"500,1,1,{percent - 10},1\n1000,1,1,{percent},2\n")
+        runs.append(run)
+    out = tmp_path / "results"
+    rows = results_module.main([*map(str, runs), "--out", str(out), "--reps", "200"])
+    assert len(rows) == 1 and rows[0]["seeds"] == [0, 1, 2] and rows[0]["group"] == "r1"
+    assert rows[0]["percent_of_optimal_mean"] == pytest.approx(91.0)
+    assert rows[0]["percent_of_optimal_iqm"] == pytest.approx(91.0)  # IQM of three: the middle one, weighted
+    low, high = rows[0]["percent_of_optimal_iqm_ci95"]
+    assert 90.0 <= low <= 91.0 <= high <= 92.0
+    assert (out / "training.csv").read_text().startswith("rules,group,seeds")
+    assert (out / "learning_curves.png").stat().st_size > 1000
+    assert sorted(p.name for p in (out / "runs" / "yacht").iterdir()) == sorted(r.name for r in runs)
