@@ -1,6 +1,7 @@
 """Train an RL agent on a dice game, then benchmark it against the exact solver.
 
     python train.py                                   # MaskablePPO on yacht (configs/maskable_ppo_yacht.yaml)
+    python train.py --config configs/batched_ppo_yacht.yaml   # the project's batched torch PPO
     python train.py --config configs/ppo_yacht.yaml   # another config
     python train.py --config configs/smoke.yaml --run-dir /tmp/smoke total_timesteps=4096 seed=3
     python train.py --run-dir runs/my_run --resume    # continue from the run's latest checkpoint
@@ -13,8 +14,14 @@ the callbacks (periodic evaluation in mean score and percent of the optimal expe
 score, checkpoints), training, the final model, and the benchmark of the trained
 agent against the solver, the greedy and the random agent.
 
+Two families of algorithms: the project's batched torch trainers (``batched_ppo``,
+``batched_a2c``: :mod:`agents.trainer` with one file per update rule, on the NumPy
+batched env) and Stable-Baselines3's (``maskable_ppo``, ``ppo``, ``a2c``, ``dqn``).
+Both write the same run folder and end with the same benchmark.
+
 A run folder holds ``config.yaml`` (the resolved config), ``tb/`` (TensorBoard),
-``checkpoints/``, ``final_model.zip``, ``evaluations.csv``, ``learning_curve.png``,
+``checkpoints/``, ``final_model.zip`` (SB3; ``final_model.npz``, a NumPy policy file,
+for the batched trainers), ``evaluations.csv``, ``learning_curve.png``,
 ``score_distribution.png`` and ``results.json`` (the trained agent's benchmark
 fields at the top level plus ``algorithm``, ``rules`` and ``timesteps``; every
 agent under ``agents``).
@@ -47,6 +54,8 @@ from pathlib import Path
 from typing import Any, NoReturn, get_origin, get_type_hints
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "maskable_ppo_yacht.yaml"
+#: the project's torch trainers on the batched env (agents/trainer.py); the others are SB3's
+BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c")
 
 
 # ----------------------------------------------------------------------------- config
@@ -55,6 +64,8 @@ class Config:
     """Every setting of a training run (YAML keys and ``key=value`` overrides use these names)."""
 
     # --- what to train on
+    recipe: str = ""
+    """A label for this recipe: multi-seed results (python -m agents.results) group runs by it (default: the algo)."""
     rules: str = "yacht"
     """Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file path."""
     rules_options: dict = field(default_factory=dict)
@@ -64,7 +75,7 @@ class Config:
 
     # --- algorithm
     algo: str = "maskable_ppo"
-    """maskable_ppo (sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal actions are replaced)."""
+    """batched_ppo or batched_a2c (the project's torch trainers on the batched env, masked; agents/ppo.py, agents/a2c.py), or SB3's: maskable_ppo (sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal actions are replaced)."""
     total_timesteps: int = 600_000
     """Environment steps to train for (a yacht game is about 30 steps)."""
     learning_rate: float = 3e-4
@@ -113,6 +124,8 @@ class Config:
     """Unmasked algorithms: points subtracted when an illegal action is replaced by the fallback."""
     distinct_keeps: bool = False
     """Masked algorithms: masks show each distinct keep once (bitmasks keeping equal dice are one move)."""
+    features: bool = True
+    """Batched algorithms: the policy also sees progress toward the upper bonus (agents/policy_inputs.py)."""
 
     # --- envs and hardware
     n_envs: int = 8
@@ -268,16 +281,20 @@ def _validate(c: Config) -> None:
     if c.solver not in ("auto", "on", "off"):
         raise ValueError(f"solver must be auto, on or off, got {c.solver!r}")
 
-    if c.algo not in ALGORITHMS:
-        raise ValueError(f"algo must be one of {', '.join(ALGORITHMS)}, got {c.algo!r}")
-    if c.vec_env not in ("dummy", "subproc", "batched"):
-        raise ValueError(f"vec_env must be dummy, subproc or batched, got {c.vec_env!r}")
+    if c.algo not in (*BATCHED_ALGORITHMS, *ALGORITHMS):
+        raise ValueError(f"algo must be one of {', '.join((*BATCHED_ALGORITHMS, *ALGORITHMS))}, got {c.algo!r}")
     if c.obs_mode not in ("flat", "dict"):
         raise ValueError(f"obs_mode must be flat or dict, got {c.obs_mode!r}")
     if c.activation not in ("tanh", "relu"):
         raise ValueError(f"activation must be tanh or relu, got {c.activation!r}")
     if c.lr_schedule not in ("constant", "linear"):
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
+    if c.algo in BATCHED_ALGORITHMS:
+        if c.obs_mode != "flat":
+            raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")
+        return
+    if c.vec_env not in ("dummy", "subproc", "batched"):
+        raise ValueError(f"vec_env must be dummy, subproc or batched, got {c.vec_env!r}")
     if c.distinct_keeps and not ALGORITHMS[c.algo][2]:
         raise ValueError(f"distinct_keeps needs a masked algorithm (maskable_ppo); {c.algo} does not use masks")
     if c.vec_env == "batched" and not ALGORITHMS[c.algo][2]:
@@ -577,14 +594,30 @@ def make_callbacks(config: Config, rules, run_dir: Path, optimal: float | None, 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
     """The checkpoint with the most timesteps in ``run_dir/checkpoints`` (``None`` if there is none)."""
-    found = [(int(match.group(1)), path) for path in (run_dir / "checkpoints").glob("model_*_steps.zip")
-             if (match := re.fullmatch(r"model_(\d+)_steps\.zip", path.name))]
-    return max(found)[1] if found else None
+    return max(checkpoints(run_dir))[1] if checkpoints(run_dir) else None
+
+
+def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    """``(timesteps, path)`` of every checkpoint of the run (SB3 ``.zip``, batched trainers ``.pt``)."""
+    return [(int(match.group(1)), path) for path in (run_dir / "checkpoints").glob("model_*_steps.*")
+            if (match := re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", path.name))]
+
+
+def checkpoint_metadata(path: Path) -> dict[str, Any]:
+    """The metadata of a checkpoint: SB3's ``.zip`` or a batched trainer's ``.pt`` (checked whole)."""
+    if path.suffix == ".pt":
+        from agents.trainer import read_checkpoint
+
+        return read_checkpoint(path)["metadata"]
+    from agents.sb3_agent import read_metadata
+
+    return read_metadata(path)
 
 
 # ----------------------------------------------------------------------------- checks before the run
 #: what a run leaves in its folder; ``--overwrite`` removes these (and nothing else)
-RUN_ARTIFACTS = ("config.yaml", "tb", "checkpoints", "best_model.zip", "final_model.zip", "evaluations.csv",
+RUN_ARTIFACTS = ("config.yaml", "tb", "checkpoints", "best_model.zip", "final_model.zip", "best_model.npz",
+                 "final_model.npz", "evaluations.csv",
                  "learning_curve.png", "score_distribution.png", "results.json")
 
 #: config fields a resumed model keeps from its checkpoint: changing one on --resume is refused
@@ -592,6 +625,8 @@ RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", 
                 "algo_kwargs", "learning_rate", "lr_schedule", "gamma", "n_steps", "batch_size", "n_epochs",
                 "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "buffer_size", "learning_starts",
                 "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
+#: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
+BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale")
 
 
 def load_config_rules(config: Config):
@@ -636,16 +671,16 @@ def clear_run(run_dir: Path) -> None:
 
 def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Config, rules) -> Path:
     """The checkpoint ``--resume`` continues from, checked whole and against the config."""
-    from agents.sb3_agent import check_ruleset, read_metadata
+    from agents.sb3_agent import check_ruleset
 
     checkpoint = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)
     if checkpoint is None:
         fail(f"--resume: no checkpoint in {run_dir / 'checkpoints'}")
     try:
-        metadata = read_metadata(checkpoint)
+        metadata = checkpoint_metadata(checkpoint)
         check_ruleset(metadata, rules, source=f"checkpoint {checkpoint}")
     except (ValueError, OSError) as error:
-        earlier = [p for p in sorted((run_dir / "checkpoints").glob("model_*_steps.zip")) if p != checkpoint]
+        earlier = [p for _, p in checkpoints(run_dir) if p != checkpoint]
         hint = "; an earlier checkpoint can be given as --resume PATH" if args.resume == "latest" and earlier else ""
         fail(f"--resume: {error}{hint}")
     for name in ("algo", "obs_mode", "distinct_keeps"):
@@ -659,7 +694,8 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Config, rul
         before = make_config(reference)
     except ValueError as error:
         fail(f"--resume: {saved_config or args.config}: {error}")
-    changed = [name for name in RESUME_FIXED if getattr(config, name) != getattr(before, name)]
+    fixed = RESUME_FIXED + (BATCHED_RESUME_FIXED if config.algo in BATCHED_ALGORITHMS else ())
+    changed = [name for name in fixed if getattr(config, name) != getattr(before, name)]
     if changed:
         fail(f"--resume: {', '.join(f'{n}={getattr(config, n)!r}' for n in changed)} differs from the run's "
              f"{', '.join(f'{n}={getattr(before, n)!r}' for n in changed)}; a resumed model keeps its own "
@@ -708,15 +744,61 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     import torch
     import yaml
-    from stable_baselines3.common.utils import set_random_seed
 
-    from agents.benchmark import benchmark, render_table
-    from agents.sb3_agent import algorithm_class, model_metadata, save_model
-
-    set_random_seed(config.seed)
+    torch.manual_seed(config.seed)
     torch.set_num_threads(config.torch_threads)
     solution = exact_solution(config, rules)
     optimal = float(solution.expected_score) if solution is not None else None
+    if config.algo in BATCHED_ALGORITHMS:
+        trainer = batched_trainer(config, rules, run_dir, optimal, resume_from)
+    else:
+        env, model, metadata = sb3_model(config, rules, run_dir, resume_from)
+
+    # 2. the run folder (an earlier run's artifacts go only now, with --overwrite)
+    if args.overwrite and run_dir.is_dir():
+        clear_run(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(asdict(config), sort_keys=False))
+    print(f"run folder: {run_dir}\n{rules.describe()}")
+    print(f"optimal expected score: {optimal:.4f}" if optimal is not None else "no exact solution: no % of optimal")
+    if resume_from is not None:
+        print(f"resumed from {resume_from} at "
+              f"{(trainer if config.algo in BATCHED_ALGORITHMS else model).num_timesteps:,} timesteps")
+
+    # 3. train
+    if config.algo in BATCHED_ALGORITHMS:
+        final_path = trainer.run(progress=config.progress_bar)
+        timesteps, train_seconds = trainer.num_timesteps, trainer.train_seconds
+    else:
+        final_path, timesteps, train_seconds = sb3_learn(config, rules, run_dir, optimal, env, model, metadata,
+                                                         resumed=resume_from is not None)
+    print(f"trained {timesteps:,} timesteps in {train_seconds:.0f} s -> {final_path}")
+    return finish(config, rules, run_dir, solution, optimal, final_path, timesteps, train_seconds)
+
+
+def batched_trainer(config: Config, rules, run_dir: Path, optimal: float | None, resume_from: Path | None):
+    """The project's batched torch trainer (agents/trainer.py), resumed if asked; nothing written yet."""
+    from agents.trainer import Trainer
+
+    command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
+    try:
+        trainer = Trainer(config, rules, run_dir, optimal=optimal,
+                          metadata={"config": asdict(config), "command": command})
+        if resume_from is not None:
+            trainer.load_checkpoint(resume_from)
+    except Exception as error:  # noqa: BLE001 - whatever torch raises, the run has not started
+        what = f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the trainer cannot be built"
+        fail(f"{what}: {type(error).__name__}: {one_line(error)}")
+    return trainer
+
+
+def sb3_model(config: Config, rules, run_dir: Path, resume_from: Path | None):
+    """SB3's training envs and model (fresh, or loaded from a checkpoint); nothing written yet."""
+    from stable_baselines3.common.utils import set_random_seed
+
+    from agents.sb3_agent import algorithm_class, model_metadata
+
+    set_random_seed(config.seed)
     try:
         env = make_vec_env(config, rules, config.n_envs, config.seed, training=True)
     except Exception as error:  # noqa: BLE001 - the run has not started
@@ -735,34 +817,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         env.close()
         what = f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the model cannot be built"
         fail(f"{what}: {type(error).__name__}: {one_line(error)}")
+    return env, model, metadata
 
-    # 2. the run folder (an earlier run's artifacts go only now, with --overwrite)
-    if args.overwrite and run_dir.is_dir():
-        clear_run(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(asdict(config), sort_keys=False))
-    print(f"run folder: {run_dir}\n{rules.describe()}")
-    print(f"optimal expected score: {optimal:.4f}" if optimal is not None else "no exact solution: no % of optimal")
-    if resume_from is not None:
-        print(f"resumed from {resume_from} at {model.num_timesteps:,} timesteps")
+
+def sb3_learn(config: Config, rules, run_dir: Path, optimal: float | None, env, model, metadata: dict, *,
+              resumed: bool) -> tuple[Path, int, float]:
+    """Train an SB3 model with the evaluation and checkpoint callbacks; save the final model."""
+    from agents.sb3_agent import save_model
+
     callbacks, evaluator = make_callbacks(config, rules, run_dir, optimal, metadata)
-
-    # 3. train
     remaining = max(config.total_timesteps - model.num_timesteps, 0)
     started = time.perf_counter()
     if remaining:
         model.learn(remaining, callback=callbacks, progress_bar=config.progress_bar,
-                    reset_num_timesteps=resume_from is None, tb_log_name="run")
+                    reset_num_timesteps=not resumed, tb_log_name="run")
     train_seconds = time.perf_counter() - started
     final_path = save_model(model, run_dir / "final_model.zip", {**metadata, "timesteps": model.num_timesteps})
-    print(f"trained {model.num_timesteps:,} timesteps in {train_seconds:.0f} s -> {final_path}")
     if evaluator is not None and (not evaluator.csv.exists() or str(model.num_timesteps) not in evaluator.csv.read_text()):
         evaluator.evaluate()  # the end point of the learning curve
     env.close()
+    return final_path, int(model.num_timesteps), train_seconds
+
+
+def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None, final_path: Path, timesteps: int,
+           train_seconds: float) -> dict[str, Any]:
+    """Benchmark the trained agent against the solver, greedy and random; ``results.json``; plots."""
+    from agents.benchmark import benchmark, render_table
 
     # 4. benchmark the trained agent against the solver, greedy and random
     results: dict[str, Any] = {"algorithm": config.algo, "rules": rules.name, "rules_options": dict(rules.options),
-                               "timesteps": int(model.num_timesteps), "train_seconds": round(train_seconds, 1),
+                               "timesteps": int(timesteps), "train_seconds": round(train_seconds, 1),
                                "optimal_expected_score": optimal}
     if config.bench_games > 0:
         agents = [a for a in config.bench_agents if not (a == "optimal" and solution is None)]

@@ -7,9 +7,13 @@ Names the benchmark, the CLI and ``train.py`` understand:
 ``greedy``       :class:`agents.greedy.GreedyAgent`
 ``optimal``      :class:`agents.optimal.OptimalAgent` (the exact solver; keyword
                  ``solution`` reuses an already solved one)
-``model:PATH``   :class:`agents.sb3_agent.SB3Agent` loaded from ``PATH``; it
-                 refuses a ruleset other than the one it was trained on.
-                 Needs the ``train`` extra (torch); imported only here.
+``trained``      :class:`agents.policy_agent.PolicyAgent`: the policy shipped with
+                 the package for the ruleset (default options; NumPy only)
+``model:PATH``   a ``.npz`` policy file of the batched trainers
+                 (:class:`agents.policy_agent.PolicyAgent`, NumPy only), or an SB3
+                 ``.zip`` (:class:`agents.sb3_agent.SB3Agent`, needs the ``train``
+                 extra: torch, imported only here). Either refuses a ruleset
+                 other than the one it was trained on.
 ===============  ===========================================================
 """
 
@@ -19,7 +23,7 @@ from typing import Any
 
 from dice_poker_env.rules import Rules, load_rules
 
-AGENT_NAMES = ("optimal", "greedy", "random")
+AGENT_NAMES = ("optimal", "greedy", "random", "trained")
 
 
 def make_agent(name: str, rules: str | Rules, **kwargs: Any):
@@ -42,6 +46,14 @@ def make_agent(name: str, rules: str | Rules, **kwargs: Any):
 
         solution = kwargs.get("solution")
         return OptimalAgent(solution if solution is not None else rules)
+    if name == "trained":
+        from agents.policy_agent import shipped_policy
+
+        return shipped_policy(rules, name=kwargs.get("agent_name", "trained"))
+    if name.startswith("model:") and name.endswith(".npz"):  # a batched trainer's policy: NumPy, no torch
+        from agents.policy_agent import PolicyAgent
+
+        return PolicyAgent.load(name[len("model:") :], rules=rules, name=kwargs.get("agent_name", "model"))
     if name.startswith("model:"):
         from agents.sb3_agent import SB3Agent
 

@@ -63,7 +63,7 @@ def model_metadata(rules: Rules, obs_mode: str, algo: str, **extra: Any) -> dict
     return {
         "format": METADATA_FORMAT,
         "algorithm": algo,
-        "masked": ALGORITHMS[algo][2],
+        "masked": ALGORITHMS[algo][2] if algo in ALGORITHMS else True,  # batched trainers are masked
         "rules": rules.name,
         "rules_options": dict(rules.options),
         "rules_source": rules.source,
@@ -110,6 +110,10 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such model file")
+    if path.suffix == ".npz":  # a policy file of the batched trainers
+        from agents.policy_agent import load_policy
+
+        return load_policy(path)[1]
     damaged = f"{path}: truncated or corrupt model file"
     try:
         with zipfile.ZipFile(path) as archive:

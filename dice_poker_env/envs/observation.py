@@ -206,10 +206,17 @@ def potential_points(tables: RuleTables, state: GameState) -> np.ndarray:
     return np.where(legal, points + bonus, 0)
 
 
+def flat_scales(tables: RuleTables) -> tuple[float, float]:
+    """``(scale, upper_scale)`` of the flat layout: points are divided by ``scale``
+    (the largest points a box can hold), the upper total by ``upper_scale`` (the
+    upper-bonus threshold, at least 63)."""
+    return (float(max(abs(tables.max_box_score), abs(tables.min_box_score), 1)),
+            float(max(abs(tables.upper_bonus_threshold), 63)))
+
+
 def observe_flat(tables: RuleTables, state: GameState) -> np.ndarray:
     """Flat observation(s): ``(45 + 3 n,)`` or ``(B, 45 + 3 n)`` float32."""
-    scale = float(max(abs(tables.max_box_score), abs(tables.min_box_score), 1))
-    upper_scale = float(max(abs(tables.upper_bonus_threshold), 63))
+    scale, upper_scale = flat_scales(tables)
     scalar = lambda v: np.asarray(v, dtype=np.float32)[..., None]  # noqa: E731 - one column
     parts = [
         ROLL_COUNTS[state.roll] / N_DICE,

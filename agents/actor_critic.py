@@ -1,0 +1,85 @@
+"""The actor-critic network of the batched trainers (``agents/ppo.py``, ``agents/a2c.py``).
+
+Two multilayer perceptrons over the env's flat observation, as in Stable-Baselines3's
+``MlpPolicy`` with separate ``pi`` and ``vf`` networks: the actor gives one logit
+per action (``32 + n_boxes``, the env's action space), the critic the expected
+rest of the game's (scaled) score. Illegal actions get a logit of
+:data:`MASKED_LOGIT`, so they are never sampled and carry no probability mass,
+without the NaNs a ``-inf`` would bring into entropy terms.
+
+The input is :class:`agents.policy_inputs.PolicyInputs`: the flat observation
+followed by a few features of it (progress toward the upper bonus), computed in
+NumPy on the env's observations.
+
+The trained weights are exported as plain NumPy arrays (:meth:`ActorCritic.export`),
+which :class:`agents.policy_agent.PolicyAgent` plays without torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+
+#: the logit of an illegal action (exp underflows to exactly 0 in float32)
+MASKED_LOGIT = -1e8
+ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def mlp(sizes: Sequence[int], activation: str) -> nn.Sequential:
+    """Linear layers with ``activation`` between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2:
+            layers.append(ACTIVATIONS[activation]())
+    return nn.Sequential(*layers)
+
+
+class ActorCritic(nn.Module):
+    """Separate actor and critic MLPs over the policy inputs.
+
+    Args:
+        in_dim: size of the inputs (:attr:`agents.policy_inputs.PolicyInputs.size`).
+        n_actions: ``32 + n_boxes``.
+        hidden: hidden layer sizes of each network, e.g. ``(256, 256)``.
+        activation: ``"tanh"`` or ``"relu"``.
+    """
+
+    def __init__(self, in_dim: int, n_actions: int, hidden: Sequence[int] = (256, 256), activation: str = "tanh"):
+        super().__init__()
+        self.in_dim, self.n_actions = int(in_dim), int(n_actions)
+        self.hidden = [int(h) for h in hidden]
+        self.activation = activation
+        self.actor = mlp([self.in_dim, *self.hidden, self.n_actions], activation)
+        self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
+        for net, gain in ((self.actor, 0.01), (self.critic, 1.0)):  # orthogonal init, small policy head (CleanRL/SB3)
+            linears = [m for m in net if isinstance(m, nn.Linear)]
+            for m in linears:
+                nn.init.orthogonal_(m.weight, gain=np.sqrt(2) if m is not linears[-1] else gain)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked logits ``(B, n_actions)`` and values ``(B,)``; ``mask`` is bool."""
+        return self.actor(x).masked_fill(~mask, MASKED_LOGIT), self.critic(x).squeeze(1)
+
+    def value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(x).squeeze(1)
+
+    def export(self) -> dict[str, np.ndarray]:
+        """The actor's weights as NumPy arrays ``w0, b0, w1, b1, ...`` (``x @ w + b``)."""
+        out: dict[str, np.ndarray] = {}
+        linears = [m for m in self.actor if isinstance(m, nn.Linear)]
+        for i, m in enumerate(linears):
+            out[f"w{i}"] = m.weight.detach().cpu().numpy().T.astype(np.float32)
+            out[f"b{i}"] = m.bias.detach().cpu().numpy().astype(np.float32)
+        return out
+
+
+def sample(logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One action per row from masked logits (Gumbel-max: the argmax of logits plus Gumbel noise)."""
+    u = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(min=1e-12)
+    return torch.argmax(logits - torch.log(-torch.log(u)), dim=1)

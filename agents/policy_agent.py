@@ -1,0 +1,150 @@
+"""Play a policy trained by the batched trainers, in NumPy (no torch needed).
+
+A policy file (``.npz``) holds the actor network's weights (``w0, b0, w1, b1,
+...``: ``x @ w + b`` with the activation between layers) and a JSON metadata
+entry: the ruleset it was trained on (name, options, fingerprint), the
+activation, whether the policy inputs carry the upper-bonus features, whether
+the policy saw each distinct keep once, and how it was made (config, command).
+The optimizer and the critic are not in it (they live in the run's
+checkpoints), so a file is small (about 0.4 MB for 256 x 256 layers).
+
+:class:`PolicyAgent` plays the most probable legal action. It refuses a
+ruleset other than its own (:class:`~agents.sb3_agent.RulesetMismatchError`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.policy_inputs import PolicyInputs
+from agents.sb3_agent import check_ruleset
+from dice_poker_env.engine.dice import N_DICE, distinct_keep_mask, roll_index_of_counts
+from dice_poker_env.envs.observation import flat_layout
+from dice_poker_env.rules import Rules, load_rules
+
+#: file format version of policy files
+POLICY_FORMAT = 1
+#: the policies shipped with the package: ``<ruleset>.npz``, trained on the ruleset's default options
+SHIPPED_DIR = Path(__file__).resolve().parent / "policies"
+_ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
+
+
+def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], metadata: Mapping[str, Any]) -> Path:
+    """Write a policy file (``.npz``) atomically: a temporary file renamed into place."""
+    path = Path(path)
+    if path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {**metadata, "policy_format": POLICY_FORMAT}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        np.savez(handle, metadata=np.array(json.dumps(meta, default=str)), **weights)
+    os.replace(tmp, path)
+    return path
+
+
+def load_policy(path: str | os.PathLike) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict[str, Any]]:
+    """The layers ``[(w, b), ...]`` and the metadata of a policy file (clear errors otherwise)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such policy file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            metadata = json.loads(str(data["metadata"]))
+            layers = []
+            while f"w{len(layers)}" in data:
+                i = len(layers)
+                layers.append((data[f"w{i}"].astype(np.float32), data[f"b{i}"].astype(np.float32)))
+    except (OSError, ValueError, KeyError, EOFError) as error:
+        raise ValueError(f"{path}: not a readable policy file ({error})") from None
+    if not layers or metadata.get("policy_format") != POLICY_FORMAT:
+        raise ValueError(f"{path}: not a policy file of format {POLICY_FORMAT}")
+    return layers, metadata
+
+
+class PolicyAgent:
+    """A trained policy network as an :class:`agents.base.Agent` (flat observations).
+
+    Args:
+        layers: ``[(w, b), ...]`` of the actor network.
+        metadata: the policy file's metadata (ruleset, activation, features, ...).
+        rules: the ruleset to play (checked against the metadata); default the policy's own.
+        name: the agent's name in benchmarks.
+    """
+
+    obs_mode = "flat"
+
+    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], metadata: Mapping[str, Any],
+                 rules: Rules | None = None, name: str = "model"):
+        self.metadata = dict(metadata)
+        self.rules = load_rules(rules) if rules is not None else load_rules(
+            self.metadata["rules"], **self.metadata.get("rules_options", {}))
+        check_ruleset(self.metadata, self.rules)
+        self.name = name
+        self.layers = layers
+        self.activation = _ACTIVATIONS[self.metadata.get("activation", "tanh")]
+        self.inputs = PolicyInputs(self.rules, features=bool(self.metadata.get("features", False)))
+        self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
+        self._face_counts = flat_layout(self.rules.tables)["face_counts"]
+        if layers[0][0].shape[0] != self.inputs.size or layers[-1][0].shape[1] != self.rules.tables.n_actions:
+            raise ValueError(f"policy {name}: layer sizes {layers[0][0].shape[0]} -> {layers[-1][0].shape[1]} do not "
+                             f"fit {self.rules.name} ({self.inputs.size} inputs, {self.rules.tables.n_actions} actions)")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model") -> "PolicyAgent":
+        """Load a policy file; ``rules`` (optional) must be the ruleset it was trained on."""
+        layers, metadata = load_policy(path)
+        if rules is not None:
+            rules = load_rules(rules)
+            check_ruleset(metadata, rules, source=f"policy {os.fspath(path)}")
+        return cls(layers, metadata, rules, name=name)
+
+    def reset(self) -> None:
+        """Feed-forward policies keep no state between games."""
+
+    def logits(self, observations: np.ndarray) -> np.ndarray:
+        """Unmasked action logits ``(B, n_actions)`` of flat observations ``(B, D)``."""
+        x = self.inputs(np.asarray(observations, dtype=np.float32).reshape(-1, self.inputs.obs_size))
+        for i, (w, b) in enumerate(self.layers):
+            x = x @ w + b
+            if i < len(self.layers) - 1:
+                x = self.activation(x)
+        return x
+
+    def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """The most probable legal action of each flat observation, ``(B,)`` int64."""
+        obs = np.asarray(observations, dtype=np.float32).reshape(-1, self.inputs.obs_size)
+        masks = np.asarray(action_masks).reshape(len(obs), -1)
+        if self.distinct_keeps:
+            rolls = roll_index_of_counts(obs[:, self._face_counts] * N_DICE)
+            masks = distinct_keep_mask(masks, rolls)
+        return np.argmax(np.where(masks != 0, self.logits(obs), -np.inf), axis=1).astype(np.int64)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        """The most probable legal action of one flat observation."""
+        return int(self.act_batch(observation, np.asarray(action_mask)[None, :])[0])
+
+
+def shipped_policy(rules: str | Rules, name: str = "trained") -> PolicyAgent:
+    """The policy shipped with the package for ``rules`` (default options only).
+
+    Raises:
+        ValueError: no policy is shipped for this ruleset or these options.
+    """
+    rules = load_rules(rules)
+    path = SHIPPED_DIR / f"{rules.name}.npz"
+    available = sorted(p.stem for p in SHIPPED_DIR.glob("*.npz"))
+    if not path.is_file():
+        raise ValueError(f"no trained policy is shipped for ruleset {rules.name!r} "
+                         f"(shipped: {', '.join(available) or 'none'}); train one with train.py")
+    layers, metadata = load_policy(path)
+    if metadata.get("rules_fingerprint") != rules.fingerprint:
+        raise ValueError(f"the shipped policy for {rules.name!r} plays its default options "
+                         f"{metadata.get('rules_options')}, not {dict(rules.options)}; train one for these options")
+    return PolicyAgent(layers, metadata, rules, name=name)

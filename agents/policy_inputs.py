@@ -1,0 +1,71 @@
+"""What a trained policy network sees: the flat observation plus a few features of it.
+
+The batched trainers (``agents/ppo.py``, ``agents/a2c.py``) and the NumPy player of
+their policies (:class:`agents.policy_agent.PolicyAgent`) both call
+:class:`PolicyInputs`, so training and play feed a network the same numbers.
+NumPy only: the features carry no gradient, so they are computed once per
+step on the env's observations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dice_poker_env.envs.observation import flat_layout, flat_scales, flat_size
+from dice_poker_env.rules import Rules
+
+
+class PolicyInputs:
+    """The flat observation followed by three features of progress toward the upper bonus.
+
+    * ``upper_needed``: points still missing to the upper-bonus threshold (0 once
+      reached, or where the ruleset has no upper bonus);
+    * ``upper_above_par``: the filled upper boxes' points minus their "par" (the
+      points for three of the box's face), summed;
+    * ``upper_open_par``: the open upper boxes' par, summed (what is still to come at par).
+
+    Each is divided by the threshold. They come from the observation's
+    ``filled``, ``scores`` and ``upper_total`` slices and the ruleset's fixed box
+    definitions: what a human player tracks, nothing the env does not show.
+
+    Args:
+        rules: the ruleset of the observations.
+        features: append the features (``False``: the flat observation alone).
+    """
+
+    n_features = 3
+
+    def __init__(self, rules: Rules, features: bool = True):
+        tables = rules.tables
+        layout = flat_layout(tables)
+        self.features = bool(features)
+        self.obs_size = flat_size(tables)
+        self.size = self.obs_size + (self.n_features if self.features else 0)
+        self._filled, self._scores, self._upper_total = layout["filled"], layout["scores"], layout["upper_total"]
+        self._score_scale, self._upper_scale = flat_scales(tables)
+        self._threshold = float(tables.upper_bonus_threshold) if tables.has_upper_bonus else 0.0
+        self._norm = max(self._threshold, 1.0)
+        par = np.zeros(tables.n_boxes, dtype=np.float32)
+        counted = np.zeros(tables.n_boxes, dtype=np.float32)  # upper boxes scored by one face
+        for k, box in enumerate(rules.boxes):
+            if box.section == "upper" and box.kind in ("face_sum", "relative_face"):
+                par[k] = (3 - (box.base if box.kind == "relative_face" else 0)) * box.face
+                counted[k] = 1.0
+        self._par, self._counted = par, counted
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """``(B, obs_size)`` or ``(obs_size,)`` float32 observations -> network inputs (float32)."""
+        obs = np.asarray(obs, dtype=np.float32)
+        if not self.features:
+            return obs
+        single = obs.ndim == 1
+        obs = obs.reshape(-1, self.obs_size)
+        filled = obs[:, self._filled]
+        scores = obs[:, self._scores] * self._score_scale
+        total = obs[:, self._upper_total] * self._upper_scale
+        needed = np.clip(self._threshold - total, 0.0, None) if self._threshold else np.zeros_like(total)
+        above = ((scores - self._par) * filled) @ self._counted
+        open_par = (1.0 - filled) @ (self._par * self._counted)
+        extra = np.column_stack([needed[:, 0], above, open_par]) / self._norm
+        out = np.concatenate([obs, extra.astype(np.float32)], axis=1)
+        return out[0] if single else out

@@ -1,0 +1,194 @@
+"""Multi-seed training results: collect runs, aggregate over seeds with rliable, plot learning curves.
+
+    python -m agents.results                       # regenerate results/ from results/runs/
+    python -m agents.results runs/a runs/b ...     # first copy these run folders' results in
+
+A run folder (``train.py``) contributes its ``results.json`` (the final
+benchmark), ``evaluations.csv`` (the learning curve) and ``config.yaml``; they
+are copied to ``results/runs/<rules>/<run name>/`` (a few kB each; the
+checkpoints and TensorBoard logs stay behind), so the repository keeps every
+run a headline number comes from. Then, per ruleset and algorithm (and
+``--group`` label, default the config's ``recipe`` or algorithm):
+
+* ``results/training.csv`` and ``results/training.json``: seeds, mean and
+  standard deviation of the final benchmark's percent of optimal, its
+  interquartile mean with a 95% stratified-bootstrap confidence interval
+  (rliable, Agarwal et al. 2021), median score, upper-bonus and
+  five-of-a-kind rates, training time per seed;
+* ``results/learning_curves.png``: percent of optimal against training steps,
+  the mean over seeds with the seeds' range shaded, one panel per ruleset.
+
+Needs the ``results`` extra (rliable; matplotlib for the plot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "results"
+_KEPT = ("results.json", "evaluations.csv", "config.yaml")
+
+
+def collect(run_dirs: list[Path], out: Path) -> list[Path]:
+    """Copy each run's small result files to ``out/runs/<rules>/<run name>/``."""
+    copied = []
+    for run in run_dirs:
+        results = run / "results.json"
+        if not results.is_file():
+            raise SystemExit(f"agents.results: error: {run}: no results.json (is the run finished?)")
+        rules = json.loads(results.read_text())["rules"]
+        target = out / "runs" / rules / run.name
+        target.mkdir(parents=True, exist_ok=True)
+        for name in _KEPT:
+            if (run / name).is_file():
+                shutil.copy2(run / name, target / name)
+        copied.append(target)
+    return copied
+
+
+def load_runs(out: Path) -> list[dict[str, Any]]:
+    """Every collected run: its results, learning curve and group label."""
+    runs = []
+    for results_path in sorted((out / "runs").glob("*/*/results.json")):
+        results = json.loads(results_path.read_text())
+        config = results.get("config", {})
+        curve = []
+        csv_path = results_path.with_name("evaluations.csv")
+        if csv_path.is_file():
+            with csv_path.open() as handle:
+                curve = [(int(r["timesteps"]), float(r["percent_of_optimal"]), float(r["seconds"]))
+                         for r in csv.DictReader(handle) if r.get("percent_of_optimal")]
+        runs.append({
+            "name": results_path.parent.name,
+            "rules": results["rules"],
+            "group": config.get("recipe") or results["algorithm"],
+            "seed": config.get("seed"),
+            "results": results,
+            "curve": curve,
+        })
+    return runs
+
+
+def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, Any]]:
+    """One row per (ruleset, group): seeds, mean, std, IQM with 95% bootstrap CI (rliable)."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for run in runs:
+        groups[(run["rules"], run["group"])].append(run)
+    rows = []
+    for (rules, group), members in sorted(groups.items()):
+        members.sort(key=lambda r: (r["seed"] is None, r["seed"]))
+        percent = np.array([m["results"]["percent_of_optimal"] for m in members], dtype=np.float64)
+        scores = {group: percent[:, None] / 100.0}  # (runs, tasks=1) as fractions of optimal
+        point, interval = rly.get_interval_estimates(scores, lambda x: np.array([metrics.aggregate_iqm(x)]),
+                                                     reps=reps)
+        rows.append({
+            "rules": rules,
+            "group": group,
+            "seeds": [m["seed"] for m in members],
+            "runs": [m["name"] for m in members],
+            "bench_games": [m["results"].get("bench_games") for m in members],
+            "percent_of_optimal_mean": float(percent.mean()),
+            "percent_of_optimal_std": float(percent.std(ddof=1)) if len(percent) > 1 else 0.0,
+            "percent_of_optimal_iqm": float(100 * point[group][0]),
+            "percent_of_optimal_iqm_ci95": [float(100 * interval[group][0][0]), float(100 * interval[group][1][0])],
+            "per_seed_percent": [round(float(p), 3) for p in percent],
+            "mean_score": float(np.mean([m["results"]["mean"] for m in members])),
+            "median_score": float(np.mean([m["results"]["median"] for m in members])),
+            "upper_bonus_rate": _mean_or_none([m["results"].get("upper_bonus_rate") for m in members]),
+            "five_of_a_kind_rate": _mean_or_none([m["results"].get("five_of_a_kind_rate") for m in members]),
+            "timesteps": [m["results"]["timesteps"] for m in members],
+            "train_minutes": [round(m["results"]["train_seconds"] / 60, 1) for m in members],
+        })
+    return rows
+
+
+def _mean_or_none(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+def plot(runs: list[dict[str, Any]], path: Path) -> Path:
+    """Percent of optimal against steps: mean over seeds, the seeds' range shaded, a panel per ruleset."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rulesets = sorted({r["rules"] for r in runs})
+    fig, axes = plt.subplots(1, len(rulesets), figsize=(5 * len(rulesets), 3.8), squeeze=False)
+    for ax, rules in zip(axes[0], rulesets):
+        groups: dict[str, list] = defaultdict(list)
+        for run in runs:
+            if run["rules"] == rules and run["curve"]:
+                groups[run["group"]].append(run["curve"])
+        for group, curves in sorted(groups.items()):
+            steps = sorted(set.intersection(*(set(s for s, _, _ in c) for c in curves)))
+            if not steps:
+                continue
+            values = np.array([[dict((s, p) for s, p, _ in c)[step] for step in steps] for c in curves])
+            x = np.array(steps) / 1e6
+            line, = ax.plot(x, values.mean(axis=0), label=f"{group} ({len(curves)} seeds)")
+            ax.fill_between(x, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.25)
+        ax.set_title(rules)
+        ax.set_xlabel("env steps (millions)")
+        ax.set_ylabel("% of optimal expected score")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write(rows: list[dict[str, Any]], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "training.json").write_text(json.dumps(rows, indent=2) + "\n")
+    columns = ["rules", "group", "seeds", "percent_of_optimal_mean", "percent_of_optimal_std",
+               "percent_of_optimal_iqm", "percent_of_optimal_iqm_ci95", "median_score", "upper_bonus_rate",
+               "five_of_a_kind_rate", "timesteps", "train_minutes"]
+    with (out / "training.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([json.dumps(row[c]) if isinstance(row[c], list) else
+                             (f"{row[c]:.3f}" if isinstance(row[c], float) else row[c]) for c in columns])
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(prog="python -m agents.results", description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="*", type=Path, help="run folders to copy into OUT/runs first")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})")
+    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    args = parser.parse_args(argv)
+    collect(args.runs, args.out)
+    runs = load_runs(args.out)
+    if not runs:
+        raise SystemExit(f"agents.results: error: no runs under {args.out / 'runs'}")
+    np.random.seed(0)  # rliable's bootstrap draws from NumPy's global generator: same runs, same intervals
+    rows = aggregate(runs, reps=args.reps)
+    write(rows, args.out)
+    plot(runs, args.out / "learning_curves.png")
+    for row in rows:
+        low, high = row["percent_of_optimal_iqm_ci95"]
+        print(f"{row['rules']:>13} {row['group']:<22} {len(row['seeds'])} seeds: "
+              f"{row['percent_of_optimal_mean']:6.2f}% ± {row['percent_of_optimal_std']:.2f} "
+              f"(IQM {row['percent_of_optimal_iqm']:.2f}%, 95% CI {low:.2f}-{high:.2f})")
+    return rows
+
+
+if __name__ == "__main__":
+    sys.exit(main() and 0)

@@ -1,0 +1,152 @@
+"""Rollouts of the batched trainers: a torch policy playing the NumPy-batched env.
+
+One :class:`Rollout` owns a :class:`~dice_poker_env.envs.vector.DicePokerVectorEnv`
+of ``n_envs`` games (``SAME_STEP`` autoreset: every stored step is a real
+transition, the step after a game's end already belongs to the next game) and
+``n_steps x n_envs`` buffers. :meth:`Rollout.collect` fills them with one policy
+forward pass per step for the whole batch, then computes GAE advantages; no
+Python loop over games.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+
+from agents.actor_critic import ActorCritic, sample
+from agents.policy_inputs import PolicyInputs
+from dice_poker_env.engine.dice import distinct_keep_mask
+from dice_poker_env.envs.vector import DicePokerVectorEnv
+from dice_poker_env.rules import Rules
+
+
+@dataclass
+class Batch:
+    """One rollout, flattened to ``n_steps * n_envs`` samples."""
+
+    inputs: torch.Tensor  #: (B, in_dim) float32 policy inputs
+    masks: torch.Tensor  #: (B, n_actions) bool legal actions
+    actions: torch.Tensor  #: (B,) int64
+    log_probs: torch.Tensor  #: (B,) the behaviour policy's log-probabilities
+    values: torch.Tensor  #: (B,) the critic's values at collection
+    advantages: torch.Tensor  #: (B,) GAE advantages
+    returns: torch.Tensor  #: (B,) advantages + values (the critic's targets)
+
+
+class Rollout:
+    """Steps ``n_envs`` games with a policy, ``n_steps`` steps per :meth:`collect`.
+
+    Args:
+        rules: the ruleset.
+        n_envs, n_steps: batch shape of one rollout.
+        seed: seeds the env (all games) and the action sampling.
+        distinct_keeps: the policy sees each distinct keep once
+            (:func:`~dice_poker_env.engine.dice.distinct_keep_mask`).
+        reward_scale: training rewards are the env's times this.
+        gamma, gae_lambda: discount and GAE lambda.
+        features: policy inputs with the upper-bonus features (:class:`PolicyInputs`).
+    """
+
+    def __init__(self, rules: Rules, n_envs: int, n_steps: int, seed: int, *, distinct_keeps: bool = True,
+                 reward_scale: float = 1.0, gamma: float = 1.0, gae_lambda: float = 0.95, features: bool = True,
+                 device: str | torch.device = "cpu"):
+        self.rules = rules
+        self.n_envs, self.n_steps = int(n_envs), int(n_steps)
+        self.distinct_keeps = distinct_keeps
+        self.reward_scale, self.gamma, self.gae_lambda = float(reward_scale), float(gamma), float(gae_lambda)
+        self.device = torch.device(device)
+        self.inputs = PolicyInputs(rules, features=features)
+        self.env = DicePokerVectorEnv(self.n_envs, rules, obs_mode="flat", autoreset_mode=AutoresetMode.SAME_STEP)
+        obs, info = self.env.reset(seed=int(seed))
+        self.generator = torch.Generator().manual_seed(int(seed))
+        self._obs, self._mask = self.inputs(obs), self._policy_mask(info["action_mask"])
+        T, N, A = self.n_steps, self.n_envs, int(rules.tables.n_actions)
+        self._inputs = np.zeros((T, N, self.inputs.size), dtype=np.float32)
+        self._masks = np.zeros((T, N, A), dtype=bool)
+        self._rewards = np.zeros((T, N), dtype=np.float32)
+        self._dones = np.zeros((T, N), dtype=np.float32)
+        self._actions = torch.zeros((T, N), dtype=torch.int64)
+        self._log_probs = torch.zeros((T, N))
+        self._values = torch.zeros((T, N))
+        #: final scores of the games that ended since the last :meth:`take_scores`
+        self.scores: list[np.ndarray] = []
+        self.steps = 0  #: env steps taken (all games)
+        self.illegal = 0  #: illegal actions taken (ends of games by an illegal action)
+
+    def _policy_mask(self, mask: np.ndarray) -> np.ndarray:
+        if self.distinct_keeps:
+            mask = distinct_keep_mask(mask, self.env.state.roll)
+        return mask.astype(bool)
+
+    @torch.no_grad()
+    def collect(self, model: ActorCritic) -> Batch:
+        """Play ``n_steps`` steps of every game with ``model``'s sampled actions."""
+        for t in range(self.n_steps):
+            self._inputs[t] = self._obs
+            self._masks[t] = self._mask
+            x = torch.from_numpy(self._obs).to(self.device)
+            logits, value = model(x, torch.from_numpy(self._mask).to(self.device))
+            action = sample(logits, self.generator if self.device.type == "cpu" else None)
+            self._log_probs[t] = torch.log_softmax(logits, dim=1).gather(1, action[:, None]).squeeze(1).cpu()
+            self._values[t] = value.cpu()
+            self._actions[t] = action.cpu()
+            obs, reward, terminated, truncated, info = self.env.step(self._actions[t].numpy())
+            done = terminated | truncated
+            self._rewards[t] = reward * self.reward_scale
+            self._dones[t] = done
+            if done.any():
+                final = info["final_info"]
+                self.scores.append(np.asarray(final["final_score"])[final["_final_score"]])
+                if "illegal_action" in final:  # never, with the masks: counted so that tests can say so
+                    self.illegal += int(np.count_nonzero(final["illegal_action"]))
+            self._obs, self._mask = self.inputs(obs), self._policy_mask(info["action_mask"])
+        self.steps += self.n_steps * self.n_envs
+        last_value = model.value(torch.from_numpy(self._obs).to(self.device)).cpu()
+        advantages = self._gae(last_value)
+        returns = advantages + self._values
+        flat = lambda a: a.reshape(self.n_steps * self.n_envs, *a.shape[2:])  # noqa: E731
+        return Batch(
+            inputs=flat(torch.from_numpy(self._inputs)).to(self.device),
+            masks=flat(torch.from_numpy(self._masks)).to(self.device),
+            actions=flat(self._actions).to(self.device),
+            log_probs=flat(self._log_probs).to(self.device),
+            values=flat(self._values).to(self.device),
+            advantages=flat(advantages).to(self.device),
+            returns=flat(returns).to(self.device),
+        )
+
+    def _gae(self, last_value: torch.Tensor) -> torch.Tensor:
+        """Generalized advantage estimates (Schulman et al. 2016), ``(n_steps, n_envs)``."""
+        rewards, dones = torch.from_numpy(self._rewards), torch.from_numpy(self._dones)
+        advantages = torch.zeros_like(rewards)
+        running = torch.zeros(self.n_envs)
+        next_value = last_value
+        for t in reversed(range(self.n_steps)):
+            live = 1.0 - dones[t]  # a step that ended its game bootstraps from nothing
+            delta = rewards[t] + self.gamma * next_value * live - self._values[t]
+            running = delta + self.gamma * self.gae_lambda * live * running
+            advantages[t] = running
+            next_value = self._values[t]
+        return advantages
+
+    def state(self) -> dict:
+        """What :meth:`collect` continues from: the env (games and generator), the
+        current observations and masks, the sampling generator, the step count and
+        the scores not yet taken (for checkpoints)."""
+        return {"env": self.env, "obs": self._obs, "mask": self._mask, "generator": self.generator.get_state(),
+                "steps": self.steps, "scores": self.scores, "illegal": self.illegal}
+
+    def restore(self, state: dict) -> None:
+        """Continue from :meth:`state`."""
+        self.env, self._obs, self._mask = state["env"], state["obs"], state["mask"]
+        self.generator.set_state(state["generator"])
+        self.steps, self.scores, self.illegal = state["steps"], list(state["scores"]), state["illegal"]
+
+    def take_scores(self) -> np.ndarray:
+        """Final scores of the games that ended since the last call."""
+        scores = np.concatenate(self.scores) if self.scores else np.zeros(0, dtype=np.int64)
+        self.scores = []
+        return scores

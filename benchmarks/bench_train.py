@@ -1,0 +1,134 @@
+"""Training throughput: env steps per second of whole training (rollouts and updates), side by side.
+
+Contenders, in one process on one torch thread, in interleaved rounds (machine
+load affects both alike; the report is each one's median):
+
+* SB3 / sb3-contrib ``MaskablePPO`` with today's default config
+  (``configs/maskable_ppo_yacht.yaml``: 128 batched games, 128 steps each per
+  rollout, 10 epochs of minibatches of 1,024), built by ``train.py`` itself;
+* the project's batched PPO trainer (``agents/trainer.py`` + ``agents/ppo.py``)
+  with its recipe config (default ``configs/batched_ppo_yacht.yaml``).
+
+Both use actor and critic networks of the same size (``--net-arch``, default
+256 x 256, tanh). Each round trains a fresh model for ``--updates`` rollouts
+(plus one warm-up rollout not timed) and counts env steps per second of wall
+clock, evaluation and checkpoints off. The ratio is new / SB3.
+
+    python benchmarks/bench_train.py [--rounds 3] [--updates 3] [--rules yacht] [--json]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def load_train():
+    spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["train_script"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def config_from(train, path: Path, overrides: list[str]):
+    import yaml
+
+    return train.make_config(yaml.safe_load(path.read_text()), overrides)
+
+
+def time_sb3(train, config, updates: int) -> float:
+    """Env steps/s of MaskablePPO.learn over ``updates`` rollouts (after one warm-up rollout)."""
+    from dice_poker_env.rules import load_rules
+
+    rules = load_rules(config.rules, **config.rules_options)
+    per_update = config.n_envs * config.n_steps
+    with tempfile.TemporaryDirectory() as tmp:
+        env = train.make_vec_env(config, rules, config.n_envs, config.seed, training=True)
+        model = train.build_model(config, env, Path(tmp))
+        model.learn(per_update, progress_bar=False)  # warm-up: first rollout and update
+        start = time.perf_counter()
+        model.learn(per_update * updates, progress_bar=False, reset_num_timesteps=False)
+        seconds = time.perf_counter() - start
+        env.close()
+    return per_update * updates / seconds
+
+
+def time_batched(config, updates: int) -> float:
+    """Env steps/s of the batched trainer over ``updates`` rollouts (after one warm-up rollout)."""
+    from agents.trainer import Trainer
+    from dice_poker_env.rules import load_rules
+
+    rules = load_rules(config.rules, **config.rules_options)
+    per_update = config.n_envs * config.n_steps
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = Trainer(config, rules, tmp, log=lambda _: None)
+        trainer.run(progress=False, stop_at=per_update)  # warm-up
+        start = time.perf_counter()
+        trainer.run(progress=False, stop_at=per_update * (updates + 1))
+        seconds = time.perf_counter() - start
+    return per_update * updates / seconds
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median reported)")
+    parser.add_argument("--updates", type=int, default=3, help="timed rollouts+updates per contender and round")
+    parser.add_argument("--rules", default="yacht", help="ruleset (default yacht, the default config's)")
+    parser.add_argument("--net-arch", default="[256, 256]", help="hidden layers of both contenders")
+    parser.add_argument("--batched-config", type=Path, default=ROOT / "configs" / "batched_ppo_yacht.yaml")
+    parser.add_argument("--sb3-config", type=Path, default=ROOT / "configs" / "maskable_ppo_yacht.yaml")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(1)
+    train = load_train()
+    common = [f"rules={args.rules}", f"net_arch={args.net_arch}", "eval_freq=0", "checkpoint_freq=0",
+              "progress_bar=false", "bench_games=0"]
+    huge = ["total_timesteps=1000000000"]  # the linear schedules run far from their end
+    sb3 = config_from(train, args.sb3_config, common + huge)
+    batched = config_from(train, args.batched_config, common + huge)
+    rates: dict[str, list[float]] = {"sb3_maskable_ppo": [], "batched_ppo": []}
+    for round_ in range(args.rounds):
+        rates["sb3_maskable_ppo"].append(time_sb3(train, sb3, args.updates))
+        rates["batched_ppo"].append(time_batched(batched, args.updates))
+        if not args.json:
+            print(f"round {round_ + 1}: SB3 {rates['sb3_maskable_ppo'][-1]:8,.0f} steps/s   "
+                  f"batched {rates['batched_ppo'][-1]:8,.0f} steps/s", flush=True)
+    medians = {k: statistics.median(v) for k, v in rates.items()}
+    result = {
+        "rules": args.rules, "net_arch": json.loads(args.net_arch), "rounds": args.rounds, "updates": args.updates,
+        "sb3_config": {k: getattr(sb3, k) for k in ("n_envs", "n_steps", "n_epochs", "batch_size")},
+        "batched_config": {k: getattr(batched, k) for k in ("n_envs", "n_steps", "n_epochs", "batch_size")},
+        "steps_per_second": rates, "median": medians,
+        "ratio": medians["batched_ppo"] / medians["sb3_maskable_ppo"],
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",
+        "load_average": os.getloadavg()[0],
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"median: SB3 MaskablePPO {medians['sb3_maskable_ppo']:,.0f} steps/s, batched PPO "
+              f"{medians['batched_ppo']:,.0f} steps/s: {result['ratio']:.1f}x  (load average {result['load_average']:.1f})")
+    return result
+
+
+if __name__ == "__main__":
+    main()

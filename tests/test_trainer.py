@@ -1,0 +1,165 @@
+"""The batched torch trainers (agents/trainer.py, agents/ppo.py, agents/a2c.py) and their policies."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from agents.actor_critic import ActorCritic  # noqa: E402
+from agents.policy_agent import PolicyAgent, load_policy  # noqa: E402
+from agents.rollout import Rollout  # noqa: E402
+from agents.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
+from dice_poker_env.rules import load_rules  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def config(**overrides) -> SimpleNamespace:
+    """A tiny run: 32 games x 8 steps per update."""
+    values = dict(algo="batched_ppo", n_envs=32, n_steps=8, batch_size=64, n_epochs=2, learning_rate=1e-3,
+                  lr_schedule="linear", gamma=1.0, gae_lambda=0.8, clip_range=0.2, ent_coef=0.001, vf_coef=0.5,
+                  max_grad_norm=0.5, net_arch=[32, 32], activation="tanh", reward_scale=0.02, distinct_keeps=True,
+                  features=True, device="cpu", seed=0, total_timesteps=32 * 8 * 4, eval_freq=0, eval_episodes=10,
+                  checkpoint_freq=0)
+    values.update(overrides)
+    return SimpleNamespace(**values)
+
+
+def params(trainer: Trainer) -> list:
+    return [p.detach().clone() for p in trainer.model.parameters()]
+
+
+@pytest.mark.parametrize("algo", ["batched_ppo", "batched_a2c"])
+def test_seeded_runs_reproduce_the_same_updates(tmp_path, algo):
+    runs = []
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        trainer = Trainer(config(algo=algo, seed=seed), load_rules("yacht"), tmp_path / name)
+        trainer.run(progress=False)
+        runs.append(params(trainer))
+    assert all(torch.equal(x, y) for x, y in zip(runs[0], runs[1]))  # same machine, same seed: same arithmetic
+    assert not all(torch.equal(x, y) for x, y in zip(runs[0], runs[2]))
+
+
+def test_resume_continues_exactly_where_the_run_stopped(tmp_path):
+    rules = load_rules("yacht")
+    straight = Trainer(config(), rules, tmp_path / "straight")
+    straight.run(progress=False)
+
+    first = Trainer(config(), rules, tmp_path / "split")
+    assert first.run(progress=False, stop_at=32 * 8 * 2) is None  # interrupted after two updates
+    checkpoint = first.save_checkpoint()
+    resumed = Trainer(config(), rules, tmp_path / "split")
+    resumed.load_checkpoint(checkpoint)
+    assert resumed.num_timesteps == 32 * 8 * 2
+    resumed.run(progress=False)
+    assert resumed.num_timesteps == straight.num_timesteps
+    assert all(torch.equal(x, y) for x, y in zip(params(straight), params(resumed)))
+    assert np.array_equal(straight.rollout.env.state.scores, resumed.rollout.env.state.scores)
+
+
+def test_checkpoint_of_another_ruleset_or_algo_or_a_truncated_file_is_refused(tmp_path):
+    trainer = Trainer(config(), load_rules("yacht"), tmp_path / "run")
+    path = trainer.save_checkpoint()
+    with pytest.raises(ValueError, match="algo 'batched_ppo'"):
+        Trainer(config(algo="batched_a2c"), load_rules("yacht"), tmp_path / "other").load_checkpoint(path)
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(ValueError, match="truncated or corrupt"):
+        read_checkpoint(truncated)
+
+
+@pytest.mark.parametrize("rules_name", ["yacht", "yahtzee", "school_poker"])
+def test_rollouts_only_take_legal_actions(rules_name):
+    rules = load_rules(rules_name)
+    rollout = Rollout(rules, 64, 64, seed=3)
+    model = ActorCritic(rollout.inputs.size, rules.tables.n_actions, [16])
+    torch.nn.init.normal_(model.actor[-1].weight, std=3.0)  # a peaked policy: wants illegal actions often
+    for _ in range(4):
+        batch = rollout.collect(model)
+        taken_legal = batch.masks.gather(1, batch.actions[:, None])
+        assert bool(taken_legal.all())
+    assert rollout.illegal == 0
+    assert len(rollout.take_scores()) > 0  # games ended on the way
+
+
+def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path):
+    rules = load_rules("yahtzee")
+    trainer = Trainer(config(net_arch=[64, 64]), rules, tmp_path / "run", metadata={
+        "rules": rules.name, "rules_options": dict(rules.options), "rules_fingerprint": rules.fingerprint})
+    path = trainer.save_policy(tmp_path / "policy.npz")
+    agent = PolicyAgent.load(path, rules)
+    rollout = Rollout(rules, 16, 1, seed=5)
+    obs = rollout._obs[:, : agent.inputs.obs_size]
+    logits_np = agent.logits(obs)
+    with torch.no_grad():
+        logits_torch = trainer.model.actor(torch.from_numpy(rollout._obs)).numpy()
+    np.testing.assert_allclose(logits_np, logits_torch, rtol=1e-4, atol=1e-5)
+    _, metadata = load_policy(path)
+    assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
+    assert path.stat().st_size < 2 * 1024 * 1024
+
+
+def test_evaluate_plays_each_game_once_and_returns_its_final_score():
+    rules = load_rules("yacht")
+    trainer = Trainer(config(), rules, "unused")
+    scores = evaluate(trainer.agent(), rules, 50, seed=7)
+    again = evaluate(trainer.agent(), rules, 50, seed=7)
+    assert scores.shape == (50,) and np.array_equal(scores, again)
+    assert scores.min() >= 0 and scores.max() <= rules.tables.max_total
+
+
+def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
+    run = tmp_path / "run"
+    command = [sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / "configs" / "smoke_batched.yaml"),
+               "--run-dir", str(run)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((run / "results.json").read_text())
+    assert results["algorithm"] == "batched_ppo" and results["timesteps"] == 4096
+    assert results["agents"]["model"]["games"] == 20 and results["agents"]["model"]["illegal_actions"] == 0
+    assert {"final_model.npz", "best_model.npz", "evaluations.csv", "learning_curve.png", "config.yaml"} <= {
+        p.name for p in run.iterdir()}
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["model_2048_steps.pt", "model_4096_steps.pt"]
+    assert any((run / "tb").rglob("events.out.tfevents.*"))
+    rows = (run / "evaluations.csv").read_text().splitlines()
+    assert rows[0].startswith("timesteps,") and [r.split(",")[0] for r in rows[1:]] == ["2048", "4096"]
+    # resume to a longer budget from the latest checkpoint
+    longer = subprocess.run([*command, "--resume", "total_timesteps=6144"], capture_output=True, text=True,
+                            timeout=600, cwd=tmp_path)
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert "resumed from" in longer.stdout and json.loads((run / "results.json").read_text())["timesteps"] == 6144
+
+
+def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
+    pytest.importorskip("rliable")
+    from agents import results as results_module
+
+    runs = []
+    for seed, percent in ((0, 90.0), (1, 92.0), (2, 91.0)):
+        run = tmp_path / f"yacht__batched_ppo__s{seed}"
+        run.mkdir()
+        (run / "results.json").write_text(json.dumps({
+            "rules": "yacht", "algorithm": "batched_ppo", "percent_of_optimal": percent, "mean": percent * 1.7,
+            "median": percent * 1.7, "timesteps": 1000, "train_seconds": 60.0, "bench_games": 100,
+            "upper_bonus_rate": None, "five_of_a_kind_rate": 0.5, "config": {"seed": seed, "recipe": "r1"}}))
+        (run / "evaluations.csv").write_text("timesteps,mean_score,std_score,percent_of_optimal,seconds\n"
+                                             f"500,1,1,{percent - 10},1\n1000,1,1,{percent},2\n")
+        runs.append(run)
+    out = tmp_path / "results"
+    rows = results_module.main([*map(str, runs), "--out", str(out), "--reps", "200"])
+    assert len(rows) == 1 and rows[0]["seeds"] == [0, 1, 2] and rows[0]["group"] == "r1"
+    assert rows[0]["percent_of_optimal_mean"] == pytest.approx(91.0)
+    assert rows[0]["percent_of_optimal_iqm"] == pytest.approx(91.0)  # IQM of three: the middle one, weighted
+    low, high = rows[0]["percent_of_optimal_iqm_ci95"]
+    assert 90.0 <= low <= 91.0 <= high <= 92.0
+    assert (out / "training.csv").read_text().startswith("rules,group,seeds")
+    assert (out / "learning_curves.png").stat().st_size > 1000
+    assert sorted(p.name for p in (out / "runs" / "yacht").iterdir()) == sorted(r.name for r in runs)
