@@ -126,6 +126,8 @@ class Config:
     """Masked algorithms: masks show each distinct keep once (bitmasks keeping equal dice are one move)."""
     features: bool = True
     """Batched algorithms: the policy also sees progress toward the upper bonus (agents/policy_inputs.py)."""
+    precision: str = "float32"
+    """Batched algorithms: "float32" or "bfloat16" (autocast; faster on CPUs with AMX/AVX512-BF16 and on GPUs)."""
 
     # --- envs and hardware
     n_envs: int = 8
@@ -289,6 +291,8 @@ def _validate(c: Config) -> None:
         raise ValueError(f"activation must be tanh or relu, got {c.activation!r}")
     if c.lr_schedule not in ("constant", "linear"):
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
+    if c.precision not in ("float32", "bfloat16"):
+        raise ValueError(f"precision must be float32 or bfloat16, got {c.precision!r}")
     if c.algo in BATCHED_ALGORITHMS:
         if c.obs_mode != "flat":
             raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")
@@ -626,7 +630,7 @@ RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", 
                 "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "buffer_size", "learning_starts",
                 "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
 #: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
-BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale")
+BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision")
 
 
 def load_config_rules(config: Config):

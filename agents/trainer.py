@@ -97,7 +97,7 @@ class Trainer:
                                reward_scale=config.reward_scale, gamma=config.gamma, gae_lambda=config.gae_lambda,
                                features=config.features, device=self.device)
         self.model = ActorCritic(self.rollout.inputs.size, rules.tables.n_actions, config.net_arch,
-                                 config.activation).to(self.device)
+                                 config.activation, getattr(config, "precision", "float32")).to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(config.seed + 1)  # minibatch order
         self.metadata = {

@@ -163,3 +163,13 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     assert (out / "training.csv").read_text().startswith("rules,group,seeds")
     assert (out / "learning_curves.png").stat().st_size > 1000
     assert sorted(p.name for p in (out / "runs" / "yacht").iterdir()) == sorted(r.name for r in runs)
+
+
+def test_bfloat16_precision_trains_and_plays_through_the_float32_policy_file(tmp_path):
+    rules = load_rules("yacht")
+    trainer = Trainer(config(precision="bfloat16"), rules, tmp_path / "run")
+    trainer.run(progress=False)
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    assert all(p.dtype == torch.float32 for p in trainer.model.parameters())  # autocast: weights stay float32
+    scores = evaluate(trainer.agent(), rules, 20, seed=1)
+    assert scores.shape == (20,) and (scores >= 0).all()
