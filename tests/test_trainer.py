@@ -173,3 +173,48 @@ def test_bfloat16_precision_trains_and_plays_through_the_float32_policy_file(tmp
     assert all(p.dtype == torch.float32 for p in trainer.model.parameters())  # autocast: weights stay float32
     scores = evaluate(trainer.agent(), rules, 20, seed=1)
     assert scores.shape == (20,) and (scores >= 0).all()
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "agents" / "policies").glob("*.npz")), ids=lambda p: p.stem)
+def test_shipped_policies_load_without_torch_and_play_their_ruleset_well(path):
+    from agents.policy_agent import shipped_policy
+    from agents.registry import make_agent
+
+    _, metadata = load_policy(path)
+    rules = load_rules(path.stem)
+    assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["command"].startswith("python train.py")
+    assert path.stat().st_size <= 2 * 1024 * 1024
+    agent = make_agent("trained", path.stem)
+    assert isinstance(agent, PolicyAgent) and agent.rules.fingerprint == rules.fingerprint
+    scores = evaluate(agent, rules, 300, seed=11)
+    from dice_poker_env.solver import solve
+
+    optimal = solve(rules).expected_score
+    assert scores.mean() >= 0.8 * optimal  # the shipped yacht policy plays about 91% (docs/training.md)
+    other = _other_options(path.stem)
+    if other:
+        with pytest.raises(ValueError, match="default options"):
+            shipped_policy(load_rules(path.stem, **other))
+
+
+def _other_options(name: str) -> dict:
+    """Options other than the defaults (shipped policies refuse them); {} where a ruleset has none."""
+    from dice_poker_env import ruleset_options
+
+    options = ruleset_options(name)
+    for key, info in options.items():
+        values = info.get("values") if isinstance(info, dict) else None
+        if values:
+            return {key: next(v for v in values if v != info.get("default"))}
+    return {}
+
+
+def test_trained_agent_without_a_shipped_policy_is_a_clear_error():
+    from agents.policy_agent import SHIPPED_DIR, shipped_policy
+
+    missing = [name for name in ("yacht", "yahtzee", "yatzy", "dice_poker", "school_poker")
+               if not (SHIPPED_DIR / f"{name}.npz").is_file()]
+    if not missing:
+        pytest.skip("every ruleset has a shipped policy")
+    with pytest.raises(ValueError, match="no trained policy is shipped"):
+        shipped_policy(missing[0])
