@@ -244,7 +244,7 @@ def test_bench_failed_nested_out_leaves_no_folder(tmp_path, capsys):
 
 @pytest.mark.parametrize("as_json", [True, False])
 def test_bench_results_reach_stdout_when_writing_fails_at_the_end(as_json, tmp_path, capsys, monkeypatch):
-    from dice_poker_env.cli import bench
+    from agents.commands import bench
 
     blocker = tmp_path / "a_file"
     blocker.write_text("")
