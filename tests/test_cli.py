@@ -126,7 +126,10 @@ def test_entry_points_are_found_through_installed_metadata(tmp_path):
 
 def test_the_installed_commands_match_pyproject():
     """``bench`` and ``play`` come from this project's own entry points: a stale install is named as such."""
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the core's tomli
+        import tomli as tomllib
 
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][cli.ENTRY_POINT_GROUP]
     installed = {ep.name: ep.value for ep in cli.plugin_entry_points()}
