@@ -400,11 +400,8 @@ def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training:
     from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
     from agents.sb3_agent import ALGORITHMS
+    from dice_poker_env.integrations.sb3 import make_sb3_vec_env
 
-    try:
-        from dice_poker_env.integrations.sb3 import make_sb3_vec_env
-    except ImportError as error:
-        fail(f"vec_env='batched' needs dice_poker_env.integrations.sb3 ({error})")
     if not ALGORITHMS[config.algo][2]:
         fail("vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
     vec = VecMonitor(make_sb3_vec_env("DicePoker/Custom-v0", n_envs, seed=seed, rules=rules, obs_mode=config.obs_mode,

@@ -61,7 +61,9 @@ def test_shipped_configs_load(path):
 
 def test_required_configs_exist():
     names = {p.stem for p in (ROOT / "configs").glob("*.yaml")}
-    for rules in ("yacht", "dice_poker", "school_poker", "yahtzee", "yatzy"):
+    from dice_poker_env import RULESET_NAMES
+
+    for rules in RULESET_NAMES:
         assert f"maskable_ppo_{rules}" in names
     assert {"ppo_yacht", "a2c_yacht", "dqn_yacht", "smoke"} <= names
 
@@ -88,10 +90,17 @@ def test_smoke_config_runs_end_to_end(smoke_run):
     results = json.loads((run_dir / "results.json").read_text())
     assert results["algorithm"] == "maskable_ppo" and results["rules"] == "yacht"
     assert results["timesteps"] >= 2048
-    for key in ("mean", "ci95", "median", "std", "percent_of_optimal", "regret_mean", "regret_ci95"):
-        assert key in results, key
-    assert "model" in results["agents"] and "greedy" in results["agents"]
-    assert "[eval]" in stdout and "% of optimal" in stdout or results["optimal_expected_score"] is None
+    optimal = results["optimal_expected_score"]
+    assert optimal == pytest.approx(169.773889, abs=1e-5)  # the exact solve of yacht (solver=auto)
+    assert set(results["agents"]) == {"optimal", "greedy", "random", "model"}
+    model = results["agents"]["model"]
+    assert all(results[key] == model[key] for key in model)  # the trained agent's row, at the top level
+    assert model["games"] == 30 and model["ci95"] > 0
+    assert model["percent_of_optimal"] == pytest.approx(100 * model["mean"] / optimal)
+    assert model["regret_mean"] > 0 and model["regret_ci95"] > 0  # an agent trained this briefly loses value
+    assert model["regret_mean"] == pytest.approx(model["regret_keep_mean"] + model["regret_box_mean"]
+                                                 + model["regret_illegal_mean"])
+    assert "[eval]" in stdout and "% of optimal" in stdout
     assert "mean ± 95% CI" in stdout  # the rich table
 
 

@@ -498,7 +498,7 @@ def show_hints(screen: Screen, coach: Coach, values, mask, dice, box_names) -> N
 
 def finish(screen: Screen, env, names: list[str], rules: Rules) -> None:
     screen.board(env.games, -1, None)
-    totals = env._totals()
+    totals = np.array(list(env.totals().values()))
     order = np.argsort(-totals, kind="stable")
     screen.say("Final result:", "bold")
     mean = totals.mean()
