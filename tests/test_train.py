@@ -32,6 +32,31 @@ def test_every_config_field_is_documented():
     assert not missing, f"fields without a docstring: {missing}"
 
 
+def test_help_lists_every_field_with_its_type_default_and_doc(capsys):
+    import dataclasses
+
+    train = load_train()
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_args(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    defaults = train.Config()
+    for f in dataclasses.fields(train.Config):
+        assert f"  {f.name}: {f.type} = {getattr(defaults, f.name)!r}\n      {f.metadata['doc']}\n" in out, f.name
+
+
+def test_overrides_replace_whole_values_and_dotted_keys_reach_into_mappings():
+    train = load_train()
+    base = {"rules": "yahtzee", "rules_options": {"joker": "free"}, "algo_kwargs": {"target_kl": 0.02}}
+    config = train.make_config(base, ["algo_kwargs={}", "rules_options.joker=none", "learning_rate=1e-3"])
+    assert config.algo_kwargs == {} and config.rules_options == {"joker": "none"} and config.learning_rate == 0.001
+    assert train.make_config(base).algo_kwargs == {"target_kl": 0.02}
+    with pytest.raises(ValueError, match=r"override n_envs=2\.5: config field 'n_envs' expects int, got 2\.5"):
+        train.make_config({}, ["n_envs=2.5"])
+    with pytest.raises(ValueError, match=r"config field 'net_arch' expects list\[int\], got \[64, 'x'\]"):
+        train.make_config({"net_arch": [64, "x"]})
+
+
 def test_overrides_are_typed_and_checked():
     train = load_train()
     config = train.make_config({"algo": "ppo", "net_arch": [32]}, ["total_timesteps=5000", "net_arch=[64, 64]",
