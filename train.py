@@ -9,7 +9,7 @@
     python train.py --help                            # every config field with its documentation
 
 Read top to bottom (CleanRL style): a typed :class:`Config` (every field documented),
-loaded as defaults <- YAML file <- ``key=value`` overrides; then the envs, the model,
+loaded by OmegaConf as defaults <- YAML file <- ``key=value`` overrides; then the envs, the model,
 the callbacks (periodic evaluation in mean score and percent of the optimal expected
 score, checkpoints), training, the final model, and the benchmark of the trained
 agent against the solver, the greedy and the random agent.
@@ -39,9 +39,10 @@ core package, never the other way round. ``torch`` comes with the ``train`` extr
 from __future__ import annotations
 
 import argparse
-import ast
+import copy
 import csv
 import dataclasses
+import difflib
 import json
 import math
 import os
@@ -51,7 +52,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, get_origin, get_type_hints
+from typing import Any, NoReturn
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "maskable_ppo_yacht.yaml"
 #: the project's torch trainers on the batched env (agents/trainer.py); the others are SB3's
@@ -59,183 +60,159 @@ BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c")
 
 
 # ----------------------------------------------------------------------------- config
+def setting(default: Any, doc: str) -> Any:
+    """A config field with its default and its documentation (``python train.py --help`` shows it)."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata={"doc": doc})
+    return field(default=default, metadata={"doc": doc})
+
+
 @dataclass
 class Config:
-    """Every setting of a training run (YAML keys and ``key=value`` overrides use these names)."""
+    """Every setting of a training run (YAML keys and ``key=value`` overrides use these names).
+
+    The types are checked and converted by OmegaConf (a structured config); each
+    field's documentation is its ``doc`` metadata.
+    """
 
     # --- what to train on
-    recipe: str = ""
-    """A label for this recipe: multi-seed results (python -m agents.results) group runs by it (default: the algo)."""
-    rules: str = "yacht"
-    """Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file path."""
-    rules_options: dict = field(default_factory=dict)
-    """Rules options, e.g. {joker: free} for yahtzee."""
-    obs_mode: str = "flat"
-    """Observation layout: "flat" (normalized vector with per-box points, MlpPolicy) or "dict" (MultiInputPolicy)."""
+    recipe: str = setting("", "A label for this recipe: multi-seed results (python -m agents.results) group runs "
+                              "by it (default: the algo).")
+    rules: str = setting("yacht", "Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file "
+                                  "path.")
+    rules_options: dict[str, Any] = setting({}, "Rules options, e.g. {joker: free} for yahtzee.")
+    obs_mode: str = setting("flat", 'Observation layout: "flat" (normalized vector with per-box points, MlpPolicy) '
+                                    'or "dict" (MultiInputPolicy).')
 
     # --- algorithm
-    algo: str = "maskable_ppo"
-    """batched_ppo or batched_a2c (the project's torch trainers on the batched env, masked; agents/ppo.py, agents/a2c.py), or SB3's: maskable_ppo (sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal actions are replaced)."""
-    total_timesteps: int = 600_000
-    """Environment steps to train for (a yacht game is about 30 steps)."""
-    learning_rate: float = 3e-4
-    """Optimizer learning rate."""
-    lr_schedule: str = "constant"
-    """"constant" or "linear" (decays to 0 at total_timesteps)."""
-    gamma: float = 1.0
-    """Discount factor; 1.0 because the undiscounted return is the final score."""
-    n_steps: int = 256
-    """Steps per env per rollout (PPO, A2C)."""
-    batch_size: int = 512
-    """Minibatch size (PPO, DQN)."""
-    n_epochs: int = 5
-    """Optimization epochs per rollout (PPO)."""
-    gae_lambda: float = 0.95
-    """GAE lambda (PPO, A2C)."""
-    clip_range: float = 0.2
-    """PPO clip range."""
-    ent_coef: float = 0.01
-    """Entropy bonus coefficient (PPO, A2C)."""
-    vf_coef: float = 0.5
-    """Value loss coefficient (PPO, A2C)."""
-    max_grad_norm: float = 0.5
-    """Gradient clipping (all algorithms)."""
-    buffer_size: int = 200_000
-    """Replay buffer size (DQN)."""
-    learning_starts: int = 10_000
-    """Steps before DQN starts learning."""
-    train_freq: int = 4
-    """DQN: gradient step every this many env steps."""
-    target_update_interval: int = 5_000
-    """DQN: env steps between target network updates."""
-    exploration_fraction: float = 0.2
-    """DQN: fraction of training over which epsilon decays."""
-    exploration_final_eps: float = 0.02
-    """DQN: final epsilon."""
-    net_arch: list = field(default_factory=lambda: [256, 256])
-    """Hidden layer sizes of the policy and value networks."""
-    activation: str = "tanh"
-    """Hidden activation: tanh or relu."""
-    algo_kwargs: dict = field(default_factory=dict)
-    """Extra keyword arguments passed to the algorithm's constructor as is."""
-    reward_scale: float = 0.02
-    """Training rewards are multiplied by this (evaluation always reports raw scores)."""
-    illegal_penalty: float = 0.0
-    """Unmasked algorithms: points subtracted when an illegal action is replaced by the fallback."""
-    distinct_keeps: bool = False
-    """Masked algorithms: masks show each distinct keep once (bitmasks keeping equal dice are one move)."""
-    features: bool = True
-    """Batched algorithms: the policy also sees progress toward the upper bonus (agents/policy_inputs.py)."""
-    precision: str = "float32"
-    """Batched algorithms: "float32" or "bfloat16" (autocast; faster on CPUs with AMX/AVX512-BF16 and on GPUs)."""
+    algo: str = setting("maskable_ppo", "batched_ppo or batched_a2c (the project's torch trainers on the batched "
+                                        "env, masked; agents/ppo.py, agents/a2c.py), or SB3's: maskable_ppo "
+                                        "(sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal "
+                                        "actions are replaced).")
+    total_timesteps: int = setting(600_000, "Environment steps to train for (a yacht game is about 30 steps).")
+    learning_rate: float = setting(3e-4, "Optimizer learning rate.")
+    lr_schedule: str = setting("constant", '"constant" or "linear" (decays to 0 at total_timesteps).')
+    gamma: float = setting(1.0, "Discount factor; 1.0 because the undiscounted return is the final score.")
+    n_steps: int = setting(256, "Steps per env per rollout (PPO, A2C).")
+    batch_size: int = setting(512, "Minibatch size (PPO, DQN).")
+    n_epochs: int = setting(5, "Optimization epochs per rollout (PPO).")
+    gae_lambda: float = setting(0.95, "GAE lambda (PPO, A2C).")
+    clip_range: float = setting(0.2, "PPO clip range.")
+    ent_coef: float = setting(0.01, "Entropy bonus coefficient (PPO, A2C).")
+    vf_coef: float = setting(0.5, "Value loss coefficient (PPO, A2C).")
+    max_grad_norm: float = setting(0.5, "Gradient clipping (all algorithms).")
+    buffer_size: int = setting(200_000, "Replay buffer size (DQN).")
+    learning_starts: int = setting(10_000, "Steps before DQN starts learning.")
+    train_freq: int = setting(4, "DQN: gradient step every this many env steps.")
+    target_update_interval: int = setting(5_000, "DQN: env steps between target network updates.")
+    exploration_fraction: float = setting(0.2, "DQN: fraction of training over which epsilon decays.")
+    exploration_final_eps: float = setting(0.02, "DQN: final epsilon.")
+    net_arch: list[int] = setting([256, 256], "Hidden layer sizes of the policy and value networks.")
+    activation: str = setting("tanh", "Hidden activation: tanh or relu.")
+    algo_kwargs: dict[str, Any] = setting({}, "Extra keyword arguments passed to the algorithm's constructor as is.")
+    reward_scale: float = setting(0.02, "Training rewards are multiplied by this (evaluation always reports raw "
+                                        "scores).")
+    illegal_penalty: float = setting(0.0, "Unmasked algorithms: points subtracted when an illegal action is "
+                                          "replaced by the fallback.")
+    distinct_keeps: bool = setting(False, "Masked algorithms: masks show each distinct keep once (bitmasks "
+                                          "keeping equal dice are one move).")
+    features: bool = setting(True, "Batched algorithms: the policy also sees progress toward the upper bonus "
+                                   "(agents/policy_inputs.py).")
+    precision: str = setting("float32", 'Batched algorithms: "float32" or "bfloat16" (autocast; faster on CPUs '
+                                        'with AMX/AVX512-BF16 and on GPUs).')
 
     # --- envs and hardware
-    n_envs: int = 8
-    """Parallel training envs."""
-    vec_env: str = "dummy"
-    """Vector env: "dummy" (DummyVecEnv, one process), "subproc" (SubprocVecEnv) or "batched" (the project's NumPy batched env)."""
-    device: str = "cpu"
-    """Torch device."""
-    torch_threads: int = 1
-    """torch.set_num_threads (small MLPs are fastest on one thread)."""
-    seed: int = 0
-    """Seeds torch, NumPy, the envs and the evaluation/benchmark games."""
+    n_envs: int = setting(8, "Parallel training envs.")
+    vec_env: str = setting("dummy", 'Vector env: "dummy" (DummyVecEnv, one process), "subproc" (SubprocVecEnv) or '
+                                    '"batched" (the project\'s NumPy batched env).')
+    device: str = setting("cpu", "Torch device.")
+    torch_threads: int = setting(1, "torch.set_num_threads (small MLPs are fastest on one thread).")
+    seed: int = setting(0, "Seeds torch, NumPy, the envs and the evaluation/benchmark games.")
 
     # --- evaluation, checkpoints, benchmark
-    eval_freq: int = 50_000
-    """Evaluate every this many timesteps (0: never)."""
-    eval_episodes: int = 200
-    """Games per periodic evaluation."""
-    checkpoint_freq: int = 100_000
-    """Save a checkpoint every this many timesteps (0: never)."""
-    save_replay_buffer: bool = False
-    """DQN: also save the replay buffer with checkpoints (exact resume, large files)."""
-    bench_games: int = 2_000
-    """Games per agent in the final benchmark (0: skip it)."""
-    bench_agents: list = field(default_factory=lambda: ["optimal", "greedy", "random"])
-    """Agents benchmarked beside the trained one."""
-    bench_workers: int = 1
-    """Processes for the final benchmark."""
-    solver: str = "auto"
-    """Exact solve of the ruleset (the yardstick: % of optimal, regret, the optimal agent): "auto" (solve; if the solver refuses the ruleset as too large, train on and evaluate in raw scores), "on" (a refused solve is an error) or "off" (no solve: raw scores only)."""
-    progress_bar: bool = True
-    """Show SB3's progress bar."""
-    verbose: int = 0
-    """SB3 verbosity (0 quiet, 1 info)."""
-    runs_dir: str = "runs"
-    """Parent folder of run folders when --run-dir is not given."""
+    eval_freq: int = setting(50_000, "Evaluate every this many timesteps (0: never).")
+    eval_episodes: int = setting(200, "Games per periodic evaluation.")
+    checkpoint_freq: int = setting(100_000, "Save a checkpoint every this many timesteps (0: never).")
+    save_replay_buffer: bool = setting(False, "DQN: also save the replay buffer with checkpoints (exact resume, "
+                                              "large files).")
+    bench_games: int = setting(2_000, "Games per agent in the final benchmark (0: skip it).")
+    bench_agents: list[str] = setting(["optimal", "greedy", "random"], "Agents benchmarked beside the trained one.")
+    bench_workers: int = setting(1, "Processes for the final benchmark.")
+    solver: str = setting("auto", 'Exact solve of the ruleset (the yardstick: % of optimal, regret, the optimal '
+                                  'agent): "auto" (solve; if the solver refuses the ruleset as too large, train on '
+                                  'and evaluate in raw scores), "on" (a refused solve is an error) or "off" (no '
+                                  'solve: raw scores only).')
+    progress_bar: bool = setting(True, "Show SB3's progress bar.")
+    verbose: int = setting(0, "SB3 verbosity (0 quiet, 1 info).")
+    runs_dir: str = setting("runs", "Parent folder of run folders when --run-dir is not given.")
 
 
 def field_docs(cls: type = Config) -> dict[str, str]:
-    """The docstring under each dataclass field (read from this file's source)."""
-    import inspect
-
-    tree = ast.parse(inspect.getsource(cls))
-    docs: dict[str, str] = {}
-    body = tree.body[0].body
-    for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            docs[node.target.id] = str(nxt.value.value).strip()
-    return docs
-
-
-def _coerce(name: str, value: Any, hint: Any) -> Any:
-    """Check/convert one config value to its field type (clear error otherwise)."""
-    origin = get_origin(hint) or hint
-    try:
-        if isinstance(value, bool) and origin in (int, float):
-            raise ValueError  # YAML's true/false is not a number
-        if origin is bool:
-            if isinstance(value, str):
-                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError
-                return value.lower() in ("true", "1", "yes")
-            return bool(value)
-        if origin is int:
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError
-            return int(value)
-        if origin is float:
-            return float(value)
-        if origin is str:
-            if isinstance(value, bool) and name == "solver":
-                return "on" if value else "off"  # YAML 1.1 reads on/off (yes/no, true/false) as booleans
-            return str(value)
-        if origin is list:
-            if isinstance(value, (list, tuple)):
-                return list(value)
-            raise ValueError
-        if origin is dict:
-            if isinstance(value, dict):
-                return dict(value)
-            raise ValueError
-    except (TypeError, ValueError):
-        raise ValueError(f"config field {name!r} expects {getattr(origin, '__name__', origin)}, got {value!r}") from None
-    return value
+    """The documentation of each config field."""
+    return {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(cls)}
 
 
 def make_config(base: dict[str, Any] | None = None, overrides: list[str] | None = None) -> Config:
-    """Defaults <- ``base`` mapping (a YAML file) <- ``key=value`` overrides (YAML-typed values)."""
-    import yaml
+    """Defaults <- ``base`` mapping (a YAML file) <- ``key=value`` overrides, then the range checks.
 
-    hints = get_type_hints(Config)
-    values: dict[str, Any] = {}
-    for source, items in (("config file", (base or {}).items()),
-                          ("command line", (_split_override(o) for o in overrides or []))):
-        for key, value in items:
-            if not isinstance(key, str) or key not in hints:
-                key = str(key)
-                close = [k for k in hints if k.startswith(key[:3])]
-                raise ValueError(f"{source}: unknown config field {key!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
-            if source == "command line" and isinstance(value, str):
-                try:
-                    value = yaml.safe_load(value) if value != "" else ""
-                except yaml.YAMLError as error:
-                    raise ValueError(f"override {key}={value}: not valid YAML ({yaml_problem(error)})") from None
-            values[key] = _coerce(key, value, hints[key])
-    config = Config(**values)
-    _validate(config)
-    return config
+    OmegaConf types the config (``OmegaConf.structured(Config)``): each value is
+    converted to its field's type or refused, ``key=value`` overrides are parsed
+    by OmegaConf's dotlist grammar (YAML values: ``net_arch=[64, 64]``,
+    ``rules_options={joker: free}``; dotted keys reach into a mapping:
+    ``rules_options.joker=free``), and a value replaces the one before it whole.
+
+    Raises:
+        ValueError: one line naming the field (or override) and the problem.
+    """
+    import yaml
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    config = OmegaConf.structured(Config)
+    for key, value in (base or {}).items():
+        _set_field(config, key, value, "config file")
+    for text in overrides or []:
+        key, sep, rest = text.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"override {text!r}: expected key=value")
+        try:
+            value = OmegaConf.select(OmegaConf.from_dotlist([text]), key) if rest.strip() else ""
+        except yaml.YAMLError as error:
+            raise ValueError(f"override {text}: not valid YAML ({yaml_problem(error)})") from None
+        except OmegaConfBaseException as error:  # the dotlist grammar, an interpolation that does not resolve
+            raise ValueError(f"override {text}: {one_line(error)}") from None
+        _set_field(config, key, value, f"override {text}")
+    try:
+        result = OmegaConf.to_object(config)
+    except OmegaConfBaseException as error:  # e.g. ${...} in a value that does not resolve
+        raise ValueError(one_line(error)) from None
+    _validate(result)
+    return result
+
+
+def _set_field(config, key: Any, value: Any, source: str) -> None:
+    """Set field ``key`` (a dotted path reaches into a mapping) of the OmegaConf ``config`` to ``value``."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    fields = {f.name: f for f in dataclasses.fields(Config)}
+    name = str(key).split(".")[0]
+    if not isinstance(key, str) or name not in fields:
+        source = "command line" if source.startswith("override") else source
+        close = difflib.get_close_matches(str(key), fields, n=3, cutoff=0.6)
+        raise ValueError(f"{source}: unknown config field {str(key)!r}"
+                         + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    if key == "solver" and isinstance(value, bool):
+        value = "on" if value else "off"  # YAML 1.1 reads on/off (yes/no, true/false) as booleans
+    try:
+        OmegaConf.update(config, key, value, merge=False)
+    except OmegaConfBaseException as error:
+        got = "nothing" if value is None else repr(value)
+        inner = str(error.full_key)
+        detail = f" ({inner} is {error.value!r})" if inner not in ("", key) else ""
+        prefix = f"{source}: " if source.startswith("override") else ""
+        raise ValueError(f"{prefix}config field {key!r} expects {fields[name].type}, got {got}{detail}") from None
 
 
 def yaml_problem(error: Exception) -> str:
@@ -243,13 +220,6 @@ def yaml_problem(error: Exception) -> str:
     problem = getattr(error, "problem", None) or (str(error).splitlines() or ["unreadable"])[0]
     mark = getattr(error, "problem_mark", None)
     return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else problem
-
-
-def _split_override(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise ValueError(f"override {text!r}: expected key=value")
-    return key.strip(), value
 
 
 #: numeric fields and the values they take: (lowest, highest, lowest allowed itself)
@@ -308,9 +278,9 @@ def _validate(c: Config) -> None:
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Config]:
     docs = field_docs()
     defaults = Config()
-    epilog = "config fields (override with key=value):\n" + "\n".join(
-        f"  {f.name} = {getattr(defaults, f.name)!r}\n      {docs.get(f.name, '')}" for f in dataclasses.fields(Config)
-    )
+    epilog = "config fields (override with key=value; a dotted key reaches into a mapping: rules_options.joker=free):\n"
+    epilog += "\n".join(f"  {f.name}: {f.type} = {getattr(defaults, f.name)!r}\n      {docs[f.name]}"
+                        for f in dataclasses.fields(Config))
     parser = argparse.ArgumentParser(
         description="Train an agent on a dice game and benchmark it against the exact solver.",
         epilog=epilog,
@@ -434,11 +404,8 @@ def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training:
     from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
     from agents.sb3_agent import ALGORITHMS
+    from dice_poker_env.integrations.sb3 import make_sb3_vec_env
 
-    try:
-        from dice_poker_env.integrations.sb3 import make_sb3_vec_env
-    except ImportError as error:
-        fail(f"vec_env='batched' needs dice_poker_env.integrations.sb3 ({error})")
     if not ALGORITHMS[config.algo][2]:
         fail("vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
     vec = VecMonitor(make_sb3_vec_env("DicePoker/Custom-v0", n_envs, seed=seed, rules=rules, obs_mode=config.obs_mode,

@@ -368,9 +368,6 @@ class BenchmarkResult:
     data: dict[str, Any]
     scores: dict[str, np.ndarray]
 
-    def to_json(self) -> dict[str, Any]:
-        return self.data
-
 
 def benchmark(
     rules: str | Rules,

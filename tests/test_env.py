@@ -265,10 +265,6 @@ def test_package_does_not_import_torch():
     assert out.strip() == "False"
 
 
-def test_version_exposed():
-    assert dice_poker_env.__version__
-
-
 # ------------------------------------------------------------ issue 11: bad input
 YAHTZEE_UPPER_105 = {"aces": 5, "twos": 10, "threes": 15, "fours": 20, "fives": 25, "sixes": 30}
 

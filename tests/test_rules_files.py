@@ -48,6 +48,14 @@ def test_yaml_and_json_files(tmp_path):
     assert y == j and y.box_names == ("chance",)
 
 
+def test_ruleset_names_are_the_shipped_files():
+    from importlib import resources
+
+    shipped = {p.name.removesuffix(".toml") for p in resources.files("dice_poker_env.rules").joinpath("data").iterdir()
+               if p.name.endswith(".toml")}
+    assert sorted(shipped) == sorted(RULESET_NAMES) and len(RULESET_NAMES) == len(shipped)
+
+
 @pytest.mark.parametrize("name", RULESET_NAMES)
 def test_shipped_rulesets_are_files_of_the_same_format(name):
     from importlib import resources

@@ -440,14 +440,17 @@ def _cli(*argv) -> str:
 def test_cli_solve_json_is_one_object():
     text = _cli("solve", "yacht", "--json", "--no-progress")
     data = json.loads(text)
-    assert {"rules", "expected_score", "score_std", "states", "seconds"} <= set(data)
-    assert data["rules"] == "yacht" and data["states"] > 0
-    assert data["expected_score"] == pytest.approx(_solved("yacht").expected_score)
+    solution = _solved("yacht")
+    assert data["rules"] == "yacht" and data["options"] == {} and data["states"] == solution.n_states
+    assert data["expected_score"] == pytest.approx(solution.expected_score)
+    assert data["score_std"] == pytest.approx(solution.score_std) and data["seconds"] >= 0
 
 
 def test_cli_solve_text_and_options():
     text = _cli("solve", "yacht", "--no-progress")
-    assert "expected score" in text and "std" in text and "states" in text
+    solution = _solved("yacht")
+    assert f"expected score  {solution.expected_score:.6f}\n" in text
+    assert f"std deviation   {solution.score_std:.4f}\n" in text and f"states          {solution.n_states:,}\n" in text
     with pytest.raises(SystemExit):
         _cli("solve", "yacht", "--option")
 
