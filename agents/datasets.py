@@ -506,6 +506,9 @@ def write_dataset(
     """
     from agents.benchmark import load_solution
 
+    import minari  # the datasets extra: fail before any work without it
+    from minari.dataset.minari_storage import MinariStorage
+
     spec = parse_agent(agent)
     for what, value, least in (("episodes", episodes, 1), ("seed", seed, 0), ("block", block, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
@@ -526,20 +529,20 @@ def write_dataset(
                                "or choose another --id")
         if not (final / "data" / "metadata.json").is_file():
             raise DatasetError(f"{final} exists and is not a Minari dataset: --overwrite only replaces datasets")
+    def build_policy(solution):
+        try:
+            return make_policy(spec, rules, solution, seed)
+        except (ValueError, OSError) as error:  # a missing or foreign model, no shipped policy, ...
+            raise DatasetError(f"agent {spec.text!r}: {error}") from None
+
+    policy = None if spec.base == "optimal" else build_policy(None)  # the agent is checked before any solve
     try:  # the solver: the optimal agent and the values need it; the metadata records its optimum when it has one
         solution = load_solution(rules, required=spec.base == "optimal" or with_values)
     except (ImportError, MemoryError) as error:
         raise DatasetError(f"{rules.name}: the exact solve is not possible ({error}); "
                            "the optimal agent and --with-values need it") from None
-    try:
-        policy = make_policy(spec, rules, solution, seed)
-    except (ValueError, OSError) as error:  # a missing or foreign model, no shipped policy, ...
-        raise DatasetError(f"agent {spec.text!r}: {error}") from None
+    policy = policy or build_policy(solution)
     env_spec = _env_spec(rules, obs_mode)
-
-    import minari
-    from minari.dataset.minari_storage import MinariStorage
-
     root.mkdir(parents=True, exist_ok=True)
     partial = root / f".partial-{dataset_id.replace('/', '__')}-{os.getpid()}"
     started = time.perf_counter()
