@@ -554,12 +554,17 @@ def write_dataset(
         seeds = game_seeds(seed, episodes)
         scores = []
         regrets = []
+        play_seconds = write_seconds = 0.0
         try:
             for start in range(0, episodes, block):
+                clock = time.perf_counter()
                 part = play_block(rules, policy, seeds[start : start + block], obs_mode=obs_mode,
                                   solution=solution if with_values else None)
+                play_seconds += time.perf_counter() - clock
+                clock = time.perf_counter()
                 for e in range(len(part)):
                     writer.write(part.episode(e))
+                write_seconds += time.perf_counter() - clock
                 scores.append(part.scores)
                 if part.action_values is not None:
                     regrets.append(block_regret(part))
@@ -595,7 +600,7 @@ def write_dataset(
             "percent_of_optimal": 100.0 * float(scores.mean()) / optimal if optimal else None,
             "mean_regret": float(np.concatenate(regrets).mean()) if regrets else None,
             "recoverable": env_spec is not None,
-            "generation_seconds": round(seconds, 2),
+            "seconds": {"total": round(seconds, 2), "play": round(play_seconds, 2), "write": round(write_seconds, 2)},
         }
         what = f"{spec.text} agent" + (" (the exact solver's optimal play)" if spec.base == "optimal" and not spec.eps else "")
         metadata: dict[str, Any] = {
