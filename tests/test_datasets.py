@@ -330,3 +330,84 @@ def test_the_core_package_never_imports_minari():
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True,
                          env={**os.environ}, timeout=600)
     assert json.loads(out.stdout) == []
+
+
+# ------------------------------------------------------------------ the imitation baseline (algo: bc)
+def load_train():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("train_script", Path(__file__).resolve().parents[1] / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["train_script"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+BC_SMALL = ["bc_epochs=2", "batch_size=256", "eval_episodes=40", "bench_games=40", "bench_agents=[greedy]",
+            "bench_workers=1", "progress_bar=false", "net_arch=[32]"]
+
+
+def test_bc_trains_from_a_dataset_into_the_usual_run_folder(tmp_path):
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from agents.policy_agent import PolicyAgent
+
+    assert write("yacht", "--agent", "optimal", "--episodes", "60") == 0
+    train = load_train()
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "bc_yacht.yaml")
+    run_dir = tmp_path / "run"
+    results = train.main(["--config", config, "--run-dir", str(run_dir), *BC_SMALL])
+    for name in ("config.yaml", "final_model.npz", "best_model.npz", "evaluations.csv", "results.json"):
+        assert (run_dir / name).is_file(), name
+    assert results["algorithm"] == "bc" and results["label"] == "bc (imitation of the solver)"
+    assert set(results["agents"]) == {"greedy", "bc (imitation of the solver)"}
+    assert json.loads((run_dir / "results.json").read_text())["label"] == "bc (imitation of the solver)"
+    assert len((run_dir / "evaluations.csv").read_text().splitlines()) == 3  # header and one row an epoch
+    agent = PolicyAgent.load(run_dir / "final_model.npz", "yacht")
+    assert agent.metadata["algorithm"] == "bc" and agent.metadata["label"] == "imitation of the solver"
+    assert agent.metadata["dataset"] == "dice_poker/yacht/optimal-v0" and agent.distinct_keeps
+    assert results["timesteps"] == 2 * minari.load_dataset("dice_poker/yacht/optimal-v0").total_steps
+
+
+@pytest.mark.parametrize("setup, overrides, message", [
+    (None, [], "not found under MINARI_DATASETS_PATH"),
+    (["yatzy", "--agent", "random", "--episodes", "3", "--id", "dice_poker/yacht/optimal-v0"], [], "not of yacht"),
+    (["yacht", "--agent", "random", "--episodes", "3", "--obs-mode", "dict", "--id", "dice_poker/yacht/optimal-v0"],
+     [], "bc needs flat ones"),
+    (None, ["dataset="], "bc imitates a dataset: set dataset=ID"),
+    (None, ["obs_mode=dict"], "bc uses the flat observation"),
+])
+def test_bc_refuses_a_missing_or_unfit_dataset_before_the_run_folder(setup, overrides, message, tmp_path, capsys,
+                                                                     monkeypatch):
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    monkeypatch.setattr("agents.benchmark.load_solution", lambda rules, required=False: None)
+    if setup:
+        assert write(*setup) == 0
+    train = load_train()
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "bc_yacht.yaml")
+    run_dir = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(["--config", config, "--run-dir", str(run_dir), "solver=off", *BC_SMALL, *overrides])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("train.py: error: ") and err.count("\n") == 1
+    assert not run_dir.exists()
+
+
+def test_canonical_actions_keep_the_same_dice_with_the_lowest_bitmask():
+    from agents.bc import canonical_actions
+    from dice_poker_env.engine.dice import CANONICAL_KEEP_ACTION, KEEP_OF_ACTION, N_ROLLS
+
+    rng = np.random.default_rng(0)
+    rolls = rng.integers(0, N_ROLLS, 5000)
+    actions = rng.integers(0, 44, 5000)
+    actions[actions == 31] = 32
+    out = canonical_actions(actions, rolls)
+    keep = actions < N_KEEP_ACTIONS
+    assert np.array_equal(out[~keep], actions[~keep])
+    assert np.array_equal(KEEP_OF_ACTION[rolls[keep], out[keep]], KEEP_OF_ACTION[rolls[keep], actions[keep]])
+    assert CANONICAL_KEEP_ACTION[rolls[keep], out[keep]].all() and (out[keep] <= actions[keep]).all()
