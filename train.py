@@ -17,7 +17,9 @@ agent against the solver, the greedy and the random agent.
 Two families of algorithms: the project's batched torch trainers (``batched_ppo``,
 ``batched_a2c``: :mod:`agents.trainer` with one file per update rule, on the NumPy
 batched env) and Stable-Baselines3's (``maskable_ppo``, ``ppo``, ``a2c``, ``dqn``).
-Both write the same run folder and end with the same benchmark.
+Both write the same run folder and end with the same benchmark, as does ``bc``
+(:mod:`agents.bc`: behaviour cloning from a Minari dataset of the solver's games,
+reported as "imitation of the solver", not RL).
 
 A run folder holds ``config.yaml`` (the resolved config), ``tb/`` (TensorBoard),
 ``checkpoints/``, ``final_model.zip`` (SB3; ``final_model.npz``, a NumPy policy file,

@@ -411,3 +411,25 @@ def test_canonical_actions_keep_the_same_dice_with_the_lowest_bitmask():
     assert np.array_equal(out[~keep], actions[~keep])
     assert np.array_equal(KEEP_OF_ACTION[rolls[keep], out[keep]], KEEP_OF_ACTION[rolls[keep], actions[keep]])
     assert CANONICAL_KEEP_ACTION[rolls[keep], out[keep]].all() and (out[keep] <= actions[keep]).all()
+
+
+@pytest.mark.parametrize("obs_mode", ["flat", "dict"])
+def test_load_transitions_reads_what_iterate_episodes_reads(obs_mode, monkeypatch):
+    monkeypatch.setattr("agents.benchmark.load_solution", lambda rules, required=False: None)
+    assert write("yacht", "--agent", "greedy:eps=0.5", "--episodes", "7", "--obs-mode", obs_mode) == 0
+    steps = datasets.load_transitions("dice_poker/yacht/greedy-eps0_5-v0")
+    episodes = list(minari.load_dataset("dice_poker/yacht/greedy-eps0_5-v0").iterate_episodes())
+    cut = lambda e, v: v[: len(e.actions)]  # noqa: E731
+    assert np.array_equal(steps["actions"], np.concatenate([e.actions for e in episodes]))
+    assert np.array_equal(steps["rewards"], np.concatenate([e.rewards for e in episodes]))
+    assert np.array_equal(steps["action_mask"], np.concatenate([cut(e, e.infos["action_mask"]) for e in episodes]))
+    assert np.array_equal(steps["episode"], np.concatenate([np.full(len(e.actions), e.id) for e in episodes]))
+    if obs_mode == "flat":
+        assert np.array_equal(steps["observations"], np.concatenate([cut(e, e.observations) for e in episodes]))
+    else:
+        for key in episodes[0].observations:
+            assert np.array_equal(steps["observations"][key],
+                                  np.concatenate([cut(e, e.observations[key]) for e in episodes]))
+    assert "action_values" not in steps
+    with pytest.raises(datasets.DatasetError, match="not found"):
+        datasets.load_transitions("dice_poker/yacht/nothing-v0")
