@@ -544,6 +544,7 @@ def write_dataset(
     policy = policy or build_policy(solution)
     env_spec = _env_spec(rules, obs_mode)
     root.mkdir(parents=True, exist_ok=True)
+    _remove_stale(root)
     partial = root / f".partial-{dataset_id.replace('/', '__')}-{os.getpid()}"
     started = time.perf_counter()
     try:
@@ -648,6 +649,32 @@ def _create_namespaces(dataset_id: str) -> None:
     namespace = parse_dataset_id(dataset_id)[0]
     if namespace is not None and namespace not in list_local_namespaces():
         create_namespace(namespace)
+
+
+def _dead(pid_text: str) -> bool:
+    """Whether the process of a temporary name's PID is gone (so its temporary folder is stale)."""
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, PermissionError, OverflowError):
+        return False
+    return False
+
+
+def _remove_stale(root: Path) -> None:
+    """Clean up after writers killed outright (SIGKILL, power loss): their partial datasets go, and an
+    existing dataset a killed ``--overwrite`` had moved aside comes back if nothing replaced it."""
+    for path in root.glob(".partial-*-*"):
+        if _dead(path.name.rsplit("-", 1)[1]):
+            shutil.rmtree(path, ignore_errors=True)
+    for path in root.rglob(".replaced-*-*"):
+        if path.is_dir() and _dead(path.name.rsplit("-", 1)[1]):
+            name = path.with_name(path.name[len(".replaced-"):].rsplit("-", 1)[0])
+            if name.exists():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.rename(path, name)
 
 
 def _replace(partial: Path, final: Path) -> None:

@@ -433,3 +433,45 @@ def test_load_transitions_reads_what_iterate_episodes_reads(obs_mode, monkeypatc
     assert "action_values" not in steps
     with pytest.raises(datasets.DatasetError, match="not found"):
         datasets.load_transitions("dice_poker/yacht/nothing-v0")
+
+
+def _dead_pid() -> int:
+    pid = 4_000_000
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            pass
+        pid += 1
+
+
+def test_a_killed_writer_leaves_nothing_behind_once_the_next_one_runs(datasets_root):
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    before = minari.load_dataset("dice_poker/yacht/random-v0").total_episodes
+    pid = _dead_pid()
+    (datasets_root / f".partial-dice_poker__yacht__greedy-v0-{pid}" / "data").mkdir(parents=True)
+    namespace = datasets_root / "dice_poker" / "yacht"
+    (namespace / "random-v0").rename(namespace / f".replaced-random-v0-{pid}")  # killed between its two renames
+    assert write("yacht", "--agent", "greedy", "--episodes", "3") == 0
+    assert not list(datasets_root.glob(".partial-*"))
+    assert minari.load_dataset("dice_poker/yacht/random-v0").total_episodes == before  # moved back
+    assert not list(namespace.glob(".replaced-*"))
+
+
+def test_a_terminated_command_removes_its_partial_dataset(datasets_root):
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = subprocess.Popen([sys.executable, "-m", "agents.commands.dataset", "yacht", "--agent", "random",
+                                "--episodes", "200000", "--block", "50"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not list(datasets_root.glob(".partial-*/data/main_data.hdf5")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 130 and "interrupted; nothing was written" in err
+    assert not list(datasets_root.glob(".partial-*")) and not (datasets_root / "dice_poker" / "yacht" / "random-v0").exists()

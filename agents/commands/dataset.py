@@ -14,6 +14,7 @@ new one is complete. Needs the ``datasets`` extra (Minari and h5py).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as error:
         return _fail(f"{error.name} is not installed: pip install 'dice-poker-env[datasets]'")
     started = time.perf_counter()
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # a terminated command cleans up like Ctrl-C
     try:
         path = write_dataset(args.rules, args.agent, args.episodes, dataset_id=args.dataset_id, seed=args.seed,
                              obs_mode=args.obs_mode, with_values=args.with_values, overwrite=args.overwrite,
@@ -66,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"{error.name} is not installed: pip install 'dice-poker-env[datasets]'")
     except (DatasetError, ValueError, KeyError, OSError) as error:
         return _fail(str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     import minari
 
     dataset = minari.load_dataset(_dataset_id(path))
@@ -79,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
     print(line)
     print(f"  {path}")
     return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _dataset_id(path) -> str:
