@@ -53,14 +53,13 @@ Layering: the core package never imports this module; Minari and h5py (the
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +155,7 @@ def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Poli
     giving their observations in a layout (``"dict"`` or ``"flat"``, computed once
     per step) and their masks, and returns their actions.
     """
+    from agents.random_agent import RandomAgent
     from agents.registry import make_agent
 
     rng = np.random.default_rng([int(seed), 1])  # exploration and the random agent: seeded, apart from the dice
@@ -170,8 +170,6 @@ def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Poli
             return agent.act_situation(state.filled, state.upper_total, full, state.roll, state.rolls_left,
                                        action_masks=masks)
     elif spec.base == "random":
-        from agents.random_agent import RandomAgent
-
         agent = RandomAgent(seed=int(rng.integers(1 << 63)))
         base = lambda state, observe, masks: agent.act_batch(None, masks)  # noqa: E731
     else:
@@ -186,7 +184,7 @@ def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Poli
                 return np.array([agent.act(one(i), masks[i]) for i in range(len(masks))], dtype=np.int64)
     if not spec.eps:
         return base
-    explore = __import__("agents.random_agent", fromlist=["RandomAgent"]).RandomAgent(seed=int(rng.integers(1 << 63)))
+    explore = RandomAgent(seed=int(rng.integers(1 << 63)))
 
     def mixed(state, observe, masks):
         actions = base(state, observe, masks)
