@@ -17,7 +17,9 @@ agent against the solver, the greedy and the random agent.
 Two families of algorithms: the project's batched torch trainers (``batched_ppo``,
 ``batched_a2c``: :mod:`agents.trainer` with one file per update rule, on the NumPy
 batched env) and Stable-Baselines3's (``maskable_ppo``, ``ppo``, ``a2c``, ``dqn``).
-Both write the same run folder and end with the same benchmark.
+Both write the same run folder and end with the same benchmark, as does ``bc``
+(:mod:`agents.bc`: behaviour cloning from a Minari dataset of the solver's games,
+reported as "imitation of the solver", not RL).
 
 A run folder holds ``config.yaml`` (the resolved config), ``tb/`` (TensorBoard),
 ``checkpoints/``, ``final_model.zip`` (SB3; ``final_model.npz``, a NumPy policy file,
@@ -57,6 +59,8 @@ from typing import Any, NoReturn
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "maskable_ppo_yacht.yaml"
 #: the project's torch trainers on the batched env (agents/trainer.py); the others are SB3's
 BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c")
+#: behaviour cloning from a Minari dataset (agents/bc.py): imitation of the solver, not RL
+IMITATION_ALGORITHMS = ("bc",)
 
 
 # ----------------------------------------------------------------------------- config
@@ -88,7 +92,8 @@ class Config:
     algo: str = setting("maskable_ppo", "batched_ppo or batched_a2c (the project's torch trainers on the batched "
                                         "env, masked; agents/ppo.py, agents/a2c.py), or SB3's: maskable_ppo "
                                         "(sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal "
-                                        "actions are replaced).")
+                                        "actions are replaced); or bc (behaviour cloning from a dataset: "
+                                        "imitation of the solver, agents/bc.py).")
     total_timesteps: int = setting(600_000, "Environment steps to train for (a yacht game is about 30 steps).")
     learning_rate: float = setting(3e-4, "Optimizer learning rate.")
     lr_schedule: str = setting("constant", '"constant" or "linear" (decays to 0 at total_timesteps).')
@@ -107,6 +112,9 @@ class Config:
     target_update_interval: int = setting(5_000, "DQN: env steps between target network updates.")
     exploration_fraction: float = setting(0.2, "DQN: fraction of training over which epsilon decays.")
     exploration_final_eps: float = setting(0.02, "DQN: final epsilon.")
+    dataset: str = setting("", "bc: the Minari dataset id to imitate, written by `dice-poker dataset` (e.g. "
+                               "dice_poker/yacht/optimal-v0).")
+    bc_epochs: int = setting(10, "bc: passes over the dataset (a policy evaluation after each when eval_freq > 0).")
     net_arch: list[int] = setting([256, 256], "Hidden layer sizes of the policy and value networks.")
     activation: str = setting("tanh", "Hidden activation: tanh or relu.")
     algo_kwargs: dict[str, Any] = setting({}, "Extra keyword arguments passed to the algorithm's constructor as is.")
@@ -226,7 +234,7 @@ def yaml_problem(error: Exception) -> str:
 NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
     **{name: (1, math.inf, True) for name in (
         "total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
-        "target_update_interval", "torch_threads", "eval_episodes", "bench_workers")},
+        "target_update_interval", "torch_threads", "eval_episodes", "bench_workers", "bc_epochs")},
     **{name: (0, math.inf, True) for name in (
         "learning_starts", "seed", "eval_freq", "checkpoint_freq", "bench_games", "ent_coef", "vf_coef",
         "illegal_penalty")},
@@ -253,8 +261,9 @@ def _validate(c: Config) -> None:
     if c.solver not in ("auto", "on", "off"):
         raise ValueError(f"solver must be auto, on or off, got {c.solver!r}")
 
-    if c.algo not in (*BATCHED_ALGORITHMS, *ALGORITHMS):
-        raise ValueError(f"algo must be one of {', '.join((*BATCHED_ALGORITHMS, *ALGORITHMS))}, got {c.algo!r}")
+    if c.algo not in (*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS):
+        raise ValueError(f"algo must be one of {', '.join((*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS))}, "
+                         f"got {c.algo!r}")
     if c.obs_mode not in ("flat", "dict"):
         raise ValueError(f"obs_mode must be flat or dict, got {c.obs_mode!r}")
     if c.activation not in ("tanh", "relu"):
@@ -263,9 +272,11 @@ def _validate(c: Config) -> None:
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
     if c.precision not in ("float32", "bfloat16"):
         raise ValueError(f"precision must be float32 or bfloat16, got {c.precision!r}")
-    if c.algo in BATCHED_ALGORITHMS:
+    if c.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS):
         if c.obs_mode != "flat":
             raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")
+        if c.algo in IMITATION_ALGORITHMS and not c.dataset:
+            raise ValueError(f"{c.algo} imitates a dataset: set dataset=ID (written by dice-poker dataset)")
         return
     if c.vec_env not in ("dummy", "subproc", "batched"):
         raise ValueError(f"vec_env must be dummy, subproc or batched, got {c.vec_env!r}")
@@ -711,6 +722,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = args.run_dir or Path(config.runs_dir) / f"{rules.name}__{config.algo}__s{config.seed}__{stamp}"
     check_run_dir(run_dir, resume=bool(args.resume), overwrite=args.overwrite)
+    if args.resume and config.algo in IMITATION_ALGORITHMS:
+        fail(f"--resume: {config.algo} runs keep no checkpoints (a pass over the dataset is short); start a new run")
     resume_from = find_checkpoint(args, run_dir, config, rules) if args.resume else None
 
     import torch
@@ -722,6 +735,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     optimal = float(solution.expected_score) if solution is not None else None
     if config.algo in BATCHED_ALGORITHMS:
         trainer = batched_trainer(config, rules, run_dir, optimal, resume_from)
+    elif config.algo in IMITATION_ALGORITHMS:
+        trainer = imitation_trainer(config, rules, run_dir, optimal)
     else:
         env, model, metadata = sb3_model(config, rules, run_dir, resume_from)
 
@@ -737,7 +752,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"{(trainer if config.algo in BATCHED_ALGORITHMS else model).num_timesteps:,} timesteps")
 
     # 3. train
-    if config.algo in BATCHED_ALGORITHMS:
+    if config.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS):
         final_path = trainer.run(progress=config.progress_bar)
         timesteps, train_seconds = trainer.num_timesteps, trainer.train_seconds
     else:
@@ -761,6 +776,19 @@ def batched_trainer(config: Config, rules, run_dir: Path, optimal: float | None,
         what = f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the trainer cannot be built"
         fail(f"{what}: {type(error).__name__}: {one_line(error)}")
     return trainer
+
+
+def imitation_trainer(config: Config, rules, run_dir: Path, optimal: float | None):
+    """Behaviour cloning from ``config.dataset`` (agents/bc.py); the dataset is read and checked, nothing written yet."""
+    from agents.bc import BCTrainer
+
+    command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
+    try:
+        return BCTrainer(config, rules, run_dir, optimal=optimal, metadata={"config": asdict(config), "command": command})
+    except ModuleNotFoundError as error:
+        fail(f"{config.algo} reads Minari datasets: {error.name} is not installed (pip install -e '.[datasets]')")
+    except (ValueError, OSError) as error:
+        fail(f"dataset={config.dataset!r}: {one_line(error)}")
 
 
 def sb3_model(config: Config, rules, run_dir: Path, resume_from: Path | None):
@@ -810,6 +838,15 @@ def sb3_learn(config: Config, rules, run_dir: Path, optimal: float | None, env, 
     return final_path, int(model.num_timesteps), train_seconds
 
 
+def algo_label(config: Config) -> str:
+    """The algorithm as reported: behaviour cloning is named as the imitation of the solver it is."""
+    if config.algo in IMITATION_ALGORITHMS:
+        from agents.bc import LABEL
+
+        return f"{config.algo} ({LABEL})"
+    return config.algo
+
+
 def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None, final_path: Path, timesteps: int,
            train_seconds: float) -> dict[str, Any]:
     """Benchmark the trained agent against the solver, greedy and random; ``results.json``; plots."""
@@ -819,12 +856,16 @@ def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None
     results: dict[str, Any] = {"algorithm": config.algo, "rules": rules.name, "rules_options": dict(rules.options),
                                "timesteps": int(timesteps), "train_seconds": round(train_seconds, 1),
                                "optimal_expected_score": optimal}
+    label = algo_label(config)
+    if label != config.algo:
+        results["label"] = label
     if config.bench_games > 0:
         agents = [a for a in config.bench_agents if not (a == "optimal" and solution is None)]
-        bench = benchmark(rules, [*agents, ("model", f"model:{final_path}")], games=config.bench_games,
+        name = "model" if label == config.algo else label  # the trained agent's row
+        bench = benchmark(rules, [*agents, (name, f"model:{final_path}")], games=config.bench_games,
                           seed=config.seed + 2_000_003, workers=config.bench_workers,
                           solution=solution if solution is not None else False)
-        results.update(bench.data["agents"]["model"])
+        results.update(bench.data["agents"][name])
         results["agents"] = bench.data["agents"]
         results["bench_games"] = config.bench_games
         render_table({**bench.data})
@@ -837,7 +878,7 @@ def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None
 
         if (run_dir / "evaluations.csv").is_file():
             plot_learning_curve(run_dir / "evaluations.csv", run_dir / "learning_curve.png", optimal,
-                                title=f"{config.algo} on {rules.name}")
+                                title=f"{label} on {rules.name}")
         if config.bench_games > 0:
             plot_score_distributions(bench, run_dir / "score_distribution.png")
     except ModuleNotFoundError as error:

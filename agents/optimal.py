@@ -73,13 +73,26 @@ class OptimalAgent:
         the env's legal actions; it agrees with the solver's own legality.
         """
         situation, _ = self.solution._situation(observations, points=False)
-        actions = self.solution.best_actions(*situation[:5])
+        return self.act_situation(*situation[:5], action_masks=action_masks)
+
+    def act_situation(self, filled, upper, full, roll, rolls_left, *, action_masks: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`act_batch` from the games' situations as the engine holds them (``(B,)`` int64).
+
+        ``filled``, ``upper``, ``full``, ``roll``, ``rolls_left``: the arguments of
+        :meth:`~dice_poker_env.solver.Solution.best_actions` (an engine
+        :class:`~dice_poker_env.engine.game.GameState`'s ``filled``, ``upper_total``,
+        :func:`~dice_poker_env.engine.game.five_kind_box_full`, ``roll`` and
+        ``rolls_left``), for callers that step the engine themselves (the dataset
+        writer, :mod:`agents.datasets`) and need no observation decoded.
+        """
+        situation = (filled, upper, full, roll, rolls_left)
+        actions = self.solution.best_actions(*situation)
         if action_masks is not None:
             masks = np.asarray(action_masks).reshape(len(actions), -1)
             allowed = masks.reshape(-1).take(np.arange(0, masks.size, masks.shape[1]) + actions)
             wrong = np.flatnonzero(allowed == 0)
             if len(wrong):  # the env disagrees with the solver's legality: obey the env
-                q = self.solution.future_action_values(*(part[wrong] for part in situation[:5]))
+                q = self.solution.future_action_values(*(np.asarray(part)[wrong] for part in situation))
                 q = np.where(masks[wrong] != 0, q, -np.inf)
                 actions[wrong] = np.argmax(q, axis=1)
         return actions

@@ -38,3 +38,16 @@ class RandomAgent:
         if legal.size == 0:
             raise ValueError("no legal action: the game is over (call env.reset())")
         return int(legal[self.rng.integers(legal.size)])
+
+    def act_batch(self, observations: Any, action_masks: np.ndarray) -> np.ndarray:
+        """A uniformly random legal action per row of ``action_masks`` (``(B,)`` int64).
+
+        The same distribution as :meth:`act`, drawn differently (one uniform number
+        per action, the legal action with the largest wins), so a batch costs a
+        few array operations.
+        """
+        masks = np.asarray(action_masks)
+        masks = masks.reshape(-1, masks.shape[-1]) != 0
+        if not masks.any(axis=1).all():
+            raise ValueError("no legal action: the game is over (call env.reset())")
+        return np.argmax(np.where(masks, self.rng.random(masks.shape), -1.0), axis=1).astype(np.int64)
