@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 
-from dice_poker_env.cli.bench import _option
+from dice_poker_env.cli.rules_arguments import add_rules_arguments, parse_rules_options
 
 PROG = "dice-poker dataset"
 
@@ -28,14 +28,11 @@ HELP = "write a Minari dataset of an agent's games, with the solver's value of e
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments (``dice-poker`` adds them to its ``dataset`` sub-command)."""
-    parser.add_argument("rules", metavar="RULESET",
-                        help="ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or rules file")
+    add_rules_arguments(parser)
     parser.add_argument("--agent", required=True, metavar="AGENT",
                         help="optimal, greedy, random, trained or model:PATH (.npz or SB3 .zip), optionally "
                              "with :eps=E for a uniformly random legal action with probability E (e.g. optimal:eps=0.2)")
     parser.add_argument("--episodes", required=True, type=int, metavar="N", help="games to play and store")
-    parser.add_argument("--option", action="append", type=_option, default=[], metavar="KEY=VALUE",
-                        help="a rules option, e.g. --option joker=free (repeatable)")
     parser.add_argument("--with-values", action="store_true",
                         help="also store the solver's expected final score of every action at every step")
     parser.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
@@ -57,13 +54,17 @@ def run(args: argparse.Namespace) -> int:
         from agents.datasets import BLOCK, DatasetError, dataset_info, write_dataset
     except ModuleNotFoundError as error:
         return _fail(f"{error.name} is not installed: pip install 'dice-poker-env[datasets]'")
+    try:
+        options = parse_rules_options(args.option)
+    except ValueError as error:
+        return _fail(str(error))
     started = time.perf_counter()
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a terminated command cleans up like Ctrl-C
     try:
         path = write_dataset(args.rules, args.agent, args.episodes, dataset_id=args.dataset_id, seed=args.seed,
                              obs_mode=args.obs_mode, with_values=args.with_values, overwrite=args.overwrite,
                              block=BLOCK if args.block is None else args.block, progress=not args.quiet,
-                             **dict(args.option))
+                             **options)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
         return 130
