@@ -38,7 +38,7 @@ import numpy as np
 
 from agents.optimal import VALUE_TOLERANCE
 from agents.registry import AGENT_NAMES
-from dice_poker_env.engine.dice import N_KEEP_ACTIONS, ROLL_DICE
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, ROLL_DICE
 from dice_poker_env.envs.observation import observe
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.rules import Rules, load_rules

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dice_poker_env.engine.dice import KEEP_ALL, N_KEEP_ACTIONS, roll_index
+from dice_poker_env.engine.combinatorics import KEEP_ALL, N_KEEP_ACTIONS, roll_index
 from dice_poker_env.engine.game import GameState
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.envs.observation import potential_points

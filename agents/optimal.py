@@ -95,7 +95,7 @@ def play_games(agent: OptimalAgent, n_games: int, seed: int = 0, *, batch: int =
     order), so a step costs what its live games cost.
     """
     from dice_poker_env.engine import game
-    from dice_poker_env.engine.dice import N_DICE, roll_index_of_sorted
+    from dice_poker_env.engine.combinatorics import N_DICE, roll_index_of_sorted
     from dice_poker_env.envs.observation import observe_dict
 
     tables = agent.rules.tables

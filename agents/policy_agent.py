@@ -24,7 +24,7 @@ import numpy as np
 
 from agents.policy_inputs import PolicyInputs
 from agents.sb3_agent import check_ruleset
-from dice_poker_env.engine.dice import N_DICE, distinct_keep_mask, roll_index_of_counts
+from dice_poker_env.engine.combinatorics import N_DICE, distinct_keep_mask, roll_index_of_counts
 from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules, load_rules
 

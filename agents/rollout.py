@@ -18,7 +18,7 @@ from gymnasium.vector import AutoresetMode
 
 from agents.actor_critic import ActorCritic, sample
 from agents.policy_inputs import PolicyInputs
-from dice_poker_env.engine.dice import distinct_keep_mask
+from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules
 
@@ -44,7 +44,7 @@ class Rollout:
         n_envs, n_steps: batch shape of one rollout.
         seed: seeds the env (all games) and the action sampling.
         distinct_keeps: the policy sees each distinct keep once
-            (:func:`~dice_poker_env.engine.dice.distinct_keep_mask`).
+            (:func:`~dice_poker_env.engine.combinatorics.distinct_keep_mask`).
         reward_scale: training rewards are the env's times this.
         gamma, gae_lambda: discount and GAE lambda.
         features: policy inputs with the upper-bonus features (:class:`PolicyInputs`).

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, distinct_keep_mask, roll_index_of_counts, roll_index_of_sorted
+from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, distinct_keep_mask, roll_index_of_counts, roll_index_of_sorted
 from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules, load_rules
 

@@ -19,7 +19,7 @@ import importlib.abc
 import importlib.util
 import sys
 
-from dice_poker_env.dice import DiceSource, RandomDice, ScriptedDice
+from dice_poker_env.dice_sources import DiceSource, RandomDice, ScriptedDice
 from dice_poker_env.engine.position import PositionError
 from dice_poker_env.rules import RULESET_NAMES, Rules, RulesError, load_rules, ruleset_options
 

@@ -30,9 +30,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
-from dice_poker_env.dice import DiceSource, RandomDice
+from dice_poker_env.dice_sources import DiceSource, RandomDice
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
+from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
 from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source, require_finite
 from dice_poker_env.envs.observation import (
     OBS_MODES,

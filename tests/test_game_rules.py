@@ -148,7 +148,7 @@ def test_bonus_reached_early_is_paid_once():
 
 
 def GameState_with_roll(state, dice):
-    from dice_poker_env.engine.dice import roll_index
+    from dice_poker_env.engine.combinatorics import roll_index
 
     return state._replace(roll=roll_index(dice), rolls_left=2)
 

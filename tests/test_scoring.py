@@ -147,7 +147,7 @@ def test_score_table_matches_naive_implementation(dice, ruleset, first_roll):
 
 def test_every_roll_matches_naive_implementation():
     """Exhaustive over the 252 rolls too (cheap, and hypothesis may not hit every roll)."""
-    from dice_poker_env.engine.dice import ROLL_DICE
+    from dice_poker_env.engine.combinatorics import ROLL_DICE
 
     for ruleset, naive in NAIVE.items():
         tables = load_rules(ruleset).tables

@@ -19,7 +19,7 @@ import pytest
 
 from dice_poker_env import load_rules
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.combinatorics import (
     FIRST_ROLL_PROBABILITY,
     KEEP_ALL,
     KEEP_OF_ACTION,
@@ -522,11 +522,11 @@ def test_act_batch_obeys_the_mask_it_is_given():
 
 
 def test_vectorized_dice_tables_equal_the_loop_definitions():
-    """engine/dice.py builds its tables with array operations; the plain loops give the same bits."""
+    """engine/combinatorics.py builds its tables with array operations; the plain loops give the same bits."""
     import itertools
     from math import factorial
 
-    from dice_poker_env.engine import dice as d
+    from dice_poker_env.engine import combinatorics as d
 
     rows = [c for c in itertools.product(range(d.N_DICE + 1), repeat=d.N_FACES) if sum(c) <= d.N_DICE]
     rows.sort(key=lambda c: (sum(c), tuple(-x for x in c)))

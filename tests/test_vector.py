@@ -493,7 +493,7 @@ class SequenceDice:
     """
 
     def roll(self, rng, shape):
-        from dice_poker_env.engine.dice import N_SEQUENCES, SEQUENCE_FACES
+        from dice_poker_env.engine.combinatorics import N_SEQUENCES, SEQUENCE_FACES
 
         assert len(shape) == 2 and shape[1] == 5
         return SEQUENCE_FACES[rng.integers(0, N_SEQUENCES, size=shape[0])].astype(np.int64)
@@ -523,7 +523,7 @@ def test_default_dice_tables_equal_the_engines_faces_path(rules, options, mode):
 
 
 def test_reroll_by_sequence_index_equals_reroll_of_faces():
-    from dice_poker_env.engine.dice import N_ROLLS, N_SEQUENCES, SEQUENCE_FACES, reroll_batch, reroll_sequence
+    from dice_poker_env.engine.combinatorics import N_ROLLS, N_SEQUENCES, SEQUENCE_FACES, reroll_batch, reroll_sequence
 
     bits = np.repeat(np.arange(32), N_SEQUENCES)
     sequence = np.tile(np.arange(N_SEQUENCES), 32)
@@ -542,7 +542,7 @@ def test_final_obs_fast_dicts_use_the_observation_keys():
 
 
 def test_roll_index_of_faces_in_any_order():
-    from dice_poker_env.engine.dice import SEQUENCE_FACES, roll_index_of_faces, roll_index_of_sorted
+    from dice_poker_env.engine.combinatorics import SEQUENCE_FACES, roll_index_of_faces, roll_index_of_sorted
 
     faces = SEQUENCE_FACES.astype(np.int64)  # every ordered sequence of five faces
     np.testing.assert_array_equal(roll_index_of_faces(faces), roll_index_of_sorted(np.sort(faces, axis=1)))
@@ -632,7 +632,7 @@ def test_sb3_adapter_distinct_keeps_masks():
     from sb3_contrib.common.maskable.utils import get_action_masks
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from dice_poker_env.engine.dice import distinct_keep_mask
+    from dice_poker_env.engine.combinatorics import distinct_keep_mask
     from dice_poker_env.integrations.sb3 import make_sb3_vec_env
 
     venv = VecMonitor(make_sb3_vec_env("DicePoker/Yahtzee-v0", n_envs=16, seed=0, distinct_keeps=True))

@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
+from dice_poker_env.engine.combinatorics import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
 from dice_poker_env.rules import Rules, load_rules
 
 MAX_OPPONENTS = 5

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.combinatorics import (
     KEEP_ALL,
     N_KEEP_ACTIONS,
     reroll_batch,

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dice_poker_env.engine.dice import N_DICE, N_FACES, roll_index
+from dice_poker_env.engine.combinatorics import N_DICE, N_FACES, roll_index
 from dice_poker_env.engine.game import ROLLS_PER_TURN, GameState, popcount
 from dice_poker_env.engine.tables import RuleTables
 

@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from dice_poker_env.engine.dice import N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS
 from dice_poker_env.engine.scoring import box_score, first_roll_score, joker_score
 from dice_poker_env.rules.spec import Rules
 

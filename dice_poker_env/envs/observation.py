@@ -43,7 +43,7 @@ import functools
 import numpy as np
 from gymnasium import spaces
 
-from dice_poker_env.engine.dice import N_DICE, ROLL_COUNTS, ROLL_DICE
+from dice_poker_env.engine.combinatorics import N_DICE, ROLL_COUNTS, ROLL_DICE
 from dice_poker_env.engine.game import (
     ROLLS_PER_TURN,
     GameState,

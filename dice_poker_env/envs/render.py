@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dice_poker_env.engine.dice import ROLL_DICE
+from dice_poker_env.engine.combinatorics import ROLL_DICE
 from dice_poker_env.engine.game import GameState
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.envs.observation import potential_points

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from dice_poker_env.engine.dice import ROLL_DICE
+from dice_poker_env.engine.combinatorics import ROLL_DICE
 from dice_poker_env.engine.game import GameState
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.envs.observation import potential_points

@@ -8,9 +8,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from dice_poker_env.dice import DiceSource, RandomDice
+from dice_poker_env.dice_sources import DiceSource, RandomDice
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.combinatorics import (
     N_DICE,
     N_KEEP_ACTIONS,
     REROLLED_POSITIONS,
@@ -90,8 +90,8 @@ class DicePokerEnv(gym.Env):
     * ``rules``: ruleset name, rules-file path or :class:`Rules`.
     * ``obs_mode``: ``"dict"`` or ``"flat"``.
     * ``illegal_action``: ``"terminate"`` or ``"raise"``; ``illegal_penalty``: reward then.
-    * ``dice_source``: a :class:`~dice_poker_env.dice.DiceSource` (default fair
-      dice from the seeded ``np_random``; :class:`~dice_poker_env.dice.ScriptedDice`
+    * ``dice_source``: a :class:`~dice_poker_env.dice_sources.DiceSource` (default fair
+      dice from the seeded ``np_random``; :class:`~dice_poker_env.dice_sources.ScriptedDice`
       replays given faces).
     * ``render_mode``: ``"ansi"`` or ``"human"`` (text), ``"rgb_array"`` (image).
     * any other keyword: a rules option, e.g. ``joker="free"`` for Yahtzee.

@@ -20,9 +20,9 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode
 
-from dice_poker_env.dice import DiceSource, RandomDice
+from dice_poker_env.dice_sources import DiceSource, RandomDice
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.combinatorics import (
     N_DICE,
     N_KEEP_ACTIONS,
     N_SEQUENCES,
@@ -165,13 +165,13 @@ class DicePokerVectorEnv(VectorEnv):
 
     ## Dice and Seeding
     ``reset(seed=s)`` seeds the env's one generator, which fixes all N games.
-    The default dice (:class:`~dice_poker_env.dice.RandomDice`) draw ``(N, 5)``
+    The default dice (:class:`~dice_poker_env.dice_sources.RandomDice`) draw ``(N, 5)``
     faces per step from it in one call (kept dice ignore theirs, and a game's
     new first roll uses them). Another single ``dice_source`` is asked for
     ``(N, 5)`` faces per step in the same way. A *sequence* of ``N`` dice
     sources gives each game its own source, consumed exactly as the single env
     consumes it (five faces per new roll, one per rerolled die): a
-    :class:`~dice_poker_env.dice.ScriptedDice` per game replays the same games as
+    :class:`~dice_poker_env.dice_sources.ScriptedDice` per game replays the same games as
     N single envs with those scripts. That mode loops over games in Python (for
     tests and replays, not speed).
 

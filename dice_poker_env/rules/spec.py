@@ -180,7 +180,7 @@ class Rules:
 
     def score(self, dice: Sequence[int], box: int | str, *, first_roll: bool = False) -> int:
         """Points ``box`` gets for these five dice outside any joker situation."""
-        from dice_poker_env.engine.dice import roll_index
+        from dice_poker_env.engine.combinatorics import roll_index
 
         table = self.tables.score_first_roll if first_roll else self.tables.score
         return int(table[roll_index(dice), self.box_index(box)])

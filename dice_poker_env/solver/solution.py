@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.combinatorics import (
     KEEP_ALL,
     KEEP_OF_ACTION,
     N_DICE,
@@ -474,7 +474,7 @@ class Solution:
 
         Decoding takes one float matrix product for the filled boxes (exact:
         flags are 0/1 and the sum stays below 2**24) and one product and lookup
-        for the roll (:func:`~dice_poker_env.engine.dice.roll_index_of_faces`).
+        for the roll (:func:`~dice_poker_env.engine.combinatorics.roll_index_of_faces`).
         """
         tables = self.tables
         n = tables.n_boxes
