@@ -39,6 +39,7 @@ import numpy as np
 from agents.optimal import VALUE_TOLERANCE
 from agents.registry import AGENT_NAMES
 from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, ROLL_DICE
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import observe
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.rules import Rules, load_rules
@@ -155,7 +156,7 @@ def _observe_one(tables, state, obs_mode: str):
 
 def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Partial:
     """Play one game per seed with ``agent``; regret needs ``solution``."""
-    tables = rules.tables
+    tables = compile_rules(rules)
     env = DicePokerEnv(rules)
     obs_mode = getattr(agent, "obs_mode", "dict")
     out = _Partial()
@@ -315,7 +316,7 @@ def summarize(rules: Rules, part: _Partial, optimal: float | None, seconds: floa
         "percent_of_optimal": 100.0 * mean / optimal if optimal else None,
         "percent_of_optimal_ci95": 100.0 * ci / abs(optimal) if optimal else None,
         "gap_mean": optimal - mean if optimal is not None else None,
-        "upper_bonus_rate": float(np.mean(part.upper_bonus)) if rules.tables.has_upper_bonus else None,
+        "upper_bonus_rate": float(np.mean(part.upper_bonus)) if compile_rules(rules).has_upper_bonus else None,
         "five_of_a_kind_rate": float(np.mean(np.asarray(part.five_kind) > 0)),
         "five_of_a_kind_per_game": float(np.mean(part.five_kind)),
         "box_means": {name: float(box_scores[:, k].mean()) for k, name in enumerate(rules.box_names)},

@@ -13,7 +13,7 @@ import numpy as np
 
 from dice_poker_env.engine.combinatorics import KEEP_ALL, N_KEEP_ACTIONS, roll_index
 from dice_poker_env.engine.game import GameState
-from dice_poker_env.engine.tables import RuleTables
+from dice_poker_env.engine.tables import RuleTables, compile_rules
 from dice_poker_env.envs.observation import potential_points
 from dice_poker_env.rules import Rules, load_rules
 
@@ -75,7 +75,7 @@ class GreedyAgent:
     def __init__(self, rules: str | Rules = "yacht", name: str = "greedy"):
         self.name = name
         self.rules = load_rules(rules)
-        self.tables = self.rules.tables
+        self.tables = compile_rules(self.rules)
         #: per box, the most points any roll scores there (joker and doubling included)
         self._box_max = np.array([int(p.max()) for p in self.tables.possible_scores])
 

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import Solution, solve
 
@@ -98,7 +99,7 @@ def play_games(agent: OptimalAgent, n_games: int, seed: int = 0, *, batch: int =
     from dice_poker_env.engine.combinatorics import N_DICE, roll_index_of_sorted
     from dice_poker_env.envs.observation import observe_dict
 
-    tables = agent.rules.tables
+    tables = compile_rules(agent.rules)
     rng = np.random.default_rng(seed)
     finals = []
     for start in range(0, n_games, batch):

@@ -33,6 +33,7 @@ from gymnasium.utils import seeding
 from dice_poker_env.dice_sources import DiceSource, RandomDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source, require_finite
 from dice_poker_env.envs.observation import (
     OBS_MODES,
@@ -201,7 +202,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
         require_dice_source("dice_source", dice_source)
         self.rules = load_rules(rules, **rule_options)
-        self.tables = self.rules.tables
+        self.tables = compile_rules(self.rules)
         self.reward_mode = default_reward_mode(self.rules) if reward_mode is None else reward_mode
         if self.reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {self.reward_mode!r}")

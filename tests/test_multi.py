@@ -13,6 +13,7 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 from pettingzoo.test import api_test, seed_test  # noqa: E402
 
 from dice_poker_env import RULESET_NAMES, ScriptedDice, load_rules, multi  # noqa: E402
+from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.envs.observation import observation_space  # noqa: E402
 from dice_poker_env.envs.single import IllegalActionError  # noqa: E402
 
@@ -132,7 +133,7 @@ def test_observation_includes_opponents_and_is_a_single_env_superset():
     assert obs["opponent_filled"][0].sum() == 1 and obs["opponent_filled"][1].sum() == 0
     assert obs["opponent_total"][0] == e.totals()["player_0"]
     single = {key: obs[key] for key in multi.SINGLE_KEYS}
-    assert observation_space(load_rules("yatzy").tables, "dict").contains(single)
+    assert observation_space(compile_rules(load_rules("yatzy")), "dict").contains(single)
     assert e.observation_space("player_2").contains(e.observe("player_2"))
 
 
@@ -286,10 +287,10 @@ def test_players_get_the_observation_layout_they_read():
         obs_mode = "flat"
 
         class model:  # noqa: N801 - the shape of an SB3 model attribute
-            observation_space = multi.multi_observation_space(load_rules("yacht").tables, 3, "flat")
+            observation_space = multi.multi_observation_space(compile_rules(load_rules("yacht")), 3, "flat")
 
     class DictModel:
-        observation_space = observation_space(load_rules("yacht").tables, "dict")
+        observation_space = observation_space(compile_rules(load_rules("yacht")), "dict")
 
     assert e.observe_for("player_0", Flat())["observation"].shape == single_flat
     assert e.observe_for("player_0", FlatModel())["observation"].shape == multi_flat

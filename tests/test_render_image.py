@@ -14,6 +14,7 @@ pytest.importorskip("PIL")
 import dice_poker_env  # noqa: E402,F401 - registers the ids
 from dice_poker_env import ENV_IDS  # noqa: E402
 from dice_poker_env.engine import game  # noqa: E402
+from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.envs.render_image import image_size, render_rgb  # noqa: E402
 
 IDS = [env_id for env_id, rules in ENV_IDS.items() if rules]
@@ -57,7 +58,7 @@ def test_render_collection_and_record_video(tmp_path):
 
 
 def test_batched_state_renders_one_game():
-    tables = dice_poker_env.load_rules("yatzy").tables
+    tables = compile_rules(dice_poker_env.load_rules("yatzy"))
     batch = game.new_games(tables, np.array([0, 251]))
     assert np.array_equal(render_rgb(tables, batch, 1), render_rgb(tables, batch.game(1)))
     assert not np.array_equal(render_rgb(tables, batch, 0), render_rgb(tables, batch, 1))

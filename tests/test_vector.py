@@ -16,6 +16,7 @@ import dice_poker_env
 from dice_poker_env import ScriptedDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.position import PositionError
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv, IllegalActionError
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 
@@ -551,7 +552,7 @@ def test_roll_index_of_faces_in_any_order():
 @pytest.mark.parametrize(("rules", "options"), VARIANTS, ids=VARIANT_IDS)
 def test_batched_engine_step_equals_step_one(rules, options):
     """game.step on a batch (a copy advanced in place by game.advance) is step_one game by game."""
-    tables = dice_poker_env.load_rules(rules, **options).tables
+    tables = compile_rules(dice_poker_env.load_rules(rules, **options))
     rng = np.random.default_rng(4)
     n = 300
     state = game.new_games(tables, rng.integers(0, 252, size=n))

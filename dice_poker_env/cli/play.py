@@ -31,6 +31,7 @@ import numpy as np
 
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules, load_rules
 
 MAX_OPPONENTS = 5
@@ -188,7 +189,7 @@ def _score_command(query: str, rules: Rules, mask: np.ndarray, scorecard: dict |
     legal = ", ".join(rules.box_names[k] for k in np.flatnonzero(mask[N_KEEP_ACTIONS:]))
     if scorecard is not None and scorecard.get(name) is not None:
         return Command(error=f"`{name}` is already filled ({scorecard[name]}); open now: {legal}")
-    tables = rules.tables
+    tables = compile_rules(rules)
     if tables.sections_in_order and not tables.is_upper[box]:
         return Command(error=f"`{name}` must wait: the upper boxes come first in these rules; open now: {legal}")
     return Command(error=f"you cannot score `{name}` now (the five-of-a-kind joker rule); allowed: {legal}")
@@ -230,7 +231,7 @@ class Screen:
         from rich.console import Console
 
         self.console = Console(highlight=False)
-        self.rules, self.tables, self.names = rules, rules.tables, names
+        self.rules, self.tables, self.names = rules, compile_rules(rules), names
         self.echo = sys.stdin is None or not sys.stdin.isatty()
 
     def say(self, text: str = "", style: str | None = None) -> None:

@@ -7,14 +7,17 @@ are lookups plus a handful of integer operations (no per-dice Python on hot path
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Sequence
 
 import numpy as np
 
-from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS, roll_index
 from dice_poker_env.engine.scoring import box_score, first_roll_score, joker_score
-from dice_poker_env.rules.spec import Rules
+from dice_poker_env.rules.spec import Rules, RulesError
 
 JOKER_NONE, JOKER_FORCED, JOKER_FREE = 0, 1, 2
 _JOKER_CODES = {"none": JOKER_NONE, "forced": JOKER_FORCED, "free": JOKER_FREE}
@@ -106,8 +109,96 @@ class RuleTables:
         )
 
 
+#: compiled tables by :func:`_cache_key`, least recently used first
+_COMPILED: OrderedDict[tuple[str, ...], RuleTables] = OrderedDict()
+_COMPILED_LOCK = threading.Lock()
+#: rulesets whose tables are kept (a few hundred KiB each)
+COMPILED_CACHE_SIZE = 64
+
+
+def _cache_key(rules: Rules) -> tuple[str, ...]:
+    """What the tables of ``rules`` depend on: its fingerprint (everything that changes play),
+    plus the fields outside it that ``tables.rules`` shows (title, description, source)."""
+    return (rules.fingerprint, rules.title, rules.description, rules.source)
+
+
 def compile_rules(rules: Rules) -> RuleTables:
-    """Build the tables of ``rules`` (about a millisecond; cached on ``rules.tables``)."""
+    """The tables of ``rules``, built on first use and then shared.
+
+    Compiling takes a few milliseconds; the result is cached per ruleset
+    fingerprint (two loads of the same ruleset share one :class:`RuleTables`),
+    for the last :data:`COMPILED_CACHE_SIZE` rulesets.
+
+    Raises:
+        RulesError: the rules are inconsistent in a way only the score tables show
+            (:func:`check_upper_bonus`).
+    """
+    if not isinstance(rules, Rules):
+        raise TypeError(f"compile_rules needs a Rules object (dice_poker_env.load_rules), got {rules!r}")
+    key = _cache_key(rules)
+    with _COMPILED_LOCK:
+        tables = _COMPILED.get(key)
+        if tables is not None:
+            _COMPILED.move_to_end(key)
+            return tables
+    tables = _build_tables(rules)
+    check_upper_bonus(tables)
+    with _COMPILED_LOCK:
+        tables = _COMPILED.setdefault(key, tables)
+        while len(_COMPILED) > COMPILED_CACHE_SIZE:
+            _COMPILED.popitem(last=False)
+    return tables
+
+
+def score(rules: Rules | RuleTables, dice: Sequence[int], box: int | str, *, first_roll: bool = False) -> int:
+    """Points ``box`` (name or index) gets for these five dice, outside any joker situation.
+
+    ``first_roll=True`` scores them as the turn's first roll (first-roll doubling).
+    Example: ``score(load_rules("yahtzee"), [3, 3, 3, 5, 5], "full_house")`` is 25.
+
+    Raises:
+        ValueError: the dice are not five integers 1..6.
+        KeyError, IndexError, TypeError: no such box.
+    """
+    tables = rules if isinstance(rules, RuleTables) else compile_rules(rules)
+    table = tables.score_first_roll if first_roll else tables.score
+    return int(table[roll_index(dice), tables.rules.box_index(box)])
+
+
+def check_upper_bonus(tables: RuleTables) -> None:
+    """The upper-bonus checks that need what the upper boxes can score (the compiled tables).
+
+    ``on_reach`` pays when the upper total first reaches the threshold, so it needs
+    upper boxes that never score negative (a reached total is final) and a
+    threshold of at least 1 (0 or less would be met before any play, and such a
+    bonus could never be paid in a step). ``on_complete`` pays when the last upper
+    box is filled. Either way the threshold must be a total the upper boxes can
+    reach: above it the bonus is never paid, below the least total always.
+
+    Raises:
+        RulesError: naming the rules' source and the field.
+    """
+    rules = tables.rules
+    bonus = rules.upper_bonus
+    if bonus is None:
+        return
+    lowest, highest = tables.min_upper_total, tables.max_upper_total
+    field_path = f"{rules.source}: field 'upper_bonus"
+    if bonus.timing == "on_reach":
+        if lowest < 0:
+            raise RulesError(
+                f"{field_path}.timing': expected 'on_complete' (upper boxes can score negative, "
+                "so a reached total is not final), got 'on_reach'"
+            )
+        low, why = 1, f"an on_reach bonus needs a threshold the upper total (0..{highest}) reaches during play"
+    else:
+        low, why = lowest, f"the upper boxes total {lowest}..{highest}"
+    if not low <= bonus.threshold <= highest:
+        raise RulesError(f"{field_path}.threshold': expected an integer in {low}..{highest} ({why}), got {bonus.threshold}")
+
+
+def _build_tables(rules: Rules) -> RuleTables:
+    """Evaluate the scoring primitives of every box over the 252 rolls (see :func:`compile_rules`)."""
     counts = ROLL_COUNTS.astype(np.int64)
     score = np.stack([box_score(b, counts) for b in rules.boxes], axis=1).astype(np.int64)
     first = np.stack([first_roll_score(b, counts, rules.double_extra) for b in rules.boxes], axis=1).astype(np.int64)

@@ -17,6 +17,7 @@ from dice_poker_env.engine.combinatorics import (
     roll_of_faces,
 )
 from dice_poker_env.engine.position import check_options, position_from_options, rolls_dice
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source, require_finite
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_dict, observe_flat
 from dice_poker_env.envs.render import render_ansi
@@ -119,7 +120,7 @@ class DicePokerEnv(gym.Env):
         illegal_penalty = require_finite("illegal_penalty", illegal_penalty)
         require_dice_source("dice_source", dice_source)
         self.rules = load_rules(rules, **rule_options)
-        self.tables = self.rules.tables
+        self.tables = compile_rules(self.rules)
         self._engine_tables = self.tables.scalar  # same tables, fast for one game
         self._n_actions = self.tables.n_actions
         self._observe = observe_flat if obs_mode == "flat" else observe_dict

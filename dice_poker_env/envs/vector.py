@@ -31,7 +31,7 @@ from dice_poker_env.engine.combinatorics import (
     roll_index_of_sorted,
 )
 from dice_poker_env.engine.position import POSITION_KEYS, PositionError, check_options, position_from_options, rolls_dice
-from dice_poker_env.engine.tables import RuleTables
+from dice_poker_env.engine.tables import RuleTables, compile_rules
 from dice_poker_env.envs.arguments import require_choice, require_dice_source, require_finite
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe, observe_dict
 from dice_poker_env.envs.single import ILLEGAL_ACTION_MODES, IllegalActionError
@@ -210,7 +210,7 @@ class DicePokerVectorEnv(VectorEnv):
         illegal_penalty = require_finite("illegal_penalty", illegal_penalty)
         self.num_envs = int(num_envs)
         self.rules = load_rules(rules, **rule_options)
-        self.tables = self.rules.tables
+        self.tables = compile_rules(self.rules)
         self.obs_mode = obs_mode
         self.illegal_action = illegal_action
         self.illegal_penalty = float(illegal_penalty)

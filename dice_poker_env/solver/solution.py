@@ -32,6 +32,7 @@ from dice_poker_env.engine.position import (
     make_position,
     secured_upper_bonus,
 )
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import budget
 from dice_poker_env.solver import cache as disk
@@ -110,7 +111,7 @@ class Solution:
 
     def __init__(self, rules: Rules, dp: DPResult, *, seconds: float = 0.0, from_cache: bool = False, turn_cache_size: int = 131072):
         self.rules = rules
-        self.tables = rules.tables
+        self.tables = compile_rules(rules)
         self.space = dp.space if dp.space is not None else StateSpace(self.tables)
         self.keys = dp.keys
         self.layer_start = dp.layer_start
@@ -796,6 +797,7 @@ def solve(
         SolverError: ``workers`` (or ``$DICE_POKER_SOLVER_WORKERS``) is not a positive integer.
     """
     rules = load_rules(rules, **options)
+    tables = compile_rules(rules)  # (a RulesError for rules only the tables show inconsistent)
     workers = _resolve_workers(workers)
     start = time.perf_counter()
     path = disk.cache_path(rules.name, rules.fingerprint)
@@ -806,7 +808,7 @@ def solve(
                 return _from_cache(rules, *loaded, seconds=time.perf_counter() - start)
             except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is rebuilt
                 warnings.warn(f"solver cache {path} does not fit these rules ({error}); solving again", disk.CacheWarning, stacklevel=2)
-    estimate = budget.estimate(rules.tables, workers)
+    estimate = budget.estimate(tables, workers)
     available = budget.available_memory()
     if not force and available is not None and estimate.memory_bytes > available:
         raise SolveTooLargeError(
@@ -815,7 +817,7 @@ def solve(
         )
     bar = _progress_bar(rules, progress)
     try:
-        dp = solve_dp(rules.tables, progress=bar, workers=workers)
+        dp = solve_dp(tables, progress=bar, workers=workers)
     except MemoryError as error:
         raise SolveTooLargeError(f"solving {estimate.describe()} ran out of memory ({str(error) or 'MemoryError'})") from error
     finally:
@@ -849,7 +851,7 @@ def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any
     arrays' names, dtypes and shapes, layers that partition sorted keys whose
     filled boxes match the layer, keys inside the state space, finite values.
     """
-    tables = rules.tables
+    tables = compile_rules(rules)
     if meta.get("fingerprint") != rules.fingerprint:
         raise ValueError("it belongs to other rules")
     if set(arrays) != set(_CACHED_ARRAYS) or any(arrays[k].dtype != d for k, d in _CACHED_ARRAYS.items()):
