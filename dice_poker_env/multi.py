@@ -32,6 +32,8 @@ from gymnasium.utils import seeding
 
 from dice_poker_env.dice_sources import DiceSource, RandomDice
 from dice_poker_env.engine import game
+from dice_poker_env.engine.masks import action_masks
+from dice_poker_env.engine.state import GameState
 from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, roll_index_of_sorted
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source, require_finite
@@ -216,7 +218,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._obs_spaces = {mode: self._make_obs_space(mode) for mode in OBS_MODES}
         self.np_random, _ = seeding.np_random(None)
         #: one one-game engine state per player, in seat order
-        self.games: list[game.GameState] = []
+        self.games: list[GameState] = []
         self.current = 0
 
     def _make_obs_space(self, obs_mode: str) -> spaces.Dict:
@@ -245,7 +247,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        self.games = [game.new_games(self.tables, 0) for _ in range(self.num_players)]
+        self.games = [game.new_game(self.tables, 0) for _ in range(self.num_players)]
         self.current = 0
         self.agent_selection = self.agents[0]
         self._start_turn(0)
@@ -268,7 +270,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             faces[rerolled] = self.dice_source.roll(self.np_random, (len(rerolled),))
         else:
             faces = np.ones(N_DICE, dtype=np.int64)  # the next turn rolls when it starts
-        self.games[me], reward, _ = game.step(self.tables, self.games[me], action, faces)
+        self.games[me], reward, _ = game.step_one(self.tables, self.games[me], action, faces)
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
         if self.reward_mode == "score":
@@ -300,7 +302,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         order = [(i + k) % self.num_players for k in range(1, self.num_players)]
         mask = np.zeros(self.tables.n_actions, dtype=np.int8)
         if i == self.current and self._live(agent) and not game.is_over(self.tables, self.games[i]):
-            mask = game.action_mask(self.tables, self.games[i])
+            mask = action_masks(self.tables).of_game(self.games[i]).copy()
         return {"observation": self._encode(i, order, obs_mode), "action_mask": mask}
 
     def observe_for(self, agent: str, player: Any) -> dict[str, Any]:

@@ -5,6 +5,7 @@ import pytest
 
 from dice_poker_env import load_rules
 from dice_poker_env.engine import game
+from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.position import make_position
 from dice_poker_env.engine.tables import compile_rules
 
@@ -12,15 +13,15 @@ SCORE = 32
 
 
 def legal_box_names(rules, state):
-    mask = game.action_mask(compile_rules(rules), state)
+    mask = action_masks(compile_rules(rules)).of_game(state)
     return [rules.box_names[k] for k in range(rules.n_boxes) if mask[SCORE + k]]
 
 
 def play_box(rules, state, box):
     """Score ``box`` and return (reward, new_state) (next dice: 1-2-3-4-6)."""
     action = SCORE + rules.box_index(box)
-    assert game.is_legal(compile_rules(rules), state, action), (box, legal_box_names(rules, state))
-    new, reward, _ = game.step(compile_rules(rules), state, action, np.array([1, 2, 3, 4, 6]))
+    assert action_masks(compile_rules(rules)).of_game(state)[action] == 1, (box, legal_box_names(rules, state))
+    new, reward, _ = game.step_one(compile_rules(rules), state, action, [1, 2, 3, 4, 6])
     return reward, new
 
 
@@ -193,7 +194,7 @@ def test_turns_option_ends_the_game_early():
     state = make_position(compile_rules(rules), card, [1, 2, 3, 4, 6])
     _, new = play_box(rules, state, "chance")
     assert game.is_over(compile_rules(rules), new)
-    assert not game.action_mask(compile_rules(rules), new).any()
+    assert not action_masks(compile_rules(rules)).of_game(new).any()
 
 
 def test_scorecards_only_accept_reachable_points():

@@ -280,7 +280,7 @@ def test_roll_classes_reproduce_the_engine_exactly(spec, plain):
         space = space.plain
     if tables.sections_in_order:
         filled = np.where((filled & tables.upper_bits) != tables.upper_bits, filled & tables.upper_bits, filled)
-    keep = game.popcount(filled) < tables.turns
+    keep = tables.popcount(filled) < tables.turns
     filled = filled[keep]
     upper = space.canonical_upper(filled, rng.integers(-20, 70, size=len(filled)))
     full = (rng.random(len(filled)) < 0.5) & (space.n_full == 2) & ((filled >> max(space.five_box, 0)) & 1 == 1)
@@ -506,14 +506,15 @@ def test_worker_processes_give_the_same_values():
 
 def test_act_batch_obeys_the_mask_it_is_given():
     from agents.optimal import OptimalAgent
-    from dice_poker_env.envs.observation import observe_dict
+    from dice_poker_env.engine.masks import action_masks
+    from dice_poker_env.envs.observation import observe_dict_batch
 
     solution = _solved("yacht")
     agent = OptimalAgent(solution)
     tables = compile_rules(solution.rules)
-    state = game.new_games(tables, np.arange(0, N_ROLLS, 9, dtype=np.int64))
-    obs = observe_dict(tables, state)
-    masks = np.asarray(game.action_mask(tables, state)).copy()
+    state = game.new_batch(tables, np.arange(0, N_ROLLS, 9, dtype=np.int64))
+    obs = observe_dict_batch(tables, state)
+    masks = action_masks(tables).of_batch(state)
     best = agent.act_batch(obs, masks)
     masks[np.arange(len(best)), best] = 0  # forbid the solver's choice
     second = agent.act_batch(obs, masks)

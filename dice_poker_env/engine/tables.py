@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Sequence
 
@@ -24,8 +24,8 @@ _JOKER_CODES = {"none": JOKER_NONE, "forced": JOKER_FORCED, "free": JOKER_FREE}
 
 
 @dataclass(frozen=True, eq=False)
-class RuleTables:
-    """Precomputed tables of one ruleset. Attributes are read-only arrays and ints.
+class RuleConstants:
+    """The numbers and switches of one ruleset, shared by both table types below.
 
     Box sets are bitmasks: bit ``k`` stands for box ``k`` of ``rules.box_names``.
     """
@@ -34,6 +34,36 @@ class RuleTables:
     n_boxes: int
     n_actions: int
     turns: int
+    upper_bits: int
+    lower_bits: int
+    all_bits: int
+    #: index of the five-of-a-kind box (-1 when the rules have no such rule).
+    five_kind_box: int
+    #: its bit (0 when there is none), and a column safe to index (the box, else 0).
+    five_kind_bit: int
+    five_kind_column: int
+    five_kind_bonus: int
+    joker: int
+    joker_needs_full_box: bool
+    sections_in_order: bool
+    has_upper_bonus: bool
+    upper_bonus_threshold: int
+    upper_bonus_points: int
+    upper_bonus_on_complete: bool
+
+
+@dataclass(frozen=True, eq=False)
+class RuleTables(RuleConstants):
+    """Precomputed tables of one ruleset: read-only NumPy arrays and ints.
+
+    The rule functions of :mod:`dice_poker_env.engine.game` are written once for
+    both table types: given these tables they broadcast over arrays (batches of
+    games, the solver's state grids); given :attr:`one_game` they take plain ints.
+    The three operations whose cheapest form differs (:meth:`select`,
+    :meth:`possibly`, :meth:`popcount`) are methods of the table type, so no rule
+    function looks at the type of its arguments.
+    """
+
     #: (252, n) points per roll and box, outside any joker situation.
     score: np.ndarray
     #: (252, n) the same when scored from the turn's first roll (doubling rules).
@@ -44,9 +74,6 @@ class RuleTables:
     is_upper: np.ndarray
     #: (n,) bool: box is in the lower section.
     is_lower: np.ndarray
-    upper_bits: int
-    lower_bits: int
-    all_bits: int
     #: (252,) bool: the roll is five of a kind.
     five_kind_roll: np.ndarray
     #: (252,) int: for five-of-a-kind rolls, the upper box of that face (-1 otherwise).
@@ -55,16 +82,6 @@ class RuleTables:
     matching_upper_bit: np.ndarray
     #: (n,) int: ``1 << k`` for each box ``k``.
     box_bit: np.ndarray
-    #: index of the five-of-a-kind box (-1 when the rules have no such rule).
-    five_kind_box: int
-    five_kind_bonus: int
-    joker: int
-    joker_needs_full_box: bool
-    sections_in_order: bool
-    has_upper_bonus: bool
-    upper_bonus_threshold: int
-    upper_bonus_points: int
-    upper_bonus_on_complete: bool
     #: per box, the sorted distinct points it can ever hold (validates scorecards).
     possible_scores: tuple[np.ndarray, ...]
     #: lowest and highest points a box can hold, and the final-score bounds.
@@ -79,33 +96,75 @@ class RuleTables:
     #: per box, the sorted distinct points five of a kind can leave in it (plain,
     #: first roll or joker): where a five-of-a-kind bonus may have been paid
     five_kind_scores: tuple[np.ndarray, ...]
-    #: memo of one-game action-mask rows, keyed by (legal box bits, rerolls left > 0).
-    mask_rows: dict = field(default_factory=dict, repr=False)
+
+    select = staticmethod(np.where)
+
+    @staticmethod
+    def possibly(cond) -> bool:
+        """Whether ``cond`` holds for any game: lets rare rules (jokers) skip work when they cannot apply."""
+        return bool(np.any(cond))
+
+    @staticmethod
+    def popcount(bits) -> np.ndarray:
+        """Number of set bits (filled boxes) of each bitmask."""
+        return np.bitwise_count(np.asarray(bits, dtype=np.int64)).astype(np.int64)
 
     @cached_property
-    def scalar(self) -> "RuleTables":
-        """The same tables as Python lists (per roll or box) and dicts (per roll and box).
+    def one_game(self) -> "OneGameTables":
+        """These tables for one game at a time (:class:`OneGameTables`, built on first use)."""
+        return OneGameTables.of(self)
 
-        Indexing syntax is unchanged (``t.score[roll, box]``, ``t.is_upper[box]``),
-        so the engine's functions run on it unmodified; for one game with int
-        arguments this is several times faster than NumPy scalars. The vector env
-        and the solver use the array tables.
-        """
-        def by_roll_and_box(table: np.ndarray) -> dict:
+
+@dataclass(frozen=True, eq=False)
+class OneGameTables(RuleConstants):
+    """:class:`RuleTables` for one game: Python lists per roll or box, dicts per (roll, box).
+
+    The same lookups under the same names and indexing (``t.score[roll, box]``,
+    ``t.is_upper[box]``) with plain-int results, and the operations of
+    :class:`RuleTables` in their plain-Python form: for one game with int
+    arguments this is several times faster than NumPy scalars (the single env's
+    hot path). Made by :attr:`RuleTables.one_game`.
+    """
+
+    score: dict[tuple[int, int], int]
+    score_first_roll: dict[tuple[int, int], int]
+    score_joker: dict[tuple[int, int], int]
+    is_upper: list[bool]
+    is_lower: list[bool]
+    five_kind_roll: list[bool]
+    matching_upper_bit: list[int]
+    box_bit: list[int]
+
+    @staticmethod
+    def select(cond, if_true, if_false):
+        return if_true if cond else if_false
+
+    @staticmethod
+    def possibly(cond) -> bool:
+        return bool(cond)
+
+    @staticmethod
+    def popcount(bits: int) -> int:
+        return bits.bit_count()
+
+    @classmethod
+    def of(cls, tables: RuleTables) -> "OneGameTables":
+        """The one-game form of ``tables``."""
+
+        def by_roll_and_box(table: np.ndarray) -> dict[tuple[int, int], int]:
             return {(r, b): int(v) for (r, b), v in np.ndenumerate(table)}
 
-        return replace(
-            self,
-            score=by_roll_and_box(self.score),
-            score_first_roll=by_roll_and_box(self.score_first_roll),
-            score_joker=by_roll_and_box(self.score_joker),
-            is_upper=[bool(v) for v in self.is_upper],
-            is_lower=[bool(v) for v in self.is_lower],
-            five_kind_roll=[bool(v) for v in self.five_kind_roll],
-            matching_upper_box=[int(v) for v in self.matching_upper_box],
-            matching_upper_bit=[int(v) for v in self.matching_upper_bit],
-            box_bit=[int(v) for v in self.box_bit],
-            mask_rows={},
+        constants = {f.name: getattr(tables, f.name) for f in fields(RuleConstants)}
+        return cls(
+            **constants,
+            score=by_roll_and_box(tables.score),
+            score_first_roll=by_roll_and_box(tables.score_first_roll),
+            score_joker=by_roll_and_box(tables.score_joker),
+            is_upper=[bool(v) for v in tables.is_upper],
+            is_lower=[bool(v) for v in tables.is_lower],
+            five_kind_roll=[bool(v) for v in tables.five_kind_roll],
+            matching_upper_bit=[int(v) for v in tables.matching_upper_bit],
+            box_bit=[int(v) for v in tables.box_bit],
         )
 
 
@@ -249,6 +308,8 @@ def _build_tables(rules: Rules) -> RuleTables:
         matching_upper_bit=np.where(matching_upper >= 0, 1 << np.maximum(matching_upper, 0), 0),
         box_bit=(1 << np.arange(rules.n_boxes)).astype(np.int64),
         five_kind_box=rules.box_index(five.box) if five else -1,
+        five_kind_bit=1 << rules.box_index(five.box) if five else 0,
+        five_kind_column=rules.box_index(five.box) if five else 0,
         five_kind_bonus=five.bonus if five else 0,
         joker=_JOKER_CODES[five.joker] if five else JOKER_NONE,
         joker_needs_full_box=five.joker_needs_full_box if five else False,

@@ -16,7 +16,9 @@ from dice_poker_env.engine.combinatorics import (
     REROLLED_POSITIONS,
     roll_of_faces,
 )
+from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.position import check_options, position_from_options, rolls_dice
+from dice_poker_env.engine.state import GameState
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source, require_finite
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_dict, observe_flat
@@ -121,7 +123,7 @@ class DicePokerEnv(gym.Env):
         require_dice_source("dice_source", dice_source)
         self.rules = load_rules(rules, **rule_options)
         self.tables = compile_rules(self.rules)
-        self._engine_tables = self.tables.scalar  # same tables, fast for one game
+        self._masks = action_masks(self.tables)
         self._n_actions = self.tables.n_actions
         self._observe = observe_flat if obs_mode == "flat" else observe_dict
         self.obs_mode = obs_mode
@@ -131,7 +133,7 @@ class DicePokerEnv(gym.Env):
         self.render_mode = render_mode
         self.action_space = spaces.Discrete(self.tables.n_actions)
         self.observation_space = observation_space(self.tables, obs_mode)
-        self.state: game.GameState | None = None
+        self.state: GameState | None = None
         self._mask: np.ndarray | None = None
         self._done = False
         self._score = 0
@@ -146,10 +148,10 @@ class DicePokerEnv(gym.Env):
             random_roll = int(self._roll_fresh()) if rolls_dice(options) else 0
             self.state = position_from_options(self.tables, options, random_roll)
         else:
-            self.state = game.new_games(self.tables, self._roll_fresh())
+            self.state = game.new_game(self.tables, self._roll_fresh())
         self._done = False
         self._score = int(self.state.total)
-        self._mask = game.action_mask(self._engine_tables, self.state, copy=False)
+        self._mask = self._masks.of_game(self.state)  # a shared read-only row: copied when handed out
         return self._observation(), self._info()
 
     def step(self, action):
@@ -166,10 +168,10 @@ class DicePokerEnv(gym.Env):
             faces = self.dice_source.roll(self.np_random, (N_DICE,))
         else:
             faces = _NO_DICE  # the game ends: no dice are rolled
-        self.state, reward, over = game.step_one(self._engine_tables, state, action, faces)
+        self.state, reward, over = game.step_one(self.tables, state, action, faces)
         self._done = over
         self._score += reward
-        self._mask = game.action_mask(self._engine_tables, self.state, copy=False)
+        self._mask = self._masks.of_game(self.state)
         info = self._info()
         if self.render_mode == "human":
             self.render()

@@ -23,8 +23,9 @@ from dice_poker_env.engine.combinatorics import (
 )
 from dice_poker_env.engine.game import (
     ROLLS_PER_TURN,
+    five_kind_box_full,
+    five_kind_box_state,
     legal_boxes,
-    popcount,
     score_points,
 )
 from dice_poker_env.engine.position import (
@@ -150,7 +151,7 @@ class Solution:
         filled = np.asarray(filled, dtype=np.int64)
         if np.any((filled < 0) | (filled > self.tables.all_bits)):
             raise SolverError(f"filled: box bitmasks must be in 0..{self.tables.all_bits} ({self.tables.n_boxes} boxes)")
-        if np.any(popcount(filled) >= self.tables.turns):
+        if np.any(self.tables.popcount(filled) >= self.tables.turns):
             raise SolverError("the game is over: no turn is left to play")
         canonical = self.space.canonical_upper(filled, upper)
         pos = self.index(self.space.key(filled, canonical, full))
@@ -175,8 +176,8 @@ class Solution:
         return done + float(self.value[self._positions(filled, int(state.upper_total), full)])
 
     def _box_full(self, filled: int, scores: np.ndarray) -> bool:
-        k = self.space.five_box
-        return bool(self.space.n_full == 2 and filled >> k & 1 and scores[k] > 0)
+        """The state's five-of-a-kind flag: the engine's rule, where the state space tracks it."""
+        return bool(self.space.n_full == 2 and five_kind_box_full(self.tables.one_game, filled, scores))
 
     # --------------------------------------------------------- turn tables
     def _clear_turn_cache(self) -> None:
@@ -349,7 +350,7 @@ class Solution:
         )
         new_filled = col(filled) | (1 << boxes)
         new_full = self.space.next_full(col(full), boxes, points)
-        done = popcount(new_filled) >= tables.turns
+        done = tables.popcount(new_filled) >= tables.turns
         next_key = self.space.key(new_filled, self.space.canonical_upper(new_filled, new_upper), new_full)
         next_pos = self.index(np.where(legal == 1, next_key, self.keys[0]))
         after = np.where(done, 0.0, self.value[np.maximum(next_pos, 0)])
@@ -501,7 +502,7 @@ class Solution:
         filled = (flags @ bit_values).astype(np.int64)
         if not points:
             scores = bonus = None
-            over = popcount(filled) >= tables.turns if size and popcount(filled).max() >= tables.turns else None
+            over = tables.popcount(filled) >= tables.turns if size and tables.popcount(filled).max() >= tables.turns else None
             broken, bonus_rows = _either(_outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), over), None
         else:
             scores = _rows(observation, "scores", size, n, batched)
@@ -521,7 +522,7 @@ class Solution:
                 raise SolverError(f"{where(i)}: box {tables.rules.box_names[k]!r} is open but 'scores' holds {scores[i, k]} points there")
             derived = [("upper_total", upper, upper_of), ("five_kind_box", five, self._five_kind_code(filled, scores))]
         if "turn" in observation:
-            derived.append(("turn", _column(observation, "turn", size), popcount(filled)))
+            derived.append(("turn", _column(observation, "turn", size), tables.popcount(filled)))
         for key, given, expected in derived:
             if expected is None:  # without the scores: the code must agree with the filled flag
                 k = tables.five_kind_box
@@ -568,8 +569,7 @@ class Solution:
                 make_position(tables, {names[k]: scores[k] for k, f in enumerate(flags) if f}, dice, rolls_left, bonus)
                 if not fine:  # the engine accepted what the rules above reject: refuse all the same
                     raise SolverError("observation: not a position of these rules")
-            box_full = tables.five_kind_box >= 0 and filled >> tables.five_kind_box & 1
-            code = 0 if not box_full else 1 + (scores[tables.five_kind_box] > 0)
+            code = int(five_kind_box_state(tables.one_game, filled, np.asarray(scores)))
             derived = [("upper_total", upper, upper_of), ("five_kind_box", five, code)]
             so_far = np.array([sum(scores) + bonus], dtype=np.float64)
         else:
@@ -601,7 +601,7 @@ class Solution:
         possible = self._possible_points.take(scores + (self._possible_row - lo))  # open boxes hold 0: always possible
         if not possible.all():
             broken = _either(broken, ~possible.all(axis=1))
-        count = popcount(filled)
+        count = tables.popcount(filled)
         if len(count) and count.max() >= tables.turns:
             broken = _either(broken, count >= tables.turns)
         if tables.sections_in_order:
@@ -651,11 +651,7 @@ class Solution:
 
     def _five_kind_code(self, filled: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """The observation's ``five_kind_box`` code of each row: 0 open or no such box, 1 scratched, 2 holds points."""
-        k = self.tables.five_kind_box
-        if k < 0:
-            return np.zeros(len(filled), dtype=np.int64)
-        box_filled = (filled >> k) & 1
-        return box_filled + (box_filled & (scores[:, k] > 0))
+        return five_kind_box_state(self.tables, filled, scores)
 
     # -------------------------------------------------------------- storage
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -866,7 +862,7 @@ def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any
     if keys.min() < 0 or keys.max() >= n_masks * n_slots * n_full:
         raise ValueError("state keys outside the state space")
     layer = np.repeat(np.arange(tables.turns + 1), np.diff(layer_start))
-    if np.any(popcount(keys // (n_slots * n_full)) != layer) or np.any((np.diff(keys) <= 0) & (np.diff(layer) == 0)):
+    if np.any(tables.popcount(keys // (n_slots * n_full)) != layer) or np.any((np.diff(keys) <= 0) & (np.diff(layer) == 0)):
         raise ValueError("state keys are not the sorted states of their layers")
     if not (np.all(np.isfinite(value)) and np.all(np.isfinite(value2))):
         raise ValueError("values are not finite")
