@@ -6,8 +6,8 @@ rules (:func:`five_kind_box_state`, :func:`joker_state`, :func:`legal_boxes`,
 :func:`score_points`) are written once for both: they take the fields of a
 state and the tables, and broadcast over arrays when given
 :class:`~dice_poker_env.engine.tables.RuleTables`; one game passes plain ints
-and ``tables.one_game``, whose ``select``/``possibly``/``popcount`` are the
-plain-Python operations. The transitions come in the two forms their callers
+and ``tables.one_game``, whose ``select``/``column``/``possibly``/``popcount`` are
+the plain-Python operations. The transitions come in the two forms their callers
 need: :func:`step_one` for one game (the single and multi-player envs),
 :func:`advance` (in place) and :func:`step_batch` for a batch (the vector env,
 batched agents). The solver calls :func:`legal_boxes` and :func:`score_points`
@@ -77,12 +77,12 @@ def five_kind_box_state(tables: Tables, filled, scores):
     jokers that need it, the observation's ``five_kind_box``, the solver's state).
     """
     filled_box = (filled & tables.five_kind_bit) != 0
-    return filled_box * (1 + (scores[..., tables.five_kind_column] > 0))
+    return filled_box * (1 + (tables.column(scores, tables.five_kind_column) > 0))
 
 
 def five_kind_box_full(tables: Tables, filled, scores):
     """Whether the five-of-a-kind box is filled with points (not scratched): :func:`five_kind_box_state` is 2."""
-    return ((filled & tables.five_kind_bit) != 0) & (scores[..., tables.five_kind_column] > 0)
+    return ((filled & tables.five_kind_bit) != 0) & (tables.column(scores, tables.five_kind_column) > 0)
 
 
 def joker_state(tables: Tables, filled, box_full, roll):

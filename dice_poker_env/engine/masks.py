@@ -66,6 +66,7 @@ class ActionMasks:
         self.rows: np.ndarray | None = None
         self.legal: np.ndarray | None = None
         self._rows_of_legal: dict[tuple[int, bool], np.ndarray] = {}  # one-game rows without tables
+        self._row_views: dict[int, np.ndarray] = {}  # one-game rows with tables, by row index
         if self.tabled:
             self.rows = _mask_rows(tables.n_boxes)
             self.legal = self.rows.ravel() != 0
@@ -127,7 +128,11 @@ class ActionMasks:
         full = int(five_kind_box_full(one, state.filled, state.scores))
         if self.tabled:
             key = ((state.filled << 1) | full) * self._n_classes + self._roll_class_list[state.roll]
-            return self.rows[int(self._legal_table[key]) | (state.rolls_left > 0)]
+            index = int(self._legal_table[key]) | (state.rolls_left > 0)
+            row = self._row_views.get(index)
+            if row is None:  # (a view per row index, made once: a dict lookup is cheaper than slicing)
+                row = self._row_views[index] = self.rows[index]
+            return row
         boxes = legal_boxes(one, state.filled, full, state.roll)
         key = (boxes, state.rolls_left > 0)
         row = self._rows_of_legal.get(key)

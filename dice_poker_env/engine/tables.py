@@ -59,7 +59,7 @@ class RuleTables(RuleConstants):
     The rule functions of :mod:`dice_poker_env.engine.game` are written once for
     both table types: given these tables they broadcast over arrays (batches of
     games, the solver's state grids); given :attr:`one_game` they take plain ints.
-    The three operations whose cheapest form differs (:meth:`select`,
+    The operations whose cheapest form differs (:meth:`select`, :meth:`column`,
     :meth:`possibly`, :meth:`popcount`) are methods of the table type, so no rule
     function looks at the type of its arguments.
     """
@@ -100,6 +100,11 @@ class RuleTables(RuleConstants):
     select = staticmethod(np.where)
 
     @staticmethod
+    def column(values: np.ndarray, k: int):
+        """Box ``k``'s entry of per-box values (``(n,)`` or ``(B, n)`` scores): ``values[..., k]``."""
+        return values[..., k]
+
+    @staticmethod
     def possibly(cond) -> bool:
         """Whether ``cond`` holds for any game: lets rare rules (jokers) skip work when they cannot apply."""
         return bool(np.any(cond))
@@ -138,6 +143,10 @@ class OneGameTables(RuleConstants):
     @staticmethod
     def select(cond, if_true, if_false):
         return if_true if cond else if_false
+
+    @staticmethod
+    def column(values: np.ndarray, k: int) -> int:
+        return int(values[k])
 
     @staticmethod
     def possibly(cond) -> bool:
