@@ -18,7 +18,7 @@ from dice_poker_env.engine import game
 from dice_poker_env.engine.masks import ActionMasks, action_masks
 from dice_poker_env.engine.position import PositionError
 from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.envs.single import DicePokerEnv, IllegalActionError
+from dice_poker_env.envs import DicePokerEnv, IllegalActionError
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 
 RULESETS = ["yacht", "dice_poker", "school_poker", "yahtzee", "yatzy"]

@@ -20,18 +20,14 @@ from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.position import check_options, position_from_options, rolls_dice
 from dice_poker_env.engine.state import GameState
 from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source, require_finite
+from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source
+from dice_poker_env.envs.illegal import IllegalActions
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_dict, observe_flat
 from dice_poker_env.envs.render import render_ansi
 from dice_poker_env.rules import Rules, load_rules
 
-ILLEGAL_ACTION_MODES = ("terminate", "raise")
 _NO_DICE = [1] * N_DICE
 _N_REROLLED = [len(positions) for positions in REROLLED_POSITIONS]
-
-
-class IllegalActionError(ValueError):
-    """Raised for an illegal action when the env was made with ``illegal_action="raise"``."""
 
 
 class DicePokerEnv(gym.Env):
@@ -40,7 +36,7 @@ class DicePokerEnv(gym.Env):
     ## Description
     Five dice, up to three rolls a turn, one scorecard box filled per turn; the
     ruleset (``rules``) decides the boxes, their scores, bonuses and jokers. See
-    ``RULES.md`` and ``dice_poker_env.load_rules``.
+    ``dice_poker_env.load_rules`` and ``docs/rules-format.md``.
 
     ## Action Space
     ``Discrete(32 + n_boxes)``:
@@ -82,7 +78,7 @@ class DicePokerEnv(gym.Env):
     ``info["illegal_action"] = True`` (the mask is then all zeros, as after a
     normal end) — the outcome Gymnasium's ``check_env``
     and unmasked agents need; ``illegal_action="raise"`` raises
-    :class:`IllegalActionError` naming the action and why it is illegal,
+    :class:`~dice_poker_env.envs.illegal.IllegalActionError` naming the action and why it is illegal,
     without changing the game. No truncation.
 
     ## Information
@@ -117,9 +113,8 @@ class DicePokerEnv(gym.Env):
         **rule_options: Any,
     ):
         require_choice("obs_mode", obs_mode, OBS_MODES)
-        require_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
+        self._illegal_actions = IllegalActions.from_arguments(illegal_action, illegal_penalty)
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
-        illegal_penalty = require_finite("illegal_penalty", illegal_penalty)
         require_dice_source("dice_source", dice_source)
         self.rules = load_rules(rules, **rule_options)
         self.tables = compile_rules(self.rules)
@@ -127,8 +122,8 @@ class DicePokerEnv(gym.Env):
         self._n_actions = self.tables.n_actions
         self._observe = observe_flat if obs_mode == "flat" else observe_dict
         self.obs_mode = obs_mode
-        self.illegal_action = illegal_action
-        self.illegal_penalty = float(illegal_penalty)
+        self.illegal_action = self._illegal_actions.mode
+        self.illegal_penalty = self._illegal_actions.penalty
         self.dice_source = dice_source if dice_source is not None else RandomDice()
         self.render_mode = render_mode
         self.action_space = spaces.Discrete(self.tables.n_actions)
@@ -224,14 +219,10 @@ class DicePokerEnv(gym.Env):
         return info
 
     def _illegal(self, action):
-        reason = game.explain_illegal(self.tables, self.state, action) or f"action {action!r} is illegal"
-        if self.illegal_action == "raise":
-            raise IllegalActionError(f"{self.rules.name}: {reason}")
+        reason = self._illegal_actions.judge(self.tables, self.state, action, self.rules.name)  # raises in "raise" mode
         self._done = True
         self._mask = np.zeros(self._n_actions, dtype=np.int8)  # the episode is over: nothing is legal
-        info = self._info()
-        info["illegal_action"] = True
-        info["illegal_reason"] = reason
+        info = self._illegal_actions.mark(self._info(), reason)
         info["final_score"] = self.score
         info["scorecard"] = self.scorecard()
         return self._observation(), self.illegal_penalty, True, False, info

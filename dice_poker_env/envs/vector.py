@@ -4,6 +4,11 @@ Every game of the batch is the single :class:`~dice_poker_env.envs.single.DicePo
 (same spaces, scoring, legal actions and reward timing, same engine); a step is
 a fixed number of array operations over the whole batch, with no Python loop
 over games on the default path.
+
+Why this module is long: it is one class, and each of its parts (reset with
+positions and masks, the three autoreset modes, illegal actions per game,
+Gymnasium's paired info keys, per-game dice sources) works on the same batch
+state, advanced in place; the rules themselves are the engine's.
 """
 
 from __future__ import annotations
@@ -35,9 +40,9 @@ from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.position import POSITION_KEYS, PositionError, check_options, position_from_options, rolls_dice
 from dice_poker_env.engine.state import BatchState
 from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.envs.arguments import require_choice, require_dice_source, require_finite
+from dice_poker_env.envs.arguments import require_choice, require_dice_source
+from dice_poker_env.envs.illegal import IllegalActions, illegal_reason
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_batch, observe_dict_batch
-from dice_poker_env.envs.single import ILLEGAL_ACTION_MODES, IllegalActionError
 from dice_poker_env.rules import Rules, load_rules
 
 _POSITION_KEYS = POSITION_KEYS
@@ -109,7 +114,7 @@ class DicePokerVectorEnv(VectorEnv):
     and ``info["illegal_action"]`` / ``info["illegal_reason"]`` set for it,
     and its mask is all zeros, as after a normal end (an action out of range,
     of any integer dtype, is illegal and reported as given); with ``"raise"``
-    an :class:`~dice_poker_env.envs.single.IllegalActionError` names the game,
+    an :class:`~dice_poker_env.envs.illegal.IllegalActionError` names the game,
     the action and the reason, and no game changes. Actions of games awaiting
     a ``NEXT_STEP`` autoreset are ignored.
 
@@ -162,15 +167,14 @@ class DicePokerVectorEnv(VectorEnv):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         require_choice("obs_mode", obs_mode, OBS_MODES)
-        require_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
+        self._illegal_actions = IllegalActions.from_arguments(illegal_action, illegal_penalty)
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
-        illegal_penalty = require_finite("illegal_penalty", illegal_penalty)
         self.num_envs = int(num_envs)
         self.rules = load_rules(rules, **rule_options)
         self.tables = compile_rules(self.rules)
         self.obs_mode = obs_mode
-        self.illegal_action = illegal_action
-        self.illegal_penalty = float(illegal_penalty)
+        self.illegal_action = self._illegal_actions.mode
+        self.illegal_penalty = self._illegal_actions.penalty
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = render_mode
@@ -312,8 +316,7 @@ class DicePokerVectorEnv(VectorEnv):
             illegal = ~legal
             if self.illegal_action == "raise":
                 i = int(np.flatnonzero(illegal)[0])
-                reason = game.explain_illegal(tables, state.game(i), given[i].item()) or f"action {given[i].item()} is illegal"
-                raise IllegalActionError(f"{self.rules.name}: game {i}: {reason}")
+                self._illegal_actions.judge(tables, state.game(i), given[i].item(), f"{self.rules.name}: game {i}")
             safe = np.where(legal, safe, 0)  # illegal games: a placeholder keep, undone below
 
         # the dice: one sequence index per game (fair dice), else faces from the source(s)
@@ -570,9 +573,7 @@ class DicePokerVectorEnv(VectorEnv):
             info["illegal_action"], info["_illegal_action"] = illegal.copy(), illegal.copy()
             reasons = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(illegal):
-                reasons[i] = game.explain_illegal(self.tables, state.game(i), int(actions[i])) or (
-                    f"action {int(actions[i])} is illegal"
-                )
+                reasons[i] = illegal_reason(self.tables, state.game(i), int(actions[i]))
             info["illegal_reason"], info["_illegal_reason"] = reasons, illegal.copy()
         return info
 
