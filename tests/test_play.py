@@ -224,7 +224,7 @@ def test_a_shared_prefix_picks_the_only_open_box():
 
 def test_missing_agent_modules_degrade_to_a_random_player(monkeypatch):
     from dice_poker_env.cli import play
-    from dice_poker_env.multi import MaskedRandomAgent
+    from dice_poker_env.players import RandomAgent
 
     class Screen:
         said = []
@@ -239,7 +239,7 @@ def test_missing_agent_modules_degrade_to_a_random_player(monkeypatch):
     monkeypatch.setitem(sys.modules, "agents.registry", None)  # the agents package is not there
     screen = Screen()
     players = play.load_opponents(["optimal", "random"], YACHT, 0, screen)
-    assert all(isinstance(p, MaskedRandomAgent) for p in players)
+    assert all(isinstance(p, RandomAgent) for p in players)
     assert len(screen.said) == 1 and "'optimal' is not available" in screen.said[0]
 
     if registry is None:
@@ -253,4 +253,4 @@ def test_missing_agent_modules_degrade_to_a_random_player(monkeypatch):
     screen = Screen()
     screen.said = []
     players = play.load_opponents(["optimal"], YACHT, 0, screen)
-    assert isinstance(players[0], MaskedRandomAgent) and "agents.optimal" in screen.said[-1]
+    assert isinstance(players[0], RandomAgent) and "agents.optimal" in screen.said[-1]

@@ -307,9 +307,9 @@ class Coach:
     def values(self, observation: dict[str, Any]) -> np.ndarray | None:
         if not self.load():
             return None
-        from dice_poker_env.multi import SINGLE_KEYS
+        from dice_poker_env.envs.observation import DICT_KEYS
 
-        single = {key: observation[key] for key in SINGLE_KEYS}
+        single = {key: observation[key] for key in DICT_KEYS}
         try:
             return np.asarray(self.solution.action_values(single), dtype=np.float64)
         except Exception as error:  # noqa: BLE001
@@ -351,7 +351,7 @@ class Grades:
 # ------------------------------------------------------------------- game
 def load_opponents(names: Sequence[str], rules: Rules, seed: int | None, screen: Screen) -> list[Any]:
     """Agents by name; a missing agent module falls back to a random player, with a message."""
-    from dice_poker_env.multi import MaskedRandomAgent
+    from dice_poker_env.players import RandomAgent
 
     try:
         from agents.registry import make_agent
@@ -364,7 +364,7 @@ def load_opponents(names: Sequence[str], rules: Rules, seed: int | None, screen:
             if name != "random":
                 screen.say(f"opponent {name!r} is not available (agents package: {missing}); "
                            "a random player takes the seat", "yellow")
-            opponents.append(MaskedRandomAgent(agent_seed))
+            opponents.append(RandomAgent(agent_seed))
             continue
         if name == "optimal":
             screen.say("(the optimal agent solves the game exactly first; this is done once)", "dim")
@@ -372,7 +372,7 @@ def load_opponents(names: Sequence[str], rules: Rules, seed: int | None, screen:
             opponents.append(make_agent(name, rules, seed=agent_seed))
         except ImportError as error:
             screen.say(f"opponent {name!r} is not available ({error}); a random player takes the seat", "yellow")
-            opponents.append(MaskedRandomAgent(agent_seed))
+            opponents.append(RandomAgent(agent_seed))
     return opponents
 
 
@@ -477,7 +477,7 @@ def play(args: argparse.Namespace) -> int:
 
 def opponent_action(env, opponents: list[Any], i: int, names: list[str], screen: Screen) -> int:
     """Seat ``i``'s agent's action; an agent that fails or cheats is replaced by a random player."""
-    from dice_poker_env.multi import MaskedRandomAgent
+    from dice_poker_env.players import RandomAgent
 
     mask = env.observe(env.agent_selection)["action_mask"]
     try:
@@ -488,7 +488,7 @@ def opponent_action(env, opponents: list[Any], i: int, names: list[str], screen:
         return action
     except Exception as error:  # noqa: BLE001 - a broken agent must not end the human's game
         screen.say(f"{names[i]} failed ({error}); a random player takes over the seat", "yellow")
-        opponents[i - 1] = MaskedRandomAgent(i)
+        opponents[i - 1] = RandomAgent(i)
         return int(opponents[i - 1].act(None, mask))
 
 
