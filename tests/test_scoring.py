@@ -1,4 +1,4 @@
-"""Table-driven scoring tests: every worked example of the seeds and RULES.md, plus edge cases."""
+"""Table-driven scoring tests: every worked example of the rules specification, plus edge cases."""
 
 import numpy as np
 import pytest

@@ -4,8 +4,9 @@ Modules, bottom up: :mod:`~dice_poker_env.engine.combinatorics` (the rolls, keep
 and transition probabilities of five dice, the same for every ruleset),
 :mod:`~dice_poker_env.engine.scoring` (what a box scores for given dice),
 :mod:`~dice_poker_env.engine.tables` (a ruleset compiled to lookup tables,
-:func:`compile_rules`, and :func:`score`), :mod:`~dice_poker_env.engine.game`
-(legal boxes, points and bonuses, turns), :mod:`~dice_poker_env.engine.masks`
+:func:`compile_rules`, and :func:`score`), :mod:`~dice_poker_env.engine.state`
+(one game, a batch), :mod:`~dice_poker_env.engine.game` (legal boxes, points
+and bonuses, turns), :mod:`~dice_poker_env.engine.masks`
 (action masks) and :mod:`~dice_poker_env.engine.position` (positions given by
 people, validated).
 """

@@ -40,8 +40,6 @@ def make_sb3_vec_env(
 
     ``distinct_keeps``: masks show each distinct keep once (see :class:`DicePokerSB3VecEnv`).
     """
-    import dice_poker_env  # noqa: F401 - registers the ids
-
     venv = gym.make_vec(
         env_id,
         num_envs=n_envs,
