@@ -1,6 +1,5 @@
 """Game-level rules: jokers, bonuses and their reward timing, section order, turns."""
 
-import numpy as np
 import pytest
 
 from dice_poker_env import load_rules

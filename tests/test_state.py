@@ -5,7 +5,7 @@ import numpy as np
 from dice_poker_env import load_rules
 from dice_poker_env.engine import game
 from dice_poker_env.engine.position import make_position
-from dice_poker_env.engine.state import BatchState, GameState
+from dice_poker_env.engine.state import BatchState
 from dice_poker_env.engine.tables import OneGameTables, RuleTables, compile_rules
 
 

@@ -35,6 +35,7 @@ from dice_poker_env.engine.game import (
     score_points,
 )
 from dice_poker_env.engine.position import (
+    POSITION_KEYS,
     PositionError,
     make_position,
     secured_upper_bonus,
@@ -439,7 +440,7 @@ class Solution:
             )
         if "filled" in observation:
             return self._decode_observation(observation, points)
-        known = {"scorecard", "dice", "rolls_left", "bonus"}
+        known = set(POSITION_KEYS)
         if not set(observation) <= known or "dice" not in observation:
             raise SolverError(
                 "observation: expected an env dict observation (keys dice, rolls_left, filled, scores, "
