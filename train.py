@@ -612,11 +612,14 @@ BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision")
 
 
 def load_config_rules(config: Config):
-    """The ruleset of the config (a one-line error if it does not load)."""
+    """The ruleset of the config (a one-line error if it does not load or compile)."""
+    from dice_poker_env.engine.tables import compile_rules
     from dice_poker_env.rules import load_rules
 
     try:
-        return load_rules(config.rules, **config.rules_options)
+        rules = load_rules(config.rules, **config.rules_options)
+        compile_rules(rules)  # what needs the score tables (the upper-bonus threshold) is checked here
+        return rules
     except (ValueError, TypeError, KeyError, OSError) as error:
         options = f" rules_options={config.rules_options!r}" if config.rules_options else ""
         fail(f"rules={config.rules!r}{options}: {error}")

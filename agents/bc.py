@@ -44,7 +44,8 @@ from agents.actor_critic import MASKED_LOGIT, ActorCritic
 from agents.policy_agent import PolicyAgent, save_policy
 from agents.policy_inputs import PolicyInputs
 from agents.sb3_agent import model_metadata
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.engine.combinatorics import (
     CANONICAL_KEEP_ACTION,
     KEEP_ALL,
     KEEP_OF_ACTION,
@@ -118,7 +119,7 @@ def load_data(dataset_id: str, rules: Rules, *, features: bool, distinct_keeps: 
                            "(write it with --obs-mode flat)")
     data = load_transitions(dataset_id)
     obs, actions, masks = data["observations"], data["actions"], data["action_mask"]
-    rolls = roll_index_of_counts(obs[:, flat_layout(rules.tables)["face_counts"]] * N_DICE)
+    rolls = roll_index_of_counts(obs[:, flat_layout(compile_rules(rules))["face_counts"]] * N_DICE)
     if distinct_keeps:
         actions = canonical_actions(actions, rolls)
         masks = distinct_keep_mask(masks, rolls)
@@ -153,7 +154,7 @@ class BCTrainer:
         self.data = load_data(config.dataset, rules, features=config.features, distinct_keeps=config.distinct_keeps)
         if len(self.data.actions) == 0:
             raise ValueError(f"dataset {config.dataset!r} holds no steps")
-        self.model = ActorCritic(self.data.inputs.shape[1], rules.tables.n_actions, config.net_arch,
+        self.model = ActorCritic(self.data.inputs.shape[1], compile_rules(rules).n_actions, config.net_arch,
                                  config.activation).to(self.device)  # the critic is unused
         self.optimizer = torch.optim.Adam(self.model.actor.parameters(), lr=config.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(config.seed + 1)  # minibatch order

@@ -67,10 +67,13 @@ import numpy as np
 
 from agents.benchmark import game_seeds
 from agents.registry import AGENT_NAMES
-from dice_poker_env.dice import RandomDice
+from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.dice_sources import RandomDice
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, REROLLED_POSITIONS, roll_index_of_faces
-from dice_poker_env.envs.observation import observation_space, observe_dict, observe_flat
+from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, REROLLED_POSITIONS, roll_index_of_faces
+from dice_poker_env.engine.masks import action_masks
+from dice_poker_env.engine.state import BatchState
+from dice_poker_env.envs.observation import observation_space, observe_dict_batch, observe_flat_batch
 from dice_poker_env.rules import RULESET_NAMES, Rules, load_rules
 
 #: the namespace of the default dataset ids: ``dice_poker/<ruleset>/<agent>-v0``
@@ -145,7 +148,7 @@ def default_dataset_id(rules: Rules, agent: AgentSpec | str) -> str:
 
 
 #: a policy over a block of live games: (state, observations by layout, masks) -> actions
-Policy = Callable[[game.GameState, Callable[[str], Any], np.ndarray], np.ndarray]
+Policy = Callable[[BatchState, Callable[[str], Any], np.ndarray], np.ndarray]
 
 
 def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Policy:
@@ -163,7 +166,7 @@ def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Poli
         from agents.optimal import OptimalAgent
 
         agent = OptimalAgent(solution)
-        tables = rules.tables
+        tables = compile_rules(rules)
 
         def base(state, observe, masks):
             full = game.five_kind_box_full(tables, state.filled, state.scores)
@@ -200,12 +203,12 @@ def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Poli
 class _Observer:
     """The live games' observations in a layout, each computed at most once a step."""
 
-    def __init__(self, tables, state: game.GameState, mode: str, observation: Any):
+    def __init__(self, tables, state: BatchState, mode: str, observation: Any):
         self.tables, self.state, self.cache = tables, state, {mode: observation}
 
     def __call__(self, mode: str) -> Any:
         if mode not in self.cache:
-            self.cache[mode] = (observe_flat if mode == "flat" else observe_dict)(self.tables, self.state)
+            self.cache[mode] = (observe_flat_batch if mode == "flat" else observe_dict_batch)(self.tables, self.state)
         return self.cache[mode]
 
 
@@ -276,7 +279,7 @@ def play_block(rules: Rules, policy: Policy, seeds: np.ndarray, *, obs_mode: str
     finished games are dropped from the batch, so a step costs what its live
     games cost.
     """
-    tables = rules.tables
+    tables = compile_rules(rules)
     size = len(seeds)
     turns = int(tables.turns)
     max_steps = turns * game.ROLLS_PER_TURN  # two keeps and a score per turn at most
@@ -284,10 +287,10 @@ def play_block(rules: Rules, policy: Policy, seeds: np.ndarray, *, obs_mode: str
     n_actions = int(tables.n_actions)
     rows = max_steps + 1
     if obs_mode == "flat":
-        obs_buf: Any = np.zeros((size, rows, observe_flat(tables, game.new_games(tables, np.zeros(1, np.int64))).shape[1]),
+        obs_buf: Any = np.zeros((size, rows, observe_flat_batch(tables, game.new_batch(tables, np.zeros(1, np.int64))).shape[1]),
                                 dtype=np.float32)
     else:
-        first = observe_dict(tables, game.new_games(tables, np.zeros(1, np.int64)))
+        first = observe_dict_batch(tables, game.new_batch(tables, np.zeros(1, np.int64)))
         obs_buf = {k: np.zeros((size, rows, *v.shape[1:]), dtype=v.dtype) for k, v in first.items()}
     mask_buf = np.zeros((size, rows, n_actions), dtype=np.int8)
     values_buf = np.full((size, rows, n_actions), -np.inf, dtype=np.float32) if solution is not None else None
@@ -297,23 +300,23 @@ def play_block(rules: Rules, policy: Policy, seeds: np.ndarray, *, obs_mode: str
     scores = np.zeros(size, dtype=np.int64)
 
     live = np.arange(size)
-    state = game.new_games(tables, roll_index_of_faces(faces[:, :N_DICE]).astype(np.int64))
+    state = game.new_batch(tables, roll_index_of_faces(faces[:, :N_DICE]).astype(np.int64))
     used = np.full(size, N_DICE, dtype=np.int64)  # faces each game has rolled
     over = np.zeros(size, dtype=bool)
     for t in range(rows):
-        obs = observe_flat(tables, state) if obs_mode == "flat" else observe_dict(tables, state)
+        obs = observe_flat_batch(tables, state) if obs_mode == "flat" else observe_dict_batch(tables, state)
         if isinstance(obs_buf, dict):
             for key, value in obs.items():
                 obs_buf[key][live, t] = value
         else:
             obs_buf[live, t] = obs
-        masks = game.action_mask(tables, state)
+        masks = action_masks(tables).of_batch(state)
         mask_buf[live, t] = masks
         if over.any():  # games that ended at the last step: their final observation is in; drop them
             ended, going = live[over], ~over
             lengths[ended], scores[ended] = t, state.total[over]
             live, used, masks = live[going], used[going], masks[going]
-            state = game.GameState(*(np.asarray(field)[going] for field in state))
+            state = state.take(going)
             obs = {k: v[going] for k, v in obs.items()} if isinstance(obs, dict) else obs[going]
         if not len(live):
             break
@@ -328,7 +331,7 @@ def play_block(rules: Rules, policy: Policy, seeds: np.ndarray, *, obs_mode: str
         bits = np.where(keep, actions, 0)
         at = used[:, None] + np.where(keep[:, None], _FACE_RANK[bits], np.arange(N_DICE))
         new_faces = faces[live[:, None], np.minimum(at, faces.shape[1] - 1)]
-        state, reward, over = game.step(tables, state, actions, new_faces)
+        state, reward, over = game.step_batch(tables, state, actions, new_faces)
         rewards_buf[live, t] = reward
         used = used + np.where(keep, _N_REROLLED[bits], np.where(over, 0, N_DICE))
     longest = int(lengths.max()) if size else 0
@@ -547,7 +550,7 @@ def write_dataset(
     started = time.perf_counter()
     try:
         partial.mkdir()
-        storage = MinariStorage.new(partial / "data", observation_space=observation_space(rules.tables, obs_mode),
+        storage = MinariStorage.new(partial / "data", observation_space=observation_space(compile_rules(rules), obs_mode),
                                     action_space=_action_space(rules), env_spec=env_spec, data_format="hdf5")
         writer = _EpisodeWriter(partial / "data" / "main_data.hdf5")
         seeds = game_seeds(seed, episodes)
@@ -636,7 +639,7 @@ def _options_text(rules: Rules) -> str:
 def _action_space(rules: Rules):
     from gymnasium import spaces
 
-    return spaces.Discrete(int(rules.tables.n_actions))
+    return spaces.Discrete(int(compile_rules(rules).n_actions))
 
 
 def _create_namespaces(dataset_id: str) -> None:

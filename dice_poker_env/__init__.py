@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from dice_poker_env.dice import DiceSource, RandomDice, ScriptedDice
+from dice_poker_env.dice_sources import DiceSource, RandomDice, ScriptedDice
 from dice_poker_env.engine.position import PositionError
 from dice_poker_env.registration import ENV_IDS, make, make_vec, register_envs
 from dice_poker_env.rules import RULESET_NAMES, Rules, RulesError, load_rules, ruleset_options

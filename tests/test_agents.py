@@ -10,7 +10,7 @@ from agents.random_agent import RandomAgent
 from agents.registry import make_agent
 from agents.wrappers import DistinctKeepWrapper, LegalActionWrapper
 from dice_poker_env import RULESET_NAMES, load_rules
-from dice_poker_env.engine.dice import KEEP_OF_ACTION, N_KEEP_ACTIONS, N_ROLLS, distinct_keep_mask, roll_index
+from dice_poker_env.engine.combinatorics import KEEP_OF_ACTION, N_KEEP_ACTIONS, N_ROLLS, distinct_keep_mask, roll_index
 from dice_poker_env.envs.single import DicePokerEnv
 
 

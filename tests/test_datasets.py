@@ -16,8 +16,9 @@ pytest.importorskip("h5py")
 from agents import datasets  # noqa: E402
 from agents.commands.dataset import main  # noqa: E402
 from agents.optimal import VALUE_TOLERANCE  # noqa: E402
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env import load_rules  # noqa: E402
-from dice_poker_env.engine.dice import N_KEEP_ACTIONS  # noqa: E402
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS  # noqa: E402
 
 MINI = """
 name = "mini"
@@ -77,8 +78,8 @@ def npz_policy(tmp_path_factory):
     rng = np.random.default_rng(0)
     size = PolicyInputs(rules, features=True).size
     weights = {"w0": rng.normal(size=(size, 16)).astype(np.float32), "b0": np.zeros(16, np.float32),
-               "w1": rng.normal(size=(16, rules.tables.n_actions)).astype(np.float32),
-               "b1": np.zeros(rules.tables.n_actions, np.float32)}
+               "w1": rng.normal(size=(16, compile_rules(rules).n_actions)).astype(np.float32),
+               "b1": np.zeros(compile_rules(rules).n_actions, np.float32)}
     meta = {**model_metadata(rules, "flat", "batched_ppo"), "features": True, "activation": "tanh"}
     return save_policy(tmp_path_factory.mktemp("policy") / "yacht.npz", weights, meta)
 
@@ -210,7 +211,7 @@ def test_the_writer_stores_what_minaris_own_writer_stores(tmp_path):
         stores = []
         for name in ("fast", "minari"):
             (tmp_path / obs_mode).mkdir(exist_ok=True)
-            storage = MinariStorage.new(tmp_path / obs_mode / name, observation_space=observation_space(rules.tables, obs_mode),
+            storage = MinariStorage.new(tmp_path / obs_mode / name, observation_space=observation_space(compile_rules(rules), obs_mode),
                                         action_space=datasets._action_space(rules), data_format="hdf5")
             episodes = [block.episode(e) for e in range(len(block))]
             if name == "fast":
@@ -400,7 +401,7 @@ def test_bc_refuses_a_missing_or_unfit_dataset_before_the_run_folder(setup, over
 
 def test_canonical_actions_keep_the_same_dice_with_the_lowest_bitmask():
     from agents.bc import canonical_actions
-    from dice_poker_env.engine.dice import CANONICAL_KEEP_ACTION, KEEP_OF_ACTION, N_ROLLS
+    from dice_poker_env.engine.combinatorics import CANONICAL_KEEP_ACTION, KEEP_OF_ACTION, N_ROLLS
 
     rng = np.random.default_rng(0)
     rolls = rng.integers(0, N_ROLLS, 5000)

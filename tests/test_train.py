@@ -178,7 +178,7 @@ def test_distinct_keeps_model_only_picks_the_lowest_bitmask_of_a_keep():
     from agents.sb3_agent import SB3Agent, model_metadata
     from agents.wrappers import DistinctKeepWrapper
     from dice_poker_env import load_rules
-    from dice_poker_env.engine.dice import CANONICAL_KEEP_ACTION, N_KEEP_ACTIONS
+    from dice_poker_env.engine.combinatorics import CANONICAL_KEEP_ACTION, N_KEEP_ACTIONS
     from dice_poker_env.envs.single import DicePokerEnv
 
     rules = load_rules("yacht")

@@ -17,6 +17,7 @@ from agents.actor_critic import ActorCritic  # noqa: E402
 from agents.policy_agent import PolicyAgent, load_policy  # noqa: E402
 from agents.rollout import Rollout  # noqa: E402
 from agents.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
+from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ def test_checkpoint_of_another_ruleset_or_algo_or_a_truncated_file_is_refused(tm
 def test_rollouts_only_take_legal_actions(rules_name):
     rules = load_rules(rules_name)
     rollout = Rollout(rules, 64, 64, seed=3)
-    model = ActorCritic(rollout.inputs.size, rules.tables.n_actions, [16])
+    model = ActorCritic(rollout.inputs.size, compile_rules(rules).n_actions, [16])
     torch.nn.init.normal_(model.actor[-1].weight, std=3.0)  # a peaked policy: wants illegal actions often
     for _ in range(4):
         batch = rollout.collect(model)
@@ -113,7 +114,7 @@ def test_evaluate_plays_each_game_once_and_returns_its_final_score():
     scores = evaluate(trainer.agent(), rules, 50, seed=7)
     again = evaluate(trainer.agent(), rules, 50, seed=7)
     assert scores.shape == (50,) and np.array_equal(scores, again)
-    assert scores.min() >= 0 and scores.max() <= rules.tables.max_total
+    assert scores.min() >= 0 and scores.max() <= compile_rules(rules).max_total
 
 
 def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):

@@ -35,7 +35,8 @@ from agents.random_agent import RandomAgent
 from agents.registry import make_agent
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
+from dice_poker_env.engine.combinatorics import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules
 
 MAX_OPPONENTS = 5
@@ -193,7 +194,7 @@ def _score_command(query: str, rules: Rules, mask: np.ndarray, scorecard: dict |
     legal = ", ".join(rules.box_names[k] for k in np.flatnonzero(mask[N_KEEP_ACTIONS:]))
     if scorecard is not None and scorecard.get(name) is not None:
         return Command(error=f"`{name}` is already filled ({scorecard[name]}); open now: {legal}")
-    tables = rules.tables
+    tables = compile_rules(rules)
     if tables.sections_in_order and not tables.is_upper[box]:
         return Command(error=f"`{name}` must wait: the upper boxes come first in these rules; open now: {legal}")
     return Command(error=f"you cannot score `{name}` now (the five-of-a-kind joker rule); allowed: {legal}")
@@ -235,7 +236,7 @@ class Screen:
         from rich.console import Console
 
         self.console = Console(highlight=False)
-        self.rules, self.tables, self.names = rules, rules.tables, names
+        self.rules, self.tables, self.names = rules, compile_rules(rules), names
         self.echo = sys.stdin is None or not sys.stdin.isatty()
 
     def say(self, text: str = "", style: str | None = None) -> None:
@@ -306,9 +307,9 @@ class Coach:
     def values(self, observation: dict[str, Any]) -> np.ndarray | None:
         if not self.load():
             return None
-        from dice_poker_env.multi import SINGLE_KEYS
+        from dice_poker_env.envs.observation import DICT_KEYS
 
-        single = {key: observation[key] for key in SINGLE_KEYS}
+        single = {key: observation[key] for key in DICT_KEYS}
         try:
             return np.asarray(self.solution.action_values(single), dtype=np.float64)
         except Exception as error:  # noqa: BLE001

@@ -15,7 +15,7 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-#: The rulesets that ship with the package, in RULES.md order.
+#: The rulesets that ship with the package, in the order of the rules specification.
 RULESET_NAMES = ("yacht", "dice_poker", "school_poker", "yahtzee", "yatzy")
 #: The file types a custom ruleset may be written in.
 RULES_FILE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
@@ -81,6 +81,8 @@ def load_rules(rules: str | os.PathLike | Rules | Mapping[str, Any], **options: 
 
     Raises:
         RulesError: unknown ruleset, unreadable or malformed file, unknown option.
+            An upper-bonus threshold the upper boxes cannot total is reported when
+            the rules are compiled (:func:`dice_poker_env.engine.tables.compile_rules`).
     """
     if isinstance(rules, Rules):
         if not options:
