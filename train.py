@@ -1,7 +1,7 @@
 """Train an RL agent on a dice game, then benchmark it against the exact solver.
 
-    python train.py                                   # MaskablePPO on yacht (configs/maskable_ppo_yacht.yaml)
-    python train.py --config configs/batched_ppo_yacht.yaml   # the project's batched torch PPO
+    python train.py                                   # batched PPO on yacht (configs/batched_ppo_yacht.yaml)
+    python train.py --config configs/maskable_ppo_yacht.yaml  # SB3's MaskablePPO (the previous default)
     python train.py --config configs/ppo_yacht.yaml   # another config
     python train.py --config configs/smoke.yaml --run-dir /tmp/smoke total_timesteps=4096 seed=3
     python train.py --run-dir runs/my_run --resume    # continue from the run's latest checkpoint
@@ -56,7 +56,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "maskable_ppo_yacht.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "batched_ppo_yacht.yaml"
 #: the project's torch trainers on the batched env (agents/trainer.py); the others are SB3's
 BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c")
 #: behaviour cloning from a Minari dataset (agents/bc.py): imitation of the solver, not RL
