@@ -37,7 +37,7 @@ _LAZY = {
     "Solution": ("dice_poker_env.solver", "Solution"),
     "SolverError": ("dice_poker_env.solver", "SolverError"),
     "DicePokerEnv": ("dice_poker_env.envs.single", "DicePokerEnv"),
-    "IllegalActionError": ("dice_poker_env.envs.single", "IllegalActionError"),
+    "IllegalActionError": ("dice_poker_env.envs.illegal", "IllegalActionError"),
     "DicePokerVectorEnv": ("dice_poker_env.envs.vector", "DicePokerVectorEnv"),
     "multi": ("dice_poker_env.multi", None),
     "solver": ("dice_poker_env.solver", None),

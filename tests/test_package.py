@@ -32,7 +32,8 @@ def test_version_is_the_project_version():
 
 
 def test_the_first_names_a_user_needs_are_top_level():
-    from dice_poker_env.envs.single import DicePokerEnv, IllegalActionError
+    from dice_poker_env.envs.illegal import IllegalActionError
+    from dice_poker_env.envs.single import DicePokerEnv
     from dice_poker_env.envs.vector import DicePokerVectorEnv
     from dice_poker_env.solver import Solution, SolverError, solve
 
