@@ -93,6 +93,21 @@ class ActorCritic(nn.Module):
         return out
 
 
+def evaluate_actions(model: "ActorCritic", inputs: torch.Tensor, masks: torch.Tensor,
+                     actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(log_prob, entropy, values)`` of ``actions`` under the current policy (the terms of
+    both update rules); the entropy is over the legal actions, per sample."""
+    logits, values = model(inputs, masks)
+    log_all = torch.log_softmax(logits, dim=1)
+    log_prob = log_all.gather(1, actions[:, None]).squeeze(1)
+    return log_prob, -(log_all.exp() * log_all).sum(dim=1), values
+
+
+def normalized(advantages: torch.Tensor) -> torch.Tensor:
+    """Advantages scaled to zero mean and unit standard deviation (per batch or minibatch)."""
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+
 def sample(logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """One action per row from masked logits (Gumbel-max: the argmax of logits plus Gumbel noise)."""
     u = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(min=1e-12)
