@@ -193,7 +193,11 @@ class BCTrainer:
         return Trainer.evaluate(self, writer)
 
     def run(self, progress: bool = True) -> Path:
-        """Train ``bc_epochs`` passes over the dataset; returns the final policy file (``final_model.npz``)."""
+        """Train ``bc_epochs`` passes over the dataset; returns the final policy file (``final_model.npz``).
+
+        One line an epoch (loss, agreement with the dataset's actions) is logged
+        whatever ``progress`` says (the batched trainers' progress-bar switch).
+        """
         from torch.utils.tensorboard import SummaryWriter
 
         c = self.config
@@ -230,9 +234,8 @@ class BCTrainer:
             writer.add_scalar("train/loss", loss_sum / size, self.samples)
             writer.add_scalar("train/accuracy", accuracy, self.samples)
             writer.add_scalar("train/learning_rate", lr, self.samples)
-            if progress:
-                self.log(f"[bc] epoch {epoch + 1}/{c.bc_epochs}: loss {loss_sum / size:.4f}, "
-                         f"agreement with the dataset's actions {100 * accuracy:.2f}% ({self.train_seconds:.0f} s)")
+            self.log(f"[bc] epoch {epoch + 1}/{c.bc_epochs}: loss {loss_sum / size:.4f}, "
+                     f"agreement with the dataset's actions {100 * accuracy:.2f}% ({self.train_seconds:.0f} s)")
             if c.eval_freq > 0:
                 self.evaluate(writer)
         writer.close()
