@@ -1,7 +1,7 @@
 """Where new dice come from: the env's seeded RNG, or a script of faces.
 
 Every env draws dice through a *dice source* so that recorded games can be
-replayed and tests can inject exact rolls (e.g. the Yacht seed's worked turn).
+replayed and tests can inject exact rolls (e.g. the Yacht worked turn of ``docs/rules.md``).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class ScriptedDice:
 
     Each roll takes as many faces as dice are rolled, in the order of the rerolled
     positions (the turn's first roll takes five; scoring a box rolls the next
-    turn's five unless the game ends). Example, the Yacht seed's turn::
+    turn's five unless the game ends). Example, the Yacht worked turn of ``docs/rules.md``::
 
         ScriptedDice([1, 2, 2, 4, 6,  4, 4, 6,  1, 4, 4])
 

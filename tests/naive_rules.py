@@ -1,6 +1,6 @@
 """A deliberately naive second implementation of every box of every shipped ruleset.
 
-Written straight from RULES.md with Counter and plain loops, sharing nothing with
+Written straight from docs/rules.md with Counter and plain loops, sharing nothing with
 the engine, so the property tests can compare the two on any dice.
 """
 

@@ -1,4 +1,4 @@
-"""Table-driven scoring tests: every worked example of the seeds and RULES.md, plus edge cases."""
+"""Table-driven scoring tests: every worked example of docs/rules.md, plus edge cases."""
 
 import numpy as np
 import pytest
@@ -10,7 +10,7 @@ from naive_rules import NAIVE
 
 # (ruleset, dice, box, first_roll, expected). Comments name the source.
 CASES = [
-    # --- yacht: seed 004 worked examples
+    # --- yacht: worked examples of the original rule text (docs/rules.md)
     ("yacht", [4, 4, 4, 4, 1], "four_of_a_kind", False, 17),
     ("yacht", [6, 6, 6, 6, 6], "four_of_a_kind", False, 30),
     ("yacht", [3, 3, 3, 6, 6], "full_house", False, 21),
@@ -27,7 +27,7 @@ CASES = [
     ("yacht", [6, 6, 1, 2, 6], "sixes", False, 18),
     ("yacht", [6, 6, 1, 2, 6], "ones", False, 1),
     ("yacht", [6, 6, 1, 2, 6], "fours", False, 0),
-    # --- dice_poker: seed 002/003 worked examples
+    # --- dice_poker: worked examples of the original rule text (docs/rules.md)
     ("dice_poker", [5, 5, 3, 2, 1], "pair", False, 16),
     ("dice_poker", [2, 2, 5, 5, 1], "two_pair", False, 15),
     ("dice_poker", [5, 5, 5, 2, 5], "three_of_a_kind", False, 22),  # seed says 21: an arithmetic slip
@@ -50,10 +50,10 @@ CASES = [
     ("dice_poker", [1, 2, 3, 4, 5], "large_straight", False, 40),
     ("dice_poker", [1, 2, 3, 4, 5], "pair", False, 0),
     ("dice_poker", [6, 6, 6, 6, 5], "sixes", False, 24),
-    # --- school_poker: seed 000/001 worked examples
+    # --- school_poker: worked examples of the original rule text (docs/rules.md)
     ("school_poker", [1, 3, 5, 4, 6], "chance", False, 19),
     ("school_poker", [3, 3, 1, 5, 6], "pair", False, 6),  # pair of threes = 6
-    ("school_poker", [6, 6, 6, 6, 6], "sixes", False, 12),  # five sixes: (5 - 3) * 6; the seed's 10 contradicts it
+    ("school_poker", [6, 6, 6, 6, 6], "sixes", False, 12),  # five sixes: (5 - 3) * 6; the rule text's 10 contradicts it
     # school_poker relative upper scores
     ("school_poker", [5, 1, 2, 3, 4], "fives", False, -10),  # one five: -10
     ("school_poker", [1, 1, 2, 3, 4], "fives", False, -15),  # no five: -15

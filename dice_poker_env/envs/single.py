@@ -37,7 +37,8 @@ class DicePokerEnv(gym.Env):
     ## Description
     Five dice, up to three rolls a turn, one scorecard box filled per turn; the
     ruleset (``rules``) decides the boxes, their scores, bonuses and jokers. See
-    ``RULES.md`` and ``dice_poker_env.load_rules``.
+    ``docs/rules.md`` (the rules of every shipped ruleset) and
+    ``dice_poker_env.load_rules``.
 
     ## Action Space
     ``Discrete(32 + n_boxes)``:

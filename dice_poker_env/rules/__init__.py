@@ -15,7 +15,7 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-#: The rulesets that ship with the package, in RULES.md order.
+#: The rulesets that ship with the package, in the order of ``docs/rules.md``.
 RULESET_NAMES = ("yacht", "dice_poker", "school_poker", "yahtzee", "yatzy")
 #: The file types a custom ruleset may be written in.
 RULES_FILE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
