@@ -265,7 +265,7 @@ NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
 
 
 def _validate(c: Config) -> None:
-    from agents.registry import AGENT_NAMES
+    from agents.registry import check_agent
     from agents.sb3_agent import ALGORITHMS
 
     for name, (low, high, low_ok) in NUMERIC_RANGES.items():
@@ -276,8 +276,10 @@ def _validate(c: Config) -> None:
     if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in c.net_arch):
         raise ValueError(f"net_arch must list positive layer sizes (integers), got {c.net_arch!r}")
     for agent in c.bench_agents:
-        if not (agent in AGENT_NAMES or (isinstance(agent, str) and agent.startswith("model:"))):
-            raise ValueError(f"bench_agents: unknown agent {agent!r}: use {', '.join(AGENT_NAMES)} or model:PATH")
+        try:
+            check_agent(agent)
+        except ValueError as error:
+            raise ValueError(f"bench_agents: {error}") from None
     if c.solver not in ("auto", "on", "off"):
         raise ValueError(f"solver must be auto, on or off, got {c.solver!r}")
 

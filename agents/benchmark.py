@@ -37,7 +37,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from agents.optimal import VALUE_TOLERANCE
-from agents.registry import AGENT_NAMES
+from agents.registry import check_agent, parse_agent_spec
 from dice_poker_env.engine.dice import N_KEEP_ACTIONS, ROLL_DICE
 from dice_poker_env.envs.observation import observe
 from dice_poker_env.envs.single import DicePokerEnv
@@ -163,9 +163,10 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Par
     fallbacks_before = int(getattr(agent, "fallbacks", 0))
     for game_seed in seeds:
         game_seed = int(game_seed)
-        if hasattr(agent, "seed"):
+        if callable(getattr(agent, "seed", None)):
             agent.seed(game_seed ^ 0x5BD1E995)
-        agent.reset()
+        if callable(getattr(agent, "reset", None)):  # optional for agent objects
+            agent.reset()
         obs, info = env.reset(seed=game_seed)
         done = False
         regret = {"keep": 0.0, "box": 0.0, "illegal": 0.0}
@@ -256,7 +257,9 @@ def agent_names(agents: Sequence[Any]) -> list[str]:
     A ``(name, agent)`` pair keeps its name; ``"model:PATH"`` is named after the
     file's stem (``final_model``), with as many parent folders as it takes to
     tell it from the other agents (``run_a/final_model``, ``run_b/final_model``);
-    other strings are their own name and agent objects their ``name`` attribute.
+    a custom agent ``FILE.py:NAME,key=value`` is named ``NAME(key=value)``, or by
+    its whole spec where two would share that name; other strings are their own
+    name and agent objects their ``name`` attribute.
 
     Raises:
         ValueError: two agents would share a name (an agent or a model given twice).
@@ -272,7 +275,11 @@ def agent_names(agents: Sequence[Any]) -> list[str]:
             parts.append((path.with_suffix("") if path.suffix == ".zip" else path).parts[1:])
             names.append(parts[-1][-1] if parts[-1] else entry)
         else:
-            names.append(entry if isinstance(entry, str) else str(getattr(entry, "name", type(entry).__name__)))
+            custom = parse_agent_spec(entry) if isinstance(entry, str) else None
+            if custom is not None:
+                names.append(custom.label)
+            else:
+                names.append(entry if isinstance(entry, str) else str(getattr(entry, "name", type(entry).__name__)))
             parts.append(None)
     depth = [1] * len(names)
     while True:  # lengthen the clashing models' names by one folder at a time
@@ -283,6 +290,10 @@ def agent_names(agents: Sequence[Any]) -> list[str]:
         for i in grow:
             depth[i] += 1
             names[i] = "/".join(parts[i][-depth[i] :])
+    counts = Counter(names)
+    for i, entry in enumerate(agents):  # custom agents sharing a short name: their whole spec
+        if counts[names[i]] > 1 and isinstance(entry, str) and parse_agent_spec(entry) is not None:
+            names[i] = entry
     clash = sorted(name for name, count in Counter(names).items() if count > 1)
     if clash:
         raise ValueError(f"agents must have distinct names; given more than once: {', '.join(clash)}")
@@ -389,7 +400,9 @@ def benchmark(
     Args:
         rules: ruleset name, rules file or :class:`Rules`.
         agents: agent names (``"optimal"``, ``"greedy"``, ``"random"``,
-            ``"model:PATH"``; see :mod:`agents.registry`) or agent objects; a
+            ``"model:PATH"``, your own ``"FILE.py:NAME"`` or ``"MODULE:NAME"``
+            with ``,key=value`` arguments; see :mod:`agents.registry`) or agent
+            objects (anything with ``act(observation, action_mask)``); a
             pair ``(name, agent_or_name)`` renames it. Each is reported under the
             distinct name :func:`agent_names` gives it (a model: its file's stem).
             Objects always play in this process.
@@ -424,8 +437,8 @@ def benchmark(
 
             path = spec[len("model:") :]
             check_ruleset(read_metadata(path), rules, source=f"model {path}")
-        elif spec not in AGENT_NAMES:
-            raise ValueError(f"unknown agent {spec!r}: use one of {', '.join(AGENT_NAMES)} or model:PATH")
+        else:
+            check_agent(spec)  # a custom agent's module is imported here, before any game
     if solution is None:
         solution = load_solution(rules)
     elif solution is False:  # explicitly without the solver

@@ -14,25 +14,73 @@ Names the benchmark, the CLI and ``train.py`` understand:
                  ``.zip`` (:class:`agents.sb3_agent.SB3Agent`, needs the ``train``
                  extra: torch, imported only here). Either refuses a ruleset
                  other than the one it was trained on.
+``FILE.py:NAME`` your own agent: ``NAME`` (a class, a factory function or an
+                 agent object) from the Python file ``FILE.py``, e.g.
+                 ``path/to/my_agent.py:MyAgent``
+``MODULE:NAME``  the same from an importable module, e.g.
+                 ``package.module:MyAgent``
 ===============  ===========================================================
+
+Your own agent is any object with a method ``act(observation, action_mask)``
+returning a legal action (an ``int``); ``reset()`` (called before each game),
+``seed(seed)`` (called with a per-game seed by the benchmark) and ``obs_mode``
+(``"dict"``, the default, or ``"flat"``) are used when it has them. Constructor
+arguments follow the name, comma-separated, as ``key=value``:
+``my_agent.py:MyAgent,depth=2,style=careful``. Values are Python literals
+(``2``, ``0.5``, ``"x"``, ``[1, 2]``, ``None``; ``true``/``false``/``none`` too),
+anything else is a string. The constructor also receives ``rules`` (the
+:class:`~dice_poker_env.rules.Rules` being played) and ``seed`` (when the caller
+has one) if it has parameters of those names and the spec does not set them.
+A file is imported once per process, as a module named after its path, with its
+folder put on ``sys.path`` (so it can import its neighbours), as ``python FILE.py``
+would. Every problem loading an agent (no such file or module, no such name, a
+failing import or constructor, an object without ``act``) is an
+:class:`AgentLoadError`, a ``ValueError`` whose one-line message names the spec.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import re
+import sys
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from dice_poker_env.rules import Rules, load_rules
 
 AGENT_NAMES = ("optimal", "greedy", "random", "trained")
+#: What the error for an unknown agent lists.
+AGENT_FORMS = ", ".join(AGENT_NAMES) + ", model:PATH, FILE.py:NAME or MODULE:NAME"
+
+_SPEC = re.compile(r"^(?P<source>.+?):(?P<attr>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:,(?P<args>.*))?$", re.S)
+_MODULE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
+_KEY = re.compile(r"^[A-Za-z_]\w*$")
 
 
 def make_agent(name: str, rules: str | Rules, **kwargs: Any):
     """An agent for ``rules`` by name (table in the module docstring).
 
+    Args:
+        name: an agent name or spec (module docstring).
+        rules: the ruleset played (name, rules file or :class:`Rules`).
+        **kwargs: ``seed`` (random agent; a custom agent's ``seed`` parameter),
+            ``solution`` (optimal agent), ``agent_name`` (the name reported).
+
     Raises:
-        ValueError: unknown name.
+        ValueError: unknown name; :class:`AgentLoadError` (a ``ValueError``) for
+            a custom agent that cannot be loaded.
     """
     rules = load_rules(rules)
+    custom = parse_agent_spec(name) if isinstance(name, str) else None
+    if custom is not None:
+        return custom.build(rules, seed=kwargs.get("seed"), name=kwargs.get("agent_name"))
     if name == "random":
         from agents.random_agent import RandomAgent
 
@@ -58,4 +106,245 @@ def make_agent(name: str, rules: str | Rules, **kwargs: Any):
         from agents.sb3_agent import SB3Agent
 
         return SB3Agent.load(name[len("model:") :], rules=rules, name=kwargs.get("agent_name", "model"))
-    raise ValueError(f"unknown agent {name!r}: use one of {', '.join(AGENT_NAMES)} or model:PATH")
+    raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
+
+
+def check_agent(name: Any) -> None:
+    """Refuse an agent name before any work: unknown names, custom agents that cannot be loaded.
+
+    Built-in names and ``model:PATH`` pass (a model is checked when it loads); a
+    custom spec is parsed and its module imported, and ``NAME`` must exist in it.
+
+    Raises:
+        ValueError: unknown name; :class:`AgentLoadError` for a custom agent.
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
+    if name in AGENT_NAMES or name.startswith("model:"):
+        return
+    custom = parse_agent_spec(name)
+    if custom is None:
+        raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
+    custom.resolve()
+
+
+class AgentLoadError(ValueError):
+    """A custom agent (``FILE.py:NAME`` or ``MODULE:NAME``) could not be loaded or built."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A parsed custom agent spec: ``SOURCE:NAME[,key=value,...]``.
+
+    Attributes:
+        spec: the spec as given.
+        source: a ``.py`` file path or a dotted module name.
+        attr: the name in it (dots reach nested attributes: ``Outer.Inner``).
+        kwargs: the constructor arguments parsed from ``key=value``.
+        is_file: whether ``source`` is a file path.
+    """
+
+    spec: str
+    source: str
+    attr: str
+    kwargs: tuple[tuple[str, Any], ...]
+    is_file: bool
+
+    @property
+    def label(self) -> str:
+        """The short name the agent is reported under: ``NAME`` or ``NAME(key=value, ...)``."""
+        if not self.kwargs:
+            return self.attr
+        return f"{self.attr}({', '.join(f'{k}={v!r}' for k, v in self.kwargs)})"
+
+    def module(self):
+        """Import the spec's module (a file: once per process, under a name derived from its path)."""
+        if not self.is_file:
+            try:
+                return importlib.import_module(self.source)
+            except ModuleNotFoundError as error:
+                if error.name and self.source.startswith(error.name):
+                    raise AgentLoadError(f"agent {self.spec!r}: no module named {error.name!r}") from None
+                raise AgentLoadError(f"agent {self.spec!r}: importing {self.source} failed: {_one_line(error)}") from error
+            except Exception as error:  # noqa: BLE001 - any failure of the user's import is a load error
+                raise AgentLoadError(f"agent {self.spec!r}: importing {self.source} failed: {_one_line(error)}") from error
+        path = os.path.abspath(self.source)
+        if not self.source.endswith(".py"):
+            raise AgentLoadError(f"agent {self.spec!r}: {self.source} is not a Python file (FILE.py:NAME)")
+        if not os.path.isfile(path):
+            raise AgentLoadError(f"agent {self.spec!r}: no such file {self.source}")
+        module_name = "_dice_poker_agent_" + hashlib.sha256(path.encode()).hexdigest()[:16]
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        folder = os.path.dirname(path)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[module_name] = module  # before running it: dataclasses and pickling look it up
+        try:
+            loader_spec.loader.exec_module(module)
+        except BaseException as error:
+            del sys.modules[module_name]
+            if not isinstance(error, Exception):
+                raise
+            raise AgentLoadError(f"agent {self.spec!r}: importing {self.source} failed: {_one_line(error)}") from error
+        return module
+
+    def resolve(self) -> Any:
+        """The object ``NAME`` names (not yet called)."""
+        target = self.module()
+        for part in self.attr.split("."):
+            if not hasattr(target, part):
+                raise AgentLoadError(f"agent {self.spec!r}: {self.source} has no {self.attr!r}")
+            target = getattr(target, part)
+        return target
+
+    def build(self, rules: Rules, seed: int | None = None, name: str | None = None) -> "ImportedAgent":
+        """The agent: ``NAME(**kwargs)`` (plus ``rules``/``seed`` where accepted), wrapped."""
+        target = self.resolve()
+        kwargs = dict(self.kwargs)
+        if isinstance(target, type) or (callable(target) and not callable(getattr(target, "act", None))):
+            accepted = _parameters(target)
+            if "rules" not in kwargs and "rules" in accepted:
+                kwargs["rules"] = rules
+            if seed is not None and "seed" not in kwargs and "seed" in accepted:
+                kwargs["seed"] = seed
+            try:
+                agent = target(**kwargs)
+            except Exception as error:  # noqa: BLE001 - the user's constructor
+                call = f"{self.attr}({', '.join(f'{k}={v!r}' for k, v in self.kwargs)})"
+                raise AgentLoadError(f"agent {self.spec!r}: {call} failed: {_one_line(error)}") from error
+        elif self.kwargs:
+            raise AgentLoadError(f"agent {self.spec!r}: {self.attr} is an agent object, not a class: "
+                                 "it takes no key=value arguments")
+        else:
+            agent = target
+        if not callable(getattr(agent, "act", None)):
+            raise AgentLoadError(f"agent {self.spec!r}: {type(agent).__name__} has no act(observation, action_mask) "
+                                 "method")
+        return ImportedAgent(agent, name or self.label)
+
+
+def parse_agent_spec(spec: str) -> AgentSpec | None:
+    """Parse ``FILE.py:NAME[,key=value,...]`` or ``MODULE:NAME[,...]``; ``None`` if ``spec`` is not of that form.
+
+    Built-in names and ``model:PATH`` are not custom specs (``None``).
+
+    Raises:
+        AgentLoadError: the form is right but a part is not (a bad module name,
+            an argument that is not ``key=value``, a key given twice).
+    """
+    if not isinstance(spec, str) or spec in AGENT_NAMES or spec.startswith("model:"):
+        return None
+    match = _SPEC.match(spec.strip())
+    if match is None:
+        return None
+    source, attr, args = match.group("source"), match.group("attr"), match.group("args")
+    is_file = source.endswith(".py") or "/" in source or os.sep in source
+    if not is_file and not _MODULE.match(source):
+        raise AgentLoadError(f"agent {spec!r}: {source!r} is neither a .py file nor a module name")
+    kwargs: dict[str, Any] = {}
+    for item in _split_args(args) if args is not None else []:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not _KEY.match(key):
+            raise AgentLoadError(f"agent {spec!r}: constructor arguments must be key=value, got {item.strip()!r}")
+        if key in kwargs:
+            raise AgentLoadError(f"agent {spec!r}: argument {key!r} given twice")
+        kwargs[key] = _literal(text.strip())
+    return AgentSpec(spec, source, attr, tuple(kwargs.items()), is_file)
+
+
+def _split_args(text: str) -> list[str]:
+    """Split ``a=1,b=[1, 2],c='x,y'`` on the commas outside brackets and quotes."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, char in enumerate(text):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [part for part in parts if part.strip()]
+
+
+def _literal(text: str) -> Any:
+    """A Python literal, ``true``/``false``/``none`` in any case, or else the text itself."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def _parameters(target: Any) -> set[str]:
+    try:
+        return set(inspect.signature(target).parameters)
+    except (TypeError, ValueError):  # no signature (some builtins)
+        return set()
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+class ImportedAgent:
+    """A custom agent, as the benchmark and the games use it.
+
+    Forwards ``act`` and checks that the answer is an action index (an
+    ``int``-like integer, not a bool, float or string); calls the agent's
+    ``reset()`` and ``seed(seed)`` only where it has them; reads ``obs_mode``
+    from it (default ``"dict"``). Other attributes are the agent's own.
+
+    Attributes:
+        agent: the user's object.
+        name: the name it is reported under.
+    """
+
+    def __init__(self, agent: Any, name: str):
+        self.agent = agent
+        self.name = name
+        self.obs_mode = getattr(agent, "obs_mode", "dict")
+
+    def act(self, observation: Any, action_mask: np.ndarray) -> int:
+        return as_action(self.agent.act(observation, action_mask), self.name)
+
+    def reset(self) -> None:
+        reset = getattr(self.agent, "reset", None)
+        if callable(reset):
+            reset()
+
+    def seed(self, seed: int | None) -> None:
+        method = getattr(self.agent, "seed", None)
+        if callable(method):
+            method(seed)
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "agent":  # not set yet (unpickling): no recursion
+            raise AttributeError(attr)
+        return getattr(self.agent, attr)
+
+    def __repr__(self) -> str:
+        return f"ImportedAgent({self.name!r}, {self.agent!r})"
+
+
+def as_action(value: Any, who: str = "agent") -> int:
+    """``value`` as an action index; a bool, float, string, ``None`` or array of several is a ``TypeError``."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{who} returned {value!r} ({type(value).__name__}), not an action index (an int)")
+    return int(value)
