@@ -382,3 +382,17 @@ def test_grading_config_errors(tmp_path):
         read_config(tmp_path / "missing.toml")
     path.write_text("games = 5\ndecision_seconds = 2\nrules = 'yacht'\n")
     assert read_config(path) == {"games": 5, "decision_seconds": 2, "rules": "yacht"}
+
+
+def test_grade_plugs_into_the_dice_poker_command_line():
+    """``add_parser``/``run``: the protocol of the dice-poker sub-command modules."""
+    import argparse
+
+    from agents import grader
+
+    parser = argparse.ArgumentParser(prog="dice-poker")
+    grader.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["grade", "student.py:MyAgent", "--rules", "yacht", "--games", "5", "--seed", "2"])
+    assert args.func is grader.run and args.submission == "student.py:MyAgent"
+    chosen = grader.settings(args)
+    assert (chosen["rules"], chosen["games"], chosen["seed"], chosen["decision_seconds"]) == ("yacht", 5, 2, 5.0)
