@@ -1,7 +1,7 @@
 """Train an RL agent on a dice game, then benchmark it against the exact solver.
 
-    python train.py                                   # MaskablePPO on yacht (configs/maskable_ppo_yacht.yaml)
-    python train.py --config configs/batched_ppo_yacht.yaml   # the project's batched torch PPO
+    python train.py                                   # batched PPO on yacht (configs/batched_ppo_yacht.yaml)
+    python train.py --config configs/maskable_ppo_yacht.yaml  # SB3's MaskablePPO (the previous default)
     python train.py --config configs/ppo_yacht.yaml   # another config
     python train.py --config configs/smoke.yaml --run-dir /tmp/smoke total_timesteps=4096 seed=3
     python train.py --run-dir runs/my_run --resume    # continue from the run's latest checkpoint
@@ -9,7 +9,7 @@
     python train.py --help                            # every config field with its documentation
 
 Read top to bottom (CleanRL style): a typed :class:`Config` (every field documented),
-loaded as defaults <- YAML file <- ``key=value`` overrides; then the envs, the model,
+loaded by OmegaConf as defaults <- YAML file <- ``key=value`` overrides; then the envs, the model,
 the callbacks (periodic evaluation in mean score and percent of the optimal expected
 score, checkpoints), training, the final model, and the benchmark of the trained
 agent against the solver, the greedy and the random agent.
@@ -17,7 +17,9 @@ agent against the solver, the greedy and the random agent.
 Two families of algorithms: the project's batched torch trainers (``batched_ppo``,
 ``batched_a2c``: :mod:`agents.trainer` with one file per update rule, on the NumPy
 batched env) and Stable-Baselines3's (``maskable_ppo``, ``ppo``, ``a2c``, ``dqn``).
-Both write the same run folder and end with the same benchmark.
+Both write the same run folder and end with the same benchmark, as does ``bc``
+(:mod:`agents.bc`: behaviour cloning from a Minari dataset of the solver's games,
+reported as "imitation of the solver", not RL).
 
 A run folder holds ``config.yaml`` (the resolved config), ``tb/`` (TensorBoard),
 ``checkpoints/``, ``final_model.zip`` (SB3; ``final_model.npz``, a NumPy policy file,
@@ -39,9 +41,10 @@ core package, never the other way round. ``torch`` comes with the ``train`` extr
 from __future__ import annotations
 
 import argparse
-import ast
+import copy
 import csv
 import dataclasses
+import difflib
 import json
 import math
 import os
@@ -51,189 +54,173 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, get_origin, get_type_hints
+from typing import Any, NoReturn
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "maskable_ppo_yacht.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "batched_ppo_yacht.yaml"
 #: the project's torch trainers on the batched env (agents/trainer.py); the others are SB3's
 BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c")
+#: behaviour cloning from a Minari dataset (agents/bc.py): imitation of the solver, not RL
+IMITATION_ALGORITHMS = ("bc",)
 
 
 # ----------------------------------------------------------------------------- config
+def setting(default: Any, doc: str) -> Any:
+    """A config field with its default and its documentation (``python train.py --help`` shows it)."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata={"doc": doc})
+    return field(default=default, metadata={"doc": doc})
+
+
 @dataclass
 class Config:
-    """Every setting of a training run (YAML keys and ``key=value`` overrides use these names)."""
+    """Every setting of a training run (YAML keys and ``key=value`` overrides use these names).
+
+    The types are checked and converted by OmegaConf (a structured config); each
+    field's documentation is its ``doc`` metadata.
+    """
 
     # --- what to train on
-    recipe: str = ""
-    """A label for this recipe: multi-seed results (python -m agents.results) group runs by it (default: the algo)."""
-    rules: str = "yacht"
-    """Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file path."""
-    rules_options: dict = field(default_factory=dict)
-    """Rules options, e.g. {joker: free} for yahtzee."""
-    obs_mode: str = "flat"
-    """Observation layout: "flat" (normalized vector with per-box points, MlpPolicy) or "dict" (MultiInputPolicy)."""
+    recipe: str = setting("", "A label for this recipe: multi-seed results (python -m agents.results) group runs "
+                              "by it (default: the algo).")
+    rules: str = setting("yacht", "Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file "
+                                  "path.")
+    rules_options: dict[str, Any] = setting({}, "Rules options, e.g. {joker: free} for yahtzee.")
+    obs_mode: str = setting("flat", 'Observation layout: "flat" (normalized vector with per-box points, MlpPolicy) '
+                                    'or "dict" (MultiInputPolicy).')
 
     # --- algorithm
-    algo: str = "maskable_ppo"
-    """batched_ppo or batched_a2c (the project's torch trainers on the batched env, masked; agents/ppo.py, agents/a2c.py), or SB3's: maskable_ppo (sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal actions are replaced)."""
-    total_timesteps: int = 600_000
-    """Environment steps to train for (a yacht game is about 30 steps)."""
-    learning_rate: float = 3e-4
-    """Optimizer learning rate."""
-    lr_schedule: str = "constant"
-    """"constant" or "linear" (decays to 0 at total_timesteps)."""
-    gamma: float = 1.0
-    """Discount factor; 1.0 because the undiscounted return is the final score."""
-    n_steps: int = 256
-    """Steps per env per rollout (PPO, A2C)."""
-    batch_size: int = 512
-    """Minibatch size (PPO, DQN)."""
-    n_epochs: int = 5
-    """Optimization epochs per rollout (PPO)."""
-    gae_lambda: float = 0.95
-    """GAE lambda (PPO, A2C)."""
-    clip_range: float = 0.2
-    """PPO clip range."""
-    ent_coef: float = 0.01
-    """Entropy bonus coefficient (PPO, A2C)."""
-    vf_coef: float = 0.5
-    """Value loss coefficient (PPO, A2C)."""
-    max_grad_norm: float = 0.5
-    """Gradient clipping (all algorithms)."""
-    buffer_size: int = 200_000
-    """Replay buffer size (DQN)."""
-    learning_starts: int = 10_000
-    """Steps before DQN starts learning."""
-    train_freq: int = 4
-    """DQN: gradient step every this many env steps."""
-    target_update_interval: int = 5_000
-    """DQN: env steps between target network updates."""
-    exploration_fraction: float = 0.2
-    """DQN: fraction of training over which epsilon decays."""
-    exploration_final_eps: float = 0.02
-    """DQN: final epsilon."""
-    net_arch: list = field(default_factory=lambda: [256, 256])
-    """Hidden layer sizes of the policy and value networks."""
-    activation: str = "tanh"
-    """Hidden activation: tanh or relu."""
-    algo_kwargs: dict = field(default_factory=dict)
-    """Extra keyword arguments passed to the algorithm's constructor as is."""
-    reward_scale: float = 0.02
-    """Training rewards are multiplied by this (evaluation always reports raw scores)."""
-    illegal_penalty: float = 0.0
-    """Unmasked algorithms: points subtracted when an illegal action is replaced by the fallback."""
-    distinct_keeps: bool = False
-    """Masked algorithms: masks show each distinct keep once (bitmasks keeping equal dice are one move)."""
-    features: bool = True
-    """Batched algorithms: the policy also sees progress toward the upper bonus (agents/policy_inputs.py)."""
+    algo: str = setting("maskable_ppo", "batched_ppo or batched_a2c (the project's torch trainers on the batched "
+                                        "env, masked; agents/ppo.py, agents/a2c.py), or SB3's: maskable_ppo "
+                                        "(sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal "
+                                        "actions are replaced); or bc (behaviour cloning from a dataset: "
+                                        "imitation of the solver, agents/bc.py).")
+    total_timesteps: int = setting(600_000, "Environment steps to train for (a yacht game is about 30 steps).")
+    learning_rate: float = setting(3e-4, "Optimizer learning rate.")
+    lr_schedule: str = setting("constant", '"constant" or "linear" (decays to 0 at total_timesteps).')
+    gamma: float = setting(1.0, "Discount factor; 1.0 because the undiscounted return is the final score.")
+    n_steps: int = setting(256, "Steps per env per rollout (PPO, A2C).")
+    batch_size: int = setting(512, "Minibatch size (PPO, DQN).")
+    n_epochs: int = setting(5, "Optimization epochs per rollout (PPO).")
+    gae_lambda: float = setting(0.95, "GAE lambda (PPO, A2C).")
+    clip_range: float = setting(0.2, "PPO clip range.")
+    ent_coef: float = setting(0.01, "Entropy bonus coefficient (PPO, A2C).")
+    vf_coef: float = setting(0.5, "Value loss coefficient (PPO, A2C).")
+    max_grad_norm: float = setting(0.5, "Gradient clipping (all algorithms).")
+    buffer_size: int = setting(200_000, "Replay buffer size (DQN).")
+    learning_starts: int = setting(10_000, "Steps before DQN starts learning.")
+    train_freq: int = setting(4, "DQN: gradient step every this many env steps.")
+    target_update_interval: int = setting(5_000, "DQN: env steps between target network updates.")
+    exploration_fraction: float = setting(0.2, "DQN: fraction of training over which epsilon decays.")
+    exploration_final_eps: float = setting(0.02, "DQN: final epsilon.")
+    dataset: str = setting("", "bc: the Minari dataset id to imitate, written by `dice-poker dataset` (e.g. "
+                               "dice_poker/yacht/optimal-v0).")
+    bc_epochs: int = setting(10, "bc: passes over the dataset (a policy evaluation after each when eval_freq > 0).")
+    net_arch: list[int] = setting([256, 256], "Hidden layer sizes of the policy and value networks.")
+    activation: str = setting("tanh", "Hidden activation: tanh or relu.")
+    algo_kwargs: dict[str, Any] = setting({}, "Extra keyword arguments passed to the algorithm's constructor as is.")
+    reward_scale: float = setting(0.02, "Training rewards are multiplied by this (evaluation always reports raw "
+                                        "scores).")
+    illegal_penalty: float = setting(0.0, "Unmasked algorithms: points subtracted when an illegal action is "
+                                          "replaced by the fallback.")
+    distinct_keeps: bool = setting(False, "Masked algorithms: masks show each distinct keep once (bitmasks "
+                                          "keeping equal dice are one move).")
+    features: bool = setting(True, "Batched algorithms: the policy also sees progress toward the upper bonus "
+                                   "(agents/policy_inputs.py).")
+    precision: str = setting("float32", 'Batched algorithms: "float32" or "bfloat16" (autocast; faster on CPUs '
+                                        'with AMX/AVX512-BF16 and on GPUs).')
 
     # --- envs and hardware
-    n_envs: int = 8
-    """Parallel training envs."""
-    vec_env: str = "dummy"
-    """Vector env: "dummy" (DummyVecEnv, one process), "subproc" (SubprocVecEnv) or "batched" (the project's NumPy batched env)."""
-    device: str = "cpu"
-    """Torch device."""
-    torch_threads: int = 1
-    """torch.set_num_threads (small MLPs are fastest on one thread)."""
-    seed: int = 0
-    """Seeds torch, NumPy, the envs and the evaluation/benchmark games."""
+    n_envs: int = setting(8, "Parallel training envs.")
+    vec_env: str = setting("dummy", 'Vector env: "dummy" (DummyVecEnv, one process), "subproc" (SubprocVecEnv) or '
+                                    '"batched" (the project\'s NumPy batched env).')
+    device: str = setting("cpu", "Torch device.")
+    torch_threads: int = setting(1, "torch.set_num_threads (small MLPs are fastest on one thread).")
+    seed: int = setting(0, "Seeds torch, NumPy, the envs and the evaluation/benchmark games.")
 
     # --- evaluation, checkpoints, benchmark
-    eval_freq: int = 50_000
-    """Evaluate every this many timesteps (0: never)."""
-    eval_episodes: int = 200
-    """Games per periodic evaluation."""
-    checkpoint_freq: int = 100_000
-    """Save a checkpoint every this many timesteps (0: never)."""
-    save_replay_buffer: bool = False
-    """DQN: also save the replay buffer with checkpoints (exact resume, large files)."""
-    bench_games: int = 2_000
-    """Games per agent in the final benchmark (0: skip it)."""
-    bench_agents: list = field(default_factory=lambda: ["optimal", "greedy", "random"])
-    """Agents benchmarked beside the trained one."""
-    bench_workers: int = 1
-    """Processes for the final benchmark."""
-    solver: str = "auto"
-    """Exact solve of the ruleset (the yardstick: % of optimal, regret, the optimal agent): "auto" (solve; if the solver refuses the ruleset as too large, train on and evaluate in raw scores), "on" (a refused solve is an error) or "off" (no solve: raw scores only)."""
-    progress_bar: bool = True
-    """Show SB3's progress bar."""
-    verbose: int = 0
-    """SB3 verbosity (0 quiet, 1 info)."""
-    runs_dir: str = "runs"
-    """Parent folder of run folders when --run-dir is not given."""
+    eval_freq: int = setting(50_000, "Evaluate every this many timesteps (0: never).")
+    eval_episodes: int = setting(200, "Games per periodic evaluation.")
+    checkpoint_freq: int = setting(100_000, "Save a checkpoint every this many timesteps (0: never).")
+    save_replay_buffer: bool = setting(False, "DQN: also save the replay buffer with checkpoints (exact resume, "
+                                              "large files).")
+    bench_games: int = setting(2_000, "Games per agent in the final benchmark (0: skip it).")
+    bench_agents: list[str] = setting(["optimal", "greedy", "random"], "Agents benchmarked beside the trained one.")
+    bench_workers: int = setting(1, "Processes for the final benchmark.")
+    solver: str = setting("auto", 'Exact solve of the ruleset (the yardstick: % of optimal, regret, the optimal '
+                                  'agent): "auto" (solve; if the solver refuses the ruleset as too large, train on '
+                                  'and evaluate in raw scores), "on" (a refused solve is an error) or "off" (no '
+                                  'solve: raw scores only).')
+    progress_bar: bool = setting(True, "Show SB3's progress bar.")
+    verbose: int = setting(0, "SB3 verbosity (0 quiet, 1 info).")
+    runs_dir: str = setting("runs", "Parent folder of run folders when --run-dir is not given.")
 
 
 def field_docs(cls: type = Config) -> dict[str, str]:
-    """The docstring under each dataclass field (read from this file's source)."""
-    import inspect
-
-    tree = ast.parse(inspect.getsource(cls))
-    docs: dict[str, str] = {}
-    body = tree.body[0].body
-    for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
-            docs[node.target.id] = str(nxt.value.value).strip()
-    return docs
-
-
-def _coerce(name: str, value: Any, hint: Any) -> Any:
-    """Check/convert one config value to its field type (clear error otherwise)."""
-    origin = get_origin(hint) or hint
-    try:
-        if isinstance(value, bool) and origin in (int, float):
-            raise ValueError  # YAML's true/false is not a number
-        if origin is bool:
-            if isinstance(value, str):
-                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError
-                return value.lower() in ("true", "1", "yes")
-            return bool(value)
-        if origin is int:
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError
-            return int(value)
-        if origin is float:
-            return float(value)
-        if origin is str:
-            if isinstance(value, bool) and name == "solver":
-                return "on" if value else "off"  # YAML 1.1 reads on/off (yes/no, true/false) as booleans
-            return str(value)
-        if origin is list:
-            if isinstance(value, (list, tuple)):
-                return list(value)
-            raise ValueError
-        if origin is dict:
-            if isinstance(value, dict):
-                return dict(value)
-            raise ValueError
-    except (TypeError, ValueError):
-        raise ValueError(f"config field {name!r} expects {getattr(origin, '__name__', origin)}, got {value!r}") from None
-    return value
+    """The documentation of each config field."""
+    return {f.name: f.metadata.get("doc", "") for f in dataclasses.fields(cls)}
 
 
 def make_config(base: dict[str, Any] | None = None, overrides: list[str] | None = None) -> Config:
-    """Defaults <- ``base`` mapping (a YAML file) <- ``key=value`` overrides (YAML-typed values)."""
-    import yaml
+    """Defaults <- ``base`` mapping (a YAML file) <- ``key=value`` overrides, then the range checks.
 
-    hints = get_type_hints(Config)
-    values: dict[str, Any] = {}
-    for source, items in (("config file", (base or {}).items()),
-                          ("command line", (_split_override(o) for o in overrides or []))):
-        for key, value in items:
-            if not isinstance(key, str) or key not in hints:
-                key = str(key)
-                close = [k for k in hints if k.startswith(key[:3])]
-                raise ValueError(f"{source}: unknown config field {key!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
-            if source == "command line" and isinstance(value, str):
-                try:
-                    value = yaml.safe_load(value) if value != "" else ""
-                except yaml.YAMLError as error:
-                    raise ValueError(f"override {key}={value}: not valid YAML ({yaml_problem(error)})") from None
-            values[key] = _coerce(key, value, hints[key])
-    config = Config(**values)
-    _validate(config)
-    return config
+    OmegaConf types the config (``OmegaConf.structured(Config)``): each value is
+    converted to its field's type or refused, ``key=value`` overrides are parsed
+    by OmegaConf's dotlist grammar (YAML values: ``net_arch=[64, 64]``,
+    ``rules_options={joker: free}``; dotted keys reach into a mapping:
+    ``rules_options.joker=free``), and a value replaces the one before it whole.
+
+    Raises:
+        ValueError: one line naming the field (or override) and the problem.
+    """
+    import yaml
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    config = OmegaConf.structured(Config)
+    for key, value in (base or {}).items():
+        _set_field(config, key, value, "config file")
+    for text in overrides or []:
+        key, sep, rest = text.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"override {text!r}: expected key=value")
+        try:
+            value = OmegaConf.select(OmegaConf.from_dotlist([text]), key) if rest.strip() else ""
+        except yaml.YAMLError as error:
+            raise ValueError(f"override {text}: not valid YAML ({yaml_problem(error)})") from None
+        except OmegaConfBaseException as error:  # the dotlist grammar, an interpolation that does not resolve
+            raise ValueError(f"override {text}: {one_line(error)}") from None
+        _set_field(config, key, value, f"override {text}")
+    try:
+        result = OmegaConf.to_object(config)
+    except OmegaConfBaseException as error:  # e.g. ${...} in a value that does not resolve
+        raise ValueError(one_line(error)) from None
+    _validate(result)
+    return result
+
+
+def _set_field(config, key: Any, value: Any, source: str) -> None:
+    """Set field ``key`` (a dotted path reaches into a mapping) of the OmegaConf ``config`` to ``value``."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    fields = {f.name: f for f in dataclasses.fields(Config)}
+    name = str(key).split(".")[0]
+    if not isinstance(key, str) or name not in fields:
+        source = "command line" if source.startswith("override") else source
+        close = difflib.get_close_matches(str(key), fields, n=3, cutoff=0.6)
+        raise ValueError(f"{source}: unknown config field {str(key)!r}"
+                         + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    if key == "solver" and isinstance(value, bool):
+        value = "on" if value else "off"  # YAML 1.1 reads on/off (yes/no, true/false) as booleans
+    try:
+        OmegaConf.update(config, key, value, merge=False)
+    except OmegaConfBaseException as error:
+        got = "nothing" if value is None else repr(value)
+        inner = str(error.full_key)
+        detail = f" ({inner} is {error.value!r})" if inner not in ("", key) else ""
+        prefix = f"{source}: " if source.startswith("override") else ""
+        raise ValueError(f"{prefix}config field {key!r} expects {fields[name].type}, got {got}{detail}") from None
 
 
 def yaml_problem(error: Exception) -> str:
@@ -243,18 +230,11 @@ def yaml_problem(error: Exception) -> str:
     return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else problem
 
 
-def _split_override(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise ValueError(f"override {text!r}: expected key=value")
-    return key.strip(), value
-
-
 #: numeric fields and the values they take: (lowest, highest, lowest allowed itself)
 NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
     **{name: (1, math.inf, True) for name in (
         "total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
-        "target_update_interval", "torch_threads", "eval_episodes", "bench_workers")},
+        "target_update_interval", "torch_threads", "eval_episodes", "bench_workers", "bc_epochs")},
     **{name: (0, math.inf, True) for name in (
         "learning_starts", "seed", "eval_freq", "checkpoint_freq", "bench_games", "ent_coef", "vf_coef",
         "illegal_penalty")},
@@ -283,17 +263,22 @@ def _validate(c: Config) -> None:
     if c.solver not in ("auto", "on", "off"):
         raise ValueError(f"solver must be auto, on or off, got {c.solver!r}")
 
-    if c.algo not in (*BATCHED_ALGORITHMS, *ALGORITHMS):
-        raise ValueError(f"algo must be one of {', '.join((*BATCHED_ALGORITHMS, *ALGORITHMS))}, got {c.algo!r}")
+    if c.algo not in (*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS):
+        raise ValueError(f"algo must be one of {', '.join((*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS))}, "
+                         f"got {c.algo!r}")
     if c.obs_mode not in ("flat", "dict"):
         raise ValueError(f"obs_mode must be flat or dict, got {c.obs_mode!r}")
     if c.activation not in ("tanh", "relu"):
         raise ValueError(f"activation must be tanh or relu, got {c.activation!r}")
     if c.lr_schedule not in ("constant", "linear"):
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
-    if c.algo in BATCHED_ALGORITHMS:
+    if c.precision not in ("float32", "bfloat16"):
+        raise ValueError(f"precision must be float32 or bfloat16, got {c.precision!r}")
+    if c.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS):
         if c.obs_mode != "flat":
             raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")
+        if c.algo in IMITATION_ALGORITHMS and not c.dataset:
+            raise ValueError(f"{c.algo} imitates a dataset: set dataset=ID (written by dice-poker dataset)")
         return
     if c.vec_env not in ("dummy", "subproc", "batched"):
         raise ValueError(f"vec_env must be dummy, subproc or batched, got {c.vec_env!r}")
@@ -306,9 +291,9 @@ def _validate(c: Config) -> None:
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Config]:
     docs = field_docs()
     defaults = Config()
-    epilog = "config fields (override with key=value):\n" + "\n".join(
-        f"  {f.name} = {getattr(defaults, f.name)!r}\n      {docs.get(f.name, '')}" for f in dataclasses.fields(Config)
-    )
+    epilog = "config fields (override with key=value; a dotted key reaches into a mapping: rules_options.joker=free):\n"
+    epilog += "\n".join(f"  {f.name}: {f.type} = {getattr(defaults, f.name)!r}\n      {docs[f.name]}"
+                        for f in dataclasses.fields(Config))
     parser = argparse.ArgumentParser(
         description="Train an agent on a dice game and benchmark it against the exact solver.",
         epilog=epilog,
@@ -432,11 +417,8 @@ def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training:
     from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
     from agents.sb3_agent import ALGORITHMS
+    from dice_poker_env.integrations.sb3 import make_sb3_vec_env
 
-    try:
-        from dice_poker_env.integrations.sb3 import make_sb3_vec_env
-    except ImportError as error:
-        fail(f"vec_env='batched' needs dice_poker_env.integrations.sb3 ({error})")
     if not ALGORITHMS[config.algo][2]:
         fail("vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
     vec = VecMonitor(make_sb3_vec_env("DicePoker/Custom-v0", n_envs, seed=seed, rules=rules, obs_mode=config.obs_mode,
@@ -628,15 +610,18 @@ RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", 
                 "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "buffer_size", "learning_starts",
                 "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
 #: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
-BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale")
+BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision")
 
 
 def load_config_rules(config: Config):
-    """The ruleset of the config (a one-line error if it does not load)."""
+    """The ruleset of the config (a one-line error if it does not load or compile)."""
+    from dice_poker_env.engine.tables import compile_rules
     from dice_poker_env.rules import load_rules
 
     try:
-        return load_rules(config.rules, **config.rules_options)
+        rules = load_rules(config.rules, **config.rules_options)
+        compile_rules(rules)  # what needs the score tables (the upper-bonus threshold) is checked here
+        return rules
     except (ValueError, TypeError, KeyError, OSError) as error:
         options = f" rules_options={config.rules_options!r}" if config.rules_options else ""
         fail(f"rules={config.rules!r}{options}: {error}")
@@ -742,6 +727,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = args.run_dir or Path(config.runs_dir) / f"{rules.name}__{config.algo}__s{config.seed}__{stamp}"
     check_run_dir(run_dir, resume=bool(args.resume), overwrite=args.overwrite)
+    if args.resume and config.algo in IMITATION_ALGORITHMS:
+        fail(f"--resume: {config.algo} runs keep no checkpoints (a pass over the dataset is short); start a new run")
     resume_from = find_checkpoint(args, run_dir, config, rules) if args.resume else None
 
     import torch
@@ -753,6 +740,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     optimal = float(solution.expected_score) if solution is not None else None
     if config.algo in BATCHED_ALGORITHMS:
         trainer = batched_trainer(config, rules, run_dir, optimal, resume_from)
+    elif config.algo in IMITATION_ALGORITHMS:
+        trainer = imitation_trainer(config, rules, run_dir, optimal)
     else:
         env, model, metadata = sb3_model(config, rules, run_dir, resume_from)
 
@@ -768,7 +757,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"{(trainer if config.algo in BATCHED_ALGORITHMS else model).num_timesteps:,} timesteps")
 
     # 3. train
-    if config.algo in BATCHED_ALGORITHMS:
+    if config.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS):
         final_path = trainer.run(progress=config.progress_bar)
         timesteps, train_seconds = trainer.num_timesteps, trainer.train_seconds
     else:
@@ -792,6 +781,19 @@ def batched_trainer(config: Config, rules, run_dir: Path, optimal: float | None,
         what = f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the trainer cannot be built"
         fail(f"{what}: {type(error).__name__}: {one_line(error)}")
     return trainer
+
+
+def imitation_trainer(config: Config, rules, run_dir: Path, optimal: float | None):
+    """Behaviour cloning from ``config.dataset`` (agents/bc.py); the dataset is read and checked, nothing written yet."""
+    from agents.bc import BCTrainer
+
+    command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
+    try:
+        return BCTrainer(config, rules, run_dir, optimal=optimal, metadata={"config": asdict(config), "command": command})
+    except ModuleNotFoundError as error:
+        fail(f"{config.algo} reads Minari datasets: {error.name} is not installed (pip install -e '.[datasets]')")
+    except (ValueError, OSError) as error:
+        fail(f"dataset={config.dataset!r}: {one_line(error)}")
 
 
 def sb3_model(config: Config, rules, run_dir: Path, resume_from: Path | None):
@@ -841,6 +843,15 @@ def sb3_learn(config: Config, rules, run_dir: Path, optimal: float | None, env, 
     return final_path, int(model.num_timesteps), train_seconds
 
 
+def algo_label(config: Config) -> str:
+    """The algorithm as reported: behaviour cloning is named as the imitation of the solver it is."""
+    if config.algo in IMITATION_ALGORITHMS:
+        from agents.bc import LABEL
+
+        return f"{config.algo} ({LABEL})"
+    return config.algo
+
+
 def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None, final_path: Path, timesteps: int,
            train_seconds: float) -> dict[str, Any]:
     """Benchmark the trained agent against the solver, greedy and random; ``results.json``; plots."""
@@ -850,12 +861,16 @@ def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None
     results: dict[str, Any] = {"algorithm": config.algo, "rules": rules.name, "rules_options": dict(rules.options),
                                "timesteps": int(timesteps), "train_seconds": round(train_seconds, 1),
                                "optimal_expected_score": optimal}
+    label = algo_label(config)
+    if label != config.algo:
+        results["label"] = label
     if config.bench_games > 0:
         agents = [a for a in config.bench_agents if not (a == "optimal" and solution is None)]
-        bench = benchmark(rules, [*agents, ("model", f"model:{final_path}")], games=config.bench_games,
+        name = "model" if label == config.algo else label  # the trained agent's row
+        bench = benchmark(rules, [*agents, (name, f"model:{final_path}")], games=config.bench_games,
                           seed=config.seed + 2_000_003, workers=config.bench_workers,
                           solution=solution if solution is not None else False)
-        results.update(bench.data["agents"]["model"])
+        results.update(bench.data["agents"][name])
         results["agents"] = bench.data["agents"]
         results["bench_games"] = config.bench_games
         render_table({**bench.data})
@@ -868,7 +883,7 @@ def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None
 
         if (run_dir / "evaluations.csv").is_file():
             plot_learning_curve(run_dir / "evaluations.csv", run_dir / "learning_curve.png", optimal,
-                                title=f"{config.algo} on {rules.name}")
+                                title=f"{label} on {rules.name}")
         if config.bench_games > 0:
             plot_score_distributions(bench, run_dir / "score_distribution.png")
     except ModuleNotFoundError as error:

@@ -12,20 +12,17 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from agents.actor_critic import ActorCritic
+from agents.actor_critic import ActorCritic, evaluate_actions, normalized
 from agents.rollout import Batch
 
 
 def update(model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, config, generator: torch.Generator) -> dict[str, float]:
     """One A2C step from ``batch``; returns its statistics."""
-    logits, values = model(batch.inputs, batch.masks)
-    log_all = torch.log_softmax(logits, dim=1)
-    log_prob = log_all.gather(1, batch.actions[:, None]).squeeze(1)
-    adv = batch.advantages
-    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    log_prob, entropies, values = evaluate_actions(model, batch.inputs, batch.masks, batch.actions)
+    adv = normalized(batch.advantages)
     policy_loss = -(adv * log_prob).mean()
     value_loss = 0.5 * (values - batch.returns).pow(2).mean()
-    entropy = -(log_all.exp() * log_all).sum(dim=1).mean()
+    entropy = entropies.mean()
     loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
     optimizer.zero_grad(set_to_none=True)
     loss.backward()

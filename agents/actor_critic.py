@@ -27,6 +27,9 @@ from torch import nn
 #: the logit of an illegal action (exp underflows to exactly 0 in float32)
 MASKED_LOGIT = -1e8
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+#: "bfloat16": the layers run under torch.autocast in bfloat16 (weights, losses and optimizer stay float32);
+#: about 1.6x faster updates on CPUs with AMX or AVX512-BF16 (and on GPUs), slower elsewhere
+PRECISIONS = ("float32", "bfloat16")
 
 
 def mlp(sizes: Sequence[int], activation: str) -> nn.Sequential:
@@ -47,10 +50,15 @@ class ActorCritic(nn.Module):
         n_actions: ``32 + n_boxes``.
         hidden: hidden layer sizes of each network, e.g. ``(256, 256)``.
         activation: ``"tanh"`` or ``"relu"``.
+        precision: ``"float32"`` or ``"bfloat16"`` (:data:`PRECISIONS`).
     """
 
-    def __init__(self, in_dim: int, n_actions: int, hidden: Sequence[int] = (256, 256), activation: str = "tanh"):
+    def __init__(self, in_dim: int, n_actions: int, hidden: Sequence[int] = (256, 256), activation: str = "tanh",
+                 precision: str = "float32"):
         super().__init__()
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        self.precision = precision
         self.in_dim, self.n_actions = int(in_dim), int(n_actions)
         self.hidden = [int(h) for h in hidden]
         self.activation = activation
@@ -62,12 +70,18 @@ class ActorCritic(nn.Module):
                 nn.init.orthogonal_(m.weight, gain=np.sqrt(2) if m is not linears[-1] else gain)
                 nn.init.zeros_(m.bias)
 
+    def _autocast(self, x: torch.Tensor):
+        return torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masked logits ``(B, n_actions)`` and values ``(B,)``; ``mask`` is bool."""
-        return self.actor(x).masked_fill(~mask, MASKED_LOGIT), self.critic(x).squeeze(1)
+        """Masked logits ``(B, n_actions)`` and values ``(B,)`` (float32); ``mask`` is bool."""
+        with self._autocast(x):
+            logits, value = self.actor(x), self.critic(x)
+        return logits.float().masked_fill(~mask, MASKED_LOGIT), value.float().squeeze(1)
 
     def value(self, x: torch.Tensor) -> torch.Tensor:
-        return self.critic(x).squeeze(1)
+        with self._autocast(x):
+            return self.critic(x).float().squeeze(1)
 
     def export(self) -> dict[str, np.ndarray]:
         """The actor's weights as NumPy arrays ``w0, b0, w1, b1, ...`` (``x @ w + b``)."""
@@ -77,6 +91,21 @@ class ActorCritic(nn.Module):
             out[f"w{i}"] = m.weight.detach().cpu().numpy().T.astype(np.float32)
             out[f"b{i}"] = m.bias.detach().cpu().numpy().astype(np.float32)
         return out
+
+
+def evaluate_actions(model: "ActorCritic", inputs: torch.Tensor, masks: torch.Tensor,
+                     actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(log_prob, entropy, values)`` of ``actions`` under the current policy (the terms of
+    both update rules); the entropy is over the legal actions, per sample."""
+    logits, values = model(inputs, masks)
+    log_all = torch.log_softmax(logits, dim=1)
+    log_prob = log_all.gather(1, actions[:, None]).squeeze(1)
+    return log_prob, -(log_all.exp() * log_all).sum(dim=1), values
+
+
+def normalized(advantages: torch.Tensor) -> torch.Tensor:
+    """Advantages scaled to zero mean and unit standard deviation (per batch or minibatch)."""
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
 
 def sample(logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -37,8 +37,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from agents.optimal import VALUE_TOLERANCE
-from agents.registry import check_agent, parse_agent_spec
-from dice_poker_env.engine.dice import N_KEEP_ACTIONS, ROLL_DICE
+from agents.registry import AGENT_NAMES, check_agent, parse_agent_spec
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, ROLL_DICE
+from dice_poker_env.engine.position import secured_upper_bonus
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import observe
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.rules import Rules, load_rules
@@ -144,15 +146,6 @@ def _mistake_label(rules: Rules, dice, taken: int, best: int) -> tuple[str, str]
     return f"kept {_kept_text(dice, taken)} instead of {_kept_text(dice, best)}", "keep"
 
 
-def _observe_one(tables, state, obs_mode: str):
-    """The observation of a one-game state in another layout (batch axis or not)."""
-    obs = observe(tables, state, obs_mode)
-    if isinstance(obs, dict):
-        return {key: np.asarray(value)[0] if np.ndim(value) > 1 else value for key, value in obs.items()}
-    obs = np.asarray(obs)
-    return obs[0] if obs.ndim == 2 else obs
-
-
 def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record: list | None = None) -> _Partial:
     """Play one game per seed with ``agent``; regret needs ``solution``.
 
@@ -163,11 +156,10 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
     ``reward`` the points the step added, ``points`` those written in the box (a
     legal score action; else ``None``).
     """
-    tables = rules.tables
+    tables = compile_rules(rules)
     env = DicePokerEnv(rules)
     obs_mode = getattr(agent, "obs_mode", "dict")
     out = _Partial()
-    upper = tables.is_upper
     fallbacks_before = int(getattr(agent, "fallbacks", 0))
     for game_seed in seeds:
         game_seed = int(game_seed)
@@ -182,7 +174,7 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
         moves: list | None = [] if record is not None else None
         while not done:
             mask = info["action_mask"]
-            agent_obs = obs if obs_mode == "dict" else _observe_one(tables, env.state, obs_mode)
+            agent_obs = obs if obs_mode == "dict" else observe(tables, env.state, obs_mode)
             action = int(agent.act(agent_obs, mask))
             state = env.state
             legal = 0 <= action < len(mask) and bool(mask[action])
@@ -197,7 +189,7 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
                 kind = "illegal" if not legal else ("box" if action >= N_KEEP_ACTIONS else "keep")
                 regret[kind] += loss
                 if loss > 0.0:
-                    dice = ROLL_DICE[int(np.asarray(state.roll).reshape(-1)[0])]
+                    dice = ROLL_DICE[state.roll]
                     if legal:
                         label, kind = _mistake_label(rules, dice, action, best)
                     else:
@@ -209,7 +201,7 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
                         entry[3] = loss
                         entry[4] = {
                             "dice": [int(d) for d in dice],
-                            "rolls_left": int(np.asarray(state.rolls_left).reshape(-1)[0]),
+                            "rolls_left": state.rolls_left,
                             "turn": int(obs["turn"]),
                             "taken": _describe(rules, dice, action) if legal else f"illegal action {action}",
                             "best": _describe(rules, dice, best),
@@ -221,28 +213,21 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
                 out.illegal += 1
             elif action >= N_KEEP_ACTIONS:
                 out.box_decisions += 1
-                five += bool(tables.five_kind_roll[int(np.asarray(state.roll).reshape(-1)[0])])
+                five += bool(tables.five_kind_roll[state.roll])
             else:
                 out.keep_decisions += 1
             if moves is not None:
-                roll = int(np.asarray(state.roll).reshape(-1)[0])
-                moves.append(["".join(str(int(d)) for d in ROLL_DICE[roll]),
-                              int(np.asarray(state.rolls_left).reshape(-1)[0]), action, best,
-                              None if loss is None else round(loss, 4), 0, None])
+                moves.append(["".join(str(int(d)) for d in ROLL_DICE[state.roll]), int(state.rolls_left), action,
+                              best, None if loss is None else round(loss, 4), 0, None])
             obs, reward, done, _, info = env.step(action)
             if moves is not None:
                 moves[-1][5] = int(round(float(reward)))
                 if legal and action >= N_KEEP_ACTIONS:
-                    moves[-1][6] = int(np.asarray(env.state.scores).reshape(-1)[action - N_KEEP_ACTIONS])
+                    moves[-1][6] = int(env.state.scores[action - N_KEEP_ACTIONS])
         final = env.state
-        scores = np.asarray(final.scores).reshape(-1).astype(np.int64)
-        filled = int(np.asarray(final.filled).reshape(-1)[0])
         out.scores.append(int(info["final_score"]))
-        out.box_scores.append(scores)
-        upper_filled = all(filled >> k & 1 for k in np.flatnonzero(upper))
-        out.upper_bonus.append(
-            bool(tables.has_upper_bonus and upper_filled and scores[upper].sum() >= tables.upper_bonus_threshold)
-        )
+        out.box_scores.append(final.scores.astype(np.int64))
+        out.upper_bonus.append(secured_upper_bonus(tables, final.filled, final.upper_total) > 0)  # the engine's rule
         out.five_kind.append(five)
         out.regret_keep.append(regret["keep"])
         out.regret_box.append(regret["box"])
@@ -349,7 +334,7 @@ def summarize(rules: Rules, part: _Partial, optimal: float | None, seconds: floa
         "percent_of_optimal": 100.0 * mean / optimal if optimal else None,
         "percent_of_optimal_ci95": 100.0 * ci / abs(optimal) if optimal else None,
         "gap_mean": optimal - mean if optimal is not None else None,
-        "upper_bonus_rate": float(np.mean(part.upper_bonus)) if rules.tables.has_upper_bonus else None,
+        "upper_bonus_rate": float(np.mean(part.upper_bonus)) if compile_rules(rules).has_upper_bonus else None,
         "five_of_a_kind_rate": float(np.mean(np.asarray(part.five_kind) > 0)),
         "five_of_a_kind_per_game": float(np.mean(part.five_kind)),
         "box_means": {name: float(box_scores[:, k].mean()) for k, name in enumerate(rules.box_names)},
@@ -403,9 +388,6 @@ class BenchmarkResult:
     scores: dict[str, np.ndarray]
     #: with ``record_games``: per agent, the game records of :func:`play_games` (agents played in this process)
     games: dict[str, list] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return self.data
 
 
 def benchmark(

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import Solution, solve
 
@@ -73,13 +74,26 @@ class OptimalAgent:
         the env's legal actions; it agrees with the solver's own legality.
         """
         situation, _ = self.solution._situation(observations, points=False)
-        actions = self.solution.best_actions(*situation[:5])
+        return self.act_situation(*situation[:5], action_masks=action_masks)
+
+    def act_situation(self, filled, upper, full, roll, rolls_left, *, action_masks: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`act_batch` from the games' situations as the engine holds them (``(B,)`` int64).
+
+        ``filled``, ``upper``, ``full``, ``roll``, ``rolls_left``: the arguments of
+        :meth:`~dice_poker_env.solver.Solution.best_actions` (an engine
+        :class:`~dice_poker_env.engine.game.GameState`'s ``filled``, ``upper_total``,
+        :func:`~dice_poker_env.engine.game.five_kind_box_full`, ``roll`` and
+        ``rolls_left``), for callers that step the engine themselves (the dataset
+        writer, :mod:`agents.datasets`) and need no observation decoded.
+        """
+        situation = (filled, upper, full, roll, rolls_left)
+        actions = self.solution.best_actions(*situation)
         if action_masks is not None:
             masks = np.asarray(action_masks).reshape(len(actions), -1)
             allowed = masks.reshape(-1).take(np.arange(0, masks.size, masks.shape[1]) + actions)
             wrong = np.flatnonzero(allowed == 0)
             if len(wrong):  # the env disagrees with the solver's legality: obey the env
-                q = self.solution.future_action_values(*(part[wrong] for part in situation[:5]))
+                q = self.solution.future_action_values(*(np.asarray(part)[wrong] for part in situation))
                 q = np.where(masks[wrong] != 0, q, -np.inf)
                 actions[wrong] = np.argmax(q, axis=1)
         return actions
@@ -89,32 +103,33 @@ def play_games(agent: OptimalAgent, n_games: int, seed: int = 0, *, batch: int =
     """Final scores of ``n_games`` seeded games played by ``agent``, batched over the engine.
 
     Uses the same engine functions and dict observations as the environments
-    (:func:`~dice_poker_env.engine.game.step`,
-    :func:`~dice_poker_env.envs.observation.observe_dict`), ``batch`` games at a time.
+    (:func:`~dice_poker_env.engine.game.step_batch`,
+    :func:`~dice_poker_env.envs.observation.observe_dict_batch`), ``batch`` games at a time.
     Only the games still being played are kept (finished ones are dropped, in
     order), so a step costs what its live games cost.
     """
     from dice_poker_env.engine import game
-    from dice_poker_env.engine.dice import N_DICE, roll_index_of_sorted
-    from dice_poker_env.envs.observation import observe_dict
+    from dice_poker_env.engine.combinatorics import N_DICE, roll_index_of_sorted
+    from dice_poker_env.engine.masks import action_masks
+    from dice_poker_env.envs.observation import observe_dict_batch
 
-    tables = agent.rules.tables
+    tables = compile_rules(agent.rules)
     rng = np.random.default_rng(seed)
     finals = []
     for start in range(0, n_games, batch):
         size = min(batch, n_games - start)
         first = np.sort(rng.integers(1, 7, size=(size, N_DICE)), axis=1)
-        state = game.new_games(tables, np.asarray(roll_index_of_sorted(first), dtype=np.int64))
+        state = game.new_batch(tables, roll_index_of_sorted(first))
         total = np.zeros(size, dtype=np.int64)
         rows = np.arange(size)  # the live games, in order
         while len(rows):
-            actions = agent.act_batch(observe_dict(tables, state), game.action_mask(tables, state))
+            actions = agent.act_batch(observe_dict_batch(tables, state), action_masks(tables).of_batch(state))
             faces = rng.integers(1, 7, size=(len(rows), N_DICE))
-            state, reward, over = game.step(tables, state, actions, faces)
+            state, reward, over = game.step_batch(tables, state, actions, faces)
             total[rows] += reward
             if over.any():
                 going = ~over
                 rows = rows[going]
-                state = game.GameState(*(np.asarray(field)[going] for field in state))
+                state = state.take(going)
         finals.append(total)
     return np.concatenate(finals)

@@ -24,7 +24,8 @@ import numpy as np
 
 from agents.policy_inputs import PolicyInputs
 from agents.sb3_agent import check_ruleset
-from dice_poker_env.engine.dice import N_DICE, distinct_keep_mask, roll_index_of_counts
+from dice_poker_env.engine.combinatorics import N_DICE, distinct_keep_mask, roll_index_of_counts
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules, load_rules
 
@@ -91,10 +92,11 @@ class PolicyAgent:
         self.activation = _ACTIVATIONS[self.metadata.get("activation", "tanh")]
         self.inputs = PolicyInputs(self.rules, features=bool(self.metadata.get("features", False)))
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
-        self._face_counts = flat_layout(self.rules.tables)["face_counts"]
-        if layers[0][0].shape[0] != self.inputs.size or layers[-1][0].shape[1] != self.rules.tables.n_actions:
+        tables = compile_rules(self.rules)
+        self._face_counts = flat_layout(tables)["face_counts"]
+        if layers[0][0].shape[0] != self.inputs.size or layers[-1][0].shape[1] != tables.n_actions:
             raise ValueError(f"policy {name}: layer sizes {layers[0][0].shape[0]} -> {layers[-1][0].shape[1]} do not "
-                             f"fit {self.rules.name} ({self.inputs.size} inputs, {self.rules.tables.n_actions} actions)")
+                             f"fit {self.rules.name} ({self.inputs.size} inputs, {tables.n_actions} actions)")
 
     @classmethod
     def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model") -> "PolicyAgent":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout, flat_scales, flat_size
 from dice_poker_env.rules import Rules
 
@@ -36,7 +37,7 @@ class PolicyInputs:
     n_features = 3
 
     def __init__(self, rules: Rules, features: bool = True):
-        tables = rules.tables
+        tables = compile_rules(rules)
         layout = flat_layout(tables)
         self.features = bool(features)
         self.obs_size = flat_size(tables)

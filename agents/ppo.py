@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from agents.actor_critic import ActorCritic
+from agents.actor_critic import ActorCritic, evaluate_actions, normalized
 from agents.rollout import Batch
 
 
@@ -27,17 +27,14 @@ def update(model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, c
         count = 0
         for start in range(0, size - minibatch + 1, minibatch):
             idx = order[start:start + minibatch].to(batch.actions.device)
-            logits, values = model(batch.inputs[idx], batch.masks[idx])
-            log_all = torch.log_softmax(logits, dim=1)
-            log_prob = log_all.gather(1, batch.actions[idx, None]).squeeze(1)
+            log_prob, entropies, values = evaluate_actions(model, batch.inputs[idx], batch.masks[idx], batch.actions[idx])
             log_ratio = log_prob - batch.log_probs[idx]
             ratio = log_ratio.exp()
-            adv = batch.advantages[idx]
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            adv = normalized(batch.advantages[idx])
             clip = float(config.clip_range)
             policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)).mean()
             value_loss = 0.5 * (values - batch.returns[idx]).pow(2).mean()
-            entropy = -(log_all.exp() * log_all).sum(dim=1).mean()
+            entropy = entropies.mean()
             loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

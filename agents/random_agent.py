@@ -1,40 +1,5 @@
-"""A seeded agent that plays uniformly at random among the legal actions."""
+"""The seeded uniformly random agent: :class:`dice_poker_env.players.RandomAgent`, the project's one random agent."""
 
-from __future__ import annotations
+from dice_poker_env.players import RandomAgent
 
-from typing import Any
-
-import numpy as np
-
-
-class RandomAgent:
-    """Uniform over the legal actions of the mask (the baseline floor).
-
-    Keep actions that keep equal multisets are separate legal actions, so this is
-    uniform over *actions*, not over distinct decisions, exactly like
-    ``env.action_space.sample(mask)``.
-
-    Args:
-        seed: seed of the agent's own ``numpy`` generator (``None``: fresh entropy).
-        name: the agent's name in benchmark tables.
-    """
-
-    obs_mode = "dict"
-
-    def __init__(self, seed: int | None = None, name: str = "random"):
-        self.name = name
-        self.rng = np.random.default_rng(seed)
-
-    def seed(self, seed: int | None) -> None:
-        """Re-seed the generator (the benchmark seeds every game, so results do not
-        depend on how games are spread over worker processes)."""
-        self.rng = np.random.default_rng(seed)
-
-    def reset(self) -> None:
-        """Nothing to forget between games."""
-
-    def act(self, observation: Any, action_mask: np.ndarray) -> int:
-        legal = np.flatnonzero(np.asarray(action_mask))
-        if legal.size == 0:
-            raise ValueError("no legal action: the game is over (call env.reset())")
-        return int(legal[self.rng.integers(legal.size)])
+__all__ = ["RandomAgent"]

@@ -18,7 +18,8 @@ from gymnasium.vector import AutoresetMode
 
 from agents.actor_critic import ActorCritic, sample
 from agents.policy_inputs import PolicyInputs
-from dice_poker_env.engine.dice import distinct_keep_mask
+from dice_poker_env.engine.combinatorics import distinct_keep_mask
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules
 
@@ -44,7 +45,7 @@ class Rollout:
         n_envs, n_steps: batch shape of one rollout.
         seed: seeds the env (all games) and the action sampling.
         distinct_keeps: the policy sees each distinct keep once
-            (:func:`~dice_poker_env.engine.dice.distinct_keep_mask`).
+            (:func:`~dice_poker_env.engine.combinatorics.distinct_keep_mask`).
         reward_scale: training rewards are the env's times this.
         gamma, gae_lambda: discount and GAE lambda.
         features: policy inputs with the upper-bonus features (:class:`PolicyInputs`).
@@ -63,7 +64,7 @@ class Rollout:
         obs, info = self.env.reset(seed=int(seed))
         self.generator = torch.Generator().manual_seed(int(seed))
         self._obs, self._mask = self.inputs(obs), self._policy_mask(info["action_mask"])
-        T, N, A = self.n_steps, self.n_envs, int(rules.tables.n_actions)
+        T, N, A = self.n_steps, self.n_envs, int(compile_rules(rules).n_actions)
         self._inputs = np.zeros((T, N, self.inputs.size), dtype=np.float32)
         self._masks = np.zeros((T, N, A), dtype=bool)
         self._rewards = np.zeros((T, N), dtype=np.float32)

@@ -26,7 +26,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dice_poker_env.engine.dice import N_DICE, N_KEEP_ACTIONS, distinct_keep_mask, roll_index_of_counts, roll_index_of_sorted
+from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, distinct_keep_mask, roll_index_of_counts, roll_index_of_sorted
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules, load_rules
 
@@ -181,7 +182,7 @@ class SB3Agent:
         self.masked = bool(self.metadata["masked"])
         #: the model was trained on masks showing each distinct keep once (train.py's ``distinct_keeps``)
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
-        self._flat_layout = flat_layout(self.rules.tables)  # where flat observations keep the dice and points
+        self._flat_layout = flat_layout(compile_rules(self.rules))  # where flat observations keep the dice and points
         self.fallbacks = 0  #: illegal proposals replaced by the fallback
 
     @classmethod
@@ -225,7 +226,7 @@ class SB3Agent:
 
     def _fallback(self, observation: Any, mask: np.ndarray) -> int:
         """The legal box with the most points now (the training wrapper's fallback)."""
-        tables = self.rules.tables
+        tables = compile_rules(self.rules)
         if isinstance(observation, Mapping):
             from agents.greedy import best_box_action, state_from_observation
 

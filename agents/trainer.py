@@ -41,6 +41,7 @@ from agents.actor_critic import ActorCritic
 from agents.policy_agent import PolicyAgent, save_policy
 from agents.rollout import Rollout
 from agents.sb3_agent import model_metadata
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules
 
@@ -96,8 +97,8 @@ class Trainer:
         self.rollout = Rollout(rules, config.n_envs, config.n_steps, config.seed, distinct_keeps=config.distinct_keeps,
                                reward_scale=config.reward_scale, gamma=config.gamma, gae_lambda=config.gae_lambda,
                                features=config.features, device=self.device)
-        self.model = ActorCritic(self.rollout.inputs.size, rules.tables.n_actions, config.net_arch,
-                                 config.activation).to(self.device)
+        self.model = ActorCritic(self.rollout.inputs.size, compile_rules(rules).n_actions, config.net_arch,
+                                 config.activation, getattr(config, "precision", "float32")).to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(config.seed + 1)  # minibatch order
         self.metadata = {

@@ -30,7 +30,7 @@ import gymnasium as gym
 import numpy as np
 
 from agents.greedy import best_box_action
-from dice_poker_env.engine.dice import distinct_keep_mask
+from dice_poker_env.engine.combinatorics import distinct_keep_mask
 
 
 def legal_fallback(env: gym.Env, action: int, mask: np.ndarray) -> int:
@@ -82,7 +82,7 @@ class DistinctKeepWrapper(gym.Wrapper):
 
     Keep bitmasks that keep equal dice are the same move; ``action_masks()`` and
     ``info["action_mask"]`` keep only the lowest of them
-    (:func:`~dice_poker_env.engine.dice.distinct_keep_mask`), so a masked policy has
+    (:func:`~dice_poker_env.engine.combinatorics.distinct_keep_mask`), so a masked policy has
     one action per keep. The env itself is unchanged (it accepts every bitmask).
     """
 

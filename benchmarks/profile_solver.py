@@ -17,6 +17,7 @@ import argparse
 import collections
 import time
 
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import load_rules
 from dice_poker_env.solver import backward, turn
 from dice_poker_env.solver.block_scores import BlockScores
@@ -58,7 +59,7 @@ def main() -> None:
         setattr(owner, name, _counted(getattr(owner, name), label, seconds))
     try:
         start = time.process_time()
-        result = backward.solve_dp(rules.tables, workers=1, chunk=args.chunk)
+        result = backward.solve_dp(compile_rules(rules), workers=1, chunk=args.chunk)
         total = time.process_time() - start
     finally:
         for owner, name, function in originals:

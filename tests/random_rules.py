@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from dice_poker_env import load_rules
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules
 from dice_poker_env.rules.spec import BOX_KINDS, JOKER_MODES, POINTS_LIMIT
 
@@ -82,7 +83,7 @@ def random_spec(rng: np.random.Generator, max_boxes: int = 6, *, solvable: bool 
             "joker": str(rng.choice(JOKER_MODES)),
             "joker_needs_full_box": bool(rng.random() < 0.5),
         }
-    tables = load_rules(spec).tables  # what the upper boxes can total decides the bonus
+    tables = compile_rules(load_rules(spec))  # what the upper boxes can total decides the bonus
     if tables.is_upper.any() and rng.random() < 0.6 and not (solvable and big):
         lowest, highest = tables.min_upper_total, tables.max_upper_total
         timing = "on_complete" if lowest < 0 or rng.random() < 0.4 else "on_reach"

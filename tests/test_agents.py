@@ -10,7 +10,7 @@ from agents.random_agent import RandomAgent
 from agents.registry import make_agent
 from agents.wrappers import DistinctKeepWrapper, LegalActionWrapper
 from dice_poker_env import RULESET_NAMES, load_rules
-from dice_poker_env.engine.dice import KEEP_OF_ACTION, N_KEEP_ACTIONS, N_ROLLS, distinct_keep_mask, roll_index
+from dice_poker_env.engine.combinatorics import KEEP_OF_ACTION, N_KEEP_ACTIONS, N_ROLLS, distinct_keep_mask, roll_index
 from dice_poker_env.envs.single import DicePokerEnv
 
 
@@ -168,3 +168,42 @@ def test_best_box_action_is_legal():
 def test_unknown_agent_name():
     with pytest.raises(ValueError, match="unknown agent"):
         make_agent("genius", "yacht")
+
+
+def _visited_batch(rules, games, seed, **options):
+    """Dict observations and masks of many positions of random and greedy play (vector env, same-step autoreset)."""
+    from dice_poker_env.envs.vector import DicePokerVectorEnv
+
+    env = DicePokerVectorEnv(games, rules, obs_mode="dict", autoreset_mode="same_step", **options)
+    greedy, rng = GreedyAgent(env.rules), np.random.default_rng(seed)
+    obs, info = env.reset(seed=seed)
+    for _ in range(60):
+        yield obs, info["action_mask"]
+        random = RandomAgent(seed=int(rng.integers(1 << 30))).act_batch(obs, info["action_mask"])
+        play = np.where(rng.random(games) < 0.5, greedy.act_batch(obs, info["action_mask"]), random)
+        obs, _, _, _, info = env.step(play)
+
+
+@pytest.mark.parametrize("rules, options", [("yacht", {}), ("yahtzee", {}), ("yahtzee", {"joker": "free"}),
+                                            ("yatzy", {}), ("school_poker", {})])
+def test_greedy_act_batch_agrees_with_act(rules, options):
+    agent = GreedyAgent(load_rules(rules, **options))
+    checked = 0
+    for obs, masks in _visited_batch(rules, 40, 5, **options):
+        actions = agent.act_batch(obs, masks)
+        assert actions.dtype == np.int64
+        for i in range(len(masks)):
+            assert actions[i] == agent.act({k: v[i] for k, v in obs.items()}, masks[i])
+            checked += 1
+    assert checked == 40 * 60
+
+
+def test_random_act_batch_is_uniform_over_legal_actions_and_seeded():
+    masks = np.zeros((20000, 45), dtype=np.int8)
+    masks[:, [3, 7, 40]] = 1
+    actions = RandomAgent(seed=1).act_batch(None, masks)
+    assert set(actions.tolist()) == {3, 7, 40}
+    assert np.allclose(np.bincount(actions, minlength=45)[[3, 7, 40]] / len(actions), 1 / 3, atol=0.02)
+    assert np.array_equal(actions, RandomAgent(seed=1).act_batch(None, masks))
+    with pytest.raises(ValueError, match="no legal action"):
+        RandomAgent(seed=1).act_batch(None, np.zeros((2, 45), dtype=np.int8))

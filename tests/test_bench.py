@@ -40,16 +40,23 @@ def test_bench_cli_json_without_torch():
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["rules"] == "yacht"
-    assert "optimal_expected_score" in data
+    optimal = data["optimal_expected_score"]
+    assert optimal == pytest.approx(169.773889, abs=1e-5)  # the exact solve of yacht
     assert set(data["agents"]) == {"greedy", "random"}
     for row in data["agents"].values():
         assert PER_AGENT_KEYS <= set(row)
         assert row["games"] == 30
-        assert set(row["box_means"]) == {
+        assert list(row["box_means"]) == [
             "ones", "twos", "threes", "fours", "fives", "sixes", "full_house", "four_of_a_kind",
             "little_straight", "big_straight", "choice", "yacht",
-        }
+        ]
+        assert sum(row["box_means"].values()) == pytest.approx(row["mean"])  # yacht: no bonus, the boxes are the score
         assert row["upper_bonus_rate"] is None  # yacht has no upper bonus
+        assert row["percent_of_optimal"] == pytest.approx(100 * row["mean"] / optimal)
+        assert row["regret_mean"] == pytest.approx(row["regret_keep_mean"] + row["regret_box_mean"]
+                                                   + row["regret_illegal_mean"])
+        assert row["estimated_expected_score"] == pytest.approx(optimal - row["regret_mean"])
+    assert data["agents"]["greedy"]["mean"] > data["agents"]["random"]["mean"]
 
 
 def test_bench_is_seeded_and_worker_independent():
@@ -244,7 +251,7 @@ def test_bench_failed_nested_out_leaves_no_folder(tmp_path, capsys):
 
 @pytest.mark.parametrize("as_json", [True, False])
 def test_bench_results_reach_stdout_when_writing_fails_at_the_end(as_json, tmp_path, capsys, monkeypatch):
-    from dice_poker_env.cli import bench
+    from agents.commands import bench
 
     blocker = tmp_path / "a_file"
     blocker.write_text("")

@@ -24,7 +24,7 @@ import pytest
 
 from dice_poker_env import multi
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import FIRST_ROLL_PROBABILITY, N_KEEP_ACTIONS, ROLL_DICE
+from dice_poker_env.engine.combinatorics import FIRST_ROLL_PROBABILITY, N_KEEP_ACTIONS, ROLL_DICE
 from dice_poker_env.envs import DicePokerEnv
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.solver import solve

@@ -1,32 +1,33 @@
 """Game-level rules: jokers, bonuses and their reward timing, section order, turns."""
 
-import numpy as np
 import pytest
 
 from dice_poker_env import load_rules
 from dice_poker_env.engine import game
+from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.position import make_position
+from dice_poker_env.engine.tables import compile_rules
 
 SCORE = 32
 
 
 def legal_box_names(rules, state):
-    mask = game.action_mask(rules.tables, state)
+    mask = action_masks(compile_rules(rules)).of_game(state)
     return [rules.box_names[k] for k in range(rules.n_boxes) if mask[SCORE + k]]
 
 
 def play_box(rules, state, box):
     """Score ``box`` and return (reward, new_state) (next dice: 1-2-3-4-6)."""
     action = SCORE + rules.box_index(box)
-    assert game.is_legal(rules.tables, state, action), (box, legal_box_names(rules, state))
-    new, reward, _ = game.step(rules.tables, state, action, np.array([1, 2, 3, 4, 6]))
+    assert action_masks(compile_rules(rules)).of_game(state)[action] == 1, (box, legal_box_names(rules, state))
+    new, reward, _ = game.step_one(compile_rules(rules), state, action, [1, 2, 3, 4, 6])
     return reward, new
 
 
 # ------------------------------------------------------------------ yahtzee joker
 def test_yahtzee_forced_joker_matching_upper_box_must_be_used():
     rules = load_rules("yahtzee")
-    state = make_position(rules.tables, {"yahtzee": 50}, [4, 4, 4, 4, 4])
+    state = make_position(compile_rules(rules), {"yahtzee": 50}, [4, 4, 4, 4, 4])
     assert legal_box_names(rules, state) == ["fours"]
     reward, _ = play_box(rules, state, "fours")
     assert reward == 20 + 100  # box points plus the Yahtzee bonus
@@ -34,7 +35,7 @@ def test_yahtzee_forced_joker_matching_upper_box_must_be_used():
 
 def test_yahtzee_forced_joker_lower_box_at_full_value():
     rules = load_rules("yahtzee")
-    state = make_position(rules.tables, {"yahtzee": 50, "fours": 12}, [4, 4, 4, 4, 4])
+    state = make_position(compile_rules(rules), {"yahtzee": 50, "fours": 12}, [4, 4, 4, 4, 4])
     assert "fours" not in legal_box_names(rules, state)
     assert set(legal_box_names(rules, state)) == {
         "three_of_a_kind",
@@ -52,7 +53,7 @@ def test_yahtzee_forced_joker_lower_box_at_full_value():
 
 def test_yahtzee_forced_joker_scratched_box_no_bonus_but_joker():
     rules = load_rules("yahtzee")
-    state = make_position(rules.tables, {"yahtzee": 0, "fours": 12}, [4, 4, 4, 4, 4])
+    state = make_position(compile_rules(rules), {"yahtzee": 0, "fours": 12}, [4, 4, 4, 4, 4])
     reward, _ = play_box(rules, state, "large_straight")
     assert reward == 40  # joker applies with the box at 0, the +100 does not
 
@@ -61,7 +62,7 @@ def test_yahtzee_forced_joker_upper_box_for_zero_when_lower_full():
     rules = load_rules("yahtzee")
     lower = {"three_of_a_kind": 10, "four_of_a_kind": 0, "full_house": 25, "small_straight": 30,
              "large_straight": 40, "yahtzee": 50, "chance": 20, "fours": 8}
-    state = make_position(rules.tables, lower, [4, 4, 4, 4, 4])
+    state = make_position(compile_rules(rules), lower, [4, 4, 4, 4, 4])
     assert set(legal_box_names(rules, state)) == {"aces", "twos", "threes", "fives", "sixes"}
     reward, _ = play_box(rules, state, "sixes")
     assert reward == 0 + 100  # the +100 is paid wherever the dice go
@@ -69,7 +70,7 @@ def test_yahtzee_forced_joker_upper_box_for_zero_when_lower_full():
 
 def test_yahtzee_open_box_five_of_a_kind_scores_normally():
     rules = load_rules("yahtzee")
-    state = make_position(rules.tables, {}, [2, 2, 2, 2, 2])
+    state = make_position(compile_rules(rules), {}, [2, 2, 2, 2, 2])
     assert len(legal_box_names(rules, state)) == 13
     reward, _ = play_box(rules, state, "full_house")
     assert reward == 0
@@ -77,18 +78,18 @@ def test_yahtzee_open_box_five_of_a_kind_scores_normally():
 
 def test_yahtzee_free_joker():
     rules = load_rules("yahtzee", joker="free")
-    state = make_position(rules.tables, {"yahtzee": 50}, [4, 4, 4, 4, 4])
+    state = make_position(compile_rules(rules), {"yahtzee": 50}, [4, 4, 4, 4, 4])
     assert len(legal_box_names(rules, state)) == 12  # any open box
     reward, _ = play_box(rules, state, "full_house")
     assert reward == 0 + 100  # fours still open: no full value
-    state = make_position(rules.tables, {"yahtzee": 50, "fours": 12}, [4, 4, 4, 4, 4])
+    state = make_position(compile_rules(rules), {"yahtzee": 50, "fours": 12}, [4, 4, 4, 4, 4])
     reward, _ = play_box(rules, state, "full_house")
     assert reward == 25 + 100
 
 
 def test_yahtzee_no_joker():
     rules = load_rules("yahtzee", joker="none")
-    state = make_position(rules.tables, {"yahtzee": 50, "fours": 12}, [4, 4, 4, 4, 4])
+    state = make_position(compile_rules(rules), {"yahtzee": 50, "fours": 12}, [4, 4, 4, 4, 4])
     assert len(legal_box_names(rules, state)) == 11
     reward, _ = play_box(rules, state, "full_house")
     assert reward == 0
@@ -97,7 +98,7 @@ def test_yahtzee_no_joker():
 # --------------------------------------------------------------- dice_poker joker
 def test_dice_poker_joker_needs_fifty_in_poker():
     rules = load_rules("dice_poker")
-    state = make_position(rules.tables, {"poker": 0, "threes": 6}, [3, 3, 3, 3, 3])
+    state = make_position(compile_rules(rules), {"poker": 0, "threes": 6}, [3, 3, 3, 3, 3])
     assert len(legal_box_names(rules, state)) == 13  # no joker: any open box
     reward, _ = play_box(rules, state, "full_house")
     assert reward == 0
@@ -107,9 +108,9 @@ def test_dice_poker_joker_needs_fifty_in_poker():
 
 def test_dice_poker_joker_with_fifty():
     rules = load_rules("dice_poker")
-    state = make_position(rules.tables, {"poker": 50}, [3, 3, 3, 3, 3])
+    state = make_position(compile_rules(rules), {"poker": 50}, [3, 3, 3, 3, 3])
     assert legal_box_names(rules, state) == ["threes"]
-    state = make_position(rules.tables, {"poker": 50, "threes": 9}, [3, 3, 3, 3, 3])
+    state = make_position(compile_rules(rules), {"poker": 50, "threes": 9}, [3, 3, 3, 3, 3])
     reward, _ = play_box(rules, state, "two_pair")
     assert reward == 15 + 100  # Two Pair scores the sum under the joker
     reward, _ = play_box(rules, state, "small_straight")
@@ -120,10 +121,10 @@ def test_dice_poker_joker_with_fifty():
 def test_upper_bonus_paid_in_the_step_that_reaches_63():
     rules = load_rules("yahtzee")
     card = {"aces": 3, "twos": 6, "threes": 9, "fours": 12, "fives": 15}
-    state = make_position(rules.tables, card, [6, 6, 6, 1, 2])
+    state = make_position(compile_rules(rules), card, [6, 6, 6, 1, 2])
     reward, new = play_box(rules, state, "sixes")
     assert reward == 18 + 35 and new.upper_total == 63 and new.bonus == 35
-    state = make_position(rules.tables, card, [6, 6, 1, 1, 2])
+    state = make_position(compile_rules(rules), card, [6, 6, 1, 1, 2])
     reward, _ = play_box(rules, state, "sixes")
     assert reward == 12
 
@@ -131,16 +132,16 @@ def test_upper_bonus_paid_in_the_step_that_reaches_63():
 def test_upper_bonus_strict_option():
     card = {"aces": 3, "twos": 6, "threes": 9, "fours": 12, "fives": 15}
     rules = load_rules("dice_poker", upper_bonus_strict=True)
-    reward, _ = play_box(rules, make_position(rules.tables, card, [6, 6, 6, 1, 2]), "sixes")
+    reward, _ = play_box(rules, make_position(compile_rules(rules), card, [6, 6, 6, 1, 2]), "sixes")
     assert reward == 18  # 63 is not "higher than 63"
     rules = load_rules("dice_poker")
-    reward, _ = play_box(rules, make_position(rules.tables, card, [6, 6, 6, 1, 2]), "sixes")
+    reward, _ = play_box(rules, make_position(compile_rules(rules), card, [6, 6, 6, 1, 2]), "sixes")
     assert reward == 18 + 35
 
 
 def test_bonus_reached_early_is_paid_once():
     rules = load_rules("yatzy")
-    state = make_position(rules.tables, {"sixes": 30, "fives": 25}, [4, 4, 1, 2, 3])
+    state = make_position(compile_rules(rules), {"sixes": 30, "fives": 25}, [4, 4, 1, 2, 3])
     reward, new = play_box(rules, state, "fours")
     assert reward == 8 + 50 and new.bonus == 50
     reward, new2 = play_box(rules, GameState_with_roll(new, [3, 3, 1, 2, 2]), "threes")
@@ -148,7 +149,7 @@ def test_bonus_reached_early_is_paid_once():
 
 
 def GameState_with_roll(state, dice):
-    from dice_poker_env.engine.dice import roll_index
+    from dice_poker_env.engine.combinatorics import roll_index
 
     return state._replace(roll=roll_index(dice), rolls_left=2)
 
@@ -156,28 +157,28 @@ def GameState_with_roll(state, dice):
 # ------------------------------------------------------------- school_poker
 def test_school_poker_sections_in_order_and_bonus_on_last_upper_box():
     rules = load_rules("school_poker")
-    state = make_position(rules.tables, {}, [1, 1, 1, 2, 3])
+    state = make_position(compile_rules(rules), {}, [1, 1, 1, 2, 3])
     assert legal_box_names(rules, state) == ["ones", "twos", "threes", "fours", "fives", "sixes"]
     card = {"ones": 2, "twos": 2, "threes": -3, "fours": 0, "fives": 0}
-    reward, new = play_box(rules, make_position(rules.tables, card, [6, 6, 6, 1, 2]), "sixes")
+    reward, new = play_box(rules, make_position(compile_rules(rules), card, [6, 6, 6, 1, 2]), "sixes")
     assert (new.upper_total, reward, new.bonus) == (1, 0 + 50, 50)  # paid when the last upper box is filled
-    reward, new = play_box(rules, make_position(rules.tables, {"ones": 2}, [6, 6, 6, 1, 2]), "sixes")
+    reward, new = play_box(rules, make_position(compile_rules(rules), {"ones": 2}, [6, 6, 6, 1, 2]), "sixes")
     assert (new.upper_total, reward, new.bonus) == (2, 0, 0)  # not yet: more upper boxes to come
 
 
 def test_school_poker_bonus_needs_total_zero_or_more():
     rules = load_rules("school_poker")
     card = {"ones": 0, "twos": 2, "threes": -3, "fours": 0, "fives": 0}
-    reward, new = play_box(rules, make_position(rules.tables, card, [6, 6, 6, 6, 2]), "sixes")
+    reward, new = play_box(rules, make_position(compile_rules(rules), card, [6, 6, 6, 6, 2]), "sixes")
     assert (new.upper_total, reward, new.bonus) == (5, 6 + 50, 50)
-    reward, new = play_box(rules, make_position(rules.tables, card, [6, 6, 1, 1, 2]), "sixes")
+    reward, new = play_box(rules, make_position(compile_rules(rules), card, [6, 6, 1, 1, 2]), "sixes")
     assert (new.upper_total, reward, new.bonus) == (-7, -6, 0)
 
 
 def test_school_poker_lower_boxes_after_the_school():
     rules = load_rules("school_poker")
     card = {"ones": 0, "twos": 0, "threes": 0, "fours": 0, "fives": 0, "sixes": 0}
-    state = make_position(rules.tables, card, [5, 5, 2, 2, 1])
+    state = make_position(compile_rules(rules), card, [5, 5, 2, 2, 1])
     assert len(legal_box_names(rules, state)) == 9
     reward, _ = play_box(rules, state, "two_pairs")
     assert reward == 2 * 14  # first roll of the turn: doubled
@@ -189,10 +190,10 @@ def test_turns_option_ends_the_game_early():
     rules = load_rules("dice_poker", turns=13)
     assert rules.turns == 13 and rules.n_boxes == 15
     card = {name: 0 for name in rules.box_names[:12]}
-    state = make_position(rules.tables, card, [1, 2, 3, 4, 6])
+    state = make_position(compile_rules(rules), card, [1, 2, 3, 4, 6])
     _, new = play_box(rules, state, "chance")
-    assert game.is_over(rules.tables, new)
-    assert not game.action_mask(rules.tables, new).any()
+    assert game.is_over(compile_rules(rules), new)
+    assert not action_masks(compile_rules(rules)).of_game(new).any()
 
 
 def test_scorecards_only_accept_reachable_points():
@@ -201,6 +202,6 @@ def test_scorecards_only_accept_reachable_points():
     for ruleset, box, points in [("yacht", "full_house", 25), ("yatzy", "two_pairs", 24), ("school_poker", "poker", 50)]:
         rules = load_rules(ruleset)
         with pytest.raises(PositionError, match="can never hold"):
-            make_position(rules.tables, {box: points}, [1, 2, 3, 4, 6])
+            make_position(compile_rules(rules), {box: points}, [1, 2, 3, 4, 6])
     rules = load_rules("yahtzee")  # a joker full house is reachable here
-    make_position(rules.tables, {"full_house": 25}, [1, 2, 3, 4, 6])
+    make_position(compile_rules(rules), {"full_house": 25}, [1, 2, 3, 4, 6])

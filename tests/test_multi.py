@@ -12,11 +12,13 @@ pytest.importorskip("pettingzoo")
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 from pettingzoo.test import api_test, seed_test  # noqa: E402
 
+from agents.sb3_agent import SB3Agent, model_metadata  # noqa: E402
 from dice_poker_env import RULESET_NAMES, ScriptedDice, load_rules, multi  # noqa: E402
-from dice_poker_env.envs.observation import observation_space  # noqa: E402
-from dice_poker_env.envs.single import IllegalActionError  # noqa: E402
+from dice_poker_env.engine.tables import compile_rules  # noqa: E402
+from dice_poker_env.envs.observation import DICT_KEYS, observation_space  # noqa: E402
+from dice_poker_env.envs import IllegalActionError  # noqa: E402
 
-RULESETS = ["yacht", "dice_poker", "school_poker", "yahtzee", "yatzy"]
+RULESETS = RULESET_NAMES
 
 
 def play_random(e, seed: int) -> dict[str, float]:
@@ -32,10 +34,6 @@ def play_random(e, seed: int) -> dict[str, float]:
             continue
         e.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
     return returns
-
-
-def test_rulesets_cover_every_shipped_one():
-    assert set(RULESETS) == set(RULESET_NAMES)
 
 
 @pytest.mark.parametrize("num_players", [2, 4])
@@ -82,13 +80,13 @@ def test_random_games_fill_every_box_and_rewards_add_up(rules):
         returns = play_random(e, seed)
         for game in e.games:
             assert game.filled == (1 << n_boxes) - 1
-        totals = e._totals()
+        totals = np.array(list(e.totals().values()))
         # "score": every player's return is their final score
         np.testing.assert_allclose(list(returns.values()), totals)
 
         rel = multi.raw_env(rules, num_players, reward_mode="relative")
         rel_returns = play_random(rel, seed)  # same seed, same game
-        np.testing.assert_array_equal(rel._totals(), totals)
+        np.testing.assert_array_equal(list(rel.totals().values()), totals)
         values = np.array(list(rel_returns.values()))
         assert abs(values.sum()) < 1e-9
         np.testing.assert_allclose(values, totals - totals.mean())
@@ -131,8 +129,8 @@ def test_observation_includes_opponents_and_is_a_single_env_superset():
     assert obs["opponent_filled"].shape == (2, 15)
     assert obs["opponent_filled"][0].sum() == 1 and obs["opponent_filled"][1].sum() == 0
     assert obs["opponent_total"][0] == e.totals()["player_0"]
-    single = {key: obs[key] for key in multi.SINGLE_KEYS}
-    assert observation_space(load_rules("yatzy").tables, "dict").contains(single)
+    single = {key: obs[key] for key in DICT_KEYS}
+    assert observation_space(compile_rules(load_rules("yatzy")), "dict").contains(single)
     assert e.observation_space("player_2").contains(e.observe("player_2"))
 
 
@@ -249,11 +247,13 @@ def test_seat_env_accepts_agents_models_and_callables():
         def reset(self):
             pass
 
-    class Model:  # the shape of an SB3 model
+    class Model:  # the shape of an SB3 model: played through the agents package's model agent
         def predict(self, observation, action_masks=None, deterministic=True):
             return np.array(int(np.flatnonzero(action_masks)[-1])), None
 
-    env = multi.SeatEnv("yacht", [FirstLegal(), Model(), lambda obs, mask: int(np.flatnonzero(mask)[0])])
+    rules = load_rules("yacht")
+    model = SB3Agent(Model(), model_metadata(rules, "dict", "maskable_ppo"), rules)
+    env = multi.SeatEnv("yacht", [FirstLegal(), model, lambda obs, mask: int(np.flatnonzero(mask)[0])])
     env.reset(seed=1)
     done = False
     while not done:
@@ -261,6 +261,8 @@ def test_seat_env_accepts_agents_models_and_callables():
     assert len(info["scores"]) == 4
     with pytest.raises(ValueError, match="only 'random' is built in"):
         multi.SeatEnv("yacht", ["greedy"])
+    with pytest.raises(TypeError, match="is a model .* play it through an agent"):
+        multi.SeatEnv("yacht", [Model()])
 
 
 def test_seat_env_with_greedy_opponent():
@@ -286,14 +288,14 @@ def test_players_get_the_observation_layout_they_read():
         obs_mode = "flat"
 
         class model:  # noqa: N801 - the shape of an SB3 model attribute
-            observation_space = multi.multi_observation_space(load_rules("yacht").tables, 3, "flat")
+            observation_space = multi.multi_observation_space(compile_rules(load_rules("yacht")), 3, "flat")
 
     class DictModel:
-        observation_space = observation_space(load_rules("yacht").tables, "dict")
+        observation_space = observation_space(compile_rules(load_rules("yacht")), "dict")
 
     assert e.observe_for("player_0", Flat())["observation"].shape == single_flat
     assert e.observe_for("player_0", FlatModel())["observation"].shape == multi_flat
-    assert set(e.observe_for("player_0", DictModel())["observation"]) == set(multi.SINGLE_KEYS)
+    assert set(e.observe_for("player_0", DictModel())["observation"]) == set(DICT_KEYS)
     assert "opponent_total" in e.observe_for("player_0", object())["observation"]
 
 

@@ -13,7 +13,7 @@ pytest.importorskip("rich")
 pytest.importorskip("pettingzoo")
 
 from dice_poker_env import load_rules  # noqa: E402
-from dice_poker_env.cli.play import match_box, parse_command  # noqa: E402
+from agents.commands.play import match_box, parse_command  # noqa: E402
 
 YACHT = load_rules("yacht")
 DICE = [1, 2, 2, 4, 6]
@@ -185,8 +185,8 @@ def test_hints_show_the_solver_values():
 def test_unknown_opponent_is_a_clear_error():
     result = run_play(["yacht", "--opponents", "wizard"], "")
     assert result.returncode == 2
-    assert "unknown agent 'wizard'" in result.stderr or "wizard" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.stderr == ("dice-poker play: error: unknown agent 'wizard': use one of optimal, greedy, random, "
+                             "trained or model:PATH\n")
 
 
 def test_too_many_opponents():
@@ -222,35 +222,29 @@ def test_a_shared_prefix_picks_the_only_open_box():
     assert "could be" in command("s f", mask=mask).error  # fives, full_house, four_of_a_kind still open
 
 
-def test_missing_agent_modules_degrade_to_a_random_player(monkeypatch):
-    from dice_poker_env.cli import play
-    from dice_poker_env.multi import MaskedRandomAgent
+def test_an_opponent_without_its_dependencies_is_replaced_by_a_random_player(monkeypatch):
+    """``model:PATH`` without the ``train`` extra (an ImportError) seats a random player, and says so."""
+    from agents.commands import play
+    from agents.random_agent import RandomAgent
 
     class Screen:
-        said = []
+        def __init__(self):
+            self.said = []
 
         def say(self, text, style=None):
             self.said.append(text)
 
-    try:
-        import agents.registry as registry
-    except ImportError:
-        registry = None
-    monkeypatch.setitem(sys.modules, "agents.registry", None)  # the agents package is not there
-    screen = Screen()
-    players = play.load_opponents(["optimal", "random"], YACHT, 0, screen)
-    assert all(isinstance(p, MaskedRandomAgent) for p in players)
-    assert len(screen.said) == 1 and "'optimal' is not available" in screen.said[0]
-
-    if registry is None:
-        pytest.skip("agents package not present")
-    monkeypatch.setitem(sys.modules, "agents.registry", registry)
-
     def make_agent(name, rules, **kwargs):
-        raise ModuleNotFoundError("No module named 'agents.optimal'")
+        if name.startswith("model:"):
+            raise ModuleNotFoundError("No module named 'stable_baselines3'")
+        return RandomAgent(kwargs.get("seed"))
 
-    monkeypatch.setattr(registry, "make_agent", make_agent)
+    monkeypatch.setattr(play, "make_agent", make_agent)
     screen = Screen()
-    screen.said = []
-    players = play.load_opponents(["optimal"], YACHT, 0, screen)
-    assert isinstance(players[0], MaskedRandomAgent) and "agents.optimal" in screen.said[-1]
+    players = play.load_opponents(["model:m.zip", "random"], YACHT, 0, screen)
+    assert len(players) == 2 and all(isinstance(p, RandomAgent) for p in players)
+    assert screen.said == ["opponent 'model:m.zip' is not available (No module named 'stable_baselines3'); "
+                           "a random player takes the seat"]
+    # the stand-in plays with the seat's own seed: the same game as a random opponent in that seat
+    same_seat = RandomAgent(1)  # seed 0, first opponent seat: seed + 1
+    assert [players[0].act(None, ALL_LEGAL) for _ in range(20)] == [same_seat.act(None, ALL_LEGAL) for _ in range(20)]

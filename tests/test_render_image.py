@@ -14,6 +14,7 @@ pytest.importorskip("PIL")
 import dice_poker_env  # noqa: E402,F401 - registers the ids
 from dice_poker_env import ENV_IDS  # noqa: E402
 from dice_poker_env.engine import game  # noqa: E402
+from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.envs.render_image import image_size, render_rgb  # noqa: E402
 
 IDS = [env_id for env_id, rules in ENV_IDS.items() if rules]
@@ -56,11 +57,11 @@ def test_render_collection_and_record_video(tmp_path):
     assert list((tmp_path / "videos").glob("*.mp4"))
 
 
-def test_batched_state_renders_one_game():
-    tables = dice_poker_env.load_rules("yatzy").tables
-    batch = game.new_games(tables, np.array([0, 251]))
-    assert np.array_equal(render_rgb(tables, batch, 1), render_rgb(tables, batch.game(1)))
-    assert not np.array_equal(render_rgb(tables, batch, 0), render_rgb(tables, batch, 1))
+def test_a_game_of_a_batch_renders_as_the_same_game_alone():
+    tables = compile_rules(dice_poker_env.load_rules("yatzy"))
+    batch = game.new_batch(tables, np.array([0, 251]))
+    assert np.array_equal(render_rgb(tables, batch.game(1)), render_rgb(tables, game.new_game(tables, 251)))
+    assert not np.array_equal(render_rgb(tables, batch.game(0)), render_rgb(tables, batch.game(1)))
 
 
 def test_pillow_is_imported_only_for_images():

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from dice_poker_env import RULESET_NAMES, load_rules
+from dice_poker_env.engine.tables import score
 from test_scoring import CASES
 
 RULES_MD = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
@@ -68,7 +69,7 @@ def test_every_ruleset_has_worked_examples():
 
 @pytest.mark.parametrize("ruleset, dice, box, first_roll, points", EXAMPLES)
 def test_worked_examples_of_the_rules_match_the_engine(ruleset, dice, box, first_roll, points):
-    assert load_rules(ruleset).score(list(dice), box, first_roll=first_roll) == points
+    assert score(load_rules(ruleset), list(dice), box, first_roll=first_roll) == points
 
 
 def test_every_scoring_test_value_is_stated_in_the_rules():

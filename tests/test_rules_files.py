@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dice_poker_env import RULESET_NAMES, RulesError, load_rules, ruleset_options
+from dice_poker_env.engine.tables import compile_rules, score
 from dice_poker_env.rules import build_rules
 
 MINI = """
@@ -33,10 +34,10 @@ def write(tmp_path, name, text):
 def test_custom_toml_file_composes_primitives(tmp_path):
     rules = load_rules(write(tmp_path, "mini.toml", MINI))
     assert rules.name == "mini" and rules.box_names == ("sixes", "trips", "run", "house", "chance")
-    assert rules.score([2, 2, 2, 5, 6], "trips") == 6 + 5
-    assert rules.score([4, 5, 6, 1, 1], "run") == 15
-    assert rules.score([1, 2, 3, 4, 5], "run") == 6  # best matching set: 1-2-3 (4-5-6 incomplete)
-    assert rules.score([3, 3, 3, 3, 3], "house") == 25  # five of a kind allowed here
+    assert score(rules, [2, 2, 2, 5, 6], "trips") == 6 + 5
+    assert score(rules, [4, 5, 6, 1, 1], "run") == 15
+    assert score(rules, [1, 2, 3, 4, 5], "run") == 6  # best matching set: 1-2-3 (4-5-6 incomplete)
+    assert score(rules, [3, 3, 3, 3, 3], "house") == 25  # five of a kind allowed here
     assert rules.upper_bonus.threshold == 12
 
 
@@ -46,6 +47,14 @@ def test_yaml_and_json_files(tmp_path):
     y = load_rules(write(tmp_path, "tiny.yaml", yaml.safe_dump(spec)))
     j = load_rules(write(tmp_path, "tiny.json", json.dumps(spec)))
     assert y == j and y.box_names == ("chance",)
+
+
+def test_ruleset_names_are_the_shipped_files():
+    from importlib import resources
+
+    shipped = {p.name.removesuffix(".toml") for p in resources.files("dice_poker_env.rules").joinpath("data").iterdir()
+               if p.name.endswith(".toml")}
+    assert sorted(shipped) == sorted(RULESET_NAMES) and len(RULESET_NAMES) == len(shipped)
 
 
 @pytest.mark.parametrize("name", RULESET_NAMES)
@@ -101,7 +110,7 @@ def test_rules_pickle_and_hash_by_content():
 def test_malformed_files_name_file_field_and_expectation(tmp_path, text, message):
     path = write(tmp_path, "bad.toml", text)
     with pytest.raises(RulesError) as error:
-        load_rules(path)
+        compile_rules(load_rules(path))  # (the last case: compiling finds what needs the score tables)
     assert str(path) in str(error.value)
     assert message in str(error.value)
 
@@ -124,7 +133,7 @@ def test_unknown_option_lists_the_valid_ones():
 
 def test_build_rules_from_mapping():
     rules = build_rules({"name": "m", "boxes": [{"name": "c", "kind": "chance"}]})
-    assert rules.turns == 1 and rules.score([1, 1, 1, 1, 2], "c") == 6
+    assert rules.turns == 1 and score(rules, [1, 1, 1, 1, 2], "c") == 6
 
 
 # ------------------------------------------------------------ issue 11: bad input
@@ -145,10 +154,16 @@ def _face_box(face: int = 1, **extra) -> dict:
 )
 def test_upper_bonus_threshold_must_be_a_total_play_reaches(bonus, message):
     """Issue 11 item 4: an on_reach threshold <= 0 is met before any play; the env never paid it
-    while the solver counted it as earned. Now the loader rejects it (and any threshold outside
-    the totals the upper boxes reach), so env and solver always agree."""
+    while the solver counted it as earned. Now compiling the rules rejects it (and any threshold
+    outside the totals the upper boxes reach), so env and solver always agree: every front end
+    compiles the rules on construction."""
+    from dice_poker_env.envs import DicePokerEnv
+
+    spec = {"name": "b", "boxes": [_face_box(1), {"name": "c", "kind": "chance"}], "upper_bonus": bonus}
     with pytest.raises(RulesError, match=message):
-        build_rules({"name": "b", "boxes": [_face_box(1), {"name": "c", "kind": "chance"}], "upper_bonus": bonus})
+        compile_rules(build_rules(spec))
+    with pytest.raises(RulesError, match=message):
+        DicePokerEnv(spec)
 
 
 def test_on_complete_bonus_with_threshold_at_or_below_zero_is_paid_at_completion_by_env_and_solver(tmp_path, monkeypatch):
@@ -169,23 +184,24 @@ def test_on_complete_bonus_with_threshold_at_or_below_zero_is_paid_at_completion
     obs, info = env.reset(seed=0, options={"dice": [1, 1, 1, 1, 1], "rolls_left": 0})
     _, reward, *_ = env.step(32)  # no twos: (0 - 1) * 2 = -2, the last upper box: the bonus is paid now
     assert reward == -2 + 10
-    assert make_position(rules.tables, {"low": -2}, [1, 2, 3, 4, 5]).bonus == 10
-    assert make_position(rules.tables, {"c": 15}, [1, 2, 3, 4, 5]).bonus == 0
+    assert make_position(compile_rules(rules), {"low": -2}, [1, 2, 3, 4, 5]).bonus == 10
+    assert make_position(compile_rules(rules), {"c": 15}, [1, 2, 3, 4, 5]).bonus == 0
     solution = solve(rules, progress=False, workers=1)
     low_alone = solve(build_rules({"name": "low_alone", "boxes": spec["boxes"][:1]}), progress=False, workers=1)
     # the bonus is counted once: secured after the upper box, still to come before it
     assert solution.state_value({"low": -2}) == pytest.approx(-2 + 10 + 23.33, abs=0.01)  # chance alone: 23.33
     assert solution.state_value({"c": 15}) == pytest.approx(15 + low_alone.expected_score + 10, abs=1e-6)
     with pytest.raises(RulesError, match="expected an integer in 1..10"):  # on_reach: 0 or less is rejected
-        build_rules({**spec, "boxes": [_face_box(2), spec["boxes"][1]], "upper_bonus": {"threshold": 0, "points": 10}})
+        compile_rules(build_rules({**spec, "boxes": [_face_box(2), spec["boxes"][1]], "upper_bonus": {"threshold": 0, "points": 10}}))
 
 
 def test_on_reach_needs_upper_boxes_that_never_score_negative():
     """Not only relative_face: any upper box that can score negative (here fixed points -5)."""
     boxes = [_face_box(1), {"name": "neg", "kind": "n_of_a_kind", "n": 2, "points": -5, "section": "upper"}]
     with pytest.raises(RulesError, match=r"'upper_bonus.timing': expected 'on_complete'"):
-        build_rules({"name": "n", "boxes": boxes, "upper_bonus": {"threshold": 3, "points": 5}})
-    build_rules({"name": "n", "boxes": boxes, "upper_bonus": {"threshold": 3, "points": 5, "timing": "on_complete"}})
+        compile_rules(build_rules({"name": "n", "boxes": boxes, "upper_bonus": {"threshold": 3, "points": 5}}))
+    tables = compile_rules(build_rules({"name": "n", "boxes": boxes, "upper_bonus": {"threshold": 3, "points": 5, "timing": "on_complete"}}))
+    assert tables.upper_bonus_on_complete and tables.min_upper_total == -5
 
 
 @pytest.mark.parametrize("value", [10**9, -(10**9), 10**20, 2**63 - 1, -(2**63)])
@@ -213,7 +229,7 @@ def test_points_at_the_supported_limit_load_and_stay_exact():
         {"name": "a", "kind": "n_of_a_kind", "n": 2, "points": POINTS_LIMIT, "extra": POINTS_LIMIT, "first_roll_double": True},
         {"name": "b", "kind": "relative_face", "face": 6, "base": -POINTS_LIMIT},
     ], "double_extra": True})
-    tables = rules.tables
+    tables = compile_rules(rules)
     assert tables.max_box_score == 6 * (POINTS_LIMIT + 5) and tables.max_total == 4 * POINTS_LIMIT + 6 * (POINTS_LIMIT + 5)
     assert tables.max_total < 2**31 and float(tables.max_total) == tables.max_total
 
@@ -271,13 +287,13 @@ def test_option_patches_into_lists_and_scalars_are_rules_errors(patch, message):
 def test_box_index_takes_a_name_or_an_integer(box):
     rules = load_rules("yacht")
     with pytest.raises((TypeError, KeyError)):
-        rules.score([1, 1, 1, 1, 1], box)
+        score(rules, [1, 1, 1, 1, 1], box)
 
 
 @pytest.mark.parametrize("dice", [[1.5, 2, 3, 4, 5], [True, 2, 3, 4, 5], "12345", ["1", "2", "3", "4", "5"], [0, 1, 2, 3, 4]])
 def test_rules_score_rejects_dice_that_are_not_five_faces(dice):
     with pytest.raises(ValueError, match="dice must be 5 integers in 1..6"):
-        load_rules("yacht").score(dice, "choice")
+        score(load_rules("yacht"), dice, "choice")
 
 
 def test_points_at_the_supported_limit_solve_with_relative_precision(tmp_path, monkeypatch):

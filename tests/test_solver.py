@@ -19,7 +19,7 @@ import pytest
 
 from dice_poker_env import load_rules
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.combinatorics import (
     FIRST_ROLL_PROBABILITY,
     KEEP_ALL,
     KEEP_OF_ACTION,
@@ -29,6 +29,7 @@ from dice_poker_env.engine.dice import (
     TRANSITION,
     roll_index_of_sorted,
 )
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.solver import CacheWarning, SolverError, solve
 from dice_poker_env.solver import cache as disk
@@ -85,7 +86,7 @@ def _brute_force(rules) -> tuple[float, float]:
     Returns the expected final score and its second moment, the policy maximizing
     the mean (ties broken towards the first maximum).
     """
-    tables = rules.tables
+    tables = compile_rules(rules)
     memo: dict = {}
     n = tables.n_boxes
 
@@ -232,7 +233,7 @@ def test_queries_reject_bad_input():
     with pytest.raises(ValueError, match="rolls_left"):
         solution.action_values({"dice": [1, 2, 3, 4, 5], "rolls_left": 3})
     with pytest.raises(SolverError, match="over"):
-        solution.future_action_values(solution.rules.tables.all_bits, 0, False, 0, 0)
+        solution.future_action_values(compile_rules(solution.rules).all_bits, 0, False, 0, 0)
     with pytest.raises(ValueError):
         solution.action_values({"dice": [1, 2, 3, 4, 9]})
     with pytest.raises(ValueError):
@@ -267,7 +268,7 @@ def test_roll_classes_reproduce_the_engine_exactly(spec, plain):
     """
     name, _, joker = spec.partition(":")
     rules = load_rules(name, **({"joker": joker} if joker else {}))
-    tables = rules.tables
+    tables = compile_rules(rules)
     space = StateSpace(tables)
     rng = np.random.default_rng(5)
     m = 60
@@ -279,7 +280,7 @@ def test_roll_classes_reproduce_the_engine_exactly(spec, plain):
         space = space.plain
     if tables.sections_in_order:
         filled = np.where((filled & tables.upper_bits) != tables.upper_bits, filled & tables.upper_bits, filled)
-    keep = game.popcount(filled) < tables.turns
+    keep = tables.popcount(filled) < tables.turns
     filled = filled[keep]
     upper = space.canonical_upper(filled, rng.integers(-20, 70, size=len(filled)))
     full = (rng.random(len(filled)) < 0.5) & (space.n_full == 2) & ((filled >> max(space.five_box, 0)) & 1 == 1)
@@ -341,9 +342,9 @@ def test_forward_pass_finds_exactly_the_reachable_states(spec):
         rules = load_rules(MINI)
     else:
         rules = load_rules(name)
-    space = StateSpace(rules.tables)
+    space = StateSpace(compile_rules(rules))
     fast, reference = reachable_layers(space), _reachable_by_states(space)
-    assert len(fast) == len(reference) == rules.tables.turns + 1
+    assert len(fast) == len(reference) == compile_rules(rules).turns + 1
     for t, (got, want) in enumerate(zip(fast, reference)):
         np.testing.assert_array_equal(got, want, err_msg=f"layer {t}")
 
@@ -440,14 +441,17 @@ def _cli(*argv) -> str:
 def test_cli_solve_json_is_one_object():
     text = _cli("solve", "yacht", "--json", "--no-progress")
     data = json.loads(text)
-    assert {"rules", "expected_score", "score_std", "states", "seconds"} <= set(data)
-    assert data["rules"] == "yacht" and data["states"] > 0
-    assert data["expected_score"] == pytest.approx(_solved("yacht").expected_score)
+    solution = _solved("yacht")
+    assert data["rules"] == "yacht" and data["options"] == {} and data["states"] == solution.n_states
+    assert data["expected_score"] == pytest.approx(solution.expected_score)
+    assert data["score_std"] == pytest.approx(solution.score_std) and data["seconds"] >= 0
 
 
 def test_cli_solve_text_and_options():
     text = _cli("solve", "yacht", "--no-progress")
-    assert "expected score" in text and "std" in text and "states" in text
+    solution = _solved("yacht")
+    assert f"expected score  {solution.expected_score:.6f}\n" in text
+    assert f"std deviation   {solution.score_std:.4f}\n" in text and f"states          {solution.n_states:,}\n" in text
     with pytest.raises(SystemExit):
         _cli("solve", "yacht", "--option")
 
@@ -495,7 +499,7 @@ def test_fast_best_actions_agree_with_action_values():
 def test_worker_processes_give_the_same_values():
     from dice_poker_env.solver.backward import solve_dp
 
-    tables = load_rules("yacht").tables
+    tables = compile_rules(load_rules("yacht"))
     one = solve_dp(tables, workers=1, chunk=128)
     two = solve_dp(tables, workers=2, chunk=128)
     np.testing.assert_array_equal(one.keys, two.keys)
@@ -505,14 +509,15 @@ def test_worker_processes_give_the_same_values():
 
 def test_act_batch_obeys_the_mask_it_is_given():
     from agents.optimal import OptimalAgent
-    from dice_poker_env.envs.observation import observe_dict
+    from dice_poker_env.engine.masks import action_masks
+    from dice_poker_env.envs.observation import observe_dict_batch
 
     solution = _solved("yacht")
     agent = OptimalAgent(solution)
-    tables = solution.rules.tables
-    state = game.new_games(tables, np.arange(0, N_ROLLS, 9, dtype=np.int64))
-    obs = observe_dict(tables, state)
-    masks = np.asarray(game.action_mask(tables, state)).copy()
+    tables = compile_rules(solution.rules)
+    state = game.new_batch(tables, np.arange(0, N_ROLLS, 9, dtype=np.int64))
+    obs = observe_dict_batch(tables, state)
+    masks = action_masks(tables).of_batch(state)
     best = agent.act_batch(obs, masks)
     masks[np.arange(len(best)), best] = 0  # forbid the solver's choice
     second = agent.act_batch(obs, masks)
@@ -522,11 +527,11 @@ def test_act_batch_obeys_the_mask_it_is_given():
 
 
 def test_vectorized_dice_tables_equal_the_loop_definitions():
-    """engine/dice.py builds its tables with array operations; the plain loops give the same bits."""
+    """engine/combinatorics.py builds its tables with array operations; the plain loops give the same bits."""
     import itertools
     from math import factorial
 
-    from dice_poker_env.engine import dice as d
+    from dice_poker_env.engine import combinatorics as d
 
     rows = [c for c in itertools.product(range(d.N_DICE + 1), repeat=d.N_FACES) if sum(c) <= d.N_DICE]
     rows.sort(key=lambda c: (sum(c), tuple(-x for x in c)))

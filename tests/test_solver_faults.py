@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from dice_poker_env import PositionError, load_rules
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.solver import CacheWarning, SolverError, SolveTooLargeError, solve
 from dice_poker_env.solver import budget
@@ -100,7 +101,7 @@ def test_every_single_byte_change_of_a_cache_file_is_caught_or_harmless(tiny, mo
     path = disk.cache_path(rules.name, rules.fingerprint)
     original = path.read_bytes()
     assert _same_solution(fresh, tiny)
-    result = solution_module.solve_dp(rules.tables, workers=1)
+    result = solution_module.solve_dp(compile_rules(rules), workers=1)
     monkeypatch.setattr(solution_module, "solve_dp", lambda *args, **kwargs: result)
     served = detected = 0
     for i in range(len(original)):
@@ -516,21 +517,21 @@ def _two_column_yahtzee() -> dict:
 def test_the_budget_mirrors_the_solvers_state_space_and_bounds_its_states(tiny, yacht):
     specs = ["yacht", "yahtzee", "yatzy", "dice_poker", "school_poker", TINY, _two_column_yahtzee()]
     for spec in specs:
-        tables = load_rules(spec).tables
+        tables = compile_rules(load_rules(spec))
         if tables.n_boxes <= 16:
             space = StateSpace(tables)
             assert budget.space_shape(tables) == (space.n_masks, space.n_slots, space.n_full)
     for solution in (tiny, yacht):
         bound = budget.state_bound(solution.tables)
         assert solution.n_states <= bound <= 1.5 * solution.n_states
-    yahtzee = budget.state_bound(load_rules("yahtzee").tables)
+    yahtzee = budget.state_bound(compile_rules(load_rules("yahtzee")))
     assert 359_424 <= yahtzee <= 1.2 * 359_424  # its published state count
 
 
 def test_estimates_grow_with_the_boxes_and_the_26_box_ruleset_needs_far_too_much():
-    big = budget.estimate(load_rules(_two_column_yahtzee()).tables)
+    big = budget.estimate(compile_rules(load_rules(_two_column_yahtzee())))
     assert big.n_boxes == 26 and big.memory_bytes > 64 * budget.GiB and big.seconds > 3600
-    small = budget.estimate(load_rules("yahtzee").tables)
+    small = budget.estimate(compile_rules(load_rules("yahtzee")))
     assert 60 * budget.MiB < small.memory_bytes < 512 * budget.MiB and small.seconds < 60
     assert "26 boxes" in big.describe() and "GiB" in big.describe()
 

@@ -32,6 +32,31 @@ def test_every_config_field_is_documented():
     assert not missing, f"fields without a docstring: {missing}"
 
 
+def test_help_lists_every_field_with_its_type_default_and_doc(capsys):
+    import dataclasses
+
+    train = load_train()
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_args(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    defaults = train.Config()
+    for f in dataclasses.fields(train.Config):
+        assert f"  {f.name}: {f.type} = {getattr(defaults, f.name)!r}\n      {f.metadata['doc']}\n" in out, f.name
+
+
+def test_overrides_replace_whole_values_and_dotted_keys_reach_into_mappings():
+    train = load_train()
+    base = {"rules": "yahtzee", "rules_options": {"joker": "free"}, "algo_kwargs": {"target_kl": 0.02}}
+    config = train.make_config(base, ["algo_kwargs={}", "rules_options.joker=none", "learning_rate=1e-3"])
+    assert config.algo_kwargs == {} and config.rules_options == {"joker": "none"} and config.learning_rate == 0.001
+    assert train.make_config(base).algo_kwargs == {"target_kl": 0.02}
+    with pytest.raises(ValueError, match=r"override n_envs=2\.5: config field 'n_envs' expects int, got 2\.5"):
+        train.make_config({}, ["n_envs=2.5"])
+    with pytest.raises(ValueError, match=r"config field 'net_arch' expects list\[int\], got \[64, 'x'\]"):
+        train.make_config({"net_arch": [64, "x"]})
+
+
 def test_overrides_are_typed_and_checked():
     train = load_train()
     config = train.make_config({"algo": "ppo", "net_arch": [32]}, ["total_timesteps=5000", "net_arch=[64, 64]",
@@ -61,7 +86,9 @@ def test_shipped_configs_load(path):
 
 def test_required_configs_exist():
     names = {p.stem for p in (ROOT / "configs").glob("*.yaml")}
-    for rules in ("yacht", "dice_poker", "school_poker", "yahtzee", "yatzy"):
+    from dice_poker_env import RULESET_NAMES
+
+    for rules in RULESET_NAMES:
         assert f"maskable_ppo_{rules}" in names
     assert {"ppo_yacht", "a2c_yacht", "dqn_yacht", "smoke"} <= names
 
@@ -88,10 +115,17 @@ def test_smoke_config_runs_end_to_end(smoke_run):
     results = json.loads((run_dir / "results.json").read_text())
     assert results["algorithm"] == "maskable_ppo" and results["rules"] == "yacht"
     assert results["timesteps"] >= 2048
-    for key in ("mean", "ci95", "median", "std", "percent_of_optimal", "regret_mean", "regret_ci95"):
-        assert key in results, key
-    assert "model" in results["agents"] and "greedy" in results["agents"]
-    assert "[eval]" in stdout and "% of optimal" in stdout or results["optimal_expected_score"] is None
+    optimal = results["optimal_expected_score"]
+    assert optimal == pytest.approx(169.773889, abs=1e-5)  # the exact solve of yacht (solver=auto)
+    assert set(results["agents"]) == {"optimal", "greedy", "random", "model"}
+    model = results["agents"]["model"]
+    assert all(results[key] == model[key] for key in model)  # the trained agent's row, at the top level
+    assert model["games"] == 30 and model["ci95"] > 0
+    assert model["percent_of_optimal"] == pytest.approx(100 * model["mean"] / optimal)
+    assert model["regret_mean"] > 0 and model["regret_ci95"] > 0  # an agent trained this briefly loses value
+    assert model["regret_mean"] == pytest.approx(model["regret_keep_mean"] + model["regret_box_mean"]
+                                                 + model["regret_illegal_mean"])
+    assert "[eval]" in stdout and "% of optimal" in stdout
     assert "mean ± 95% CI" in stdout  # the rich table
 
 
@@ -144,7 +178,7 @@ def test_distinct_keeps_model_only_picks_the_lowest_bitmask_of_a_keep():
     from agents.sb3_agent import SB3Agent, model_metadata
     from agents.wrappers import DistinctKeepWrapper
     from dice_poker_env import load_rules
-    from dice_poker_env.engine.dice import CANONICAL_KEEP_ACTION, N_KEEP_ACTIONS
+    from dice_poker_env.engine.combinatorics import CANONICAL_KEEP_ACTION, N_KEEP_ACTIONS
     from dice_poker_env.envs.single import DicePokerEnv
 
     rules = load_rules("yacht")

@@ -17,6 +17,7 @@ from agents.actor_critic import ActorCritic  # noqa: E402
 from agents.policy_agent import PolicyAgent, load_policy  # noqa: E402
 from agents.rollout import Rollout  # noqa: E402
 from agents.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
+from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ def test_checkpoint_of_another_ruleset_or_algo_or_a_truncated_file_is_refused(tm
 def test_rollouts_only_take_legal_actions(rules_name):
     rules = load_rules(rules_name)
     rollout = Rollout(rules, 64, 64, seed=3)
-    model = ActorCritic(rollout.inputs.size, rules.tables.n_actions, [16])
+    model = ActorCritic(rollout.inputs.size, compile_rules(rules).n_actions, [16])
     torch.nn.init.normal_(model.actor[-1].weight, std=3.0)  # a peaked policy: wants illegal actions often
     for _ in range(4):
         batch = rollout.collect(model)
@@ -113,7 +114,7 @@ def test_evaluate_plays_each_game_once_and_returns_its_final_score():
     scores = evaluate(trainer.agent(), rules, 50, seed=7)
     again = evaluate(trainer.agent(), rules, 50, seed=7)
     assert scores.shape == (50,) and np.array_equal(scores, again)
-    assert scores.min() >= 0 and scores.max() <= rules.tables.max_total
+    assert scores.min() >= 0 and scores.max() <= compile_rules(rules).max_total
 
 
 def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
@@ -163,3 +164,58 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     assert (out / "training.csv").read_text().startswith("rules,group,seeds")
     assert (out / "learning_curves.png").stat().st_size > 1000
     assert sorted(p.name for p in (out / "runs" / "yacht").iterdir()) == sorted(r.name for r in runs)
+
+
+def test_bfloat16_precision_trains_and_plays_through_the_float32_policy_file(tmp_path):
+    rules = load_rules("yacht")
+    trainer = Trainer(config(precision="bfloat16"), rules, tmp_path / "run")
+    trainer.run(progress=False)
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    assert all(p.dtype == torch.float32 for p in trainer.model.parameters())  # autocast: weights stay float32
+    scores = evaluate(trainer.agent(), rules, 20, seed=1)
+    assert scores.shape == (20,) and (scores >= 0).all()
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "agents" / "policies").glob("*.npz")), ids=lambda p: p.stem)
+def test_shipped_policies_load_without_torch_and_play_their_ruleset_well(path):
+    from agents.policy_agent import shipped_policy
+    from agents.registry import make_agent
+
+    _, metadata = load_policy(path)
+    rules = load_rules(path.stem)
+    assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["command"].startswith("python train.py")
+    assert path.stat().st_size <= 2 * 1024 * 1024
+    agent = make_agent("trained", path.stem)
+    assert isinstance(agent, PolicyAgent) and agent.rules.fingerprint == rules.fingerprint
+    scores = evaluate(agent, rules, 300, seed=11)
+    from dice_poker_env.solver import solve
+
+    optimal = solve(rules).expected_score
+    assert scores.mean() >= 0.8 * optimal  # the shipped yacht policy plays about 91% (docs/training.md)
+    other = _other_options(path.stem)
+    if other:
+        with pytest.raises(ValueError, match="default options"):
+            shipped_policy(load_rules(path.stem, **other))
+
+
+def _other_options(name: str) -> dict:
+    """Options other than the defaults (shipped policies refuse them); {} where a ruleset has none."""
+    from dice_poker_env import ruleset_options
+
+    options = ruleset_options(name)
+    for key, info in options.items():
+        values = info.get("values") if isinstance(info, dict) else None
+        if values:
+            return {key: next(v for v in values if v != info.get("default"))}
+    return {}
+
+
+def test_trained_agent_without_a_shipped_policy_is_a_clear_error():
+    from agents.policy_agent import SHIPPED_DIR, shipped_policy
+
+    missing = [name for name in ("yacht", "yahtzee", "yatzy", "dice_poker", "school_poker")
+               if not (SHIPPED_DIR / f"{name}.npz").is_file()]
+    if not missing:
+        pytest.skip("every ruleset has a shipped policy")
+    with pytest.raises(ValueError, match="no trained policy is shipped"):
+        shipped_policy(missing[0])

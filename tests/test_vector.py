@@ -15,11 +15,13 @@ from gymnasium.vector.vector_env import AutoresetMode
 import dice_poker_env
 from dice_poker_env import ScriptedDice
 from dice_poker_env.engine import game
+from dice_poker_env.engine.masks import ActionMasks, action_masks
 from dice_poker_env.engine.position import PositionError
-from dice_poker_env.envs.single import DicePokerEnv, IllegalActionError
+from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.envs import DicePokerEnv, IllegalActionError
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 
-RULESETS = ["yacht", "dice_poker", "school_poker", "yahtzee", "yatzy"]
+RULESETS = dice_poker_env.RULESET_NAMES
 # every ruleset, and the Yahtzee joker variants (they change the legal actions)
 VARIANTS = [(name, {}) for name in RULESETS] + [("yahtzee", {"joker": "free"}), ("yahtzee", {"joker": "none"})]
 VARIANT_IDS = [name + "".join(f"-{k}={v}" for k, v in opts.items()) for name, opts in VARIANTS]
@@ -173,16 +175,17 @@ def test_flat_observations_match_single_env(rules):
 
 @pytest.mark.parametrize(("rules", "options"), VARIANTS, ids=VARIANT_IDS)
 def test_masks_are_the_engines(rules, options):
-    """The mask lookup table agrees with game.action_mask, which rulesets with many boxes use directly."""
+    """The mask lookup tables agree with the engine's legal boxes, which rulesets with many boxes use directly."""
     env = DicePokerVectorEnv(64, rules, **options)
     plain = DicePokerVectorEnv(64, rules, **options)
-    plain._mask_rows = plain._mask_flat = None  # the path of rulesets too large for the table
+    plain._masks = ActionMasks(plain.tables, use_tables=False)  # the path of rulesets too large for the tables
+    engine = ActionMasks(env.tables, use_tables=False)
     env.reset(seed=5)
     plain.reset(seed=5)
     rng = np.random.default_rng(5)
     ended_illegally = np.zeros(64, dtype=bool)
     for _ in range(60):
-        expected = game.action_mask(env.tables, env.state)
+        expected = engine.of_batch(env.state)
         expected[ended_illegally] = 0  # a game an illegal action ended has no legal action
         np.testing.assert_array_equal(env.action_masks(), expected)
         np.testing.assert_array_equal(env.action_masks(), plain.action_masks())
@@ -493,7 +496,7 @@ class SequenceDice:
     """
 
     def roll(self, rng, shape):
-        from dice_poker_env.engine.dice import N_SEQUENCES, SEQUENCE_FACES
+        from dice_poker_env.engine.combinatorics import N_SEQUENCES, SEQUENCE_FACES
 
         assert len(shape) == 2 and shape[1] == 5
         return SEQUENCE_FACES[rng.integers(0, N_SEQUENCES, size=shape[0])].astype(np.int64)
@@ -523,7 +526,7 @@ def test_default_dice_tables_equal_the_engines_faces_path(rules, options, mode):
 
 
 def test_reroll_by_sequence_index_equals_reroll_of_faces():
-    from dice_poker_env.engine.dice import N_ROLLS, N_SEQUENCES, SEQUENCE_FACES, reroll_batch, reroll_sequence
+    from dice_poker_env.engine.combinatorics import N_ROLLS, N_SEQUENCES, SEQUENCE_FACES, reroll_batch, reroll_sequence
 
     bits = np.repeat(np.arange(32), N_SEQUENCES)
     sequence = np.tile(np.arange(N_SEQUENCES), 32)
@@ -533,16 +536,19 @@ def test_reroll_by_sequence_index_equals_reroll_of_faces():
         np.testing.assert_array_equal(reroll_sequence(rolls, bits, sequence), reroll_batch(rolls, bits, faces))
 
 
-def test_final_obs_fast_dicts_use_the_observation_keys():
-    from dice_poker_env.envs import vector
+def test_final_obs_hold_the_observation_keys_in_order():
+    from dice_poker_env.envs.observation import DICT_KEYS
 
-    env = DicePokerVectorEnv(2, "yacht")
-    obs, _ = env.reset(seed=0)
-    assert tuple(obs) == vector._DICT_KEYS  # else final_obs falls back to dict(zip(...))
+    env = DicePokerVectorEnv(2, "yacht", autoreset_mode="same_step")
+    obs, info = env.reset(seed=0, options={"scorecard": {name: 0 for name in env.rules.box_names[1:]}, "rolls_left": 0,
+                                           "dice": [1, 1, 1, 1, 1]})
+    assert tuple(obs) == DICT_KEYS and set(env.single_observation_space.spaces) == set(DICT_KEYS)
+    _, _, terminated, _, info = env.step(np.array([32, 32]))
+    assert terminated.all() and all(tuple(final) == DICT_KEYS for final in info["final_obs"])
 
 
 def test_roll_index_of_faces_in_any_order():
-    from dice_poker_env.engine.dice import SEQUENCE_FACES, roll_index_of_faces, roll_index_of_sorted
+    from dice_poker_env.engine.combinatorics import SEQUENCE_FACES, roll_index_of_faces, roll_index_of_sorted
 
     faces = SEQUENCE_FACES.astype(np.int64)  # every ordered sequence of five faces
     np.testing.assert_array_equal(roll_index_of_faces(faces), roll_index_of_sorted(np.sort(faces, axis=1)))
@@ -550,32 +556,32 @@ def test_roll_index_of_faces_in_any_order():
 
 @pytest.mark.parametrize(("rules", "options"), VARIANTS, ids=VARIANT_IDS)
 def test_batched_engine_step_equals_step_one(rules, options):
-    """game.step on a batch (a copy advanced in place by game.advance) is step_one game by game."""
-    tables = dice_poker_env.load_rules(rules, **options).tables
+    """game.step_batch (a copy advanced in place by game.advance) is step_one game by game."""
+    tables = compile_rules(dice_poker_env.load_rules(rules, **options))
     rng = np.random.default_rng(4)
     n = 300
-    state = game.new_games(tables, rng.integers(0, 252, size=n))
+    state = game.new_batch(tables, rng.integers(0, 252, size=n))
     for _ in range(3 * tables.turns):
         live = ~game.is_over(tables, state)
         if not live.any():
             break
-        sub = game.GameState(*(np.asarray(f)[live] for f in state))
-        actions = masked_random(rng, game.action_mask(tables, sub))
+        sub = state.take(live)
+        actions = masked_random(rng, action_masks(tables).of_batch(sub))
         faces = rng.integers(1, 7, size=(len(actions), 5))
-        before = game.GameState(*(np.array(f, copy=True) for f in sub))
-        new, reward, over = game.step(tables, sub, actions, faces)
+        before = sub.copy()
+        new, reward, over = game.step_batch(tables, sub, actions, faces)
         for field, old in zip(sub, before):
             np.testing.assert_array_equal(field, old)  # the input is not changed
         assert new.roll.dtype == new.rolls_left.dtype == reward.dtype == np.int64 and over.dtype == bool
         for i in range(len(actions)):
-            one, r, o = game.step_one(tables.scalar, sub.game(i), int(actions[i]), faces[i])
+            one, r, o = game.step_one(tables, sub.game(i), int(actions[i]), faces[i])
             got = new.game(i)
             assert (got.filled, got.upper_total, got.bonus, got.roll, got.rolls_left) == (
                 one.filled, one.upper_total, one.bonus, one.roll, one.rolls_left
             )
             np.testing.assert_array_equal(got.scores, one.scores)
             assert (int(reward[i]), bool(over[i])) == (r, o)
-        state = game.GameState(*(np.array(f, copy=True) for f in state))
+        state = state.copy()
         for full, part in zip(state, new):
             full[live] = part
 
@@ -609,8 +615,10 @@ def test_sb3_adapter_maskable_ppo_learns_a_few_hundred_steps():
     model = sb3_contrib.MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=512)
     assert len(model.ep_info_buffer) > 0
-    mean, _ = evaluate_policy(model, venv, n_eval_episodes=8)  # sb3-contrib's maskable evaluation
-    assert 0 < mean <= 12 * 50
+    # sb3-contrib's maskable evaluation plays whole games: 12 box choices, at most two rerolls before each
+    rewards, lengths = evaluate_policy(model, venv, n_eval_episodes=8, return_episode_rewards=True)
+    assert len(rewards) == 8 and all(12 <= n <= 36 for n in lengths)
+    assert all(float(r).is_integer() and r >= 0 for r in rewards)  # a game's return is its score
     # SAME_STEP contract: terminal observations in infos, returns equal final scores
     raw = make_sb3_vec_env("DicePoker/Yacht-v0", n_envs=4, seed=1)
     raw.reset()
@@ -632,7 +640,7 @@ def test_sb3_adapter_distinct_keeps_masks():
     from sb3_contrib.common.maskable.utils import get_action_masks
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from dice_poker_env.engine.dice import distinct_keep_mask
+    from dice_poker_env.engine.combinatorics import distinct_keep_mask
     from dice_poker_env.integrations.sb3 import make_sb3_vec_env
 
     venv = VecMonitor(make_sb3_vec_env("DicePoker/Yahtzee-v0", n_envs=16, seed=0, distinct_keeps=True))
@@ -729,7 +737,7 @@ def test_dice_sources_must_roll(source, name):
 def test_masks_are_all_zeros_after_an_illegal_action_ends_a_game(table):
     env = DicePokerVectorEnv(3, "yahtzee")
     if not table:  # the path of rulesets too large for the mask table
-        env._mask_rows = env._mask_flat = None
+        env._masks = ActionMasks(env.tables, use_tables=False)
     env.reset(seed=1)
     _, _, terminated, _, info = env.step(np.array([31, 0, 99]))
     assert terminated.tolist() == [True, False, True]

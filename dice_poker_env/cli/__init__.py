@@ -1,57 +1,168 @@
-"""The ``dice-poker`` command: one sub-command per module in this package.
+"""The ``dice-poker`` command: the core's commands plus those other packages plug in.
 
-Each sub-command module defines ``add_parser(subparsers)`` (registering its
-arguments and ``func``); they are imported lazily so that ``--help`` stays fast
-and optional dependencies are only needed by the sub-command that uses them.
+A command is a module (or any object) with three names:
+
+``HELP``
+    one line, listed by ``dice-poker --help``;
+``add_arguments(parser)``
+    adds the command's arguments to its ``argparse`` parser (and may set the
+    parser's ``description``, ``epilog`` and ``formatter_class``);
+``run(args) -> int``
+    runs it and returns the exit status.
+
+The core's own commands (``solve``, ``advise``) need nothing beyond the core.
+Commands that need more (``bench`` and ``play`` need the top-level ``agents``
+package) live in the package that provides it and are found through the entry
+point group ``dice_poker_env.commands``, the way pytest finds its plugins::
+
+    [project.entry-points."dice_poker_env.commands"]
+    bench = "agents.commands.bench"
+
+So the core never imports such a package itself: the dependency runs one way.
+Only the command being run is imported (``dice-poker --help`` imports them all,
+for their one-line descriptions); a command that cannot be imported is listed
+as unavailable, with the reason, and running it is a one-line error.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import os
 import sys
+from dataclasses import dataclass
+from typing import Any
 
-#: sub-command name -> module under dice_poker_env.cli
-SUBCOMMANDS = {
-    "solve": "solve",
-    "advise": "solve",
-    "bench": "bench",
-    "play": "play",
+#: the entry point group other packages register commands in
+ENTRY_POINT_GROUP = "dice_poker_env.commands"
+
+#: the core's own commands: name -> module
+BUILTIN_COMMANDS = {
+    "solve": "dice_poker_env.cli.solve",
+    "advise": "dice_poker_env.cli.advise",
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class CommandSource:
+    """Where a command comes from, before it is imported.
+
+    Attributes:
+        name: the command's name on the command line.
+        target: what provides it, ``"module"`` or ``"module:attribute"``.
+        distribution: the installed distribution that registered it (``None`` for the core's own).
+    """
+
+    name: str
+    target: str
+    distribution: str | None = None
+
+
+class CommandUnavailable(Exception):
+    """A command that cannot be imported, or does not have ``HELP``, ``add_arguments`` and ``run``."""
+
+
+def plugin_entry_points() -> list[importlib.metadata.EntryPoint]:
+    """The installed entry points of :data:`ENTRY_POINT_GROUP`."""
+    return list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def command_sources() -> dict[str, CommandSource]:
+    """Every command by name: the core's own, then the plugged-in ones in the order found.
+
+    A plugin never replaces a core command, and the first plugin of a name wins.
+    """
+    sources = {name: CommandSource(name, target) for name, target in BUILTIN_COMMANDS.items()}
+    for entry_point in plugin_entry_points():
+        if entry_point.name not in sources:
+            dist = getattr(entry_point, "dist", None)
+            sources[entry_point.name] = CommandSource(entry_point.name, entry_point.value, dist.name if dist else None)
+    return sources
+
+
+def load_command(source: CommandSource) -> Any:
+    """Import a command.
+
+    Raises:
+        CommandUnavailable: it cannot be imported or lacks ``HELP``, ``add_arguments`` or ``run``.
+    """
+    module_name, _, attribute = source.target.partition(":")
+    try:
+        command: Any = importlib.import_module(module_name.strip())
+        for part in filter(None, attribute.strip().split(".")):
+            command = getattr(command, part)
+    except Exception as error:  # noqa: BLE001 - whatever a plugin's import raises, the others still work
+        raise CommandUnavailable(_import_failure(source, error)) from error
+    missing = [name for name in ("HELP", "add_arguments", "run") if not hasattr(command, name)]
+    if missing:
+        raise CommandUnavailable(f"{source.target} is not a dice-poker command (it has no {', '.join(missing)})")
+    return command
+
+
+def _import_failure(source: CommandSource, error: Exception) -> str:
+    """Why a command cannot be imported, and what to do when its top-level package is shadowed."""
+    reason = f"cannot import {source.target} ({type(error).__name__}: {error})"
+    if source.distribution is None or not isinstance(error, ImportError):
+        return reason
+    top = source.target.split(":")[0].split(".")[0].strip()
+    owners = sorted(set(importlib.metadata.packages_distributions().get(top, [])))
+    others = [o for o in owners if _normalize(o) != _normalize(source.distribution)]
+    if others:
+        reason += (
+            f"; the top-level package {top!r} is also installed by {', '.join(others)}, and the two overwrite each "
+            f"other: install {source.distribution} in a virtual environment of its own"
+        )
+    return reason
+
+
+def _normalize(distribution: str) -> str:
+    return distribution.lower().replace("_", "-").replace(".", "-")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``dice-poker`` parser with every command, or with the command ``only`` alone.
+
+    A command that cannot be imported is listed with the reason (:func:`main` refuses to run it).
+    """
     parser = argparse.ArgumentParser(
         prog="dice-poker",
         description="Dice-game RL environments, exact solver, benchmarks and a terminal game.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    seen = set()
-    for module_name in SUBCOMMANDS.values():
-        if module_name in seen:
+    for name, source in command_sources().items():
+        if only is not None and name != only:
             continue
-        seen.add(module_name)
         try:
-            module = importlib.import_module(f"dice_poker_env.cli.{module_name}")
-        except ModuleNotFoundError as error:
-            if error.name and error.name.startswith("dice_poker_env.cli"):
-                continue  # sub-command not built yet
-            raise
-        module.add_parser(sub)
+            command = load_command(source)
+        except CommandUnavailable as error:
+            sub.add_parser(name, help=f"(unavailable: {error})")
+            continue
+        command_parser = sub.add_parser(name, help=command.HELP, description=command.HELP)
+        command.add_arguments(command_parser)
+        command_parser.set_defaults(func=command.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one sub-command; returns the exit status.
+    """Run one command; returns the exit status.
 
     Errors the user can fix (``ValueError``, ``KeyError``, ``OSError``) print one
-    line and return 2. When the reader of the output goes away
-    (``dice-poker advise ... | head -3``), the command stops quietly with status 1,
-    as Python's documentation recommends for ``BrokenPipeError``.
+    line and return 2; so does a command that cannot be imported. When the reader
+    of the output goes away (``dice-poker advise ... | head -3``), the command
+    stops quietly with status 1, as Python's documentation recommends for
+    ``BrokenPipeError``.
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
+    sources = command_sources()
+    wanted = argv[0] if argv and argv[0] in sources else None
+    if wanted is not None:  # import only this command
+        try:
+            load_command(sources[wanted])
+        except CommandUnavailable as error:
+            print(f"dice-poker {wanted}: error: {error}", file=sys.stderr)
+            return 2
+    args = build_parser(only=wanted).parse_args(argv)
     try:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe fails here, inside the try, not at exit

@@ -11,8 +11,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from dice_poker_env.engine.dice import N_DICE, N_FACES, roll_index
-from dice_poker_env.engine.game import ROLLS_PER_TURN, GameState, popcount
+from dice_poker_env.engine.combinatorics import N_DICE, N_FACES, roll_index
+from dice_poker_env.engine.state import ROLLS_PER_TURN, GameState
 from dice_poker_env.engine.tables import RuleTables
 
 
@@ -100,8 +100,8 @@ def parse_scorecard(tables: RuleTables, scorecard: Mapping[str, Any] | None) -> 
         filled |= 1 << k
     if tables.sections_in_order and filled & tables.lower_bits and filled & tables.upper_bits != tables.upper_bits:
         raise PositionError("scorecard: lower boxes are filled before all upper boxes, but this ruleset plays sections in order")
-    if popcount(filled) >= tables.turns:
-        raise PositionError(f"scorecard: {popcount(filled)} boxes filled, the game ({tables.turns} turns) is already over")
+    if filled.bit_count() >= tables.turns:
+        raise PositionError(f"scorecard: {filled.bit_count()} boxes filled, the game ({tables.turns} turns) is already over")
     return filled, scores
 
 
@@ -114,7 +114,7 @@ def make_position(
     *,
     random_roll: int | None = None,
 ) -> GameState:
-    """A one-game (scalar) :class:`GameState` from a human description of a position.
+    """A one-game :class:`GameState` from a human description of a position.
 
     Args:
         scorecard: ``{box_name: points}`` for the filled boxes.

@@ -7,22 +7,25 @@ are lookups plus a handful of integer operations (no per-dice Python on hot path
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, fields
 from functools import cached_property
+from typing import Sequence
 
 import numpy as np
 
-from dice_poker_env.engine.dice import N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS, roll_index
 from dice_poker_env.engine.scoring import box_score, first_roll_score, joker_score
-from dice_poker_env.rules.spec import Rules
+from dice_poker_env.rules.spec import Rules, RulesError
 
 JOKER_NONE, JOKER_FORCED, JOKER_FREE = 0, 1, 2
 _JOKER_CODES = {"none": JOKER_NONE, "forced": JOKER_FORCED, "free": JOKER_FREE}
 
 
 @dataclass(frozen=True, eq=False)
-class RuleTables:
-    """Precomputed tables of one ruleset. Attributes are read-only arrays and ints.
+class RuleConstants:
+    """The numbers and switches of one ruleset, shared by both table types below.
 
     Box sets are bitmasks: bit ``k`` stands for box ``k`` of ``rules.box_names``.
     """
@@ -31,6 +34,36 @@ class RuleTables:
     n_boxes: int
     n_actions: int
     turns: int
+    upper_bits: int
+    lower_bits: int
+    all_bits: int
+    #: index of the five-of-a-kind box (-1 when the rules have no such rule).
+    five_kind_box: int
+    #: its bit (0 when there is none), and a column safe to index (the box, else 0).
+    five_kind_bit: int
+    five_kind_column: int
+    five_kind_bonus: int
+    joker: int
+    joker_needs_full_box: bool
+    sections_in_order: bool
+    has_upper_bonus: bool
+    upper_bonus_threshold: int
+    upper_bonus_points: int
+    upper_bonus_on_complete: bool
+
+
+@dataclass(frozen=True, eq=False)
+class RuleTables(RuleConstants):
+    """Precomputed tables of one ruleset: read-only NumPy arrays and ints.
+
+    The rule functions of :mod:`dice_poker_env.engine.game` are written once for
+    both table types: given these tables they broadcast over arrays (batches of
+    games, the solver's state grids); given :attr:`one_game` they take plain ints.
+    The operations whose cheapest form differs (:meth:`select`, :meth:`column`,
+    :meth:`possibly`, :meth:`popcount`) are methods of the table type, so no rule
+    function looks at the type of its arguments.
+    """
+
     #: (252, n) points per roll and box, outside any joker situation.
     score: np.ndarray
     #: (252, n) the same when scored from the turn's first roll (doubling rules).
@@ -41,9 +74,6 @@ class RuleTables:
     is_upper: np.ndarray
     #: (n,) bool: box is in the lower section.
     is_lower: np.ndarray
-    upper_bits: int
-    lower_bits: int
-    all_bits: int
     #: (252,) bool: the roll is five of a kind.
     five_kind_roll: np.ndarray
     #: (252,) int: for five-of-a-kind rolls, the upper box of that face (-1 otherwise).
@@ -52,16 +82,6 @@ class RuleTables:
     matching_upper_bit: np.ndarray
     #: (n,) int: ``1 << k`` for each box ``k``.
     box_bit: np.ndarray
-    #: index of the five-of-a-kind box (-1 when the rules have no such rule).
-    five_kind_box: int
-    five_kind_bonus: int
-    joker: int
-    joker_needs_full_box: bool
-    sections_in_order: bool
-    has_upper_bonus: bool
-    upper_bonus_threshold: int
-    upper_bonus_points: int
-    upper_bonus_on_complete: bool
     #: per box, the sorted distinct points it can ever hold (validates scorecards).
     possible_scores: tuple[np.ndarray, ...]
     #: lowest and highest points a box can hold, and the final-score bounds.
@@ -76,38 +96,177 @@ class RuleTables:
     #: per box, the sorted distinct points five of a kind can leave in it (plain,
     #: first roll or joker): where a five-of-a-kind bonus may have been paid
     five_kind_scores: tuple[np.ndarray, ...]
-    #: memo of one-game action-mask rows, keyed by (legal box bits, rerolls left > 0).
-    mask_rows: dict = field(default_factory=dict, repr=False)
+
+    select = staticmethod(np.where)
+
+    @staticmethod
+    def column(values: np.ndarray, k: int):
+        """Box ``k``'s entry of per-box values (``(n,)`` or ``(B, n)`` scores): ``values[..., k]``."""
+        return values[..., k]
+
+    @staticmethod
+    def possibly(cond) -> bool:
+        """Whether ``cond`` holds for any game: lets rare rules (jokers) skip work when they cannot apply."""
+        return bool(np.any(cond))
+
+    @staticmethod
+    def popcount(bits) -> np.ndarray:
+        """Number of set bits (filled boxes) of each bitmask."""
+        return np.bitwise_count(np.asarray(bits, dtype=np.int64)).astype(np.int64)
 
     @cached_property
-    def scalar(self) -> "RuleTables":
-        """The same tables as Python lists (per roll or box) and dicts (per roll and box).
+    def one_game(self) -> "OneGameTables":
+        """These tables for one game at a time (:class:`OneGameTables`, built on first use)."""
+        return OneGameTables.of(self)
 
-        Indexing syntax is unchanged (``t.score[roll, box]``, ``t.is_upper[box]``),
-        so the engine's functions run on it unmodified; for one game with int
-        arguments this is several times faster than NumPy scalars. The vector env
-        and the solver use the array tables.
-        """
-        def by_roll_and_box(table: np.ndarray) -> dict:
+
+@dataclass(frozen=True, eq=False)
+class OneGameTables(RuleConstants):
+    """:class:`RuleTables` for one game: Python lists per roll or box, dicts per (roll, box).
+
+    The same lookups under the same names and indexing (``t.score[roll, box]``,
+    ``t.is_upper[box]``) with plain-int results, and the operations of
+    :class:`RuleTables` in their plain-Python form: for one game with int
+    arguments this is several times faster than NumPy scalars (the single env's
+    hot path). Made by :attr:`RuleTables.one_game`.
+    """
+
+    score: dict[tuple[int, int], int]
+    score_first_roll: dict[tuple[int, int], int]
+    score_joker: dict[tuple[int, int], int]
+    is_upper: list[bool]
+    is_lower: list[bool]
+    five_kind_roll: list[bool]
+    matching_upper_bit: list[int]
+    box_bit: list[int]
+
+    @staticmethod
+    def select(cond, if_true, if_false):
+        return if_true if cond else if_false
+
+    @staticmethod
+    def column(values: np.ndarray, k: int) -> int:
+        return int(values[k])
+
+    @staticmethod
+    def possibly(cond) -> bool:
+        return bool(cond)
+
+    @staticmethod
+    def popcount(bits: int) -> int:
+        return bits.bit_count()
+
+    @classmethod
+    def of(cls, tables: RuleTables) -> "OneGameTables":
+        """The one-game form of ``tables``."""
+
+        def by_roll_and_box(table: np.ndarray) -> dict[tuple[int, int], int]:
             return {(r, b): int(v) for (r, b), v in np.ndenumerate(table)}
 
-        return replace(
-            self,
-            score=by_roll_and_box(self.score),
-            score_first_roll=by_roll_and_box(self.score_first_roll),
-            score_joker=by_roll_and_box(self.score_joker),
-            is_upper=[bool(v) for v in self.is_upper],
-            is_lower=[bool(v) for v in self.is_lower],
-            five_kind_roll=[bool(v) for v in self.five_kind_roll],
-            matching_upper_box=[int(v) for v in self.matching_upper_box],
-            matching_upper_bit=[int(v) for v in self.matching_upper_bit],
-            box_bit=[int(v) for v in self.box_bit],
-            mask_rows={},
+        constants = {f.name: getattr(tables, f.name) for f in fields(RuleConstants)}
+        return cls(
+            **constants,
+            score=by_roll_and_box(tables.score),
+            score_first_roll=by_roll_and_box(tables.score_first_roll),
+            score_joker=by_roll_and_box(tables.score_joker),
+            is_upper=[bool(v) for v in tables.is_upper],
+            is_lower=[bool(v) for v in tables.is_lower],
+            five_kind_roll=[bool(v) for v in tables.five_kind_roll],
+            matching_upper_bit=[int(v) for v in tables.matching_upper_bit],
+            box_bit=[int(v) for v in tables.box_bit],
         )
 
 
+#: compiled tables by :func:`_cache_key`, least recently used first
+_COMPILED: OrderedDict[tuple[str, ...], RuleTables] = OrderedDict()
+_COMPILED_LOCK = threading.Lock()
+#: rulesets whose tables are kept (a few hundred KiB each)
+COMPILED_CACHE_SIZE = 64
+
+
+def _cache_key(rules: Rules) -> tuple[str, ...]:
+    """What the tables of ``rules`` depend on: its fingerprint (everything that changes play),
+    plus the fields outside it that ``tables.rules`` shows (title, description, source)."""
+    return (rules.fingerprint, rules.title, rules.description, rules.source)
+
+
 def compile_rules(rules: Rules) -> RuleTables:
-    """Build the tables of ``rules`` (about a millisecond; cached on ``rules.tables``)."""
+    """The tables of ``rules``, built on first use and then shared.
+
+    Compiling takes a few milliseconds; the result is cached per ruleset
+    fingerprint (two loads of the same ruleset share one :class:`RuleTables`),
+    for the last :data:`COMPILED_CACHE_SIZE` rulesets.
+
+    Raises:
+        RulesError: the rules are inconsistent in a way only the score tables show
+            (:func:`check_upper_bonus`).
+    """
+    if not isinstance(rules, Rules):
+        raise TypeError(f"compile_rules needs a Rules object (dice_poker_env.load_rules), got {rules!r}")
+    key = _cache_key(rules)
+    with _COMPILED_LOCK:
+        tables = _COMPILED.get(key)
+        if tables is not None:
+            _COMPILED.move_to_end(key)
+            return tables
+    tables = _build_tables(rules)
+    check_upper_bonus(tables)
+    with _COMPILED_LOCK:
+        tables = _COMPILED.setdefault(key, tables)
+        while len(_COMPILED) > COMPILED_CACHE_SIZE:
+            _COMPILED.popitem(last=False)
+    return tables
+
+
+def score(rules: Rules | RuleTables, dice: Sequence[int], box: int | str, *, first_roll: bool = False) -> int:
+    """Points ``box`` (name or index) gets for these five dice, outside any joker situation.
+
+    ``first_roll=True`` scores them as the turn's first roll (first-roll doubling).
+    Example: ``score(load_rules("yahtzee"), [3, 3, 3, 5, 5], "full_house")`` is 25.
+
+    Raises:
+        ValueError: the dice are not five integers 1..6.
+        KeyError, IndexError, TypeError: no such box.
+    """
+    tables = rules if isinstance(rules, RuleTables) else compile_rules(rules)
+    table = tables.score_first_roll if first_roll else tables.score
+    return int(table[roll_index(dice), tables.rules.box_index(box)])
+
+
+def check_upper_bonus(tables: RuleTables) -> None:
+    """The upper-bonus checks that need what the upper boxes can score (the compiled tables).
+
+    ``on_reach`` pays when the upper total first reaches the threshold, so it needs
+    upper boxes that never score negative (a reached total is final) and a
+    threshold of at least 1 (0 or less would be met before any play, and such a
+    bonus could never be paid in a step). ``on_complete`` pays when the last upper
+    box is filled. Either way the threshold must be a total the upper boxes can
+    reach: above it the bonus is never paid, below the least total always.
+
+    Raises:
+        RulesError: naming the rules' source and the field.
+    """
+    rules = tables.rules
+    bonus = rules.upper_bonus
+    if bonus is None:
+        return
+    lowest, highest = tables.min_upper_total, tables.max_upper_total
+    field_path = f"{rules.source}: field 'upper_bonus"
+    if bonus.timing == "on_reach":
+        if lowest < 0:
+            raise RulesError(
+                f"{field_path}.timing': expected 'on_complete' (upper boxes can score negative, "
+                "so a reached total is not final), got 'on_reach'"
+            )
+        low, why = 1, f"an on_reach bonus needs a threshold the upper total (0..{highest}) reaches during play"
+    else:
+        low, why = lowest, f"the upper boxes total {lowest}..{highest}"
+    if not low <= bonus.threshold <= highest:
+        raise RulesError(f"{field_path}.threshold': expected an integer in {low}..{highest} ({why}), got {bonus.threshold}")
+
+
+def _build_tables(rules: Rules) -> RuleTables:
+    """Evaluate the scoring primitives of every box over the 252 rolls (see :func:`compile_rules`)."""
     counts = ROLL_COUNTS.astype(np.int64)
     score = np.stack([box_score(b, counts) for b in rules.boxes], axis=1).astype(np.int64)
     first = np.stack([first_roll_score(b, counts, rules.double_extra) for b in rules.boxes], axis=1).astype(np.int64)
@@ -158,6 +317,8 @@ def compile_rules(rules: Rules) -> RuleTables:
         matching_upper_bit=np.where(matching_upper >= 0, 1 << np.maximum(matching_upper, 0), 0),
         box_bit=(1 << np.arange(rules.n_boxes)).astype(np.int64),
         five_kind_box=rules.box_index(five.box) if five else -1,
+        five_kind_bit=1 << rules.box_index(five.box) if five else 0,
+        five_kind_column=rules.box_index(five.box) if five else 0,
         five_kind_bonus=five.bonus if five else 0,
         joker=_JOKER_CODES[five.joker] if five else JOKER_NONE,
         joker_needs_full_box=five.joker_needs_full_box if five else False,

@@ -32,8 +32,9 @@ the sorted dice): with only face counts a network must work out which bits hold
 which face, and MaskablePPO's keep decisions were measurably worse
 (docs/training.md).
 
-Every encoder works on a one-game state (returns one observation) and on a
-batched state (every value gets a leading batch axis).
+Each encoder comes in two forms: for one game (:class:`~dice_poker_env.engine.state.GameState`,
+one observation) and for a batch (:class:`~dice_poker_env.engine.state.BatchState`,
+every value with a leading batch axis), computed by the same code.
 """
 
 from __future__ import annotations
@@ -43,18 +44,14 @@ import functools
 import numpy as np
 from gymnasium import spaces
 
-from dice_poker_env.engine.dice import N_DICE, ROLL_COUNTS, ROLL_DICE
-from dice_poker_env.engine.game import (
-    ROLLS_PER_TURN,
-    GameState,
-    five_kind_box_full,
-    legal_boxes,
-    popcount,
-    score_points,
-)
+from dice_poker_env.engine.combinatorics import N_DICE, ROLL_COUNTS, ROLL_DICE
+from dice_poker_env.engine.game import five_kind_box_full, five_kind_box_state, legal_boxes, score_points
+from dice_poker_env.engine.state import ROLLS_PER_TURN, BatchState, GameState
 from dice_poker_env.engine.tables import RuleTables
 
 OBS_MODES = ("dict", "flat")
+#: the keys of dict observations, in order
+DICT_KEYS = ("dice", "rolls_left", "filled", "scores", "upper_total", "bonus", "five_kind_box", "turn")
 _ROLLS_ONE_HOT = np.eye(ROLLS_PER_TURN, dtype=np.float32)
 _FIVE_ONE_HOT = np.eye(3, dtype=np.float32)
 #: (252, 30): each roll's sorted dice, one-hot die by die
@@ -104,22 +101,16 @@ def observation_space(tables: RuleTables, obs_mode: str) -> spaces.Space:
     )
 
 
-def five_kind_box_state(tables: RuleTables, state: GameState):
-    """0: open or no five-of-a-kind rule, 1: scratched, 2: holds points."""
-    k = tables.five_kind_box
-    if not isinstance(state.filled, np.ndarray):
-        return 0 if k < 0 or not (state.filled >> k) & 1 else 1 + int(state.scores[k] > 0)
-    if k < 0:
-        return np.zeros(state.filled.shape, dtype=np.int64)
-    return ((state.filled >> k) & 1) + five_kind_box_full(tables, state.filled, state.scores).astype(np.int64)
-
-
-def _filled_flags(tables: RuleTables, filled) -> np.ndarray:
-    if isinstance(filled, np.ndarray):
-        if tables.n_boxes <= 16:
-            return np.take(_FILLED_ROWS[tables.n_boxes], filled, axis=0)
-        return ((filled[:, None] & tables.box_bit) != 0).astype(np.int8)
+def filled_flags(tables: RuleTables, filled: int) -> np.ndarray:
+    """The ``(n,)`` int8 filled flags of one game (a fresh array)."""
     return _flags_row(tables.n_boxes, filled).copy()
+
+
+def filled_flags_batch(tables: RuleTables, filled: np.ndarray) -> np.ndarray:
+    """The ``(B, n)`` int8 filled flags of a batch (a fresh array)."""
+    if tables.n_boxes <= 16:
+        return np.take(_FILLED_ROWS[tables.n_boxes], filled, axis=0)
+    return ((filled[:, None] & tables.box_bit) != 0).astype(np.int8)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -129,7 +120,7 @@ def _flags_row(n: int, filled: int) -> np.ndarray:
 
 
 class _FlagRows(dict):
-    """Lazily built per-n tables of filled-flag rows for one-game observations."""
+    """Lazily built per-n tables of filled-flag rows for batches."""
 
     def __missing__(self, n: int) -> np.ndarray:
         size = min(1 << n, _ROW_LIMIT)
@@ -156,31 +147,34 @@ def _one_element(value: int) -> np.ndarray:
     return row.copy()
 
 
-def observe_dict(tables: RuleTables, state: GameState, *, box_state: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Dict observation(s) of the state.
+def observe_dict(tables: RuleTables, state: GameState) -> dict[str, np.ndarray]:
+    """The dict observation of one game (fresh arrays)."""
+    return {
+        "dice": _DICE_ROWS[state.roll].copy(),
+        "rolls_left": _INT64[state.rolls_left],
+        "filled": filled_flags(tables, state.filled),
+        "scores": state.scores.copy(),
+        "upper_total": _one_element(state.upper_total),
+        "bonus": _one_element(state.bonus),
+        "five_kind_box": _INT64[five_kind_box_state(tables.one_game, state.filled, state.scores)],
+        "turn": _INT64[state.filled.bit_count()],
+    }
 
-    For a batch every value is a fresh array (the vector env advances its state in
-    place). ``box_state``: the batch's :func:`five_kind_box_state` if the caller
-    has it already (a fresh int64 array, handed out as is).
+
+def observe_dict_batch(tables: RuleTables, state: BatchState, *, box_state: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The dict observations of a batch: every value a fresh array with a leading batch axis.
+
+    (The vector env advances its state in place.) ``box_state``: the batch's
+    :func:`~dice_poker_env.engine.game.five_kind_box_state` if the caller has it
+    already (a fresh int64 array, handed out as is).
     """
-    if not isinstance(state.filled, np.ndarray):
-        return {
-            "dice": _DICE_ROWS[state.roll].copy(),
-            "rolls_left": _INT64[state.rolls_left],
-            "filled": _filled_flags(tables, state.filled),
-            "scores": state.scores.copy(),
-            "upper_total": _one_element(state.upper_total),
-            "bonus": _one_element(state.bonus),
-            "five_kind_box": _INT64[five_kind_box_state(tables, state)],
-            "turn": _INT64[state.filled.bit_count()],
-        }
     if box_state is None:
-        box_state = five_kind_box_state(tables, state).astype(np.int64)
+        box_state = five_kind_box_state(tables, state.filled, state.scores).astype(np.int64)
     column = lambda v: np.array(v, dtype=np.int64)[:, None]  # noqa: E731 - a copy, as a (B, 1) column
     return {
         "dice": np.take(_ROLL_DICE_64, state.roll, axis=0),
         "rolls_left": np.array(state.rolls_left, dtype=np.int64),
-        "filled": _filled_flags(tables, state.filled),
+        "filled": filled_flags_batch(tables, state.filled),
         "scores": np.array(state.scores, dtype=np.int64),
         "upper_total": column(state.upper_total),
         "bonus": column(state.bonus),
@@ -189,21 +183,28 @@ def observe_dict(tables: RuleTables, state: GameState, *, box_state: np.ndarray 
     }
 
 
-def potential_points(tables: RuleTables, state: GameState) -> np.ndarray:
-    """Points (bonuses included) each box would pay for the current dice now; 0 where not legal."""
-    box_full = five_kind_box_full(tables, state.filled, state.scores)
-    column = (lambda v: np.asarray(v)[:, None]) if state.batched else (lambda v: v)
-    points, bonus, _ = score_points(
-        tables,
-        column(state.filled),
-        column(state.upper_total),
-        column(box_full),
-        column(state.roll),
-        column(state.rolls_left == ROLLS_PER_TURN - 1),
-        np.arange(tables.n_boxes),
-    )
-    legal = (np.asarray(legal_boxes(tables, state.filled, box_full, state.roll))[..., None] & tables.box_bit) != 0
+def _potential(tables: RuleTables, filled, upper_total, box_full, roll, first_roll) -> np.ndarray:
+    """:func:`potential_points` of games given as columns (one game: scalars)."""
+    boxes = np.arange(tables.n_boxes)
+    points, bonus, _ = score_points(tables, filled, upper_total, box_full, roll, first_roll, boxes)
+    legal = (np.asarray(legal_boxes(tables, filled, box_full, roll)) & tables.box_bit) != 0
     return np.where(legal, points + bonus, 0)
+
+
+def potential_points(tables: RuleTables, state: GameState) -> np.ndarray:
+    """``(n,)``: points (bonuses included) each box would pay for one game's dice now; 0 where not legal."""
+    box_full = five_kind_box_full(tables.one_game, state.filled, state.scores)
+    return _potential(
+        tables, state.filled, state.upper_total, box_full, state.roll, state.rolls_left == ROLLS_PER_TURN - 1
+    )
+
+
+def potential_points_batch(tables: RuleTables, state: BatchState) -> np.ndarray:
+    """``(B, n)``: :func:`potential_points` of every game of a batch."""
+    box_full = five_kind_box_full(tables, state.filled, state.scores)
+    first_roll = state.rolls_left == ROLLS_PER_TURN - 1
+    columns = (np.asarray(v)[:, None] for v in (state.filled, state.upper_total, box_full, state.roll, first_roll))
+    return _potential(tables, *columns)
 
 
 def flat_scales(tables: RuleTables) -> tuple[float, float]:
@@ -214,25 +215,44 @@ def flat_scales(tables: RuleTables) -> tuple[float, float]:
             float(max(abs(tables.upper_bonus_threshold), 63)))
 
 
-def observe_flat(tables: RuleTables, state: GameState) -> np.ndarray:
-    """Flat observation(s): ``(45 + 3 n,)`` or ``(B, 45 + 3 n)`` float32."""
+def _flat(tables: RuleTables, state: GameState | BatchState, flags: np.ndarray, potential: np.ndarray, box_state, turn):
+    """The flat layout of one game (scalars and ``(n,)`` rows) or a batch (columns and ``(B, n)`` rows)."""
     scale, upper_scale = flat_scales(tables)
     scalar = lambda v: np.asarray(v, dtype=np.float32)[..., None]  # noqa: E731 - one column
     parts = [
         ROLL_COUNTS[state.roll] / N_DICE,
         _ROLLS_ONE_HOT[state.rolls_left],
-        _filled_flags(tables, state.filled),
+        flags,
         state.scores / scale,
-        np.clip(potential_points(tables, state) / scale, -1, 1),
+        np.clip(potential / scale, -1, 1),
         np.clip(scalar(state.upper_total) / upper_scale, -1, 1),
         np.clip(scalar(state.bonus) / scale, 0, 1),
-        _FIVE_ONE_HOT[five_kind_box_state(tables, state)],
-        scalar(popcount(state.filled)) / tables.turns,
+        _FIVE_ONE_HOT[box_state],
+        scalar(turn) / tables.turns,
         _DICE_ONE_HOT[state.roll],
     ]
     return np.concatenate([np.asarray(p, dtype=np.float32) for p in parts], axis=-1)
 
 
+def observe_flat(tables: RuleTables, state: GameState) -> np.ndarray:
+    """The flat observation of one game: ``(45 + 3 n,)`` float32."""
+    box_state = five_kind_box_state(tables.one_game, state.filled, state.scores)
+    flags = filled_flags(tables, state.filled)
+    return _flat(tables, state, flags, potential_points(tables, state), box_state, state.filled.bit_count())
+
+
+def observe_flat_batch(tables: RuleTables, state: BatchState) -> np.ndarray:
+    """The flat observations of a batch: ``(B, 45 + 3 n)`` float32."""
+    box_state = five_kind_box_state(tables, state.filled, state.scores)
+    flags = filled_flags_batch(tables, state.filled)
+    return _flat(tables, state, flags, potential_points_batch(tables, state), box_state, state.turn)
+
+
 def observe(tables: RuleTables, state: GameState, obs_mode: str):
-    """Observation(s) in the chosen layout."""
+    """One game's observation in the chosen layout."""
     return observe_flat(tables, state) if obs_mode == "flat" else observe_dict(tables, state)
+
+
+def observe_batch(tables: RuleTables, state: BatchState, obs_mode: str):
+    """A batch's observations in the chosen layout."""
+    return observe_flat_batch(tables, state) if obs_mode == "flat" else observe_dict_batch(tables, state)

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from dice_poker_env.engine.dice import ROLL_DICE
-from dice_poker_env.engine.game import GameState
+from dice_poker_env.engine.combinatorics import ROLL_DICE
+from dice_poker_env.engine.state import GameState
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.envs.observation import potential_points
 
 _PIPS = "⚀⚁⚂⚃⚄⚅"
 
 
-def render_ansi(tables: RuleTables, state: GameState, index: int = 0) -> str:
-    """The dice, rolls left and scorecard of a game (game ``index`` of a batch) as plain text."""
+def render_ansi(tables: RuleTables, state: GameState) -> str:
+    """The dice, rolls left and scorecard of one game as plain text (of a batch: ``batch.game(i)``)."""
     rules = tables.rules
-    if state.batched:
-        state = state.game(index)
     dice = ROLL_DICE[state.roll]
     filled = state.filled
     over = bin(filled).count("1") >= tables.turns

@@ -11,8 +11,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from dice_poker_env.engine.dice import ROLL_DICE
-from dice_poker_env.engine.game import GameState
+from dice_poker_env.engine.combinatorics import ROLL_DICE
+from dice_poker_env.engine.state import GameState
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.envs.observation import potential_points
 
@@ -70,14 +70,12 @@ def image_size(tables: RuleTables) -> tuple[int, int]:
     return TOP + DIE + 28 + rows * ROW + MARGIN, WIDTH
 
 
-def render_rgb(tables: RuleTables, state: GameState, index: int = 0) -> np.ndarray:
-    """The dice, rolls left and scorecard of a game (game ``index`` of a batch).
+def render_rgb(tables: RuleTables, state: GameState) -> np.ndarray:
+    """The dice, rolls left and scorecard of one game (of a batch: ``render_rgb(tables, batch.game(i))``).
 
     Returns an ``(height, width, 3)`` ``uint8`` array (:func:`image_size`).
     """
     Image, ImageDraw, _ = _pil()
-    if isinstance(state.filled, np.ndarray):  # a batch: take one game
-        state = state.game(index)
     rules = tables.rules
     height, width = image_size(tables)
     image = Image.new("RGB", (width, height), BACKGROUND)

@@ -8,27 +8,26 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from dice_poker_env.dice import DiceSource, RandomDice
+from dice_poker_env.dice_sources import DiceSource, RandomDice
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.combinatorics import (
     N_DICE,
     N_KEEP_ACTIONS,
     REROLLED_POSITIONS,
     roll_of_faces,
 )
+from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.position import check_options, position_from_options, rolls_dice
-from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source, require_finite
+from dice_poker_env.engine.state import GameState
+from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source
+from dice_poker_env.envs.illegal import IllegalActions
 from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_dict, observe_flat
 from dice_poker_env.envs.render import render_ansi
 from dice_poker_env.rules import Rules, load_rules
 
-ILLEGAL_ACTION_MODES = ("terminate", "raise")
 _NO_DICE = [1] * N_DICE
 _N_REROLLED = [len(positions) for positions in REROLLED_POSITIONS]
-
-
-class IllegalActionError(ValueError):
-    """Raised for an illegal action when the env was made with ``illegal_action="raise"``."""
 
 
 class DicePokerEnv(gym.Env):
@@ -80,7 +79,7 @@ class DicePokerEnv(gym.Env):
     ``info["illegal_action"] = True`` (the mask is then all zeros, as after a
     normal end) — the outcome Gymnasium's ``check_env``
     and unmasked agents need; ``illegal_action="raise"`` raises
-    :class:`IllegalActionError` naming the action and why it is illegal,
+    :class:`~dice_poker_env.envs.illegal.IllegalActionError` naming the action and why it is illegal,
     without changing the game. No truncation.
 
     ## Information
@@ -91,8 +90,8 @@ class DicePokerEnv(gym.Env):
     * ``rules``: ruleset name, rules-file path or :class:`Rules`.
     * ``obs_mode``: ``"dict"`` or ``"flat"``.
     * ``illegal_action``: ``"terminate"`` or ``"raise"``; ``illegal_penalty``: reward then.
-    * ``dice_source``: a :class:`~dice_poker_env.dice.DiceSource` (default fair
-      dice from the seeded ``np_random``; :class:`~dice_poker_env.dice.ScriptedDice`
+    * ``dice_source``: a :class:`~dice_poker_env.dice_sources.DiceSource` (default fair
+      dice from the seeded ``np_random``; :class:`~dice_poker_env.dice_sources.ScriptedDice`
       replays given faces).
     * ``render_mode``: ``"ansi"`` or ``"human"`` (text), ``"rgb_array"`` (image).
     * any other keyword: a rules option, e.g. ``joker="free"`` for Yahtzee.
@@ -115,23 +114,22 @@ class DicePokerEnv(gym.Env):
         **rule_options: Any,
     ):
         require_choice("obs_mode", obs_mode, OBS_MODES)
-        require_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
+        self._illegal_actions = IllegalActions.from_arguments(illegal_action, illegal_penalty)
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
-        illegal_penalty = require_finite("illegal_penalty", illegal_penalty)
         require_dice_source("dice_source", dice_source)
         self.rules = load_rules(rules, **rule_options)
-        self.tables = self.rules.tables
-        self._engine_tables = self.tables.scalar  # same tables, fast for one game
+        self.tables = compile_rules(self.rules)
+        self._masks = action_masks(self.tables)
         self._n_actions = self.tables.n_actions
         self._observe = observe_flat if obs_mode == "flat" else observe_dict
         self.obs_mode = obs_mode
-        self.illegal_action = illegal_action
-        self.illegal_penalty = float(illegal_penalty)
+        self.illegal_action = self._illegal_actions.mode
+        self.illegal_penalty = self._illegal_actions.penalty
         self.dice_source = dice_source if dice_source is not None else RandomDice()
         self.render_mode = render_mode
         self.action_space = spaces.Discrete(self.tables.n_actions)
         self.observation_space = observation_space(self.tables, obs_mode)
-        self.state: game.GameState | None = None
+        self.state: GameState | None = None
         self._mask: np.ndarray | None = None
         self._done = False
         self._score = 0
@@ -146,10 +144,10 @@ class DicePokerEnv(gym.Env):
             random_roll = int(self._roll_fresh()) if rolls_dice(options) else 0
             self.state = position_from_options(self.tables, options, random_roll)
         else:
-            self.state = game.new_games(self.tables, self._roll_fresh())
+            self.state = game.new_game(self.tables, self._roll_fresh())
         self._done = False
         self._score = int(self.state.total)
-        self._mask = game.action_mask(self._engine_tables, self.state, copy=False)
+        self._mask = self._masks.of_game(self.state)  # a shared read-only row: copied when handed out
         return self._observation(), self._info()
 
     def step(self, action):
@@ -166,10 +164,10 @@ class DicePokerEnv(gym.Env):
             faces = self.dice_source.roll(self.np_random, (N_DICE,))
         else:
             faces = _NO_DICE  # the game ends: no dice are rolled
-        self.state, reward, over = game.step_one(self._engine_tables, state, action, faces)
+        self.state, reward, over = game.step_one(self.tables, state, action, faces)
         self._done = over
         self._score += reward
-        self._mask = game.action_mask(self._engine_tables, self.state, copy=False)
+        self._mask = self._masks.of_game(self.state)
         info = self._info()
         if self.render_mode == "human":
             self.render()
@@ -222,14 +220,10 @@ class DicePokerEnv(gym.Env):
         return info
 
     def _illegal(self, action):
-        reason = game.explain_illegal(self.tables, self.state, action) or f"action {action!r} is illegal"
-        if self.illegal_action == "raise":
-            raise IllegalActionError(f"{self.rules.name}: {reason}")
+        reason = self._illegal_actions.judge(self.tables, self.state, action, self.rules.name)  # raises in "raise" mode
         self._done = True
         self._mask = np.zeros(self._n_actions, dtype=np.int8)  # the episode is over: nothing is legal
-        info = self._info()
-        info["illegal_action"] = True
-        info["illegal_reason"] = reason
+        info = self._illegal_actions.mark(self._info(), reason)
         info["final_score"] = self.score
         info["scorecard"] = self.scorecard()
         return self._observation(), self.illegal_penalty, True, False, info

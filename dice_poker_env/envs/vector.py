@@ -4,11 +4,15 @@ Every game of the batch is the single :class:`~dice_poker_env.envs.single.DicePo
 (same spaces, scoring, legal actions and reward timing, same engine); a step is
 a fixed number of array operations over the whole batch, with no Python loop
 over games on the default path.
+
+Why this module is long: it is one class, and each of its parts (reset with
+positions and masks, the three autoreset modes, illegal actions per game,
+Gymnasium's paired info keys, per-game dice sources) works on the same batch
+state, advanced in place; the rules themselves are the engine's.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,70 +24,28 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode
 
-from dice_poker_env.dice import DiceSource, RandomDice
+from dice_poker_env.dice_sources import DiceSource, RandomDice
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.combinatorics import (
     N_DICE,
     N_KEEP_ACTIONS,
     N_SEQUENCES,
+    REROLLED_POSITIONS,
     ROLL_OF_SEQUENCE,
+    reroll_batch,
     reroll_sequence,
     roll_index_of_sorted,
 )
+from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.position import POSITION_KEYS, PositionError, check_options, position_from_options, rolls_dice
-from dice_poker_env.engine.tables import RuleTables
-from dice_poker_env.envs.arguments import require_choice, require_dice_source, require_finite
-from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe, observe_dict
-from dice_poker_env.envs.single import ILLEGAL_ACTION_MODES, IllegalActionError
+from dice_poker_env.engine.state import BatchState
+from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.envs.arguments import require_choice, require_dice_source
+from dice_poker_env.envs.illegal import IllegalActions, illegal_reason
+from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_batch, observe_dict_batch
 from dice_poker_env.rules import Rules, load_rules
 
 _POSITION_KEYS = POSITION_KEYS
-#: positions rerolled by each keep bitmask
-_REROLLED = [[i for i in range(N_DICE) if not bits >> i & 1] for bits in range(N_KEEP_ACTIONS)]
-#: the keys of dict observations, in order (see :func:`_final_obs`)
-_DICT_KEYS = ("dice", "rolls_left", "filled", "scores", "upper_total", "bonus", "five_kind_box", "turn")
-#: boxes up to which masks are assembled from lookup tables (2 * 2**15 rows of 32 + n int8)
-_MASK_TABLE_MAX_BOXES = 15
-
-
-@functools.lru_cache(maxsize=8)
-def _mask_rows(n_boxes: int) -> np.ndarray:
-    """Every possible mask row, indexed by ``(legal_box_bits << 1) | (rolls_left > 0)`` (read-only).
-
-    The layout is :func:`~dice_poker_env.engine.game.action_mask`'s (keeps ``0..30``
-    while rerolls are left, ``32 + k`` for each legal box); one lookup replaces its
-    per-step assembly.
-    """
-    bits = np.arange(1 << n_boxes)
-    rows = np.zeros((2 << n_boxes, N_KEEP_ACTIONS + n_boxes), dtype=np.int8)
-    rows[1::2, : N_KEEP_ACTIONS - 1] = 1
-    rows[:, N_KEEP_ACTIONS:] = np.repeat((bits[:, None] >> np.arange(n_boxes)) & 1, 2, axis=0)
-    rows.flags.writeable = False
-    return rows
-
-
-@functools.lru_cache(maxsize=8)
-def _legal_box_table(tables: RuleTables) -> tuple[np.ndarray, np.ndarray]:
-    """``(roll_class, table)``: the legal boxes of every (filled boxes, full five-kind box, roll class).
-
-    ``table[((filled << 1) | full) * n_classes + roll_class[roll]]`` is
-    ``legal_boxes(...) << 1``, so that or-ing in ``rolls_left > 0`` gives the
-    row of :func:`_mask_rows`. :func:`~dice_poker_env.engine.game.legal_boxes`
-    sees a roll only through whether it is five of a kind and its matching upper
-    box, so rolls fall into a few classes (7 for the shipped rulesets) and the
-    table is built by calling the engine once over the whole grid: per step the
-    mask costs two lookups instead of the joker and section logic over the batch.
-    """
-    five = np.asarray(tables.five_kind_roll, dtype=np.int64)
-    upper_bit = np.asarray(tables.matching_upper_bit, dtype=np.int64)
-    _, first, roll_class = np.unique(five << 40 | upper_bit, return_index=True, return_inverse=True)
-    filled = np.arange(1 << tables.n_boxes, dtype=np.int64)[:, None, None]
-    full = np.array([False, True])[None, :, None]
-    legal = game.legal_boxes(tables, filled, full, first.astype(np.int64)[None, None, :])
-    legal = np.broadcast_to(legal, (len(filled), 2, len(first)))
-    table = (legal << 1).astype(np.uint16).ravel()  # up to 15 boxes: 2**16 mask rows; small tables stay in cache
-    table.flags.writeable = False
-    return roll_class.astype(np.int64), table
 
 
 def _take_rows(rows: np.ndarray, *arrays: np.ndarray | None) -> list[np.ndarray | None]:
@@ -104,8 +66,8 @@ class DicePokerVectorEnv(VectorEnv):
 
     ## Description
     The single env (:class:`~dice_poker_env.envs.single.DicePokerEnv`) ``num_envs``
-    times, stepped together: one :class:`~dice_poker_env.engine.game.GameState`
-    with a leading batch axis, advanced by the engine's batched functions. Made by
+    times, stepped together: one :class:`~dice_poker_env.engine.state.BatchState`
+    (a leading batch axis), advanced by the engine's batched functions. Made by
     ``gymnasium.make_vec(id, num_envs=N, vectorization_mode="vector_entry_point")``
     for every registered ``DicePoker/*`` id.
 
@@ -152,7 +114,7 @@ class DicePokerVectorEnv(VectorEnv):
     and ``info["illegal_action"]`` / ``info["illegal_reason"]`` set for it,
     and its mask is all zeros, as after a normal end (an action out of range,
     of any integer dtype, is illegal and reported as given); with ``"raise"``
-    an :class:`~dice_poker_env.envs.single.IllegalActionError` names the game,
+    an :class:`~dice_poker_env.envs.illegal.IllegalActionError` names the game,
     the action and the reason, and no game changes. Actions of games awaiting
     a ``NEXT_STEP`` autoreset are ignored.
 
@@ -165,13 +127,13 @@ class DicePokerVectorEnv(VectorEnv):
 
     ## Dice and Seeding
     ``reset(seed=s)`` seeds the env's one generator, which fixes all N games.
-    The default dice (:class:`~dice_poker_env.dice.RandomDice`) draw ``(N, 5)``
+    The default dice (:class:`~dice_poker_env.dice_sources.RandomDice`) draw ``(N, 5)``
     faces per step from it in one call (kept dice ignore theirs, and a game's
     new first roll uses them). Another single ``dice_source`` is asked for
     ``(N, 5)`` faces per step in the same way. A *sequence* of ``N`` dice
     sources gives each game its own source, consumed exactly as the single env
     consumes it (five faces per new roll, one per rerolled die): a
-    :class:`~dice_poker_env.dice.ScriptedDice` per game replays the same games as
+    :class:`~dice_poker_env.dice_sources.ScriptedDice` per game replays the same games as
     N single envs with those scripts. That mode loops over games in Python (for
     tests and replays, not speed).
 
@@ -205,15 +167,14 @@ class DicePokerVectorEnv(VectorEnv):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         require_choice("obs_mode", obs_mode, OBS_MODES)
-        require_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
+        self._illegal_actions = IllegalActions.from_arguments(illegal_action, illegal_penalty)
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
-        illegal_penalty = require_finite("illegal_penalty", illegal_penalty)
         self.num_envs = int(num_envs)
         self.rules = load_rules(rules, **rule_options)
-        self.tables = self.rules.tables
+        self.tables = compile_rules(self.rules)
         self.obs_mode = obs_mode
-        self.illegal_action = illegal_action
-        self.illegal_penalty = float(illegal_penalty)
+        self.illegal_action = self._illegal_actions.mode
+        self.illegal_penalty = self._illegal_actions.penalty
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = render_mode
@@ -237,8 +198,8 @@ class DicePokerVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
 
-        self.state: game.GameState | None = None
-        #: the legal actions now: the row index into ``_mask_rows`` per game, or (no table) a private mask
+        self.state: BatchState | None = None
+        #: the legal actions now: the mask row index per game (rulesets with mask tables), or a private mask
         self._mask_index: np.ndarray | None = None
         self._mask: np.ndarray | None = None
         #: games whose episode ended in the last step (awaiting autoreset/reset)
@@ -248,13 +209,8 @@ class DicePokerVectorEnv(VectorEnv):
         self._score = np.zeros(self.num_envs, dtype=np.int64)
         self._any_ended = False
         self._flat_rows = self._rows * self.tables.n_actions
-        # lookup tables of the masks (rulesets with up to 15 boxes; larger ones call game.action_mask)
-        self._mask_rows = _mask_rows(self.tables.n_boxes) if self.tables.n_boxes <= _MASK_TABLE_MAX_BOXES else None
-        self._mask_flat = None if self._mask_rows is None else self._mask_rows.ravel()
-        if self._mask_rows is not None:
-            self._roll_class, self._legal_table = _legal_box_table(self.tables)
-            self._n_roll_classes = int(self._roll_class.max()) + 1
-            self._mask_legal_flat = self._mask_flat != 0
+        #: the engine's masks of this ruleset (with tables up to 15 boxes: a mask is a row index)
+        self._masks = action_masks(self.tables)
         #: the five-kind box holds points (0/1), per game, as of the last mask update (the state since)
         self._box_full: np.ndarray | None = None
         #: keep bits of each action: its own for keeps, 0 (reroll all five) for score actions
@@ -299,9 +255,9 @@ class DicePokerVectorEnv(VectorEnv):
                 raise PositionError("reset options: give either 'positions' or the position keys, not both")
         rows = np.flatnonzero(reset_mask)
         if self.state is None:
-            state = game.new_games(self.tables, np.zeros(self.num_envs, dtype=np.int64))
+            state = game.new_batch(self.tables, np.zeros(self.num_envs, dtype=np.int64))
         else:  # new arrays, so that a rejected position (PositionError below) changes nothing
-            state = game.GameState(*(np.array(field, copy=True) for field in self.state))
+            state = self.state.copy()
         if self._sources is None:
             fresh = self._first_rolls(rows, *self._draw(len(rows)))
         else:  # as the single env: a game whose position gives its dice rolls none
@@ -360,21 +316,20 @@ class DicePokerVectorEnv(VectorEnv):
             illegal = ~legal
             if self.illegal_action == "raise":
                 i = int(np.flatnonzero(illegal)[0])
-                reason = game.explain_illegal(tables, state, given[i].item(), i) or f"action {given[i].item()} is illegal"
-                raise IllegalActionError(f"{self.rules.name}: game {i}: {reason}")
+                self._illegal_actions.judge(tables, state.game(i), given[i].item(), f"{self.rules.name}: game {i}")
             safe = np.where(legal, safe, 0)  # illegal games: a placeholder keep, undone below
 
         # the dice: one sequence index per game (fair dice), else faces from the source(s)
         keep_bits = np.take(self._keep_bits, safe)
         if self._sources is not None:
             faces, draw = self._scripted_faces(state, safe, legal), None
-            new_roll = game.reroll(state.roll, keep_bits, faces)
+            new_roll = reroll_batch(state.roll, keep_bits, faces)
         else:
             faces, draw = self._draw(self.num_envs)
             if draw is not None:
                 new_roll = reroll_sequence(state.roll, keep_bits, draw)
             else:
-                new_roll = game.reroll(state.roll, keep_bits, faces)
+                new_roll = reroll_batch(state.roll, keep_bits, np.asarray(faces, dtype=np.int64))
         if illegal is not None:
             illegal_rows = np.flatnonzero(illegal)
             before = [field[illegal_rows].copy() for field in state]
@@ -425,7 +380,7 @@ class DicePokerVectorEnv(VectorEnv):
         if self._mask is None and self._mask_index is None:
             raise gym.error.ResetNeeded("call reset() before action_masks()")
         if self._mask_index is not None:
-            return np.take(self._mask_rows, self._mask_index, axis=0)
+            return np.take(self._masks.rows, self._mask_index, axis=0)
         return self._mask.copy()
 
     def render(self) -> tuple[str, ...] | None:
@@ -437,7 +392,7 @@ class DicePokerVectorEnv(VectorEnv):
             raise gym.error.ResetNeeded("call reset() before render()")
         from dice_poker_env.envs.render import render_ansi
 
-        return tuple(render_ansi(self.tables, self.state, i) for i in range(self.num_envs))
+        return tuple(render_ansi(self.tables, self.state.game(i)) for i in range(self.num_envs))
 
     @property
     def score(self) -> np.ndarray:
@@ -475,39 +430,28 @@ class DicePokerVectorEnv(VectorEnv):
         return roll_index_of_sorted(np.sort(faces, axis=1))
 
     @staticmethod
-    def _total(state: game.GameState, rows: np.ndarray) -> np.ndarray:
+    def _total(state: BatchState, rows: np.ndarray) -> np.ndarray:
         """Final score so far of games ``rows`` (written points plus bonuses)."""
         return state.scores[rows].sum(axis=1, dtype=np.int64) + state.bonus[rows]
 
-    def _update_mask(self, state: game.GameState) -> tuple[np.ndarray, np.ndarray | None]:
+    def _update_mask(self, state: BatchState) -> tuple[np.ndarray, np.ndarray]:
         """Remember the legal actions of ``state``: ``(fresh mask the caller may hand out, five-kind box state)``.
 
-        With the lookup tables the mask is two table lookups per game (the legal
-        boxes of its filled boxes, five-kind box and roll class; then the mask row),
-        and the five-kind box state (the observation's ``five_kind_box``) falls out
-        on the way; otherwise ``game.action_mask`` builds it (box state ``None``).
+        The five-kind box state (the observation's ``five_kind_box``) is computed
+        once here: whether the box holds points picks the mask, and the next
+        step's :func:`~dice_poker_env.engine.game.advance` needs it too. With the
+        engine's mask tables a game's mask is a row index (two lookups).
         """
-        if self._mask_rows is None:
-            mask = game.action_mask(self.tables, state)
+        box_state = game.five_kind_box_state(self.tables, state.filled, state.scores)
+        full = box_state == 2
+        self._box_full = full
+        if not self._masks.tabled:
+            mask = self._masks.of_batch(state, full)
             self._mask, self._mask_index = mask.copy(), None
-            return mask, None
-        filled = state.filled
-        k = self.tables.five_kind_box
-        if k >= 0:
-            in_box = (filled >> k) & 1
-            full = (state.scores[:, k] > 0) & in_box  # game.five_kind_box_full, as 0/1
-            box_state = in_box + full  # 0 open, 1 scratched, 2 holds points
-            key = (filled << 1) | full
-            self._box_full = full  # the next step's game.advance needs it too
-        else:
-            box_state = np.zeros(self.num_envs, dtype=np.int64)
-            key = filled << 1
-        key *= self._n_roll_classes
-        key += np.take(self._roll_class, state.roll)
-        index = np.take(self._legal_table, key)
-        index |= state.rolls_left > 0
+            return mask, box_state
+        index = self._masks.index(state, full)
         self._mask_index = index
-        return np.take(self._mask_rows, index, axis=0), box_state
+        return np.take(self._masks.rows, index, axis=0), box_state
 
     def _clear_masks(self, games: np.ndarray) -> None:
         """Make the remembered masks of ``games`` (a bool mask) all zeros (their episode is over)."""
@@ -516,13 +460,13 @@ class DicePokerVectorEnv(VectorEnv):
         else:
             self._mask[games] = 0
 
-    def _observe(self, state: game.GameState, box_state: np.ndarray | None):
-        """The observations of ``state`` (``box_state``: its five-kind box state, if known)."""
+    def _observe(self, state: BatchState, box_state: np.ndarray):
+        """The observations of ``state`` (``box_state``: its five-kind box state)."""
         if self.obs_mode == "dict":
-            return observe_dict(self.tables, state, box_state=box_state)
-        return observe(self.tables, state, self.obs_mode)
+            return observe_dict_batch(self.tables, state, box_state=box_state)
+        return observe_batch(self.tables, state, self.obs_mode)
 
-    def _final_obs(self, state: game.GameState, rows: np.ndarray) -> np.ndarray:
+    def _final_obs(self, state: BatchState, rows: np.ndarray) -> np.ndarray:
         """``info["final_obs"]``: the observations of games ``rows`` in an ``(N,)`` object array (``None`` elsewhere).
 
         Gymnasium's format holds one observation object per ended game, so one is
@@ -531,18 +475,13 @@ class DicePokerVectorEnv(VectorEnv):
         one object per game.
         """
         final_obs = np.full(self.num_envs, None, dtype=object)
-        ended = observe(self.tables, game.GameState(*(field[rows] for field in state)), self.obs_mode)
+        ended = observe_batch(self.tables, state.take(rows), self.obs_mode)
         if self.obs_mode == "flat":
             final_obs[rows] = np.fromiter(ended, dtype=object, count=len(rows))
             return final_obs
+        keys = tuple(ended)  # DICT_KEYS
         columns = [list(value) for value in ended.values()]  # rows (views) or NumPy scalars
-        if tuple(ended) == _DICT_KEYS:  # a dict display: about twice as fast as dict(zip(...))
-            games = (
-                {"dice": a, "rolls_left": b, "filled": c, "scores": d, "upper_total": e, "bonus": f, "five_kind_box": g, "turn": h}
-                for a, b, c, d, e, f, g, h in zip(*columns)
-            )
-        else:
-            games = (dict(zip(tuple(ended), values)) for values in zip(*columns))
+        games = (dict(zip(keys, values)) for values in zip(*columns))
         final_obs[rows] = np.fromiter(games, dtype=object, count=len(rows))
         return final_obs
 
@@ -550,12 +489,12 @@ class DicePokerVectorEnv(VectorEnv):
         """Whether each game's (in-range) action is legal now."""
         if self._mask_index is not None:  # (uint16 row index: the product is taken in int64)
             offset = np.multiply(self._mask_index, self.tables.n_actions, dtype=np.int64)
-            return np.take(self._mask_legal_flat, np.add(offset, actions, out=offset))
+            return np.take(self._masks.legal, np.add(offset, actions, out=offset))
         return np.take(self._mask, self._flat_rows + actions) != 0
 
     def _reset_rows(
         self,
-        state: game.GameState,
+        state: BatchState,
         rows: np.ndarray,
         fresh: np.ndarray,
         options: Mapping[str, Any] | None = None,
@@ -577,22 +516,18 @@ class DicePokerVectorEnv(VectorEnv):
             opts = options if positions is None else positions[i]
             if not opts:
                 continue
-            one = position_from_options(self.tables, opts, int(fresh[j]))
-            filled[i] = np.asarray(one.filled).reshape(-1)[0]
-            scores[i] = np.asarray(one.scores).reshape(-1, self.tables.n_boxes)[0]
-            upper_total[i] = np.asarray(one.upper_total).reshape(-1)[0]
-            bonus[i] = np.asarray(one.bonus).reshape(-1)[0]
-            roll[i] = np.asarray(one.roll).reshape(-1)[0]
-            rolls_left[i] = np.asarray(one.rolls_left).reshape(-1)[0]
+            one = position_from_options(self.tables, opts, int(fresh[j]))  # a GameState
+            for field, value in zip(state, one):
+                field[i] = value
 
-    def _scripted_faces(self, state: game.GameState, actions: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    def _scripted_faces(self, state: BatchState, actions: np.ndarray, legal: np.ndarray) -> np.ndarray:
         """Faces drawn game by game from per-game sources, exactly as the single env draws."""
         faces = np.ones((self.num_envs, N_DICE), dtype=np.int64)
-        turns = game.popcount(state.filled)
+        turns = state.turn
         for i in np.flatnonzero(legal & ~self._ended):
             a = int(actions[i])
             if a < N_KEEP_ACTIONS:
-                rerolled = _REROLLED[a]
+                rerolled = list(REROLLED_POSITIONS[a])
                 faces[i, rerolled] = self._sources[i].roll(self.np_random, (len(rerolled),))
             elif turns[i] + 1 < self.tables.turns:
                 faces[i] = self._sources[i].roll(self.np_random, (N_DICE,))
@@ -600,7 +535,7 @@ class DicePokerVectorEnv(VectorEnv):
 
     def _info(
         self,
-        state: game.GameState,
+        state: BatchState,
         mask: np.ndarray,
         terminated: np.ndarray | None,
         done_rows: Sequence[int],
@@ -638,9 +573,7 @@ class DicePokerVectorEnv(VectorEnv):
             info["illegal_action"], info["_illegal_action"] = illegal.copy(), illegal.copy()
             reasons = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(illegal):
-                reasons[i] = game.explain_illegal(self.tables, state, int(actions[i]), int(i)) or (
-                    f"action {int(actions[i])} is illegal"
-                )
+                reasons[i] = illegal_reason(self.tables, state.game(i), int(actions[i]))
             info["illegal_reason"], info["_illegal_reason"] = reasons, illegal.copy()
         return info
 

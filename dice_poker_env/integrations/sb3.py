@@ -29,7 +29,7 @@ import numpy as np
 from gymnasium.vector.vector_env import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
-from dice_poker_env.engine.dice import distinct_keep_mask
+from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 
 
@@ -40,8 +40,6 @@ def make_sb3_vec_env(
 
     ``distinct_keeps``: masks show each distinct keep once (see :class:`DicePokerSB3VecEnv`).
     """
-    import dice_poker_env  # noqa: F401 - registers the ids
-
     venv = gym.make_vec(
         env_id,
         num_envs=n_envs,
@@ -61,7 +59,7 @@ class DicePokerSB3VecEnv(VecEnv):
     Args:
         venv: the batched env, made with ``autoreset_mode=SAME_STEP``.
         distinct_keeps: ``action_masks()`` shows each distinct keep once (the lowest
-            of the bitmasks keeping the same dice, :func:`~dice_poker_env.engine.dice.distinct_keep_mask`).
+            of the bitmasks keeping the same dice, :func:`~dice_poker_env.engine.combinatorics.distinct_keep_mask`).
             The env still accepts the others (they are the same move); a masked
             policy then has one action per keep, which measurably helps MaskablePPO
             (docs/training.md). Models trained so record it (``train.py``) and

@@ -81,6 +81,8 @@ def load_rules(rules: str | os.PathLike | Rules | Mapping[str, Any], **options: 
 
     Raises:
         RulesError: unknown ruleset, unreadable or malformed file, unknown option.
+            An upper-bonus threshold the upper boxes cannot total is reported when
+            the rules are compiled (:func:`dice_poker_env.engine.tables.compile_rules`).
     """
     if isinstance(rules, Rules):
         if not options:

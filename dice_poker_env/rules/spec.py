@@ -2,9 +2,11 @@
 
 :class:`Rules` is a frozen description of one game (the shipped rulesets are TOML
 files in ``rules/data``; users write their own in the same format, see
-``docs/rules-format.md``). It holds no tables: :func:`dice_poker_env.engine.compile_rules`
-turns it into the NumPy tables every front end uses, so this module is only about
-reading, validating and naming a ruleset.
+``docs/rules-format.md``). It holds no tables and imports nothing above it:
+:func:`dice_poker_env.engine.tables.compile_rules` turns it into the NumPy tables
+every front end uses (and checks what needs them, such as an upper-bonus
+threshold the upper boxes can reach), so this module is only about reading,
+validating and naming a ruleset.
 """
 
 from __future__ import annotations
@@ -14,12 +16,9 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from dice_poker_env.engine.tables import RuleTables
 
 #: Box kinds and the fields each accepts (beyond ``name``, ``kind``, ``section``).
 BOX_KINDS: dict[str, set[str]] = {
@@ -172,20 +171,6 @@ class Rules:
         return index
 
     @cached_property
-    def tables(self) -> "RuleTables":
-        """The compiled NumPy tables (built on first use, then cached)."""
-        from dice_poker_env.engine.tables import compile_rules
-
-        return compile_rules(self)
-
-    def score(self, dice: Sequence[int], box: int | str, *, first_roll: bool = False) -> int:
-        """Points ``box`` gets for these five dice outside any joker situation."""
-        from dice_poker_env.engine.dice import roll_index
-
-        table = self.tables.score_first_roll if first_roll else self.tables.score
-        return int(table[roll_index(dice), self.box_index(box)])
-
-    @cached_property
     def fingerprint(self) -> str:
         """A hash of everything that changes play (the solver's cache key)."""
         play = {k: v for k, v in self.spec.items() if k not in ("title", "description")}
@@ -199,7 +184,7 @@ class Rules:
         return hash(self.fingerprint)
 
     def __reduce__(self):
-        # Pickle as the spec (the tables are rebuilt on demand, never shipped).
+        # Pickle as the spec: the ruleset is rebuilt from it on the other side.
         return (_rules_from_spec, (dict(self.raw_spec), self.source, dict(self.options)))
 
     def describe(self) -> str:
@@ -421,7 +406,10 @@ def build_rules(
     """Validate a rules spec (the parsed TOML/YAML mapping) and build :class:`Rules`.
 
     ``chosen_options`` switches the options the spec declares; the others keep
-    their defaults.
+    their defaults. What needs the score tables (an upper-bonus threshold that
+    the upper boxes can total) is checked when the rules are compiled, by
+    :func:`dice_poker_env.engine.tables.compile_rules`, which every env, the
+    solver and every agent call on construction.
     """
     if not isinstance(spec, Mapping):
         raise RulesError(f"{source}: the rules must be a table/mapping, got {type(spec).__name__}")
@@ -492,33 +480,4 @@ def build_rules(
         spec=resolved,
         raw_spec=copy.deepcopy(dict(spec)),
     )
-    _check_upper_bonus(rules, source)
     return rules
-
-
-def _check_upper_bonus(rules: Rules, source: str) -> None:
-    """The upper-bonus checks that need what the upper boxes can score (the compiled tables).
-
-    ``on_reach`` pays when the upper total first reaches the threshold, so it needs
-    upper boxes that never score negative (a reached total is final) and a
-    threshold of at least 1 (0 or less would be met before any play, and such a
-    bonus could never be paid in a step). ``on_complete`` pays when the last upper
-    box is filled. Either way the threshold must be a total the upper boxes can
-    reach: above it the bonus is never paid, below the least total always.
-    """
-    bonus = rules.upper_bonus
-    if bonus is None:
-        return
-    lowest, highest = rules.tables.min_upper_total, rules.tables.max_upper_total
-    field_path = f"{source}: field 'upper_bonus"
-    if bonus.timing == "on_reach":
-        if lowest < 0:
-            raise RulesError(
-                f"{field_path}.timing': expected 'on_complete' (upper boxes can score negative, "
-                "so a reached total is not final), got 'on_reach'"
-            )
-        low, why = 1, f"an on_reach bonus needs a threshold the upper total (0..{highest}) reaches during play"
-    else:
-        low, why = lowest, f"the upper boxes total {lowest}..{highest}"
-    if not low <= bonus.threshold <= highest:
-        raise RulesError(f"{field_path}.threshold': expected an integer in {low}..{highest} ({why}), got {bonus.threshold}")

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dice_poker_env.engine.dice import N_ROLLS
+from dice_poker_env.engine.combinatorics import N_ROLLS
 from dice_poker_env.solver.state_space import ChunkMoves, GroupedUpperMoves, StateIndex, StateSpace
 from dice_poker_env.solver.turn import moment_words
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.combinatorics import (
     FIRST_ROLL_PROBABILITY,
     KEEP_COUNTS,
     KEEP_PLUS_FACE,

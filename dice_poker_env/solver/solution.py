@@ -1,4 +1,10 @@
-"""The solved game: optimal values of states and actions, and the ``solve`` entry point."""
+"""The solved game: optimal values of states and actions, and the ``solve`` entry point.
+
+Why this module is long: every query of :class:`Solution` takes env observations
+(one game or a batch) and checks them as strictly as ``env.reset(options=...)``
+checks a position; that validation (a third of the module) sits next to the
+queries that decode the observations it checks.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from dice_poker_env.engine.dice import (
+from dice_poker_env.engine.combinatorics import (
     KEEP_ALL,
     KEEP_OF_ACTION,
     N_DICE,
@@ -23,15 +29,18 @@ from dice_poker_env.engine.dice import (
 )
 from dice_poker_env.engine.game import (
     ROLLS_PER_TURN,
+    five_kind_box_full,
+    five_kind_box_state,
     legal_boxes,
-    popcount,
     score_points,
 )
 from dice_poker_env.engine.position import (
+    POSITION_KEYS,
     PositionError,
     make_position,
     secured_upper_bonus,
 )
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import budget
 from dice_poker_env.solver import cache as disk
@@ -110,7 +119,7 @@ class Solution:
 
     def __init__(self, rules: Rules, dp: DPResult, *, seconds: float = 0.0, from_cache: bool = False, turn_cache_size: int = 131072):
         self.rules = rules
-        self.tables = rules.tables
+        self.tables = compile_rules(rules)
         self.space = dp.space if dp.space is not None else StateSpace(self.tables)
         self.keys = dp.keys
         self.layer_start = dp.layer_start
@@ -149,7 +158,7 @@ class Solution:
         filled = np.asarray(filled, dtype=np.int64)
         if np.any((filled < 0) | (filled > self.tables.all_bits)):
             raise SolverError(f"filled: box bitmasks must be in 0..{self.tables.all_bits} ({self.tables.n_boxes} boxes)")
-        if np.any(popcount(filled) >= self.tables.turns):
+        if np.any(self.tables.popcount(filled) >= self.tables.turns):
             raise SolverError("the game is over: no turn is left to play")
         canonical = self.space.canonical_upper(filled, upper)
         pos = self.index(self.space.key(filled, canonical, full))
@@ -174,8 +183,8 @@ class Solution:
         return done + float(self.value[self._positions(filled, int(state.upper_total), full)])
 
     def _box_full(self, filled: int, scores: np.ndarray) -> bool:
-        k = self.space.five_box
-        return bool(self.space.n_full == 2 and filled >> k & 1 and scores[k] > 0)
+        """The state's five-of-a-kind flag: the engine's rule, where the state space tracks it."""
+        return bool(self.space.n_full == 2 and five_kind_box_full(self.tables.one_game, filled, scores))
 
     # --------------------------------------------------------- turn tables
     def _clear_turn_cache(self) -> None:
@@ -350,7 +359,7 @@ class Solution:
         )
         new_filled = col(filled) | (1 << boxes)
         new_full = self.space.next_full(col(full), boxes, points)
-        done = popcount(new_filled) >= tables.turns
+        done = tables.popcount(new_filled) >= tables.turns
         next_key = self.space.key(new_filled, self.space.canonical_upper(new_filled, new_upper), new_full)
         next_pos = self.index(np.where(legal == 1, next_key, self.keys[0]))
         after = np.where(done, 0.0, self.value[np.maximum(next_pos, 0)])
@@ -433,7 +442,7 @@ class Solution:
             )
         if "filled" in observation:
             return self._decode_observation(observation, points)
-        known = {"scorecard", "dice", "rolls_left", "bonus"}
+        known = set(POSITION_KEYS)
         if not set(observation) <= known or "dice" not in observation:
             raise SolverError(
                 "observation: expected an env dict observation (keys dice, rolls_left, filled, scores, "
@@ -476,7 +485,7 @@ class Solution:
 
         Decoding takes one float matrix product for the filled boxes (exact:
         flags are 0/1 and the sum stays below 2**24) and one product and lookup
-        for the roll (:func:`~dice_poker_env.engine.dice.roll_index_of_faces`).
+        for the roll (:func:`~dice_poker_env.engine.combinatorics.roll_index_of_faces`).
         """
         tables = self.tables
         n = tables.n_boxes
@@ -502,7 +511,7 @@ class Solution:
         filled = (flags @ bit_values).astype(np.int64)
         if not points:
             scores = bonus = None
-            over = popcount(filled) >= tables.turns if size and popcount(filled).max() >= tables.turns else None
+            over = tables.popcount(filled) >= tables.turns if size and tables.popcount(filled).max() >= tables.turns else None
             broken, bonus_rows = _either(_outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), over), None
         else:
             scores = _rows(observation, "scores", size, n, batched)
@@ -522,7 +531,7 @@ class Solution:
                 raise SolverError(f"{where(i)}: box {tables.rules.box_names[k]!r} is open but 'scores' holds {scores[i, k]} points there")
             derived = [("upper_total", upper, upper_of), ("five_kind_box", five, self._five_kind_code(filled, scores))]
         if "turn" in observation:
-            derived.append(("turn", _column(observation, "turn", size), popcount(filled)))
+            derived.append(("turn", _column(observation, "turn", size), tables.popcount(filled)))
         for key, given, expected in derived:
             if expected is None:  # without the scores: the code must agree with the filled flag
                 k = tables.five_kind_box
@@ -569,8 +578,7 @@ class Solution:
                 make_position(tables, {names[k]: scores[k] for k, f in enumerate(flags) if f}, dice, rolls_left, bonus)
                 if not fine:  # the engine accepted what the rules above reject: refuse all the same
                     raise SolverError("observation: not a position of these rules")
-            box_full = tables.five_kind_box >= 0 and filled >> tables.five_kind_box & 1
-            code = 0 if not box_full else 1 + (scores[tables.five_kind_box] > 0)
+            code = int(five_kind_box_state(tables.one_game, filled, np.asarray(scores)))
             derived = [("upper_total", upper, upper_of), ("five_kind_box", five, code)]
             so_far = np.array([sum(scores) + bonus], dtype=np.float64)
         else:
@@ -602,7 +610,7 @@ class Solution:
         possible = self._possible_points.take(scores + (self._possible_row - lo))  # open boxes hold 0: always possible
         if not possible.all():
             broken = _either(broken, ~possible.all(axis=1))
-        count = popcount(filled)
+        count = tables.popcount(filled)
         if len(count) and count.max() >= tables.turns:
             broken = _either(broken, count >= tables.turns)
         if tables.sections_in_order:
@@ -652,11 +660,7 @@ class Solution:
 
     def _five_kind_code(self, filled: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """The observation's ``five_kind_box`` code of each row: 0 open or no such box, 1 scratched, 2 holds points."""
-        k = self.tables.five_kind_box
-        if k < 0:
-            return np.zeros(len(filled), dtype=np.int64)
-        box_filled = (filled >> k) & 1
-        return box_filled + (box_filled & (scores[:, k] > 0))
+        return five_kind_box_state(self.tables, filled, scores)
 
     # -------------------------------------------------------------- storage
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -798,6 +802,7 @@ def solve(
         SolverError: ``workers`` (or ``$DICE_POKER_SOLVER_WORKERS``) is not a positive integer.
     """
     rules = load_rules(rules, **options)
+    tables = compile_rules(rules)  # (a RulesError for rules only the tables show inconsistent)
     workers = _resolve_workers(workers)
     start = time.perf_counter()
     path = disk.cache_path(rules.name, rules.fingerprint)
@@ -808,7 +813,7 @@ def solve(
                 return _from_cache(rules, *loaded, seconds=time.perf_counter() - start)
             except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is rebuilt
                 warnings.warn(f"solver cache {path} does not fit these rules ({error}); solving again", disk.CacheWarning, stacklevel=2)
-    estimate = budget.estimate(rules.tables, workers)
+    estimate = budget.estimate(tables, workers)
     available = budget.available_memory()
     if not force and available is not None and estimate.memory_bytes > available:
         raise SolveTooLargeError(
@@ -817,7 +822,7 @@ def solve(
         )
     bar = _progress_bar(rules, progress)
     try:
-        dp = solve_dp(rules.tables, progress=bar, workers=workers)
+        dp = solve_dp(tables, progress=bar, workers=workers)
     except MemoryError as error:
         raise SolveTooLargeError(f"solving {estimate.describe()} ran out of memory ({str(error) or 'MemoryError'})") from error
     finally:
@@ -851,7 +856,7 @@ def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any
     arrays' names, dtypes and shapes, layers that partition sorted keys whose
     filled boxes match the layer, keys inside the state space, finite values.
     """
-    tables = rules.tables
+    tables = compile_rules(rules)
     if meta.get("fingerprint") != rules.fingerprint:
         raise ValueError("it belongs to other rules")
     if set(arrays) != set(_CACHED_ARRAYS) or any(arrays[k].dtype != d for k, d in _CACHED_ARRAYS.items()):
@@ -866,7 +871,7 @@ def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any
     if keys.min() < 0 or keys.max() >= n_masks * n_slots * n_full:
         raise ValueError("state keys outside the state space")
     layer = np.repeat(np.arange(tables.turns + 1), np.diff(layer_start))
-    if np.any(popcount(keys // (n_slots * n_full)) != layer) or np.any((np.diff(keys) <= 0) & (np.diff(layer) == 0)):
+    if np.any(tables.popcount(keys // (n_slots * n_full)) != layer) or np.any((np.diff(keys) <= 0) & (np.diff(layer) == 0)):
         raise ValueError("state keys are not the sorted states of their layers")
     if not (np.all(np.isfinite(value)) and np.all(np.isfinite(value2))):
         raise ValueError("values are not finite")

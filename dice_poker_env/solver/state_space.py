@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dice_poker_env.engine.dice import N_ROLLS
+from dice_poker_env.engine.combinatorics import N_ROLLS
 from dice_poker_env.engine.game import legal_boxes, score_points
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.solver.box_max import BoxMaxTree

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dice_poker_env.engine.dice import KEEP_OF_ACTION, N_DICE, N_FACES, N_ROLLS
+from dice_poker_env.engine.combinatorics import KEEP_OF_ACTION, N_DICE, N_FACES, N_ROLLS
 from dice_poker_env.solver.keep_tables import (
     FIRST_PROB_INTERNAL,
     FOUR_PLUS_IROLL_T,

@@ -1,8 +1,9 @@
 """``dice-poker play``: play a dice game in the terminal against the agents.
 
 The human sits in the first seat of a :class:`dice_poker_env.multi.raw_env` game;
-each other seat is an agent built by name (``agents.registry.make_agent``:
-``random``, ``greedy``, ``optimal``, ``model:PATH``). Commands, typed naturally::
+each other seat is an agent built by name (:func:`agents.registry.make_agent`:
+``random``, ``greedy``, ``optimal``, ``trained``, ``model:PATH``).
+Commands, typed naturally::
 
     keep 2 2 6   | k 226 | hold 2,2,6   keep these dice, reroll the others
     roll all     | reroll | r           reroll all five dice
@@ -13,7 +14,8 @@ each other seat is an agent built by name (``agents.registry.make_agent``:
 Bad input is explained and asked again; the end of input (EOF) ends the game
 cleanly. With ``--hints`` the solver's expected values of the best actions are
 shown before each decision, and at the end every decision is graded against the
-solver (expected points lost), when :mod:`dice_poker_env.solver` is available.
+solver (expected points lost), unless the solver cannot solve the ruleset (a
+ruleset too large for the machine's memory): then the game goes on without them.
 Input may come from a script on standard input (each line is echoed).
 """
 
@@ -29,15 +31,19 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from agents.random_agent import RandomAgent
+from agents.registry import make_agent
+from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 from dice_poker_env.engine import game
-from dice_poker_env.engine.dice import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
-from dice_poker_env.rules import Rules, load_rules
+from dice_poker_env.engine.combinatorics import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
+from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.rules import Rules
 
 MAX_OPPONENTS = 5
 KEEP_WORDS = ("keep", "k", "hold")
 REROLL_WORDS = ("roll", "reroll", "r")
 SCORE_WORDS = ("score", "s", "write", "w")
-HELP = """\
+COMMANDS_HELP = """\
 Commands:
   keep 2 2 6    (or: k 226, hold 2,2,6)   keep these dice and reroll the others
   roll all      (or: reroll, r)           reroll all five dice
@@ -188,7 +194,7 @@ def _score_command(query: str, rules: Rules, mask: np.ndarray, scorecard: dict |
     legal = ", ".join(rules.box_names[k] for k in np.flatnonzero(mask[N_KEEP_ACTIONS:]))
     if scorecard is not None and scorecard.get(name) is not None:
         return Command(error=f"`{name}` is already filled ({scorecard[name]}); open now: {legal}")
-    tables = rules.tables
+    tables = compile_rules(rules)
     if tables.sections_in_order and not tables.is_upper[box]:
         return Command(error=f"`{name}` must wait: the upper boxes come first in these rules; open now: {legal}")
     return Command(error=f"you cannot score `{name}` now (the five-of-a-kind joker rule); allowed: {legal}")
@@ -230,7 +236,7 @@ class Screen:
         from rich.console import Console
 
         self.console = Console(highlight=False)
-        self.rules, self.tables, self.names = rules, rules.tables, names
+        self.rules, self.tables, self.names = rules, compile_rules(rules), names
         self.echo = sys.stdin is None or not sys.stdin.isatty()
 
     def say(self, text: str = "", style: str | None = None) -> None:
@@ -277,7 +283,7 @@ class Screen:
 
 # ------------------------------------------------------------------ solver
 class Coach:
-    """The solver's action values, if :mod:`dice_poker_env.solver` is available."""
+    """The solver's action values, solved on first use; ``unavailable`` says why there are none."""
 
     def __init__(self, rules: Rules, screen: Screen):
         self.rules, self.screen = rules, screen
@@ -288,16 +294,11 @@ class Coach:
     def load(self) -> bool:
         if not self._tried:
             self._tried = True
-            try:
-                from dice_poker_env.solver import solve
-            except ImportError as error:
-                self.unavailable = f"the solver is not available ({error})"
-                return False
+            from dice_poker_env.solver import solve
+
             self.screen.say(f"(solving {self.rules.name} exactly for hints and grading; this is done once)", "dim")
             try:
                 self.solution = solve(self.rules)
-                if not hasattr(self.solution, "action_values"):
-                    raise AttributeError("its solution has no action_values()")
             except Exception as error:  # noqa: BLE001 - any solver failure only disables coaching
                 self.solution = None
                 self.unavailable = f"the solver could not solve {self.rules.name}: {error}"
@@ -306,9 +307,9 @@ class Coach:
     def values(self, observation: dict[str, Any]) -> np.ndarray | None:
         if not self.load():
             return None
-        from dice_poker_env.multi import SINGLE_KEYS
+        from dice_poker_env.envs.observation import DICT_KEYS
 
-        single = {key: observation[key] for key in SINGLE_KEYS}
+        single = {key: observation[key] for key in DICT_KEYS}
         try:
             return np.asarray(self.solution.action_values(single), dtype=np.float64)
         except Exception as error:  # noqa: BLE001
@@ -349,29 +350,18 @@ class Grades:
 
 # ------------------------------------------------------------------- game
 def load_opponents(names: Sequence[str], rules: Rules, seed: int | None, screen: Screen) -> list[Any]:
-    """Agents by name; a missing agent module falls back to a random player, with a message."""
-    from dice_poker_env.multi import MaskedRandomAgent
-
-    try:
-        from agents.registry import make_agent
-    except ImportError as error:
-        make_agent, missing = None, error
+    """Agents by name; one whose optional dependencies are missing (``model:PATH`` without
+    the ``train`` extra) is replaced by a random player, with a message."""
     opponents = []
     for k, name in enumerate(names):
         agent_seed = None if seed is None else seed + 1 + k
-        if make_agent is None:
-            if name != "random":
-                screen.say(f"opponent {name!r} is not available (agents package: {missing}); "
-                           "a random player takes the seat", "yellow")
-            opponents.append(MaskedRandomAgent(agent_seed))
-            continue
         if name == "optimal":
             screen.say("(the optimal agent solves the game exactly first; this is done once)", "dim")
         try:
             opponents.append(make_agent(name, rules, seed=agent_seed))
         except ImportError as error:
             screen.say(f"opponent {name!r} is not available ({error}); a random player takes the seat", "yellow")
-            opponents.append(MaskedRandomAgent(agent_seed))
+            opponents.append(RandomAgent(agent_seed))
     return opponents
 
 
@@ -395,7 +385,7 @@ def play(args: argparse.Namespace) -> int:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
     if sys.stdin is None or sys.stdin.closed:
         raise ValueError("standard input is closed: play reads your commands from it (a terminal or a script)")
-    rules = load_rules(args.ruleset, **parse_options(args.option))
+    rules = load_rules_from(args)
     names = seat_names(args.name, args.opponents)
     screen = Screen(rules, names)
     opponents = load_opponents(args.opponents, rules, args.seed, screen)
@@ -445,7 +435,7 @@ def play(args: argparse.Namespace) -> int:
                 screen.say(command.error, "red")
                 continue
             if command.special == "help":
-                screen.say(HELP)
+                screen.say(COMMANDS_HELP)
                 continue
             if command.special == "board":
                 screen.board(env.games, 0, potential_now(env))
@@ -476,8 +466,6 @@ def play(args: argparse.Namespace) -> int:
 
 def opponent_action(env, opponents: list[Any], i: int, names: list[str], screen: Screen) -> int:
     """Seat ``i``'s agent's action; an agent that fails or cheats is replaced by a random player."""
-    from dice_poker_env.multi import MaskedRandomAgent
-
     mask = env.observe(env.agent_selection)["action_mask"]
     try:
         seen = env.observe_for(env.agent_selection, opponents[i - 1])["observation"]
@@ -487,7 +475,7 @@ def opponent_action(env, opponents: list[Any], i: int, names: list[str], screen:
         return action
     except Exception as error:  # noqa: BLE001 - a broken agent must not end the human's game
         screen.say(f"{names[i]} failed ({error}); a random player takes over the seat", "yellow")
-        opponents[i - 1] = MaskedRandomAgent(i)
+        opponents[i - 1] = RandomAgent(i)
         return int(opponents[i - 1].act(None, mask))
 
 
@@ -511,7 +499,7 @@ def show_hints(screen: Screen, coach: Coach, values, mask, dice, box_names) -> N
 
 def finish(screen: Screen, env, names: list[str], rules: Rules) -> None:
     screen.board(env.games, -1, None)
-    totals = env._totals()
+    totals = np.array(list(env.totals().values()))
     order = np.argsort(-totals, kind="stable")
     screen.say("Final result:", "bold")
     mean = totals.mean()
@@ -560,51 +548,32 @@ def report_grades(screen: Screen, coach: Coach, grades: Grades, grading: bool) -
     screen.console.print(table)
 
 
-def parse_options(items: Sequence[str]) -> dict[str, Any]:
-    """``["joker=free", "bonus_at=63"]`` -> rules options (ints and booleans converted)."""
-    options: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--option wants KEY=VALUE, got {item!r}")
-        low = value.lower()
-        if low in ("true", "false"):
-            options[key] = low == "true"
-        elif re.fullmatch(r"-?\d+", value):
-            options[key] = int(value)
-        else:
-            options[key] = value
-    return options
+HELP = "play a game in the terminal against the agents"
 
 
-def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "play",
-        help="play a game in the terminal against the agents",
-        description=textwrap.fill(
-            "Play a dice game in the terminal against agents (one seat each). Dice and "
-            "scorecards are drawn in the terminal; type commands as below. With --hints the "
-            "solver's expected final score of the best actions is shown before each decision; "
-            "at the end your decisions are graded against the solver. Reads a script of "
-            "commands from standard input when it is not a terminal.",
-            78,
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=HELP,
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = textwrap.fill(
+        "Play a dice game in the terminal against agents (one seat each). Dice and "
+        "scorecards are drawn in the terminal; type commands as below. With --hints the "
+        "solver's expected final score of the best actions is shown before each decision; "
+        "at the end your decisions are graded against the solver. Reads a script of "
+        "commands from standard input when it is not a terminal.",
+        78,
     )
-    parser.add_argument("ruleset", help="ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or rules file")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = COMMANDS_HELP
+    add_rules_arguments(parser)
     parser.add_argument(
         "--opponents",
         nargs="+",
         default=["greedy"],
         metavar="AGENT",
-        help="one agent per opponent seat: random, greedy, optimal or model:PATH (default: greedy)",
+        help="one agent per opponent seat: random, greedy, optimal, trained or model:PATH (default: greedy)",
     )
     parser.add_argument("--hints", action="store_true", help="coach mode: show the solver's best actions")
     parser.add_argument("--seed", type=int, default=None, help="seed of the dice (same seed, same dice)")
     parser.add_argument("--name", default="you", help="your name on the scorecard")
-    parser.add_argument(
-        "--option", "-o", action="append", default=[], metavar="KEY=VALUE", help="a rules option, e.g. joker=free"
-    )
     parser.add_argument("--no-grade", action="store_true", help="skip grading your decisions at the end")
-    parser.set_defaults(func=play)
+
+
+run = play

@@ -16,36 +16,20 @@ import os
 import sys
 from pathlib import Path
 
-
-def _option(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    for cast in (int, float):
-        try:
-            return key, cast(value)
-        except ValueError:
-            pass
-    lowered = value.lower()
-    if lowered in ("true", "false"):
-        return key, lowered == "true"
-    return key, value
+from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 
 
-def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="benchmark agents against the exact solver (scores, percent of optimal, exact regret)",
-        description=(
-            "Play N seeded games per agent and report mean (95%% CI), median, std, percent of the "
-            "optimal expected score, upper-bonus and five-of-a-kind rates, mean score per box, and "
-            "the exact regret (solver value lost per game, split into keep decisions and box "
-            "choices) with the costliest typical mistakes."
-        ),
+HELP = "benchmark agents against the exact solver (scores, percent of optimal, exact regret)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Play N seeded games per agent and report mean (95%% CI), median, std, percent of the "
+        "optimal expected score, upper-bonus and five-of-a-kind rates, mean score per box, and "
+        "the exact regret (solver value lost per game, split into keep decisions and box "
+        "choices) with the costliest typical mistakes."
     )
-    parser.add_argument("rules", metavar="RULESET", help="ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or rules file")
-    parser.add_argument("--option", action="append", type=_option, default=[], metavar="KEY=VALUE",
-                        help="a rules option, e.g. --option joker=free (repeatable)")
+    add_rules_arguments(parser)
     parser.add_argument("--agents", nargs="+", default=["optimal", "greedy", "random"],
                         help="agents to play: optimal, greedy, random, model:PATH (default: optimal greedy random)")
     parser.add_argument("--model", action="append", default=[], metavar="PATH",
@@ -59,7 +43,6 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--out", metavar="DIR", help="write DIR/results.json and DIR/score_distribution.png")
     parser.add_argument("--overwrite", action="store_true",
                         help="with --out: replace the results already in DIR (refused otherwise)")
-    parser.set_defaults(func=run)
 
 
 #: the files ``--out DIR`` writes
@@ -125,7 +108,6 @@ def write_results(result, out: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from agents.benchmark import benchmark, render_table
-    from dice_poker_env.rules import load_rules
 
     if args.games < 1:
         raise ValueError("--games must be at least 1")
@@ -137,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--top-mistakes must be >= 0, got {args.top_mistakes}")
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
-    rules = load_rules(args.rules, **dict(args.option))
+    rules = load_rules_from(args)
     agents = list(args.agents)
     models = list(args.model)
     for i, path in enumerate(models):

@@ -1,0 +1,818 @@
+"""Offline-RL and imitation datasets in Minari format, with the solver's value of every action.
+
+:func:`write_dataset` plays ``episodes`` seeded games with an agent and writes
+them as a `Minari <https://minari.farama.org>`_ dataset that
+``minari.load_dataset(dataset_id)`` reads like any other (default id
+``dice_poker/<ruleset>/<agent>-v0``, under ``MINARI_DATASETS_PATH``, default
+``~/.minari/datasets``). Layout of one episode of ``T`` steps (see
+``docs/datasets.md``):
+
+* ``observations``: ``T + 1`` observations (the last one after the final step),
+  the env's flat layout (``obs_mode="flat"``, default) or its dict layout;
+* ``actions`` (``T``, int64), ``rewards`` (``T``, float64: the env's rewards, so
+  they sum to the final score), ``terminations`` (True at the last step),
+  ``truncations`` (all False);
+* ``infos["action_mask"]`` (``T + 1``, ``32 + n_boxes`` int8): the legal actions
+  of each observation (all zeros after the last step);
+* with ``with_values``, ``infos["action_values"]`` (``T + 1``, ``32 + n_boxes``
+  float32): the solver's expected final score of every action at each
+  observation, ``-inf`` for illegal ones (every one after the last step). The
+  regret of the action taken at step ``t`` is
+  ``values[t].max() - values[t, actions[t]]`` (:func:`episode_regret`).
+
+Each episode's ``seed`` (Minari's episode metadata) replays it:
+``env = dataset.recover_environment()`` (this library's env, same rules, options
+and observation layout), ``env.reset(seed=seed)``, then the stored actions give
+the stored observations and rewards. Episode ``i`` gets the ``i``-th word of
+``numpy.random.SeedSequence(seed)`` (:func:`agents.benchmark.game_seeds`, the
+benchmark's games). The dataset's metadata holds, under ``"dice_poker"``, the
+ruleset (name, options, fingerprint), the agent, the seed, the library version
+and the optimal expected score (also Minari's ``ref_max_score``, with
+``ref_min_score`` 0, so ``minari.get_normalized_score`` is the fraction of the
+optimal expected score).
+
+Writing is batched: a block of games is played at once on the engine the vector
+env runs (the same functions, the same observations), one array operation per
+step for the whole block, with the optimal agent's batched fast path and the
+solver's batched action values; each game draws its dice from its own seeded
+stream exactly as the single env does, which is what makes every episode
+replayable alone. Agents with ``act_batch`` (optimal, greedy, random, the NumPy
+policies of ``trained`` and ``model:PATH.npz``) play a whole block per call; an
+SB3 ``model:PATH.zip`` plays one game at a time (a Python loop over the live
+games of each step). Episodes are stored through h5py's low-level API in the
+layout of Minari's HDF5 storage (one group per episode, as Minari writes it).
+
+``AGENT:eps=E`` mixes in exploration: at each decision, with probability ``E``, a
+uniformly random legal action instead of the agent's (e.g. ``optimal:eps=0.2``),
+since offline RL needs imperfect data too.
+
+Layering: the core package never imports this module; Minari and h5py (the
+``datasets`` extra) are imported only when a dataset is written or read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.benchmark import game_seeds
+from agents.registry import AGENT_NAMES
+from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.dice_sources import RandomDice
+from dice_poker_env.engine import game
+from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, REROLLED_POSITIONS, roll_index_of_faces
+from dice_poker_env.engine.masks import action_masks
+from dice_poker_env.engine.state import BatchState
+from dice_poker_env.envs.observation import observation_space, observe_dict_batch, observe_flat_batch
+from dice_poker_env.rules import RULESET_NAMES, Rules, load_rules
+
+#: the namespace of the default dataset ids: ``dice_poker/<ruleset>/<agent>-v0``
+NAMESPACE = "dice_poker"
+#: version of this module's layout, recorded in the metadata (``dice_poker.format``)
+DATASET_FORMAT = 1
+#: games played at once (memory: about 50 KB a game for yahtzee with values)
+BLOCK = 8192
+#: the registered env id of each shipped ruleset (recover_environment makes it)
+_ENV_ID = {"yacht": "DicePoker/Yacht-v0", "dice_poker": "DicePoker/DicePoker-v0",
+           "school_poker": "DicePoker/SchoolPoker-v0", "yahtzee": "DicePoker/Yahtzee-v0",
+           "yatzy": "DicePoker/Yatzy-v0"}
+_CUSTOM_ENV_ID = "DicePoker/Custom-v0"
+#: per keep bitmask and die position: which of the step's new faces the die takes
+#: (the k-th rerolled position takes the k-th face, as the single env rolls them)
+_FACE_RANK = np.zeros((N_KEEP_ACTIONS, N_DICE), dtype=np.int64)
+for _bits, _positions in enumerate(REROLLED_POSITIONS):
+    _FACE_RANK[_bits, list(_positions)] = np.arange(len(_positions))
+_N_REROLLED = np.array([len(p) for p in REROLLED_POSITIONS], dtype=np.int64)
+
+
+class DatasetError(ValueError):
+    """A dataset cannot be written or read as asked (the message says why)."""
+
+
+# ----------------------------------------------------------------------- agents
+@dataclasses.dataclass(frozen=True)
+class AgentSpec:
+    """An agent of a dataset: a base agent, with a probability of a random legal action instead."""
+
+    text: str  #: as given, e.g. ``optimal:eps=0.2``
+    base: str  #: ``optimal``, ``greedy``, ``random``, ``trained`` or ``model:PATH``
+    eps: float = 0.0  #: probability of a uniformly random legal action at each decision
+
+    @property
+    def slug(self) -> str:
+        """The agent's part of a default dataset id (letters, digits, ``-`` and ``_`` only)."""
+        base = self.base
+        if base.startswith("model:"):
+            base = "model-" + Path(base[len("model:"):]).stem
+        text = base if not self.eps else f"{base}-eps{self.eps:g}"
+        return re.sub(r"[^A-Za-z0-9_-]+", "_", text.replace(".", "_"))
+
+
+def parse_agent(text: str) -> AgentSpec:
+    """``optimal``, ``greedy``, ``random``, ``trained``, ``model:PATH``, each optionally ``:eps=E``.
+
+    Raises:
+        DatasetError: an unknown agent, or ``eps`` not a number in [0, 1].
+    """
+    base, eps = str(text), 0.0
+    match = re.fullmatch(r"(.+):eps=(.*)", base)
+    if match:
+        base = match.group(1)
+        try:
+            eps = float(match.group(2))
+        except ValueError:
+            eps = math.nan
+        if not 0.0 <= eps <= 1.0:
+            raise DatasetError(f"agent {text!r}: eps must be a number in [0, 1], got {match.group(2)!r}")
+    if base not in AGENT_NAMES and not (base.startswith("model:") and len(base) > len("model:")):
+        raise DatasetError(f"unknown agent {text!r}: use one of {', '.join(AGENT_NAMES)} or model:PATH, "
+                           "optionally with :eps=E (e.g. optimal:eps=0.2)")
+    return AgentSpec(str(text), base, eps)
+
+
+def default_dataset_id(rules: Rules, agent: AgentSpec | str) -> str:
+    """``dice_poker/<ruleset>/<agent>-v0`` (the ruleset's name; its options are in the metadata)."""
+    agent = parse_agent(agent) if isinstance(agent, str) else agent
+    ruleset = re.sub(r"[^A-Za-z0-9_-]+", "_", rules.name)
+    return f"{NAMESPACE}/{ruleset}/{agent.slug}-v0"
+
+
+#: a policy over a block of live games: (state, observations by layout, masks) -> actions
+Policy = Callable[[BatchState, Callable[[str], Any], np.ndarray], np.ndarray]
+
+
+def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Policy:
+    """The batched policy of ``spec`` (see the module docstring for which agents are batched).
+
+    The policy is called with the engine state of the live games, a function
+    giving their observations in a layout (``"dict"`` or ``"flat"``, computed once
+    per step) and their masks, and returns their actions.
+    """
+    from agents.random_agent import RandomAgent
+    from agents.registry import make_agent
+
+    rng = np.random.default_rng([int(seed), 1])  # exploration and the random agent: seeded, apart from the dice
+    if spec.base == "optimal":
+        from agents.optimal import OptimalAgent
+
+        agent = OptimalAgent(solution)
+        tables = compile_rules(rules)
+
+        def base(state, observe, masks):
+            full = game.five_kind_box_full(tables, state.filled, state.scores)
+            return agent.act_situation(state.filled, state.upper_total, full, state.roll, state.rolls_left,
+                                       action_masks=masks)
+    elif spec.base == "random":
+        agent = RandomAgent(seed=int(rng.integers(1 << 63)))
+        base = lambda state, observe, masks: agent.act_batch(None, masks)  # noqa: E731
+    else:
+        agent = make_agent(spec.base, rules)
+        mode = getattr(agent, "obs_mode", "dict")
+        if hasattr(agent, "act_batch"):
+            base = lambda state, observe, masks: np.asarray(agent.act_batch(observe(mode), masks), dtype=np.int64)  # noqa: E731
+        else:  # one game at a time (SB3 models)
+            def base(state, observe, masks):
+                obs = observe(mode)
+                one = (lambda i: {k: v[i] for k, v in obs.items()}) if isinstance(obs, Mapping) else (lambda i: obs[i])
+                return np.array([agent.act(one(i), masks[i]) for i in range(len(masks))], dtype=np.int64)
+    if not spec.eps:
+        return base
+    explore = RandomAgent(seed=int(rng.integers(1 << 63)))
+
+    def mixed(state, observe, masks):
+        actions = base(state, observe, masks)
+        chosen = explore.rng.random(len(masks)) < spec.eps
+        if chosen.any():
+            actions[chosen] = explore.act_batch(None, masks[chosen])
+        return actions
+
+    return mixed
+
+
+# ------------------------------------------------------------------- generation
+class _Observer:
+    """The live games' observations in a layout, each computed at most once a step."""
+
+    def __init__(self, tables, state: BatchState, mode: str, observation: Any):
+        self.tables, self.state, self.cache = tables, state, {mode: observation}
+
+    def __call__(self, mode: str) -> Any:
+        if mode not in self.cache:
+            self.cache[mode] = (observe_flat_batch if mode == "flat" else observe_dict_batch)(self.tables, self.state)
+        return self.cache[mode]
+
+
+@dataclasses.dataclass
+class EpisodeBlock:
+    """Finished episodes of one block, padded to the longest (``E`` episodes, ``L`` = longest + 1 rows).
+
+    Episode ``e`` has ``lengths[e]`` steps: rows ``0..lengths[e]`` of
+    ``observations``, ``action_mask`` and ``action_values``, rows
+    ``0..lengths[e] - 1`` of ``actions`` and ``rewards``.
+    """
+
+    seeds: np.ndarray  #: (E,) each episode's env seed
+    lengths: np.ndarray  #: (E,) steps
+    scores: np.ndarray  #: (E,) final scores
+    observations: np.ndarray | dict[str, np.ndarray]  #: (E, L, ...) float32 flat, or a dict of int64 arrays
+    actions: np.ndarray  #: (E, L - 1) int64
+    rewards: np.ndarray  #: (E, L - 1) float64
+    action_mask: np.ndarray  #: (E, L, n_actions) int8
+    action_values: np.ndarray | None  #: (E, L, n_actions) float32, or None without values
+
+    def __len__(self) -> int:
+        return len(self.seeds)
+
+    def episode(self, e: int) -> dict[str, Any]:
+        """Episode ``e`` as Minari's episode fields (views, no copies)."""
+        t = int(self.lengths[e])
+        obs = self.observations
+        infos = {"action_mask": self.action_mask[e, : t + 1]}
+        if self.action_values is not None:
+            infos["action_values"] = self.action_values[e, : t + 1]
+        return {
+            "seed": int(self.seeds[e]),
+            "observations": {k: v[e, : t + 1] for k, v in obs.items()} if isinstance(obs, dict) else obs[e, : t + 1],
+            "actions": self.actions[e, :t],
+            "rewards": self.rewards[e, :t],
+            "terminations": np.arange(t) == t - 1,
+            "truncations": np.zeros(t, dtype=bool),
+            "infos": infos,
+        }
+
+
+def episode_faces(seeds: np.ndarray, n_faces: int) -> np.ndarray:
+    """``(E, n_faces)`` int8: the faces each game's dice show, in order, after ``env.reset(seed=seed)``.
+
+    The single env's default dice (:class:`~dice_poker_env.dice.RandomDice`)
+    draw a block of ``RandomDice.BLOCK`` faces from the generator that
+    ``reset(seed=...)`` creates and hand them out in order: five for a new roll,
+    one per rerolled die. One generator per game (a loop over games, not steps).
+    """
+    from gymnasium.utils import seeding
+
+    if n_faces > RandomDice.BLOCK:
+        raise DatasetError(f"a game of these rules may roll {n_faces} faces, more than the "
+                           f"{RandomDice.BLOCK} the env draws at a time: not supported")
+    out = np.empty((len(seeds), n_faces), dtype=np.int8)
+    for i, seed in enumerate(np.asarray(seeds).tolist()):
+        out[i] = seeding.np_random(int(seed))[0].integers(1, 7, size=RandomDice.BLOCK)[:n_faces]
+    return out
+
+
+def play_block(rules: Rules, policy: Policy, seeds: np.ndarray, *, obs_mode: str = "flat",
+               solution: Any = None) -> EpisodeBlock:
+    """Play one game per seed with ``policy``, all at once on the engine; record every step.
+
+    With a ``solution``, every observation's action values are recorded too.
+    Games run in step: at step ``t`` every live game is at its own step ``t``;
+    finished games are dropped from the batch, so a step costs what its live
+    games cost.
+    """
+    tables = compile_rules(rules)
+    size = len(seeds)
+    turns = int(tables.turns)
+    max_steps = turns * game.ROLLS_PER_TURN  # two keeps and a score per turn at most
+    faces = episode_faces(seeds, N_DICE * max_steps)  # five for the first roll, at most five a step, none at the last
+    n_actions = int(tables.n_actions)
+    rows = max_steps + 1
+    if obs_mode == "flat":
+        obs_buf: Any = np.zeros((size, rows, observe_flat_batch(tables, game.new_batch(tables, np.zeros(1, np.int64))).shape[1]),
+                                dtype=np.float32)
+    else:
+        first = observe_dict_batch(tables, game.new_batch(tables, np.zeros(1, np.int64)))
+        obs_buf = {k: np.zeros((size, rows, *v.shape[1:]), dtype=v.dtype) for k, v in first.items()}
+    mask_buf = np.zeros((size, rows, n_actions), dtype=np.int8)
+    values_buf = np.full((size, rows, n_actions), -np.inf, dtype=np.float32) if solution is not None else None
+    actions_buf = np.zeros((size, max_steps), dtype=np.int64)
+    rewards_buf = np.zeros((size, max_steps), dtype=np.float64)
+    lengths = np.zeros(size, dtype=np.int64)
+    scores = np.zeros(size, dtype=np.int64)
+
+    live = np.arange(size)
+    state = game.new_batch(tables, roll_index_of_faces(faces[:, :N_DICE]).astype(np.int64))
+    used = np.full(size, N_DICE, dtype=np.int64)  # faces each game has rolled
+    over = np.zeros(size, dtype=bool)
+    for t in range(rows):
+        obs = observe_flat_batch(tables, state) if obs_mode == "flat" else observe_dict_batch(tables, state)
+        if isinstance(obs_buf, dict):
+            for key, value in obs.items():
+                obs_buf[key][live, t] = value
+        else:
+            obs_buf[live, t] = obs
+        masks = action_masks(tables).of_batch(state)
+        mask_buf[live, t] = masks
+        if over.any():  # games that ended at the last step: their final observation is in; drop them
+            ended, going = live[over], ~over
+            lengths[ended], scores[ended] = t, state.total[over]
+            live, used, masks = live[going], used[going], masks[going]
+            state = state.take(going)
+            obs = {k: v[going] for k, v in obs.items()} if isinstance(obs, dict) else obs[going]
+        if not len(live):
+            break
+        observe = _Observer(tables, state, obs_mode, obs)
+        if values_buf is not None:
+            full = game.five_kind_box_full(tables, state.filled, state.scores)
+            q = solution.future_action_values(state.filled, state.upper_total, full, state.roll, state.rolls_left)
+            values_buf[live, t] = q + state.total[:, None]
+        actions = policy(state, observe, masks)
+        actions_buf[live, t] = actions
+        keep = actions < N_KEEP_ACTIONS
+        bits = np.where(keep, actions, 0)
+        at = used[:, None] + np.where(keep[:, None], _FACE_RANK[bits], np.arange(N_DICE))
+        new_faces = faces[live[:, None], np.minimum(at, faces.shape[1] - 1)]
+        state, reward, over = game.step_batch(tables, state, actions, new_faces)
+        rewards_buf[live, t] = reward
+        used = used + np.where(keep, _N_REROLLED[bits], np.where(over, 0, N_DICE))
+    longest = int(lengths.max()) if size else 0
+    obs_out = ({k: v[:, : longest + 1] for k, v in obs_buf.items()} if isinstance(obs_buf, dict)
+               else obs_buf[:, : longest + 1])
+    return EpisodeBlock(
+        seeds=np.asarray(seeds, dtype=np.int64), lengths=lengths, scores=scores, observations=obs_out,
+        actions=actions_buf[:, :longest], rewards=rewards_buf[:, :longest], action_mask=mask_buf[:, : longest + 1],
+        action_values=None if values_buf is None else values_buf[:, : longest + 1],
+    )
+
+
+# ---------------------------------------------------------------------- storage
+class _EpisodeWriter:
+    """Appends episodes to a Minari HDF5 data file, in the layout of Minari's ``HDF5Storage``.
+
+    One group ``episode_<id>`` per episode with the attributes ``id``, ``seed``
+    and ``total_steps``, the datasets ``observations`` (a group of one dataset per
+    key for dict observations), ``actions``, ``rewards``, ``terminations``,
+    ``truncations`` and the group ``infos``: what Minari's own writer stores,
+    through h5py's low-level calls (Minari's writer spends several milliseconds
+    an episode in h5py's high-level layer; this one about a tenth of that).
+    Datasets are contiguous (Minari's are chunked and resizable, which only
+    matters for appending steps to an episode already stored).
+    """
+
+    def __init__(self, path: Path):
+        import h5py
+
+        self.h5py = h5py
+        self.file = h5py.File(path, "a", track_order=True)  # as Minari opens it
+        self.count = len(self.file.keys())
+        self.steps = 0
+        self._types: dict[Any, Any] = {}
+        self._scalar = h5py.h5s.create(h5py.h5s.SCALAR)
+
+    def _type(self, dtype: np.dtype):
+        if dtype not in self._types:
+            self._types[dtype] = self.h5py.h5t.py_create(dtype, logical=True)  # bool: h5py's enum, as Minari's
+        return self._types[dtype]
+
+    def _dataset(self, group, name: str, data: np.ndarray) -> None:
+        h5py = self.h5py
+        data = np.ascontiguousarray(data)
+        space = h5py.h5s.create_simple(data.shape)
+        dataset = h5py.h5d.create(group, name.encode(), self._type(data.dtype), space)
+        if data.size:
+            dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
+
+    def _attribute(self, group, name: str, value: int) -> None:
+        attribute = self.h5py.h5a.create(group, name.encode(), self._type(np.dtype(np.int64)), self._scalar)
+        attribute.write(np.array(value, dtype=np.int64))
+
+    def _group(self, parent, name: str):
+        return self.h5py.h5g.create(parent, name.encode())
+
+    def write(self, episode: Mapping[str, Any]) -> None:
+        """Append one episode (the fields of :meth:`EpisodeBlock.episode`)."""
+        group = self._group(self.file.id, f"episode_{self.count}")
+        steps = len(episode["rewards"])
+        self._attribute(group, "id", self.count)
+        self._attribute(group, "seed", int(episode["seed"]))
+        self._attribute(group, "total_steps", steps)
+        observations = episode["observations"]
+        if isinstance(observations, Mapping):
+            obs_group = self._group(group, "observations")
+            for key, value in observations.items():
+                self._dataset(obs_group, key, value)
+        else:
+            self._dataset(group, "observations", observations)
+        for key in ("actions", "rewards", "terminations", "truncations"):
+            self._dataset(group, key, episode[key])
+        infos = self._group(group, "infos")
+        for key, value in episode["infos"].items():
+            self._dataset(infos, key, value)
+        self.count += 1
+        self.steps += steps
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _env_spec(rules: Rules, obs_mode: str):
+    """The env spec ``recover_environment`` makes: this library's env, these rules, options and layout.
+
+    A shipped ruleset is recovered by name; a rules file by its absolute path
+    (recoverable while the file is there; the fingerprint in the metadata says
+    whether it still holds the same rules). Rules given as a mapping have no spec.
+    """
+    import gymnasium as gym
+
+    import dice_poker_env  # noqa: F401  (registers the DicePoker/* ids)
+
+    if rules.name in RULESET_NAMES and load_rules(rules.name, **rules.options).fingerprint == rules.fingerprint:
+        env_id, source = _ENV_ID[rules.name], rules.name
+    elif rules.source not in ("<mapping>", "") and Path(rules.source).is_file():
+        env_id, source = _CUSTOM_ENV_ID, str(Path(rules.source).resolve())
+    else:
+        return None
+    spec = gym.spec(env_id)
+    return dataclasses.replace(spec, kwargs={**spec.kwargs, "rules": source, "obs_mode": obs_mode, **rules.options})
+
+
+def dataset_path(dataset_id: str) -> Path:
+    """The folder of ``dataset_id`` under ``MINARI_DATASETS_PATH`` (default ``~/.minari/datasets``); checks the id.
+
+    Raises:
+        DatasetError: a malformed id.
+    """
+    from minari.dataset.minari_dataset import parse_dataset_id
+
+    try:
+        parse_dataset_id(dataset_id)
+    except (ValueError, TypeError):
+        raise DatasetError(f"malformed dataset id {dataset_id!r}: expected NAMESPACE/NAME-vVERSION, "
+                           "e.g. dice_poker/yacht/optimal-v0") from None
+    root = os.environ.get("MINARI_DATASETS_PATH")  # as minari.load_dataset finds it
+    if root is None:
+        root = os.path.join(os.path.expanduser("~"), ".minari", "datasets")
+    return Path(root) / dataset_id
+
+
+def _check_writable(root: Path) -> None:
+    """A clear error unless ``root`` (the datasets folder) exists as a writable folder or can be made."""
+    existing = next((p for p in (root, *root.parents) if p.exists()), None)
+    if existing is None or not existing.is_dir():
+        raise DatasetError(f"datasets folder {root}: {existing} is not a folder (set MINARI_DATASETS_PATH)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise DatasetError(f"datasets folder {root}: {existing} is not writable (set MINARI_DATASETS_PATH)")
+
+
+def write_dataset(
+    rules: str | os.PathLike | Rules,
+    agent: str,
+    episodes: int,
+    *,
+    dataset_id: str | None = None,
+    seed: int = 0,
+    obs_mode: str = "flat",
+    with_values: bool = False,
+    overwrite: bool = False,
+    block: int = BLOCK,
+    progress: bool = False,
+    description: str | None = None,
+    **options: Any,
+) -> Path:
+    """Play ``episodes`` seeded games with ``agent`` and write them as a Minari dataset.
+
+    Args:
+        rules: ruleset name, rules file or :class:`Rules`; ``options`` switch its options.
+        agent: ``optimal``, ``greedy``, ``random``, ``trained`` or ``model:PATH``,
+            optionally with ``:eps=E`` (:func:`parse_agent`).
+        episodes: games to play (at least 1).
+        dataset_id: Minari id (default :func:`default_dataset_id`).
+        seed: episode ``i`` is played with env seed ``game_seeds(seed, episodes)[i]``.
+        obs_mode: ``"flat"`` (the env's vector layout) or ``"dict"``.
+        with_values: store the solver's expected final score of every action.
+        overwrite: replace an existing dataset of this id (only once the new one is complete).
+        block: games played at once.
+        progress: a line per block on stderr.
+        description: Minari's ``description`` (default: one generated from the arguments).
+
+    Returns:
+        The dataset's folder. Everything is checked before a game is played;
+        the dataset is written under a hidden temporary name and renamed into
+        place when complete, so a failure or an interrupt leaves no partial
+        dataset and never touches an existing one.
+
+    Raises:
+        DatasetError: bad arguments, an existing id without ``overwrite``, an
+            unwritable datasets folder, a ruleset the solver cannot solve with
+            ``with_values`` or the optimal agent.
+    """
+    from agents.benchmark import load_solution
+
+    import minari  # the datasets extra: fail before any work without it
+    from minari.dataset.minari_storage import MinariStorage
+
+    spec = parse_agent(agent)
+    for what, value, least in (("episodes", episodes, 1), ("seed", seed, 0), ("block", block, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise DatasetError(f"{what} must be an integer >= {least}, got {value!r}")
+    if obs_mode not in ("flat", "dict"):
+        raise DatasetError(f"obs_mode must be flat or dict, got {obs_mode!r}")
+    try:
+        rules = load_rules(rules, **options)
+    except (ValueError, TypeError, KeyError, OSError) as error:
+        raise DatasetError(f"rules: {error}") from None
+    dataset_id = dataset_id or default_dataset_id(rules, spec)
+    final = dataset_path(dataset_id)
+    root = final.parents[len(Path(dataset_id).parts) - 1]
+    _check_writable(root)
+    if final.exists() or final.is_symlink():
+        if not overwrite:
+            raise DatasetError(f"dataset {dataset_id} already exists ({final}); use --overwrite to replace it "
+                               "or choose another --id")
+        if not (final / "data" / "metadata.json").is_file():
+            raise DatasetError(f"{final} exists and is not a Minari dataset: --overwrite only replaces datasets")
+    def build_policy(solution):
+        try:
+            return make_policy(spec, rules, solution, seed)
+        except (ValueError, OSError) as error:  # a missing or foreign model, no shipped policy, ...
+            raise DatasetError(f"agent {spec.text!r}: {error}") from None
+
+    policy = None if spec.base == "optimal" else build_policy(None)  # the agent is checked before any solve
+    try:  # the solver: the optimal agent and the values need it; the metadata records its optimum when it has one
+        solution = load_solution(rules, required=spec.base == "optimal" or with_values)
+    except (ImportError, MemoryError) as error:
+        raise DatasetError(f"{rules.name}: the exact solve is not possible ({error}); "
+                           "the optimal agent and --with-values need it") from None
+    policy = policy or build_policy(solution)
+    env_spec = _env_spec(rules, obs_mode)
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_stale(root)
+    partial = root / f".partial-{dataset_id.replace('/', '__')}-{os.getpid()}"
+    started = time.perf_counter()
+    try:
+        partial.mkdir()
+        storage = MinariStorage.new(partial / "data", observation_space=observation_space(compile_rules(rules), obs_mode),
+                                    action_space=_action_space(rules), env_spec=env_spec, data_format="hdf5")
+        writer = _EpisodeWriter(partial / "data" / "main_data.hdf5")
+        seeds = game_seeds(seed, episodes)
+        scores = []
+        regrets = []
+        play_seconds = write_seconds = 0.0
+        try:
+            for start in range(0, episodes, block):
+                clock = time.perf_counter()
+                part = play_block(rules, policy, seeds[start : start + block], obs_mode=obs_mode,
+                                  solution=solution if with_values else None)
+                play_seconds += time.perf_counter() - clock
+                clock = time.perf_counter()
+                for e in range(len(part)):
+                    writer.write(part.episode(e))
+                write_seconds += time.perf_counter() - clock
+                scores.append(part.scores)
+                if part.action_values is not None:
+                    regrets.append(block_regret(part))
+                if progress:
+                    print(f"dataset {dataset_id}: {start + len(part):,}/{episodes:,} episodes "
+                          f"({time.perf_counter() - started:.1f} s)", file=sys.stderr, flush=True)
+        finally:
+            writer.close()
+        seconds = time.perf_counter() - started
+        scores = np.concatenate(scores)
+        optimal = float(solution.expected_score) if solution is not None else None
+        from dice_poker_env import __version__
+
+        info = {
+            "format": DATASET_FORMAT,
+            "rules": rules.name,
+            "rules_options": dict(rules.options),
+            "rules_fingerprint": rules.fingerprint,
+            "rules_source": rules.source,
+            "agent": spec.text,
+            "agent_base": spec.base,
+            "eps": spec.eps,
+            "seed": int(seed),
+            "episode_seeds": "episode i: numpy.random.SeedSequence(seed).generate_state(episodes, uint32)[i]",
+            "obs_mode": obs_mode,
+            "with_values": bool(with_values),
+            "info_keys": ["action_mask", "action_values"] if with_values else ["action_mask"],
+            "library": "dice-poker-env",
+            "library_version": __version__,
+            "optimal_expected_score": optimal,
+            "optimal_std": float(solution.score_std) if solution is not None else None,
+            "mean_score": float(scores.mean()),
+            "percent_of_optimal": 100.0 * float(scores.mean()) / optimal if optimal else None,
+            "mean_regret": float(np.concatenate(regrets).mean()) if regrets else None,
+            "recoverable": env_spec is not None,
+            "seconds": {"total": round(seconds, 2), "play": round(play_seconds, 2), "write": round(write_seconds, 2)},
+        }
+        what = f"{spec.text} agent" + (" (the exact solver's optimal play)" if spec.base == "optimal" and not spec.eps else "")
+        metadata: dict[str, Any] = {
+            "dataset_id": dataset_id,
+            "minari_version": minari.__version__,
+            "algorithm_name": spec.text,
+            "description": description or (
+                f"{episodes:,} games of {rules.name}{_options_text(rules)} played by the {what}, seed {seed}; "
+                f"{obs_mode} observations, action masks" + (", the solver's value of every action" if with_values else "")
+                + f". Mean score {info['mean_score']:.2f}"
+                + (f" ({info['percent_of_optimal']:.2f}% of the optimal expected score {optimal:.4f})." if optimal else ".")),
+            "requirements": [f"dice-poker-env>={__version__}"],
+            "total_episodes": int(writer.count),
+            "total_steps": int(writer.steps),
+            "dice_poker": info,
+        }
+        if optimal is not None:  # minari.get_normalized_score: the fraction of the optimal expected score
+            metadata.update(ref_max_score=optimal, ref_min_score=0.0)
+        storage.update_metadata(metadata)
+        storage.update_metadata({"dataset_size": storage.get_size()})
+        _create_namespaces(dataset_id)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        _replace(partial, final)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return final
+
+
+def _options_text(rules: Rules) -> str:
+    return f" ({', '.join(f'{k}={v}' for k, v in rules.options.items())})" if rules.options else ""
+
+
+def _action_space(rules: Rules):
+    from gymnasium import spaces
+
+    return spaces.Discrete(int(compile_rules(rules).n_actions))
+
+
+def _create_namespaces(dataset_id: str) -> None:
+    """Minari's namespace records for the id's namespace (and its parents), as ``create_dataset_from_buffers`` makes them."""
+    from minari.dataset.minari_dataset import parse_dataset_id
+    from minari.namespace import create_namespace, list_local_namespaces
+
+    namespace = parse_dataset_id(dataset_id)[0]
+    if namespace is not None and namespace not in list_local_namespaces():
+        create_namespace(namespace)
+
+
+def _dead(pid_text: str) -> bool:
+    """Whether the process of a temporary name's PID is gone (so its temporary folder is stale)."""
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, PermissionError, OverflowError):
+        return False
+    return False
+
+
+def _remove_stale(root: Path) -> None:
+    """Clean up after writers killed outright (SIGKILL, power loss): their partial datasets go, and an
+    existing dataset a killed ``--overwrite`` had moved aside comes back if nothing replaced it."""
+    for path in root.glob(".partial-*-*"):
+        if _dead(path.name.rsplit("-", 1)[1]):
+            shutil.rmtree(path, ignore_errors=True)
+    for path in root.rglob(".replaced-*-*"):
+        if path.is_dir() and _dead(path.name.rsplit("-", 1)[1]):
+            name = path.with_name(path.name[len(".replaced-"):].rsplit("-", 1)[0])
+            if name.exists():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.rename(path, name)
+
+
+def _replace(partial: Path, final: Path) -> None:
+    """Move the complete dataset into place; an existing one goes only once the new one is there."""
+    if not (final.exists() or final.is_symlink()):
+        os.rename(partial, final)
+        return
+    old = final.with_name(f".replaced-{final.name}-{os.getpid()}")
+    os.rename(final, old)
+    try:
+        os.rename(partial, final)
+    except BaseException:
+        os.rename(old, final)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- reading
+def block_regret(block: EpisodeBlock) -> np.ndarray:
+    """``(E,)`` each episode's regret (points lost to the solver's best action, summed), from its stored values."""
+    values = block.action_values[:, :-1]
+    steps = np.arange(values.shape[1])
+    taken = np.take_along_axis(values, block.actions[:, :, None], axis=2)[:, :, 0]
+    with np.errstate(invalid="ignore"):  # -inf - -inf in the rows after an episode's end
+        loss = np.where(steps[None, :] < block.lengths[:, None], values.max(axis=2) - taken, 0.0)
+    return loss.astype(np.float64).sum(axis=1)
+
+
+def episode_regret(episode: Any) -> np.ndarray:
+    """``(T,)`` the regret of each action of a stored episode: best action's value minus the taken one's.
+
+    ``episode``: a Minari ``EpisodeData`` of a dataset written ``with_values``
+    (float32 values: a loss below :data:`agents.optimal.VALUE_TOLERANCE` is no loss).
+    """
+    infos = episode.infos if hasattr(episode, "infos") else episode["infos"]
+    actions = np.asarray(episode.actions if hasattr(episode, "actions") else episode["actions"])
+    if "action_values" not in infos:
+        raise DatasetError("this dataset has no action values: write it with --with-values")
+    values = np.asarray(infos["action_values"], dtype=np.float64)[: len(actions)]
+    return values.max(axis=1) - values[np.arange(len(actions)), actions]
+
+
+def dataset_info(dataset: Any) -> dict[str, Any]:
+    """The ``dice_poker`` metadata of a loaded Minari dataset (ruleset, agent, seed, optimum, ...)."""
+    info = dataset.storage.metadata.get("dice_poker")
+    if not isinstance(info, dict):
+        raise DatasetError(f"{dataset.id}: not a dice_poker_env dataset (no 'dice_poker' metadata)")
+    return info
+
+
+def episode_seeds(dataset: Any) -> np.ndarray:
+    """Each episode's env seed (``env.reset(seed=...)`` replays it), in episode order."""
+    return np.array([int(m["seed"]) for m in dataset.storage.get_episode_metadata(dataset.episode_indices)],
+                    dtype=np.int64)
+
+
+def load_transitions(dataset_id: str) -> dict[str, Any]:
+    """Every decision of a dataset as arrays (for training): ``observations`` ``(N, ...)`` (a dict of
+    arrays for dict observations), ``actions``, ``rewards``, ``action_mask``, ``action_values`` (if
+    stored) and ``episode`` (each row's episode index), the ``T`` decisions of each episode in order
+    (the final observations are left out).
+
+    Reads Minari's HDF5 file directly, each episode's arrays straight into their rows (Minari's
+    ``iterate_episodes`` decodes every field of every episode, about six times slower); other
+    storages go through ``iterate_episodes``.
+
+    Raises:
+        DatasetError: no such dataset.
+    """
+    import minari
+
+    try:
+        dataset = minari.load_dataset(dataset_id)
+    except FileNotFoundError:
+        raise DatasetError(f"dataset {dataset_id!r} not found under MINARI_DATASETS_PATH "
+                           f"({dataset_path(dataset_id).parents[len(Path(dataset_id).parts) - 1]})") from None
+    metadata = dataset.storage.metadata
+    if metadata.get("data_format") == "hdf5":
+        return _read_hdf5(Path(dataset.storage.data_path) / "main_data.hdf5", dataset)
+    columns: dict[str, list] = {"observations": [], "actions": [], "rewards": [], "action_mask": [],
+                                "action_values": [], "episode": []}
+    for episode in dataset.iterate_episodes():
+        t = len(episode.actions)
+        obs = episode.observations
+        columns["observations"].append({k: v[:t] for k, v in obs.items()} if isinstance(obs, dict) else obs[:t])
+        columns["actions"].append(episode.actions)
+        columns["rewards"].append(episode.rewards)
+        columns["action_mask"].append(episode.infos["action_mask"][:t])
+        columns["episode"].append(np.full(t, episode.id, dtype=np.int64))
+        if "action_values" in episode.infos:
+            columns["action_values"].append(episode.infos["action_values"][:t])
+    out: dict[str, Any] = {}
+    for key, parts in columns.items():
+        if parts and isinstance(parts[0], dict):
+            out[key] = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        elif parts:
+            out[key] = np.concatenate(parts)
+    return out
+
+
+def _read_hdf5(path: Path, dataset: Any) -> dict[str, Any]:
+    """:func:`load_transitions` from Minari's HDF5 file through h5py's low-level calls."""
+    import h5py
+
+    episodes = [int(i) for i in dataset.episode_indices]
+    with h5py.File(path, "r") as file:
+        actions = []
+        for e in episodes:  # the actions first: their lengths place every other field
+            file_id = h5py.h5d.open(file.id, f"episode_{e}/actions".encode())
+            actions.append(np.empty(file_id.shape, dtype=np.int64))
+            file_id.read(h5py.h5s.ALL, h5py.h5s.ALL, actions[-1])
+        lengths = np.array([len(a) for a in actions], dtype=np.int64)
+        total = int(lengths.sum())
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        out: dict[str, Any] = {"episode": np.repeat(np.asarray(episodes, dtype=np.int64), lengths),
+                               "actions": np.concatenate(actions) if actions else np.zeros(0, dtype=np.int64)}
+        if not episodes:
+            return out
+        first = file[f"episode_{episodes[0]}"]
+        # (name in the episode group, key of the result, rows stored: T + 1 or T)
+        fields = [("rewards", "rewards", 0), ("infos/action_mask", "action_mask", 1)]
+        if "action_values" in first["infos"]:
+            fields.append(("infos/action_values", "action_values", 1))
+        if isinstance(first["observations"], h5py.Group):
+            fields += [(f"observations/{k}", f"observations/{k}", 1) for k in first["observations"]]
+        else:
+            fields.append(("observations", "observations", 1))
+        for name, key, extra in fields:
+            sample = first[name]
+            # one spare row: an episode's extra last row is overwritten by the next episode's first
+            array = np.empty((total + extra, *sample.shape[1:]), dtype=sample.dtype)
+            for e, start, length in zip(episodes, starts.tolist(), lengths.tolist()):
+                file_id = h5py.h5d.open(file.id, f"episode_{e}/{name}".encode())
+                file_id.read(h5py.h5s.ALL, h5py.h5s.ALL, array[start : start + length + extra])
+            array = array[:total]
+            if key.startswith("observations/"):
+                out.setdefault("observations", {})[key.split("/", 1)[1]] = array
+            else:
+                out[key] = array
+    return out

@@ -1,0 +1,69 @@
+"""``dice-poker advise``: every legal action of a position with its expected final score, best first."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from dice_poker_env.cli.rules_arguments import load_rules_from
+from dice_poker_env.cli.solve import add_solver_arguments
+
+HELP = "every legal action of a position with its expected final score, best first"
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _check_integers(flag: str, values: int | list[int] | None) -> None:
+    """A ``ValueError`` (one line, exit 2) for integers the engine's int64 arrays cannot hold;
+    the position validator owns the real range of each field."""
+    for value in [] if values is None else values if isinstance(values, list) else [values]:
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise ValueError(f"{flag} {value} is out of range")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Coach a position: each legal action (distinct keeps once) with its expected final score under optimal play."
+    )
+    add_solver_arguments(parser)
+    parser.add_argument("--dice", type=int, nargs=5, required=True, metavar="D", help="the five dice")
+    parser.add_argument("--rolls-left", type=int, default=2, choices=(0, 1, 2), help="rerolls left this turn (default 2)")
+    parser.add_argument("--scorecard", default=None, metavar="JSON", help='filled boxes, e.g. \'{"aces": 3, "yahtzee": 50}\'')
+    parser.add_argument("--bonus", type=int, default=None, help="bonus points already paid (default: the secured upper bonus)")
+    parser.add_argument("--json", action="store_true", help="print the list as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dice_poker_env.solver import solve
+
+    _check_integers("--dice", args.dice)
+    _check_integers("--bonus", args.bonus)
+    rules = load_rules_from(args)
+    scorecard = None
+    if args.scorecard:
+        try:
+            scorecard = json.loads(args.scorecard)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"--scorecard is not valid JSON: {error}") from None
+    solution = solve(rules, cache=not args.no_cache, progress=None, force=args.force)
+    situation = {"scorecard": scorecard, "dice": args.dice, "rolls_left": args.rolls_left}
+    if args.bonus is not None:
+        situation["bonus"] = args.bonus
+    items = solution.advise(situation)
+    if args.json:
+        print(json.dumps(items))
+        return 0
+    dice = " ".join(map(str, sorted(args.dice)))
+    print(f"{rules.name}: dice {dice}, {args.rolls_left} roll(s) left; expected final score under optimal play")
+    width = max(len(_describe(item)) for item in items)
+    for rank, item in enumerate(items, 1):
+        print(f"{rank:3d}. {_describe(item):<{width}}  {item['value']:10.4f}")
+    return 0
+
+
+def _describe(item: dict[str, Any]) -> str:
+    if item["kind"] == "keep":
+        kept = " ".join(map(str, item["keep"])) if item["keep"] else "nothing"
+        return f"keep {kept} (action {item['action']})"
+    return f"score {item['box']} (action {item['action']})"

@@ -1,0 +1,478 @@
+"""Minari datasets (issue 14): written per agent kind, read back through Minari, replayed, refused on bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+minari = pytest.importorskip("minari")
+pytest.importorskip("h5py")
+
+from agents import datasets  # noqa: E402
+from agents.commands.dataset import main  # noqa: E402
+from agents.optimal import VALUE_TOLERANCE  # noqa: E402
+from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env import load_rules  # noqa: E402
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS  # noqa: E402
+
+MINI = """
+name = "mini"
+title = "Mini"
+boxes = [
+  { name = "sixes", kind = "face_sum", face = 6 },
+  { name = "trips", kind = "n_of_a_kind", n = 3, points = "matching", extra = 5 },
+  { name = "run", kind = "straight", sets = [[1, 2, 3], [4, 5, 6]], points = "matching" },
+  { name = "chance", kind = "chance" },
+]
+upper_bonus = { threshold = 12, points = 10 }
+"""
+
+
+@pytest.fixture(autouse=True)
+def datasets_root(tmp_path, monkeypatch):
+    """Every test writes its datasets under its own temporary folder."""
+    root = tmp_path / "minari"
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(root))
+    return root
+
+
+def write(*argv: str) -> int:
+    return main([*argv, "--quiet"])
+
+
+def replay(dataset, episode, seed, **kwargs):
+    """Step the recovered env through a stored episode; returns its final info. Asserts every step agrees."""
+    env = dataset.recover_environment(**kwargs)
+    obs, info = env.reset(seed=seed)
+    same = (lambda a, b: all(np.array_equal(np.asarray(a[k]).reshape(-1), np.asarray(b[k]).reshape(-1)) for k in a)) \
+        if isinstance(obs, dict) else np.array_equal
+    stored = episode.observations
+    at = (lambda t: {k: v[t] for k, v in stored.items()}) if isinstance(stored, dict) else (lambda t: stored[t])
+    if "obs_mode" not in kwargs:
+        assert same(obs, at(0))
+    assert np.array_equal(info["action_mask"], episode.infos["action_mask"][0])
+    for t, action in enumerate(episode.actions):
+        obs, reward, terminated, truncated, info = env.step(int(action))
+        if "obs_mode" not in kwargs:
+            assert same(obs, at(t + 1)), f"episode {episode.id}, step {t}"
+        assert reward == episode.rewards[t]
+        assert terminated == episode.terminations[t] and truncated == episode.truncations[t]
+        assert np.array_equal(info["action_mask"], episode.infos["action_mask"][t + 1])
+    assert terminated
+    return info
+
+
+@pytest.fixture(scope="module")
+def npz_policy(tmp_path_factory):
+    """A policy file of the batched trainers' format (random weights), for ``model:PATH.npz`` and ``trained``."""
+    from agents.policy_agent import save_policy
+    from agents.policy_inputs import PolicyInputs
+    from agents.sb3_agent import model_metadata
+
+    rules = load_rules("yacht")
+    rng = np.random.default_rng(0)
+    size = PolicyInputs(rules, features=True).size
+    weights = {"w0": rng.normal(size=(size, 16)).astype(np.float32), "b0": np.zeros(16, np.float32),
+               "w1": rng.normal(size=(16, compile_rules(rules).n_actions)).astype(np.float32),
+               "b1": np.zeros(compile_rules(rules).n_actions, np.float32)}
+    meta = {**model_metadata(rules, "flat", "batched_ppo"), "features": True, "activation": "tanh"}
+    return save_policy(tmp_path_factory.mktemp("policy") / "yacht.npz", weights, meta)
+
+
+@pytest.fixture(scope="module")
+def sb3_model(tmp_path_factory):
+    """A tiny SB3 MaskablePPO model (untrained): ``model:PATH.zip``, played one game at a time."""
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from agents.sb3_agent import model_metadata, save_model
+    from dice_poker_env.envs.single import DicePokerEnv
+
+    rules = load_rules("yacht")
+    model = MaskablePPO("MlpPolicy", DicePokerEnv(rules, obs_mode="flat"), n_steps=64, seed=0,
+                        policy_kwargs=dict(net_arch=[8]), device="cpu")
+    return save_model(model, tmp_path_factory.mktemp("sb3") / "final_model.zip", model_metadata(rules, "flat", "maskable_ppo"))
+
+
+@pytest.mark.parametrize("agent", ["optimal", "greedy", "random", "optimal:eps=0.3", "trained", "model:npz", "model:zip"])
+def test_a_dataset_of_each_agent_kind_reads_back_and_replays(agent, npz_policy, sb3_model, monkeypatch):
+    if agent == "trained":
+        monkeypatch.setattr("agents.policy_agent.SHIPPED_DIR", npz_policy.parent)
+    agent = {"model:npz": f"model:{npz_policy}", "model:zip": f"model:{sb3_model}"}.get(agent, agent)
+    assert write("yacht", "--agent", agent, "--episodes", "6", "--seed", "4", "--id", "t/yacht/a-v0") == 0
+    dataset = minari.load_dataset("t/yacht/a-v0")
+    assert dataset.total_episodes == 6 and len(list(dataset.iterate_episodes())) == 6
+    info = datasets.dataset_info(dataset)
+    assert info["agent"] == agent and info["seed"] == 4 and info["rules"] == "yacht"
+    seeds = datasets.episode_seeds(dataset)
+    returns = []
+    for episode, seed in zip(dataset.iterate_episodes(), seeds):
+        t = len(episode.actions)
+        assert episode.observations.shape == (t + 1, 81) and episode.observations.dtype == np.float32
+        masks = episode.infos["action_mask"]
+        assert masks.shape == (t + 1, 44) and not masks[-1].any()
+        assert masks[np.arange(t), episode.actions].all()  # every action legal
+        final = replay(dataset, episode, int(seed))
+        assert episode.rewards.sum() == final["final_score"]  # the return is the final score
+        returns.append(final["final_score"])
+    assert info["mean_score"] == pytest.approx(np.mean(returns))
+    assert dataset.total_steps == sum(len(e.actions) for e in dataset.iterate_episodes())
+
+
+def test_the_optimal_agent_values_and_actions_agree_with_the_solver(datasets_root):
+    from dice_poker_env.solver import solve
+
+    assert write("yacht", "--agent", "optimal", "--episodes", "30", "--with-values", "--obs-mode", "dict") == 0
+    dataset = minari.load_dataset("dice_poker/yacht/optimal-v0")
+    solution = solve(load_rules("yacht"))
+    info = datasets.dataset_info(dataset)
+    assert info["optimal_expected_score"] == solution.expected_score
+    assert dataset.storage.metadata["ref_max_score"] == solution.expected_score
+    checked = 0
+    for episode in dataset.iterate_episodes():
+        t = len(episode.actions)
+        obs = {k: v[:t] for k, v in episode.observations.items()}
+        exact = solution.action_values(obs)  # float64, (T, n_actions)
+        stored = episode.infos["action_values"]
+        assert stored.dtype == np.float32 and stored.shape == (t + 1, 44)
+        assert np.array_equal(np.isfinite(stored[:t]), np.isfinite(exact))
+        assert np.array_equal(np.isfinite(stored[:t]), episode.infos["action_mask"][:t] == 1)
+        assert not np.isfinite(stored[t]).any()
+        legal = np.isfinite(exact)
+        assert np.allclose(stored[:t][legal], exact[legal], rtol=0, atol=1e-3)
+        taken = exact[np.arange(t), episode.actions]
+        assert (taken >= exact.max(axis=1) - VALUE_TOLERANCE).all()  # optimal actions
+        assert (datasets.episode_regret(episode) <= VALUE_TOLERANCE).all()  # so zero regret
+        checked += t
+    assert checked > 500
+    assert abs(info["mean_regret"]) <= VALUE_TOLERANCE
+    assert minari.get_normalized_score(dataset, np.array([solution.expected_score])) == pytest.approx(1.0)
+
+
+def test_imperfect_agents_have_positive_regret_that_telescopes_to_the_score_gap(datasets_root):
+    assert write("yacht", "--agent", "greedy", "--episodes", "40", "--with-values") == 0
+    dataset = minari.load_dataset("dice_poker/yacht/greedy-v0")
+    regrets = [datasets.episode_regret(e) for e in dataset.iterate_episodes()]
+    assert all((r >= -VALUE_TOLERANCE).all() for r in regrets)
+    total = np.array([r.sum() for r in regrets])
+    assert total.mean() > 5  # greedy loses points to the solver
+    # optimal value of the first state minus the regret = the expected score given the dice that fell:
+    # for each episode, score + regret - (luck) averages to the optimum; with 40 games only the sign is sure
+    assert datasets.dataset_info(dataset)["mean_regret"] == pytest.approx(total.mean(), rel=1e-6)
+
+
+def test_options_and_dict_observations_replay_and_the_same_seed_gives_the_same_data(datasets_root, monkeypatch):
+    monkeypatch.setattr("agents.benchmark.load_solution", lambda rules, required=False: None)  # no 12 s solve here
+    for name in ("a", "b"):
+        assert write("yahtzee", "--option", "joker=free", "--agent", "random", "--episodes", "5", "--seed", "9",
+                     "--obs-mode", "dict", "--id", f"t/yahtzee/{name}-v0") == 0
+    a, b = minari.load_dataset("t/yahtzee/a-v0"), minari.load_dataset("t/yahtzee/b-v0")
+    assert a.env_spec.kwargs == {"rules": "yahtzee", "obs_mode": "dict", "joker": "free"}
+    assert datasets.dataset_info(a)["rules_fingerprint"] == load_rules("yahtzee", joker="free").fingerprint
+    assert datasets.dataset_info(a)["optimal_expected_score"] is None  # no solution: none recorded
+    for ea, eb, seed in zip(a.iterate_episodes(), b.iterate_episodes(), datasets.episode_seeds(a)):
+        assert np.array_equal(ea.actions, eb.actions)
+        assert all(np.array_equal(ea.observations[k], eb.observations[k]) for k in ea.observations)
+        replay(a, ea, int(seed))
+    env = a.recover_environment()
+    assert env.unwrapped.rules.fingerprint == load_rules("yahtzee", joker="free").fingerprint
+
+
+def test_a_rules_file_dataset_is_recovered_from_its_path(tmp_path):
+    path = tmp_path / "mini.toml"
+    path.write_text(MINI)
+    assert write(str(path), "--agent", "optimal", "--episodes", "8", "--with-values") == 0
+    dataset = minari.load_dataset("dice_poker/mini/optimal-v0")
+    assert dataset.env_spec.id == "DicePoker/Custom-v0" and dataset.env_spec.kwargs["rules"] == str(path.resolve())
+    for episode, seed in zip(dataset.iterate_episodes(), datasets.episode_seeds(dataset)):
+        replay(dataset, episode, int(seed))
+        assert (datasets.episode_regret(episode) <= VALUE_TOLERANCE).all()
+
+
+def test_the_writer_stores_what_minaris_own_writer_stores(tmp_path):
+    """The fast HDF5 writer against Minari's ``update_episodes`` on the same episodes: the same data back."""
+    from minari.data_collector.episode_buffer import EpisodeBuffer
+    from minari.dataset.minari_storage import MinariStorage
+
+    from agents.benchmark import game_seeds
+    from dice_poker_env.envs.observation import observation_space
+    from dice_poker_env.solver import solve
+
+    rules = load_rules("yacht")
+    solution = solve(rules)
+    policy = datasets.make_policy(datasets.parse_agent("greedy:eps=0.2"), rules, solution, 0)
+    for obs_mode in ("flat", "dict"):
+        block = datasets.play_block(rules, policy, game_seeds(1, 5), obs_mode=obs_mode, solution=solution)
+        stores = []
+        for name in ("fast", "minari"):
+            (tmp_path / obs_mode).mkdir(exist_ok=True)
+            storage = MinariStorage.new(tmp_path / obs_mode / name, observation_space=observation_space(compile_rules(rules), obs_mode),
+                                        action_space=datasets._action_space(rules), data_format="hdf5")
+            episodes = [block.episode(e) for e in range(len(block))]
+            if name == "fast":
+                writer = datasets._EpisodeWriter(tmp_path / obs_mode / name / "main_data.hdf5")
+                for episode in episodes:
+                    writer.write(episode)
+                writer.close()
+            else:
+                storage.update_episodes([EpisodeBuffer(**episode) for episode in episodes])
+            stores.append(MinariStorage.read(tmp_path / obs_mode / name))
+        fast, slow = (list(s.get_episodes(range(5))) for s in stores)
+        for a, b in zip(fast, slow):
+            assert a.keys() == b.keys()
+            for key in a:
+                if isinstance(a[key], dict):
+                    assert a[key].keys() == b[key].keys()
+                    for k in a[key]:
+                        assert a[key][k].dtype == b[key][k].dtype and np.array_equal(a[key][k], b[key][k])
+                elif isinstance(a[key], np.ndarray):
+                    assert a[key].dtype == b[key].dtype and np.array_equal(a[key], b[key]), key
+                else:
+                    assert a[key] == b[key]
+        meta_fast, meta_slow = (list(s.get_episode_metadata(range(5))) for s in stores)
+        assert meta_fast == meta_slow
+
+
+def test_minari_lists_and_shows_the_dataset():
+    from typer.testing import CliRunner
+
+    from minari.cli import app
+
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    assert "dice_poker/yacht/random-v0" in minari.list_local_datasets()
+    shown = CliRunner().invoke(app, ["show", "dice_poker/yacht/random-v0"])
+    assert shown.exit_code == 0 and "DicePoker/Yacht-v0" in shown.output
+    listed = CliRunner().invoke(app, ["list", "local"])
+    assert listed.exit_code == 0 and "dice_poker/yacht/random-v0" in listed.output
+
+
+def _snapshot(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--agent", "nobody", "--episodes", "3"], "unknown agent 'nobody'"),
+    (["--agent", "optimal:eps=1.5", "--episodes", "3"], "eps must be a number in [0, 1]"),
+    (["--agent", "random", "--episodes", "0"], "episodes must be an integer >= 1, got 0"),
+    (["--agent", "random", "--episodes", "3", "--id", "not an id"], "malformed dataset id 'not an id'"),
+    (["--agent", "random", "--episodes", "3", "--id", "dice_poker/yacht/random-v0"], "already exists"),
+    (["--agent", "model:/no/such/policy.npz", "--episodes", "3"], "no such policy file"),
+    (["--agent", "random", "--episodes", "3", "--option", "joker=free"], "joker"),
+])
+def test_bad_input_is_one_line_and_leaves_datasets_untouched(argv, message, datasets_root, capsys):
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    before = _snapshot(datasets_root)
+    capsys.readouterr()
+    assert write("yacht", *argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dice-poker dataset: error: ") and message in err and err.count("\n") == 1
+    assert _snapshot(datasets_root) == before  # nothing changed, no partial dataset left
+
+
+def test_an_unwritable_datasets_folder_is_refused(tmp_path, monkeypatch, capsys):
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "file" / "datasets"))
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 2
+    err = capsys.readouterr().err
+    assert "is not a folder" in err and err.count("\n") == 1
+
+
+def test_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["yacht", "--episodes", "3"])  # no --agent
+    assert exit_info.value.code == 2
+
+
+def test_overwrite_replaces_only_a_complete_dataset(datasets_root, monkeypatch):
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    before = _snapshot(datasets_root)
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patch:  # a failure while the new dataset is written
+        patch.setattr(datasets, "play_block", broken)
+        assert write("yacht", "--agent", "random", "--episodes", "5", "--overwrite") == 2
+    assert _snapshot(datasets_root) == before
+    assert not [p for p in datasets_root.rglob(".*")]  # no hidden partial folder left
+    assert write("yacht", "--agent", "random", "--episodes", "5", "--overwrite") == 0
+    assert minari.load_dataset("dice_poker/yacht/random-v0").total_episodes == 5
+    assert not [p for p in datasets_root.rglob(".*")]
+
+
+def test_overwrite_refuses_a_folder_that_is_not_a_dataset(datasets_root, capsys):
+    (datasets_root / "dice_poker" / "yacht" / "random-v0").mkdir(parents=True)
+    (datasets_root / "dice_poker" / "yacht" / "random-v0" / "mine.txt").write_text("keep me")
+    assert write("yacht", "--agent", "random", "--episodes", "3", "--overwrite") == 2
+    assert "is not a Minari dataset" in capsys.readouterr().err
+    assert (datasets_root / "dice_poker" / "yacht" / "random-v0" / "mine.txt").read_text() == "keep me"
+
+
+def test_default_ids_and_agent_specs():
+    rules = load_rules("yacht")
+    assert datasets.default_dataset_id(rules, "optimal") == "dice_poker/yacht/optimal-v0"
+    assert datasets.default_dataset_id(rules, "optimal:eps=0.2") == "dice_poker/yacht/optimal-eps0_2-v0"
+    assert datasets.default_dataset_id(rules, "model:runs/a/final_model.npz") == "dice_poker/yacht/model-final_model-v0"
+    assert datasets.parse_agent("greedy:eps=0.5") == datasets.AgentSpec("greedy:eps=0.5", "greedy", 0.5)
+    with pytest.raises(datasets.DatasetError, match="eps must be"):
+        datasets.parse_agent("optimal:eps=x")
+    with pytest.raises(datasets.DatasetError, match="unknown agent 'model:'"):
+        datasets.parse_agent("model:")
+
+
+def test_the_core_package_never_imports_minari():
+    code = ("import sys, dice_poker_env, gymnasium as gym; from dice_poker_env.solver import solve; "
+            "gym.make('DicePoker/Yacht-v0'); print(json.dumps([m for m in ('minari', 'h5py', 'agents') if m in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True,
+                         env={**os.environ}, timeout=600)
+    assert json.loads(out.stdout) == []
+
+
+# ------------------------------------------------------------------ the imitation baseline (algo: bc)
+def load_train():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("train_script", Path(__file__).resolve().parents[1] / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["train_script"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+BC_SMALL = ["bc_epochs=2", "batch_size=256", "eval_episodes=40", "bench_games=40", "bench_agents=[greedy]",
+            "bench_workers=1", "progress_bar=false", "net_arch=[32]"]
+
+
+def test_bc_trains_from_a_dataset_into_the_usual_run_folder(tmp_path):
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from agents.policy_agent import PolicyAgent
+
+    assert write("yacht", "--agent", "optimal", "--episodes", "60") == 0
+    train = load_train()
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "bc_yacht.yaml")
+    run_dir = tmp_path / "run"
+    results = train.main(["--config", config, "--run-dir", str(run_dir), *BC_SMALL])
+    for name in ("config.yaml", "final_model.npz", "best_model.npz", "evaluations.csv", "results.json"):
+        assert (run_dir / name).is_file(), name
+    assert results["algorithm"] == "bc" and results["label"] == "bc (imitation of the solver)"
+    assert set(results["agents"]) == {"greedy", "bc (imitation of the solver)"}
+    assert json.loads((run_dir / "results.json").read_text())["label"] == "bc (imitation of the solver)"
+    assert len((run_dir / "evaluations.csv").read_text().splitlines()) == 3  # header and one row an epoch
+    agent = PolicyAgent.load(run_dir / "final_model.npz", "yacht")
+    assert agent.metadata["algorithm"] == "bc" and agent.metadata["label"] == "imitation of the solver"
+    assert agent.metadata["dataset"] == "dice_poker/yacht/optimal-v0" and agent.distinct_keeps
+    assert results["timesteps"] == 2 * minari.load_dataset("dice_poker/yacht/optimal-v0").total_steps
+
+
+@pytest.mark.parametrize("setup, overrides, message", [
+    (None, [], "not found under MINARI_DATASETS_PATH"),
+    (["yatzy", "--agent", "random", "--episodes", "3", "--id", "dice_poker/yacht/optimal-v0"], [], "not of yacht"),
+    (["yacht", "--agent", "random", "--episodes", "3", "--obs-mode", "dict", "--id", "dice_poker/yacht/optimal-v0"],
+     [], "bc needs flat ones"),
+    (None, ["dataset="], "bc imitates a dataset: set dataset=ID"),
+    (None, ["obs_mode=dict"], "bc uses the flat observation"),
+])
+def test_bc_refuses_a_missing_or_unfit_dataset_before_the_run_folder(setup, overrides, message, tmp_path, capsys,
+                                                                     monkeypatch):
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    monkeypatch.setattr("agents.benchmark.load_solution", lambda rules, required=False: None)
+    if setup:
+        assert write(*setup) == 0
+    train = load_train()
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "bc_yacht.yaml")
+    run_dir = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(["--config", config, "--run-dir", str(run_dir), "solver=off", *BC_SMALL, *overrides])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("train.py: error: ") and err.count("\n") == 1
+    assert not run_dir.exists()
+
+
+def test_canonical_actions_keep_the_same_dice_with_the_lowest_bitmask():
+    from agents.bc import canonical_actions
+    from dice_poker_env.engine.combinatorics import CANONICAL_KEEP_ACTION, KEEP_OF_ACTION, N_ROLLS
+
+    rng = np.random.default_rng(0)
+    rolls = rng.integers(0, N_ROLLS, 5000)
+    actions = rng.integers(0, 44, 5000)
+    actions[actions == 31] = 32
+    out = canonical_actions(actions, rolls)
+    keep = actions < N_KEEP_ACTIONS
+    assert np.array_equal(out[~keep], actions[~keep])
+    assert np.array_equal(KEEP_OF_ACTION[rolls[keep], out[keep]], KEEP_OF_ACTION[rolls[keep], actions[keep]])
+    assert CANONICAL_KEEP_ACTION[rolls[keep], out[keep]].all() and (out[keep] <= actions[keep]).all()
+
+
+@pytest.mark.parametrize("obs_mode", ["flat", "dict"])
+def test_load_transitions_reads_what_iterate_episodes_reads(obs_mode, monkeypatch):
+    monkeypatch.setattr("agents.benchmark.load_solution", lambda rules, required=False: None)
+    assert write("yacht", "--agent", "greedy:eps=0.5", "--episodes", "7", "--obs-mode", obs_mode) == 0
+    steps = datasets.load_transitions("dice_poker/yacht/greedy-eps0_5-v0")
+    episodes = list(minari.load_dataset("dice_poker/yacht/greedy-eps0_5-v0").iterate_episodes())
+    cut = lambda e, v: v[: len(e.actions)]  # noqa: E731
+    assert np.array_equal(steps["actions"], np.concatenate([e.actions for e in episodes]))
+    assert np.array_equal(steps["rewards"], np.concatenate([e.rewards for e in episodes]))
+    assert np.array_equal(steps["action_mask"], np.concatenate([cut(e, e.infos["action_mask"]) for e in episodes]))
+    assert np.array_equal(steps["episode"], np.concatenate([np.full(len(e.actions), e.id) for e in episodes]))
+    if obs_mode == "flat":
+        assert np.array_equal(steps["observations"], np.concatenate([cut(e, e.observations) for e in episodes]))
+    else:
+        for key in episodes[0].observations:
+            assert np.array_equal(steps["observations"][key],
+                                  np.concatenate([cut(e, e.observations[key]) for e in episodes]))
+    assert "action_values" not in steps
+    with pytest.raises(datasets.DatasetError, match="not found"):
+        datasets.load_transitions("dice_poker/yacht/nothing-v0")
+
+
+def _dead_pid() -> int:
+    pid = 4_000_000
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            pass
+        pid += 1
+
+
+def test_a_killed_writer_leaves_nothing_behind_once_the_next_one_runs(datasets_root):
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    before = minari.load_dataset("dice_poker/yacht/random-v0").total_episodes
+    pid = _dead_pid()
+    (datasets_root / f".partial-dice_poker__yacht__greedy-v0-{pid}" / "data").mkdir(parents=True)
+    namespace = datasets_root / "dice_poker" / "yacht"
+    (namespace / "random-v0").rename(namespace / f".replaced-random-v0-{pid}")  # killed between its two renames
+    assert write("yacht", "--agent", "greedy", "--episodes", "3") == 0
+    assert not list(datasets_root.glob(".partial-*"))
+    assert minari.load_dataset("dice_poker/yacht/random-v0").total_episodes == before  # moved back
+    assert not list(namespace.glob(".replaced-*"))
+
+
+def test_a_terminated_command_removes_its_partial_dataset(datasets_root):
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = subprocess.Popen([sys.executable, "-m", "agents.commands.dataset", "yacht", "--agent", "random",
+                                "--episodes", "200000", "--block", "50"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not list(datasets_root.glob(".partial-*/data/main_data.hdf5")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 130 and "interrupted; nothing was written" in err
+    assert not list(datasets_root.glob(".partial-*")) and not (datasets_root / "dice_poker" / "yacht" / "random-v0").exists()

@@ -1,0 +1,98 @@
+"""``import dice_poker_env``: the public names, env registration, and what the import loads."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dice_poker_env
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the core's tomli
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_python(code: str) -> str:
+    """Run ``code`` in a fresh interpreter; its stdout (a failure shows its stderr)."""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_version_is_the_project_version():
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert dice_poker_env.__version__ == declared
+
+
+def test_the_first_names_a_user_needs_are_top_level():
+    from dice_poker_env.envs.illegal import IllegalActionError
+    from dice_poker_env.envs.single import DicePokerEnv
+    from dice_poker_env.envs.vector import DicePokerVectorEnv
+    from dice_poker_env.solver import Solution, SolverError, solve
+
+    assert dice_poker_env.solve is solve and dice_poker_env.Solution is Solution
+    assert dice_poker_env.SolverError is SolverError
+    assert dice_poker_env.DicePokerEnv is DicePokerEnv and dice_poker_env.IllegalActionError is IllegalActionError
+    assert dice_poker_env.DicePokerVectorEnv is DicePokerVectorEnv
+    assert set(dice_poker_env.__all__) <= set(dir(dice_poker_env))
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        dice_poker_env.no_such_name  # noqa: B018
+
+
+def test_import_registers_the_env_ids_and_stays_light():
+    """The ids work with gymnasium.make after the import alone; the envs and the solver load on first use."""
+    out = run_python(
+        "import sys, dice_poker_env, gymnasium\n"
+        "print(sorted(k for k in ('dice_poker_env.solver', 'dice_poker_env.envs.single', 'dice_poker_env.multi', "
+        "'torch', 'pettingzoo') if k in sys.modules))\n"
+        "print(sorted(i for i in gymnasium.registry if i.startswith('DicePoker/')) == sorted(dice_poker_env.ENV_IDS))\n"
+        "print(gymnasium.make('DicePoker/Yatzy-v0').unwrapped.rules.name)\n"
+    )
+    assert out.splitlines() == ["[]", "True", "yatzy"]
+
+
+def test_gymnasium_imports_the_package_from_a_module_prefixed_id():
+    out = run_python("import gymnasium\nprint(gymnasium.make('dice_poker_env:DicePoker/Yacht-v0').unwrapped.rules.name)")
+    assert out == "yacht"
+
+
+def test_star_import_needs_no_optional_extra():
+    out = run_python("import sys\nfrom dice_poker_env import *\nprint(solve.__name__, 'pettingzoo' in sys.modules)")
+    assert out == "solve False"
+
+
+def test_make_plays_the_named_ruleset_like_gymnasium_make(tmp_path):
+    import gymnasium as gym
+
+    env = dice_poker_env.make("yahtzee", joker="free", obs_mode="flat")
+    same = gym.make("DicePoker/Yahtzee-v0", joker="free", obs_mode="flat")
+    assert env.spec.id == "DicePoker/Yahtzee-v0" and env.unwrapped.rules.options == {"joker": "free"}
+    for seed in (0, 7):
+        (a, info_a), (b, info_b) = env.reset(seed=seed), same.reset(seed=seed)
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(info_a["action_mask"], info_b["action_mask"])
+    rules_file = tmp_path / "mine.toml"
+    rules_file.write_text((ROOT / "dice_poker_env" / "rules" / "data" / "yacht.toml").read_text())
+    custom = dice_poker_env.make(str(rules_file))
+    assert custom.spec.id == "DicePoker/Custom-v0" and custom.unwrapped.rules.box_names == env_box_names("yacht")
+    from_object = dice_poker_env.make(dice_poker_env.load_rules("yatzy"))
+    assert from_object.spec.id == "DicePoker/Custom-v0" and from_object.unwrapped.rules.name == "yatzy"
+
+
+def env_box_names(ruleset: str) -> tuple[str, ...]:
+    return dice_poker_env.load_rules(ruleset).box_names
+
+
+def test_make_vec_is_the_batched_env():
+    envs = dice_poker_env.make_vec("yacht", 3, obs_mode="flat")
+    assert isinstance(envs.unwrapped, dice_poker_env.DicePokerVectorEnv) and envs.num_envs == 3
+    obs, info = envs.reset(seed=1)
+    assert obs.shape[0] == 3 and info["action_mask"].shape == (3, 32 + 12)
+    envs.close()
