@@ -16,7 +16,8 @@ replay of any graded game move by move). The same seed gives the same report,
 byte for byte, for a submission that plays the same way (nothing in it depends on
 time, except a failure that *is* a time limit).
 
-``add_parser(subparsers)`` / ``run(args)`` make it a ``dice-poker`` sub-command.
+The command line is :mod:`agents.commands.grade` (``dice-poker grade``, and
+``python -m agents.grader`` where the command is not installed).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
@@ -164,42 +164,7 @@ def _distribution(scores: dict[str, np.ndarray]) -> dict[str, Any]:
     }
 
 
-# ------------------------------------------------------------------ files
-def check_out_dir(out: Path, overwrite: bool) -> list[Path]:
-    """Make sure ``out`` can take the report before any game is played (as ``dice-poker bench --out``).
-
-    Returns:
-        The folders created, deepest first (removed again if grading fails).
-
-    Raises:
-        OSError: not a folder, not writable, or it holds a report already (without ``overwrite``).
-    """
-    if out.exists() and not out.is_dir():
-        raise OSError(f"--out {out}: exists and is not a folder")
-    if not overwrite:
-        old = [name for name in REPORT_FILES if (out / name).exists()]
-        if old:
-            raise OSError(f"--out {out}: holds a report already ({', '.join(old)}); "
-                          "choose another folder or pass --overwrite")
-    created = [folder for folder in (out, *out.parents) if not folder.exists()]
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".grade-probe-"):
-            pass
-    except OSError as error:
-        _remove_empty(created)
-        raise OSError(f"--out {out}: cannot write there ({error.strerror or error})") from None
-    return created
-
-
-def _remove_empty(folders: list[Path]) -> None:
-    for folder in folders:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-
-
+# ------------------------------------------------------------------ files and settings
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:
     """``report.json``, ``report.md`` and ``report.html`` in ``out``, each written whole, then renamed into place."""
     from agents.grade_report import render_html, render_markdown
@@ -218,32 +183,6 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
     return written
 
 
-# ------------------------------------------------------------------ command line
-def _option(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    from agents.registry import literal_value
-
-    return key, literal_value(value)
-
-
-def add_parser(subparsers) -> None:
-    """Register ``grade`` on a ``dice-poker`` sub-command parser."""
-    _arguments(subparsers.add_parser("grade", **_PARSER))
-
-
-_PARSER = dict(
-    help="grade a submitted agent against the optimal and greedy agents (Markdown, JSON and HTML report)",
-    description=(
-        "Benchmark a submitted agent (FILE.py:NAME or MODULE:NAME, with ,key=value constructor arguments) on "
-        "fixed seeds against the optimal and greedy agents, in a separate process with time and memory limits, "
-        "and report percent of optimal (95%% CI), the exact regret split into keep and box decisions, the "
-        "costliest mistakes, the score distribution, every failure of the submission, and a replay of any game."
-    ),
-)
-
-
 #: the settings a grading config (``--config FILE``, TOML) may hold, with their defaults and types
 SETTINGS: dict[str, tuple[Any, type]] = {
     "rules": ("yahtzee", str),
@@ -260,6 +199,8 @@ SETTINGS: dict[str, tuple[Any, type]] = {
 
 def read_config(path: str | os.PathLike) -> dict[str, Any]:
     """The settings of a grading config file (TOML; see :data:`SETTINGS`), checked.
+
+    A relative ``rules`` path is read next to the config file.
 
     Raises:
         ValueError: not readable as TOML, an unknown key, or a value of the wrong type.
@@ -280,54 +221,33 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
         raise ValueError(f"--config {path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(SETTINGS)}")
     for key, value in data.items():
         kind = SETTINGS[key][1]
-        ok = isinstance(value, kind) and not isinstance(value, bool) or (kind is float and isinstance(value, int)
-                                                                         and not isinstance(value, bool))
-        if not ok:
+        number = kind is float and isinstance(value, int)
+        if isinstance(value, bool) or not (isinstance(value, kind) or number):
             raise ValueError(f"--config {path}: {key} must be {kind.__name__}, got {value!r}")
+    rules = data.get("rules")
+    if rules is not None and (Path(rules).suffix or "/" in rules) and not Path(rules).is_absolute():
+        data["rules"] = str(Path(path).parent / rules)
     return data
 
 
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("submission", metavar="SUBMISSION", help="the agent: student.py:MyAgent[,key=value...]")
-    parser.add_argument("--config", metavar="FILE", help="a grading config (TOML) with any of the settings below; "
-                        "options given here win")
-    parser.add_argument("--rules", help="ruleset name or rules file (default yahtzee)")
-    parser.add_argument("--option", action="append", type=_option, default=[], metavar="KEY=VALUE",
-                        help="a rules option, e.g. --option joker=free (repeatable)")
-    parser.add_argument("--games", type=int, help="games per agent (default 2000)")
-    parser.add_argument("--seed", type=int, help="grading seed: the same seed, the same games (default 0)")
-    parser.add_argument("--out", metavar="DIR", help="write DIR/report.json, report.md and report.html")
-    parser.add_argument("--overwrite", action="store_true", help="with --out: replace a report already in DIR")
-    parser.add_argument("--decision-seconds", type=float,
-                        help=f"time limit per decision (default {Limits.decision_seconds:g})")
-    parser.add_argument("--game-seconds", type=float, help=f"time limit per game (default {Limits.game_seconds:g})")
-    parser.add_argument("--load-seconds", type=float,
-                        help=f"time limit to load the submission (default {Limits.load_seconds:g})")
-    parser.add_argument("--memory-mb", type=int, help=f"memory the submission may use, MiB (default {Limits.memory_mb})")
-    parser.add_argument("--max-failures", type=int,
-                        help=f"failed games after which grading stops asking (default {Limits.max_failures})")
-    parser.add_argument("--json", action="store_true", help="print the JSON report instead of the summary")
-    parser.set_defaults(func=run)
+def settings(config: str | os.PathLike | None = None, **given: Any) -> dict[str, Any]:
+    """The defaults, then the settings of the ``config`` file, then those ``given`` (``None``: not given).
 
-
-def settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The defaults, then the ``--config`` file, then the command line's options."""
+    ``options`` are merged: the config file's, then the given ones.
+    """
     chosen = {key: default for key, (default, _) in SETTINGS.items()}
-    if args.config:
-        config = read_config(args.config)
-        rules = config.get("rules")
-        if rules is not None and (Path(rules).suffix or "/" in rules) and not Path(rules).is_absolute():
-            config["rules"] = str(Path(args.config).parent / rules)  # a rules file next to the config
-        chosen.update(config)
-    for key in SETTINGS:
-        value = getattr(args, key, None)
+    if config:
+        chosen.update(read_config(config))
+    for key, value in given.items():
+        if key not in SETTINGS:
+            raise TypeError(f"unknown setting {key!r}")
         if key != "options" and value is not None:
             chosen[key] = value
-    chosen["options"] = {**chosen["options"], **dict(args.option)}
+    chosen["options"] = {**chosen["options"], **(given.get("options") or {})}
     return chosen
 
 
-def _protect_process() -> None:
+def protect_process() -> None:
     """Linux: mark this process non-dumpable, so that other processes of its user (the
     submission included) cannot read its memory unless they run as root."""
     if not sys.platform.startswith("linux"):
@@ -340,48 +260,15 @@ def _protect_process() -> None:
         pass
 
 
-def run(args: argparse.Namespace) -> int:
-    """The command: grade, print, write the report files."""
-    _protect_process()
-    if args.overwrite and not args.out:
-        raise ValueError("--overwrite goes with --out DIR")
-    chosen = settings(args)
-    limits = Limits(decision_seconds=chosen["decision_seconds"], game_seconds=chosen["game_seconds"],
-                    load_seconds=chosen["load_seconds"], memory_mb=chosen["memory_mb"],
-                    max_failures=chosen["max_failures"])
-    rules = load_rules(chosen["rules"], **chosen["options"])
-    out = Path(args.out) if args.out else None
-    created = check_out_dir(out, args.overwrite) if out is not None else []
-    try:
-        report = grade(args.submission, rules, games=chosen["games"], seed=chosen["seed"], limits=limits,
-                       progress=not args.json)
-    except BaseException:
-        _remove_empty(created)
-        raise
-    if args.json:
-        print(json.dumps(report, sort_keys=True), flush=True)
-    else:
-        from agents.grade_report import summary_text
-
-        print(summary_text(report), flush=True)
-    if out is not None:
-        try:
-            written = write_report(report, out)
-        except OSError as error:
-            print(f"grade: error: could not write the report to {out} ({error})", file=sys.stderr)
-            return 1
-        if not args.json:
-            print("wrote " + ", ".join(str(p) for p in written))
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agents.grader ...``; bad input is a one-line error and status 2."""
-    parser = argparse.ArgumentParser(prog="python -m agents.grader", **{k: v for k, v in _PARSER.items() if k != "help"})
-    _arguments(parser)
+    """``python -m agents.grader ...`` (the same as ``dice-poker grade ...``); bad input is a one-line error, status 2."""
+    from agents.commands import grade as command
+
+    parser = argparse.ArgumentParser(prog="python -m agents.grader")
+    command.add_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        return run(args)
+        return command.run(args)
     except KeyboardInterrupt:
         return 130
     except (ValueError, KeyError, OSError) as error:

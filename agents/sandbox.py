@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from dice_poker_env.engine.dice import N_KEEP_ACTIONS
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS
 from dice_poker_env.rules import Rules
 
 #: largest message either side accepts (bytes)

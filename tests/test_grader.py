@@ -28,6 +28,8 @@ import time
 
 import numpy as np
 
+from dice_poker_env.engine import score
+
 
 class Good:
     """Writes the dice into the open box that scores most now."""
@@ -38,7 +40,7 @@ class Good:
     def act(self, observation, action_mask):
         dice = observation["dice"].tolist()
         boxes = np.flatnonzero(action_mask[32:])
-        return 32 + int(max(boxes, key=lambda k: self.rules.score(dice, int(k))))
+        return 32 + int(max(boxes, key=lambda k: score(self.rules, dice, int(k))))
 
 
 class Seeded(Good):
@@ -384,15 +386,33 @@ def test_grading_config_errors(tmp_path):
     assert read_config(path) == {"games": 5, "decision_seconds": 2, "rules": "yacht"}
 
 
-def test_grade_plugs_into_the_dice_poker_command_line():
-    """``add_parser``/``run``: the protocol of the dice-poker sub-command modules."""
-    import argparse
+def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path, monkeypatch, capsys):
+    """``dice-poker grade``: the command found through its entry point (as pyproject.toml registers it)."""
+    import importlib.metadata
 
-    from agents import grader
+    from dice_poker_env import cli
 
-    parser = argparse.ArgumentParser(prog="dice-poker")
-    grader.add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["grade", "student.py:MyAgent", "--rules", "yacht", "--games", "5", "--seed", "2"])
-    assert args.func is grader.run and args.submission == "student.py:MyAgent"
-    chosen = grader.settings(args)
-    assert (chosen["rules"], chosen["games"], chosen["seed"], chosen["decision_seconds"]) == ("yacht", 5, 2, 5.0)
+    point = importlib.metadata.EntryPoint("grade", "agents.commands.grade", cli.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(cli, "plugin_entry_points", lambda: [point])
+    out = tmp_path / "report"
+    code = cli.main(["grade", f"{submissions / 'student.py'}:Good", "--rules", "yacht", "--games", "2",
+                     "--seed", "2", "--out", str(out), "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == "ok" and data["games"] == 2 and (out / "report.html").is_file()
+    code = cli.main(["grade", f"{submissions / 'student.py'}:Good", "--rules", "yacht", "--games", "2",
+                     "--out", str(out)])
+    assert code == 2 and "holds a report already" in capsys.readouterr().err
+    assert cli.main(["grade", "student.py:Good", "--rules", "no_such_rules"]) == 2
+
+
+def test_settings_merge_defaults_config_and_command_line(tmp_path):
+    from agents.grader import settings
+
+    config = tmp_path / "grading.toml"
+    config.write_text("rules = 'my_rules.toml'\ngames = 50\noptions = { joker = 'free' }\nseed = 4\n")
+    chosen = settings(config, games=7, seed=None, options={"x": "1"})
+    assert chosen["games"] == 7 and chosen["seed"] == 4  # given wins, None is not given
+    assert chosen["rules"] == str(tmp_path / "my_rules.toml")  # next to the config
+    assert chosen["options"] == {"joker": "free", "x": "1"} and chosen["decision_seconds"] == 5.0
+    assert settings()["rules"] == "yahtzee"

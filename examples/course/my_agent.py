@@ -9,6 +9,8 @@ Check it locally with the same grader the course uses:
 
 import numpy as np
 
+from dice_poker_env.engine import score
+
 N_KEEP_ACTIONS = 32  # actions 0..31 keep dice (bit i = die i of the sorted dice); 32 + k scores box k
 
 
@@ -16,8 +18,8 @@ class MyAgent:
     """Rerolls toward the most common face, then writes the box that scores most.
 
     Args:
-        rules: the ruleset played (filled in by the grader): ``rules.box_names``,
-            ``rules.score(dice, box)`` give the boxes and what any dice score in them.
+        rules: the ruleset played (filled in by the grader): ``rules.box_names`` are
+            the boxes, ``score(rules, dice, box)`` what any dice score in a box.
         enough: stop rerolling once some open box would score at least this much.
     """
 
@@ -32,7 +34,7 @@ class MyAgent:
         """Return one legal action for ``observation`` (a dict, see the docs) and ``action_mask``."""
         dice = observation["dice"]  # sorted, e.g. array([1, 2, 2, 4, 6])
         boxes = np.flatnonzero(action_mask[N_KEEP_ACTIONS:])  # the boxes the dice may go in now
-        points = {int(k): self.rules.score(dice.tolist(), int(k)) for k in boxes}
+        points = {int(k): score(self.rules, dice.tolist(), int(k)) for k in boxes}
         best_box = max(points, key=points.get)
         if observation["rolls_left"] == 0 or points[best_box] >= self.enough:
             return N_KEEP_ACTIONS + best_box
