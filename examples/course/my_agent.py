@@ -2,9 +2,9 @@
 
 Check it locally with the same grader the course uses:
 
-    python -m agents.grader my_agent.py:MyAgent --config grading.toml --games 200
+    dice-poker grade my_agent.py:MyAgent --config grading.toml --games 200
 
-(``dice-poker grade`` where the command is installed.)
+(or ``python -m agents.grader ...``, the same command).
 """
 
 import numpy as np
