@@ -165,12 +165,21 @@ def _distribution(scores: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ files and settings
+def report_json(report: dict[str, Any]) -> str:
+    """The report as JSON text: indented, except the replays, one game a line (they are most of it)."""
+    body = {key: value for key, value in report.items() if key != "replays"}
+    text = json.dumps(body, indent=1, sort_keys=True)
+    games = ",\n".join("  " + json.dumps(game, separators=(",", ":"), sort_keys=True)
+                       for game in report.get("replays", []))
+    return text[: -len("\n}")] + f',\n "replays": [\n{games}\n ]\n}}\n'
+
+
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:
     """``report.json``, ``report.md`` and ``report.html`` in ``out``, each written whole, then renamed into place."""
     from agents.grade_report import render_html, render_markdown
 
     texts = {
-        "report.json": json.dumps(report, indent=1, sort_keys=True) + "\n",
+        "report.json": report_json(report),
         "report.md": render_markdown(report),
         "report.html": render_html(report),
     }

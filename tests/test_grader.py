@@ -416,3 +416,13 @@ def test_settings_merge_defaults_config_and_command_line(tmp_path):
     assert chosen["rules"] == str(tmp_path / "my_rules.toml")  # next to the config
     assert chosen["options"] == {"joker": "free", "x": "1"} and chosen["decision_seconds"] == 5.0
     assert settings()["rules"] == "yahtzee"
+
+
+def test_report_json_reads_back_as_the_report(submissions):
+    from agents.grader import report_json
+
+    report = run_grade(submissions, "Good", games=2)
+    text = report_json(report)
+    assert json.loads(text) == json.loads(json.dumps(report))
+    lines = [line for line in text.splitlines() if '"moves"' in line]
+    assert len(lines) == len(report["replays"]) == 2  # the replays take one line a game
