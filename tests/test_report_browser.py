@@ -46,6 +46,8 @@ class Browser:
              "--window-size=1200,1600", "about:blank"],
             close_fds=False, preexec_fn=child_fds,  # (pass_fds would close 3 and 4 after child_fds)
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=dict(os.environ, HOME=str(profile), XDG_CONFIG_HOME=str(profile / "config"),
+                     XDG_CACHE_HOME=str(profile / "cache")),  # nothing written outside the test's folder
         )
         os.close(commands_read)
         os.close(answers_write)
