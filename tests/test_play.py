@@ -186,7 +186,7 @@ def test_unknown_opponent_is_a_clear_error():
     result = run_play(["yacht", "--opponents", "wizard"], "")
     assert result.returncode == 2
     assert result.stderr == ("dice-poker play: error: unknown agent 'wizard': use one of optimal, greedy, random, "
-                             "trained or model:PATH\n")
+                             "trained, model:PATH, FILE.py:NAME or MODULE:NAME\n")
 
 
 def test_too_many_opponents():
