@@ -146,8 +146,16 @@ def _mistake_label(rules: Rules, dice, taken: int, best: int) -> tuple[str, str]
     return f"kept {_kept_text(dice, taken)} instead of {_kept_text(dice, best)}", "keep"
 
 
-def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Partial:
-    """Play one game per seed with ``agent``; regret needs ``solution``."""
+def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record: list | None = None) -> _Partial:
+    """Play one game per seed with ``agent``; regret needs ``solution``.
+
+    ``record``: a list to append one entry per game to (for replays):
+    ``{"score": final score, "moves": [[dice, rolls_left, action, best, loss, reward, points], ...]}``,
+    ``dice`` the sorted dice as a string (``"12246"``), ``best`` the solver's best
+    action and ``loss`` the points the action lost (``None`` without ``solution``),
+    ``reward`` the points the step added, ``points`` those written in the box (a
+    legal score action; else ``None``).
+    """
     tables = compile_rules(rules)
     env = DicePokerEnv(rules)
     obs_mode = getattr(agent, "obs_mode", "dict")
@@ -163,12 +171,14 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Par
         done = False
         regret = {"keep": 0.0, "box": 0.0, "illegal": 0.0}
         five = 0
+        moves: list | None = [] if record is not None else None
         while not done:
             mask = info["action_mask"]
             agent_obs = obs if obs_mode == "dict" else observe(tables, env.state, obs_mode)
             action = int(agent.act(agent_obs, mask))
             state = env.state
             legal = 0 <= action < len(mask) and bool(mask[action])
+            best, loss = None, None
             if solution is not None:
                 q = np.asarray(solution.action_values(obs), dtype=np.float64)
                 best = int(np.argmax(q))
@@ -196,6 +206,8 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Par
                             "taken": _describe(rules, dice, action) if legal else f"illegal action {action}",
                             "best": _describe(rules, dice, best),
                             "loss": round(loss, 4),
+                            "taken_action": action,
+                            "best_action": best,
                         }
             if not legal:
                 out.illegal += 1
@@ -204,7 +216,14 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Par
                 five += bool(tables.five_kind_roll[state.roll])
             else:
                 out.keep_decisions += 1
-            obs, _, done, _, info = env.step(action)
+            if moves is not None:
+                moves.append(["".join(str(int(d)) for d in ROLL_DICE[state.roll]), int(state.rolls_left), action,
+                              best, None if loss is None else round(loss, 4), 0, None])
+            obs, reward, done, _, info = env.step(action)
+            if moves is not None:
+                moves[-1][5] = int(round(float(reward)))
+                if legal and action >= N_KEEP_ACTIONS:
+                    moves[-1][6] = int(env.state.scores[action - N_KEEP_ACTIONS])
         final = env.state
         out.scores.append(int(info["final_score"]))
         out.box_scores.append(final.scores.astype(np.int64))
@@ -213,6 +232,8 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None) -> _Par
         out.regret_keep.append(regret["keep"])
         out.regret_box.append(regret["box"])
         out.regret_illegal.append(regret["illegal"])
+        if record is not None:
+            record.append({"score": int(info["final_score"]), "moves": moves})
     out.fallbacks = int(getattr(agent, "fallbacks", 0)) - fallbacks_before
     return out
 
@@ -365,6 +386,8 @@ class BenchmarkResult:
 
     data: dict[str, Any]
     scores: dict[str, np.ndarray]
+    #: with ``record_games``: per agent, the game records of :func:`play_games` (agents played in this process)
+    games: dict[str, list] = field(default_factory=dict)
 
 
 def benchmark(
@@ -378,6 +401,7 @@ def benchmark(
     regret: bool = True,
     top_mistakes: int = 10,
     progress: bool = False,
+    record_games: bool = False,
 ) -> BenchmarkResult:
     """Play ``games`` seeded games per agent and compare with the exact solver.
 
@@ -399,6 +423,8 @@ def benchmark(
         regret: compute the exact regret (one ``action_values`` call per decision).
         top_mistakes: how many costliest mistakes to list per agent.
         progress: print a line per finished agent to stderr.
+        record_games: keep every move of every game of the agents played in
+            this process (``BenchmarkResult.games``, for replays).
 
     Returns:
         A :class:`BenchmarkResult`; ``.data`` is the JSON object
@@ -442,6 +468,7 @@ def benchmark(
         "agents": {},
     }
     raw_scores: dict[str, np.ndarray] = {}
+    records: dict[str, list] = {}
     with_regret = regret and solution is not None
     pool = None
     for name, agent in named:
@@ -453,7 +480,8 @@ def benchmark(
         else:
             if isinstance(agent, str):
                 agent = _build(agent, rules, solution)
-            part = play_games(rules, agent, seeds, solution if with_regret else None)
+            record = records.setdefault(name, []) if record_games else None
+            part = play_games(rules, agent, seeds, solution if with_regret else None, record)
         seconds = time.perf_counter() - start
         data["agents"][name] = summarize(rules, part, optimal, seconds, top_mistakes, with_regret=with_regret)
         raw_scores[name] = np.asarray(part.scores)
@@ -461,7 +489,7 @@ def benchmark(
             print(f"bench {rules.name}: {name} done ({games} games, {seconds:.1f} s)", file=sys.stderr)
     if pool is not None:
         pool.shutdown()
-    return BenchmarkResult(data=data, scores=raw_scores)
+    return BenchmarkResult(data=data, scores=raw_scores, games=records)
 
 
 def _pool(workers: int):

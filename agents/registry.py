@@ -252,7 +252,7 @@ def parse_agent_spec(spec: str) -> AgentSpec | None:
             raise AgentLoadError(f"agent {spec!r}: constructor arguments must be key=value, got {item.strip()!r}")
         if key in kwargs:
             raise AgentLoadError(f"agent {spec!r}: argument {key!r} given twice")
-        kwargs[key] = _literal(text.strip())
+        kwargs[key] = literal_value(text.strip())
     return AgentSpec(spec, source, attr, tuple(kwargs.items()), is_file)
 
 
@@ -276,7 +276,7 @@ def _split_args(text: str) -> list[str]:
     return [part for part in parts if part.strip()]
 
 
-def _literal(text: str) -> Any:
+def literal_value(text: str) -> Any:
     """A Python literal, ``true``/``false``/``none`` in any case, or else the text itself."""
     lowered = text.lower()
     if lowered in ("true", "false"):

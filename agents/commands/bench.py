@@ -49,11 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 OUT_FILES = ("results.json", "score_distribution.png")
 
 
-def check_out_dir(out: Path, overwrite: bool) -> list[Path]:
+def check_out_dir(out: Path, overwrite: bool, files: tuple[str, ...] = OUT_FILES, what: str = "results") -> list[Path]:
     """Make sure ``--out`` can take the results before any game is played.
 
     Creates the folder, writes and removes a probe file in it, and refuses to
-    replace earlier results unless ``overwrite``.
+    replace earlier ``files`` (``what`` the message calls them) unless ``overwrite``.
 
     Returns:
         The folders it created, deepest first (removed again if the benchmark fails).
@@ -66,9 +66,9 @@ def check_out_dir(out: Path, overwrite: bool) -> list[Path]:
     if out.exists() and not out.is_dir():
         raise OSError(f"--out {out}: exists and is not a folder")
     if not overwrite:
-        old = [name for name in OUT_FILES if (out / name).exists()]
+        old = [name for name in files if (out / name).exists()]
         if old:
-            raise OSError(f"--out {out}: holds results already ({', '.join(old)}); "
+            raise OSError(f"--out {out}: holds {what} already ({', '.join(old)}); "
                           "choose another folder or pass --overwrite")
     created = [folder for folder in (out, *out.parents) if not folder.exists()]
     try:
@@ -76,12 +76,12 @@ def check_out_dir(out: Path, overwrite: bool) -> list[Path]:
         with tempfile.NamedTemporaryFile(dir=out, prefix=".bench-probe-"):
             pass
     except OSError as error:
-        _remove_empty(created)
+        remove_empty(created)
         raise OSError(f"--out {out}: cannot write there ({error.strerror or error})") from None
     return created
 
 
-def _remove_empty(folders: list[Path]) -> None:
+def remove_empty(folders: list[Path]) -> None:
     """Remove the folders this command created (deepest first) while they are empty."""
     for folder in folders:
         try:
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.json,
         )
     except BaseException:
-        _remove_empty(created)  # a failed command leaves no trace
+        remove_empty(created)  # a failed command leaves no trace
         raise
     data = result.data
     if args.json:  # the results reach stdout first, whatever happens to the files

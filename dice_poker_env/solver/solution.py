@@ -330,9 +330,11 @@ class Solution:
         """Expected points still to come after each action, batched; ``-inf`` where illegal.
 
         Args:
-            filled, upper, full: between-turn state of each game (filled-box bitmask,
-                upper total, five-of-a-kind box holds points), shape ``(B,)``.
-            roll: roll index of the current dice; rolls_left: rerolls left (0..2).
+            filled: filled-box bitmask of each game's between-turn state, shape ``(B,)``.
+            upper: upper total of each game, shape ``(B,)``.
+            full: whether each game's five-of-a-kind box holds points, shape ``(B,)``.
+            roll: roll index of the current dice.
+            rolls_left: rerolls left (0..2).
 
         Returns:
             ``(B, 32 + n_boxes)`` float64 indexed like the env's actions.

@@ -1,0 +1,384 @@
+"""Render a grade report (:func:`agents.grader.grade`) as text, Markdown and one self-contained HTML page.
+
+The HTML page needs no server and no network: its styles, pictures (inline SVG) and
+script are in the file, and the games are embedded as JSON. It shows the headline
+(percent of optimal with its 95% confidence interval), the comparison with the
+optimal and greedy agents, the exact regret split into keep and box decisions, the
+costliest mistakes with a picture of the dice and the better move, the score
+distribution against optimal, every failure of the submission with its traceback,
+and a replay of any graded game, move by move: the dice (held dice marked), the
+scorecard, the move made, the solver's best move and the points lost.
+
+Everything that comes from the submission (names, messages, tracebacks, printed
+output) is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+N_KEEP_ACTIONS = 32
+#: pip positions of each face on a 3 x 3 grid (column, row), shared by the SVG and the script
+PIPS = {
+    1: [(1, 1)],
+    2: [(0, 0), (2, 2)],
+    3: [(0, 0), (1, 1), (2, 2)],
+    4: [(0, 0), (2, 0), (0, 2), (2, 2)],
+    5: [(0, 0), (2, 0), (1, 1), (0, 2), (2, 2)],
+    6: [(0, 0), (2, 0), (0, 1), (2, 1), (0, 2), (2, 2)],
+}
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}%"
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def describe(action: int | None, dice: str, box_names: list[str]) -> str:
+    """``keep 2-2-6``, ``reroll all``, ``score full_house`` or ``illegal action 99`` for an action on sorted dice."""
+    if action is None:
+        return "n/a"
+    if action < 0 or action >= N_KEEP_ACTIONS + len(box_names) or action == N_KEEP_ACTIONS - 1:
+        return f"illegal action {action}"
+    if action >= N_KEEP_ACTIONS:
+        return f"score {box_names[action - N_KEEP_ACTIONS]}"
+    kept = [d for i, d in enumerate(dice) if action >> i & 1]
+    return f"keep {'-'.join(kept)}" if kept else "reroll all"
+
+
+def _headline(report: dict[str, Any]) -> dict[str, Any]:
+    row = report["agents"].get("submission")
+    if row is None:
+        return {"percent": 0.0, "ci": 0.0, "mean": 0.0, "ci95": 0.0, "regret": None, "keep": None, "box": None}
+    return {"percent": row["percent_of_optimal"], "ci": row["percent_of_optimal_ci95"], "mean": row["mean"],
+            "ci95": row["ci95"], "regret": row["regret_mean"], "keep": row["regret_keep_mean"],
+            "box": row["regret_box_mean"]}
+
+
+# ------------------------------------------------------------------ text and Markdown
+def summary_text(report: dict[str, Any]) -> str:
+    """A few lines for the terminal."""
+    head = _headline(report)
+    lines = [
+        f"{report['submission']} on {report['rules']} ({report['games']} games, seed {report['seed']}): "
+        f"{_pct(head['percent'])} of optimal (95% CI ± {_num(head['ci'], 1)})",
+        f"mean score {_num(head['mean'])} ± {_num(head['ci95'])}; optimal expected {_num(report['optimal_expected_score'])}",
+    ]
+    if head["regret"] is not None:
+        lines.append(f"exact regret {_num(head['regret'])} points a game: keeps {_num(head['keep'])}, "
+                     f"boxes {_num(head['box'])}")
+    lines += [f"problem: {line}" for line in report["problems"]]
+    return "\n".join(lines)
+
+
+def _dice_text(dice: list[int] | str) -> str:
+    faces = "⚀⚁⚂⚃⚄⚅"
+    return " ".join(faces[int(d) - 1] for d in dice) + f" ({'-'.join(str(d) for d in dice)})"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown."""
+    head = _headline(report)
+    out = [
+        f"# Grade report: `{report['submission']}`",
+        "",
+        f"{report['rules_title']} (`{report['rules']}`"
+        + (f", options {report['rules_options']}" if report["rules_options"] else "")
+        + f"), {report['games']} games, seed {report['seed']}.",
+        "",
+        f"**{_pct(head['percent'])} of optimal** (95% CI ± {_num(head['ci'], 1)}): mean score "
+        f"{_num(head['mean'])} ± {_num(head['ci95'])}, optimal expected score {_num(report['optimal_expected_score'])}.",
+        "",
+    ]
+    if head["regret"] is not None:
+        out += [f"Exact regret: **{_num(head['regret'])}** expected points lost a game, "
+                f"{_num(head['keep'])} in keep decisions and {_num(head['box'])} in box choices.", ""]
+    if report["problems"]:
+        out += ["## Problems", ""] + [f"* {line}" for line in report["problems"]] + [""]
+    out += ["## Compared with the optimal and greedy agents", "",
+            "| agent | mean (95% CI) | percent of optimal | regret | keeps | boxes | illegal actions |",
+            "|---|---|---|---|---|---|---|"]
+    for name, row in report["agents"].items():
+        out.append(f"| {name} | {_num(row['mean'])} ± {_num(row['ci95'])} | {_pct(row['percent_of_optimal'])} "
+                   f"| {_num(row['regret_mean'])} | {_num(row['regret_keep_mean'])} | {_num(row['regret_box_mean'])} "
+                   f"| {row['illegal_actions']} |")
+    out.append("")
+    mistakes = report["agents"].get("submission", {}).get("mistakes", [])
+    if mistakes:
+        out += ["## Costliest mistakes", "",
+                "| mistake | points lost a game | times a game | worst example |", "|---|---|---|---|"]
+        for m in mistakes:
+            ex = m["worst_example"]
+            out.append(f"| {m['mistake']} | {m['loss_per_game']:.2f} | {m['count_per_game']:.2f} | "
+                       f"{_dice_text(ex['dice'])}, {ex['rolls_left']} reroll(s) left: {ex['taken']}; better "
+                       f"{ex['best']} (-{ex['loss']:.2f}) |")
+        out.append("")
+    dist = report["score_distribution"]
+    if dist["counts"]:
+        names = list(dist["counts"])
+        out += ["## Score distribution", "", "| score | " + " | ".join(names) + " |",
+                "|---|" + "---|" * len(names)]
+        for i, low in enumerate(dist["edges"][:-1]):
+            out.append(f"| {low}-{low + dist['bin_width'] - 1} | "
+                       + " | ".join(str(dist["counts"][n][i]) for n in names) + " |")
+        out.append("")
+    failures = report["failures"]["recorded"]
+    if failures:
+        out += ["## Failures", ""]
+        for f in failures:
+            where = "loading" if f["game"] < 0 else f"game {f['game']}, decision {f['decision']}"
+            out += [f"### {f['kind']} ({where})", "", f["message"], ""]
+            if f["traceback"]:
+                out += ["```text", f["traceback"].rstrip("\n"), "```", ""]
+    if report["stdout"]["bytes"]:
+        out += ["## Standard output", "", f"{report['stdout']['bytes']} bytes; the start:", "", "```text",
+                report["stdout"]["sample"].rstrip("\n"), "```", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# ------------------------------------------------------------------ HTML
+def dice_svg(dice: list[int] | str, held: int = 0, best_held: int | None = None, size: int = 34) -> str:
+    """Inline SVG of the dice; dice whose bit is set in ``held`` are filled, in ``best_held`` outlined in green."""
+    gap = size // 5
+    width = 5 * size + 4 * gap
+    parts = [f'<svg class="dice" width="{width}" height="{size}" viewBox="0 0 {width} {size}" role="img" '
+             f'aria-label="dice {"-".join(str(d) for d in dice)}">']
+    for i, face in enumerate(dice):
+        x = i * (size + gap)
+        fill = "#ffe08a" if held >> i & 1 else "#ffffff"
+        stroke = "#1a7f37" if best_held is not None and best_held >> i & 1 else "#333333"
+        width_stroke = 3 if best_held is not None and best_held >> i & 1 else 1.5
+        parts.append(f'<rect x="{x + 1}" y="1" width="{size - 2}" height="{size - 2}" rx="5" fill="{fill}" '
+                     f'stroke="{stroke}" stroke-width="{width_stroke}"/>')
+        for col, row in PIPS[int(face)]:
+            cx = x + size * (0.25 + 0.25 * col)
+            cy = size * (0.25 + 0.25 * row)
+            parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{size * 0.08:.1f}" fill="#222"/>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _distribution_svg(dist: dict[str, Any]) -> str:
+    names = [n for n in ("submission", "optimal", "greedy") if n in dist["counts"]] + \
+        [n for n in dist["counts"] if n not in ("submission", "optimal", "greedy")]
+    if not names:
+        return ""
+    colors = {"submission": "#d97706", "optimal": "#1a7f37", "greedy": "#6e7781"}
+    bins = len(dist["edges"]) - 1
+    top = max(max(c) for c in dist["counts"].values()) or 1
+    width, height, left, bottom = 640, 220, 40, 30
+    slot = (width - left) / max(bins, 1)
+    bar = slot / (len(names) + 1)
+    parts = [f'<svg class="distribution" width="{width}" height="{height + bottom}" '
+             f'viewBox="0 0 {width} {height + bottom}" role="img" aria-label="score distribution">']
+    for i in range(bins):
+        for j, name in enumerate(names):
+            count = dist["counts"][name][i]
+            h = height * count / top
+            parts.append(f'<rect x="{left + i * slot + j * bar:.1f}" y="{height - h:.1f}" width="{bar:.1f}" '
+                         f'height="{h:.1f}" fill="{colors.get(name, "#8250df")}"><title>{html.escape(name)}: '
+                         f'{count} games with {dist["edges"][i]}-{dist["edges"][i + 1] - 1}</title></rect>')
+        if i % max(1, bins // 10) == 0:
+            parts.append(f'<text x="{left + i * slot:.1f}" y="{height + 16}" font-size="11">{dist["edges"][i]}</text>')
+    parts.append(f'<text x="0" y="12" font-size="11">{top}</text>')
+    parts.append(f'<line x1="{left}" y1="{height}" x2="{width}" y2="{height}" stroke="#999"/>')
+    parts.append("</svg>")
+    legend = " ".join(f'<span class="swatch" style="background:{colors.get(n, "#8250df")}"></span>{html.escape(n)}'
+                      for n in names)
+    return "".join(parts) + f'<p class="legend">{legend} (games per {dist["bin_width"]}-point bin)</p>'
+
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:60rem;color:#1f2328;
+padding:0 1rem}
+h1{font-size:1.6rem}h2{margin-top:2rem;border-bottom:1px solid #d0d7de}
+table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #d0d7de;padding:.25rem .6rem;text-align:left}
+th{background:#f6f8fa}.num{text-align:right}
+.headline{font-size:1.3rem;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:1rem}
+.big{font-size:2rem;font-weight:700}.problem{color:#9a3412}
+pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;font-size:.85rem}
+.swatch{display:inline-block;width:.8rem;height:.8rem;margin:0 .2rem 0 .8rem;vertical-align:middle}
+.mistake{border:1px solid #d0d7de;border-radius:6px;padding:.6rem 1rem;margin:.6rem 0}
+#replay-controls button{margin-right:.3rem}#replay-card td.filled{background:#f6f8fa}
+#replay-card td.now{background:#ffe08a}.good{color:#1a7f37}.bad{color:#cf222e}
+"""
+
+_SCRIPT = r"""
+(function () {
+  const data = JSON.parse(document.getElementById("replay-data").textContent);
+  const games = data.games, boxes = data.box_names, PIPS = data.pips;
+  let game = 0, move = 0;
+  const $ = (id) => document.getElementById(id);
+  function describe(action, dice) {
+    if (action === null || action === undefined) return "n/a";
+    if (action < 0 || action >= 32 + boxes.length || action === 31) return "illegal action " + action;
+    if (action >= 32) return "score " + boxes[action - 32];
+    const kept = [];
+    for (let i = 0; i < 5; i++) if ((action >> i) & 1) kept.push(dice[i]);
+    return kept.length ? "keep " + kept.join("-") : "reroll all";
+  }
+  function diceSvg(dice, held, best) {
+    const size = 44, gap = 9, width = 5 * size + 4 * gap;
+    let s = '<svg width="' + width + '" height="' + size + '" viewBox="0 0 ' + width + ' ' + size + '">';
+    for (let i = 0; i < 5; i++) {
+      const x = i * (size + gap), isHeld = held >= 0 && ((held >> i) & 1), isBest = best >= 0 && ((best >> i) & 1);
+      s += '<rect class="die' + (isHeld ? ' held' : '') + '" data-face="' + dice[i] + '" x="' + (x + 1) +
+        '" y="1" width="' + (size - 2) + '" height="' + (size - 2) + '" rx="6" fill="' + (isHeld ? '#ffe08a' : '#fff') +
+        '" stroke="' + (isBest ? '#1a7f37' : '#333') + '" stroke-width="' + (isBest ? 3 : 1.5) + '"/>';
+      for (const [c, r] of PIPS[dice[i]]) {
+        s += '<circle cx="' + (x + size * (0.25 + 0.25 * c)).toFixed(1) + '" cy="' + (size * (0.25 + 0.25 * r)).toFixed(1) +
+          '" r="' + (size * 0.08).toFixed(1) + '" fill="#222"/>';
+      }
+    }
+    return s + "</svg>";
+  }
+  function show() {
+    const record = games[game], moves = record.moves, m = moves[move];
+    const dice = m[0], rollsLeft = m[1], action = m[2], best = m[3], loss = m[4];
+    const points = {};
+    let total = 0, turn = 1;
+    for (let k = 0; k < move; k++) {
+      total += moves[k][5];
+      if (moves[k][6] !== null) { points[moves[k][2] - 32] = moves[k][6]; turn += 1; }
+    }
+    $("replay-game").value = game;
+    $("replay-position").textContent = "game " + game + " of " + games.length + " (final score " + record.score +
+      "), move " + (move + 1) + " of " + moves.length + ", turn " + turn + ", " + rollsLeft + " reroll(s) left";
+    const heldAction = action >= 0 && action < 31 ? action : -1, bestHeld = best !== null && best < 31 ? best : -1;
+    const diceBox = $("replay-dice");
+    diceBox.innerHTML = diceSvg(dice, heldAction, bestHeld);
+    diceBox.dataset.dice = dice;
+    diceBox.dataset.held = heldAction;
+    $("replay-action").textContent = describe(action, dice);
+    $("replay-action").dataset.action = action;
+    $("replay-best").textContent = describe(best, dice);
+    $("replay-best").dataset.action = best === null ? "" : best;
+    const lost = $("replay-loss");
+    lost.dataset.loss = loss === null ? "" : loss;
+    lost.textContent = loss === null ? "n/a" : (loss > 0 ? "-" + loss.toFixed(2) + " points" : "the best move");
+    lost.className = loss > 0 ? "bad" : "good";
+    let rows = "";
+    boxes.forEach(function (name, k) {
+      const filled = Object.prototype.hasOwnProperty.call(points, k);
+      const now = action === 32 + k;
+      rows += '<tr data-box="' + name + '"><td>' + name + '</td><td class="num' + (filled ? ' filled' : '') +
+        (now ? ' now' : '') + '">' + (filled ? points[k] : "") + "</td></tr>";
+    });
+    $("replay-card").innerHTML = rows;
+    $("replay-total").textContent = total;
+  }
+  function go(g, m) {
+    game = Math.max(0, Math.min(games.length - 1, g));
+    move = Math.max(0, Math.min(games[game].moves.length - 1, m));
+    show();
+  }
+  $("replay-first").onclick = () => go(game, 0);
+  $("replay-prev").onclick = () => go(game, move - 1);
+  $("replay-next").onclick = () => go(game, move + 1);
+  $("replay-last").onclick = () => go(game, games[game].moves.length - 1);
+  $("replay-game").onchange = () => go(parseInt($("replay-game").value, 10) || 0, 0);
+  $("replay-prev-game").onclick = () => go(game - 1, 0);
+  $("replay-next-game").onclick = () => go(game + 1, 0);
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "ArrowRight") go(game, move + 1);
+    if (e.key === "ArrowLeft") go(game, move - 1);
+  });
+  if (games.length) go(0, 0); else $("replay").hidden = true;
+})();
+"""
+
+
+def _json_for_script(value: Any) -> str:
+    """JSON that is safe inside ``<script>``: no ``<``, ``>`` or ``&`` can end or open a tag."""
+    text = json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """The report as one self-contained HTML page (module docstring)."""
+    e = html.escape
+    head = _headline(report)
+    boxes = report["box_names"]
+    body = [
+        f"<h1>Grade report: <code>{e(report['submission'])}</code></h1>",
+        f"<p>{e(report['rules_title'])} (<code>{e(report['rules'])}</code>"
+        + (f", options <code>{e(json.dumps(report['rules_options'], sort_keys=True))}</code>"
+           if report["rules_options"] else "")
+        + f"), {report['games']} games, seed {report['seed']}. Status: <strong id=\"status\">{e(report['status'])}"
+        "</strong>.</p>",
+        f'<div class="headline"><span class="big" id="percent">{_pct(head["percent"])}</span> of optimal '
+        f"(95% CI ± {_num(head['ci'], 1)})<br>mean score {_num(head['mean'])} ± {_num(head['ci95'])}; the optimal "
+        f"expected score is {_num(report['optimal_expected_score'])}"
+        + (f"<br>exact regret <strong>{_num(head['regret'])}</strong> points a game: "
+           f"{_num(head['keep'])} in keep decisions, {_num(head['box'])} in box choices" if head["regret"] is not None
+           else "")
+        + "</div>",
+    ]
+    if report["problems"]:
+        body.append("<h2>Problems</h2><ul>" + "".join(f'<li class="problem">{e(p)}</li>' for p in report["problems"])
+                    + "</ul>")
+    body.append("<h2>Compared with the optimal and greedy agents</h2><table><tr><th>agent</th><th>mean (95% CI)</th>"
+                "<th>percent of optimal</th><th>regret</th><th>keeps</th><th>boxes</th><th>illegal actions</th></tr>")
+    for name, row in report["agents"].items():
+        body.append(f"<tr><td>{e(name)}</td><td class=\"num\">{_num(row['mean'])} ± {_num(row['ci95'])}</td>"
+                    f"<td class=\"num\">{_pct(row['percent_of_optimal'])}</td><td class=\"num\">"
+                    f"{_num(row['regret_mean'])}</td><td class=\"num\">{_num(row['regret_keep_mean'])}</td>"
+                    f"<td class=\"num\">{_num(row['regret_box_mean'])}</td><td class=\"num\">{row['illegal_actions']}"
+                    "</td></tr>")
+    body.append("</table>")
+    mistakes = report["agents"].get("submission", {}).get("mistakes", [])
+    if mistakes:
+        body.append("<h2>Costliest mistakes</h2><p>Held dice are yellow; the dice the better move keeps are outlined "
+                    "in green.</p>")
+        for m in mistakes:
+            ex = m["worst_example"]
+            taken, best = ex.get("taken_action"), ex.get("best_action")
+            held = taken if isinstance(taken, int) and 0 <= taken < N_KEEP_ACTIONS - 1 else 0
+            best_held = best if isinstance(best, int) and 0 <= best < N_KEEP_ACTIONS - 1 else None
+            body.append(
+                f'<div class="mistake"><strong>{e(m["mistake"])}</strong>: {m["loss_per_game"]:.2f} points a game '
+                f"({m['count_per_game']:.2f} times a game, {m['mean_loss']:.2f} each)<br>"
+                f"{dice_svg(ex['dice'], held, best_held)}<br>worst case, turn {ex['turn'] + 1}, "
+                f"{ex['rolls_left']} reroll(s) left: {e(ex['taken'])}; better: <strong>{e(ex['best'])}</strong> "
+                f"(-{ex['loss']:.2f} points)</div>")
+    body.append("<h2>Score distribution</h2>" + _distribution_svg(report["score_distribution"]))
+    failures = report["failures"]["recorded"]
+    if failures:
+        body.append("<h2>Failures</h2>")
+        for f in failures:
+            where = "while loading" if f["game"] < 0 else f"game {f['game']}, decision {f['decision']}"
+            body.append(f'<div class="failure" data-kind="{e(f["kind"])}"><h3>{e(f["kind"])} ({where})</h3>'
+                        f"<p>{e(f['message'])}</p>"
+                        + (f"<details open><summary>traceback</summary><pre>{e(f['traceback'])}</pre></details>"
+                           if f["traceback"] else "") + "</div>")
+    if report["stdout"]["bytes"]:
+        body.append(f"<h2>Standard output</h2><p>{report['stdout']['bytes']} bytes; the start:</p>"
+                    f"<pre id=\"stdout\">{e(report['stdout']['sample'])}</pre>")
+    if report["replays"]:
+        body.append(
+            '<h2>Replay</h2><section id="replay"><div id="replay-controls">'
+            '<button id="replay-prev-game">&#9664;&#9664; game</button>'
+            f'<label>game <input id="replay-game" type="number" min="0" max="{len(report["replays"]) - 1}" '
+            'value="0"></label>'
+            '<button id="replay-next-game">game &#9654;&#9654;</button> '
+            '<button id="replay-first">first</button><button id="replay-prev">&#9664; move</button>'
+            '<button id="replay-next">move &#9654;</button><button id="replay-last">last</button></div>'
+            '<p id="replay-position"></p><div id="replay-dice"></div>'
+            '<table><tr><th>move made</th><td id="replay-action"></td></tr>'
+            '<tr><th>solver\'s best move</th><td id="replay-best"></td></tr>'
+            '<tr><th>points lost</th><td id="replay-loss"></td></tr></table>'
+            '<table><tr><th>box</th><th>points</th></tr><tbody id="replay-card"></tbody>'
+            '<tr><th>total (with bonuses)</th><td id="replay-total" class="num"></td></tr></table></section>'
+            f'<script type="application/json" id="replay-data">'
+            f'{_json_for_script({"games": report["replays"], "box_names": boxes, "pips": {str(k): v for k, v in PIPS.items()}})}'
+            f"</script><script>{_SCRIPT}</script>")
+    title = f"Grade report: {report['submission']}"
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{e(title)}</title><style>{_STYLE}</style></head><body>\n" + "\n".join(body)
+            + "\n</body></html>\n")

@@ -1,0 +1,290 @@
+"""Grade a submitted agent for a course: ``python -m agents.grader student.py:MyAgent --rules yahtzee``.
+
+:func:`grade` benchmarks the submission (``FILE.py:NAME`` or ``MODULE:NAME`` with
+``,key=value`` arguments, :mod:`agents.registry`) on fixed seeds (the same games for
+every student given the same ``seed``) against the optimal and greedy agents, with
+the exact regret of every decision it takes. The submission runs in a separate
+process under time and memory limits (:class:`agents.sandbox.SandboxedAgent`): one
+that raises, hangs, crashes, returns malformed or illegal actions, or prints to
+standard output gets a report that says so, with the traceback; the grader itself
+never fails because of it, and the submission never sees the game seeds.
+
+The report (:mod:`agents.grade_report`) is written as ``report.json``, ``report.md``
+and ``report.html`` (one self-contained page, no network access: the costliest
+mistakes with pictures of the dice, the score distribution against optimal, and a
+replay of any graded game move by move). The same seed gives the same report,
+byte for byte, for a submission that plays the same way (nothing in it depends on
+time, except a failure that *is* a time limit).
+
+The command line is :mod:`agents.commands.grade` (``dice-poker grade``, and
+``python -m agents.grader`` where the command is not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from agents.benchmark import benchmark, load_solution
+from agents.sandbox import Limits, SandboxedAgent
+from dice_poker_env.rules import Rules, load_rules
+
+#: the report's format version
+REPORT_FORMAT = 1
+#: the files ``--out DIR`` writes
+REPORT_FILES = ("report.json", "report.md", "report.html")
+#: the agents every submission is compared with
+REFERENCES = ("optimal", "greedy")
+#: width of the score distribution's bins (points)
+BIN_WIDTH = 10
+
+
+def grade(
+    submission: str,
+    rules: str | Rules = "yahtzee",
+    *,
+    games: int = 2000,
+    seed: int = 0,
+    limits: Limits | None = None,
+    top_mistakes: int = 10,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Grade ``submission`` on ``games`` seeded games of ``rules`` (module docstring).
+
+    Args:
+        submission: the agent spec, e.g. ``"student.py:MyAgent"``.
+        rules: ruleset name, rules file or :class:`Rules`.
+        games: games per agent (at least 1).
+        seed: the grading seed: the same seed, the same games.
+        limits: time and memory limits of the submission (:class:`agents.sandbox.Limits`).
+        top_mistakes: how many costliest mistakes to list.
+        progress: a line per finished agent on stderr.
+
+    Returns:
+        The report as a JSON-ready dict (``agents.grade_report`` renders it).
+
+    Raises:
+        ValueError: a bad argument or ruleset (never for what the submission does).
+    """
+    rules = load_rules(rules)
+    for what, value, least in (("games", games, 1), ("seed", seed, 0), ("top_mistakes", top_mistakes, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
+    limits = limits or Limits()
+    solution = load_solution(rules, required=True)
+    with SandboxedAgent(submission, rules, seed=seed, limits=limits) as agent:
+        entries: list[Any] = ([("submission", agent)] if agent.load_error is None else []) + list(REFERENCES)
+        result = benchmark(rules, entries, games=games, seed=seed, solution=solution, top_mistakes=top_mistakes,
+                           progress=progress, record_games=agent.load_error is None)
+    data = result.data
+    for row in data["agents"].values():
+        row.pop("seconds", None)  # the only field that depends on the machine
+    failures = ([agent.load_error] if agent.load_error is not None else []) + agent.failures
+    kinds = Counter(f.kind for f in failures)
+    if agent.failure_count > len(agent.failures):
+        kinds["unrecorded"] = agent.failure_count - len(agent.failures)
+    report: dict[str, Any] = {
+        "format": REPORT_FORMAT,
+        "submission": submission,
+        "agent_name": agent.agent_name if agent.load_error is None else None,
+        "rules": rules.name,
+        "rules_title": rules.title,
+        "rules_options": dict(rules.options),
+        "rules_fingerprint": rules.fingerprint,
+        "box_names": list(rules.box_names),
+        "games": int(games),
+        "seed": int(seed),
+        "status": "not_loaded" if agent.load_error is not None else ("failures" if agent.failure_count else "ok"),
+        "limits": {
+            "decision_seconds": limits.decision_seconds, "game_seconds": limits.game_seconds,
+            "load_seconds": limits.load_seconds, "memory_mb": limits.memory_mb, "max_failures": limits.max_failures,
+        },
+        "optimal_expected_score": data["optimal_expected_score"],
+        "optimal_std": data["optimal_std"],
+        "agents": data["agents"],
+        "failures": {
+            "count": agent.failure_count + (agent.load_error is not None),
+            "by_kind": dict(sorted(kinds.items())),
+            "stopped_at_game": agent.stopped_at_game,
+            "recorded": [f.to_json() for f in failures],
+        },
+        "stdout": {
+            "bytes": agent.printed.bytes,
+            "first_game": agent.printed.first_game,
+            "first_decision": agent.printed.first_decision,
+            "sample": agent.printed.sample,
+        },
+        "problems": _problems(agent, games),
+        "score_distribution": _distribution(result.scores),
+        "replays": result.games.get("submission", []),
+    }
+    return report
+
+
+def _problems(agent: SandboxedAgent, games: int) -> list[str]:
+    """One line per kind of problem, for the report's summary."""
+    lines = []
+    if agent.load_error is not None:
+        error = agent.load_error
+        lines.append(f"the submission did not load ({error.kind}): {error.message}; it scores 0 in every game")
+        return lines
+    if agent.failure_count:
+        kinds = Counter(f.kind for f in agent.failures)
+        detail = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+        lines.append(f"{agent.failure_count} game(s) ended early because of the submission ({detail}); "
+                     "each such game counts the points written until then")
+    if agent.stopped_at_game is not None:
+        left = games - agent.stopped_at_game - 1
+        lines.append(f"after {agent.limits.max_failures} failures (game {agent.stopped_at_game}) no more decisions "
+                     f"were asked for: the {left} remaining game(s) score 0")
+    if agent.printed.bytes:
+        lines.append(f"the submission printed {agent.printed.bytes} bytes to standard output (first in game "
+                     f"{agent.printed.first_game}, decision {agent.printed.first_decision}); agents should print "
+                     "nothing (use logging or standard error)")
+    return lines
+
+
+def _distribution(scores: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Histograms of the final scores of every agent on common bins of :data:`BIN_WIDTH` points."""
+    values = np.concatenate([np.asarray(v, dtype=np.int64) for v in scores.values()]) if scores else np.zeros(1)
+    low = int(np.floor(values.min() / BIN_WIDTH) * BIN_WIDTH)
+    high = int(np.floor(values.max() / BIN_WIDTH) * BIN_WIDTH) + BIN_WIDTH
+    edges = list(range(low, high + 1, BIN_WIDTH))
+    return {
+        "bin_width": BIN_WIDTH,
+        "edges": edges,
+        "counts": {name: np.histogram(np.asarray(v), bins=edges)[0].astype(int).tolist() for name, v in scores.items()},
+    }
+
+
+# ------------------------------------------------------------------ files and settings
+def report_json(report: dict[str, Any]) -> str:
+    """The report as JSON text: indented, except the replays, one game a line (they are most of it)."""
+    body = {key: value for key, value in report.items() if key != "replays"}
+    text = json.dumps(body, indent=1, sort_keys=True)
+    games = ",\n".join("  " + json.dumps(game, separators=(",", ":"), sort_keys=True)
+                       for game in report.get("replays", []))
+    return text[: -len("\n}")] + f',\n "replays": [\n{games}\n ]\n}}\n'
+
+
+def write_report(report: dict[str, Any], out: Path) -> list[Path]:
+    """``report.json``, ``report.md`` and ``report.html`` in ``out``, each written whole, then renamed into place."""
+    from agents.grade_report import render_html, render_markdown
+
+    texts = {
+        "report.json": report_json(report),
+        "report.md": render_markdown(report),
+        "report.html": render_html(report),
+    }
+    written = []
+    for name, text in texts.items():
+        partial = out / f".{name}.partial"
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, out / name)
+        written.append(out / name)
+    return written
+
+
+#: the settings a grading config (``--config FILE``, TOML) may hold, with their defaults and types
+SETTINGS: dict[str, tuple[Any, type]] = {
+    "rules": ("yahtzee", str),
+    "options": ({}, dict),
+    "games": (2000, int),
+    "seed": (0, int),
+    "decision_seconds": (Limits.decision_seconds, float),
+    "game_seconds": (Limits.game_seconds, float),
+    "load_seconds": (Limits.load_seconds, float),
+    "memory_mb": (Limits.memory_mb, int),
+    "max_failures": (Limits.max_failures, int),
+}
+
+
+def read_config(path: str | os.PathLike) -> dict[str, Any]:
+    """The settings of a grading config file (TOML; see :data:`SETTINGS`), checked.
+
+    A relative ``rules`` path is read next to the config file.
+
+    Raises:
+        ValueError: not readable as TOML, an unknown key, or a value of the wrong type.
+    """
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as error:
+        raise ValueError(f"--config {path}: cannot read it ({error.strerror or error})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"--config {path}: not valid TOML: {error}") from None
+    unknown = sorted(set(data) - set(SETTINGS))
+    if unknown:
+        raise ValueError(f"--config {path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(SETTINGS)}")
+    for key, value in data.items():
+        kind = SETTINGS[key][1]
+        number = kind is float and isinstance(value, int)
+        if isinstance(value, bool) or not (isinstance(value, kind) or number):
+            raise ValueError(f"--config {path}: {key} must be {kind.__name__}, got {value!r}")
+    rules = data.get("rules")
+    if rules is not None and (Path(rules).suffix or "/" in rules) and not Path(rules).is_absolute():
+        data["rules"] = str(Path(path).parent / rules)
+    return data
+
+
+def settings(config: str | os.PathLike | None = None, **given: Any) -> dict[str, Any]:
+    """The defaults, then the settings of the ``config`` file, then those ``given`` (``None``: not given).
+
+    ``options`` are merged: the config file's, then the given ones.
+    """
+    chosen = {key: default for key, (default, _) in SETTINGS.items()}
+    if config:
+        chosen.update(read_config(config))
+    for key, value in given.items():
+        if key not in SETTINGS:
+            raise TypeError(f"unknown setting {key!r}")
+        if key != "options" and value is not None:
+            chosen[key] = value
+    chosen["options"] = {**chosen["options"], **(given.get("options") or {})}
+    return chosen
+
+
+def protect_process() -> None:
+    """Linux: mark this process non-dumpable, so that other processes of its user (the
+    submission included) cannot read its memory unless they run as root."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):  # pragma: no cover - no libc
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agents.grader ...`` (the same as ``dice-poker grade ...``); bad input is a one-line error, status 2."""
+    from agents.commands import grade as command
+
+    parser = argparse.ArgumentParser(prog="python -m agents.grader")
+    command.add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return command.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, KeyError, OSError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"grade: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Starter agent for the dice-poker assignment: edit ``MyAgent.act`` (see README.md).
+
+Check it locally with the same grader the course uses:
+
+    dice-poker grade my_agent.py:MyAgent --config grading.toml --games 200
+
+(or ``python -m agents.grader ...``, the same command).
+"""
+
+import numpy as np
+
+from dice_poker_env.engine import score
+
+N_KEEP_ACTIONS = 32  # actions 0..31 keep dice (bit i = die i of the sorted dice); 32 + k scores box k
+
+
+class MyAgent:
+    """Rerolls toward the most common face, then writes the box that scores most.
+
+    Args:
+        rules: the ruleset played (filled in by the grader): ``rules.box_names`` are
+            the boxes, ``score(rules, dice, box)`` what any dice score in a box.
+        enough: stop rerolling once some open box would score at least this much.
+    """
+
+    def __init__(self, rules, enough=25):
+        self.rules = rules
+        self.enough = enough
+
+    def reset(self):
+        """Called before each game (optional)."""
+
+    def act(self, observation, action_mask):
+        """Return one legal action for ``observation`` (a dict, see the docs) and ``action_mask``."""
+        dice = observation["dice"]  # sorted, e.g. array([1, 2, 2, 4, 6])
+        boxes = np.flatnonzero(action_mask[N_KEEP_ACTIONS:])  # the boxes the dice may go in now
+        points = {int(k): score(self.rules, dice.tolist(), int(k)) for k in boxes}
+        best_box = max(points, key=points.get)
+        if observation["rolls_left"] == 0 or points[best_box] >= self.enough:
+            return N_KEEP_ACTIONS + best_box
+        # TODO: a better keep. This one keeps the dice of the most common face (the highest on ties).
+        counts = np.bincount(dice, minlength=7)
+        face = max(range(1, 7), key=lambda f: (counts[f], f))
+        return sum(1 << i for i, d in enumerate(dice) if d == face)

@@ -1,0 +1,428 @@
+"""The grader (``python -m agents.grader`` / ``dice-poker grade``): hostile submissions, reports, reproducibility."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.benchmark import game_seeds
+from agents.grade_report import describe, render_html, render_markdown
+from agents.grader import grade
+from agents.sandbox import Limits, SandboxedAgent, agent_seed, decode_observation, encode_observation
+from dice_poker_env import load_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+GAMES = 4
+FAST = Limits(decision_seconds=20, game_seconds=120, load_seconds=120, max_failures=3)
+
+SUBMISSIONS = '''
+import os
+import sys
+import time
+
+import numpy as np
+
+from dice_poker_env.engine import score
+
+
+class Good:
+    """Writes the dice into the open box that scores most now."""
+
+    def __init__(self, rules):
+        self.rules = rules
+
+    def act(self, observation, action_mask):
+        dice = observation["dice"].tolist()
+        boxes = np.flatnonzero(action_mask[32:])
+        return 32 + int(max(boxes, key=lambda k: score(self.rules, dice, int(k))))
+
+
+class Seeded(Good):
+    def __init__(self, rules):
+        super().__init__(rules)
+        self.seeds = []
+
+    def seed(self, seed):
+        self.seeds.append(seed)
+        print("seed", seed, file=sys.stderr)
+
+
+class Raises(Good):
+    def act(self, observation, action_mask):
+        if observation["turn"] == 2:
+            raise ValueError("no idea what to do on turn three")
+        return super().act(observation, action_mask)
+
+
+class Hangs(Good):
+    def act(self, observation, action_mask):
+        if observation["turn"] == 1:
+            while True:
+                time.sleep(0.01)
+        return super().act(observation, action_mask)
+
+
+class Illegal(Good):
+    def act(self, observation, action_mask):
+        return 31  # keep all five dice: never legal
+
+
+class OutOfRange(Good):
+    def act(self, observation, action_mask):
+        return 1000
+
+
+class Malformed(Good):
+    def act(self, observation, action_mask):
+        return "32"
+
+
+class Chatty(Good):
+    def act(self, observation, action_mask):
+        print("thinking about", observation["dice"].tolist())
+        return super().act(observation, action_mask)
+
+
+class Crashes(Good):
+    def act(self, observation, action_mask):
+        os._exit(3)
+
+
+class Greedy(Good):
+    def act(self, observation, action_mask):
+        self.hog = bytearray(64 * 1024 * 1024 * 1024)  # 64 GiB: over any memory limit
+        return super().act(observation, action_mask)
+
+
+class Exits(Good):
+    def act(self, observation, action_mask):
+        sys.exit("bye")
+
+
+class BrokenInit:
+    def __init__(self):
+        raise RuntimeError("constructor fails")
+
+
+class Spy(Good):
+    """Looks for the grader's game seeds everywhere it can reach from its own process."""
+
+    def act(self, observation, action_mask):
+        import gc
+
+        found = set()
+        for obj in gc.get_objects():
+            if isinstance(obj, np.random.Generator):
+                found.add(("generator", repr(obj)))
+        frame = sys._getframe()
+        while frame is not None:
+            for value in list(frame.f_locals.values()):
+                if isinstance(value, np.ndarray) and value.dtype.kind in "iu" and value.size > 3:
+                    found.update(int(v) for v in value.reshape(-1)[:100000])
+            frame = frame.f_back
+        with open(os.environ["SPY_OUT"], "a") as handle:
+            handle.write(repr(sorted(str(f) for f in found)) + "\\n")
+        return super().act(observation, action_mask)
+'''
+
+SLOW_BROKEN_IMPORT = "import time\ntime.sleep(600)\n"
+
+
+@pytest.fixture(scope="module")
+def submissions(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("course")
+    (folder / "student.py").write_text(SUBMISSIONS)
+    (folder / "syntax_error.py").write_text("class Agent(:\n")
+    (folder / "slow_import.py").write_text(SLOW_BROKEN_IMPORT)
+    return folder
+
+
+def run_grade(submissions, name, **kwargs):
+    kwargs.setdefault("games", GAMES)
+    kwargs.setdefault("seed", 3)
+    kwargs.setdefault("limits", FAST)
+    return grade(f"{submissions / 'student.py'}:{name}", "yacht", **kwargs)
+
+
+def test_messages_round_trip_observations():
+    rules = load_rules("yacht")
+    from dice_poker_env.envs.single import DicePokerEnv
+
+    for mode in ("dict", "flat"):
+        obs, _ = DicePokerEnv(rules, obs_mode=mode).reset(seed=1)
+        back = decode_observation(json.loads(json.dumps(encode_observation(obs))))
+        if mode == "dict":
+            assert set(back) == set(obs)
+            for key in obs:
+                assert type(back[key]) is type(obs[key]) and np.asarray(back[key]).dtype == np.asarray(obs[key]).dtype
+                assert np.array_equal(back[key], obs[key])
+        else:
+            assert back.dtype == obs.dtype and np.array_equal(back, obs)
+
+
+def test_agent_seeds_do_not_reveal_the_game_seeds():
+    seeds = game_seeds(3, 10)
+    given = [agent_seed(3, i) for i in range(10)]
+    assert len(set(given)) == 10 and not set(given) & {int(s) for s in seeds}
+    assert given == [agent_seed(3, i) for i in range(10)]  # the same for every run
+
+
+def test_a_good_submission_is_graded_like_the_same_agent_in_process(submissions):
+    report = run_grade(submissions, "Good")
+    assert report["status"] == "ok" and report["problems"] == [] and report["failures"]["count"] == 0
+    row = report["agents"]["submission"]
+    assert row["games"] == GAMES and row["illegal_actions"] == 0
+    assert set(report["agents"]) == {"submission", "optimal", "greedy"}
+    assert 0 < row["percent_of_optimal"] < 100 and row["regret_mean"] > 0
+    assert row["regret_mean"] == pytest.approx(row["regret_keep_mean"] + row["regret_box_mean"]
+                                               + row["regret_illegal_mean"])
+    # the replays hold every move; the moves' rewards add up to each game's score
+    assert len(report["replays"]) == GAMES
+    for game, score in zip(report["replays"], np.asarray([g["score"] for g in report["replays"]])):
+        assert sum(move[5] for move in game["moves"]) == score
+    # the same games, played in this process by the same code, give the same scores
+    from agents.benchmark import benchmark
+    from agents.registry import make_agent
+
+    direct = benchmark("yacht", [("x", make_agent(f"{submissions / 'student.py'}:Good", "yacht"))], games=GAMES,
+                       seed=3, regret=False)
+    assert [g["score"] for g in report["replays"]] == direct.scores["x"].tolist()
+
+
+def test_the_same_seed_gives_the_same_report(submissions, tmp_path):
+    first = run_grade(submissions, "Good")
+    second = run_grade(submissions, "Good")
+    assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
+    assert render_html(first) == render_html(second) and render_markdown(first) == render_markdown(second)
+    other = run_grade(submissions, "Good", seed=4)
+    assert other["replays"] != first["replays"]
+
+
+def test_the_submission_gets_its_own_seeds_never_the_games(submissions):
+    report = run_grade(submissions, "Seeded")
+    assert report["status"] == "ok"
+    # (its seed() prints to stderr, which is not reported as stdout)
+    assert report["stdout"]["bytes"] == 0
+
+
+def test_the_submission_cannot_find_the_game_seeds(submissions, tmp_path, monkeypatch):
+    spy = tmp_path / "spy.txt"
+    monkeypatch.setenv("SPY_OUT", str(spy))
+    report = run_grade(submissions, "Spy", games=2)
+    assert report["status"] == "ok"
+    seen = spy.read_text()
+    assert "generator" not in seen  # no random generator exists in its process
+    for seed in game_seeds(3, 2):
+        assert f"'{int(seed)}'" not in seen
+
+
+@pytest.mark.parametrize(
+    "name, kind, message",
+    [
+        ("Raises", "exception", "ValueError: no idea what to do on turn three"),
+        ("Illegal", "illegal", "keep all five dice"),
+        ("OutOfRange", "illegal", "outside 0..43"),
+        ("Malformed", "malformed", "returned '32' (str), not an action index"),
+        ("Crashes", "crash", "exited with status 3"),
+        ("Exits", "exception", "SystemExit: bye"),
+        ("Greedy", "exception", "MemoryError"),
+    ],
+)
+def test_hostile_submissions_get_a_report_that_says_so(submissions, name, kind, message):
+    report = run_grade(submissions, name)
+    assert report["status"] == "failures"
+    failures = report["failures"]["recorded"]
+    assert failures and failures[0]["kind"] == kind, failures
+    assert message in failures[0]["message"]
+    if kind == "exception":
+        assert "Traceback" in failures[0]["traceback"] and "student.py" in failures[0]["traceback"]
+    assert report["agents"]["optimal"]["games"] == GAMES  # the references are graded all the same
+    assert report["problems"]
+    html = render_html(report)
+    assert f'data-kind="{kind}"' in html
+
+
+def test_max_failures_stops_asking(submissions):
+    report = run_grade(submissions, "Raises", games=6, limits=Limits(max_failures=2, load_seconds=120))
+    assert report["failures"]["count"] == 2 and report["failures"]["stopped_at_game"] == 1
+    scores = [game["score"] for game in report["replays"]]
+    assert scores[2:] == [0, 0, 0, 0]  # not played
+    assert any("remaining game(s) score 0" in line for line in report["problems"])
+
+
+def test_a_hanging_submission_is_killed_and_the_next_game_starts_a_new_one(submissions):
+    limits = Limits(decision_seconds=3, game_seconds=60, load_seconds=120, max_failures=3)
+    report = run_grade(submissions, "Hangs", games=2, limits=limits)
+    failures = report["failures"]["recorded"]
+    assert [f["kind"] for f in failures] == ["timeout", "timeout"]
+    assert [f["game"] for f in failures] == [0, 1]  # a fresh worker played game 1 up to its hang
+    assert "no answer within 3 s" in failures[0]["message"]
+
+
+def test_printing_to_stdout_is_reported(submissions):
+    report = run_grade(submissions, "Chatty", games=2)
+    assert report["status"] == "ok"  # printing does not fail a game, it is reported
+    assert report["stdout"]["bytes"] > 0 and report["stdout"]["first_game"] == 0
+    assert report["stdout"]["sample"].startswith("thinking about")
+    assert any("printed" in line for line in report["problems"])
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("student.py:BrokenInit", "RuntimeError: constructor fails"),
+        ("student.py:Missing", "has no 'Missing'"),
+        ("syntax_error.py:Agent", "SyntaxError"),
+        ("nothing_here.py:Agent", "no such file"),
+    ],
+)
+def test_a_submission_that_does_not_load_gets_a_report(submissions, spec, message):
+    report = grade(str(submissions / spec), "yacht", games=2, seed=1, limits=FAST)
+    assert report["status"] == "not_loaded"
+    assert report["failures"]["recorded"][0]["kind"] == "load"
+    assert message in report["failures"]["recorded"][0]["message"] + report["failures"]["recorded"][0]["traceback"]
+    assert "submission" not in report["agents"] and report["replays"] == []
+    assert "did not load" in report["problems"][0]
+    assert "0.0%" in render_markdown(report)
+
+
+def test_a_submission_that_takes_too_long_to_load(submissions):
+    limits = Limits(load_seconds=2, decision_seconds=5, game_seconds=60)
+    report = grade(f"{submissions / 'slow_import.py'}:Agent", "yacht", games=1, seed=1, limits=limits)
+    assert report["status"] == "not_loaded"
+    assert report["failures"]["recorded"][0]["kind"] == "timeout"
+
+
+def test_sandboxed_agent_never_forwards_the_benchmark_seed(submissions):
+    with SandboxedAgent(f"{submissions / 'student.py'}:Seeded", load_rules("yacht"), seed=5, limits=FAST) as agent:
+        assert agent.has_seed and agent.load_error is None
+        agent.seed(123456)  # what the benchmark would pass: ignored
+        agent.reset()
+        assert agent.failure_count == 0
+
+
+def test_limits_are_validated():
+    for bad in (dict(decision_seconds=0), dict(game_seconds=-1), dict(memory_mb=1), dict(max_failures=0),
+                dict(load_seconds=float("inf"))):
+        with pytest.raises(ValueError):
+            Limits(**bad)
+
+
+def test_describe_actions():
+    boxes = list(load_rules("yacht").box_names)
+    assert describe(0b10110, "12246", boxes) == "keep 2-2-6"
+    assert describe(0, "12246", boxes) == "reroll all"
+    assert describe(38, "12246", boxes) == "score full_house"
+    assert describe(31, "12246", boxes) == "illegal action 31"
+
+
+def test_html_escapes_what_the_submission_wrote(submissions):
+    report = run_grade(submissions, "Good", games=1)
+    report = json.loads(json.dumps(report))
+    report["stdout"] = {"bytes": 10, "first_game": 0, "first_decision": 0, "sample": "<script>alert(1)</script>"}
+    report["failures"]["recorded"] = [{"game": 0, "decision": 0, "kind": "exception", "message": "<b>x</b>",
+                                       "traceback": "</pre><img src=x>"}]
+    report["replays"][0]["moves"][0][0] = "12345</script><script>alert(2)//"
+    page = render_html(report)
+    assert "<script>alert(1)" not in page and "<b>x</b>" not in page and "<img src=x>" not in page
+    assert "</script><script>alert(2)" not in page
+
+
+def test_command_line_writes_three_files_and_refuses_to_overwrite(submissions, tmp_path):
+    out = tmp_path / "grades" / "alice"
+    command = [sys.executable, "-m", "agents.grader", f"{submissions / 'student.py'}:Good", "--rules", "yacht",
+               "--games", "2", "--seed", "9", "--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    first = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "of optimal" in first.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "report.md"]
+    data = json.loads((out / "report.json").read_text())
+    assert data["games"] == 2 and data["seed"] == 9
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "http://" not in page and "https://" not in page
+    again = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
+    assert again.returncode == 2 and "holds a report already" in again.stderr and "Traceback" not in again.stderr
+    bad = subprocess.run([*command[:6], "--games", "0"], capture_output=True, text=True, timeout=900, env=env)
+    assert bad.returncode == 2 and "games must be an integer >= 1" in bad.stderr
+
+
+def test_the_course_template_grades_its_starter_agent(tmp_path):
+    """examples/course/: the starter agent, graded with the course's config (fewer games)."""
+    course = ROOT / "examples" / "course"
+    out = tmp_path / "report"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    result = subprocess.run(
+        [sys.executable, "-m", "agents.grader", f"{course / 'my_agent.py'}:MyAgent", "--config",
+         str(course / "grading.toml"), "--games", "3", "--decision-seconds", "30", "--game-seconds", "300",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=900, env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads((out / "report.json").read_text())
+    assert data["status"] == "ok" and data["rules"] == "yahtzee" and data["seed"] == 20261201
+    assert data["rules_options"] == {"joker": "forced"} and data["limits"]["memory_mb"] == 2048
+    assert 30 < data["agents"]["submission"]["percent_of_optimal"] < 100
+
+
+def test_grading_config_errors(tmp_path):
+    from agents.grader import read_config
+
+    path = tmp_path / "grading.toml"
+    for text, message in [("games = 'many'", "games must be int"), ("sead = 3", "unknown setting"),
+                          ("rules = [", "not valid TOML")]:
+        path.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            read_config(path)
+    with pytest.raises(ValueError, match="cannot read it"):
+        read_config(tmp_path / "missing.toml")
+    path.write_text("games = 5\ndecision_seconds = 2\nrules = 'yacht'\n")
+    assert read_config(path) == {"games": 5, "decision_seconds": 2, "rules": "yacht"}
+
+
+def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path, monkeypatch, capsys):
+    """``dice-poker grade``: the command found through its entry point (as pyproject.toml registers it)."""
+    import importlib.metadata
+
+    from dice_poker_env import cli
+
+    point = importlib.metadata.EntryPoint("grade", "agents.commands.grade", cli.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(cli, "plugin_entry_points", lambda: [point])
+    out = tmp_path / "report"
+    code = cli.main(["grade", f"{submissions / 'student.py'}:Good", "--rules", "yacht", "--games", "2",
+                     "--seed", "2", "--out", str(out), "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == "ok" and data["games"] == 2 and (out / "report.html").is_file()
+    code = cli.main(["grade", f"{submissions / 'student.py'}:Good", "--rules", "yacht", "--games", "2",
+                     "--out", str(out)])
+    assert code == 2 and "holds a report already" in capsys.readouterr().err
+    assert cli.main(["grade", "student.py:Good", "--rules", "no_such_rules"]) == 2
+
+
+def test_settings_merge_defaults_config_and_command_line(tmp_path):
+    from agents.grader import settings
+
+    config = tmp_path / "grading.toml"
+    config.write_text("rules = 'my_rules.toml'\ngames = 50\noptions = { joker = 'free' }\nseed = 4\n")
+    chosen = settings(config, games=7, seed=None, options={"x": "1"})
+    assert chosen["games"] == 7 and chosen["seed"] == 4  # given wins, None is not given
+    assert chosen["rules"] == str(tmp_path / "my_rules.toml")  # next to the config
+    assert chosen["options"] == {"joker": "free", "x": "1"} and chosen["decision_seconds"] == 5.0
+    assert settings()["rules"] == "yahtzee"
+
+
+def test_report_json_reads_back_as_the_report(submissions):
+    from agents.grader import report_json
+
+    report = run_grade(submissions, "Good", games=2)
+    text = report_json(report)
+    assert json.loads(text) == json.loads(json.dumps(report))
+    lines = [line for line in text.splitlines() if '"moves"' in line]
+    assert len(lines) == len(report["replays"]) == 2  # the replays take one line a game
