@@ -10,9 +10,8 @@ in one process (the "A2C" of the batched setting); the loop around it is
 from __future__ import annotations
 
 import torch
-from torch import nn
 
-from agents.actor_critic import ActorCritic, evaluate_actions, normalized
+from agents.actor_critic import ActorCritic, evaluate_actions, gradient_step, normalized
 from agents.rollout import Batch
 
 
@@ -24,8 +23,5 @@ def update(model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, c
     value_loss = 0.5 * (values - batch.returns).pow(2).mean()
     entropy = entropies.mean()
     loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-    optimizer.step()
+    gradient_step(model, optimizer, loss, config.max_grad_norm)
     return {"policy_loss": policy_loss.item(), "value_loss": value_loss.item(), "entropy": entropy.item()}

@@ -108,6 +108,14 @@ def normalized(advantages: torch.Tensor) -> torch.Tensor:
     return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
 
+def gradient_step(model: nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float) -> None:
+    """One optimizer step on ``loss`` with the gradients clipped to ``max_grad_norm`` (both update rules)."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+
+
 def sample(logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """One action per row from masked logits (Gumbel-max: the argmax of logits plus Gumbel noise)."""
     u = torch.rand(logits.shape, generator=generator, device=logits.device).clamp_(min=1e-12)

@@ -19,16 +19,9 @@ import html
 import json
 from typing import Any
 
+from dice_poker_env.envs.render_image import PIPS  # the pip layout has one owner
+
 N_KEEP_ACTIONS = 32
-#: pip positions of each face on a 3 x 3 grid (column, row), shared by the SVG and the script
-PIPS = {
-    1: [(1, 1)],
-    2: [(0, 0), (2, 2)],
-    3: [(0, 0), (1, 1), (2, 2)],
-    4: [(0, 0), (2, 0), (0, 2), (2, 2)],
-    5: [(0, 0), (2, 0), (1, 1), (0, 2), (2, 2)],
-    6: [(0, 0), (2, 0), (0, 1), (2, 1), (0, 2), (2, 2)],
-}
 
 
 def _pct(value: float | None, digits: int = 1) -> str:

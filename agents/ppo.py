@@ -10,9 +10,8 @@ checkpoints, resume) is :mod:`agents.batched`'s, shared with A2C.
 from __future__ import annotations
 
 import torch
-from torch import nn
 
-from agents.actor_critic import ActorCritic, evaluate_actions, normalized
+from agents.actor_critic import ActorCritic, evaluate_actions, gradient_step, normalized
 from agents.rollout import Batch
 
 
@@ -36,10 +35,7 @@ def update(model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, c
             value_loss = 0.5 * (values - batch.returns[idx]).pow(2).mean()
             entropy = entropies.mean()
             loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-            optimizer.step()
+            gradient_step(model, optimizer, loss, config.max_grad_norm)
             with torch.no_grad():
                 totals["policy_loss"] += float(policy_loss)
                 totals["value_loss"] += float(value_loss)

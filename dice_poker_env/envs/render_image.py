@@ -32,8 +32,8 @@ DIE_FACE = (255, 255, 255)
 DIE_EDGE = (60, 60, 60)
 PIP = (20, 20, 20)
 
-# pip centres of each face on a 3 x 3 grid (column, row)
-_PIPS = {
+#: pip centres of each face on a 3 x 3 grid (column, row); the grade report's dice use them too
+PIPS = {
     1: [(1, 1)],
     2: [(0, 0), (2, 2)],
     3: [(0, 0), (1, 1), (2, 2)],
@@ -136,6 +136,6 @@ def _draw_die(draw, x: int, y: int, face: int, faded: bool) -> None:
     draw.rounded_rectangle((x, y, x + DIE, y + DIE), radius=9, fill=DIE_FACE if not faded else PAPER, outline=edge,
                            width=2)
     step, r = DIE / 4, 5
-    for col, row in _PIPS[face]:
+    for col, row in PIPS[face]:
         cx, cy = x + step * (col + 1), y + step * (row + 1)
         draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=FAINT if faded else PIP)
