@@ -38,7 +38,7 @@ import numpy as np
 
 from agents.optimal import VALUE_TOLERANCE
 from agents.registry import AGENT_NAMES, check_agent, parse_agent_spec
-from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, ROLL_DICE
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, ROLL_DICE, kept_dice
 from dice_poker_env.engine.position import secured_upper_bonus
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import observe
@@ -124,7 +124,7 @@ def _dice_text(dice) -> str:
 
 
 def _kept_text(dice, action: int) -> str:
-    kept = [int(d) for i, d in enumerate(dice) if action >> i & 1]
+    kept = kept_dice(dice, action)
     return _dice_text(kept) if kept else "nothing"
 
 

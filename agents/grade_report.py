@@ -19,6 +19,7 @@ import html
 import json
 from typing import Any
 
+from dice_poker_env.engine.combinatorics import kept_dice
 from dice_poker_env.envs.render_image import PIPS  # the pip layout has one owner
 
 N_KEEP_ACTIONS = 32
@@ -40,7 +41,7 @@ def describe(action: int | None, dice: str, box_names: list[str]) -> str:
         return f"illegal action {action}"
     if action >= N_KEEP_ACTIONS:
         return f"score {box_names[action - N_KEEP_ACTIONS]}"
-    kept = [d for i, d in enumerate(dice) if action >> i & 1]
+    kept = kept_dice(dice, action)
     return f"keep {'-'.join(kept)}" if kept else "reroll all"
 
 

@@ -202,6 +202,15 @@ _ROLL_INDEX_OF_CODE_LIST = _ROLL_INDEX_OF_CODE.tolist()
 REROLLED_POSITIONS = [tuple(i for i in range(N_DICE) if not bits >> i & 1) for bits in range(N_KEEP_ACTIONS)]
 
 
+def kept_dice(dice, action: int) -> list:
+    """The dice a keep action keeps (bit ``i`` of ``action`` keeps die ``i``), in position order.
+
+    The one reading of keep bits for display: the solver's decision list, the
+    benchmark's mistake labels and the grade report all go through it.
+    """
+    return [d for i, d in enumerate(dice) if action >> i & 1]
+
+
 def reroll_one(roll: int, keep_bits: int, faces) -> int:
     """One game's roll after keeping ``keep_bits`` and rerolling the rest with ``faces``.
 

@@ -25,6 +25,7 @@ from dice_poker_env.engine.combinatorics import (
     N_KEEP_ACTIONS,
     N_ROLLS,
     ROLL_DICE,
+    kept_dice,
     roll_index_of_faces,
 )
 from dice_poker_env.engine.game import (
@@ -419,7 +420,7 @@ class Solution:
                 if keep in seen:
                     continue
                 seen.add(keep)
-                dice = [int(d) for i, d in enumerate(ROLL_DICE[roll]) if a >> i & 1]
+                dice = [int(d) for d in kept_dice(ROLL_DICE[roll], a)]
                 items.append({"action": a, "kind": "keep", "keep": dice, "value": float(q[a])})
             else:
                 box = a - N_KEEP_ACTIONS
