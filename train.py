@@ -126,8 +126,8 @@ class Config:
                                           "keeping equal dice are one move).")
     features: bool = setting(True, "Batched algorithms: the policy also sees progress toward the upper bonus "
                                    "(agents/policy_inputs.py).")
-    precision: str = setting("float32", 'Batched algorithms: "float32" or "bfloat16" (autocast; faster on CPUs '
-                                        'with AMX/AVX512-BF16 and on GPUs).')
+    precision: str = setting("float32", 'Batched algorithms: "float32", "bfloat16" (autocast; faster on CPUs '
+                                        'with AMX/AVX512-BF16 and on GPUs) or "auto" (bfloat16 where it is faster).')
 
     # --- envs and hardware
     n_envs: int = setting(8, "Parallel training envs.")
@@ -272,8 +272,8 @@ def _validate(c: Config) -> None:
         raise ValueError(f"activation must be tanh or relu, got {c.activation!r}")
     if c.lr_schedule not in ("constant", "linear"):
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
-    if c.precision not in ("float32", "bfloat16"):
-        raise ValueError(f"precision must be float32 or bfloat16, got {c.precision!r}")
+    if c.precision not in ("float32", "bfloat16", "auto"):
+        raise ValueError(f"precision must be float32, bfloat16 or auto, got {c.precision!r}")
     if c.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS):
         if c.obs_mode != "flat":
             raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")

@@ -28,8 +28,31 @@ from torch import nn
 MASKED_LOGIT = -1e8
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 #: "bfloat16": the layers run under torch.autocast in bfloat16 (weights, losses and optimizer stay float32);
-#: about 1.6x faster updates on CPUs with AMX or AVX512-BF16 (and on GPUs), slower elsewhere
-PRECISIONS = ("float32", "bfloat16")
+#: about 1.6x faster updates on CPUs with AMX or AVX512-BF16 (and on GPUs), slower elsewhere;
+#: "auto": bfloat16 where it is faster (:func:`resolve_precision`), float32 elsewhere
+PRECISIONS = ("float32", "bfloat16", "auto")
+
+
+def cpu_has_bf16_units() -> bool:
+    """Whether this CPU has bfloat16 matrix units (AMX-BF16 or AVX512-BF16; read from ``/proc/cpuinfo``)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            flags = set(handle.read().split())
+    except OSError:  # not Linux: assume none
+        return False
+    return bool(flags & {"amx_bf16", "avx512_bf16"})
+
+
+def resolve_precision(precision: str, device: str | torch.device = "cpu") -> str:
+    """``"float32"`` or ``"bfloat16"``: ``precision`` itself, or for ``"auto"`` bfloat16 on a CUDA GPU that
+    supports it or a CPU with bfloat16 matrix units, float32 elsewhere (where bfloat16 is slower)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision != "auto":
+        return precision
+    if torch.device(device).type == "cuda":
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
+    return "bfloat16" if cpu_has_bf16_units() else "float32"
 
 
 def mlp(sizes: Sequence[int], activation: str) -> nn.Sequential:
@@ -50,15 +73,13 @@ class ActorCritic(nn.Module):
         n_actions: ``32 + n_boxes``.
         hidden: hidden layer sizes of each network, e.g. ``(256, 256)``.
         activation: ``"tanh"`` or ``"relu"``.
-        precision: ``"float32"`` or ``"bfloat16"`` (:data:`PRECISIONS`).
+        precision: ``"float32"``, ``"bfloat16"`` or ``"auto"`` (:data:`PRECISIONS`).
     """
 
     def __init__(self, in_dim: int, n_actions: int, hidden: Sequence[int] = (256, 256), activation: str = "tanh",
                  precision: str = "float32"):
         super().__init__()
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-        self.precision = precision
+        self.precision = resolve_precision(precision)
         self.in_dim, self.n_actions = int(in_dim), int(n_actions)
         self.hidden = [int(h) for h in hidden]
         self.activation = activation

@@ -137,12 +137,18 @@ class Rollout:
         """What :meth:`collect` continues from: the env (games and generator), the
         current observations and masks, the sampling generator, the step count and
         the scores not yet taken (for checkpoints)."""
-        return {"env": self.env, "obs": self._obs, "mask": self._mask, "generator": self.generator.get_state(),
-                "steps": self.steps, "scores": self.scores, "illegal": self.illegal}
+        return {"env": self.env.snapshot(), "obs": self._obs, "mask": self._mask,
+                "generator": self.generator.get_state(), "steps": self.steps, "scores": self.scores,
+                "illegal": self.illegal}
 
     def restore(self, state: dict) -> None:
-        """Continue from :meth:`state`."""
-        self.env, self._obs, self._mask = state["env"], state["obs"], state["mask"]
+        """Continue from :meth:`state` (the env as :meth:`DicePokerVectorEnv.snapshot` saves it; checkpoints
+        of earlier versions hold the env object itself)."""
+        if isinstance(state["env"], dict):
+            self.env.restore(state["env"])
+        else:
+            self.env = state["env"]
+        self._obs, self._mask = state["obs"], state["mask"]
         self.generator.set_state(state["generator"])
         self.steps, self.scores, self.illegal = state["steps"], list(state["scores"]), state["illegal"]
 

@@ -219,3 +219,27 @@ def test_trained_agent_without_a_shipped_policy_is_a_clear_error():
         pytest.skip("every ruleset has a shipped policy")
     with pytest.raises(ValueError, match="no trained policy is shipped"):
         shipped_policy(missing[0])
+
+
+def test_checkpoint_holds_its_games_as_plain_data(tmp_path):
+    """No class of this package is pickled into a checkpoint, so moving or renaming modules keeps runs resumable."""
+    import pickletools
+
+    trainer = Trainer(config(), load_rules("yacht"), tmp_path / "run")
+    trainer.run(progress=False, stop_at=32 * 8)
+    rollout_bytes = trainer.state_dict()["rollout"]
+    globals_ = {arg for op, arg, _ in pickletools.genops(rollout_bytes) if isinstance(arg, str) and "." in arg}
+    assert not any("dice_poker_env" in name or "agents" in name for name in globals_), globals_
+
+
+def test_precision_auto_picks_bfloat16_only_where_the_cpu_has_bf16_units(monkeypatch):
+    from agents import actor_critic
+
+    monkeypatch.setattr(actor_critic, "cpu_has_bf16_units", lambda: False)
+    assert actor_critic.resolve_precision("auto") == "float32"
+    monkeypatch.setattr(actor_critic, "cpu_has_bf16_units", lambda: True)
+    assert actor_critic.resolve_precision("auto") == "bfloat16"
+    assert ActorCritic(8, 33, [4], precision="auto").precision == "bfloat16"
+    assert actor_critic.resolve_precision("float32") == "float32"
+    with pytest.raises(ValueError, match="precision must be one of"):
+        actor_critic.resolve_precision("float16")

@@ -399,6 +399,51 @@ class DicePokerVectorEnv(VectorEnv):
         """The final score so far of every game, ``(N,)`` int64."""
         return self._score.copy()
 
+    def snapshot(self) -> dict[str, Any]:
+        """Every game of the batch and the random generator, as NumPy arrays and plain dicts.
+
+        What a checkpoint needs to continue the batch exactly (:meth:`restore`):
+        it holds no object of this package, so a later version with moved or
+        renamed modules still reads it. Default fair dice only.
+        """
+        if self.state is None:
+            raise gym.error.ResetNeeded("call reset() before snapshot()")
+        if not self._fast_dice or self._sources is not None:
+            raise ValueError("snapshot(): only a batch rolling the default fair dice (RandomDice) can be saved")
+        return {
+            "snapshot_format": 1,
+            "rules_fingerprint": self.rules.fingerprint,
+            "num_envs": self.num_envs,
+            "state": {name: value.copy() for name, value in self.state._asdict().items()},
+            "ended": self._ended.copy(),
+            "score": self._score.copy(),
+            "box_full": None if self._box_full is None else self._box_full.copy(),
+            "mask_index": None if self._mask_index is None else self._mask_index.copy(),
+            "mask": None if self._mask is None else self._mask.copy(),
+            "np_random": self.np_random.bit_generator.state,
+        }
+
+    def restore(self, snapshot: Mapping[str, Any]) -> None:
+        """Continue from :meth:`snapshot` (of a batch of the same ruleset and size)."""
+        if snapshot.get("snapshot_format") != 1:
+            raise ValueError(f"restore(): not a vector-env snapshot of format 1 "
+                             f"(format {snapshot.get('snapshot_format')!r})")
+        if snapshot["rules_fingerprint"] != self.rules.fingerprint or snapshot["num_envs"] != self.num_envs:
+            raise ValueError(f"restore(): the snapshot is of another ruleset or batch size "
+                             f"({snapshot['num_envs']} games), not {self.rules.name} with {self.num_envs}")
+        if not self._fast_dice or self._sources is not None:
+            raise ValueError("restore(): only a batch rolling the default fair dice (RandomDice) can be restored")
+        self.state = BatchState(**{name: np.array(value) for name, value in snapshot["state"].items()})
+        self._ended, self._score = np.array(snapshot["ended"]), np.array(snapshot["score"])
+        self._any_ended = bool(self._ended.any())
+        self._box_full = None if snapshot["box_full"] is None else np.array(snapshot["box_full"])
+        self._mask_index = None if snapshot["mask_index"] is None else np.array(snapshot["mask_index"])
+        self._mask = None if snapshot["mask"] is None else np.array(snapshot["mask"])
+        generator_state = snapshot["np_random"]
+        rng = np.random.Generator(getattr(np.random, generator_state["bit_generator"])())
+        rng.bit_generator.state = generator_state
+        self._np_random = rng
+
     # -------------------------------------------------------------- helpers
     def _draw(self, games: int) -> tuple[np.ndarray | None, np.ndarray | None]:
         """``(faces, sequence)``: fresh dice for ``games`` games from the batch's dice source.
