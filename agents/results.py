@@ -7,8 +7,8 @@ A run folder (``train.py``) contributes its ``results.json`` (the final
 benchmark), ``evaluations.csv`` (the learning curve) and ``config.yaml``; they
 are copied to ``results/runs/<rules>/<run name>/`` (a few kB each; the
 checkpoints and TensorBoard logs stay behind), so the repository keeps every
-run a headline number comes from. Then, per ruleset and algorithm (and
-``--group`` label, default the config's ``recipe`` or algorithm):
+run a headline number comes from. Then, per ruleset and group (``--group``
+LABEL given with the runs, else the config's ``recipe``, else the algorithm):
 
 * ``results/training.csv`` and ``results/training.json``: seeds, mean and
   standard deviation of the final benchmark's percent of optimal, its
@@ -39,8 +39,9 @@ DEFAULT_OUT = ROOT / "results"
 _KEPT = ("results.json", "evaluations.csv", "config.yaml")
 
 
-def collect(run_dirs: list[Path], out: Path) -> list[Path]:
-    """Copy each run's small result files to ``out/runs/<rules>/<run name>/``."""
+def collect(run_dirs: list[Path], out: Path, group: str | None = None) -> list[Path]:
+    """Copy each run's small result files to ``out/runs/<rules>/<run name>/`` (with ``group``: the label
+    these runs are aggregated under, kept in a ``group`` file beside them)."""
     copied = []
     for run in run_dirs:
         results = run / "results.json"
@@ -52,6 +53,8 @@ def collect(run_dirs: list[Path], out: Path) -> list[Path]:
         for name in _KEPT:
             if (run / name).is_file():
                 shutil.copy2(run / name, target / name)
+        if group:
+            (target / "group").write_text(group + "\n")
         copied.append(target)
     return copied
 
@@ -68,10 +71,11 @@ def load_runs(out: Path) -> list[dict[str, Any]]:
             with csv_path.open() as handle:
                 curve = [(int(r["timesteps"]), float(r["percent_of_optimal"]), float(r["seconds"]))
                          for r in csv.DictReader(handle) if r.get("percent_of_optimal")]
+        label = results_path.with_name("group")
         runs.append({
             "name": results_path.parent.name,
             "rules": results["rules"],
-            "group": config.get("recipe") or results["algorithm"],
+            "group": label.read_text().strip() if label.is_file() else config.get("recipe") or results["algorithm"],
             "seed": config.get("seed"),
             "results": results,
             "curve": curve,
@@ -173,8 +177,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("runs", nargs="*", type=Path, help="run folders to copy into OUT/runs first")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})")
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    parser.add_argument("--group", help="the label the given runs are aggregated under (default: their config's "
+                                        "recipe, else the algorithm)")
     args = parser.parse_args(argv)
-    collect(args.runs, args.out)
+    if args.group is not None and (not args.group.strip() or "/" in args.group or "\n" in args.group):
+        parser.error(f"--group must be a non-empty one-line label without '/', got {args.group!r}")
+    collect(args.runs, args.out, args.group)
     runs = load_runs(args.out)
     if not runs:
         raise SystemExit(f"agents.results: error: no runs under {args.out / 'runs'}")
