@@ -128,6 +128,8 @@ class Config:
                                    "(agents/policy_inputs.py).")
     precision: str = setting("float32", 'Batched algorithms: "float32", "bfloat16" (autocast; faster on CPUs '
                                         'with AMX/AVX512-BF16 and on GPUs) or "auto" (bfloat16 where it is faster).')
+    keep_head: int = setting(0, "Batched algorithms: units of the actor's keep head, which scores each keep by the "
+                                "dice it keeps (0: one linear output per action; agents/actor_critic.py).")
 
     # --- envs and hardware
     n_envs: int = setting(8, "Parallel training envs.")
@@ -274,6 +276,8 @@ def _validate(c: Config) -> None:
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
     if c.precision not in ("float32", "bfloat16", "auto"):
         raise ValueError(f"precision must be float32, bfloat16 or auto, got {c.precision!r}")
+    if isinstance(c.keep_head, bool) or not isinstance(c.keep_head, int) or c.keep_head < 0:
+        raise ValueError(f"keep_head must be a non-negative integer (units; 0 = off), got {c.keep_head!r}")
     if c.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS):
         if c.obs_mode != "flat":
             raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")
@@ -610,7 +614,7 @@ RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", 
                 "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "buffer_size", "learning_starts",
                 "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
 #: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
-BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision")
+BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision", "keep_head")
 
 
 def load_config_rules(config: Config):

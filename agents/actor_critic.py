@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from dice_poker_env.engine.combinatorics import KEEP_BITS, N_DICE, N_FACES, N_KEEP_ACTIONS
+
 
 #: the logit of an illegal action (exp underflows to exactly 0 in float32)
 MASKED_LOGIT = -1e8
@@ -68,36 +70,76 @@ def mlp(sizes: Sequence[int], activation: str) -> nn.Sequential:
 class ActorCritic(nn.Module):
     """Separate actor and critic MLPs over the policy inputs.
 
+    With ``keep_head`` the actor scores the 32 keep actions by *what they keep*
+    rather than by position: its last hidden layer ``h`` and the counts of each
+    face among the kept dice ``k_a`` (read from the observation's sorted-dice
+    one-hot and the action's keep bits) go through one more layer,
+    ``logit_a = w . act(U h + V k_a + c) + d``, shared by all keeps. Two
+    bitmasks keeping the same dice get the same logit, and what is learnt about
+    keeping three fives carries over to every roll holding them. The box
+    actions keep a linear head on ``h``.
+
     Args:
         in_dim: size of the inputs (:attr:`agents.policy_inputs.PolicyInputs.size`).
         n_actions: ``32 + n_boxes``.
         hidden: hidden layer sizes of each network, e.g. ``(256, 256)``.
         activation: ``"tanh"`` or ``"relu"``.
         precision: ``"float32"``, ``"bfloat16"`` or ``"auto"`` (:data:`PRECISIONS`).
+        keep_head: units of the keep head's layer (0: one linear output per action).
+        dice_one_hot: where the sorted dice's one-hot (5 x 6) starts in the inputs (needed with ``keep_head``).
     """
 
     def __init__(self, in_dim: int, n_actions: int, hidden: Sequence[int] = (256, 256), activation: str = "tanh",
-                 precision: str = "float32"):
+                 precision: str = "float32", keep_head: int = 0, dice_one_hot: int | None = None):
         super().__init__()
+        if keep_head and dice_one_hot is None:
+            raise ValueError("keep_head needs the position of the dice one-hot in the inputs (dice_one_hot)")
         self.precision = resolve_precision(precision)
         self.in_dim, self.n_actions = int(in_dim), int(n_actions)
         self.hidden = [int(h) for h in hidden]
         self.activation = activation
-        self.actor = mlp([self.in_dim, *self.hidden, self.n_actions], activation)
-        self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
-        for net, gain in ((self.actor, 0.01), (self.critic, 1.0)):  # orthogonal init, small policy head (CleanRL/SB3)
-            linears = [m for m in net if isinstance(m, nn.Linear)]
-            for m in linears:
-                nn.init.orthogonal_(m.weight, gain=np.sqrt(2) if m is not linears[-1] else gain)
+        self.keep_head = int(keep_head)
+        if self.keep_head:
+            self.dice_one_hot = int(dice_one_hot)
+            self.actor = nn.Sequential(mlp([self.in_dim, *self.hidden], activation), ACTIVATIONS[activation]())
+            self.box_out = nn.Linear(self.hidden[-1], self.n_actions - N_KEEP_ACTIONS)
+            self.keep_state = nn.Linear(self.hidden[-1], self.keep_head)
+            self.keep_dice = nn.Linear(N_FACES, self.keep_head, bias=False)
+            self.keep_out = nn.Linear(self.keep_head, 1)
+            self.keep_act = ACTIVATIONS[activation]()
+            self.register_buffer("keep_bits", torch.tensor(KEEP_BITS, dtype=torch.float32), persistent=False)
+            self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
+            heads = [self.box_out, self.keep_out]
+            _init(self.actor, None)
+            for m in (self.keep_state, self.keep_dice):
+                nn.init.orthogonal_(m.weight, gain=np.sqrt(2))
+            nn.init.zeros_(self.keep_state.bias)
+            for m in heads:  # small policy outputs (CleanRL/SB3)
+                nn.init.orthogonal_(m.weight, gain=0.01)
                 nn.init.zeros_(m.bias)
+        else:
+            self.actor = mlp([self.in_dim, *self.hidden, self.n_actions], activation)
+            self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
+            _init(self.actor, 0.01)
+        _init(self.critic, 1.0)
 
     def _autocast(self, x: torch.Tensor):
         return torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
 
+    def _actor_logits(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.keep_head:
+            return self.actor(x)
+        h = self.actor(x)
+        dice = x[:, self.dice_one_hot:self.dice_one_hot + N_DICE * N_FACES].reshape(-1, N_DICE, N_FACES)
+        per_die = self.keep_dice(dice)  # (B, 5, E): V applied to each die's one-hot
+        kept = torch.matmul(self.keep_bits.to(per_die.dtype), per_die)  # (B, 32, E): V k_a, summed over kept dice
+        z = self.keep_act(self.keep_state(h)[:, None, :] + kept)
+        return torch.cat([self.keep_out(z).squeeze(2), self.box_out(h)], dim=1)
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits ``(B, n_actions)`` and values ``(B,)`` (float32); ``mask`` is bool."""
         with self._autocast(x):
-            logits, value = self.actor(x), self.critic(x)
+            logits, value = self._actor_logits(x), self.critic(x)
         return logits.float().masked_fill(~mask, MASKED_LOGIT), value.float().squeeze(1)
 
     def value(self, x: torch.Tensor) -> torch.Tensor:
@@ -105,13 +147,33 @@ class ActorCritic(nn.Module):
             return self.critic(x).float().squeeze(1)
 
     def export(self) -> dict[str, np.ndarray]:
-        """The actor's weights as NumPy arrays ``w0, b0, w1, b1, ...`` (``x @ w + b``)."""
+        """The actor's weights as NumPy arrays (``x @ w + b``): ``w0, b0, w1, b1, ...`` for its layers,
+        and with ``keep_head`` the last of them scoring the boxes, plus ``keep_state_w``, ``keep_state_b``,
+        ``keep_dice_w``, ``keep_out_w`` and ``keep_out_b``."""
+        def arr(t: torch.Tensor) -> np.ndarray:
+            return t.detach().float().cpu().numpy().astype(np.float32)
+
+        linears = [m for m in self.actor.modules() if isinstance(m, nn.Linear)]
+        if self.keep_head:
+            linears.append(self.box_out)
         out: dict[str, np.ndarray] = {}
-        linears = [m for m in self.actor if isinstance(m, nn.Linear)]
         for i, m in enumerate(linears):
-            out[f"w{i}"] = m.weight.detach().cpu().numpy().T.astype(np.float32)
-            out[f"b{i}"] = m.bias.detach().cpu().numpy().astype(np.float32)
+            out[f"w{i}"], out[f"b{i}"] = arr(m.weight).T, arr(m.bias)
+        if self.keep_head:
+            out["keep_state_w"], out["keep_state_b"] = arr(self.keep_state.weight).T, arr(self.keep_state.bias)
+            out["keep_dice_w"] = arr(self.keep_dice.weight).T
+            out["keep_out_w"], out["keep_out_b"] = arr(self.keep_out.weight).T, arr(self.keep_out.bias)
         return out
+
+
+def _init(net: nn.Module, last_gain: float | None) -> None:
+    """Orthogonal initialization (CleanRL/SB3): gain sqrt(2) for hidden layers, ``last_gain`` for the output
+    layer (``None``: every layer is hidden)."""
+    linears = [m for m in net.modules() if isinstance(m, nn.Linear)]
+    for m in linears:
+        last = last_gain is not None and m is linears[-1]
+        nn.init.orthogonal_(m.weight, gain=last_gain if last else np.sqrt(2))
+        nn.init.zeros_(m.bias)
 
 
 def evaluate_actions(model: "ActorCritic", inputs: torch.Tensor, masks: torch.Tensor,

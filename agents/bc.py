@@ -180,8 +180,7 @@ class BCTrainer:
 
     def agent(self) -> PolicyAgent:
         """The current policy as the NumPy agent that benchmarks and shipped policies use."""
-        layers = [(w, b) for w, b in zip(*[iter(self.model.export().values())] * 2)]
-        return PolicyAgent(layers, {**self.metadata}, self.rules, name="bc")
+        return PolicyAgent(self.model.export(), {**self.metadata}, self.rules, name="bc")
 
     def save_policy(self, path: str | os.PathLike) -> Path:
         return save_policy(path, self.model.export(), {**self.metadata, "timesteps": self.num_timesteps})

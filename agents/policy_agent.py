@@ -24,7 +24,14 @@ import numpy as np
 
 from agents.policy_inputs import PolicyInputs
 from agents.sb3_agent import check_ruleset
-from dice_poker_env.engine.combinatorics import N_DICE, distinct_keep_mask, roll_index_of_counts
+from dice_poker_env.engine.combinatorics import (
+    KEEP_BITS,
+    N_DICE,
+    N_FACES,
+    N_KEEP_ACTIONS,
+    distinct_keep_mask,
+    roll_index_of_counts,
+)
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules, load_rules
@@ -50,30 +57,36 @@ def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], meta
     return path
 
 
-def load_policy(path: str | os.PathLike) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict[str, Any]]:
-    """The layers ``[(w, b), ...]`` and the metadata of a policy file (clear errors otherwise)."""
+def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The weights (name -> array, as :meth:`agents.actor_critic.ActorCritic.export` writes them) and the
+    metadata of a policy file (clear errors otherwise)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such policy file")
     try:
         with np.load(path, allow_pickle=False) as data:
             metadata = json.loads(str(data["metadata"]))
-            layers = []
-            while f"w{len(layers)}" in data:
-                i = len(layers)
-                layers.append((data[f"w{i}"].astype(np.float32), data[f"b{i}"].astype(np.float32)))
+            weights = {name: data[name].astype(np.float32) for name in data.files if name != "metadata"}
     except (OSError, ValueError, KeyError, EOFError) as error:
         raise ValueError(f"{path}: not a readable policy file ({error})") from None
-    if not layers or metadata.get("policy_format") != POLICY_FORMAT:
+    if "w0" not in weights or metadata.get("policy_format") != POLICY_FORMAT:
         raise ValueError(f"{path}: not a policy file of format {POLICY_FORMAT}")
-    return layers, metadata
+    return weights, metadata
+
+
+def _layers(weights: Mapping[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+    layers = []
+    while f"w{len(layers)}" in weights:
+        i = len(layers)
+        layers.append((np.asarray(weights[f"w{i}"], np.float32), np.asarray(weights[f"b{i}"], np.float32)))
+    return layers
 
 
 class PolicyAgent:
     """A trained policy network as an :class:`agents.base.Agent` (flat observations).
 
     Args:
-        layers: ``[(w, b), ...]`` of the actor network.
+        weights: the actor's weights (:meth:`agents.actor_critic.ActorCritic.export`).
         metadata: the policy file's metadata (ruleset, activation, features, ...).
         rules: the ruleset to play (checked against the metadata); default the policy's own.
         name: the agent's name in benchmarks.
@@ -81,31 +94,41 @@ class PolicyAgent:
 
     obs_mode = "flat"
 
-    def __init__(self, layers: list[tuple[np.ndarray, np.ndarray]], metadata: Mapping[str, Any],
+    def __init__(self, weights: Mapping[str, np.ndarray], metadata: Mapping[str, Any],
                  rules: Rules | None = None, name: str = "model"):
         self.metadata = dict(metadata)
         self.rules = load_rules(rules) if rules is not None else load_rules(
             self.metadata["rules"], **self.metadata.get("rules_options", {}))
         check_ruleset(self.metadata, self.rules)
         self.name = name
-        self.layers = layers
+        self.layers = _layers(weights)
         self.activation = _ACTIVATIONS[self.metadata.get("activation", "tanh")]
         self.inputs = PolicyInputs(self.rules, features=bool(self.metadata.get("features", False)))
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
         tables = compile_rules(self.rules)
-        self._face_counts = flat_layout(tables)["face_counts"]
-        if layers[0][0].shape[0] != self.inputs.size or layers[-1][0].shape[1] != tables.n_actions:
-            raise ValueError(f"policy {name}: layer sizes {layers[0][0].shape[0]} -> {layers[-1][0].shape[1]} do not "
-                             f"fit {self.rules.name} ({self.inputs.size} inputs, {tables.n_actions} actions)")
+        layout = flat_layout(tables)
+        self._face_counts, self._dice = layout["face_counts"], layout["dice_one_hot"]
+        self.keep_head = int(self.metadata.get("keep_head", 0))
+        n_out = tables.n_actions - (N_KEEP_ACTIONS if self.keep_head else 0)
+        if not self.layers or self.layers[0][0].shape[0] != self.inputs.size or self.layers[-1][0].shape[1] != n_out:
+            sizes = f"{self.layers[0][0].shape[0]} -> {self.layers[-1][0].shape[1]}" if self.layers else "no layers"
+            raise ValueError(f"policy {name}: layer sizes {sizes} do not fit {self.rules.name} "
+                             f"({self.inputs.size} inputs, {tables.n_actions} actions)")
+        if self.keep_head:
+            try:
+                self._keep = {k: np.asarray(weights[k], np.float32) for k in
+                              ("keep_state_w", "keep_state_b", "keep_dice_w", "keep_out_w", "keep_out_b")}
+            except KeyError as missing:
+                raise ValueError(f"policy {name}: keep_head={self.keep_head} but no {missing.args[0]} weights") from None
 
     @classmethod
     def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model") -> "PolicyAgent":
         """Load a policy file; ``rules`` (optional) must be the ruleset it was trained on."""
-        layers, metadata = load_policy(path)
+        weights, metadata = load_policy(path)
         if rules is not None:
             rules = load_rules(rules)
             check_ruleset(metadata, rules, source=f"policy {os.fspath(path)}")
-        return cls(layers, metadata, rules, name=name)
+        return cls(weights, metadata, rules, name=name)
 
     def reset(self) -> None:
         """Feed-forward policies keep no state between games."""
@@ -113,11 +136,20 @@ class PolicyAgent:
     def logits(self, observations: np.ndarray) -> np.ndarray:
         """Unmasked action logits ``(B, n_actions)`` of flat observations ``(B, D)``."""
         x = self.inputs(np.asarray(observations, dtype=np.float32).reshape(-1, self.inputs.obs_size))
+        h = x
         for i, (w, b) in enumerate(self.layers):
-            x = x @ w + b
-            if i < len(self.layers) - 1:
-                x = self.activation(x)
-        return x
+            if i == len(self.layers) - 1 and not self.keep_head:
+                return h @ w + b
+            if i == len(self.layers) - 1:
+                break
+            h = self.activation(h @ w + b)
+        w, b = self.layers[-1]
+        k = self._keep
+        dice = x[:, self._dice].reshape(-1, N_DICE, N_FACES)
+        kept = KEEP_BITS @ (dice @ k["keep_dice_w"])  # (B, 32, E)
+        z = self.activation((h @ k["keep_state_w"] + k["keep_state_b"])[:, None, :] + kept)
+        keep_logits = (z @ k["keep_out_w"])[:, :, 0] + k["keep_out_b"]
+        return np.concatenate([keep_logits, h @ w + b], axis=1)
 
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """The most probable legal action of each flat observation, ``(B,)`` int64."""
@@ -145,8 +177,8 @@ def shipped_policy(rules: str | Rules, name: str = "trained") -> PolicyAgent:
     if not path.is_file():
         raise ValueError(f"no trained policy is shipped for ruleset {rules.name!r} "
                          f"(shipped: {', '.join(available) or 'none'}); train one with train.py")
-    layers, metadata = load_policy(path)
+    weights, metadata = load_policy(path)
     if metadata.get("rules_fingerprint") != rules.fingerprint:
         raise ValueError(f"the shipped policy for {rules.name!r} plays its default options "
                          f"{metadata.get('rules_options')}, not {dict(rules.options)}; train one for these options")
-    return PolicyAgent(layers, metadata, rules, name=name)
+    return PolicyAgent(weights, metadata, rules, name=name)

@@ -42,6 +42,7 @@ from agents.policy_agent import PolicyAgent, save_policy
 from agents.rollout import Rollout
 from agents.sb3_agent import model_metadata
 from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules
 
@@ -97,9 +98,11 @@ class Trainer:
         self.rollout = Rollout(rules, config.n_envs, config.n_steps, config.seed, distinct_keeps=config.distinct_keeps,
                                reward_scale=config.reward_scale, gamma=config.gamma, gae_lambda=config.gae_lambda,
                                features=config.features, device=self.device)
-        self.model = ActorCritic(self.rollout.inputs.size, compile_rules(rules).n_actions, config.net_arch,
-                                 config.activation,
-                                 resolve_precision(getattr(config, "precision", "float32"), self.device)).to(self.device)
+        tables = compile_rules(rules)
+        self.model = ActorCritic(self.rollout.inputs.size, tables.n_actions, config.net_arch, config.activation,
+                                 resolve_precision(getattr(config, "precision", "float32"), self.device),
+                                 keep_head=getattr(config, "keep_head", 0),
+                                 dice_one_hot=flat_layout(tables)["dice_one_hot"].start).to(self.device)
         # the fused Adam kernel (CPU and CUDA): the same update rule, about 14% faster PPO updates measured here
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate, eps=1e-5, fused=True)
         self.generator = torch.Generator().manual_seed(config.seed + 1)  # minibatch order
@@ -109,6 +112,7 @@ class Trainer:
             "algorithm": config.algo, "obs_mode": "flat", "masked": True,
             "distinct_keeps": bool(config.distinct_keeps), "features": bool(config.features),
             "activation": config.activation, "net_arch": list(config.net_arch), "precision": self.model.precision,
+            "keep_head": int(getattr(config, "keep_head", 0)),
         }
         self.updates = 0
         self.best = -math.inf
@@ -164,8 +168,7 @@ class Trainer:
     # ------------------------------------------------------------------ policy
     def agent(self) -> PolicyAgent:
         """The current policy as the NumPy agent that benchmarks and shipped policies use."""
-        layers = [(w, b) for w, b in zip(*[iter(self.model.export().values())] * 2)]
-        return PolicyAgent(layers, {**self.metadata}, self.rules, name=self.config.algo)
+        return PolicyAgent(self.model.export(), {**self.metadata}, self.rules, name=self.config.algo)
 
     def save_policy(self, path: str | os.PathLike) -> Path:
         return save_policy(path, self.model.export(), {**self.metadata, "timesteps": self.num_timesteps})

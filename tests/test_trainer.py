@@ -91,9 +91,10 @@ def test_rollouts_only_take_legal_actions(rules_name):
     assert len(rollout.take_scores()) > 0  # games ended on the way
 
 
-def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path):
+@pytest.mark.parametrize("keep_head", [0, 16])
+def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head):
     rules = load_rules("yahtzee")
-    trainer = Trainer(config(net_arch=[64, 64]), rules, tmp_path / "run", metadata={
+    trainer = Trainer(config(net_arch=[64, 64], keep_head=keep_head), rules, tmp_path / "run", metadata={
         "rules": rules.name, "rules_options": dict(rules.options), "rules_fingerprint": rules.fingerprint})
     path = trainer.save_policy(tmp_path / "policy.npz")
     agent = PolicyAgent.load(path, rules)
@@ -101,11 +102,40 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path):
     obs = rollout._obs[:, : agent.inputs.obs_size]
     logits_np = agent.logits(obs)
     with torch.no_grad():
-        logits_torch = trainer.model.actor(torch.from_numpy(rollout._obs)).numpy()
+        logits_torch = trainer.model._actor_logits(torch.from_numpy(rollout._obs)).numpy()
     np.testing.assert_allclose(logits_np, logits_torch, rtol=1e-4, atol=1e-5)
     _, metadata = load_policy(path)
     assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
+    assert metadata["keep_head"] == keep_head
     assert path.stat().st_size < 2 * 1024 * 1024
+
+
+def test_keep_head_scores_a_keep_by_the_dice_it_keeps():
+    """The keep head's kept-dice sums are the engine's keep counts, so equal keeps get equal logits."""
+    from dice_poker_env.engine.combinatorics import KEEP_COUNTS, KEEP_OF_ACTION, N_KEEP_ACTIONS, ROLL_DICE
+    from dice_poker_env.envs.observation import flat_layout
+
+    rules = load_rules("yahtzee")
+    tables = compile_rules(rules)
+    rollout = Rollout(rules, 256, 1, seed=2)
+    x = torch.from_numpy(rollout._obs)
+    start = flat_layout(tables)["dice_one_hot"].start
+    model = ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_head=8, dice_one_hot=start)
+    torch.nn.init.normal_(model.keep_out.weight, std=1.0)
+    dice = x[:, start:start + 30].reshape(-1, 5, 6)
+    kept = torch.matmul(model.keep_bits, dice).numpy()  # (B, 32, 6) face counts of the kept dice
+    counts = rollout._obs[:, flat_layout(tables)["face_counts"]] * 5
+    rolls = [ROLL_DICE.tolist().index(sorted(np.repeat(np.arange(1, 7), np.rint(c).astype(int)).tolist()))
+             for c in counts]
+    assert np.array_equal(kept, KEEP_COUNTS[KEEP_OF_ACTION[rolls]])
+    with torch.no_grad():
+        logits = model._actor_logits(x).numpy()
+    for row, roll in enumerate(rolls[:32]):
+        keeps = KEEP_OF_ACTION[roll]
+        for a in range(N_KEEP_ACTIONS):
+            same = np.flatnonzero(keeps == keeps[a])
+            np.testing.assert_allclose(logits[row, same], logits[row, a], rtol=1e-5, atol=1e-6)
+        assert len(np.unique(np.round(logits[row, :N_KEEP_ACTIONS], 5))) > 1  # not one logit for every keep
 
 
 def test_evaluate_plays_each_game_once_and_returns_its_final_score():

@@ -27,6 +27,8 @@ N_FACES = 6
 FACES = np.arange(1, N_FACES + 1)
 N_KEEP_ACTIONS = 1 << N_DICE  # 32 keep bitmasks; 31 (keep all) is never legal
 KEEP_ALL = N_KEEP_ACTIONS - 1
+#: ``KEEP_BITS[a, i]`` is 1 where keep action ``a`` keeps die ``i`` (of the sorted roll), ``(32, 5)`` float32
+KEEP_BITS = ((np.arange(N_KEEP_ACTIONS)[:, None] >> np.arange(N_DICE)) & 1).astype(np.float32)
 
 #: (252, 5) int8: the sorted faces of every roll, in lexicographic order.
 ROLL_DICE = np.array(
