@@ -126,7 +126,9 @@ class ActorCritic(nn.Module):
     def _autocast(self, x: torch.Tensor):
         return torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
 
-    def _actor_logits(self, x: torch.Tensor) -> torch.Tensor:
+    def actor_logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Unmasked action logits ``(B, n_actions)`` of policy inputs ``x`` (under the model's precision's autocast
+        when called through :meth:`forward`)."""
         if not self.keep_head:
             return self.actor(x)
         h = self.actor(x)
@@ -139,7 +141,7 @@ class ActorCritic(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits ``(B, n_actions)`` and values ``(B,)`` (float32); ``mask`` is bool."""
         with self._autocast(x):
-            logits, value = self._actor_logits(x), self.critic(x)
+            logits, value = self.actor_logits(x), self.critic(x)
         return logits.float().masked_fill(~mask, MASKED_LOGIT), value.float().squeeze(1)
 
     def value(self, x: torch.Tensor) -> torch.Tensor:

@@ -77,6 +77,11 @@ class Rollout:
         self.steps = 0  #: env steps taken (all games)
         self.illegal = 0  #: illegal actions taken (ends of games by an illegal action)
 
+    @property
+    def current_inputs(self) -> np.ndarray:
+        """The policy inputs of the games' current positions, ``(n_envs, in_dim)`` float32 (a copy)."""
+        return self._obs.copy()
+
     def _policy_mask(self, mask: np.ndarray) -> np.ndarray:
         if self.distinct_keeps:
             mask = distinct_keep_mask(mask, self.env.state.roll)

@@ -99,10 +99,10 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head)
     path = trainer.save_policy(tmp_path / "policy.npz")
     agent = PolicyAgent.load(path, rules)
     rollout = Rollout(rules, 16, 1, seed=5)
-    obs = rollout._obs[:, : agent.inputs.obs_size]
+    obs = rollout.current_inputs[:, : agent.inputs.obs_size]
     logits_np = agent.logits(obs)
     with torch.no_grad():
-        logits_torch = trainer.model._actor_logits(torch.from_numpy(rollout._obs)).numpy()
+        logits_torch = trainer.model.actor_logits(torch.from_numpy(rollout.current_inputs)).numpy()
     np.testing.assert_allclose(logits_np, logits_torch, rtol=1e-4, atol=1e-5)
     _, metadata = load_policy(path)
     assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
@@ -118,18 +118,18 @@ def test_keep_head_scores_a_keep_by_the_dice_it_keeps():
     rules = load_rules("yahtzee")
     tables = compile_rules(rules)
     rollout = Rollout(rules, 256, 1, seed=2)
-    x = torch.from_numpy(rollout._obs)
+    x = torch.from_numpy(rollout.current_inputs)
     start = flat_layout(tables)["dice_one_hot"].start
     model = ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_head=8, dice_one_hot=start)
     torch.nn.init.normal_(model.keep_out.weight, std=1.0)
     dice = x[:, start:start + 30].reshape(-1, 5, 6)
     kept = torch.matmul(model.keep_bits, dice).numpy()  # (B, 32, 6) face counts of the kept dice
-    counts = rollout._obs[:, flat_layout(tables)["face_counts"]] * 5
+    counts = rollout.current_inputs[:, flat_layout(tables)["face_counts"]] * 5
     rolls = [ROLL_DICE.tolist().index(sorted(np.repeat(np.arange(1, 7), np.rint(c).astype(int)).tolist()))
              for c in counts]
     assert np.array_equal(kept, KEEP_COUNTS[KEEP_OF_ACTION[rolls]])
     with torch.no_grad():
-        logits = model._actor_logits(x).numpy()
+        logits = model.actor_logits(x).numpy()
     for row, roll in enumerate(rolls[:32]):
         keeps = KEEP_OF_ACTION[roll]
         for a in range(N_KEEP_ACTIONS):
