@@ -235,3 +235,65 @@ def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
     rates = {float(o.split("=", 1)[1]) for t in sweep.trials for o in t.overrides if o.startswith("learning_rate=")}
     assert len(rates) == 3 and all(1e-4 <= r <= 1e-2 for r in rates)
     assert load_sweep(path, fields, SMOKE).as_dict() == sweep.as_dict()  # the same file, the same trials
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_sweeps_load_and_their_trials_are_valid_configs(path):
+    import yaml
+
+    import dataclasses
+    import importlib.util
+
+    from agents.sweep import load_sweep
+
+    spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
+    train = importlib.util.module_from_spec(spec)
+    sys.modules["train_script"] = train  # dataclasses look their module up there
+    spec.loader.exec_module(train)
+    fields = {f.name for f in dataclasses.fields(train.Config)}
+    sweep = load_sweep(path, fields, train.DEFAULT_CONFIG)
+    assert sweep.trials
+    for trial in sweep.trials:  # what each trial's train.py will check first
+        train.make_config(yaml.safe_load(Path(trial.config_file).read_text()), trial.overrides)
+    if path.stem == "yacht_algorithms":
+        assert {t.label for t in sweep.trials} >= {"batched_ppo", "batched_a2c", "maskable_ppo"}
+        assert sorted({t.seed for t in sweep.trials}) == [0, 1, 2]
+
+
+def test_plain_train_py_never_imports_ray(tmp_path):
+    """A training run without --sweep or algo: rllib_ppo imports no part of Ray (the ray extras are optional)."""
+    pytest.importorskip("torch")
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['train.py', '--config', {str(SMOKE)!r}, '--run-dir', {str(tmp_path / 'run')!r},\n"
+        "            'total_timesteps=1024', 'eval_freq=1024', 'eval_episodes=5', 'checkpoint_freq=0',\n"
+        "            'bench_games=5', 'bench_agents=[random]']\n"
+        "try:\n"
+        f"    runpy.run_path({str(ROOT / 'train.py')!r}, run_name='__main__')\n"
+        "finally:\n"
+        "    loaded = sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.'))\n"
+        "    print('RAY MODULES', loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert (tmp_path / "run" / "results.json").is_file()
+    assert "RAY MODULES []" in out.stdout
+
+
+def test_only_the_ray_modules_import_ray():
+    """Ray is imported by agents/sweep.py and agents/rllib_ppo.py alone; train.py reaches them only inside functions."""
+    import ast
+
+    importers = []
+    for path in sorted([*(ROOT / "agents").rglob("*.py"), *(ROOT / "dice_poker_env").rglob("*.py"), ROOT / "train.py"]):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n == "ray" or n.startswith("ray.") or n in ("agents.sweep", "agents.rllib_ppo") for n in names):
+                importers.append(str(path.relative_to(ROOT)))
+    assert set(importers) == {"agents/sweep.py", "agents/rllib_ppo.py", "train.py"}
+    top_level = [alias.name if isinstance(node, ast.Import) else node.module
+                 for node in ast.parse((ROOT / "train.py").read_text()).body
+                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names]
+    assert top_level and not [name for name in top_level if name.split(".")[0] in ("ray", "agents")]
