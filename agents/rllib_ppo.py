@@ -297,7 +297,7 @@ class RLlibTrainer:
             if config.ray_address:
                 ray.init(address=config.ray_address, log_to_driver=False, logging_level="ERROR")
             else:
-                ray.init(num_cpus=max(int(config.num_env_runners), 1) + 1, include_dashboard=False,
+                ray.init(address="local", num_cpus=max(int(config.num_env_runners), 1) + 1, include_dashboard=False,
                          log_to_driver=False, logging_level="ERROR")
         try:
             register_env()

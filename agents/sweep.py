@@ -272,14 +272,19 @@ def _safe(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- one trial (on a Ray worker)
-def _die_with_parent() -> None:
-    """In the trial's child process: end when the Ray worker running it ends (Linux), so no run is orphaned."""
+def _death_signal() -> Callable[[], None] | None:
+    """For the trial's child process: end it when the Ray worker running it ends (Linux), so no run is orphaned.
+
+    The C function is looked up here, in the worker; the child (between fork and
+    exec) only calls it.
+    """
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+    return lambda: prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _read_curve(path: Path) -> list[dict[str, float]]:
@@ -294,7 +299,7 @@ def _read_curve(path: Path) -> list[dict[str, float]]:
 def final_metrics(results: dict[str, Any]) -> dict[str, Any]:
     """What a finished trial reports to Tune (from its ``results.json``)."""
     keys = ("percent_of_optimal", "regret_mean", "mean", "median", "timesteps", "train_seconds")
-    return {"done": True, **{key: results.get(key) for key in keys if results.get(key) is not None}}
+    return {"trial_finished": True, **{key: results.get(key) for key in keys if results.get(key) is not None}}
 
 
 def run_trial(config: dict[str, Any], *, sweep_dir: str, train_script: str) -> None:
@@ -332,7 +337,7 @@ def run_trial(config: dict[str, Any], *, sweep_dir: str, train_script: str) -> N
         log.write(f"$ {' '.join(command)}\n")
         log.flush()
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   cwd=str(Path(train_script).resolve().parent), preexec_fn=_die_with_parent)
+                                   cwd=str(Path(train_script).resolve().parent), preexec_fn=_death_signal())
         try:
             while process.poll() is None:
                 time.sleep(1.0)
@@ -397,17 +402,17 @@ def trial_table(sweep: Sweep, sweep_dir: Path, statuses: dict[str, str]) -> list
         results_path = sweep_dir / "runs" / trial.name / "results.json"
         error_path = sweep_dir / "logs" / f"{trial.name}.error"
         row: dict[str, Any] = {"trial": trial.name, "label": trial.label, "seed": trial.seed}
-        status = statuses.get(trial.name, "PENDING")
-        if results_path.is_file() and status != "ERROR":
+        if results_path.is_file():  # the run folders are the record: a finished run has its results
             results = json.loads(results_path.read_text())
             row.update(status="FINISHED", percent_of_optimal=results.get("percent_of_optimal"),
                        regret_mean=results.get("regret_mean"), mean_score=results.get("mean"),
                        timesteps=results.get("timesteps"), train_seconds=results.get("train_seconds"))
-        elif status == "ERROR":
-            text = error_path.read_text().strip() if error_path.is_file() else "see the Ray Tune log"
-            row.update(status="FAILED", error=text)
+        elif error_path.is_file():  # written by the trial as it failed
+            row.update(status="FAILED", error=error_path.read_text().strip())
+        elif statuses.get(trial.name) == "ERROR":
+            row.update(status="FAILED", error=f"see the Ray Tune log in {sweep_dir / TUNE_DIR}")
         else:
-            row["status"] = "PENDING" if status in ("PENDING", "TERMINATED") else status
+            row["status"] = "PENDING"
         rows.append(row)
     return rows
 
@@ -481,8 +486,9 @@ def print_tables(rows: list[dict[str, Any]], summary: list[dict[str, Any]]) -> N
         for s in summary:
             low, high = s["percent_of_optimal_mean_ci95"]
             ilow, ihigh = s["percent_of_optimal_iqm_ci95"]
-            regret = "" if s.get("regret_mean") is None else (
-                f"{s['regret_mean']:.2f} [{s['regret_mean_ci95'][0]:.2f}, {s['regret_mean_ci95'][1]:.2f}]")
+            regret = "" if s.get("regret_mean") is None else f"{s['regret_mean']:.2f}"
+            if s.get("regret_mean_ci95"):
+                regret += f" [{s['regret_mean_ci95'][0]:.2f}, {s['regret_mean_ci95'][1]:.2f}]"
             print(f"{s['label']:<{width}}  {len(s['seeds']):>5}  {s['percent_of_optimal_mean']:6.2f} "
                   f"[{low:6.2f}, {high:6.2f}]   {s['percent_of_optimal_iqm']:6.2f} [{ilow:6.2f}, {ihigh:6.2f}]   "
                   f"{regret}")
@@ -539,14 +545,20 @@ def main(argv: list[str], *, fields: set[str], train_script: Path, default_confi
     import ray
     from ray import tune
 
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    if not args.resume:
-        spec_path.write_text(json.dumps(sweep.as_dict(), indent=2) + "\n")
-        shutil.copy2(args.sweep, sweep_dir / "sweep.yaml")
-    init = dict(address=address) if address else dict(num_cpus=args.num_cpus, include_dashboard=False)
-    ray.init(**init, log_to_driver=False, configure_logging=True, logging_level="WARNING")
+    init = dict(address=address) if address else dict(address="local", num_cpus=args.num_cpus,
+                                                      include_dashboard=False)
+    try:
+        ray.init(**init, log_to_driver=False, logging_level="WARNING")
+    except (ConnectionError, ValueError, RuntimeError) as error:
+        where = f"the Ray cluster at {address}" if address else "a local Ray"
+        text = " ".join(str(error).split())[:300]
+        fail(f"cannot start or reach {where}: {type(error).__name__}: {text}")
     started = time.perf_counter()
     try:
+        sweep_dir.mkdir(parents=True, exist_ok=True)  # only now: a sweep that cannot start leaves nothing
+        if not args.resume:
+            spec_path.write_text(json.dumps(sweep.as_dict(), indent=2) + "\n")
+            shutil.copy2(args.sweep, sweep_dir / "sweep.yaml")
         trainable = tune.with_resources(
             tune.with_parameters(run_trial, sweep_dir=str(sweep_dir), train_script=str(train_script.resolve())),
             {"cpu": sweep.cpu, "gpu": sweep.gpu})
@@ -576,7 +588,7 @@ def main(argv: list[str], *, fields: set[str], train_script: Path, default_confi
             name = result.config["trial"]["name"] if result.config else None
             if name is not None:
                 statuses[name] = "ERROR" if result.error is not None else (
-                    "FINISHED" if (result.metrics or {}).get("done") else "PENDING")
+                    "FINISHED" if (result.metrics or {}).get("trial_finished") else "PENDING")
     finally:
         ray.shutdown()
     seconds = time.perf_counter() - started
