@@ -800,12 +800,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 def sweep(argv: list[str]) -> list[dict[str, Any]]:
     """``--sweep FILE``: many runs of this script on Ray Tune (agents/sweep.py; the ``ray`` extra)."""
-    try:
-        from agents.sweep import main as sweep_main
+    from agents.sweep import main as sweep_main  # imports Ray only once the sweep file and folder are checked
 
-        import ray.tune  # noqa: F401 - checked here for a one-line error
-    except ModuleNotFoundError as error:
-        fail(f"--sweep runs on Ray Tune: {error.name} is not installed (pip install -e '.[ray]')")
     return sweep_main(argv, fields={f.name for f in dataclasses.fields(Config)}, train_script=Path(__file__),
                       default_config=DEFAULT_CONFIG, fail=fail, default_runs=Config().runs_dir)
 

@@ -542,9 +542,11 @@ def main(argv: list[str], *, fields: set[str], train_script: Path, default_confi
         fail(f"--sweep-dir {sweep_dir} is not empty (an earlier sweep?); continue it with --resume or choose a "
              "new folder (a sweep folder is never overwritten)")
 
-    import ray
-    from ray import tune
-
+    try:
+        import ray
+        from ray import tune
+    except ModuleNotFoundError as error:
+        fail(f"--sweep runs on Ray Tune: {error.name} is not installed (pip install -e '.[ray]')")
     init = dict(address=address) if address else dict(address="local", num_cpus=args.num_cpus,
                                                       include_dashboard=False)
     try:

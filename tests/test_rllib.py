@@ -137,6 +137,9 @@ def rllib_run(tmp_path_factory):
                               "--run-dir", str(run_dir), *overrides],
                              capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
     finally:
+        from test_sweep import stop_cluster
+
+        stop_cluster(ray_tmp)  # anything left running if the run failed
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return run_dir, out.stdout
