@@ -225,7 +225,7 @@ def actor_layers(module: Any) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 class IllegalActionCount(RLlibCallback):
-    """Counts the episodes an illegal action ended (over the run) and logs the raw final scores."""
+    """Counts the episodes, and those an illegal action ended (over the run); logs the raw final scores."""
 
     def on_episode_end(self, *, episode, metrics_logger=None, **kwargs: Any) -> None:
         info = episode.get_infos(-1)
@@ -233,6 +233,7 @@ class IllegalActionCount(RLlibCallback):
             return
         metrics_logger.log_value("illegal_actions", int(bool(info.get("illegal_action", False))),
                                  reduce="lifetime_sum")
+        metrics_logger.log_value("episodes_ended", 1, reduce="lifetime_sum")
         if "final_score" in info:
             metrics_logger.log_value("final_score", float(info["final_score"]), reduce="mean", window=100)
 
@@ -362,7 +363,7 @@ class RLlibTrainer:
     # ------------------------------------------------------------------ the loop
     def run(self, progress: bool = True) -> Path:
         """PPO iterations to ``total_timesteps``; returns the final policy file (``final_model.npz``)."""
-        from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME, NUM_EPISODES_LIFETIME
+        from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
         from torch.utils.tensorboard import SummaryWriter
 
         c = self.config
@@ -379,7 +380,7 @@ class RLlibTrainer:
                 runners = result.get(ENV_RUNNER_RESULTS, {})
                 self.num_timesteps = int(runners.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, self.num_timesteps))
                 self.illegal_actions = int(runners.get("illegal_actions", self.illegal_actions))
-                self.episodes = int(runners.get(NUM_EPISODES_LIFETIME, self.episodes))
+                self.episodes = int(runners.get("episodes_ended", self.episodes))
                 if self.num_timesteps <= before:
                     raise RuntimeError(f"RLlib sampled no steps in iteration {self.iterations}")
                 step = self.num_timesteps
