@@ -29,6 +29,7 @@ import csv
 import json
 import shutil
 import sys
+import warnings
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -98,9 +99,11 @@ def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, An
         regret = [m["results"].get("regret_mean") for m in members]
         regret_ci = None
         if all(r is not None for r in regret):  # a generator of its own: the percent intervals stay as before
-            regret_point, regret_interval = rly.get_interval_estimates(
-                {group: np.array(regret, dtype=np.float64)[:, None]}, lambda x: np.array([metrics.aggregate_mean(x)]),
-                reps=reps, random_state=np.random.RandomState(0))
+            with warnings.catch_warnings():  # arch deprecates the RandomState rliable hands it
+                warnings.simplefilter("ignore", FutureWarning)
+                _, regret_interval = rly.get_interval_estimates(
+                    {group: np.array(regret, dtype=np.float64)[:, None]},
+                    lambda x: np.array([metrics.aggregate_mean(x)]), reps=reps, random_state=np.random.RandomState(0))
             regret_ci = [float(regret_interval[group][0][0]), float(regret_interval[group][1][0])]
         rows.append({
             "rules": rules,

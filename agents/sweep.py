@@ -480,7 +480,7 @@ def print_tables(rows: list[dict[str, Any]], summary: list[dict[str, Any]]) -> N
         regret = "" if r.get("regret_mean") is None else f"{r['regret_mean']:8.2f}"
         print(f"{r['trial']:<{width}}  {r['status']:<8}  {percent:>9}  {regret:>7}  {r.get('error', '')}")
     if summary:
-        width = max(len(s["label"]) for s in summary)
+        width = max([len(s["label"]) for s in summary] + [len("configuration")])
         print(f"\n{'configuration':<{width}}  seeds  % of optimal: mean [95% CI]   IQM [95% CI]           "
               "regret: mean [95% CI]")
         for s in summary:

@@ -160,16 +160,17 @@ def stop_cluster(temp_dir: str, timeout: float = 30.0) -> None:
     import signal
     import time
 
+    def ours(entry: Path) -> bool:  # its command line, or a file it holds open (Ray renames its processes)
+        try:
+            if temp_dir.encode() in (entry / "cmdline").read_bytes():
+                return True
+            return any(temp_dir in os.readlink(fd) for fd in (entry / "fd").iterdir())
+        except OSError:
+            return False
+
     def members() -> list[int]:
-        found = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and int(entry.name) != os.getpid():
-                try:
-                    if temp_dir.encode() in (entry / "cmdline").read_bytes():
-                        found.append(int(entry.name))
-                except OSError:
-                    pass
-        return found
+        return [int(e.name) for e in Path("/proc").iterdir()
+                if e.name.isdigit() and int(e.name) != os.getpid() and ours(e)]
 
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in members():
