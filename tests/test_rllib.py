@@ -117,7 +117,7 @@ def test_the_module_never_samples_an_illegal_action_and_exports_its_actor_exactl
     logits = module.forward_inference({Columns.OBS: dict(batch)})[Columns.ACTION_DIST_INPUTS].detach().numpy()
     flat = obs["observations"][:, : agent.inputs.obs_size]
     assert np.allclose(agent.logits(flat)[legal], logits[legal], atol=1e-4)  # the same network, in NumPy
-    assert np.array_equal(agent.act_batch(flat, obs["action_mask"]),
+    assert np.array_equal(agent.act_batch(flat, legal.astype(np.int8)),  # the env's int8 masks
                           np.where(legal, logits, -np.inf).argmax(axis=1))
 
 
