@@ -160,11 +160,13 @@ def stop_cluster(temp_dir: str, timeout: float = 30.0) -> None:
     import signal
     import time
 
-    def ours(entry: Path) -> bool:  # its command line, or a file it holds open (Ray renames its processes)
+    def ours(entry: Path) -> bool:
         try:
-            if temp_dir.encode() in (entry / "cmdline").read_bytes():
+            cmdline = (entry / "cmdline").read_bytes()
+            if temp_dir.encode() in cmdline:
                 return True
-            return any(temp_dir in os.readlink(fd) for fd in (entry / "fd").iterdir())
+            # a Ray worker or agent renames itself "ray::...": it is ours if it holds a file of the session open
+            return cmdline.startswith(b"ray::") and any(temp_dir in os.readlink(fd) for fd in (entry / "fd").iterdir())
         except OSError:
             return False
 
