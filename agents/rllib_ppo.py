@@ -253,7 +253,7 @@ def ppo_config(config: Any, rules: Rules):
         .environment(ENV_NAME, env_config=env_config(config))
         .env_runners(num_env_runners=runners, num_envs_per_env_runner=per_runner,
                      rollout_fragment_length=config.n_steps, gym_env_vectorize_mode=VECTORIZE_MODES[config.vec_env],
-                     num_cpus_per_env_runner=1)
+                     num_cpus_per_env_runner=1, sample_timeout_s=None)  # a slow runner is waited for, not dropped
         .learners(num_learners=0, num_gpus_per_learner=1 if str(config.device).startswith("cuda") else 0)
         .training(lr=lr, gamma=config.gamma, lambda_=config.gae_lambda, clip_param=config.clip_range,
                   entropy_coeff=config.ent_coef, vf_loss_coeff=config.vf_coef, grad_clip=config.max_grad_norm,
@@ -371,6 +371,7 @@ class RLlibTrainer:
         config = asdict(c) if is_dataclass(c) else dict(vars(c))
         writer.add_text("config", "\n".join(f"    {k}: {v}" for k, v in config.items()))
         started = time.perf_counter()
+        empty = 0
         try:
             while self.num_timesteps < c.total_timesteps:
                 before = self.num_timesteps
@@ -381,8 +382,11 @@ class RLlibTrainer:
                 self.num_timesteps = int(runners.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, self.num_timesteps))
                 self.illegal_actions = int(runners.get("illegal_actions", self.illegal_actions))
                 self.episodes = int(runners.get("episodes_ended", self.episodes))
-                if self.num_timesteps <= before:
-                    raise RuntimeError(f"RLlib sampled no steps in iteration {self.iterations}")
+                empty = empty + 1 if self.num_timesteps <= before else 0
+                if empty >= 3:  # e.g. every env runner lost
+                    raise RuntimeError(f"RLlib sampled no steps in iterations {self.iterations - 2}-{self.iterations}")
+                if empty:
+                    continue
                 step = self.num_timesteps
                 if "final_score" in runners:
                     writer.add_scalar("rollout/score_mean", float(runners["final_score"]), step)
