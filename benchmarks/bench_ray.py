@@ -79,7 +79,12 @@ def throughput(work: Path, env: dict, steps: int) -> list[dict]:
     rows = []
     for name, overrides in contenders:
         run_dir = work / name.replace(" ", "_").replace("=", "-")
-        wall = train(["--config", SMOKE, "--run-dir", run_dir, *common, *overrides], env)
+        try:
+            wall = train(["--config", SMOKE, "--run-dir", run_dir, *common, *overrides], env)
+        except SystemExit as error:  # one contender's failure is reported, the others are still measured
+            rows.append({"contender": name, "error": str(error).splitlines()[0][:300]})
+            print(f"{name}: failed", file=sys.stderr, flush=True)
+            continue
         results = json.loads((run_dir / "results.json").read_text())
         rows.append({"contender": name, "timesteps": results["timesteps"], "train_seconds": results["train_seconds"],
                      "steps_per_second": round(results["timesteps"] / max(results["train_seconds"], 1e-9)),
@@ -107,6 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         if not args.skip_sweep:
             report["sweep"] = sweep_overhead(work, env, args.trials, args.steps, args.num_cpus)
+            print(json.dumps(report["sweep"]), file=sys.stderr, flush=True)
         if not args.skip_rllib:
             report["throughput"] = throughput(work, env, args.rl_steps)
     finally:
@@ -122,6 +128,9 @@ def main(argv: list[str] | None = None) -> dict:
                   f"as a sweep on {s['num_cpus']} CPUs {s['sweep_seconds']} s "
                   f"({s['overhead_seconds_per_trial']:+} s per trial)")
         for row in report.get("throughput", []):
+            if "error" in row:
+                print(f"{row['contender']:<40} failed: {row['error']}")
+                continue
             print(f"{row['contender']:<40} {row['steps_per_second']:>8,} steps/s  "
                   f"({row['timesteps']:,} steps in {row['train_seconds']} s; {row['wall_seconds']} s wall)")
     return report
