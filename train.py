@@ -6,6 +6,7 @@
     python train.py --config configs/smoke.yaml --run-dir /tmp/smoke total_timesteps=4096 seed=3
     python train.py --run-dir runs/my_run --resume    # continue from the run's latest checkpoint
     python train.py --run-dir runs/my_run --overwrite # start runs/my_run again from scratch
+    python train.py --sweep configs/sweeps/yacht_algorithms.yaml  # many runs on Ray Tune (agents/sweep.py)
     python train.py --help                            # every config field with its documentation
 
 Read top to bottom (CleanRL style): a typed :class:`Config` (every field documented),
@@ -61,6 +62,8 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "batched_ppo_yach
 BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c")
 #: behaviour cloning from a Minari dataset (agents/bc.py): imitation of the solver, not RL
 IMITATION_ALGORITHMS = ("bc",)
+#: RLlib's PPO on Ray, sampling spread over env runner processes (agents/rllib_ppo.py; the rllib extra)
+RLLIB_ALGORITHMS = ("rllib_ppo",)
 
 
 # ----------------------------------------------------------------------------- config
@@ -93,7 +96,9 @@ class Config:
                                         "env, masked; agents/ppo.py, agents/a2c.py), or SB3's: maskable_ppo "
                                         "(sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal "
                                         "actions are replaced); or bc (behaviour cloning from a dataset: "
-                                        "imitation of the solver, agents/bc.py).")
+                                        "imitation of the solver, agents/bc.py); or rllib_ppo (RLlib's PPO with "
+                                        "action masking, sampling spread over num_env_runners processes, "
+                                        "agents/rllib_ppo.py).")
     total_timesteps: int = setting(600_000, "Environment steps to train for (a yacht game is about 30 steps).")
     learning_rate: float = setting(3e-4, "Optimizer learning rate.")
     lr_schedule: str = setting("constant", '"constant" or "linear" (decays to 0 at total_timesteps).')
@@ -134,7 +139,13 @@ class Config:
     # --- envs and hardware
     n_envs: int = setting(8, "Parallel training envs.")
     vec_env: str = setting("dummy", 'Vector env: "dummy" (DummyVecEnv, one process), "subproc" (SubprocVecEnv) or '
-                                    '"batched" (the project\'s NumPy batched env).')
+                                    '"batched" (the project\'s NumPy batched env). rllib_ppo: how each env runner '
+                                    'steps its games: "dummy" (gymnasium\'s SyncVectorEnv of single games), "subproc" '
+                                    '(AsyncVectorEnv) or "batched" (the NumPy batched env as RLlib\'s vector env).')
+    num_env_runners: int = setting(0, "rllib_ppo: RLlib env runner processes sampling in parallel, n_envs / "
+                                      "num_env_runners games each (0: sample in the training process).")
+    ray_address: str = setting("", 'rllib_ppo: the Ray cluster the env runners run on ("auto" or HOST:PORT; empty: '
+                                   'a Ray started on this machine for the run).')
     device: str = setting("cpu", "Torch device.")
     torch_threads: int = setting(1, "torch.set_num_threads (small MLPs are fastest on one thread).")
     seed: int = setting(0, "Seeds torch, NumPy, the envs and the evaluation/benchmark games.")
@@ -239,6 +250,7 @@ NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
         "target_update_interval", "torch_threads", "eval_episodes", "bench_workers", "bc_epochs")},
     **{name: (0, math.inf, True) for name in (
         "learning_starts", "seed", "eval_freq", "checkpoint_freq", "bench_games", "ent_coef", "vf_coef",
+        "num_env_runners",
         "illegal_penalty")},
     **{name: (0, math.inf, False) for name in ("learning_rate", "clip_range", "max_grad_norm", "reward_scale")},
     **{name: (0, 1, True) for name in ("gamma", "gae_lambda", "exploration_fraction", "exploration_final_eps")},
@@ -265,8 +277,9 @@ def _validate(c: Config) -> None:
     if c.solver not in ("auto", "on", "off"):
         raise ValueError(f"solver must be auto, on or off, got {c.solver!r}")
 
-    if c.algo not in (*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS):
-        raise ValueError(f"algo must be one of {', '.join((*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS))}, "
+    if c.algo not in (*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS, *RLLIB_ALGORITHMS):
+        raise ValueError(f"algo must be one of "
+                         f"{', '.join((*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS, *RLLIB_ALGORITHMS))}, "
                          f"got {c.algo!r}")
     if c.obs_mode not in ("flat", "dict"):
         raise ValueError(f"obs_mode must be flat or dict, got {c.obs_mode!r}")
@@ -278,6 +291,15 @@ def _validate(c: Config) -> None:
         raise ValueError(f"precision must be float32, bfloat16 or auto, got {c.precision!r}")
     if isinstance(c.keep_head, bool) or not isinstance(c.keep_head, int) or c.keep_head < 0:
         raise ValueError(f"keep_head must be a non-negative integer (units; 0 = off), got {c.keep_head!r}")
+    if c.algo in RLLIB_ALGORITHMS:
+        if c.obs_mode != "flat":
+            raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")
+        if c.vec_env not in ("dummy", "subproc", "batched"):
+            raise ValueError(f"vec_env must be dummy, subproc or batched, got {c.vec_env!r}")
+        if c.n_envs % max(c.num_env_runners, 1):
+            raise ValueError(f"n_envs ({c.n_envs}) must be a multiple of num_env_runners ({c.num_env_runners}): "
+                             "each env runner steps n_envs / num_env_runners games")
+        return
     if c.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS):
         if c.obs_mode != "flat":
             raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")
@@ -605,7 +627,7 @@ def checkpoint_metadata(path: Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- checks before the run
 #: what a run leaves in its folder; ``--overwrite`` removes these (and nothing else)
 RUN_ARTIFACTS = ("config.yaml", "tb", "checkpoints", "best_model.zip", "final_model.zip", "best_model.npz",
-                 "final_model.npz", "evaluations.csv",
+                 "final_model.npz", "evaluations.csv", "rllib_checkpoint",
                  "learning_curve.png", "score_distribution.png", "results.json")
 
 #: config fields a resumed model keeps from its checkpoint: changing one on --resume is refused
@@ -724,6 +746,9 @@ START = time.perf_counter()
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(arg == "--sweep" or arg.startswith("--sweep=") for arg in argv):
+        return {"trials": sweep(argv)}
     args, config = parse_args(argv)
 
     # 1. every check before anything is written: ruleset, run folder, checkpoint, solve, envs and model
@@ -733,6 +758,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     check_run_dir(run_dir, resume=bool(args.resume), overwrite=args.overwrite)
     if args.resume and config.algo in IMITATION_ALGORITHMS:
         fail(f"--resume: {config.algo} runs keep no checkpoints (a pass over the dataset is short); start a new run")
+    if args.resume and config.algo in RLLIB_ALGORITHMS:
+        fail(f"--resume: {config.algo} runs keep RLlib checkpoints (Algorithm.from_checkpoint), which train.py does "
+             "not continue; start a new run")
     resume_from = find_checkpoint(args, run_dir, config, rules) if args.resume else None
 
     import torch
@@ -746,6 +774,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         trainer = batched_trainer(config, rules, run_dir, optimal, resume_from)
     elif config.algo in IMITATION_ALGORITHMS:
         trainer = imitation_trainer(config, rules, run_dir, optimal)
+    elif config.algo in RLLIB_ALGORITHMS:
+        trainer = rllib_trainer(config, rules, run_dir, optimal)
     else:
         env, model, metadata = sb3_model(config, rules, run_dir, resume_from)
 
@@ -761,14 +791,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"{(trainer if config.algo in BATCHED_ALGORITHMS else model).num_timesteps:,} timesteps")
 
     # 3. train
-    if config.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS):
+    if config.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS, *RLLIB_ALGORITHMS):
         final_path = trainer.run(progress=config.progress_bar)
         timesteps, train_seconds = trainer.num_timesteps, trainer.train_seconds
     else:
         final_path, timesteps, train_seconds = sb3_learn(config, rules, run_dir, optimal, env, model, metadata,
                                                          resumed=resume_from is not None)
     print(f"trained {timesteps:,} timesteps in {train_seconds:.0f} s -> {final_path}")
-    return finish(config, rules, run_dir, solution, optimal, final_path, timesteps, train_seconds)
+    extra = trainer.results_extra if config.algo in RLLIB_ALGORITHMS else None
+    return finish(config, rules, run_dir, solution, optimal, final_path, timesteps, train_seconds, extra=extra)
+
+
+def sweep(argv: list[str]) -> list[dict[str, Any]]:
+    """``--sweep FILE``: many runs of this script on Ray Tune (agents/sweep.py; the ``ray`` extra)."""
+    from agents.sweep import main as sweep_main  # imports Ray only once the sweep file and folder are checked
+
+    return sweep_main(argv, fields={f.name for f in dataclasses.fields(Config)}, train_script=Path(__file__),
+                      default_config=DEFAULT_CONFIG, fail=fail, default_runs=Config().runs_dir)
 
 
 def batched_trainer(config: Config, rules, run_dir: Path, optimal: float | None, resume_from: Path | None):
@@ -785,6 +824,20 @@ def batched_trainer(config: Config, rules, run_dir: Path, optimal: float | None,
         what = f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the trainer cannot be built"
         fail(f"{what}: {type(error).__name__}: {one_line(error)}")
     return trainer
+
+
+def rllib_trainer(config: Config, rules, run_dir: Path, optimal: float | None):
+    """RLlib's PPO with action masking (agents/rllib_ppo.py): Ray and the algorithm built, nothing written yet."""
+    try:
+        from agents.rllib_ppo import RLlibTrainer
+    except ModuleNotFoundError as error:
+        fail(f"{config.algo} runs on RLlib: {error.name} is not installed (pip install -e '.[rllib]')")
+    command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
+    try:
+        return RLlibTrainer(config, rules, run_dir, optimal=optimal,
+                            metadata={"config": asdict(config), "command": command})
+    except Exception as error:  # noqa: BLE001 - whatever Ray or RLlib raise, the run has not started
+        fail(f"RLlib's PPO cannot be built: {type(error).__name__}: {one_line(error)}")
 
 
 def imitation_trainer(config: Config, rules, run_dir: Path, optimal: float | None):
@@ -857,7 +910,7 @@ def algo_label(config: Config) -> str:
 
 
 def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None, final_path: Path, timesteps: int,
-           train_seconds: float) -> dict[str, Any]:
+           train_seconds: float, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Benchmark the trained agent against the solver, greedy and random; ``results.json``; plots."""
     from agents.benchmark import benchmark, render_table
 
@@ -868,6 +921,7 @@ def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None
     label = algo_label(config)
     if label != config.algo:
         results["label"] = label
+    results.update(extra or {})
     if config.bench_games > 0:
         agents = [a for a in config.bench_agents if not (a == "optimal" and solution is None)]
         name = "model" if label == config.algo else label  # the trained agent's row

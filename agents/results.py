@@ -13,7 +13,8 @@ LABEL given with the runs, else the config's ``recipe``, else the algorithm):
 * ``results/training.csv`` and ``results/training.json``: seeds, mean and
   standard deviation of the final benchmark's percent of optimal, its
   interquartile mean with a 95% stratified-bootstrap confidence interval
-  (rliable, Agarwal et al. 2021), median score, upper-bonus and
+  (rliable, Agarwal et al. 2021; the JSON also has the mean's interval, and the
+  mean regret over seeds with its interval where the runs report regret), median score, upper-bonus and
   five-of-a-kind rates, training time per seed;
 * ``results/learning_curves.png``: percent of optimal against training steps,
   the mean over seeds with the seeds' range shaded, one panel per ruleset.
@@ -28,6 +29,7 @@ import csv
 import json
 import shutil
 import sys
+import warnings
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -96,8 +98,17 @@ def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, An
         members.sort(key=lambda r: (r["seed"] is None, r["seed"]))
         percent = np.array([m["results"]["percent_of_optimal"] for m in members], dtype=np.float64)
         scores = {group: percent[:, None] / 100.0}  # (runs, tasks=1) as fractions of optimal
-        point, interval = rly.get_interval_estimates(scores, lambda x: np.array([metrics.aggregate_iqm(x)]),
-                                                     reps=reps)
+        point, interval = rly.get_interval_estimates(
+            scores, lambda x: np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x)]), reps=reps)
+        regret = [m["results"].get("regret_mean") for m in members]
+        regret_ci = None
+        if all(r is not None for r in regret):  # a generator of its own: the percent intervals stay as before
+            with warnings.catch_warnings():  # arch deprecates the RandomState rliable hands it
+                warnings.simplefilter("ignore", FutureWarning)
+                _, regret_interval = rly.get_interval_estimates(
+                    {group: np.array(regret, dtype=np.float64)[:, None]},
+                    lambda x: np.array([metrics.aggregate_mean(x)]), reps=reps, random_state=np.random.RandomState(0))
+            regret_ci = [float(regret_interval[group][0][0]), float(regret_interval[group][1][0])]
         rows.append({
             "rules": rules,
             "group": group,
@@ -108,6 +119,9 @@ def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, An
             "percent_of_optimal_std": float(percent.std(ddof=1)) if len(percent) > 1 else 0.0,
             "percent_of_optimal_iqm": float(100 * point[group][0]),
             "percent_of_optimal_iqm_ci95": [float(100 * interval[group][0][0]), float(100 * interval[group][1][0])],
+            "percent_of_optimal_mean_ci95": [float(100 * interval[group][0][1]), float(100 * interval[group][1][1])],
+            "regret_mean": _mean_or_none(regret),
+            "regret_mean_ci95": regret_ci,
             "per_seed_percent": [round(float(p), 3) for p in percent],
             "mean_score": float(np.mean([m["results"]["mean"] for m in members])),
             "median_score": float(np.mean([m["results"]["median"] for m in members])),

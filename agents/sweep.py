@@ -1,0 +1,609 @@
+"""Sweeps on Ray Tune: many ordinary training runs (configurations x seeds), compared at the end.
+
+    python train.py --sweep configs/sweeps/yacht_algorithms.yaml            # Ray embedded on this machine
+    python train.py --sweep FILE --address auto                             # on a running Ray cluster
+    python train.py --sweep FILE --sweep-dir runs/sweeps/x --resume         # continue an interrupted sweep
+
+A sweep file (YAML) names the configurations to compare and the seeds::
+
+    configurations:              # label -> a train.py config file and fields set on top of it
+      batched_ppo: {config: configs/batched_ppo_yacht.yaml}
+      batched_a2c: {config: configs/batched_a2c_yacht.yaml, learning_rate: 0.001}
+    set: {bench_games: 500}      # fields of every trial
+    grid: {n_epochs: [2, 4]}     # every combination of these values (x every configuration)
+    random:                      # `samples` random points (each with every seed)
+      ent_coef: {loguniform: [0.0001, 0.01]}
+    samples: 1
+    seeds: [0, 1, 2]
+    resources: {cpu: 1, gpu: 0}  # per trial; gpu may be a fraction
+    max_concurrent: 0            # trials at once (0: as many as the cluster's resources allow)
+
+Each trial is ``python train.py --config FILE --run-dir SWEEP/runs/NAME key=value ...``
+in a process of its own, scheduled by Ray Tune on a CPU (or GPU share) of the
+local machine or the cluster: its run folder, evaluations and final benchmark
+are those of any training run. A trial that fails (a bad value in one grid
+point, a crash) is reported FAILED with its error; the others go on. Ray Tune
+records the sweep's state in ``SWEEP/tune``; an interrupted sweep continues
+with ``--resume`` and reruns no finished trial (a trial cut off mid-run continues
+from its last checkpoint). At the end, :mod:`agents.results` aggregates the
+finished trials by configuration label (IQM and mean with 95% bootstrap
+intervals over seeds, the mean regret with its interval, learning curves with
+the seeds shaded) into ``SWEEP/results/``, and the sweep's tables are written
+to ``SWEEP/trials.csv`` (every trial) and ``SWEEP/summary.csv`` (every
+configuration) and printed.
+
+The sweep file is checked before Ray starts (unknown keys and config fields,
+missing config files: a one-line error, exit code 2); the values of config
+fields are checked by each trial's ``train.py``. Layering: ``train.py`` calls
+:func:`main` with its config fields and script path; this module never imports
+``train``. Ray is imported only when a sweep runs (the ``ray`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, NoReturn
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the keys of a sweep file
+SWEEP_KEYS = ("name", "configurations", "config", "set", "grid", "random", "samples", "seeds", "resources",
+              "max_concurrent", "random_seed")
+#: random search distributions: name -> (number of bounds, the sampler)
+DISTRIBUTIONS = ("uniform", "loguniform", "randint", "choice")
+TUNE_DIR = "tune"
+SPEC_FILE = "sweep.json"
+
+
+class SweepError(ValueError):
+    """A problem with a sweep file or a sweep folder (one line)."""
+
+
+@dataclass
+class Trial:
+    """One training run of the sweep."""
+
+    name: str  # unique, the run folder's name: LABEL__sSEED
+    label: str  # the configuration compared (seeds of one label are aggregated together)
+    seed: int
+    config_file: str  # absolute path of the train.py config file
+    overrides: list[str] = field(default_factory=list)  # key=value, after the config file
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "label": self.label, "seed": self.seed, "config_file": self.config_file,
+                "overrides": list(self.overrides)}
+
+
+@dataclass
+class Sweep:
+    """A sweep file, expanded into its trials."""
+
+    name: str
+    trials: list[Trial]
+    cpu: float = 1.0
+    gpu: float = 0.0
+    max_concurrent: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "cpu": self.cpu, "gpu": self.gpu, "max_concurrent": self.max_concurrent,
+                "trials": [t.as_dict() for t in self.trials]}
+
+
+# ----------------------------------------------------------------------------- the sweep file
+def load_sweep(path: Path, fields: set[str], default_config: Path) -> Sweep:
+    """Read and expand a sweep file (nothing runs; a :class:`SweepError` names the problem).
+
+    Args:
+        path: the sweep file (YAML).
+        fields: the config fields of ``train.py`` (grid, random and set keys must be among them).
+        default_config: the config file of a configuration that names none.
+    """
+    import yaml
+
+    if not path.is_file():
+        raise SweepError(f"no such sweep file: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise SweepError(f"{path}: not a text file (a YAML sweep file expected)") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise SweepError(f"{path}: not valid YAML ({getattr(error, 'problem', None) or 'unreadable'}{where})") from None
+    if not isinstance(data, dict):
+        raise SweepError(f"{path}: expected a mapping (configurations, grid, seeds, ...)")
+    unknown = [key for key in data if key not in SWEEP_KEYS]
+    if unknown:
+        raise SweepError(f"{path}: unknown key {unknown[0]!r} (a sweep file has {', '.join(SWEEP_KEYS)})")
+
+    def mapping(key: str) -> dict:
+        value = data.get(key) or {}
+        if not isinstance(value, dict):
+            raise SweepError(f"{path}: {key} must be a mapping, got {value!r}")
+        return value
+
+    def check_fields(where: str, keys) -> None:
+        for key in keys:
+            if str(key).split(".")[0] not in fields or key == "seed":
+                why = "set by seeds" if key == "seed" else "unknown config field"
+                raise SweepError(f"{path}: {where}: {why} {key!r}")
+
+    def config_path(value: Any, where: str) -> Path:
+        if not isinstance(value, str) or not value:
+            raise SweepError(f"{path}: {where}: config must be a config file path, got {value!r}")
+        for base in (path.parent, ROOT, Path.cwd()):
+            candidate = (base / value).resolve()
+            if candidate.is_file():
+                return candidate
+        raise SweepError(f"{path}: {where}: no such config file: {value}")
+
+    base_config = config_path(data["config"], "config") if "config" in data else default_config.resolve()
+    common = mapping("set")
+    check_fields("set", common)
+    configurations = mapping("configurations") or {"": {}}
+    labelled: list[tuple[str, Path, dict]] = []
+    for label, entry in configurations.items():
+        if entry is None:
+            entry = {}
+        if not isinstance(entry, dict):
+            raise SweepError(f"{path}: configuration {label!r} must be a mapping (config: FILE, fields), got {entry!r}")
+        entry = dict(entry)
+        config = config_path(entry.pop("config"), f"configuration {label!r}") if "config" in entry else base_config
+        check_fields(f"configuration {label!r}", entry)
+        labelled.append((str(label), config, entry))
+
+    grid = mapping("grid")
+    check_fields("grid", grid)
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise SweepError(f"{path}: grid: {key} must list its values, got {values!r}")
+    random_fields = mapping("random")
+    check_fields("random", random_fields)
+    samples = data.get("samples", 1)
+    if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
+        raise SweepError(f"{path}: samples must be a positive integer, got {samples!r}")
+    random_seed = data.get("random_seed", 0)
+    if not isinstance(random_seed, int) or isinstance(random_seed, bool):
+        raise SweepError(f"{path}: random_seed must be an integer, got {random_seed!r}")
+    points = random_points(random_fields, samples if random_fields else 1, random_seed, path)
+
+    seeds = data.get("seeds", [0])
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        seeds = [seeds]
+    if (not isinstance(seeds, list) or not seeds or len(set(map(str, seeds))) != len(seeds)
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
+        raise SweepError(f"{path}: seeds must list distinct non-negative integers, got {seeds!r}")
+    resources = mapping("resources")
+    for key in resources:
+        if key not in ("cpu", "gpu"):
+            raise SweepError(f"{path}: resources: unknown key {key!r} (cpu, gpu)")
+    cpu, gpu = resources.get("cpu", 1), resources.get("gpu", 0)
+    for key, value in (("cpu", cpu), ("gpu", gpu)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or not math.isfinite(value):
+            raise SweepError(f"{path}: resources: {key} must be a non-negative number, got {value!r}")
+    if cpu == 0 and gpu == 0:
+        raise SweepError(f"{path}: resources: a trial needs a CPU or a GPU share")
+    max_concurrent = data.get("max_concurrent", 0)
+    if not isinstance(max_concurrent, int) or isinstance(max_concurrent, bool) or max_concurrent < 0:
+        raise SweepError(f"{path}: max_concurrent must be a non-negative integer, got {max_concurrent!r}")
+
+    trials: list[Trial] = []
+    grid_keys = list(grid)
+    for label, config, own in labelled:
+        for values in itertools.product(*(grid[key] for key in grid_keys)):
+            for index, point in enumerate(points):
+                parts = [label] if label else []
+                parts += [f"{key}={_short(value)}" for key, value in zip(grid_keys, values)]
+                if random_fields:
+                    parts.append(f"r{index}")
+                group = ",".join(parts) or "trial"
+                fixed = {**common, **own, **dict(zip(grid_keys, values)), **point}
+                for seed in seeds:
+                    overrides = [f"{key}={_yaml_value(value)}" for key, value in fixed.items()]
+                    overrides += [f"recipe={_yaml_value(group)}", f"seed={seed}"]
+                    trials.append(Trial(f"{_safe(group)}__s{seed}", group, int(seed), str(config), overrides))
+    names = [t.name for t in trials]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise SweepError(f"{path}: two trials would share the run folder {duplicate!r}; give the configurations "
+                         "distinct labels")
+    name = data.get("name", path.stem)
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise SweepError(f"{path}: name must be a folder name (letters, digits, _ . -), got {name!r}")
+    return Sweep(name, trials, float(cpu), float(gpu), max_concurrent)
+
+
+def random_points(spec: dict, samples: int, seed: int, path: Path) -> list[dict[str, Any]]:
+    """``samples`` points of the random search, drawn with NumPy from ``seed`` (the same file, the same points)."""
+    import numpy as np
+
+    generator = np.random.default_rng(seed)
+    draws: dict[str, list] = {}
+    for key, dist in spec.items():
+        if not isinstance(dist, dict) or len(dist) != 1 or next(iter(dist)) not in DISTRIBUTIONS:
+            raise SweepError(f"{path}: random: {key} must be one of {{{': [...]}, {'.join(DISTRIBUTIONS)}: [...]}}, "
+                             f"got {dist!r}")
+        kind, args = next(iter(dist.items()))
+        if kind == "choice":
+            if not isinstance(args, list) or not args:
+                raise SweepError(f"{path}: random: {key}: choice needs a list of values")
+            draws[key] = [args[int(i)] for i in generator.integers(0, len(args), samples)]
+            continue
+        numeric = isinstance(args, list) and len(args) == 2 and all(
+            isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)
+        if not numeric or not args[0] < args[1] or (kind == "loguniform" and args[0] <= 0):
+            raise SweepError(f"{path}: random: {key}: {kind} needs [low, high] with low < high"
+                             + (" and low > 0" if kind == "loguniform" else "") + f", got {args!r}")
+        low, high = args
+        if kind == "uniform":
+            draws[key] = [float(v) for v in generator.uniform(low, high, samples)]
+        elif kind == "loguniform":
+            draws[key] = [float(v) for v in np.exp(generator.uniform(math.log(low), math.log(high), samples))]
+        else:
+            draws[key] = [int(v) for v in generator.integers(int(low), int(high), samples, endpoint=True)]
+    return [{key: values[i] for key, values in draws.items()} for i in range(samples)]
+
+
+def _yaml_value(value: Any) -> str:
+    """A value as train.py's ``key=value`` override reads it (YAML flow style)."""
+    if isinstance(value, str):
+        return json.dumps(value)  # quoted: "1e-3" stays a string, a string stays a string
+    return json.dumps(value) if isinstance(value, (dict, list, bool)) or value is None else repr(value)
+
+
+def _short(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else (json.dumps(value) if isinstance(value, (list, dict)) else str(value))
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=,+-]", "_", text)[:120]
+
+
+# ----------------------------------------------------------------------------- one trial (on a Ray worker)
+def _death_signal() -> Callable[[], None] | None:
+    """For the trial's child process: end it when the Ray worker running it ends (Linux), so no run is orphaned.
+
+    The C function is looked up here, in the worker; the child (between fork and
+    exec) only calls it.
+    """
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _read_curve(path: Path) -> list[dict[str, float]]:
+    if not path.is_file():
+        return []
+    with path.open(newline="") as handle:
+        return [{"timesteps": int(r["timesteps"]), "mean_score": float(r["mean_score"]),
+                 **({"percent_of_optimal": float(r["percent_of_optimal"])} if r.get("percent_of_optimal") else {})}
+                for r in csv.DictReader(handle) if r.get("timesteps")]
+
+
+def final_metrics(results: dict[str, Any]) -> dict[str, Any]:
+    """What a finished trial reports to Tune (from its ``results.json``)."""
+    keys = ("percent_of_optimal", "regret_mean", "mean", "median", "timesteps", "train_seconds")
+    return {"trial_finished": True, **{key: results.get(key) for key in keys if results.get(key) is not None}}
+
+
+def run_trial(config: dict[str, Any], *, sweep_dir: str, train_script: str) -> None:
+    """Ray Tune's function trainable: one ``train.py`` run in a child process, its evaluations reported."""
+    from ray import tune
+
+    trial = config["trial"]
+    sweep = Path(sweep_dir)
+    run_dir = sweep / "runs" / trial["name"]
+    log_path = sweep / "logs" / f"{trial['name']}.log"
+    error_path = log_path.with_suffix(".error")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    error_path.unlink(missing_ok=True)
+    results_path = run_dir / "results.json"
+    if results_path.is_file():  # finished before the sweep was interrupted, not yet recorded by Tune
+        tune.report(final_metrics(json.loads(results_path.read_text())))
+        return
+    command = [sys.executable, train_script, "--run-dir", str(run_dir)]
+    checkpoints = list((run_dir / "checkpoints").glob("model_*_steps.*")) if run_dir.is_dir() else []
+    if checkpoints and (run_dir / "config.yaml").is_file():
+        command.append("--resume")  # cut off mid-run: continue from the run's own config and checkpoint
+        how = "resume"
+    else:
+        command += ["--config", trial["config_file"], *trial["overrides"]]
+        if run_dir.is_dir() and (run_dir / "config.yaml").is_file():
+            command.append("--overwrite")  # cut off before its first checkpoint: start it again
+        how = "start"
+    with (sweep / "trials.log").open("a") as journal:
+        journal.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {how} {trial['name']}\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(train_script).resolve().parent), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop("RAY_ADDRESS", None)  # an rllib_ppo trial starts a Ray of its own unless its config names one
+    reported = 0
+    with log_path.open("a") as log:
+        log.write(f"$ {' '.join(command)}\n")
+        log.flush()
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                   cwd=str(Path(train_script).resolve().parent), preexec_fn=_death_signal())
+        try:
+            while process.poll() is None:
+                time.sleep(1.0)
+                curve = _read_curve(run_dir / "evaluations.csv")
+                for row in curve[reported:]:
+                    tune.report(row)  # the learning curve, as it grows
+                reported = len(curve)
+        finally:
+            if process.poll() is None:
+                process.terminate()
+                process.wait()
+    if process.returncode != 0 or not results_path.is_file():
+        lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+        errors = [line for line in lines if line.startswith("train.py: error:")]
+        message = errors[-1] if errors else (lines[-1] if lines else "no output")
+        message = f"exit code {process.returncode}: {message}"[:500]
+        error_path.write_text(message + "\n")
+        raise RuntimeError(f"trial {trial['name']} failed: {message} (log: {log_path})")
+    tune.report(final_metrics(json.loads(results_path.read_text())))
+
+
+# ----------------------------------------------------------------------------- the driver
+STOP_AFTER_FILE = ".stop_after"
+
+
+def _stop_after(sweep_dir: Path):
+    """A Tune callback for ``--stop-after N``: it interrupts the sweep once N trials have ended.
+
+    N is read from ``SWEEP/.stop_after`` when each session of the sweep starts
+    (Tune keeps its callbacks in the sweep's state, so a resumed session gets the
+    same object back; the file says what this session was asked). It sends the
+    driver the signal Ray Tune handles as Ctrl+C (SIGUSR1): Tune saves the sweep's
+    state with the unfinished trials still unfinished, exactly as after an
+    interruption, so ``--resume`` continues them.
+    """
+    from ray import tune
+
+    class StopAfter(tune.Callback):
+        def setup(self, **info):
+            path = sweep_dir / STOP_AFTER_FILE
+            self.count = int(path.read_text()) if path.is_file() else 0
+            self.ended = 0
+
+        def _ended(self) -> None:
+            self.ended += 1
+            if self.ended == self.count:
+                os.kill(os.getpid(), signal.SIGUSR1)
+
+        def on_trial_complete(self, iteration, trials, trial, **info):
+            self._ended()
+
+        def on_trial_error(self, iteration, trials, trial, **info):
+            self._ended()
+
+    return StopAfter()
+
+
+def trial_table(sweep: Sweep, sweep_dir: Path, statuses: dict[str, str]) -> list[dict[str, Any]]:
+    """One row per trial: status, final percent of optimal and regret, or the error."""
+    rows = []
+    for trial in sweep.trials:
+        results_path = sweep_dir / "runs" / trial.name / "results.json"
+        error_path = sweep_dir / "logs" / f"{trial.name}.error"
+        row: dict[str, Any] = {"trial": trial.name, "label": trial.label, "seed": trial.seed}
+        if results_path.is_file():  # the run folders are the record: a finished run has its results
+            results = json.loads(results_path.read_text())
+            row.update(status="FINISHED", percent_of_optimal=results.get("percent_of_optimal"),
+                       regret_mean=results.get("regret_mean"), mean_score=results.get("mean"),
+                       timesteps=results.get("timesteps"), train_seconds=results.get("train_seconds"))
+        elif error_path.is_file():  # written by the trial as it failed
+            row.update(status="FAILED", error=error_path.read_text().strip())
+        elif statuses.get(trial.name) == "ERROR":
+            row.update(status="FAILED", error=f"see the Ray Tune log in {sweep_dir / TUNE_DIR}")
+        else:
+            row["status"] = "PENDING"
+        rows.append(row)
+    return rows
+
+
+TRIAL_COLUMNS = ("trial", "label", "seed", "status", "percent_of_optimal", "regret_mean", "mean_score", "timesteps",
+                 "train_seconds", "error")
+SUMMARY_COLUMNS = ("rules", "label", "seeds", "percent_of_optimal_mean", "percent_of_optimal_mean_ci95",
+                   "percent_of_optimal_iqm", "percent_of_optimal_iqm_ci95", "regret_mean", "regret_mean_ci95",
+                   "timesteps", "train_minutes")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, list):
+        return json.dumps([round(v, 3) if isinstance(v, float) else v for v in value])
+    return str(value)
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([_cell(row.get(c)) for c in columns])
+    os.replace(tmp, path)
+
+
+def summarize(sweep: Sweep, sweep_dir: Path, rows: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, Any]]:
+    """Aggregate the finished trials by label with :mod:`agents.results` (table, plot) into ``SWEEP/results``."""
+    import numpy as np
+
+    from agents import results as aggregator
+
+    finished = [sweep_dir / "runs" / r["trial"] for r in rows
+                if r["status"] == "FINISHED" and r.get("percent_of_optimal") is not None]
+    if not finished:
+        return []
+    out = sweep_dir / "results"
+    if out.is_dir():
+        shutil.rmtree(out)  # derived from the run folders alone: rebuilt whole
+    aggregator.collect(finished, out)
+    runs = aggregator.load_runs(out)
+    np.random.seed(0)  # rliable's bootstrap: the same trials, the same intervals
+    summary = aggregator.aggregate(runs, reps=reps)
+    aggregator.write(summary, out)
+    try:
+        aggregator.plot(runs, out / "learning_curves.png")
+    except ModuleNotFoundError as error:
+        print(f"no plot ({error.name} is not installed)")
+    for row in summary:
+        row["label"] = row["group"]
+    write_csv(sweep_dir / "summary.csv", summary, SUMMARY_COLUMNS)
+    return summary
+
+
+def print_tables(rows: list[dict[str, Any]], summary: list[dict[str, Any]]) -> None:
+    width = max([len(r["trial"]) for r in rows] + [5])
+    print(f"\n{'trial':<{width}}  status    % optimal   regret  error")
+    for r in rows:
+        percent = "" if r.get("percent_of_optimal") is None else f"{r['percent_of_optimal']:9.2f}"
+        regret = "" if r.get("regret_mean") is None else f"{r['regret_mean']:8.2f}"
+        print(f"{r['trial']:<{width}}  {r['status']:<8}  {percent:>9}  {regret:>7}  {r.get('error', '')}")
+    if summary:
+        width = max([len(s["label"]) for s in summary] + [len("configuration")])
+        print(f"\n{'configuration':<{width}}  seeds  % of optimal: mean [95% CI]   IQM [95% CI]           "
+              "regret: mean [95% CI]")
+        for s in summary:
+            low, high = s["percent_of_optimal_mean_ci95"]
+            ilow, ihigh = s["percent_of_optimal_iqm_ci95"]
+            regret = "" if s.get("regret_mean") is None else f"{s['regret_mean']:.2f}"
+            if s.get("regret_mean_ci95"):
+                regret += f" [{s['regret_mean_ci95'][0]:.2f}, {s['regret_mean_ci95'][1]:.2f}]"
+            print(f"{s['label']:<{width}}  {len(s['seeds']):>5}  {s['percent_of_optimal_mean']:6.2f} "
+                  f"[{low:6.2f}, {high:6.2f}]   {s['percent_of_optimal_iqm']:6.2f} [{ilow:6.2f}, {ihigh:6.2f}]   "
+                  f"{regret}")
+
+
+def parse_args(argv: list[str], default_runs: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="train.py --sweep", description="Run a sweep of training runs on Ray Tune.")
+    parser.add_argument("--sweep", type=Path, required=True, metavar="FILE", help="the sweep file (YAML)")
+    parser.add_argument("--sweep-dir", type=Path,
+                        help=f"the sweep folder (default {default_runs}/sweeps/NAME, NAME from the sweep file)")
+    parser.add_argument("--resume", action="store_true", help="continue the interrupted sweep in the sweep folder")
+    parser.add_argument("--address", help="a running Ray cluster (auto, or HOST:PORT; default RAY_ADDRESS, else "
+                                          "Ray embedded on this machine)")
+    parser.add_argument("--num-cpus", type=int, help="embedded Ray only: CPUs it may use (default all)")
+    parser.add_argument("--stop-after", type=int, metavar="N",
+                        help="stop (resumably) once N trials have ended; the rest wait for --resume")
+    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples of the intervals (default 2000)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str], *, fields: set[str], train_script: Path, default_config: Path,
+         fail: Callable[[str], NoReturn], default_runs: str = "runs") -> list[dict[str, Any]]:
+    """``train.py --sweep``: check the sweep file and folder, run the trials on Ray Tune, print the tables.
+
+    Returns the trial table (one row per trial).
+    """
+    args = parse_args(argv, default_runs)
+    try:
+        sweep = load_sweep(args.sweep, fields, default_config)
+    except SweepError as error:
+        fail(str(error))
+    for name, value in (("--num-cpus", args.num_cpus), ("--stop-after", args.stop_after), ("--reps", args.reps)):
+        if value is not None and value < 1:
+            fail(f"{name} must be a positive integer, got {value}")
+    address = args.address or os.environ.get("RAY_ADDRESS") or None
+    if address and args.num_cpus:
+        fail("--num-cpus sizes the embedded Ray; a cluster (--address or RAY_ADDRESS) has its own CPUs")
+    sweep_dir = (args.sweep_dir or Path(default_runs) / "sweeps" / sweep.name).resolve()
+    state = sweep_dir / TUNE_DIR
+    spec_path = sweep_dir / SPEC_FILE
+    if sweep_dir.exists() and not sweep_dir.is_dir():
+        fail(f"--sweep-dir {sweep_dir}: exists and is not a folder")
+    if args.resume:
+        if not spec_path.is_file() or not state.is_dir():
+            fail(f"--resume: {sweep_dir} holds no sweep to continue (no {SPEC_FILE} or {TUNE_DIR}/)")
+        saved = json.loads(spec_path.read_text())
+        if saved != sweep.as_dict():
+            fail(f"--resume: {args.sweep} is not the sweep in {sweep_dir} (its trials or resources differ); "
+                 "resume with the same sweep file, or start a new sweep folder")
+    elif sweep_dir.is_dir() and any(sweep_dir.iterdir()):
+        fail(f"--sweep-dir {sweep_dir} is not empty (an earlier sweep?); continue it with --resume or choose a "
+             "new folder (a sweep folder is never overwritten)")
+
+    try:
+        import ray
+        from ray import tune
+    except ModuleNotFoundError as error:
+        fail(f"--sweep runs on Ray Tune: {error.name} is not installed (pip install -e '.[ray]')")
+    init = dict(address=address) if address else dict(address="local", num_cpus=args.num_cpus,
+                                                      include_dashboard=False)
+    try:
+        ray.init(**init, log_to_driver=False, logging_level="WARNING")
+    except (ConnectionError, ValueError, RuntimeError) as error:
+        where = f"the Ray cluster at {address}" if address else "a local Ray"
+        text = " ".join(str(error).split())[:300]
+        fail(f"cannot start or reach {where}: {type(error).__name__}: {text}")
+    started = time.perf_counter()
+    try:
+        sweep_dir.mkdir(parents=True, exist_ok=True)  # only now: a sweep that cannot start leaves nothing
+        if not args.resume:
+            spec_path.write_text(json.dumps(sweep.as_dict(), indent=2) + "\n")
+            shutil.copy2(args.sweep, sweep_dir / "sweep.yaml")
+        trainable = tune.with_resources(
+            tune.with_parameters(run_trial, sweep_dir=str(sweep_dir), train_script=str(train_script.resolve())),
+            {"cpu": sweep.cpu, "gpu": sweep.gpu})
+        run_config = tune.RunConfig(
+            name=TUNE_DIR, storage_path=str(sweep_dir), failure_config=tune.FailureConfig(max_failures=0),
+            callbacks=[_stop_after(sweep_dir)], verbose=1)
+        stop_file = sweep_dir / STOP_AFTER_FILE
+        if args.stop_after:
+            stop_file.write_text(f"{args.stop_after}\n")
+        else:
+            stop_file.unlink(missing_ok=True)
+        if args.resume:
+            tuner = tune.Tuner.restore(str(state), trainable, resume_unfinished=True, resume_errored=False,
+                                       restart_errored=False)
+            print(f"resuming the sweep in {sweep_dir}")
+        else:
+            tuner = tune.Tuner(
+                trainable,
+                param_space={"trial": tune.grid_search([t.as_dict() for t in sweep.trials])},
+                tune_config=tune.TuneConfig(max_concurrent_trials=sweep.max_concurrent or None,
+                                            trial_name_creator=lambda t: t.config["trial"]["name"],
+                                            trial_dirname_creator=lambda t: t.config["trial"]["name"]),
+                run_config=run_config)
+        grid = tuner.fit()
+        statuses = {}
+        for result in grid:
+            name = result.config["trial"]["name"] if result.config else None
+            if name is not None:
+                statuses[name] = "ERROR" if result.error is not None else (
+                    "FINISHED" if (result.metrics or {}).get("trial_finished") else "PENDING")
+    finally:
+        ray.shutdown()
+    seconds = time.perf_counter() - started
+    rows = trial_table(sweep, sweep_dir, statuses)
+    write_csv(sweep_dir / "trials.csv", rows, TRIAL_COLUMNS)
+    summary = summarize(sweep, sweep_dir, rows, reps=args.reps)
+    print_tables(rows, summary)
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("FINISHED", "FAILED", "PENDING")}
+    print(f"\nsweep {sweep.name}: {counts['FINISHED']} finished, {counts['FAILED']} failed, {counts['PENDING']} "
+          f"pending, {seconds:.0f} s -> {sweep_dir / 'trials.csv'}"
+          + (f", {sweep_dir / 'summary.csv'}, {sweep_dir / 'results'}" if summary else ""))
+    if counts["PENDING"]:
+        print(f"continue it: python train.py --sweep {args.sweep} --sweep-dir {sweep_dir} --resume")
+    with (sweep_dir / "sweep_times.log").open("a") as handle:
+        handle.write(json.dumps({"seconds": round(seconds, 1), **counts}) + "\n")
+    return rows

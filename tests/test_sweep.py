@@ -1,0 +1,335 @@
+"""Sweeps on Ray Tune (``train.py --sweep``, agents/sweep.py): a small sweep, its tables, a failed trial,
+an interruption and its resume, a Ray cluster started with ``ray start``, and bad sweep files.
+
+Every Ray here is started in a temporary folder (``RAY_TMPDIR``) and stopped before the test ends.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytest.importorskip("yaml")
+
+SMOKE = ROOT / "configs" / "smoke_batched.yaml"
+#: a few thousand steps per trial, small evaluations and benchmarks
+TINY = {"total_timesteps": 2048, "n_envs": 64, "n_steps": 16, "eval_freq": 1024, "eval_episodes": 10,
+        "checkpoint_freq": 1024, "bench_games": 10, "bench_agents": ["optimal", "random"]}
+
+
+def write_sweep(folder: Path, configurations: dict, seeds=(0, 1), **more) -> Path:
+    import yaml
+
+    path = folder / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"configurations": configurations, "set": TINY, "seeds": list(seeds),
+                                    "resources": {"cpu": 1}, **more}, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def ray_env():
+    """The environment of a process that starts Ray: its session files in a short temporary folder."""
+    pytest.importorskip("ray.tune")
+    pytest.importorskip("torch")
+    folder = Path(tempfile.mkdtemp(prefix="ray"))  # short: Ray's socket paths must fit in 107 characters
+    env = {**os.environ, "RAY_TMPDIR": str(folder), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop("RAY_ADDRESS", None)
+    yield env
+    stop_cluster(str(folder))  # anything a failed test left running
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def train(args: list[str], env: dict, timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "train.py"), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env)
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
+    return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, ray_env):
+    """2 configurations x 2 seeds plus one configuration whose value is refused: interrupted after 2 trials, resumed."""
+    folder = tmp_path_factory.mktemp("sweep")
+    path = write_sweep(folder, {"ppo": {"config": str(SMOKE)},
+                                "a2c": {"config": str(SMOKE), "algo": "batched_a2c"},
+                                "bad": {"config": str(SMOKE), "n_epochs": 0}})
+    sweep_dir = folder / "out"
+    first = train(["--sweep", path, "--sweep-dir", sweep_dir, "--num-cpus", 2, "--stop-after", 2], ray_env)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    ended = {p.parent.name: snapshot(p.parent) for p in (sweep_dir / "runs").glob("*/results.json")}
+    journal = (sweep_dir / "trials.log").read_text()
+    second = train(["--sweep", path, "--sweep-dir", sweep_dir, "--resume", "--num-cpus", 2], ray_env)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    return sweep_dir, first.stdout, second.stdout, ended, journal
+
+
+def test_sweep_runs_every_trial_as_a_training_run_and_reports_the_failed_one(sweep):
+    sweep_dir, _, stdout, _, _ = sweep
+    rows = {row["trial"]: row for row in read_csv(sweep_dir / "trials.csv")}
+    assert set(rows) == {f"{label}__s{seed}" for label in ("ppo", "a2c", "bad") for seed in (0, 1)}
+    for label in ("ppo", "a2c"):
+        for seed in (0, 1):
+            row = rows[f"{label}__s{seed}"]
+            assert row["status"] == "FINISHED", row
+            run = sweep_dir / "runs" / row["trial"]
+            results = json.loads((run / "results.json").read_text())
+            assert results["algorithm"] == {"ppo": "batched_ppo", "a2c": "batched_a2c"}[label]
+            assert results["config"]["seed"] == seed and results["config"]["recipe"] == label
+            assert results["timesteps"] >= TINY["total_timesteps"] and results["bench_games"] == TINY["bench_games"]
+            assert float(row["percent_of_optimal"]) == pytest.approx(results["percent_of_optimal"], abs=1e-3)
+            assert float(row["regret_mean"]) == pytest.approx(results["regret_mean"], abs=1e-3)
+            assert (run / "final_model.npz").is_file() and (run / "evaluations.csv").is_file()
+    for seed in (0, 1):
+        row = rows[f"bad__s{seed}"]
+        assert row["status"] == "FAILED" and "n_epochs must be >= 1" in row["error"], row
+        assert not (sweep_dir / "runs" / row["trial"] / "results.json").exists()
+    assert "FAILED" in stdout and "n_epochs must be >= 1" in stdout
+
+
+def test_sweep_compares_the_configurations_over_seeds(sweep):
+    sweep_dir, _, stdout, _, _ = sweep
+    summary = {row["label"]: row for row in read_csv(sweep_dir / "summary.csv")}
+    assert set(summary) == {"ppo", "a2c"}  # the failed configuration has no finished seed
+    trials = read_csv(sweep_dir / "trials.csv")
+    for label, row in summary.items():
+        assert json.loads(row["seeds"]) == [0, 1]
+        percents = [float(t["percent_of_optimal"]) for t in trials if t["label"] == label]
+        assert float(row["percent_of_optimal_mean"]) == pytest.approx(sum(percents) / 2, abs=1e-3)
+        low, high = json.loads(row["percent_of_optimal_mean_ci95"])
+        assert min(percents) - 1e-3 <= low <= high <= max(percents) + 1e-3
+        regrets = [float(t["regret_mean"]) for t in trials if t["label"] == label]
+        assert float(row["regret_mean"]) == pytest.approx(sum(regrets) / 2, abs=1e-3)
+        assert json.loads(row["regret_mean_ci95"])[0] <= float(row["regret_mean"])
+    assert (sweep_dir / "results" / "training.json").is_file()  # agents.results' own outputs
+    assert (sweep_dir / "results" / "learning_curves.png").stat().st_size > 1000
+    assert "configuration" in stdout and "ppo" in stdout and "a2c" in stdout
+
+
+def test_an_interrupted_sweep_resumes_without_rerunning_finished_trials(sweep):
+    sweep_dir, first, second, ended, journal = sweep
+    assert 2 <= len(ended) < 4, ended.keys()  # interrupted after two trials had ended
+    assert "continue it:" in first and "pending" in first
+    for name, files in ended.items():
+        assert snapshot(sweep_dir / "runs" / name) == files, f"{name} was rewritten by the resumed sweep"
+    starts = [line.split()[-1] for line in (sweep_dir / "trials.log").read_text().splitlines()
+              if line.split()[1] == "start"]
+    for name in ended:
+        assert starts.count(name) == 1, (name, starts)
+    assert len(journal.splitlines()) < len((sweep_dir / "trials.log").read_text().splitlines())
+    assert "resuming the sweep" in second
+
+
+def test_a_sweep_folder_is_never_overwritten(sweep, ray_env):
+    sweep_dir, *_ = sweep
+    before = snapshot(sweep_dir / "runs")
+    out = train(["--sweep", sweep_dir / "sweep.yaml", "--sweep-dir", sweep_dir], ray_env)
+    assert out.returncode == 2 and "never overwritten" in out.stderr and "Traceback" not in out.stderr
+    assert snapshot(sweep_dir / "runs") == before
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def stop_cluster(temp_dir: str, timeout: float = 30.0) -> None:
+    """End the processes of the Ray cluster whose session lives in ``temp_dir``, and only those.
+
+    (``ray stop`` would end every Ray process of the machine, other people's included.)
+    """
+    import signal
+    import time
+
+    def ours(entry: Path) -> bool:
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            if temp_dir.encode() in cmdline:
+                return True
+            # a Ray worker or agent renames itself "ray::...": it is ours if it holds a file of the session open
+            return cmdline.startswith(b"ray::") and any(temp_dir in os.readlink(fd) for fd in (entry / "fd").iterdir())
+        except OSError:
+            return False
+
+    def members() -> list[int]:
+        return [int(e.name) for e in Path("/proc").iterdir()
+                if e.name.isdigit() and int(e.name) != os.getpid() and ours(e)]
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in members():
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + timeout
+        while members() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if not members():
+            return
+
+
+def test_a_sweep_runs_on_a_cluster_started_with_ray_start(tmp_path, ray_env):
+    ray_cli = shutil.which("ray", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
+    if ray_cli is None or not Path("/proc").is_dir():
+        pytest.skip("needs the ray command and /proc (Linux) to stop the cluster it starts")
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    env = {**ray_env, "RAY_TMPDIR": tempfile.mkdtemp(prefix="rayc")}
+    try:
+        head = subprocess.run([ray_cli, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
+                               "--num-cpus", "1", "--include-dashboard", "false", "--disable-usage-stats"],
+                              capture_output=True, text=True, timeout=300, env=env)
+        assert head.returncode == 0, head.stdout[-2000:] + head.stderr[-2000:]
+        worker = subprocess.run([ray_cli, "start", "--address", address, "--num-cpus", "1",
+                                 "--node-ip-address", "127.0.0.1", "--disable-usage-stats"],
+                                capture_output=True, text=True, timeout=300, env=env)
+        assert worker.returncode == 0, worker.stdout[-2000:] + worker.stderr[-2000:]
+        path = write_sweep(tmp_path, {"ppo": {"config": str(SMOKE)}}, seeds=(0, 1))
+        out = train(["--sweep", path, "--sweep-dir", tmp_path / "out", "--address", address], env)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        rows = read_csv(tmp_path / "out" / "trials.csv")
+        assert [row["status"] for row in rows] == ["FINISHED", "FINISHED"]
+        assert all((tmp_path / "out" / "runs" / row["trial"] / "results.json").is_file() for row in rows)
+    finally:
+        stop_cluster(env["RAY_TMPDIR"])
+        shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- bad input (Ray is not started)
+@pytest.mark.parametrize("content, message", [
+    ("seeds: [0, 1\n", "not valid YAML"),
+    ("configurations: {a: {}}\nseed: [0]\n", "unknown key 'seed'"),
+    ("grid: {lerning_rate: [0.1]}\n", "grid: unknown config field 'lerning_rate'"),
+    ("grid: {seed: [1, 2]}\n", "set by seeds"),
+    ("configurations: {a: {config: nowhere.yaml}}\n", "no such config file"),
+    ("grid: {n_steps: 16}\n", "must list its values"),
+    ("random: {ent_coef: {loguniform: [0, 1]}}\n", "low > 0"),
+    ("seeds: [0, 0]\n", "distinct"),
+    ("resources: {cpu: 1, gpus: 1}\n", "unknown key 'gpus'"),
+    ("[1, 2]\n", "expected a mapping"),
+])
+def test_a_bad_sweep_file_is_a_one_line_error_and_starts_nothing(tmp_path, content, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+    out = subprocess.run([sys.executable, str(ROOT / "train.py"), "--sweep", str(path), "--sweep-dir",
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr and out.stderr.startswith("train.py: error:") and len(out.stderr.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_resume_needs_the_same_sweep(tmp_path):
+    path = write_sweep(tmp_path, {"ppo": {"config": str(SMOKE)}})
+    out = subprocess.run([sys.executable, str(ROOT / "train.py"), "--sweep", str(path), "--sweep-dir",
+                          str(tmp_path / "nothing"), "--resume"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 2 and "holds no sweep to continue" in out.stderr
+
+
+def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
+    from agents.sweep import load_sweep
+
+    import yaml
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({
+        "configurations": {"a": {"config": str(SMOKE)}, "b": {"config": str(SMOKE), "algo": "batched_a2c"}},
+        "grid": {"n_epochs": [1, 2]}, "random": {"learning_rate": {"loguniform": [1e-4, 1e-2]},
+                                                  "activation": {"choice": ["tanh", "relu"]}},
+        "samples": 3, "seeds": [0, 1], "resources": {"cpu": 2, "gpu": 0.5}}))
+    fields = {"algo", "n_epochs", "learning_rate", "activation", "seed", "recipe"}
+    sweep = load_sweep(path, fields, SMOKE)
+    assert len(sweep.trials) == 2 * 2 * 3 * 2 and (sweep.cpu, sweep.gpu) == (2.0, 0.5)
+    assert len({t.name for t in sweep.trials}) == len(sweep.trials)
+    groups: dict[str, list] = {}
+    for trial in sweep.trials:
+        groups.setdefault(trial.label, []).append(trial)
+    for label, members in groups.items():
+        assert sorted(t.seed for t in members) == [0, 1]
+        # the seeds of a configuration share its sampled values: only the seed differs
+        assert [o for o in members[0].overrides if not o.startswith("seed=")] == \
+               [o for o in members[1].overrides if not o.startswith("seed=")]
+        assert f"recipe={json.dumps(label)}" in members[0].overrides
+    rates = {float(o.split("=", 1)[1]) for t in sweep.trials for o in t.overrides if o.startswith("learning_rate=")}
+    assert len(rates) == 3 and all(1e-4 <= r <= 1e-2 for r in rates)
+    assert load_sweep(path, fields, SMOKE).as_dict() == sweep.as_dict()  # the same file, the same trials
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_sweeps_load_and_their_trials_are_valid_configs(path):
+    import yaml
+
+    import dataclasses
+    import importlib.util
+
+    from agents.sweep import load_sweep
+
+    spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
+    train = importlib.util.module_from_spec(spec)
+    sys.modules["train_script"] = train  # dataclasses look their module up there
+    spec.loader.exec_module(train)
+    fields = {f.name for f in dataclasses.fields(train.Config)}
+    sweep = load_sweep(path, fields, train.DEFAULT_CONFIG)
+    assert sweep.trials
+    for trial in sweep.trials:  # what each trial's train.py will check first
+        train.make_config(yaml.safe_load(Path(trial.config_file).read_text()), trial.overrides)
+    if path.stem == "yacht_algorithms":
+        assert {t.label for t in sweep.trials} >= {"batched_ppo", "batched_a2c", "maskable_ppo"}
+        assert sorted({t.seed for t in sweep.trials}) == [0, 1, 2]
+
+
+def test_plain_train_py_never_imports_ray(tmp_path):
+    """A training run without --sweep or algo: rllib_ppo imports no part of Ray (the ray extras are optional)."""
+    pytest.importorskip("torch")
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['train.py', '--config', {str(SMOKE)!r}, '--run-dir', {str(tmp_path / 'run')!r},\n"
+        "            'total_timesteps=1024', 'eval_freq=1024', 'eval_episodes=5', 'checkpoint_freq=0',\n"
+        "            'bench_games=5', 'bench_agents=[random]']\n"
+        "try:\n"
+        f"    runpy.run_path({str(ROOT / 'train.py')!r}, run_name='__main__')\n"
+        "finally:\n"
+        "    loaded = sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.'))\n"
+        "    print('RAY MODULES', loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert (tmp_path / "run" / "results.json").is_file()
+    assert "RAY MODULES []" in out.stdout
+
+
+def test_only_the_ray_modules_import_ray():
+    """Ray is imported by agents/sweep.py and agents/rllib_ppo.py alone; train.py reaches them only inside functions."""
+    import ast
+
+    importers = []
+    for path in sorted([*(ROOT / "agents").rglob("*.py"), *(ROOT / "dice_poker_env").rglob("*.py"), ROOT / "train.py"]):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            if any(n == "ray" or n.startswith("ray.") or n in ("agents.sweep", "agents.rllib_ppo") for n in names):
+                importers.append(str(path.relative_to(ROOT)))
+    assert set(importers) == {"agents/sweep.py", "agents/rllib_ppo.py", "train.py"}
+    top_level = [alias.name if isinstance(node, ast.Import) else node.module
+                 for node in ast.parse((ROOT / "train.py").read_text()).body
+                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names]
+    assert top_level and not [name for name in top_level if name.split(".")[0] in ("ray", "agents")]
