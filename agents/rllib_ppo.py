@@ -324,8 +324,8 @@ class RLlibTrainer:
         return PolicyAgent(actor_weights(self.algo.get_module()), {**self.metadata}, self.rules, name=self.config.algo)
 
     def save_policy(self, path: str | os.PathLike) -> Path:
-        return save_policy(path, actor_weights(self.algo.get_module()), {**self.metadata, "timesteps": self.num_timesteps,
-                                           "illegal_actions": self.illegal_actions})
+        return save_policy(path, actor_weights(self.algo.get_module()),
+                           {**self.metadata, "timesteps": self.num_timesteps, "illegal_actions": self.illegal_actions})
 
     @property
     def results_extra(self) -> dict[str, Any]:
