@@ -30,7 +30,6 @@ Needs the ``rllib`` extra (``ray[rllib]``, torch); imported only for ``algo: rll
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 import time
@@ -47,7 +46,7 @@ from gymnasium.vector.utils import batch_space
 from agents.policy_agent import PolicyAgent, save_policy
 from agents.policy_inputs import PolicyInputs
 from agents.sb3_agent import model_metadata
-from agents.trainer import EVAL_SEED_OFFSET, evaluate
+from agents.trainer import Trainer
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
@@ -336,30 +335,8 @@ class RLlibTrainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, writer=None) -> float:
-        """Play ``eval_episodes`` fixed games greedily (the batched trainers' evaluation): ``evaluations.csv``."""
-        scores = evaluate(self.agent(), self.rules, self.config.eval_episodes, self.config.seed + EVAL_SEED_OFFSET)
-        mean, std = float(scores.mean()), float(scores.std())
-        percent = 100.0 * mean / self.optimal if self.optimal else None
-        new = not self.csv.exists()
-        self.csv.parent.mkdir(parents=True, exist_ok=True)
-        with self.csv.open("a", newline="") as handle:
-            out = csv.writer(handle)
-            if new:
-                out.writerow(["timesteps", "mean_score", "std_score", "percent_of_optimal", "seconds"])
-            out.writerow([self.num_timesteps, f"{mean:.4f}", f"{std:.4f}", "" if percent is None else f"{percent:.4f}",
-                          f"{self.train_seconds:.1f}"])
-        if writer is not None:
-            writer.add_scalar("eval/mean_score", mean, self.num_timesteps)
-            if percent is not None:
-                writer.add_scalar("eval/percent_of_optimal", percent, self.num_timesteps)
-        text = f"[eval] {self.num_timesteps:>11,} steps: mean score {mean:7.2f} ± {std:5.2f}"
-        if percent is not None:
-            text += f"  ({percent:5.1f}% of optimal {self.optimal:.2f})"
-        self.log(text)
-        if mean > self.best:
-            self.best = mean
-            self.save_policy(self.run_dir / "best_model.npz")
-        return mean
+        """The batched trainers' evaluation: the same fixed games, ``evaluations.csv`` and ``best_model.npz``."""
+        return Trainer.evaluate(self, writer)
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: bool = True) -> Path:
