@@ -135,6 +135,12 @@ class Config:
                                         'with AMX/AVX512-BF16 and on GPUs) or "auto" (bfloat16 where it is faster).')
     keep_head: int = setting(0, "Batched algorithms: units of the actor's keep head, which scores each keep by the "
                                 "dice it keeps (0: one linear output per action; agents/actor_critic.py).")
+    compile: bool = setting(False, "Batched PPO: run the policy's forward pass and the PPO loss under torch.compile "
+                                   "(needs a C++ compiler on CPU; falls back to eager with a warning; 10-30 s to "
+                                   "compile at the start).")
+    box_points: float = setting(0.0, "Batched algorithms: each box's logit also gets a learnt weight (starting at "
+                                     "this value) times the points the box would score now, from the observation "
+                                     "(0: off; agents/actor_critic.py).")
 
     # --- envs and hardware
     n_envs: int = setting(8, "Parallel training envs.")
@@ -291,6 +297,8 @@ def _validate(c: Config) -> None:
         raise ValueError(f"precision must be float32, bfloat16 or auto, got {c.precision!r}")
     if isinstance(c.keep_head, bool) or not isinstance(c.keep_head, int) or c.keep_head < 0:
         raise ValueError(f"keep_head must be a non-negative integer (units; 0 = off), got {c.keep_head!r}")
+    if isinstance(c.box_points, bool) or not isinstance(c.box_points, (int, float)) or not 0 <= c.box_points < 1e6:
+        raise ValueError(f"box_points must be a non-negative number (0 = off), got {c.box_points!r}")
     if c.algo in RLLIB_ALGORITHMS:
         if c.obs_mode != "flat":
             raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")
@@ -636,7 +644,7 @@ RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", 
                 "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "buffer_size", "learning_starts",
                 "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
 #: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
-BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision", "keep_head")
+BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision", "keep_head", "box_points")
 
 
 def load_config_rules(config: Config):

@@ -17,7 +17,8 @@ which :class:`agents.policy_agent.PolicyAgent` plays without torch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -87,13 +88,22 @@ class ActorCritic(nn.Module):
         precision: ``"float32"``, ``"bfloat16"`` or ``"auto"`` (:data:`PRECISIONS`).
         keep_head: units of the keep head's layer (0: one linear output per action).
         dice_one_hot: where the sorted dice's one-hot (5 x 6) starts in the inputs (needed with ``keep_head``).
+        box_points: with a value ``c > 0``, each box action's logit also gets ``w_b * p_b``: ``p_b`` the points
+            box ``b`` would score now (the observation's ``potential_points``, points / the largest box score),
+            ``w_b`` a learnt weight per box starting at ``c``. A skip connection from what the observation
+            shows to the box choice: from the first update on, five of a kind prefers the 50-point box to
+            the 16-24 points of four of a kind, which the plain network may learn late or never.
+        potential_points: where ``potential_points`` (one per box) starts in the inputs (needed with ``box_points``).
     """
 
     def __init__(self, in_dim: int, n_actions: int, hidden: Sequence[int] = (256, 256), activation: str = "tanh",
-                 precision: str = "float32", keep_head: int = 0, dice_one_hot: int | None = None):
+                 precision: str = "float32", keep_head: int = 0, dice_one_hot: int | None = None,
+                 box_points: float = 0.0, potential_points: int | None = None):
         super().__init__()
         if keep_head and dice_one_hot is None:
             raise ValueError("keep_head needs the position of the dice one-hot in the inputs (dice_one_hot)")
+        if box_points and potential_points is None:
+            raise ValueError("box_points needs the position of potential_points in the inputs (potential_points)")
         self.precision = resolve_precision(precision)
         self.in_dim, self.n_actions = int(in_dim), int(n_actions)
         self.hidden = [int(h) for h in hidden]
@@ -122,6 +132,11 @@ class ActorCritic(nn.Module):
             self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
             _init(self.actor, 0.01)
         _init(self.critic, 1.0)
+        self.box_points = float(box_points)
+        if self.box_points:
+            n_boxes = self.n_actions - N_KEEP_ACTIONS
+            self.potential_points = int(potential_points)
+            self.box_points_w = nn.Parameter(torch.full((n_boxes,), self.box_points))
 
     def _autocast(self, x: torch.Tensor):
         return torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
@@ -129,6 +144,13 @@ class ActorCritic(nn.Module):
     def actor_logits(self, x: torch.Tensor) -> torch.Tensor:
         """Unmasked action logits ``(B, n_actions)`` of policy inputs ``x`` (under the model's precision's autocast
         when called through :meth:`forward`)."""
+        logits = self._network_logits(x)
+        if not self.box_points:
+            return logits
+        points = x[:, self.potential_points:self.potential_points + self.box_points_w.shape[0]].float()
+        return logits.float() + nn.functional.pad(points * self.box_points_w, (N_KEEP_ACTIONS, 0))
+
+    def _network_logits(self, x: torch.Tensor) -> torch.Tensor:
         if not self.keep_head:
             return self.actor(x)
         h = self.actor(x)
@@ -151,7 +173,7 @@ class ActorCritic(nn.Module):
     def export(self) -> dict[str, np.ndarray]:
         """The actor's weights as NumPy arrays (``x @ w + b``): ``w0, b0, w1, b1, ...`` for its layers,
         and with ``keep_head`` the last of them scoring the boxes, plus ``keep_state_w``, ``keep_state_b``,
-        ``keep_dice_w``, ``keep_out_w`` and ``keep_out_b``."""
+        ``keep_dice_w``, ``keep_out_w`` and ``keep_out_b``; with ``box_points`` also ``box_points_w``."""
         def arr(t: torch.Tensor) -> np.ndarray:
             return t.detach().float().cpu().numpy().astype(np.float32)
 
@@ -165,6 +187,8 @@ class ActorCritic(nn.Module):
             out["keep_state_w"], out["keep_state_b"] = arr(self.keep_state.weight).T, arr(self.keep_state.bias)
             out["keep_dice_w"] = arr(self.keep_dice.weight).T
             out["keep_out_w"], out["keep_out_b"] = arr(self.keep_out.weight).T, arr(self.keep_out.bias)
+        if self.box_points:
+            out["box_points_w"] = arr(self.box_points_w)
         return out
 
 
@@ -199,6 +223,34 @@ def gradient_step(model: nn.Module, optimizer: torch.optim.Optimizer, loss: torc
     loss.backward()
     nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
     optimizer.step()
+
+
+class Compiled:
+    """``target`` (a function or a module) under ``torch.compile``, falling back to ``target`` itself, with one
+    warning, where compiling fails (e.g. no C++ compiler for the CPU backend). Attributes other than the call
+    are ``target``'s (a compiled module's :meth:`ActorCritic.value` stays eager).
+
+    Measured on the 2-core CPU here (``docs/training.md``): the compiled PPO loss and policy forward fuse the
+    element-wise work around the matrix products; compiling costs 10-30 s at the first call of each.
+    """
+
+    def __init__(self, target: Callable):
+        self.target = target
+        self._compiled: Callable | None = torch.compile(target)
+
+    def __call__(self, *args, **kwargs):
+        if self._compiled is not None:
+            try:
+                return self._compiled(*args, **kwargs)
+            except Exception as error:  # noqa: BLE001 - whatever the backend raises: play on without it
+                warnings.warn(f"torch.compile is not available here ({type(error).__name__}: "
+                              f"{str(error).strip().splitlines()[0] if str(error).strip() else ''}); running eagerly",
+                              RuntimeWarning, stacklevel=2)
+                self._compiled = None
+        return self.target(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self.target, name)
 
 
 def sample(logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -120,6 +120,11 @@ class PolicyAgent:
                               ("keep_state_w", "keep_state_b", "keep_dice_w", "keep_out_w", "keep_out_b")}
             except KeyError as missing:
                 raise ValueError(f"policy {name}: keep_head={self.keep_head} but no {missing.args[0]} weights") from None
+        self._points = layout["potential_points"]
+        self._box_points = weights.get("box_points_w") if self.metadata.get("box_points") else None
+        if self.metadata.get("box_points") and (self._box_points is None
+                                                or self._box_points.shape != (tables.n_actions - N_KEEP_ACTIONS,)):
+            raise ValueError(f"policy {name}: box_points is on but its box_points_w weights are missing or misshapen")
 
     @classmethod
     def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model") -> "PolicyAgent":
@@ -135,6 +140,13 @@ class PolicyAgent:
 
     def logits(self, observations: np.ndarray) -> np.ndarray:
         """Unmasked action logits ``(B, n_actions)`` of flat observations ``(B, D)``."""
+        logits = self._network_logits(observations)
+        if self._box_points is not None:
+            points = np.asarray(observations, dtype=np.float32).reshape(len(logits), -1)[:, self._points]
+            logits[:, N_KEEP_ACTIONS:] += points * self._box_points
+        return logits
+
+    def _network_logits(self, observations: np.ndarray) -> np.ndarray:
         x = self.inputs(np.asarray(observations, dtype=np.float32).reshape(-1, self.inputs.obs_size))
         h = x
         for i, (w, b) in enumerate(self.layers):

@@ -3,7 +3,8 @@
 The update of one rollout: ``n_epochs`` passes over the batch in shuffled
 minibatches of ``batch_size``; clipped surrogate objective on per-minibatch
 normalized advantages, squared-error value loss, an entropy bonus over the
-legal actions. The loop around it (rollouts, schedules, evaluation,
+legal actions. With ``compile`` the loss of a minibatch (:func:`loss`) runs
+under ``torch.compile``. The loop around it (rollouts, schedules, evaluation,
 checkpoints, resume) is :mod:`agents.batched`'s, shared with A2C.
 """
 
@@ -11,37 +12,55 @@ from __future__ import annotations
 
 import torch
 
-from agents.actor_critic import ActorCritic, evaluate_actions, gradient_step, normalized
+from agents.actor_critic import ActorCritic, Compiled, evaluate_actions, gradient_step, normalized
 from agents.rollout import Batch
+
+STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+
+
+def loss(model: ActorCritic, inputs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor,
+         old_log_probs: torch.Tensor, advantages: torch.Tensor, returns: torch.Tensor,
+         clip: float, vf_coef: float, ent_coef: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The PPO loss of one minibatch and its statistics (:data:`STATS`, detached, one tensor)."""
+    log_prob, entropies, values = evaluate_actions(model, inputs, masks, actions)
+    log_ratio = log_prob - old_log_probs
+    ratio = log_ratio.exp()
+    adv = normalized(advantages)
+    policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)).mean()
+    value_loss = 0.5 * (values - returns).pow(2).mean()
+    entropy = entropies.mean()
+    total = policy_loss + vf_coef * value_loss - ent_coef * entropy
+    with torch.no_grad():
+        stats = torch.stack([policy_loss, value_loss, entropy, ((ratio - 1) - log_ratio).mean(),
+                             ((ratio - 1).abs() > clip).float().mean()])
+    return total, stats
+
+
+_compiled_loss: Compiled | None = None
 
 
 def update(model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, config, generator: torch.Generator) -> dict[str, float]:
     """One PPO update from ``batch``; returns the last epoch's mean statistics."""
+    global _compiled_loss
+    loss_of = loss
+    if getattr(config, "compile", False):
+        _compiled_loss = _compiled_loss or Compiled(loss)
+        loss_of = _compiled_loss
     size = batch.actions.shape[0]
     minibatch = min(int(config.batch_size), size)
+    coefficients = (float(config.clip_range), float(config.vf_coef), float(config.ent_coef))
     stats: dict[str, float] = {}
     for _ in range(int(config.n_epochs)):
         order = torch.randperm(size, generator=generator)
-        totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0, "clip_fraction": 0.0}
+        totals = torch.zeros(len(STATS))
         count = 0
         for start in range(0, size - minibatch + 1, minibatch):
             idx = order[start:start + minibatch].to(batch.actions.device)
-            log_prob, entropies, values = evaluate_actions(model, batch.inputs[idx], batch.masks[idx], batch.actions[idx])
-            log_ratio = log_prob - batch.log_probs[idx]
-            ratio = log_ratio.exp()
-            adv = normalized(batch.advantages[idx])
-            clip = float(config.clip_range)
-            policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)).mean()
-            value_loss = 0.5 * (values - batch.returns[idx]).pow(2).mean()
-            entropy = entropies.mean()
-            loss = policy_loss + config.vf_coef * value_loss - config.ent_coef * entropy
-            gradient_step(model, optimizer, loss, config.max_grad_norm)
-            with torch.no_grad():
-                totals["policy_loss"] += float(policy_loss)
-                totals["value_loss"] += float(value_loss)
-                totals["entropy"] += float(entropy)
-                totals["approx_kl"] += float(((ratio - 1) - log_ratio).mean())
-                totals["clip_fraction"] += float(((ratio - 1).abs() > clip).float().mean())
+            total, minibatch_stats = loss_of(model, batch.inputs[idx], batch.masks[idx], batch.actions[idx],
+                                             batch.log_probs[idx], batch.advantages[idx], batch.returns[idx],
+                                             *coefficients)
+            gradient_step(model, optimizer, total, config.max_grad_norm)
+            totals += minibatch_stats.float().cpu()
             count += 1
-        stats = {k: v / max(count, 1) for k, v in totals.items()}
+        stats = dict(zip(STATS, (totals / max(count, 1)).tolist()))
     return stats

@@ -37,7 +37,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from agents.actor_critic import ActorCritic, resolve_precision
+from agents.actor_critic import ActorCritic, Compiled, resolve_precision
 from agents.policy_agent import PolicyAgent, save_policy
 from agents.rollout import Rollout
 from agents.sb3_agent import model_metadata
@@ -102,7 +102,11 @@ class Trainer:
         self.model = ActorCritic(self.rollout.inputs.size, tables.n_actions, config.net_arch, config.activation,
                                  resolve_precision(getattr(config, "precision", "float32"), self.device),
                                  keep_head=getattr(config, "keep_head", 0),
-                                 dice_one_hot=flat_layout(tables)["dice_one_hot"].start).to(self.device)
+                                 dice_one_hot=flat_layout(tables)["dice_one_hot"].start,
+                                 box_points=getattr(config, "box_points", 0.0),
+                                 potential_points=flat_layout(tables)["potential_points"].start).to(self.device)
+        #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
+        self.policy = Compiled(self.model) if getattr(config, "compile", False) else self.model
         # the fused Adam kernel (CPU and CUDA): the same update rule, about 14% faster PPO updates measured here
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate, eps=1e-5, fused=True)
         self.generator = torch.Generator().manual_seed(config.seed + 1)  # minibatch order
@@ -113,6 +117,7 @@ class Trainer:
             "distinct_keeps": bool(config.distinct_keeps), "features": bool(config.features),
             "activation": config.activation, "net_arch": list(config.net_arch), "precision": self.model.precision,
             "keep_head": int(getattr(config, "keep_head", 0)),
+            "box_points": float(getattr(config, "box_points", 0.0)),
         }
         self.updates = 0
         self.best = -math.inf
@@ -234,7 +239,7 @@ class Trainer:
             lr = c.learning_rate * (fraction_left if c.lr_schedule == "linear" else 1.0)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
-            batch = self.rollout.collect(self.model)
+            batch = self.rollout.collect(self.policy)
             stats = self.update_rule(self.model, self.optimizer, batch, c, self.generator)
             self.updates += 1
             self.train_seconds = seconds_before + time.perf_counter() - session_start

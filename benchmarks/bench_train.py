@@ -7,13 +7,16 @@ load affects both alike; the report is each one's median):
   (``configs/maskable_ppo_yacht.yaml``: 128 batched games, 128 steps each per
   rollout, 10 epochs of minibatches of 1,024), built by ``train.py`` itself;
 * the project's batched PPO trainer (``agents/trainer.py`` + ``agents/ppo.py``)
-  with its recipe config (default ``configs/batched_ppo_yacht.yaml``), in float32
-  and with ``precision=bfloat16`` (faster only on CPUs with bf16 matrix units).
+  with its recipe config as it is (default ``configs/batched_ppo_yacht.yaml``:
+  ``precision: auto``, i.e. bfloat16 on CPUs with bf16 matrix units, and
+  ``compile: true``), and the same in float32 without ``torch.compile`` (what
+  any CPU gets).
 
 Both use actor and critic networks of the same size (``--net-arch``, default
 256 x 256, tanh). Each round trains a fresh model for ``--updates`` rollouts
-(plus one warm-up rollout not timed) and counts env steps per second of wall
-clock, evaluation and checkpoints off. The ratio is new / SB3.
+(plus one warm-up rollout not timed: it holds torch.compile's one-off 10-30 s)
+and counts env steps per second of wall clock, evaluation and checkpoints off.
+The ratio is new / SB3.
 
     python benchmarks/bench_train.py [--rounds 3] [--updates 3] [--rules yacht] [--json]
 """
@@ -99,6 +102,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     import torch
 
+    from agents.actor_critic import resolve_precision
+
     torch.set_num_threads(1)
     train = load_train()
     common = [f"rules={args.rules}", f"net_arch={args.net_arch}", "eval_freq=0", "checkpoint_freq=0",
@@ -106,24 +111,26 @@ def main(argv: list[str] | None = None) -> dict:
     huge = ["total_timesteps=1000000000"]  # the linear schedules run far from their end
     sb3 = config_from(train, args.sb3_config, common + huge)
     batched = config_from(train, args.batched_config, common + huge)
-    batched_bf16 = config_from(train, args.batched_config, common + huge + ["precision=bfloat16"])
-    rates: dict[str, list[float]] = {"sb3_maskable_ppo": [], "batched_ppo": [], "batched_ppo_bf16": []}
+    portable = config_from(train, args.batched_config, common + huge + ["precision=float32", "compile=false"])
+    rates: dict[str, list[float]] = {"sb3_maskable_ppo": [], "batched_ppo": [], "batched_ppo_float32_eager": []}
     for round_ in range(args.rounds):
         rates["sb3_maskable_ppo"].append(time_sb3(train, sb3, args.updates))
         rates["batched_ppo"].append(time_batched(batched, args.updates))
-        rates["batched_ppo_bf16"].append(time_batched(batched_bf16, args.updates))
+        rates["batched_ppo_float32_eager"].append(time_batched(portable, args.updates))
         if not args.json:
             print(f"round {round_ + 1}: SB3 {rates['sb3_maskable_ppo'][-1]:8,.0f} steps/s   "
                   f"batched {rates['batched_ppo'][-1]:8,.0f} steps/s   "
-                  f"batched bf16 {rates['batched_ppo_bf16'][-1]:8,.0f} steps/s", flush=True)
+                  f"batched float32 eager {rates['batched_ppo_float32_eager'][-1]:8,.0f} steps/s", flush=True)
     medians = {k: statistics.median(v) for k, v in rates.items()}
     result = {
         "rules": args.rules, "net_arch": json.loads(args.net_arch), "rounds": args.rounds, "updates": args.updates,
         "sb3_config": {k: getattr(sb3, k) for k in ("n_envs", "n_steps", "n_epochs", "batch_size")},
-        "batched_config": {k: getattr(batched, k) for k in ("n_envs", "n_steps", "n_epochs", "batch_size")},
+        "batched_config": {k: getattr(batched, k) for k in ("n_envs", "n_steps", "n_epochs", "batch_size",
+                                                            "precision", "compile")},
+        "batched_precision": resolve_precision(batched.precision),
         "steps_per_second": rates, "median": medians,
         "ratio": medians["batched_ppo"] / medians["sb3_maskable_ppo"],
-        "ratio_bf16": medians["batched_ppo_bf16"] / medians["sb3_maskable_ppo"],
+        "ratio_float32_eager": medians["batched_ppo_float32_eager"] / medians["sb3_maskable_ppo"],
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",
         "load_average": os.getloadavg()[0],
     }
@@ -131,8 +138,9 @@ def main(argv: list[str] | None = None) -> dict:
         print(json.dumps(result, indent=2))
     else:
         print(f"median: SB3 MaskablePPO {medians['sb3_maskable_ppo']:,.0f} steps/s, batched PPO "
-              f"{medians['batched_ppo']:,.0f} steps/s: {result['ratio']:.1f}x, bf16 {medians['batched_ppo_bf16']:,.0f} "
-              f"steps/s: {result['ratio_bf16']:.1f}x  (load average {result['load_average']:.1f})")
+              f"({result['batched_precision']}, compile={batched.compile}) {medians['batched_ppo']:,.0f} steps/s: "
+              f"{result['ratio']:.1f}x, float32 eager {medians['batched_ppo_float32_eager']:,.0f} steps/s: "
+              f"{result['ratio_float32_eager']:.1f}x  (load average {result['load_average']:.1f})")
     return result
 
 

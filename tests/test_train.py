@@ -281,6 +281,7 @@ def test_solver_field_reads_yaml_on_off():
     "learning_rate=.nan", "n_steps=0", "batch_size=-1", "n_epochs=0", "gamma=1.5", "gamma=-0.1", "gae_lambda=2",
     "clip_range=0", "ent_coef=-0.1", "max_grad_norm=0", "reward_scale=0", "seed=-1", "eval_episodes=0",
     "n_envs=0", "total_timesteps=0", "bench_workers=0", "exploration_final_eps=1.5", "n_envs=true",
+    "keep_head=-1", "keep_head=true", "box_points=-1", "box_points=.nan", "box_points=true", "box_points=big",
 ])
 def test_numeric_fields_are_range_checked(numeric):
     train = load_train()

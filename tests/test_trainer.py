@@ -91,10 +91,11 @@ def test_rollouts_only_take_legal_actions(rules_name):
     assert len(rollout.take_scores()) > 0  # games ended on the way
 
 
-@pytest.mark.parametrize("keep_head", [0, 16])
-def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head):
+@pytest.mark.parametrize("keep_head, box_points", [(0, 0.0), (16, 0.0), (0, 4.0), (16, 2.5)])
+def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points):
     rules = load_rules("yahtzee")
-    trainer = Trainer(config(net_arch=[64, 64], keep_head=keep_head), rules, tmp_path / "run", metadata={
+    trainer = Trainer(config(net_arch=[64, 64], keep_head=keep_head, box_points=box_points), rules, tmp_path / "run",
+                      metadata={
         "rules": rules.name, "rules_options": dict(rules.options), "rules_fingerprint": rules.fingerprint})
     path = trainer.save_policy(tmp_path / "policy.npz")
     agent = PolicyAgent.load(path, rules)
@@ -106,8 +107,38 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head)
     np.testing.assert_allclose(logits_np, logits_torch, rtol=1e-4, atol=1e-5)
     _, metadata = load_policy(path)
     assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
-    assert metadata["keep_head"] == keep_head
+    assert metadata["keep_head"] == keep_head and metadata["box_points"] == box_points
     assert path.stat().st_size < 2 * 1024 * 1024
+    if box_points:  # the learnt per-box weights travel with the file; without them the file is refused
+        weights, metadata = load_policy(path)
+        np.testing.assert_array_equal(weights["box_points_w"], trainer.model.box_points_w.detach().numpy())
+        del weights["box_points_w"]
+        with pytest.raises(ValueError, match="box_points_w"):
+            PolicyAgent(weights, metadata, rules)
+
+
+def test_box_points_adds_each_boxs_points_to_its_logit():
+    """With box_points the box logits are the network's plus w_b times the points box b would score now,
+    read from the observation: five of a kind favours the 50-point box from the start."""
+    from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS
+    from dice_poker_env.envs.observation import flat_layout
+
+    rules = load_rules("yacht")
+    tables = compile_rules(rules)
+    rollout = Rollout(rules, 128, 1, seed=4)
+    x = torch.from_numpy(rollout.current_inputs)
+    points = flat_layout(tables)["potential_points"]
+    plain = ActorCritic(rollout.inputs.size, tables.n_actions, [32])
+    boosted = ActorCritic(rollout.inputs.size, tables.n_actions, [32], box_points=4.0, potential_points=points.start)
+    boosted.actor.load_state_dict(plain.actor.state_dict())
+    with torch.no_grad():
+        difference = (boosted.actor_logits(x) - plain.actor_logits(x)).numpy()
+    np.testing.assert_allclose(difference[:, :N_KEEP_ACTIONS], 0.0, atol=1e-6)  # keeps untouched
+    np.testing.assert_allclose(difference[:, N_KEEP_ACTIONS:], 4.0 * rollout.current_inputs[:, points], rtol=1e-5,
+                               atol=1e-6)
+    assert np.abs(difference).max() > 0.5  # some rolls score points now
+    with pytest.raises(ValueError, match="potential_points"):
+        ActorCritic(rollout.inputs.size, tables.n_actions, [32], box_points=1.0)
 
 
 def test_keep_head_scores_a_keep_by_the_dice_it_keeps():
@@ -273,3 +304,41 @@ def test_precision_auto_picks_bfloat16_only_where_the_cpu_has_bf16_units(monkeyp
     assert actor_critic.resolve_precision("float32") == "float32"
     with pytest.raises(ValueError, match="precision must be one of"):
         actor_critic.resolve_precision("float16")
+
+
+def test_compiled_training_follows_the_eager_run(tmp_path, monkeypatch):
+    """compile=True (torch.compile of the policy forward and the PPO loss) trains the same network as eager
+    mode, up to float rounding."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # its kernels stay in tmp_path
+    rules = load_rules("yacht")
+    eager = Trainer(config(), rules, tmp_path / "eager")
+    eager.run(progress=False)
+    compiled = Trainer(config(compile=True), rules, tmp_path / "compiled")
+    compiled.run(progress=False)
+    for x, y in zip(params(eager), params(compiled)):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-3, atol=1e-4)
+    assert not all(torch.equal(x, y) for x, y in zip(params(eager), params(Trainer(config(), rules, tmp_path / "new"))))
+
+
+def test_compile_falls_back_to_eager_with_one_warning(tmp_path, monkeypatch):
+    """Where torch.compile cannot build its kernels (no C++ compiler), the run goes on eagerly, identical to an
+    eager run, after one warning per compiled function."""
+    import agents.actor_critic
+    import agents.ppo
+
+    def broken(target):
+        def call(*args, **kwargs):
+            raise RuntimeError("no C++ compiler found\nlong backtrace")
+        return call
+
+    monkeypatch.setattr(agents.actor_critic.torch, "compile", broken)
+    monkeypatch.setattr(agents.ppo, "_compiled_loss", None)
+    rules = load_rules("yacht")
+    eager = Trainer(config(), rules, tmp_path / "eager")
+    eager.run(progress=False)
+    with pytest.warns(RuntimeWarning, match="torch.compile is not available here .RuntimeError: no C.. compiler found.; "
+                                            "running eagerly") as caught:
+        fallback = Trainer(config(compile=True), rules, tmp_path / "fallback")
+        fallback.run(progress=False)
+    assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 2  # the forward and the loss
+    assert all(torch.equal(x, y) for x, y in zip(params(eager), params(fallback)))
