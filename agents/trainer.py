@@ -99,12 +99,13 @@ class Trainer:
                                reward_scale=config.reward_scale, gamma=config.gamma, gae_lambda=config.gae_lambda,
                                features=config.features, device=self.device)
         tables = compile_rules(rules)
+        layout = flat_layout(tables)
         self.model = ActorCritic(self.rollout.inputs.size, tables.n_actions, config.net_arch, config.activation,
                                  resolve_precision(getattr(config, "precision", "float32"), self.device),
                                  keep_head=getattr(config, "keep_head", 0),
-                                 dice_one_hot=flat_layout(tables)["dice_one_hot"].start,
+                                 dice_one_hot=layout["dice_one_hot"].start,
                                  box_points=getattr(config, "box_points", 0.0),
-                                 potential_points=flat_layout(tables)["potential_points"].start).to(self.device)
+                                 potential_points=layout["potential_points"].start).to(self.device)
         #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
         self.policy = Compiled(self.model) if getattr(config, "compile", False) else self.model
         # the fused Adam kernel (CPU and CUDA): the same update rule, about 14% faster PPO updates measured here
