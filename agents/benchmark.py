@@ -146,8 +146,18 @@ def _mistake_label(rules: Rules, dice, taken: int, best: int) -> tuple[str, str]
     return f"kept {_kept_text(dice, taken)} instead of {_kept_text(dice, best)}", "keep"
 
 
-def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record: list | None = None) -> _Partial:
+#: decisions per batched ``action_values`` call of the regret analysis
+REGRET_BATCH = 4096
+
+
+def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record: list | None = None,
+               *, regret_batch: int = REGRET_BATCH) -> _Partial:
     """Play one game per seed with ``agent``; regret needs ``solution``.
+
+    The games are played one at a time through the single env; the regret of
+    their decisions is computed afterwards, ``regret_batch`` decisions at a time,
+    in one batched ``solution.action_values`` call each (the same values as one
+    call per decision, at a fraction of the cost).
 
     ``record``: a list to append one entry per game to (for replays):
     ``{"score": final score, "moves": [[dice, rolls_left, action, best, loss, reward, points], ...]}``,
@@ -161,6 +171,7 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
     obs_mode = getattr(agent, "obs_mode", "dict")
     out = _Partial()
     fallbacks_before = int(getattr(agent, "fallbacks", 0))
+    pending = _PendingRegret(rules, solution, out, regret_batch) if solution is not None else None
     for game_seed in seeds:
         game_seed = int(game_seed)
         if callable(getattr(agent, "seed", None)):
@@ -169,46 +180,17 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
             agent.reset()
         obs, info = env.reset(seed=game_seed)
         done = False
-        regret = {"keep": 0.0, "box": 0.0, "illegal": 0.0}
         five = 0
         moves: list | None = [] if record is not None else None
+        decisions: list = []
         while not done:
             mask = info["action_mask"]
             agent_obs = obs if obs_mode == "dict" else observe(tables, env.state, obs_mode)
             action = int(agent.act(agent_obs, mask))
             state = env.state
             legal = 0 <= action < len(mask) and bool(mask[action])
-            best, loss = None, None
-            if solution is not None:
-                q = np.asarray(solution.action_values(obs), dtype=np.float64)
-                best = int(np.argmax(q))
-                taken_value = q[action] if legal else float(env.score)
-                loss = float(q[best] - taken_value)
-                if loss <= VALUE_TOLERANCE:  # optimal within the solver's float tolerance: no loss
-                    loss = 0.0
-                kind = "illegal" if not legal else ("box" if action >= N_KEEP_ACTIONS else "keep")
-                regret[kind] += loss
-                if loss > 0.0:
-                    dice = ROLL_DICE[state.roll]
-                    if legal:
-                        label, kind = _mistake_label(rules, dice, action, best)
-                    else:
-                        label = f"illegal action {action}"
-                    entry = out.mistakes.setdefault(label, [0.0, 0, kind, -1.0, None])
-                    entry[0] += loss
-                    entry[1] += 1
-                    if loss > entry[3]:
-                        entry[3] = loss
-                        entry[4] = {
-                            "dice": [int(d) for d in dice],
-                            "rolls_left": state.rolls_left,
-                            "turn": int(obs["turn"]),
-                            "taken": _describe(rules, dice, action) if legal else f"illegal action {action}",
-                            "best": _describe(rules, dice, best),
-                            "loss": round(loss, 4),
-                            "taken_action": action,
-                            "best_action": best,
-                        }
+            if pending is not None:
+                decisions.append((obs, action, legal, float(env.score), state.roll, state.rolls_left))
             if not legal:
                 out.illegal += 1
             elif action >= N_KEEP_ACTIONS:
@@ -218,7 +200,7 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
                 out.keep_decisions += 1
             if moves is not None:
                 moves.append(["".join(str(int(d)) for d in ROLL_DICE[state.roll]), int(state.rolls_left), action,
-                              best, None if loss is None else round(loss, 4), 0, None])
+                              None, None, 0, None])
             obs, reward, done, _, info = env.step(action)
             if moves is not None:
                 moves[-1][5] = int(round(float(reward)))
@@ -229,13 +211,86 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
         out.box_scores.append(final.scores.astype(np.int64))
         out.upper_bonus.append(secured_upper_bonus(tables, final.filled, final.upper_total) > 0)  # the engine's rule
         out.five_kind.append(five)
-        out.regret_keep.append(regret["keep"])
-        out.regret_box.append(regret["box"])
-        out.regret_illegal.append(regret["illegal"])
+        if pending is not None:
+            pending.add(decisions, moves)
         if record is not None:
             record.append({"score": int(info["final_score"]), "moves": moves})
+    if pending is not None:
+        pending.flush()
     out.fallbacks = int(getattr(agent, "fallbacks", 0)) - fallbacks_before
     return out
+
+
+class _PendingRegret:
+    """The decisions of finished games waiting for their regret, valued in batches.
+
+    Games are settled in the order they were added, so per-game regrets, the
+    mistakes table and the recorded moves come out as if each decision had been
+    valued when it was taken.
+    """
+
+    def __init__(self, rules: Rules, solution, out: _Partial, batch: int) -> None:
+        self.rules, self.solution, self.out, self.batch = rules, solution, out, max(1, int(batch))
+        self.games: list = []  # (decisions, moves) per game
+        self.size = 0
+
+    def add(self, decisions: list, moves: list | None) -> None:
+        self.games.append((decisions, moves))
+        self.size += len(decisions)
+        if self.size >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.games:
+            return
+        decisions = [d for game, _ in self.games for d in game]
+        observations = [d[0] for d in decisions]
+        batch = {key: np.stack([o[key] for o in observations]) for key in observations[0]}
+        q = np.asarray(self.solution.action_values(batch), dtype=np.float64)
+        actions = np.array([d[1] for d in decisions], dtype=np.int64)
+        legal = np.array([d[2] for d in decisions], dtype=bool)
+        best = np.argmax(q, axis=1)
+        best_value = q[np.arange(len(q)), best]
+        taken = np.where(legal, q[np.arange(len(q)), np.where(legal, actions, 0)],
+                         np.array([d[3] for d in decisions], dtype=np.float64))
+        losses = best_value - taken
+        losses[losses <= VALUE_TOLERANCE] = 0.0  # optimal within the solver's float tolerance: no loss
+        out, rules, at = self.out, self.rules, 0
+        for game, moves in self.games:
+            regret = {"keep": 0.0, "box": 0.0, "illegal": 0.0}
+            for j, (obs, action, is_legal, _, roll, rolls_left) in enumerate(game):
+                i = at + j
+                loss, best_action = float(losses[i]), int(best[i])
+                kind = "illegal" if not is_legal else ("box" if action >= N_KEEP_ACTIONS else "keep")
+                regret[kind] += loss
+                if moves is not None:
+                    moves[j][3], moves[j][4] = best_action, round(loss, 4)
+                if loss > 0.0:
+                    dice = ROLL_DICE[roll]
+                    if is_legal:
+                        label, kind = _mistake_label(rules, dice, action, best_action)
+                    else:
+                        label = f"illegal action {action}"
+                    entry = out.mistakes.setdefault(label, [0.0, 0, kind, -1.0, None])
+                    entry[0] += loss
+                    entry[1] += 1
+                    if loss > entry[3]:
+                        entry[3] = loss
+                        entry[4] = {
+                            "dice": [int(d) for d in dice],
+                            "rolls_left": rolls_left,
+                            "turn": int(obs["turn"]),
+                            "taken": _describe(rules, dice, action) if is_legal else f"illegal action {action}",
+                            "best": _describe(rules, dice, best_action),
+                            "loss": round(loss, 4),
+                            "taken_action": action,
+                            "best_action": best_action,
+                        }
+            at += len(game)
+            out.regret_keep.append(regret["keep"])
+            out.regret_box.append(regret["box"])
+            out.regret_illegal.append(regret["illegal"])
+        self.games, self.size = [], 0
 
 
 def _worker(rules: Rules, agent_name: str, seeds: np.ndarray, with_regret: bool) -> _Partial:
@@ -420,7 +475,7 @@ def benchmark(
         solution: an already solved ``Solution`` (default: ``solve(rules)`` when
             the solver is installed; ``False`` or no solver: no regret and no
             optimal reference).
-        regret: compute the exact regret (one ``action_values`` call per decision).
+        regret: compute the exact regret (``action_values`` of every decision, valued in batches).
         top_mistakes: how many costliest mistakes to list per agent.
         progress: print a line per finished agent to stderr.
         record_games: keep every move of every game of the agents played in

@@ -107,12 +107,12 @@ class FirstLegalCostsGap:
     def __init__(self, gap):
         self.gap = gap
 
-    def action_values(self, observation):
-        q = np.full(32 + 12, -np.inf)
-        if observation["rolls_left"] > 0:
-            q[:31] = 0.0  # every keep but "keep all"
-        q[32:][np.asarray(observation["filled"]) == 0] = 0.0  # yacht: every open box
-        q[np.flatnonzero(np.isfinite(q))[0]] = -self.gap
+    def action_values(self, observation):  # a batch of observations, as the benchmark asks
+        filled = np.asarray(observation["filled"])
+        q = np.full((len(filled), 32 + 12), -np.inf)
+        q[np.asarray(observation["rolls_left"]) > 0, :31] = 0.0  # every keep but "keep all"
+        q[:, 32:][filled == 0] = 0.0  # yacht: every open box
+        q[np.arange(len(q)), np.isfinite(q).argmax(axis=1)] = -self.gap
         return q
 
 
@@ -130,6 +130,42 @@ def test_a_loss_within_the_value_tolerance_is_no_regret(gap):
     else:  # every decision loses gap, but the last box (the only action left: the best one)
         assert regret == pytest.approx([gap * (decisions - 1)] * 2, rel=1e-9)
         assert sum(count for _, count, *_ in part.mistakes.values()) == 2 * (decisions - 1)
+
+
+def test_batched_regret_equals_one_action_values_call_per_decision(solution):
+    """The regret is valued in batches after the games; replaying each recorded game
+    and asking the solver one decision at a time gives the same best actions and losses,
+    whatever the batch size."""
+    from agents.benchmark import play_games
+    from agents.greedy import GreedyAgent
+    from dice_poker_env import DicePokerEnv, load_rules
+
+    rules = load_rules("yacht")
+    seeds = [int(s) for s in game_seeds(5, 12)]
+    parts, records = [], []
+    for batch in (1, 7, 4096):
+        record: list = []
+        parts.append(play_games(rules, GreedyAgent(rules), seeds, solution, record, regret_batch=batch))
+        records.append(record)
+    for part, record in zip(parts[1:], records[1:]):
+        assert record == records[0]
+        assert part.regret_keep == parts[0].regret_keep and part.regret_box == parts[0].regret_box
+        assert part.mistakes == parts[0].mistakes
+    env = DicePokerEnv(rules)
+    for game_seed, game, keep, box in zip(seeds, records[0], parts[0].regret_keep, parts[0].regret_box):
+        obs, _ = env.reset(seed=game_seed)
+        losses = {"keep": 0.0, "box": 0.0}
+        for move in game["moves"]:
+            q = solution.action_values(obs)
+            action, best, loss = move[2], move[3], move[4]
+            assert best == int(np.argmax(q))
+            expected = float(q[best] - q[action])
+            assert loss == pytest.approx(expected if expected > VALUE_TOLERANCE else 0.0, abs=1e-4)
+            losses["box" if action >= 32 else "keep"] += loss
+            obs, *_ = env.step(action)
+        assert env.score == game["score"]
+        assert (keep, box) == pytest.approx((losses["keep"], losses["box"]), abs=1e-3)
+    assert sum(parts[0].regret_keep) + sum(parts[0].regret_box) > 0  # greedy makes mistakes
 
 
 def test_greedy_regret_agrees_with_its_measured_gap(solution):
