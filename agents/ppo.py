@@ -36,6 +36,9 @@ def loss(model: ActorCritic, inputs: torch.Tensor, masks: torch.Tensor, actions:
     return total, stats
 
 
+#: the compiled loss, one per process: dynamo lifts a model's parameters as graph inputs, so every model of
+#: the same structure (net_arch, precision, options) shares one graph; another structure compiles once more
+#: (up to dynamo's recompile limit, 8 structures a process)
 _compiled_loss: Compiled | None = None
 
 
