@@ -37,11 +37,16 @@ from typing import Any, Sequence
 import numpy as np
 
 from agents.optimal import VALUE_TOLERANCE
-from agents.registry import AGENT_NAMES, check_agent, parse_agent_spec
-from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, ROLL_DICE, kept_dice
+from agents.registry import AGENT_NAMES, check_agent, is_batch_agent, parse_agent_spec
+from dice_poker_env.dice_sources import RandomDice
+from dice_poker_env.engine.combinatorics import (
+    KEEP_BITS, N_DICE, N_KEEP_ACTIONS, ROLL_DICE, kept_dice, roll_index_of_faces,
+)
+from dice_poker_env.engine.game import new_batch, step_batch
+from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.position import secured_upper_bonus
 from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.envs.observation import observe
+from dice_poker_env.envs.observation import observe, observe_batch, observe_dict_batch
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.rules import Rules, load_rules
 
@@ -148,16 +153,27 @@ def _mistake_label(rules: Rules, dice, taken: int, best: int) -> tuple[str, str]
 
 #: decisions per batched ``action_values`` call of the regret analysis
 REGRET_BATCH = 4096
+#: games played at once on the lockstep path (bounds its memory)
+LOCKSTEP_GAMES = 2048
 
 
 def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record: list | None = None,
-               *, regret_batch: int = REGRET_BATCH) -> _Partial:
+               *, regret_batch: int = REGRET_BATCH, lockstep: bool | None = None) -> _Partial:
     """Play one game per seed with ``agent``; regret needs ``solution``.
 
-    The games are played one at a time through the single env; the regret of
-    their decisions is computed afterwards, ``regret_batch`` decisions at a time,
-    in one batched ``solution.action_values`` call each (the same values as one
-    call per decision, at a fraction of the cost).
+    Two paths give the same games and the same results:
+
+    * **lockstep** (the project's own agents: optimal, greedy and policy files, whose
+      ``act_batch`` rows are independent and which keep nothing between moves): all
+      games advance together on the engine's batched step, each with the dice the
+      single env deals for its seed (:meth:`RandomDice.game_faces`); one
+      ``act_batch`` call per step for all games;
+    * **one by one** through the single env (any other agent, and ``record``).
+
+    ``lockstep``: ``None`` chooses as above; ``True``/``False`` forces a path
+    (``True`` needs an agent with ``act_batch``). The regret of the decisions is
+    computed afterwards, ``regret_batch`` decisions per batched
+    ``solution.action_values`` call (the values of one call per decision).
 
     ``record``: a list to append one entry per game to (for replays):
     ``{"score": final score, "moves": [[dice, rolls_left, action, best, loss, reward, points], ...]}``,
@@ -166,12 +182,39 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
     ``reward`` the points the step added, ``points`` those written in the box (a
     legal score action; else ``None``).
     """
+    if lockstep is None:
+        lockstep = record is None and _plays_in_lockstep(agent)
+    if lockstep and record is not None:
+        raise ValueError("record needs the one-by-one path (lockstep=False)")
+    out = _Partial()
+    fallbacks_before = int(getattr(agent, "fallbacks", 0))
+    if lockstep:
+        seeds = [int(game_seed) for game_seed in seeds]
+        for start in range(0, len(seeds), LOCKSTEP_GAMES):
+            _play_lockstep(rules, agent, seeds[start:start + LOCKSTEP_GAMES], solution, out, regret_batch)
+    else:
+        _play_one_by_one(rules, agent, seeds, solution, out, record, regret_batch)
+    out.fallbacks = int(getattr(agent, "fallbacks", 0)) - fallbacks_before
+    return out
+
+
+def _plays_in_lockstep(agent) -> bool:
+    """Whether ``agent`` is one of the project's stateless batch agents (see :func:`play_games`)."""
+    from agents.greedy import GreedyAgent
+    from agents.optimal import OptimalAgent
+    from agents.policy_agent import PolicyAgent
+
+    return type(agent) in (GreedyAgent, OptimalAgent, PolicyAgent)
+
+
+def _play_one_by_one(rules: Rules, agent, seeds: Sequence[int], solution, out: _Partial, record: list | None,
+                     regret_batch: int) -> None:
+    """The games one at a time through the single env (any agent object)."""
     tables = compile_rules(rules)
     env = DicePokerEnv(rules)
     obs_mode = getattr(agent, "obs_mode", "dict")
-    out = _Partial()
-    fallbacks_before = int(getattr(agent, "fallbacks", 0))
-    pending = _PendingRegret(rules, solution, out, regret_batch) if solution is not None else None
+    pending: list = []  # finished games waiting for their regret: (decisions, moves)
+    waiting = 0
     for game_seed in seeds:
         game_seed = int(game_seed)
         if callable(getattr(agent, "seed", None)):
@@ -189,7 +232,7 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
             action = int(agent.act(agent_obs, mask))
             state = env.state
             legal = 0 <= action < len(mask) and bool(mask[action])
-            if pending is not None:
+            if solution is not None:
                 decisions.append((obs, action, legal, float(env.score), state.roll, state.rolls_left))
             if not legal:
                 out.illegal += 1
@@ -211,86 +254,152 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
         out.box_scores.append(final.scores.astype(np.int64))
         out.upper_bonus.append(secured_upper_bonus(tables, final.filled, final.upper_total) > 0)  # the engine's rule
         out.five_kind.append(five)
-        if pending is not None:
-            pending.add(decisions, moves)
         if record is not None:
             record.append({"score": int(info["final_score"]), "moves": moves})
-    if pending is not None:
-        pending.flush()
-    out.fallbacks = int(getattr(agent, "fallbacks", 0)) - fallbacks_before
-    return out
+        if solution is not None:
+            pending.append((decisions, moves))
+            waiting += len(decisions)
+            if waiting >= regret_batch:
+                _settle_games(rules, solution, out, pending, regret_batch)
+                pending, waiting = [], 0
+    if pending:
+        _settle_games(rules, solution, out, pending, regret_batch)
 
 
-class _PendingRegret:
-    """The decisions of finished games waiting for their regret, valued in batches.
+def _settle_games(rules: Rules, solution, out: _Partial, games: list, regret_batch: int) -> None:
+    """Regret of finished one-by-one games (``[(decisions, moves), ...]``), in their order; fills the moves."""
+    decisions = [d for game, _ in games for d in game]
+    observations = {key: np.stack([d[0][key] for d in decisions]) for key in decisions[0][0]}
+    column = lambda i, dtype: np.array([d[i] for d in decisions], dtype=dtype)  # noqa: E731
+    actions = column(1, np.int64)
+    best, losses = _decision_losses(solution, observations, actions, column(2, bool), column(3, np.float64), regret_batch)
+    at = 0
+    for game, moves in games:
+        if moves is not None:
+            for j, move in enumerate(moves):
+                move[3], move[4] = int(best[at + j]), round(float(losses[at + j]), 4)
+        at += len(game)
+    _tally(rules, out, np.array([len(game) for game, _ in games]), actions, column(2, bool), best, losses,
+           column(4, np.int64), column(5, np.int64), observations["turn"])
 
-    Games are settled in the order they were added, so per-game regrets, the
-    mistakes table and the recorded moves come out as if each decision had been
-    valued when it was taken.
-    """
 
-    def __init__(self, rules: Rules, solution, out: _Partial, batch: int) -> None:
-        self.rules, self.solution, self.out, self.batch = rules, solution, out, max(1, int(batch))
-        self.games: list = []  # (decisions, moves) per game
-        self.size = 0
+def _decision_losses(solution, observations: dict, actions: np.ndarray, legal: np.ndarray, so_far: np.ndarray,
+                     batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(best action, points lost)`` of each decision (dict observations with a leading axis), ``batch``
+    decisions per ``action_values`` call. An illegal action ends the game: it loses ``Q(best)`` minus the
+    points so far."""
+    n = len(actions)
+    best = np.empty(n, dtype=np.int64)
+    losses = np.empty(n, dtype=np.float64)
+    for start in range(0, n, max(1, int(batch))):
+        part = slice(start, start + max(1, int(batch)))
+        q = np.asarray(solution.action_values({key: value[part] for key, value in observations.items()}),
+                       dtype=np.float64)
+        rows = np.arange(len(q))
+        top = np.argmax(q, axis=1)
+        taken = np.where(legal[part], q[rows, np.where(legal[part], actions[part], 0)], so_far[part])
+        lost = q[rows, top] - taken
+        lost[lost <= VALUE_TOLERANCE] = 0.0  # optimal within the solver's float tolerance: no loss
+        best[part], losses[part] = top, lost
+    return best, losses
 
-    def add(self, decisions: list, moves: list | None) -> None:
-        self.games.append((decisions, moves))
-        self.size += len(decisions)
-        if self.size >= self.batch:
-            self.flush()
 
-    def flush(self) -> None:
-        if not self.games:
-            return
-        decisions = [d for game, _ in self.games for d in game]
-        observations = [d[0] for d in decisions]
-        batch = {key: np.stack([o[key] for o in observations]) for key in observations[0]}
-        q = np.asarray(self.solution.action_values(batch), dtype=np.float64)
-        actions = np.array([d[1] for d in decisions], dtype=np.int64)
-        legal = np.array([d[2] for d in decisions], dtype=bool)
-        best = np.argmax(q, axis=1)
-        best_value = q[np.arange(len(q)), best]
-        taken = np.where(legal, q[np.arange(len(q)), np.where(legal, actions, 0)],
-                         np.array([d[3] for d in decisions], dtype=np.float64))
-        losses = best_value - taken
-        losses[losses <= VALUE_TOLERANCE] = 0.0  # optimal within the solver's float tolerance: no loss
-        out, rules, at = self.out, self.rules, 0
-        for game, moves in self.games:
-            regret = {"keep": 0.0, "box": 0.0, "illegal": 0.0}
-            for j, (obs, action, is_legal, _, roll, rolls_left) in enumerate(game):
-                i = at + j
-                loss, best_action = float(losses[i]), int(best[i])
-                kind = "illegal" if not is_legal else ("box" if action >= N_KEEP_ACTIONS else "keep")
-                regret[kind] += loss
-                if moves is not None:
-                    moves[j][3], moves[j][4] = best_action, round(loss, 4)
-                if loss > 0.0:
-                    dice = ROLL_DICE[roll]
-                    if is_legal:
-                        label, kind = _mistake_label(rules, dice, action, best_action)
-                    else:
-                        label = f"illegal action {action}"
-                    entry = out.mistakes.setdefault(label, [0.0, 0, kind, -1.0, None])
-                    entry[0] += loss
-                    entry[1] += 1
-                    if loss > entry[3]:
-                        entry[3] = loss
-                        entry[4] = {
-                            "dice": [int(d) for d in dice],
-                            "rolls_left": rolls_left,
-                            "turn": int(obs["turn"]),
-                            "taken": _describe(rules, dice, action) if is_legal else f"illegal action {action}",
-                            "best": _describe(rules, dice, best_action),
-                            "loss": round(loss, 4),
-                            "taken_action": action,
-                            "best_action": best_action,
-                        }
-            at += len(game)
-            out.regret_keep.append(regret["keep"])
-            out.regret_box.append(regret["box"])
-            out.regret_illegal.append(regret["illegal"])
-        self.games, self.size = [], 0
+def _tally(rules: Rules, out: _Partial, per_game: np.ndarray, actions: np.ndarray, legal: np.ndarray,
+           best: np.ndarray, losses: np.ndarray, rolls: np.ndarray, rolls_left: np.ndarray, turns: np.ndarray) -> None:
+    """Per-game regret by kind and the mistakes table from decisions in game order (``per_game`` decisions
+    each), summed in that order: the same floats however the games were played."""
+    game = np.repeat(np.arange(len(per_game)), per_game)
+    kind = np.where(~legal, 2, np.where(actions >= N_KEEP_ACTIONS, 1, 0))  # keep, box, illegal
+    for code, target in enumerate((out.regret_keep, out.regret_box, out.regret_illegal)):
+        chosen = kind == code
+        target.extend(np.bincount(game[chosen], weights=losses[chosen], minlength=len(per_game)).tolist())
+    for i in np.flatnonzero(losses > 0.0):
+        loss, action, best_action, is_legal = float(losses[i]), int(actions[i]), int(best[i]), bool(legal[i])
+        dice = ROLL_DICE[rolls[i]]
+        if is_legal:
+            label, mistake_kind = _mistake_label(rules, dice, action, best_action)
+        else:
+            label, mistake_kind = f"illegal action {action}", "illegal"
+        entry = out.mistakes.setdefault(label, [0.0, 0, mistake_kind, -1.0, None])
+        entry[0] += loss
+        entry[1] += 1
+        if loss > entry[3]:
+            entry[3] = loss
+            entry[4] = {
+                "dice": [int(d) for d in dice],
+                "rolls_left": int(rolls_left[i]),
+                "turn": int(turns[i]),
+                "taken": _describe(rules, dice, action) if is_legal else f"illegal action {action}",
+                "best": _describe(rules, dice, best_action),
+                "loss": round(loss, 4),
+                "taken_action": action,
+                "best_action": best_action,
+            }
+
+
+def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partial, regret_batch: int) -> None:
+    """All ``seeds``' games at once on the engine's batched step (see :func:`play_games`)."""
+    tables = compile_rules(rules)
+    masks = action_masks(tables)
+    obs_mode = getattr(agent, "obs_mode", "dict")
+    n_games, n_actions = len(seeds), int(tables.n_actions)
+    count = min(RandomDice.BLOCK, 15 * tables.turns + N_DICE)  # at most 15 faces a turn
+    faces = RandomDice.game_faces(seeds, count)
+    state = new_batch(tables, roll_index_of_faces(faces[:, :N_DICE]))
+    drawn = np.full(n_games, N_DICE, dtype=np.int64)  # faces each game has used
+    playing = np.ones(n_games, dtype=bool)
+    five = np.zeros(n_games, dtype=np.int64)
+    log: list = []  # per step: games, dict observations, actions, legal, points so far
+    while playing.any():
+        games = np.flatnonzero(playing)
+        now = state.take(games)
+        mask = masks.of_batch(now)
+        observations = observe_batch(tables, now, obs_mode)
+        actions = np.asarray(agent.act_batch(observations, mask)).astype(np.int64).reshape(len(games))
+        in_range = (actions >= 0) & (actions < n_actions)
+        legal = in_range & (mask[np.arange(len(games)), np.where(in_range, actions, 0)] != 0)
+        if solution is not None:
+            log.append((games, observations if obs_mode == "dict" else observe_dict_batch(tables, now),
+                        actions, legal, now.total.astype(np.float64)))
+        scoring = legal & (actions >= N_KEEP_ACTIONS)
+        out.illegal += int(np.count_nonzero(~legal))
+        out.box_decisions += int(np.count_nonzero(scoring))
+        out.keep_decisions += int(np.count_nonzero(legal & ~scoring))
+        five[games[scoring]] += tables.five_kind_roll[now.roll[scoring]].astype(np.int64)
+        playing[games[~legal]] = False  # an illegal action ends the game (the single env's default)
+        go = np.flatnonzero(legal)
+        if not len(go):
+            continue
+        action, moving = actions[go], games[go]
+        keeping = action < N_KEEP_ACTIONS
+        # the single env's dice: one face per rerolled die in position order; five for the next turn; none at the end
+        rolled = np.where(keeping[:, None], _REROLLED[np.where(keeping, action, 0)], 1)
+        rolled[~keeping & (np.bitwise_count(now.filled[go]) + 1 >= tables.turns)] = 0
+        at = np.minimum(drawn[moving][:, None] + np.maximum(np.cumsum(rolled, axis=1) - 1, 0), count - 1)
+        new_state, _, over = step_batch(tables, now.take(go), action,
+                                        np.take_along_axis(faces[moving], at, axis=1))
+        drawn[moving] += rolled.sum(axis=1)
+        for values, new in zip(state, new_state):
+            values[moving] = new
+        playing[moving[over]] = False
+    totals = state.total
+    out.scores.extend(int(t) for t in totals)
+    out.box_scores.extend(row.astype(np.int64) for row in state.scores)
+    out.upper_bonus.extend(secured_upper_bonus(tables, int(f), int(u)) > 0 for f, u in zip(state.filled, state.upper_total))
+    out.five_kind.extend(int(f) for f in five)
+    if solution is None or not log:
+        return
+    game = np.concatenate([entry[0] for entry in log])
+    order = np.argsort(game, kind="stable")  # game by game, each in move order
+    observations = {key: np.concatenate([entry[1][key] for entry in log])[order] for key in log[0][1]}
+    actions, legal, so_far = (np.concatenate([entry[i] for entry in log])[order] for i in (2, 3, 4))
+    best, losses = _decision_losses(solution, observations, actions, legal, so_far, regret_batch)
+    _tally(rules, out, np.bincount(game, minlength=n_games), actions, legal, best, losses,
+           roll_index_of_faces(observations["dice"]), observations["rolls_left"], observations["turn"])
+
+
+#: (32, 5) 0/1: the positions a keep action rerolls
+_REROLLED = (KEEP_BITS == 0).astype(np.int64)
 
 
 def _worker(rules: Rules, agent_name: str, seeds: np.ndarray, with_regret: bool) -> _Partial:
@@ -471,7 +580,8 @@ def benchmark(
             Objects always play in this process.
         games: games per agent (the same seeds for every agent).
         seed: benchmark seed (see :func:`game_seeds`).
-        workers: processes to spread each named agent's games over.
+        workers: processes to spread each named agent's games over (the NumPy batch agents, optimal,
+            greedy and policy files, play all their games at once in this process instead).
         solution: an already solved ``Solution`` (default: ``solve(rules)`` when
             the solver is installed; ``False`` or no solver: no regret and no
             optimal reference).
@@ -528,7 +638,7 @@ def benchmark(
     pool = None
     for name, agent in named:
         start = time.perf_counter()
-        if isinstance(agent, str) and workers > 1 and games >= 2 * workers:
+        if isinstance(agent, str) and workers > 1 and games >= 2 * workers and not is_batch_agent(agent):
             if pool is None:
                 pool = _pool(workers)
             part = _play_parallel(pool, rules, agent, seeds, workers, with_regret)

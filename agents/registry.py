@@ -109,6 +109,13 @@ def make_agent(name: str, rules: str | Rules, **kwargs: Any):
     raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
 
 
+def is_batch_agent(name: Any) -> bool:
+    """Whether the named agent is one of the project's NumPy batch agents (optimal, greedy, ``trained``, a
+    ``model:PATH.npz`` policy): ``act_batch`` over independent games, no state between moves, no torch."""
+    return isinstance(name, str) and (name in ("optimal", "greedy", "trained")
+                                      or (name.startswith("model:") and name.endswith(".npz")))
+
+
 def check_agent(name: Any) -> None:
     """Refuse an agent name before any work: unknown names, custom agents that cannot be loaded.
 

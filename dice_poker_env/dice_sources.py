@@ -52,6 +52,24 @@ class RandomDice:
         self._next += n
         return np.array(faces).reshape(shape) if len(shape) > 1 else faces
 
+    @classmethod
+    def game_faces(cls, seeds, count: int) -> np.ndarray:
+        """The first ``count`` faces this source serves a game reset with each seed, ``(len(seeds), count)`` int64.
+
+        An env's generator after ``reset(seed=s)`` is gymnasium's ``seeding.np_random(s)``; the
+        faces are its first block, served in order (a game uses at most 15 a turn, so a
+        game of up to 68 turns stays within one block). For playing many seeded games at once
+        exactly as the single env plays each one (the benchmark's batched path).
+        """
+        from gymnasium.utils import seeding
+
+        if not 0 <= count <= cls.BLOCK:
+            raise ValueError(f"count must be in 0..{cls.BLOCK} (one block of faces), got {count}")
+        out = np.empty((len(seeds), count), dtype=np.int64)
+        for i, seed in enumerate(seeds):
+            out[i] = seeding.np_random(int(seed))[0].integers(1, 7, size=cls.BLOCK)[:count]
+        return out
+
     def __repr__(self) -> str:
         return "RandomDice()"
 

@@ -168,6 +168,52 @@ def test_batched_regret_equals_one_action_values_call_per_decision(solution):
     assert sum(parts[0].regret_keep) + sum(parts[0].regret_box) > 0  # greedy makes mistakes
 
 
+class IllegalOnTurnThree:
+    """Greedy until the third turn, then the illegal "keep all" (action 31): the game ends there."""
+
+    obs_mode = "dict"
+
+    def __init__(self, rules):
+        from agents.greedy import GreedyAgent
+
+        self.greedy = GreedyAgent(rules)
+
+    def act(self, observation, action_mask):
+        return 31 if int(observation["turn"]) == 2 else self.greedy.act(observation, action_mask)
+
+    def act_batch(self, observations, action_masks):
+        return np.where(np.asarray(observations["turn"]) == 2, 31, self.greedy.act_batch(observations, action_masks))
+
+
+@pytest.mark.parametrize("rules_name", ["yacht", "yahtzee", "school_poker"])
+def test_lockstep_games_are_the_single_env_games(rules_name):
+    """The batch agents play all games at once with each seed's dice as the single env deals
+    them: every score, box, decision, regret and mistake is the one-by-one path's."""
+    from agents.benchmark import _Partial, play_games
+    from agents.registry import make_agent
+    from dice_poker_env import load_rules, solver
+
+    rules = load_rules(rules_name)
+    solution = solver.solve(rules)
+    seeds = game_seeds(9, 40)
+    agents = {name: make_agent(name, rules, solution=solution) for name in ("optimal", "greedy", "trained")}
+    agents["illegal"] = IllegalOnTurnThree(rules)
+    for name, agent in agents.items():
+        parts = [play_games(rules, agent, seeds, solution, lockstep=lockstep, regret_batch=50) for lockstep in (False, True)]
+        for field in _Partial.__dataclass_fields__:
+            one, both = (getattr(part, field) for part in parts)
+            if field == "box_scores":
+                one, both = np.asarray(one), np.asarray(both)
+                assert one.shape == both.shape and np.array_equal(one, both), (name, field)
+            else:
+                assert one == both, (name, field)
+        if name == "illegal":
+            assert parts[1].illegal == len(seeds) and sum(parts[1].regret_illegal) > 0
+            assert max(parts[1].scores) < 100  # two turns played
+        else:
+            assert parts[1].illegal == 0
+
+
 def test_greedy_regret_agrees_with_its_measured_gap(solution):
     result = benchmark("yacht", ["greedy"], games=400, seed=3, solution=solution).data
     row = result["agents"]["greedy"]

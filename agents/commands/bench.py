@@ -36,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also play a trained SB3/sb3-contrib model saved by train.py (as agent 'model'; repeatable)")
     parser.add_argument("--games", type=int, default=10_000, help="games per agent (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="benchmark seed (default 0)")
-    parser.add_argument("--workers", type=int, default=1, help="processes to spread games over (default 1)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes to spread games over (default 1); optimal, greedy and policy files "
+                             "play all their games at once in one process")
     parser.add_argument("--no-regret", action="store_true", help="skip the regret analysis (faster)")
     parser.add_argument("--top-mistakes", type=int, default=10, help="costliest mistakes listed per agent")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
