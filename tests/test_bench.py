@@ -362,3 +362,17 @@ def test_a_refused_solve_means_no_optimal_reference(monkeypatch):
     assert data["optimal_expected_score"] is None and data["agents"]["greedy"]["regret_mean"] is None
     with pytest.warns(SolutionUnavailableWarning), pytest.raises(ValueError, match="optimal agent needs"):
         benchmark("yacht", ["optimal", "greedy"], games=3)
+
+
+def test_bench_benchmark_script_times_both_paths_and_they_agree():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_benchmark.py"
+    spec = importlib.util.spec_from_file_location("bench_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.main(["--games", "30", "--agents", "optimal", "greedy", "--json"])
+    assert set(result["agents"]) == {"optimal", "greedy"}
+    for row in result["agents"].values():
+        assert row["one_by_one_seconds"] > 0 and row["lockstep_seconds"] > 0 and row["mean_score"] > 50

@@ -1,0 +1,79 @@
+"""Speed of ``dice-poker bench`` itself: the lockstep path against the one-by-one path, side by side.
+
+``agents.benchmark.play_games`` plays the project's NumPy batch agents (optimal,
+greedy, policy files) all at once in lockstep on the engine's batched step, each
+game with the dice the single env deals for its seed; any other agent plays game
+by game through the single env. Both give the same games and the same results
+(``tests/test_bench.py``). This script times both paths on the same seeds, regret
+analysis included, for each agent, in one process on one thread, and checks that
+the scores agree.
+
+Agents: ``optimal``, ``greedy`` and ``trained`` (the policy shipped for the
+ruleset), or ``--agents``.
+
+Usage::
+
+    python benchmarks/bench_benchmark.py [--rules yacht] [--games 2000] [--json]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rules", default="yacht", help="ruleset (default yacht)")
+    parser.add_argument("--games", type=int, default=2000, help="games per agent and path (default 2000)")
+    parser.add_argument("--agents", nargs="+", default=["optimal", "greedy", "trained"], help="named agents")
+    parser.add_argument("--seed", type=int, default=0, help="benchmark seed (default 0)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    if args.games < 1:
+        parser.error("--games must be at least 1")
+
+    from agents.benchmark import game_seeds, load_solution, play_games
+    from agents.registry import make_agent
+    from dice_poker_env.rules import load_rules
+
+    rules = load_rules(args.rules)
+    solution = load_solution(rules, required=True)
+    seeds = game_seeds(args.seed, args.games)
+    rows = {}
+    for name in args.agents:
+        agent = make_agent(name, rules, solution=solution)
+        seconds, means = {}, {}
+        for path, lockstep in (("one_by_one", False), ("lockstep", True)):
+            start = time.perf_counter()
+            part = play_games(rules, agent, seeds, solution, lockstep=lockstep)
+            seconds[path] = time.perf_counter() - start
+            means[path] = sum(part.scores) / len(part.scores)
+        if means["one_by_one"] != means["lockstep"]:
+            raise SystemExit(f"{name}: the two paths disagree ({means}): a bug")
+        rows[name] = {**{f"{path}_seconds": round(s, 3) for path, s in seconds.items()},
+                      "ratio": round(seconds["one_by_one"] / seconds["lockstep"], 1), "mean_score": means["lockstep"]}
+        if not args.json:
+            print(f"{name:>10}: one by one {seconds['one_by_one']:7.2f} s   lockstep {seconds['lockstep']:6.2f} s   "
+                  f"{rows[name]['ratio']:6.1f}x   (mean score {means['lockstep']:.2f} both)", flush=True)
+    result = {"rules": rules.name, "games": args.games, "seed": args.seed, "agents": rows,
+              "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+              "python": platform.python_version()}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
