@@ -14,8 +14,9 @@ LABEL given with the runs, else the config's ``recipe``, else the algorithm):
   standard deviation of the final benchmark's percent of optimal, its
   interquartile mean with a 95% stratified-bootstrap confidence interval
   (rliable, Agarwal et al. 2021; the JSON also has the mean's interval, and the
-  mean regret over seeds with its interval where the runs report regret), median score, upper-bonus and
-  five-of-a-kind rates, training time per seed;
+  mean regret over seeds with its interval where the runs report regret), median score, the regret of
+  keep and of box decisions, upper-bonus and five-of-a-kind rates beside the optimal agent's in the same
+  benchmarks, training time per seed;
 * ``results/learning_curves.png``: percent of optimal against training steps,
   the mean over seeds with the seeds' range shaded, one panel per ruleset.
 
@@ -125,12 +126,21 @@ def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, An
             "per_seed_percent": [round(float(p), 3) for p in percent],
             "mean_score": float(np.mean([m["results"]["mean"] for m in members])),
             "median_score": float(np.mean([m["results"]["median"] for m in members])),
+            "regret_keep_mean": _mean_or_none([m["results"].get("regret_keep_mean") for m in members]),
+            "regret_box_mean": _mean_or_none([m["results"].get("regret_box_mean") for m in members]),
             "upper_bonus_rate": _mean_or_none([m["results"].get("upper_bonus_rate") for m in members]),
             "five_of_a_kind_rate": _mean_or_none([m["results"].get("five_of_a_kind_rate") for m in members]),
+            # the optimal agent's rates in the same benchmarks (where it played), to read the two above against
+            "optimal_upper_bonus_rate": _mean_or_none([_optimal(m, "upper_bonus_rate") for m in members]),
+            "optimal_five_of_a_kind_rate": _mean_or_none([_optimal(m, "five_of_a_kind_rate") for m in members]),
             "timesteps": [m["results"]["timesteps"] for m in members],
             "train_minutes": [round(m["results"]["train_seconds"] / 60, 1) for m in members],
         })
     return rows
+
+
+def _optimal(run: dict[str, Any], key: str) -> float | None:
+    return ((run["results"].get("agents") or {}).get("optimal") or {}).get(key)
 
 
 def _mean_or_none(values: list) -> float | None:
@@ -176,8 +186,9 @@ def write(rows: list[dict[str, Any]], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "training.json").write_text(json.dumps(rows, indent=2) + "\n")
     columns = ["rules", "group", "seeds", "percent_of_optimal_mean", "percent_of_optimal_std",
-               "percent_of_optimal_iqm", "percent_of_optimal_iqm_ci95", "median_score", "upper_bonus_rate",
-               "five_of_a_kind_rate", "timesteps", "train_minutes"]
+               "percent_of_optimal_iqm", "percent_of_optimal_iqm_ci95", "median_score", "regret_keep_mean",
+               "regret_box_mean", "upper_bonus_rate", "optimal_upper_bonus_rate", "five_of_a_kind_rate",
+               "optimal_five_of_a_kind_rate", "timesteps", "train_minutes"]
     with (out / "training.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(columns)

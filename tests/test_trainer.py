@@ -211,7 +211,9 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
         (run / "results.json").write_text(json.dumps({
             "rules": "yacht", "algorithm": "batched_ppo", "percent_of_optimal": percent, "mean": percent * 1.7,
             "median": percent * 1.7, "timesteps": 1000, "train_seconds": 60.0, "bench_games": 100,
-            "upper_bonus_rate": None, "five_of_a_kind_rate": 0.5, "config": {"seed": seed, "recipe": "r1"}}))
+            "upper_bonus_rate": None, "five_of_a_kind_rate": 0.5, "regret_keep_mean": 5.0 + seed, "regret_box_mean": 2.0,
+            "agents": {"optimal": {"upper_bonus_rate": None, "five_of_a_kind_rate": 0.4 + seed / 10}},
+            "config": {"seed": seed, "recipe": "r1"}}))
         (run / "evaluations.csv").write_text("timesteps,mean_score,std_score,percent_of_optimal,seconds\n"
                                              f"500,1,1,{percent - 10},1\n1000,1,1,{percent},2\n")
         runs.append(run)
@@ -222,6 +224,8 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     assert rows[0]["percent_of_optimal_iqm"] == pytest.approx(91.0)  # IQM of three: the middle one, weighted
     low, high = rows[0]["percent_of_optimal_iqm_ci95"]
     assert 90.0 <= low <= 91.0 <= high <= 92.0
+    assert rows[0]["regret_keep_mean"] == pytest.approx(6.0) and rows[0]["regret_box_mean"] == pytest.approx(2.0)
+    assert rows[0]["optimal_five_of_a_kind_rate"] == pytest.approx(0.5) and rows[0]["optimal_upper_bonus_rate"] is None
     assert (out / "training.csv").read_text().startswith("rules,group,seeds")
     assert (out / "learning_curves.png").stat().st_size > 1000
     assert sorted(p.name for p in (out / "runs" / "yacht").iterdir()) == sorted(r.name for r in runs)
