@@ -182,10 +182,11 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
     ``reward`` the points the step added, ``points`` those written in the box (a
     legal score action; else ``None``).
     """
+    fits = 15 * compile_rules(rules).turns + N_DICE <= RandomDice.BLOCK  # a game's dice within one block
     if lockstep is None:
-        lockstep = record is None and _plays_in_lockstep(agent)
-    if lockstep and record is not None:
-        raise ValueError("record needs the one-by-one path (lockstep=False)")
+        lockstep = record is None and fits and _plays_in_lockstep(agent)
+    if lockstep and (record is not None or not fits):
+        raise ValueError("record, and games of more than 67 turns, need the one-by-one path (lockstep=False)")
     out = _Partial()
     fallbacks_before = int(getattr(agent, "fallbacks", 0))
     if lockstep:
@@ -343,7 +344,7 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
     masks = action_masks(tables)
     obs_mode = getattr(agent, "obs_mode", "dict")
     n_games, n_actions = len(seeds), int(tables.n_actions)
-    count = min(RandomDice.BLOCK, 15 * tables.turns + N_DICE)  # at most 15 faces a turn
+    count = 15 * tables.turns + N_DICE  # at most 15 faces a turn (play_games checked it fits one block)
     faces = RandomDice.game_faces(seeds, count)
     state = new_batch(tables, roll_index_of_faces(faces[:, :N_DICE]))
     drawn = np.full(n_games, N_DICE, dtype=np.int64)  # faces each game has used
