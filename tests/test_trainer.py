@@ -321,6 +321,13 @@ def test_compiled_training_follows_the_eager_run(tmp_path, monkeypatch):
     compiled.run(progress=False)
     for x, y in zip(params(eager), params(compiled)):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-3, atol=1e-4)
+    # another trainer of the same structure reuses the graphs (dynamo lifts parameters as inputs): no recompiling
+    from torch._dynamo.utils import counters
+
+    graphs = counters["stats"]["unique_graphs"]
+    assert graphs > 0  # the compiled run above made its graphs
+    Trainer(config(compile=True, seed=5), rules, tmp_path / "again").run(progress=False)
+    assert counters["stats"]["unique_graphs"] == graphs
     assert not all(torch.equal(x, y) for x, y in zip(params(eager), params(Trainer(config(), rules, tmp_path / "new"))))
 
 
