@@ -40,7 +40,7 @@ from agents.optimal import VALUE_TOLERANCE
 from agents.registry import AGENT_NAMES, check_agent, is_batch_agent, parse_agent_spec
 from dice_poker_env.dice_sources import RandomDice
 from dice_poker_env.engine.combinatorics import (
-    KEEP_BITS, N_DICE, N_KEEP_ACTIONS, ROLL_DICE, kept_dice, roll_index_of_faces,
+    N_DICE, N_KEEP_ACTIONS, REROLLED_MASK, ROLL_DICE, kept_dice, roll_index_of_faces,
 )
 from dice_poker_env.engine.game import new_batch, step_batch
 from dice_poker_env.engine.masks import action_masks
@@ -350,7 +350,7 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
     drawn = np.full(n_games, N_DICE, dtype=np.int64)  # faces each game has used
     playing = np.ones(n_games, dtype=bool)
     five = np.zeros(n_games, dtype=np.int64)
-    log: list = []  # per step: games, dict observations, actions, legal, points so far
+    log: list = []  # per step: games, dict observations, actions, legal, points so far, rolls
     while playing.any():
         games = np.flatnonzero(playing)
         now = state.take(games)
@@ -361,7 +361,7 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
         legal = in_range & (mask[np.arange(len(games)), np.where(in_range, actions, 0)] != 0)
         if solution is not None:
             log.append((games, observations if obs_mode == "dict" else observe_dict_batch(tables, now),
-                        actions, legal, now.total.astype(np.float64)))
+                        actions, legal, now.total.astype(np.float64), now.roll))
         scoring = legal & (actions >= N_KEEP_ACTIONS)
         out.illegal += int(np.count_nonzero(~legal))
         out.box_decisions += int(np.count_nonzero(scoring))
@@ -374,7 +374,7 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
         action, moving = actions[go], games[go]
         keeping = action < N_KEEP_ACTIONS
         # the single env's dice: one face per rerolled die in position order; five for the next turn; none at the end
-        rolled = np.where(keeping[:, None], _REROLLED[np.where(keeping, action, 0)], 1)
+        rolled = np.where(keeping[:, None], REROLLED_MASK[np.where(keeping, action, 0)], 1)
         rolled[~keeping & (np.bitwise_count(now.filled[go]) + 1 >= tables.turns)] = 0
         at = np.minimum(drawn[moving][:, None] + np.maximum(np.cumsum(rolled, axis=1) - 1, 0), count - 1)
         new_state, _, over = step_batch(tables, now.take(go), action,
@@ -393,14 +393,11 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
     game = np.concatenate([entry[0] for entry in log])
     order = np.argsort(game, kind="stable")  # game by game, each in move order
     observations = {key: np.concatenate([entry[1][key] for entry in log])[order] for key in log[0][1]}
-    actions, legal, so_far = (np.concatenate([entry[i] for entry in log])[order] for i in (2, 3, 4))
+    actions, legal, so_far, rolls = (np.concatenate([entry[i] for entry in log])[order] for i in (2, 3, 4, 5))
     best, losses = _decision_losses(solution, observations, actions, legal, so_far, regret_batch)
     _tally(rules, out, np.bincount(game, minlength=n_games), actions, legal, best, losses,
-           roll_index_of_faces(observations["dice"]), observations["rolls_left"], observations["turn"])
+           rolls, observations["rolls_left"], observations["turn"])
 
-
-#: (32, 5) 0/1: the positions a keep action rerolls
-_REROLLED = (KEEP_BITS == 0).astype(np.int64)
 
 
 def _worker(rules: Rules, agent_name: str, seeds: np.ndarray, with_regret: bool) -> _Partial:

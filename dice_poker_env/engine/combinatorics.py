@@ -241,7 +241,7 @@ _ROLL_INDEX_OF_CODE_64 = _ROLL_INDEX_OF_CODE.astype(np.int64)
 #: code of the dice kept by each (roll, keep bits), flattened as ``roll * 32 + bits``
 _KEPT_CODE = np.array(_KEEP_CODE, dtype=np.int64)[KEEP_OF_ACTION.astype(np.int64)].ravel()
 #: (32, 5) int64: 1 where a keep bitmask rerolls the die at that position
-_REROLLED_MASK = (((np.arange(N_KEEP_ACTIONS)[:, None] >> np.arange(N_DICE)) & 1) == 0).astype(np.int64)
+REROLLED_MASK = (((np.arange(N_KEEP_ACTIONS)[:, None] >> np.arange(N_DICE)) & 1) == 0).astype(np.int64)
 
 
 def reroll_batch(roll: np.ndarray, keep_bits: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -251,7 +251,7 @@ def reroll_batch(roll: np.ndarray, keep_bits: np.ndarray, faces: np.ndarray) -> 
     the kept dice's part comes from a table and the rerolled dice's part from
     five column additions.
     """
-    codes = np.take(_FACE_CODE, faces) * np.take(_REROLLED_MASK, keep_bits, axis=0)
+    codes = np.take(_FACE_CODE, faces) * np.take(REROLLED_MASK, keep_bits, axis=0)
     code = np.take(_KEPT_CODE, roll * N_KEEP_ACTIONS + keep_bits)
     for position in range(N_DICE):
         code += codes[:, position]
@@ -287,11 +287,11 @@ _FACE_CODE6 = np.concatenate([[0], N_FACES ** np.arange(N_FACES)]).astype(np.uin
 _ROLL_OF_CODE6 = np.full(N_FACES**N_FACES, -1, dtype=np.int64)
 _ROLL_OF_CODE6[(ROLL_COUNTS.astype(np.int64) * N_FACES ** np.arange(N_FACES)).sum(axis=1)] = np.arange(N_ROLLS)
 #: (252 * 32,) uint16: base-6 code of the dice kept by ``(roll, keep bits)``, at ``roll * 32 + bits``
-_KEPT_CODE6 = _FACE_CODE6[(1 - _REROLLED_MASK)[None, :, :] * ROLL_DICE[:, None, :]].sum(axis=2, dtype=np.uint16).ravel()
+_KEPT_CODE6 = _FACE_CODE6[(1 - REROLLED_MASK)[None, :, :] * ROLL_DICE[:, None, :]].sum(axis=2, dtype=np.uint16).ravel()
 #: (32 * 6**5,) uint16, at ``keep_bits * 6**5 + s``: base-6 code of the dice that keep
 #: bitmask ``keep_bits`` rerolls when the new faces are sequence ``s``
 _REROLLED_CODE6 = (
-    _REROLLED_MASK[:, None, :].astype(np.uint16) * _FACE_CODE6[SEQUENCE_FACES][None, :, :]
+    REROLLED_MASK[:, None, :].astype(np.uint16) * _FACE_CODE6[SEQUENCE_FACES][None, :, :]
 ).sum(axis=2, dtype=np.uint16).ravel()
 
 
