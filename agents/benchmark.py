@@ -184,7 +184,7 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
     """
     fits = 15 * compile_rules(rules).turns + N_DICE <= RandomDice.BLOCK  # a game's dice within one block
     if lockstep is None:
-        lockstep = record is None and fits and _plays_in_lockstep(agent)
+        lockstep = record is None and fits and is_batch_agent(agent)
     if lockstep and (record is not None or not fits):
         raise ValueError("record, and games of more than 67 turns, need the one-by-one path (lockstep=False)")
     out = _Partial()
@@ -197,15 +197,6 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
         _play_one_by_one(rules, agent, seeds, solution, out, record, regret_batch)
     out.fallbacks = int(getattr(agent, "fallbacks", 0)) - fallbacks_before
     return out
-
-
-def _plays_in_lockstep(agent) -> bool:
-    """Whether ``agent`` is one of the project's stateless batch agents (see :func:`play_games`)."""
-    from agents.greedy import GreedyAgent
-    from agents.optimal import OptimalAgent
-    from agents.policy_agent import PolicyAgent
-
-    return type(agent) in (GreedyAgent, OptimalAgent, PolicyAgent)
 
 
 def _play_one_by_one(rules: Rules, agent, seeds: Sequence[int], solution, out: _Partial, record: list | None,

@@ -109,11 +109,19 @@ def make_agent(name: str, rules: str | Rules, **kwargs: Any):
     raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
 
 
-def is_batch_agent(name: Any) -> bool:
-    """Whether the named agent is one of the project's NumPy batch agents (optimal, greedy, ``trained``, a
-    ``model:PATH.npz`` policy): ``act_batch`` over independent games, no state between moves, no torch."""
-    return isinstance(name, str) and (name in ("optimal", "greedy", "trained")
-                                      or (name.startswith("model:") and name.endswith(".npz")))
+def is_batch_agent(agent: Any) -> bool:
+    """Whether ``agent`` (a name or an agent object) is one of the project's NumPy batch agents: optimal,
+    greedy and the batched trainers' policies (``trained``, ``model:PATH.npz``). They answer ``act_batch``
+    over independent games, keep no state between moves and need no torch, so the benchmark plays all
+    their games in lockstep. A name is judged without building the agent; an object by its exact type
+    (a subclass may keep state)."""
+    if isinstance(agent, str):
+        return agent in ("optimal", "greedy", "trained") or (agent.startswith("model:") and agent.endswith(".npz"))
+    from agents.greedy import GreedyAgent
+    from agents.optimal import OptimalAgent
+    from agents.policy_agent import PolicyAgent
+
+    return type(agent) in (GreedyAgent, OptimalAgent, PolicyAgent)
 
 
 def check_agent(name: Any) -> None:

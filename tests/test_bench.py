@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+import agents
 
 from agents.benchmark import benchmark, game_seeds
 from agents.optimal import VALUE_TOLERANCE
@@ -183,6 +186,27 @@ class IllegalOnTurnThree:
 
     def act_batch(self, observations, action_masks):
         return np.where(np.asarray(observations["turn"]) == 2, 31, self.greedy.act_batch(observations, action_masks))
+
+
+def test_a_batch_agent_is_one_by_name_and_as_built(solution):
+    """One owner decides which agents play in lockstep: a name says so exactly when the agent it builds
+    does; a subclass (which may keep state) and the other agents play one by one."""
+    from agents.greedy import GreedyAgent
+    from agents.registry import AGENT_NAMES, is_batch_agent, make_agent
+    from dice_poker_env import load_rules
+
+    rules = load_rules("yacht")
+    for name in AGENT_NAMES:
+        agent = make_agent(name, rules, solution=solution)
+        assert is_batch_agent(name) == is_batch_agent(agent) == (name != "random"), name
+    path = Path(agents.__file__).parent / "policies" / "yacht.npz"  # a shipped policy, as a model file
+    assert is_batch_agent(f"model:{path}") and is_batch_agent(make_agent(f"model:{path}", rules))
+    assert not is_batch_agent("model:run/final_model.zip")
+
+    class StatefulGreedy(GreedyAgent):
+        pass
+
+    assert not is_batch_agent(StatefulGreedy(rules)) and not is_batch_agent(None)
 
 
 @pytest.mark.parametrize("rules_name", ["yacht", "yahtzee", "school_poker"])
