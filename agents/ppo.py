@@ -54,14 +54,14 @@ def update(model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, c
     coefficients = (float(config.clip_range), float(config.vf_coef), float(config.ent_coef))
     stats: dict[str, float] = {}
     for _ in range(int(config.n_epochs)):
-        order = torch.randperm(size, generator=generator)
+        order = torch.randperm(size, generator=generator).to(batch.actions.device)
+        # the epoch's samples shuffled once (one gather per tensor), each minibatch a slice of them
+        shuffled = [t[order] for t in (batch.inputs, batch.masks, batch.actions, batch.log_probs, batch.advantages,
+                                       batch.returns)]
         totals = torch.zeros(len(STATS))
         count = 0
         for start in range(0, size - minibatch + 1, minibatch):
-            idx = order[start:start + minibatch].to(batch.actions.device)
-            total, minibatch_stats = loss_of(model, batch.inputs[idx], batch.masks[idx], batch.actions[idx],
-                                             batch.log_probs[idx], batch.advantages[idx], batch.returns[idx],
-                                             *coefficients)
+            total, minibatch_stats = loss_of(model, *(t[start:start + minibatch] for t in shuffled), *coefficients)
             gradient_step(model, optimizer, total, config.max_grad_norm)
             totals += minibatch_stats.float().cpu()
             count += 1

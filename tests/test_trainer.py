@@ -331,6 +331,21 @@ def test_compiled_training_follows_the_eager_run(tmp_path, monkeypatch):
     assert not all(torch.equal(x, y) for x, y in zip(params(eager), params(Trainer(config(), rules, tmp_path / "new"))))
 
 
+def test_compiled_tanh_is_tanh_with_its_gradient(tmp_path, monkeypatch):
+    """The tanh layers' faster formula under torch.compile is tanh, values and gradients, far into both tails."""
+    from agents.actor_critic import Tanh
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    x = torch.cat([torch.linspace(-100, 100, 4001), torch.linspace(-1e-3, 1e-3, 101)]).requires_grad_(True)
+    compiled = torch.compile(Tanh())
+    y = compiled(x)
+    (grad,) = torch.autograd.grad(y.sum(), x)
+    np.testing.assert_allclose(y.detach().numpy(), torch.tanh(x).detach().numpy(), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(grad.numpy(), (1 - torch.tanh(x) ** 2).detach().numpy(), rtol=0, atol=1e-6)
+    assert torch.isfinite(y).all() and torch.isfinite(grad).all()
+    assert torch.equal(Tanh()(x), torch.tanh(x))  # eager: torch's own tanh
+
+
 def test_compile_falls_back_to_eager_with_one_warning(tmp_path, monkeypatch):
     """Where torch.compile cannot build its kernels (no C++ compiler), the run goes on eagerly, identical to an
     eager run, after one warning per compiled function."""
