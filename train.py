@@ -51,6 +51,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -818,14 +819,29 @@ def sweep(argv: list[str]) -> list[dict[str, Any]]:
                       default_config=DEFAULT_CONFIG, fail=fail, default_runs=Config().runs_dir)
 
 
+def run_metadata(config: Config) -> dict[str, Any]:
+    """What every policy file of a run records so that it can be reproduced: the config, the command (when
+    run as ``train.py``), the library's version and, in a git checkout, the commit of the code (``-dirty``
+    where the files differ from it)."""
+    import dice_poker_env
+
+    command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"],
+                                cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=10,
+                                check=True).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):  # no git, or not a checkout
+        commit = None
+    return {"config": asdict(config), "command": command, "version": dice_poker_env.__version__, "git_commit": commit}
+
+
 def batched_trainer(config: Config, rules, run_dir: Path, optimal: float | None, resume_from: Path | None):
     """The project's batched torch trainer (agents/trainer.py), resumed if asked; nothing written yet."""
     from agents.trainer import Trainer
 
-    command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
     try:
         trainer = Trainer(config, rules, run_dir, optimal=optimal,
-                          metadata={"config": asdict(config), "command": command})
+                          metadata=run_metadata(config))
         if resume_from is not None:
             trainer.load_checkpoint(resume_from)
     except Exception as error:  # noqa: BLE001 - whatever torch raises, the run has not started
@@ -840,10 +856,9 @@ def rllib_trainer(config: Config, rules, run_dir: Path, optimal: float | None):
         from agents.rllib_ppo import RLlibTrainer
     except ModuleNotFoundError as error:
         fail(f"{config.algo} runs on RLlib: {error.name} is not installed (pip install -e '.[rllib]')")
-    command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
     try:
         return RLlibTrainer(config, rules, run_dir, optimal=optimal,
-                            metadata={"config": asdict(config), "command": command})
+                            metadata=run_metadata(config))
     except Exception as error:  # noqa: BLE001 - whatever Ray or RLlib raise, the run has not started
         fail(f"RLlib's PPO cannot be built: {type(error).__name__}: {one_line(error)}")
 
@@ -852,9 +867,8 @@ def imitation_trainer(config: Config, rules, run_dir: Path, optimal: float | Non
     """Behaviour cloning from ``config.dataset`` (agents/bc.py); the dataset is read and checked, nothing written yet."""
     from agents.bc import BCTrainer
 
-    command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
     try:
-        return BCTrainer(config, rules, run_dir, optimal=optimal, metadata={"config": asdict(config), "command": command})
+        return BCTrainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
     except ModuleNotFoundError as error:
         fail(f"{config.algo} reads Minari datasets: {error.name} is not installed (pip install -e '.[datasets]')")
     except (ValueError, OSError) as error:

@@ -82,7 +82,7 @@ class Trainer:
         rules: the ruleset.
         run_dir: the run folder (TensorBoard logs, checkpoints, policies, ``evaluations.csv``).
         optimal: the solver's optimal expected score (percent of optimal in logs), or None.
-        metadata: recorded in every policy file (ruleset, config, command).
+        metadata: recorded in every policy file (ruleset, config, command, version, code commit).
         log: where progress lines go.
     """
 

@@ -193,6 +193,12 @@ def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
     assert any((run / "tb").rglob("events.out.tfevents.*"))
     rows = (run / "evaluations.csv").read_text().splitlines()
     assert rows[0].startswith("timesteps,") and [r.split(",")[0] for r in rows[1:]] == ["2048", "4096"]
+    from agents.policy_agent import PolicyAgent
+    from dice_poker_env import __version__
+
+    metadata = PolicyAgent.load(run / "final_model.npz").metadata  # what reproduces the policy
+    assert metadata["command"].startswith("python train.py --config ") and metadata["version"] == __version__
+    assert "git_commit" in metadata  # the code's commit in a git checkout (None elsewhere)
     # resume to a longer budget from the latest checkpoint
     longer = subprocess.run([*command, "--resume", "total_timesteps=6144"], capture_output=True, text=True,
                             timeout=600, cwd=tmp_path)
