@@ -52,11 +52,12 @@ class Tanh(nn.Module):
 
     The same function (within 2e-7 in float32), but inductor's CPU code for it is about 2.5x faster than
     its vectorized ``tanh``, and the gradient from the saved output needs no second ``exp`` (letting autograd
-    differentiate the formula was slower than plain tanh). Measured on the 2-core Xeon here, 1,024 rows,
-    256 x 256, bfloat16 (``docs/training.md``): the compiled policy forward 3.6-4.1 ms -> 2.2-2.5 ms, a PPO
-    minibatch's loss and backward 6.3-7.7 ms -> 5.5-6.0 ms; the tanh layers were half of each compiled
-    forward (``benchmarks/profile_train.py``). Eager mode keeps ``torch.tanh``: ATen's own kernel is the fast
-    one there, and the formula would lose precision near 0 in bfloat16 arithmetic.
+    differentiate the formula gained nothing). Measured on the 2-core Xeon here, 1,024 rows, 256 x 256,
+    bfloat16 (``benchmarks/bench_activation.py``, ``docs/training.md``): the compiled policy forward
+    4.0-5.6 ms -> 2.4-2.5 ms, a PPO minibatch's loss and backward 8.1-8.4 ms -> 6.0-6.1 ms; the tanh layers
+    were half of each compiled forward (``benchmarks/profile_train.py``). Eager mode keeps ``torch.tanh``:
+    ATen's own kernel is the fast one there, and the formula would lose precision near 0 in bfloat16
+    arithmetic.
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
