@@ -31,13 +31,18 @@ from dice_poker_env.engine.combinatorics import KEEP_BITS, N_DICE, N_FACES, N_KE
 MASKED_LOGIT = -1e8
 
 
+def tanh_formula(x: torch.Tensor) -> torch.Tensor:
+    """tanh as ``1 - 2 / (exp(2x) + 1)``, computed in float32 and returned in ``x``'s dtype; clamped at +-15,
+    beyond which tanh is 1 in float32 and ``exp(2x)`` would overflow."""
+    return (1.0 - 2.0 / (torch.exp(2.0 * x.float().clamp(-15.0, 15.0)) + 1.0)).to(x.dtype)
+
+
 class _CompiledTanh(torch.autograd.Function):
-    """tanh as ``1 - 2 / (exp(2x) + 1)`` (float32 inside), its gradient from the output: ``1 - y^2``."""
+    """:func:`tanh_formula`, its gradient from the output: ``1 - y^2``."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:
-        # clamped: beyond 15, tanh is 1 in float32, and exp(2x) would overflow
-        y = (1.0 - 2.0 / (torch.exp(2.0 * x.float().clamp(-15.0, 15.0)) + 1.0)).to(x.dtype)
+        y = tanh_formula(x)
         ctx.save_for_backward(y)
         return y
 
