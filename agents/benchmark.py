@@ -390,7 +390,6 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
            rolls, observations["rolls_left"], observations["turn"])
 
 
-
 def _worker(rules: Rules, agent_name: str, seeds: np.ndarray, with_regret: bool) -> _Partial:
     """Process-pool entry: rebuild the agent and the solution, then play."""
     try:  # one thread per worker process when torch is in use
