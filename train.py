@@ -142,6 +142,9 @@ class Config:
     box_points: float = setting(0.0, "Batched algorithms: each box's logit also gets a learnt weight (starting at "
                                      "this value) times the points the box would score now, from the observation "
                                      "(0: off; agents/actor_critic.py).")
+    keep_points: bool = setting(False, "Batched algorithms: the actor values each open box's points per state and "
+                                       "adds them to the box logits (points now) and the keep logits (expected "
+                                       "points after one reroll, from the rules' tables; agents/actor_critic.py).")
 
     # --- envs and hardware
     n_envs: int = setting(8, "Parallel training envs.")
@@ -298,6 +301,10 @@ def _validate(c: Config) -> None:
         raise ValueError(f"precision must be float32, bfloat16 or auto, got {c.precision!r}")
     if isinstance(c.keep_head, bool) or not isinstance(c.keep_head, int) or c.keep_head < 0:
         raise ValueError(f"keep_head must be a non-negative integer (units; 0 = off), got {c.keep_head!r}")
+    if not isinstance(c.keep_points, bool):
+        raise ValueError(f"keep_points must be true or false, got {c.keep_points!r}")
+    if c.keep_points and c.keep_head:
+        raise ValueError("keep_points and keep_head are two ways of scoring keeps: set one of them to 0/false")
     if isinstance(c.box_points, bool) or not isinstance(c.box_points, (int, float)) or not 0 <= c.box_points < 1e6:
         raise ValueError(f"box_points must be a non-negative number (0 = off), got {c.box_points!r}")
     if c.algo in RLLIB_ALGORITHMS:
@@ -645,7 +652,7 @@ RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", 
                 "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "buffer_size", "learning_starts",
                 "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
 #: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
-BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision", "keep_head", "box_points")
+BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision", "keep_head", "box_points", "keep_points")
 
 
 def load_config_rules(config: Config):

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from dice_poker_env.engine.combinatorics import KEEP_BITS, N_DICE, N_FACES, N_KEEP_ACTIONS
+from dice_poker_env.engine.combinatorics import (KEEP_BITS, N_DICE, N_FACES, N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS,
+                                                 encode_counts)
 
 
 #: the logit of an illegal action (exp underflows to exactly 0 in float32)
@@ -135,13 +136,31 @@ class ActorCritic(nn.Module):
             ``w_b`` a learnt weight per box starting at ``c``. A skip connection from what the observation
             shows to the box choice: from the first update on, five of a kind prefers the 50-point box to
             the 16-24 points of four of a kind, which the plain network may learn late or never.
-        potential_points: where ``potential_points`` (one per box) starts in the inputs (needed with ``box_points``).
+        potential_points: where ``potential_points`` (one per box) starts in the inputs (needed with ``box_points``
+            and ``keep_points``).
+        keep_points: the actor also values each box's points per state, ``u(s) = W h + c`` (one value per box,
+            a linear head on its last hidden layer ``h``, starting at 0), and adds to each box action's logit
+            ``u_b p_b`` (the points box ``b`` would score now) and to each keep's logit ``sum_b open_b u_b E_ab``,
+            ``E_ab`` the points box ``b`` would score on average after rerolling the dice that keep ``a`` does not
+            keep (:func:`agents.policy_inputs.keep_expected_points`). Box and keep actions are then compared in
+            the same currency: keeping a pair of twos and rerolling scores more twos on average than writing the
+            pair now, which the plain network must discover from the dice alone.
+        face_counts: where the face counts (6, each count / 5) start in the inputs (needed with ``keep_points``).
+        filled: where the filled flags (one per box) start in the inputs (needed with ``keep_points``).
+        expected_points: the ``(252, 32, n_boxes)`` table of :func:`agents.policy_inputs.keep_expected_points`
+            (needed with ``keep_points``).
     """
 
     def __init__(self, in_dim: int, n_actions: int, hidden: Sequence[int] = (256, 256), activation: str = "tanh",
                  precision: str = "float32", keep_head: int = 0, dice_one_hot: int | None = None,
-                 box_points: float = 0.0, potential_points: int | None = None):
+                 box_points: float = 0.0, potential_points: int | None = None, keep_points: bool = False,
+                 face_counts: int | None = None, filled: int | None = None, expected_points: np.ndarray | None = None):
         super().__init__()
+        if keep_points and keep_head:
+            raise ValueError("keep_points and keep_head are two ways of scoring keeps: use one")
+        if keep_points and any(v is None for v in (potential_points, face_counts, filled, expected_points)):
+            raise ValueError("keep_points needs the positions of potential_points, face_counts and filled in the "
+                             "inputs and the expected_points table")
         if keep_head and dice_one_hot is None:
             raise ValueError("keep_head needs the position of the dice one-hot in the inputs (dice_one_hot)")
         if box_points and potential_points is None:
@@ -169,11 +188,36 @@ class ActorCritic(nn.Module):
             for m in heads:  # small policy outputs (CleanRL/SB3)
                 nn.init.orthogonal_(m.weight, gain=0.01)
                 nn.init.zeros_(m.bias)
+        elif keep_points:
+            self.actor = nn.Sequential(mlp([self.in_dim, *self.hidden], activation), ACTIVATIONS[activation]())
+            self.actor_out = nn.Linear(self.hidden[-1], self.n_actions)
+            _init(self.actor, None)
+            nn.init.orthogonal_(self.actor_out.weight, gain=0.01)
+            nn.init.zeros_(self.actor_out.bias)
+            self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
         else:
             self.actor = mlp([self.in_dim, *self.hidden, self.n_actions], activation)
             self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
             _init(self.actor, 0.01)
         _init(self.critic, 1.0)
+        self.keep_points = bool(keep_points)
+        if self.keep_points:
+            n_boxes = self.n_actions - N_KEEP_ACTIONS
+            table = np.asarray(expected_points, dtype=np.float32)
+            if table.shape != (N_ROLLS, N_KEEP_ACTIONS, n_boxes):
+                raise ValueError(f"expected_points must have shape {(N_ROLLS, N_KEEP_ACTIONS, n_boxes)}, "
+                                 f"got {table.shape}")
+            self.face_counts, self.filled = int(face_counts), int(filled)
+            self.potential_points = int(potential_points)
+            self.points_head = nn.Linear(self.hidden[-1], n_boxes)  # u(s): starts at 0, so at first no change
+            nn.init.zeros_(self.points_head.weight)
+            nn.init.zeros_(self.points_head.bias)
+            self.register_buffer("expected_points", torch.from_numpy(table), persistent=False)
+            roll_of_code = torch.zeros(int(encode_counts(np.full(N_FACES, N_DICE))) + 1, dtype=torch.long)
+            roll_of_code[torch.from_numpy(encode_counts(ROLL_COUNTS))] = torch.arange(N_ROLLS)
+            self.register_buffer("roll_of_code", roll_of_code, persistent=False)
+            self.register_buffer("code_weights", torch.from_numpy(encode_counts(np.eye(N_FACES))).float(),
+                                 persistent=False)
         self.box_points = float(box_points)
         if self.box_points:
             n_boxes = self.n_actions - N_KEEP_ACTIONS
@@ -193,6 +237,9 @@ class ActorCritic(nn.Module):
         return logits.float() + nn.functional.pad(points * self.box_points_w, (N_KEEP_ACTIONS, 0))
 
     def _network_logits(self, x: torch.Tensor) -> torch.Tensor:
+        if self.keep_points:
+            h = self.actor(x)
+            return self.actor_out(h).float() + self._points_logits(x, self.points_head(h).float())
         if not self.keep_head:
             return self.actor(x)
         h = self.actor(x)
@@ -201,6 +248,18 @@ class ActorCritic(nn.Module):
         kept = torch.matmul(self.keep_bits.to(per_die.dtype), per_die)  # (B, 32, E): V k_a, summed over kept dice
         z = self.keep_act(self.keep_state(h)[:, None, :] + kept)
         return torch.cat([self.keep_out(z).squeeze(2), self.box_out(h)], dim=1)
+
+    def _points_logits(self, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        """``keep_points``' terms ``(B, n_actions)`` for box values ``u`` ``(B, n_boxes)``: the keeps' expected
+        points after one reroll and the boxes' points now, each box's weighted by ``u``; element-wise in float32
+        (the roll's code must be exact, which a bfloat16 matrix product is not)."""
+        n_boxes = u.shape[1]
+        counts = (x[:, self.face_counts:self.face_counts + N_FACES].float() * N_DICE).round()
+        roll = self.roll_of_code[(counts * self.code_weights).sum(dim=1).long()]
+        open_value = u * (1.0 - x[:, self.filled:self.filled + n_boxes].float())
+        keeps = (self.expected_points[roll] * open_value[:, None, :]).sum(dim=2)  # (B, 32)
+        boxes = u * x[:, self.potential_points:self.potential_points + n_boxes].float()
+        return torch.cat([keeps, boxes], dim=1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits ``(B, n_actions)`` and values ``(B,)`` (float32); ``mask`` is bool."""
@@ -215,13 +274,16 @@ class ActorCritic(nn.Module):
     def export(self) -> dict[str, np.ndarray]:
         """The actor's weights as NumPy arrays (``x @ w + b``): ``w0, b0, w1, b1, ...`` for its layers,
         and with ``keep_head`` the last of them scoring the boxes, plus ``keep_state_w``, ``keep_state_b``,
-        ``keep_dice_w``, ``keep_out_w`` and ``keep_out_b``; with ``box_points`` also ``box_points_w``."""
+        ``keep_dice_w``, ``keep_out_w`` and ``keep_out_b``; with ``box_points`` also ``box_points_w``; with
+        ``keep_points`` also ``points_w`` and ``points_b`` (the box values' head)."""
         def arr(t: torch.Tensor) -> np.ndarray:
             return t.detach().float().cpu().numpy().astype(np.float32)
 
         linears = [m for m in self.actor.modules() if isinstance(m, nn.Linear)]
         if self.keep_head:
             linears.append(self.box_out)
+        if self.keep_points:
+            linears.append(self.actor_out)
         out: dict[str, np.ndarray] = {}
         for i, m in enumerate(linears):
             out[f"w{i}"], out[f"b{i}"] = arr(m.weight).T, arr(m.bias)
@@ -231,6 +293,8 @@ class ActorCritic(nn.Module):
             out["keep_out_w"], out["keep_out_b"] = arr(self.keep_out.weight).T, arr(self.keep_out.bias)
         if self.box_points:
             out["box_points_w"] = arr(self.box_points_w)
+        if self.keep_points:
+            out["points_w"], out["points_b"] = arr(self.points_head.weight).T, arr(self.points_head.bias)
         return out
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.policy_inputs import PolicyInputs
+from agents.policy_inputs import PolicyInputs, keep_expected_points
 from agents.sb3_agent import check_ruleset
 from dice_poker_env.engine.combinatorics import (
     KEEP_BITS,
@@ -125,6 +125,16 @@ class PolicyAgent:
         if self.metadata.get("box_points") and (self._box_points is None
                                                 or self._box_points.shape != (tables.n_actions - N_KEEP_ACTIONS,)):
             raise ValueError(f"policy {name}: box_points is on but its box_points_w weights are missing or misshapen")
+        self._filled = layout["filled"]
+        self._box_values = None  # keep_points: the box values' head (W, c) and the keeps' expected points
+        if self.metadata.get("keep_points"):
+            n_boxes = tables.n_actions - N_KEEP_ACTIONS
+            w, b = weights.get("points_w"), weights.get("points_b")
+            if w is None or b is None or w.shape != (self.layers[-1][0].shape[0], n_boxes) or b.shape != (n_boxes,):
+                raise ValueError(f"policy {name}: keep_points is on but its points_w/points_b weights are missing "
+                                 f"or misshapen")
+            self._box_values = (np.asarray(w, np.float32), np.asarray(b, np.float32))
+            self._expected_points = keep_expected_points(self.rules)
 
     @classmethod
     def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model") -> "PolicyAgent":
@@ -140,28 +150,31 @@ class PolicyAgent:
 
     def logits(self, observations: np.ndarray) -> np.ndarray:
         """Unmasked action logits ``(B, n_actions)`` of flat observations ``(B, D)``."""
-        logits = self._network_logits(observations)
+        obs = np.asarray(observations, dtype=np.float32).reshape(-1, self.inputs.obs_size)
+        x = self.inputs(obs)
+        h = x
+        for w, b in self.layers[:-1]:
+            h = self.activation(h @ w + b)
+        w, b = self.layers[-1]
+        logits = np.concatenate([self._keep_logits(x, h), h @ w + b], axis=1) if self.keep_head else h @ w + b
+        points = obs[:, self._points]
+        if self._box_values is not None:  # as ActorCritic._points_logits
+            u = h @ self._box_values[0] + self._box_values[1]
+            rolls = roll_index_of_counts(obs[:, self._face_counts] * N_DICE)
+            logits[:, :N_KEEP_ACTIONS] += np.einsum("bkn,bn->bk", self._expected_points[rolls],
+                                                    u * (1.0 - obs[:, self._filled]))
+            logits[:, N_KEEP_ACTIONS:] += u * points
         if self._box_points is not None:
-            points = np.asarray(observations, dtype=np.float32).reshape(len(logits), -1)[:, self._points]
             logits[:, N_KEEP_ACTIONS:] += points * self._box_points
         return logits
 
-    def _network_logits(self, observations: np.ndarray) -> np.ndarray:
-        x = self.inputs(np.asarray(observations, dtype=np.float32).reshape(-1, self.inputs.obs_size))
-        h = x
-        for i, (w, b) in enumerate(self.layers):
-            if i == len(self.layers) - 1 and not self.keep_head:
-                return h @ w + b
-            if i == len(self.layers) - 1:
-                break
-            h = self.activation(h @ w + b)
-        w, b = self.layers[-1]
+    def _keep_logits(self, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """The keep head's logits ``(B, 32)`` (``keep_head``), from the inputs and the last hidden layer."""
         k = self._keep
         dice = x[:, self._dice].reshape(-1, N_DICE, N_FACES)
         kept = KEEP_BITS @ (dice @ k["keep_dice_w"])  # (B, 32, E)
         z = self.activation((h @ k["keep_state_w"] + k["keep_state_b"])[:, None, :] + kept)
-        keep_logits = (z @ k["keep_out_w"])[:, :, 0] + k["keep_out_b"]
-        return np.concatenate([keep_logits, h @ w + b], axis=1)
+        return (z @ k["keep_out_w"])[:, :, 0] + k["keep_out_b"]
 
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """The most probable legal action of each flat observation, ``(B,)`` int64."""

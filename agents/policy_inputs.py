@@ -11,9 +11,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from dice_poker_env.engine.combinatorics import KEEP_OF_ACTION, TRANSITION
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout, flat_scales, flat_size
 from dice_poker_env.rules import Rules
+
+
+def keep_expected_points(rules: Rules) -> np.ndarray:
+    """``(252, 32, n_boxes)`` float32: from each sorted roll, for each keep bitmask, the points each box would
+    score on average after the dice not kept are rolled once, divided by the flat layout's points scale (as the
+    observation's ``potential_points``). Keeping all five dice (bitmask 31) gives the points each box scores now.
+
+    Read from the rules' score table and the dice's transition probabilities: what a player can work out from
+    the rules alone (one roll ahead, the box's plain score: no joker, no first-roll bonus), not the solver's
+    values. The ``keep_points`` option of :class:`agents.actor_critic.ActorCritic` weighs these per state.
+    """
+    tables = compile_rules(rules)
+    scale, _ = flat_scales(tables)
+    per_keep = TRANSITION @ tables.score.astype(np.float64)  # (462 keeps, n_boxes) expected points
+    return (per_keep[KEEP_OF_ACTION.astype(np.int64)] / scale).astype(np.float32)
 
 
 class PolicyInputs:

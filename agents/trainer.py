@@ -39,6 +39,7 @@ import torch
 
 from agents.actor_critic import ActorCritic, Compiled, resolve_precision
 from agents.policy_agent import PolicyAgent, save_policy
+from agents.policy_inputs import keep_expected_points
 from agents.rollout import Rollout
 from agents.sb3_agent import model_metadata
 from dice_poker_env.engine.tables import compile_rules
@@ -105,7 +106,11 @@ class Trainer:
                                  keep_head=getattr(config, "keep_head", 0),
                                  dice_one_hot=layout["dice_one_hot"].start,
                                  box_points=getattr(config, "box_points", 0.0),
-                                 potential_points=layout["potential_points"].start).to(self.device)
+                                 potential_points=layout["potential_points"].start,
+                                 keep_points=bool(getattr(config, "keep_points", False)),
+                                 face_counts=layout["face_counts"].start, filled=layout["filled"].start,
+                                 expected_points=keep_expected_points(rules)
+                                 if getattr(config, "keep_points", False) else None).to(self.device)
         #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
         self.policy = Compiled(self.model) if getattr(config, "compile", False) else self.model
         # the fused Adam kernel (CPU and CUDA): the same update rule, about 14% faster PPO updates measured here
@@ -119,6 +124,7 @@ class Trainer:
             "activation": config.activation, "net_arch": list(config.net_arch), "precision": self.model.precision,
             "keep_head": int(getattr(config, "keep_head", 0)),
             "box_points": float(getattr(config, "box_points", 0.0)),
+            "keep_points": bool(getattr(config, "keep_points", False)),
         }
         self.updates = 0
         self.best = -math.inf

@@ -91,12 +91,16 @@ def test_rollouts_only_take_legal_actions(rules_name):
     assert len(rollout.take_scores()) > 0  # games ended on the way
 
 
-@pytest.mark.parametrize("keep_head, box_points", [(0, 0.0), (16, 0.0), (0, 4.0), (16, 2.5)])
-def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points):
+@pytest.mark.parametrize("keep_head, box_points, keep_points", [(0, 0.0, False), (16, 0.0, False), (0, 4.0, False),
+                                                               (16, 2.5, False), (0, 4.0, True), (0, 0.0, True)])
+def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points, keep_points):
     rules = load_rules("yahtzee")
-    trainer = Trainer(config(net_arch=[64, 64], keep_head=keep_head, box_points=box_points), rules, tmp_path / "run",
-                      metadata={
+    trainer = Trainer(config(net_arch=[64, 64], keep_head=keep_head, box_points=box_points, keep_points=keep_points),
+                      rules, tmp_path / "run", metadata={
         "rules": rules.name, "rules_options": dict(rules.options), "rules_fingerprint": rules.fingerprint})
+    if keep_points:  # the box values' head starts at 0: give it weights, so that the test can fail
+        torch.nn.init.normal_(trainer.model.points_head.weight, std=0.5)
+        torch.nn.init.normal_(trainer.model.points_head.bias, std=1.0)
     path = trainer.save_policy(tmp_path / "policy.npz")
     agent = PolicyAgent.load(path, rules)
     rollout = Rollout(rules, 16, 1, seed=5)
@@ -115,6 +119,76 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
         del weights["box_points_w"]
         with pytest.raises(ValueError, match="box_points_w"):
             PolicyAgent(weights, metadata, rules)
+    assert metadata["keep_points"] is keep_points
+    if keep_points:
+        weights, metadata = load_policy(path)
+        del weights["points_b"]
+        with pytest.raises(ValueError, match="points_w/points_b"):
+            PolicyAgent(weights, metadata, rules)
+
+
+@pytest.mark.parametrize("rules_name", ["yatzy", "school_poker"])
+def test_keep_expected_points_match_a_naive_enumeration_of_the_reroll(rules_name):
+    """Each keep's expected points per box after one reroll, against the independent naive scorer over
+    every sequence of the rerolled dice."""
+    import itertools
+
+    from agents.policy_inputs import keep_expected_points
+    from dice_poker_env.engine.combinatorics import ROLL_DICE
+    from dice_poker_env.envs.observation import flat_scales
+    from naive_rules import NAIVE
+
+    rules = load_rules(rules_name)
+    table = keep_expected_points(rules)
+    scale, _ = flat_scales(compile_rules(rules))
+    rng = np.random.default_rng(0)
+    for roll, action in [(0, 0), (251, 31), *zip(rng.integers(0, 252, 12), rng.integers(0, 32, 12))]:
+        dice = ROLL_DICE[roll].tolist()
+        kept = [d for i, d in enumerate(dice) if action >> i & 1]
+        outcomes = [kept + list(rest) for rest in itertools.product(range(1, 7), repeat=5 - len(kept))]
+        for b, box in enumerate(rules.boxes):
+            naive = np.mean([NAIVE[rules_name](sorted(o), box.name) for o in outcomes])
+            assert table[roll, action, b] * scale == pytest.approx(naive, rel=1e-5, abs=1e-5), (dice, action, box.name)
+
+
+def test_keep_points_weigh_each_keeps_expected_points_by_the_box_values():
+    """With keep_points the keep logits gain sum_b open_b u_b E_ab and the box logits u_b p_b; with u = 0 (the
+    start) the network is unchanged."""
+    from agents.policy_inputs import keep_expected_points
+    from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, roll_index_of_counts
+    from dice_poker_env.envs.observation import flat_layout
+
+    rules = load_rules("yatzy")
+    tables = compile_rules(rules)
+    layout = flat_layout(tables)
+    rollout = Rollout(rules, 128, 1, seed=6)
+    for _ in range(40):  # games part-way through: some boxes filled
+        rollout.collect(ActorCritic(rollout.inputs.size, tables.n_actions, [16]))
+    x = torch.from_numpy(rollout.current_inputs)
+    plain = ActorCritic(rollout.inputs.size, tables.n_actions, [32])
+    table = keep_expected_points(rules)
+    model = ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_points=True,
+                        potential_points=layout["potential_points"].start, face_counts=layout["face_counts"].start,
+                        filled=layout["filled"].start, expected_points=table)
+    model.actor[0][0].load_state_dict(plain.actor[0].state_dict())  # the same hidden layer and output layer
+    model.actor_out.load_state_dict(plain.actor[-1].state_dict())
+    with torch.no_grad():
+        np.testing.assert_allclose(model.actor_logits(x).numpy(), plain.actor_logits(x).numpy(), rtol=1e-5, atol=1e-6)
+        u = np.linspace(-1.0, 2.0, tables.n_boxes).astype(np.float32)
+        model.points_head.bias.copy_(torch.from_numpy(u))
+        difference = (model.actor_logits(x) - plain.actor_logits(x)).numpy()
+    obs = rollout.current_inputs
+    open_boxes = 1.0 - obs[:, layout["filled"]]
+    assert 0 < open_boxes.sum() < open_boxes.size
+    rolls = roll_index_of_counts(obs[:, layout["face_counts"]] * 5)
+    expected_keeps = np.einsum("bkn,bn->bk", table[rolls], u * open_boxes)
+    np.testing.assert_allclose(difference[:, :N_KEEP_ACTIONS], expected_keeps, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(difference[:, N_KEEP_ACTIONS:], u * obs[:, layout["potential_points"]], rtol=1e-4,
+                               atol=1e-5)
+    with pytest.raises(ValueError, match="keep_points needs"):
+        ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_points=True)
+    with pytest.raises(ValueError, match="use one"):
+        ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_points=True, keep_head=8)
 
 
 def test_box_points_adds_each_boxs_points_to_its_logit():
