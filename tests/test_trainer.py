@@ -336,7 +336,7 @@ def test_shipped_policies_load_without_torch_and_play_their_ruleset_well(path):
     from dice_poker_env.solver import solve
 
     optimal = solve(rules).expected_score
-    assert scores.mean() >= 0.8 * optimal  # the shipped policies play 87-95% (docs/training.md)
+    assert scores.mean() >= 0.9 * optimal  # the shipped policies play 96-99% in 10,000 games (docs/training.md)
     other = _other_options(path.stem)
     if other:
         with pytest.raises(ValueError, match="default options"):
