@@ -661,3 +661,29 @@ def test_cli_output_into_a_closed_pipe_ends_quietly(tmp_path):
     process.stdout.close()
     _, err = process.communicate(timeout=120)
     assert process.returncode == 1 and err == b"", err
+
+
+def test_solver_pool_workers_end_on_terminate_even_under_a_raising_sigterm_handler():
+    """A caller that turns SIGTERM into KeyboardInterrupt (``dice-poker dataset``) must not hang the solver's
+    ``pool.terminate()``: its forked workers put SIGTERM back to the default (end at once)."""
+    import multiprocessing
+    import signal
+
+    from dice_poker_env.solver.backward import worker_pool
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        pool = worker_pool(multiprocessing.get_context("fork"), 2)
+        try:
+            handlers = pool.map(signal.getsignal, [signal.SIGTERM] * 4)
+        finally:
+            started = time.perf_counter()
+            pool.terminate()
+            pool.join()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert all(h == signal.SIG_DFL for h in handlers)
+    assert time.perf_counter() - started < 30

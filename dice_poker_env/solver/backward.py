@@ -15,6 +15,7 @@ from __future__ import annotations
 import mmap
 import multiprocessing
 import os
+import signal
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,6 +99,21 @@ def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk
             variance[start:end] = np.maximum(turn.second - about * about, 0.0)
 
 
+def _default_sigterm() -> None:
+    """Pool worker start: SIGTERM back to its default action (end the process).
+
+    A forked worker inherits the parent's Python handlers. Where the caller turns SIGTERM into an exception
+    (``dice-poker dataset`` does, to clean up like Ctrl-C), ``Pool.terminate()`` would raise it inside a worker
+    blocked on the task queue's lock instead of ending it, and the solve could hang in ``terminate``.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def worker_pool(context, workers: int):
+    """The solver's pool of ``workers`` processes from ``context``; each ends at once on ``terminate()``."""
+    return context.Pool(workers, initializer=_default_sigterm)
+
+
 def _shared_zeros(n: int, dtype=np.float64) -> np.ndarray:
     """A zeroed array in anonymous shared memory (visible to forked workers)."""
     size = np.dtype(dtype).itemsize
@@ -128,7 +144,7 @@ def _solve_dp(tables: RuleTables, *, chunk: int, progress, workers: int) -> DPRe
     shared = dict(space=space, keys=keys, index=index, value=value, variance=variance, chunk=chunk)
     _SHARED.clear()
     _SHARED.update(shared)
-    pool = context.Pool(workers) if context else None
+    pool = worker_pool(context, workers) if context else None
     try:
         for t in range(tables.turns - 1, -1, -1):
             lo, hi = int(layer_start[t]), int(layer_start[t + 1])
