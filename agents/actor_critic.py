@@ -24,8 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from dice_poker_env.engine.combinatorics import (KEEP_BITS, N_DICE, N_FACES, N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS,
-                                                 encode_counts)
+from dice_poker_env.engine.combinatorics import (KEEP_BITS, N_DICE, N_FACES, N_KEEP_ACTIONS, N_ROLLS,
+                                                 ROLL_INDEX_OF_CODE, encode_counts)
 
 
 #: the logit of an illegal action (exp underflows to exactly 0 in float32)
@@ -213,9 +213,8 @@ class ActorCritic(nn.Module):
             nn.init.zeros_(self.points_head.weight)
             nn.init.zeros_(self.points_head.bias)
             self.register_buffer("expected_points", torch.from_numpy(table), persistent=False)
-            roll_of_code = torch.zeros(int(encode_counts(np.full(N_FACES, N_DICE))) + 1, dtype=torch.long)
-            roll_of_code[torch.from_numpy(encode_counts(ROLL_COUNTS))] = torch.arange(N_ROLLS)
-            self.register_buffer("roll_of_code", roll_of_code, persistent=False)
+            self.register_buffer("roll_of_code", torch.from_numpy(ROLL_INDEX_OF_CODE.astype(np.int64)),
+                                 persistent=False)
             self.register_buffer("code_weights", torch.from_numpy(encode_counts(np.eye(N_FACES))).float(),
                                  persistent=False)
         self.box_points = float(box_points)

@@ -68,13 +68,14 @@ KEEP_SIZE = KEEP_COUNTS.sum(axis=1).astype(np.int8)
 #: code contribution of one die showing face f (index f; 0 unused).
 _FACE_CODE = np.concatenate([[0], _CODE_BASE ** np.arange(N_FACES)]).astype(np.int64)
 _KEEP_INDEX_OF_CODE = {int(c): i for i, c in enumerate(encode_counts(KEEP_COUNTS))}
-_ROLL_INDEX_OF_CODE = np.full(_CODE_BASE**N_FACES, -1, dtype=np.int16)
-_ROLL_INDEX_OF_CODE[encode_counts(ROLL_COUNTS)] = np.arange(N_ROLLS)
+#: (7**6,) int16: the roll index of each face-count code (:func:`encode_counts`); -1 where no roll of five dice has it
+ROLL_INDEX_OF_CODE = np.full(_CODE_BASE**N_FACES, -1, dtype=np.int16)
+ROLL_INDEX_OF_CODE[encode_counts(ROLL_COUNTS)] = np.arange(N_ROLLS)
 _KEEP_INDEX_OF_CODE_ARRAY = np.full(_CODE_BASE**N_FACES, -1, dtype=np.int16)
 _KEEP_INDEX_OF_CODE_ARRAY[encode_counts(KEEP_COUNTS)] = np.arange(N_KEEPS)
 
 #: (462,) int16: the roll index of each full (5-dice) keep, -1 for smaller keeps.
-ROLL_OF_KEEP = _ROLL_INDEX_OF_CODE[encode_counts(KEEP_COUNTS)]
+ROLL_OF_KEEP = ROLL_INDEX_OF_CODE[encode_counts(KEEP_COUNTS)]
 
 
 def keep_index(counts: np.ndarray) -> int:
@@ -127,7 +128,7 @@ def distinct_keep_mask(mask: np.ndarray, roll) -> np.ndarray:
 
 def roll_index_of_counts(counts: np.ndarray) -> np.ndarray:
     """Roll indices of face-count vectors ``(..., 6)`` (five dice in all), vectorized."""
-    return _ROLL_INDEX_OF_CODE[encode_counts(np.rint(counts))].astype(np.int64)
+    return ROLL_INDEX_OF_CODE[encode_counts(np.rint(counts))].astype(np.int64)
 
 
 def _transition_table() -> np.ndarray:
@@ -192,7 +193,7 @@ def roll_index(dice) -> int:
 def roll_index_of_sorted(sorted_faces: np.ndarray) -> np.ndarray:
     """Roll indices of a batch of sorted dice rows ``(..., 5)``, vectorized."""
     code = _FACE_CODE[np.asarray(sorted_faces)].sum(axis=-1)
-    return _ROLL_INDEX_OF_CODE[code]
+    return ROLL_INDEX_OF_CODE[code]
 
 
 #: keep code (see :func:`encode_counts`) of every keep, and the positions each keep
@@ -200,7 +201,7 @@ def roll_index_of_sorted(sorted_faces: np.ndarray) -> np.ndarray:
 _KEEP_CODE = [int(c) for c in encode_counts(KEEP_COUNTS)]
 _KEEP_OF_ACTION_LIST = KEEP_OF_ACTION.tolist()
 _FACE_CODE_LIST = _FACE_CODE.tolist()
-_ROLL_INDEX_OF_CODE_LIST = _ROLL_INDEX_OF_CODE.tolist()
+_ROLL_INDEX_OF_CODE_LIST = ROLL_INDEX_OF_CODE.tolist()
 REROLLED_POSITIONS = [tuple(i for i in range(N_DICE) if not bits >> i & 1) for bits in range(N_KEEP_ACTIONS)]
 
 
@@ -237,7 +238,7 @@ def roll_of_faces(faces) -> int:
     return _ROLL_INDEX_OF_CODE_LIST[code]
 
 
-_ROLL_INDEX_OF_CODE_64 = _ROLL_INDEX_OF_CODE.astype(np.int64)
+_ROLL_INDEX_OF_CODE_64 = ROLL_INDEX_OF_CODE.astype(np.int64)
 #: code of the dice kept by each (roll, keep bits), flattened as ``roll * 32 + bits``
 _KEPT_CODE = np.array(_KEEP_CODE, dtype=np.int64)[KEEP_OF_ACTION.astype(np.int64)].ravel()
 #: (32, 5) int64: 1 where a keep bitmask rerolls the die at that position
