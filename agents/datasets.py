@@ -476,6 +476,7 @@ def write_dataset(
     block: int = BLOCK,
     progress: bool = False,
     description: str | None = None,
+    stop: Callable[[], bool] | None = None,
     **options: Any,
 ) -> Path:
     """Play ``episodes`` seeded games with ``agent`` and write them as a Minari dataset.
@@ -493,6 +494,11 @@ def write_dataset(
         block: games played at once.
         progress: a line per block on stderr.
         description: Minari's ``description`` (default: one generated from the arguments).
+        stop: asked after every block and once more before the dataset is moved
+            into place; ``True`` ends the write as an interrupt does
+            (``KeyboardInterrupt``, nothing written). A signal handler that
+            raises can be swallowed by Python (when it runs inside a ``__del__``
+            or weakref callback); one that also sets a flag read here cannot.
 
     Returns:
         The dataset's folder. Everything is checked before a game is played;
@@ -573,6 +579,7 @@ def write_dataset(
                 if progress:
                     print(f"dataset {dataset_id}: {start + len(part):,}/{episodes:,} episodes "
                           f"({time.perf_counter() - started:.1f} s)", file=sys.stderr, flush=True)
+                _check_stop(stop)
         finally:
             writer.close()
         seconds = time.perf_counter() - started
@@ -625,11 +632,17 @@ def write_dataset(
         storage.update_metadata({"dataset_size": storage.get_size()})
         _create_namespaces(dataset_id)
         final.parent.mkdir(parents=True, exist_ok=True)
+        _check_stop(stop)
         _replace(partial, final)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return final
+
+
+def _check_stop(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise KeyboardInterrupt
 
 
 def _options_text(rules: Rules) -> str:

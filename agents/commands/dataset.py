@@ -59,12 +59,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         return _fail(str(error))
     started = time.perf_counter()
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # a terminated command cleans up like Ctrl-C
+    interrupt = _Interrupt()  # a terminated command cleans up like Ctrl-C
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         path = write_dataset(args.rules, args.agent, args.episodes, dataset_id=args.dataset_id, seed=args.seed,
                              obs_mode=args.obs_mode, with_values=args.with_values, overwrite=args.overwrite,
                              block=BLOCK if args.block is None else args.block, progress=not args.quiet,
-                             **options)
+                             stop=interrupt.seen, **options)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
         return 130
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     except (DatasetError, ValueError, KeyError, OSError) as error:
         return _fail(str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error))
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     import minari
 
     dataset = minari.load_dataset(_dataset_id(path))
@@ -89,8 +91,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+class _Interrupt:
+    """The handler of SIGINT and SIGTERM: raises ``KeyboardInterrupt`` and remembers the signal.
+
+    Python swallows an exception raised while a ``__del__`` or weakref callback
+    runs (h5py's objects have them), so the raise alone can be lost and the
+    command would go on to write the dataset; ``write_dataset`` also asks
+    :meth:`seen` after every block and before the dataset goes into place.
+    """
+
+    def __init__(self) -> None:
+        self.signals = 0
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.signals += 1
+        raise KeyboardInterrupt
+
+    def seen(self) -> bool:
+        return self.signals > 0
 
 
 def _dataset_id(path) -> str:
