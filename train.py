@@ -145,6 +145,9 @@ class Config:
     keep_points: bool = setting(False, "Batched algorithms: the actor values each open box's points per state and "
                                        "adds them to the box logits (points now) and the keep logits (expected "
                                        "points after one reroll, from the rules' tables; agents/actor_critic.py).")
+    keep_points_rerolls: int = setting(1, "With keep_points: 1 = the keeps' expected points after one reroll; 2 = "
+                                          "where two rerolls are left, after two (the second keep each box's own "
+                                          "best; agents/policy_inputs.py).")
 
     # --- envs and hardware
     n_envs: int = setting(8, "Parallel training envs.")
@@ -303,6 +306,8 @@ def _validate(c: Config) -> None:
         raise ValueError(f"keep_head must be a non-negative integer (units; 0 = off), got {c.keep_head!r}")
     if not isinstance(c.keep_points, bool):
         raise ValueError(f"keep_points must be true or false, got {c.keep_points!r}")
+    if isinstance(c.keep_points_rerolls, bool) or c.keep_points_rerolls not in (1, 2):
+        raise ValueError(f"keep_points_rerolls must be 1 or 2, got {c.keep_points_rerolls!r}")
     if c.keep_points and c.keep_head:
         raise ValueError("keep_points and keep_head are two ways of scoring keeps: set one of them to 0/false")
     if isinstance(c.box_points, bool) or not isinstance(c.box_points, (int, float)) or not 0 <= c.box_points < 1e6:
@@ -652,7 +657,8 @@ RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", 
                 "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "buffer_size", "learning_starts",
                 "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
 #: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
-BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision", "keep_head", "box_points", "keep_points")
+BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision", "keep_head", "box_points", "keep_points",
+                        "keep_points_rerolls")
 
 
 def load_config_rules(config: Config):

@@ -148,13 +148,17 @@ class ActorCritic(nn.Module):
         face_counts: where the face counts (6, each count / 5) start in the inputs (needed with ``keep_points``).
         filled: where the filled flags (one per box) start in the inputs (needed with ``keep_points``).
         expected_points: the ``(252, 32, n_boxes)`` table of :func:`agents.policy_inputs.keep_expected_points`
-            (needed with ``keep_points``).
+            (needed with ``keep_points``), or the two tables of :func:`agents.policy_inputs.keep_points_tables`
+            with ``rerolls=2`` ``(2, 252, 32, n_boxes)``: the keeps then read the two-reroll table where two
+            rerolls are left.
+        rolls_left: where the rolls-left one-hot (3) starts in the inputs (needed with two tables).
     """
 
     def __init__(self, in_dim: int, n_actions: int, hidden: Sequence[int] = (256, 256), activation: str = "tanh",
                  precision: str = "float32", keep_head: int = 0, dice_one_hot: int | None = None,
                  box_points: float = 0.0, potential_points: int | None = None, keep_points: bool = False,
-                 face_counts: int | None = None, filled: int | None = None, expected_points: np.ndarray | None = None):
+                 face_counts: int | None = None, filled: int | None = None, expected_points: np.ndarray | None = None,
+                 rolls_left: int | None = None):
         super().__init__()
         if keep_points and keep_head:
             raise ValueError("keep_points and keep_head are two ways of scoring keeps: use one")
@@ -204,9 +208,12 @@ class ActorCritic(nn.Module):
         if self.keep_points:
             n_boxes = self.n_actions - N_KEEP_ACTIONS
             table = np.asarray(expected_points, dtype=np.float32)
-            if table.shape != (N_ROLLS, N_KEEP_ACTIONS, n_boxes):
-                raise ValueError(f"expected_points must have shape {(N_ROLLS, N_KEEP_ACTIONS, n_boxes)}, "
-                                 f"got {table.shape}")
+            if table.shape not in ((N_ROLLS, N_KEEP_ACTIONS, n_boxes), (2, N_ROLLS, N_KEEP_ACTIONS, n_boxes)):
+                raise ValueError(f"expected_points must have shape {(N_ROLLS, N_KEEP_ACTIONS, n_boxes)} or "
+                                 f"{(2, N_ROLLS, N_KEEP_ACTIONS, n_boxes)}, got {table.shape}")
+            if table.ndim == 4 and rolls_left is None:
+                raise ValueError("two keep_points tables need the position of rolls_left in the inputs")
+            self.rolls_left = None if table.ndim == 3 else int(rolls_left)
             self.face_counts, self.filled = int(face_counts), int(filled)
             self.potential_points = int(potential_points)
             self.points_head = nn.Linear(self.hidden[-1], n_boxes)  # u(s): starts at 0, so at first no change
@@ -256,7 +263,11 @@ class ActorCritic(nn.Module):
         counts = (x[:, self.face_counts:self.face_counts + N_FACES].float() * N_DICE).round()
         roll = self.roll_of_code[(counts * self.code_weights).sum(dim=1).long()]
         open_value = u * (1.0 - x[:, self.filled:self.filled + n_boxes].float())
-        keeps = (self.expected_points[roll] * open_value[:, None, :]).sum(dim=2)  # (B, 32)
+        if self.rolls_left is None:
+            table = self.expected_points[roll]  # (B, 32, n_boxes)
+        else:  # the two-reroll table where two rerolls are left (the one-hot's last place)
+            table = self.expected_points[x[:, self.rolls_left + 2].float().round().long(), roll]
+        keeps = (table * open_value[:, None, :]).sum(dim=2)  # (B, 32)
         boxes = u * x[:, self.potential_points:self.potential_points + n_boxes].float()
         return torch.cat([keeps, boxes], dim=1)
 

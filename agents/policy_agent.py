@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.policy_inputs import PolicyInputs, keep_expected_points
+from agents.policy_inputs import PolicyInputs, keep_points_tables
 from agents.sb3_agent import check_ruleset
 from dice_poker_env.engine.combinatorics import (
     KEEP_BITS,
@@ -134,7 +134,11 @@ class PolicyAgent:
                 raise ValueError(f"policy {name}: keep_points is on but its points_w/points_b weights are missing "
                                  f"or misshapen")
             self._box_values = (np.asarray(w, np.float32), np.asarray(b, np.float32))
-            self._expected_points = keep_expected_points(self.rules)
+            rerolls = self.metadata.get("keep_points_rerolls", 1)
+            if rerolls not in (1, 2):
+                raise ValueError(f"policy {name}: keep_points_rerolls must be 1 or 2, got {rerolls!r}")
+            self._expected_points = keep_points_tables(self.rules, rerolls)
+            self._rolls_left = layout["rolls_left"].start
 
     @classmethod
     def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model") -> "PolicyAgent":
@@ -161,7 +165,9 @@ class PolicyAgent:
         if self._box_values is not None:  # as ActorCritic._points_logits
             u = h @ self._box_values[0] + self._box_values[1]
             rolls = roll_index_of_counts(obs[:, self._face_counts] * N_DICE)
-            logits[:, :N_KEEP_ACTIONS] += np.einsum("bkn,bn->bk", self._expected_points[rolls],
+            table = (self._expected_points[rolls] if self._expected_points.ndim == 3 else  # two: by rerolls left
+                     self._expected_points[np.rint(obs[:, self._rolls_left + 2]).astype(np.int64), rolls])
+            logits[:, :N_KEEP_ACTIONS] += np.einsum("bkn,bn->bk", table,
                                                     u * (1.0 - obs[:, self._filled]))
             logits[:, N_KEEP_ACTIONS:] += u * points
         if self._box_points is not None:

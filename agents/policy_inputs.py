@@ -17,19 +17,38 @@ from dice_poker_env.envs.observation import flat_layout, flat_scales, flat_size
 from dice_poker_env.rules import Rules
 
 
-def keep_expected_points(rules: Rules) -> np.ndarray:
+def keep_expected_points(rules: Rules, rerolls: int = 1) -> np.ndarray:
     """``(252, 32, n_boxes)`` float32: from each sorted roll, for each keep bitmask, the points each box would
-    score on average after the dice not kept are rolled once, divided by the flat layout's points scale (as the
-    observation's ``potential_points``). Keeping all five dice (bitmask 31) gives the points each box scores now.
+    score on average after the dice not kept are rolled, divided by the flat layout's points scale (as the
+    observation's ``potential_points``).
+
+    ``rerolls=1``: the dice not kept are rolled once (keeping all five dice, bitmask 31, gives the points each
+    box scores now). ``rerolls=2``: they are rolled, and then once more after the best keep *for that box
+    alone* (each box's own best second keep, as if it were the only box open).
 
     Read from the rules' score table and the dice's transition probabilities: what a player can work out from
-    the rules alone (one roll ahead, the box's plain score: no joker, no first-roll bonus), not the solver's
-    values. The ``keep_points`` option of :class:`agents.actor_critic.ActorCritic` weighs these per state.
+    the rules alone (the box's plain score: no joker, no first-roll bonus), not the solver's values, which
+    weigh every box of the scorecard at once. The ``keep_points`` option of
+    :class:`agents.actor_critic.ActorCritic` weighs these per state.
     """
+    if rerolls not in (1, 2):
+        raise ValueError(f"rerolls must be 1 or 2, got {rerolls!r}")
     tables = compile_rules(rules)
     scale, _ = flat_scales(tables)
-    per_keep = TRANSITION @ tables.score.astype(np.float64)  # (462 keeps, n_boxes) expected points
-    return (per_keep[KEEP_OF_ACTION.astype(np.int64)] / scale).astype(np.float32)
+    keeps = KEEP_OF_ACTION.astype(np.int64)  # (252 rolls, 32 bitmasks) -> kept multiset
+    points = tables.score.astype(np.float64)  # (252 rolls, n_boxes): the points of each roll
+    for _ in range(rerolls):
+        per_keep = TRANSITION @ points  # (462 kept multisets, n_boxes): expected points after one roll
+        points = per_keep[keeps].max(axis=1)  # each box's best keep from each roll (keeping all: its points now)
+    return (per_keep[keeps] / scale).astype(np.float32)
+
+
+def keep_points_tables(rules: Rules, rerolls: int = 1) -> np.ndarray:
+    """The ``keep_points`` table(s) of a horizon: ``rerolls=1`` the one-reroll table ``(252, 32, n_boxes)``;
+    ``rerolls=2`` both, stacked ``(2, 252, 32, n_boxes)``: index 0 where one reroll is left, 1 where two are."""
+    if rerolls == 1:
+        return keep_expected_points(rules, 1)
+    return np.stack([keep_expected_points(rules, 1), keep_expected_points(rules, 2)])
 
 
 class PolicyInputs:

@@ -91,11 +91,13 @@ def test_rollouts_only_take_legal_actions(rules_name):
     assert len(rollout.take_scores()) > 0  # games ended on the way
 
 
-@pytest.mark.parametrize("keep_head, box_points, keep_points", [(0, 0.0, False), (16, 0.0, False), (0, 4.0, False),
-                                                               (16, 2.5, False), (0, 4.0, True), (0, 0.0, True)])
-def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points, keep_points):
+@pytest.mark.parametrize("keep_head, box_points, keep_points, rerolls", [
+    (0, 0.0, False, 1), (16, 0.0, False, 1), (0, 4.0, False, 1), (16, 2.5, False, 1), (0, 4.0, True, 1),
+    (0, 0.0, True, 1), (0, 4.0, True, 2)])
+def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points, keep_points, rerolls):
     rules = load_rules("yahtzee")
-    trainer = Trainer(config(net_arch=[64, 64], keep_head=keep_head, box_points=box_points, keep_points=keep_points),
+    trainer = Trainer(config(net_arch=[64, 64], keep_head=keep_head, box_points=box_points, keep_points=keep_points,
+                             keep_points_rerolls=rerolls),
                       rules, tmp_path / "run", metadata={
         "rules": rules.name, "rules_options": dict(rules.options), "rules_fingerprint": rules.fingerprint})
     if keep_points:  # the box values' head starts at 0: give it weights, so that the test can fail
@@ -103,7 +105,11 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
         torch.nn.init.normal_(trainer.model.points_head.bias, std=1.0)
     path = trainer.save_policy(tmp_path / "policy.npz")
     agent = PolicyAgent.load(path, rules)
-    rollout = Rollout(rules, 16, 1, seed=5)
+    rollout = Rollout(rules, 64, 1, seed=5)
+    for _ in range(2):  # positions with 2, 1 and 0 rerolls left
+        rollout.collect(ActorCritic(rollout.inputs.size, compile_rules(rules).n_actions, [8]))
+    rolls_left = rollout.current_inputs[:, 6:9].argmax(axis=1)
+    assert set(rolls_left.tolist()) == {0, 1, 2}
     obs = rollout.current_inputs[:, : agent.inputs.obs_size]
     logits_np = agent.logits(obs)
     with torch.no_grad():
@@ -120,6 +126,7 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
         with pytest.raises(ValueError, match="box_points_w"):
             PolicyAgent(weights, metadata, rules)
     assert metadata["keep_points"] is keep_points
+    assert metadata.get("keep_points_rerolls", 1) == rerolls
     if keep_points:
         weights, metadata = load_policy(path)
         del weights["points_b"]
@@ -149,6 +156,38 @@ def test_keep_expected_points_match_a_naive_enumeration_of_the_reroll(rules_name
         for b, box in enumerate(rules.boxes):
             naive = np.mean([NAIVE[rules_name](sorted(o), box.name) for o in outcomes])
             assert table[roll, action, b] * scale == pytest.approx(naive, rel=1e-5, abs=1e-5), (dice, action, box.name)
+
+
+@pytest.mark.parametrize("rules_name", ["yatzy", "yahtzee"])
+def test_two_reroll_keep_points_are_one_reroll_then_each_boxs_best_keep(rules_name):
+    """keep_points_rerolls=2: the points box b scores on average when the dice not kept are rolled, then kept
+    again as is best for box b alone and rolled once more: enumerated over every sequence of the first reroll,
+    each outcome worth its best one-reroll keep for the box (the one-reroll table, checked against the naive
+    scorer above)."""
+    import itertools
+
+    from agents.policy_inputs import keep_expected_points, keep_points_tables
+    from dice_poker_env.engine.combinatorics import ROLL_DICE, roll_index_of_counts
+
+    rules = load_rules(rules_name)
+    one, two = keep_expected_points(rules, 1), keep_expected_points(rules, 2)
+    best_after_one = one.max(axis=1)  # (252, n_boxes): each box's best keep from each roll
+    rng = np.random.default_rng(1)
+    for roll, action in [(0, 31), (251, 0b11100), *zip(rng.integers(0, 252, 10), rng.integers(0, 32, 10))]:
+        dice = ROLL_DICE[roll].tolist()
+        kept = [d for i, d in enumerate(dice) if action >> i & 1]
+        if len(kept) < 2:
+            kept = dice[:2]
+            action = 0b11
+        outcomes = [kept + list(rest) for rest in itertools.product(range(1, 7), repeat=5 - len(kept))]
+        counts = np.array([np.bincount(o, minlength=7)[1:] for o in outcomes])
+        expected = best_after_one[roll_index_of_counts(counts)].mean(axis=0)
+        np.testing.assert_allclose(two[roll, action], expected, rtol=1e-5, atol=1e-6)
+    assert (two >= one - 1e-6).all() and (two > one + 1e-3).any()  # a second reroll never lowers a box's points
+    stacked = keep_points_tables(rules, 2)
+    assert stacked.shape == (2, *one.shape) and np.array_equal(stacked[0], one) and np.array_equal(stacked[1], two)
+    with pytest.raises(ValueError, match="rerolls"):
+        keep_expected_points(rules, 3)
 
 
 def test_keep_points_weigh_each_keeps_expected_points_by_the_box_values():
