@@ -31,24 +31,30 @@ def keep_expected_points(rules: Rules, rerolls: int = 1) -> np.ndarray:
     weigh every box of the scorecard at once. The ``keep_points`` option of
     :class:`agents.actor_critic.ActorCritic` weighs these per state.
     """
+    return _keep_tables(rules, rerolls)[-1]
+
+
+def _keep_tables(rules: Rules, rerolls: int) -> list[np.ndarray]:
+    """:func:`keep_expected_points` for 1 to ``rerolls`` rerolls, each built on the one before."""
     if rerolls not in (1, 2):
         raise ValueError(f"rerolls must be 1 or 2, got {rerolls!r}")
     tables = compile_rules(rules)
     scale, _ = flat_scales(tables)
     keeps = KEEP_OF_ACTION.astype(np.int64)  # (252 rolls, 32 bitmasks) -> kept multiset
     points = tables.score.astype(np.float64)  # (252 rolls, n_boxes): the points of each roll
+    out = []
     for _ in range(rerolls):
-        per_keep = TRANSITION @ points  # (462 kept multisets, n_boxes): expected points after one roll
-        points = per_keep[keeps].max(axis=1)  # each box's best keep from each roll (keeping all: its points now)
-    return (per_keep[keeps] / scale).astype(np.float32)
+        per_roll = (TRANSITION @ points)[keeps]  # (252, 32, n_boxes): expected points after one roll
+        out.append((per_roll / scale).astype(np.float32))
+        points = per_roll.max(axis=1)  # each box's best keep from each roll, for the next horizon
+    return out
 
 
 def keep_points_tables(rules: Rules, rerolls: int = 1) -> np.ndarray:
     """The ``keep_points`` table(s) of a horizon: ``rerolls=1`` the one-reroll table ``(252, 32, n_boxes)``;
     ``rerolls=2`` both, stacked ``(2, 252, 32, n_boxes)``: index 0 where one reroll is left, 1 where two are."""
-    if rerolls == 1:
-        return keep_expected_points(rules, 1)
-    return np.stack([keep_expected_points(rules, 1), keep_expected_points(rules, 2)])
+    found = _keep_tables(rules, rerolls)
+    return found[0] if rerolls == 1 else np.stack(found)
 
 
 class PolicyInputs:
