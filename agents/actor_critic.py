@@ -219,7 +219,10 @@ class ActorCritic(nn.Module):
             self.points_head = nn.Linear(self.hidden[-1], n_boxes)  # u(s): starts at 0, so at first no change
             nn.init.zeros_(self.points_head.weight)
             nn.init.zeros_(self.points_head.bias)
-            self.register_buffer("expected_points", torch.from_numpy(table), persistent=False)
+            # stored boxes before keeps, (..., 252, n_boxes, 32): the sum over boxes then runs along vectors of
+            # keeps (compiled: 3x faster than one horizontal sum of 12-13 boxes per keep, docs/training.md)
+            self.register_buffer("expected_points", torch.from_numpy(np.ascontiguousarray(np.swapaxes(table, -1, -2))),
+                                 persistent=False)
             self.register_buffer("roll_of_code", torch.from_numpy(ROLL_INDEX_OF_CODE.astype(np.int64)),
                                  persistent=False)
             self.register_buffer("code_weights", torch.from_numpy(encode_counts(np.eye(N_FACES))).float(),
@@ -264,10 +267,10 @@ class ActorCritic(nn.Module):
         roll = self.roll_of_code[(counts * self.code_weights).sum(dim=1).long()]
         open_value = u * (1.0 - x[:, self.filled:self.filled + n_boxes].float())
         if self.rolls_left is None:
-            table = self.expected_points[roll]  # (B, 32, n_boxes)
+            table = self.expected_points[roll]  # (B, n_boxes, 32)
         else:  # the two-reroll table where two rerolls are left (the one-hot's last place)
             table = self.expected_points[x[:, self.rolls_left + 2].float().round().long(), roll]
-        keeps = (table * open_value[:, None, :]).sum(dim=2)  # (B, 32)
+        keeps = (table * open_value[:, :, None]).sum(dim=1)  # (B, 32)
         boxes = u * x[:, self.potential_points:self.potential_points + n_boxes].float()
         return torch.cat([keeps, boxes], dim=1)
 
