@@ -20,6 +20,12 @@ LABEL given with the runs, else the config's ``recipe``, else the algorithm):
 * ``results/learning_curves.png``: percent of optimal against training steps,
   the mean over seeds with the seeds' range shaded, one panel per ruleset.
 
+Groups already in ``training.json`` whose runs are not under ``results/runs/``
+(collected on another machine, or before the run files were kept) stay in the
+table as they were: regenerating never drops a row. Each row keeps its seeds'
+mean learning curve (``curve``), from which the plot is drawn; rows from before
+2026-12-02's eighth session have none.
+
 Needs the ``results`` extra (rliable; matplotlib for the plot).
 """
 
@@ -135,7 +141,36 @@ def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, An
             "optimal_five_of_a_kind_rate": _mean_or_none([_optimal(m, "five_of_a_kind_rate") for m in members]),
             "timesteps": [m["results"]["timesteps"] for m in members],
             "train_minutes": [round(m["results"]["train_seconds"] / 60, 1) for m in members],
+            "curve": mean_curve([m["curve"] for m in members if m["curve"]]),
         })
+    return rows
+
+
+def mean_curve(curves: list[list[tuple[int, float, float]]]) -> dict[str, Any] | None:
+    """The seeds' learning curves at the steps they share: ``timesteps`` and the ``mean``, ``min`` and ``max``
+    percent of optimal over ``seeds`` curves (None without a shared step). Kept in the row, so that the plot
+    can be drawn again where the runs themselves are gone."""
+    steps = sorted(set.intersection(*(set(s for s, _, _ in c) for c in curves))) if curves else []
+    if not steps:
+        return None
+    values = np.array([[dict((s, p) for s, p, _ in c)[step] for step in steps] for c in curves])
+    return {"seeds": len(curves), "timesteps": steps, "mean": values.mean(axis=0).round(4).tolist(),
+            "min": values.min(axis=0).round(4).tolist(), "max": values.max(axis=0).round(4).tolist()}
+
+
+def previous_rows(out: Path) -> list[dict[str, Any]]:
+    """The rows of ``out/training.json`` (none where it does not exist yet); a one-line error where it does not
+    read as a results table, rather than writing over it."""
+    path = out / "training.json"
+    if not path.is_file():
+        return []
+    try:
+        rows = json.loads(path.read_text())
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and {"rules", "group"} <= r.keys() for r in rows):
+            raise ValueError("not a list of rows with rules and group")
+    except (ValueError, OSError) as error:
+        raise SystemExit(f"agents.results: error: {path} is not a results table ({error}); "
+                         "move it away to rebuild the table from the runs alone") from None
     return rows
 
 
@@ -148,28 +183,22 @@ def _mean_or_none(values: list) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def plot(runs: list[dict[str, Any]], path: Path) -> Path:
-    """Percent of optimal against steps: mean over seeds, the seeds' range shaded, a panel per ruleset."""
+def plot(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Percent of optimal against steps: mean over seeds, the seeds' range shaded, a panel per ruleset (each
+    row's ``curve``, :func:`mean_curve`; rows without one are left out)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rulesets = sorted({r["rules"] for r in runs})
+    rulesets = sorted({r["rules"] for r in rows if r.get("curve")}) or sorted({r["rules"] for r in rows})
     fig, axes = plt.subplots(1, len(rulesets), figsize=(5 * len(rulesets), 3.8), squeeze=False)
     for ax, rules in zip(axes[0], rulesets):
-        groups: dict[str, list] = defaultdict(list)
-        for run in runs:
-            if run["rules"] == rules and run["curve"]:
-                groups[run["group"]].append(run["curve"])
-        for group, curves in sorted(groups.items()):
-            steps = sorted(set.intersection(*(set(s for s, _, _ in c) for c in curves)))
-            if not steps:
-                continue
-            values = np.array([[dict((s, p) for s, p, _ in c)[step] for step in steps] for c in curves])
-            x = np.array(steps) / 1e6
-            line, = ax.plot(x, values.mean(axis=0), label=f"{group} ({len(curves)} seeds)")
-            ax.fill_between(x, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.25)
+        for row in sorted((r for r in rows if r["rules"] == rules and r.get("curve")), key=lambda r: r["group"]):
+            curve = row["curve"]
+            x = np.array(curve["timesteps"]) / 1e6
+            line, = ax.plot(x, curve["mean"], label=f"{row['group']} ({curve['seeds']} seeds)")
+            ax.fill_between(x, curve["min"], curve["max"], color=line.get_color(), alpha=0.25)
         ax.set_title(rules)
         ax.set_xlabel("env steps (millions)")
         ax.set_ylabel("% of optimal expected score")
@@ -207,14 +236,21 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = parser.parse_args(argv)
     if args.group is not None and (not args.group.strip() or "/" in args.group or "\n" in args.group):
         parser.error(f"--group must be a non-empty one-line label without '/', got {args.group!r}")
+    previous = previous_rows(args.out)  # read first: a table that does not read stops here, before any copy
     collect(args.runs, args.out, args.group)
     runs = load_runs(args.out)
-    if not runs:
+    if not runs and not previous:
         raise SystemExit(f"agents.results: error: no runs under {args.out / 'runs'}")
     np.random.seed(0)  # rliable's bootstrap draws from NumPy's global generator: same runs, same intervals
-    rows = aggregate(runs, reps=args.reps)
+    rows = aggregate(runs, reps=args.reps) if runs else []
+    present = {(r["rules"], r["group"]) for r in rows}
+    kept = [r for r in previous if (r["rules"], r["group"]) not in present]
+    if kept:  # groups whose runs are not here (another machine's, or from before the runs were kept): as they were
+        print(f"kept {len(kept)} group(s) of {args.out / 'training.json'} whose runs are not under "
+              f"{args.out / 'runs'}, as they were")
+    rows = sorted(rows + kept, key=lambda r: (r["rules"], r["group"]))
     write(rows, args.out)
-    plot(runs, args.out / "learning_curves.png")
+    plot(rows, args.out / "learning_curves.png")
     for row in rows:
         low, high = row["percent_of_optimal_iqm_ci95"]
         print(f"{row['rules']:>13} {row['group']:<22} {len(row['seeds'])} seeds: "

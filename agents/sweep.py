@@ -463,7 +463,7 @@ def summarize(sweep: Sweep, sweep_dir: Path, rows: list[dict[str, Any]], reps: i
     summary = aggregator.aggregate(runs, reps=reps)
     aggregator.write(summary, out)
     try:
-        aggregator.plot(runs, out / "learning_curves.png")
+        aggregator.plot(summary, out / "learning_curves.png")
     except ModuleNotFoundError as error:
         print(f"no plot ({error.name} is not installed)")
     for row in summary:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -348,6 +349,24 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     assert (out / "training.csv").read_text().startswith("rules,group,seeds")
     assert (out / "learning_curves.png").stat().st_size > 1000
     assert sorted(p.name for p in (out / "runs" / "yacht").iterdir()) == sorted(r.name for r in runs)
+    assert rows[0]["curve"] == {"seeds": 3, "timesteps": [500, 1000], "mean": [81.0, 91.0], "min": [80.0, 90.0],
+                                "max": [82.0, 92.0]}
+
+    # a fresh clone holds the table but not these runs' files: adding another group keeps the first row
+    shutil.rmtree(out / "runs")
+    other = tmp_path / "yacht__batched_ppo__s9"
+    other.mkdir()
+    (other / "results.json").write_text((runs[0] / "results.json").read_text().replace('"seed": 0', '"seed": 9'))
+    rows = results_module.main([str(other), "--out", str(out), "--reps", "200", "--group", "r2"])
+    assert [(r["group"], r["seeds"]) for r in rows] == [("r1", [0, 1, 2]), ("r2", [9])]
+    assert json.loads((out / "training.json").read_text())[0]["curve"]["mean"] == [81.0, 91.0]
+    assert "r1" in (out / "training.csv").read_text()
+
+    # a table that does not read is an error, and is left as it was
+    (out / "training.json").write_text("{not json")
+    with pytest.raises(SystemExit, match="is not a results table"):
+        results_module.main(["--out", str(out)])
+    assert (out / "training.json").read_text() == "{not json"
 
 
 def test_bfloat16_precision_trains_and_plays_through_the_float32_policy_file(tmp_path):
