@@ -148,6 +148,9 @@ class Config:
     keep_points_rerolls: int = setting(1, "With keep_points: 1 = the keeps' expected points after one reroll; 2 = "
                                           "where two rerolls are left, after two (the second keep each box's own "
                                           "best; agents/policy_inputs.py).")
+    bonus_shaping: float = setting(0.0, "Batched algorithms: weight of potential-based reward shaping toward the "
+                                        "upper bonus (0: off; 1: the bonus's points times a par-based chance of "
+                                        "reaching it; leaves the best policy unchanged; agents/shaping.py).")
 
     # --- envs and hardware
     n_envs: int = setting(8, "Parallel training envs.")
@@ -263,7 +266,7 @@ NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
         "target_update_interval", "torch_threads", "eval_episodes", "bench_workers", "bc_epochs")},
     **{name: (0, math.inf, True) for name in (
         "learning_starts", "seed", "eval_freq", "checkpoint_freq", "bench_games", "ent_coef", "vf_coef",
-        "num_env_runners",
+        "num_env_runners", "bonus_shaping",
         "illegal_penalty")},
     **{name: (0, math.inf, False) for name in ("learning_rate", "clip_range", "max_grad_norm", "reward_scale")},
     **{name: (0, 1, True) for name in ("gamma", "gae_lambda", "exploration_fraction", "exploration_final_eps")},
@@ -658,7 +661,7 @@ RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", 
                 "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
 #: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
 BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision", "keep_head", "box_points", "keep_points",
-                        "keep_points_rerolls")
+                        "keep_points_rerolls", "bonus_shaping")
 
 
 def load_config_rules(config: Config):

@@ -18,6 +18,7 @@ from gymnasium.vector import AutoresetMode
 
 from agents.actor_critic import ActorCritic, sample
 from agents.policy_inputs import PolicyInputs
+from agents.shaping import BonusPotential
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.vector import DicePokerVectorEnv
@@ -49,17 +50,23 @@ class Rollout:
         reward_scale: training rewards are the env's times this.
         gamma, gae_lambda: discount and GAE lambda.
         features: policy inputs with the upper-bonus features (:class:`PolicyInputs`).
+        bonus_shaping: weight of the potential-based shaping toward the upper bonus
+            (:class:`agents.shaping.BonusPotential`; 0: none): each training reward gets
+            ``bonus_shaping * (gamma * phi(s') - phi(s))``, ``phi`` 0 after a game's last step. The scores
+            the rollout records are the env's own.
     """
 
     def __init__(self, rules: Rules, n_envs: int, n_steps: int, seed: int, *, distinct_keeps: bool = True,
                  reward_scale: float = 1.0, gamma: float = 1.0, gae_lambda: float = 0.95, features: bool = True,
-                 device: str | torch.device = "cpu"):
+                 bonus_shaping: float = 0.0, device: str | torch.device = "cpu"):
         self.rules = rules
         self.n_envs, self.n_steps = int(n_envs), int(n_steps)
         self.distinct_keeps = distinct_keeps
         self.reward_scale, self.gamma, self.gae_lambda = float(reward_scale), float(gamma), float(gae_lambda)
         self.device = torch.device(device)
         self.inputs = PolicyInputs(rules, features=features)
+        self.bonus_shaping = float(bonus_shaping)
+        self.potential = BonusPotential(rules) if self.bonus_shaping else None
         self.env = DicePokerVectorEnv(self.n_envs, rules, obs_mode="flat", autoreset_mode=AutoresetMode.SAME_STEP)
         obs, info = self.env.reset(seed=int(seed))
         self.generator = torch.Generator().manual_seed(int(seed))
@@ -101,6 +108,9 @@ class Rollout:
             self._actions[t] = action.cpu()
             obs, reward, terminated, truncated, info = self.env.step(self._actions[t].numpy())
             done = terminated | truncated
+            if self.potential is not None:  # obs after a game's last step is the next game's: phi counts 0
+                before = self.potential(self._inputs[t, :, :self.inputs.obs_size])
+                reward = reward + self.bonus_shaping * (self.gamma * ~done * self.potential(obs) - before)
             self._rewards[t] = reward * self.reward_scale
             self._dones[t] = done
             if done.any():

@@ -98,7 +98,8 @@ class Trainer:
         self.update_rule = importlib.import_module(ALGORITHMS[config.algo]).update
         self.rollout = Rollout(rules, config.n_envs, config.n_steps, config.seed, distinct_keeps=config.distinct_keeps,
                                reward_scale=config.reward_scale, gamma=config.gamma, gae_lambda=config.gae_lambda,
-                               features=config.features, device=self.device)
+                               features=config.features, bonus_shaping=getattr(config, "bonus_shaping", 0.0),
+                               device=self.device)
         tables = compile_rules(rules)
         layout = flat_layout(tables)
         keep_points = bool(getattr(config, "keep_points", False))

@@ -19,6 +19,7 @@ from agents.policy_agent import PolicyAgent, load_policy  # noqa: E402
 from agents.rollout import Rollout  # noqa: E402
 from agents.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
+from dice_poker_env.envs.observation import flat_layout  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,6 +91,49 @@ def test_rollouts_only_take_legal_actions(rules_name):
         assert bool(taken_legal.all())
     assert rollout.illegal == 0
     assert len(rollout.take_scores()) > 0  # games ended on the way
+
+
+def test_bonus_potential_is_the_par_chance_of_the_open_boxes():
+    from agents.shaping import BonusPotential
+    from dice_poker_env.envs.vector import DicePokerVectorEnv
+
+    rules = load_rules("yahtzee")
+    potential = BonusPotential(rules)
+    sixes_only = 1 << 5  # bit j: the j-th upper box open
+    p = 0.6  # each die shows the face with chance 0.6: three of five on average, the par
+    assert potential.chance[sixes_only, 12] == pytest.approx(1 - (1 - p) ** 5 - 5 * p * (1 - p) ** 4)
+    assert potential.chance[sixes_only, 31] == 0.0  # five sixes make 30
+    assert potential.chance[0b111111, 1] == pytest.approx(1.0)
+    env = DicePokerVectorEnv(3, rules, obs_mode="flat")
+    obs, _ = env.reset(seed=0)
+    assert potential(obs) == pytest.approx(np.full(3, 35.0 * potential.chance[0b111111, 63]))
+    layout = flat_layout(compile_rules(rules))
+    reached = obs.copy()
+    reached[:, layout["upper_total"]] = 1.0  # 63 or more: the bonus is paid, nothing more to come
+    assert (potential(reached) == 0).all()
+    with pytest.raises(ValueError, match="bonus_shaping needs an upper bonus"):
+        BonusPotential(load_rules("school_poker"))
+
+
+def test_bonus_shaping_sums_to_minus_the_first_potential_over_each_game():
+    """Potential-based shaping (gamma 1): a game's shaping terms sum to -phi(its first state), whatever is played."""
+    from agents.shaping import BonusPotential
+
+    rules = load_rules("yahtzee")
+    plain, shaped = Rollout(rules, 8, 120, seed=3, reward_scale=0.5), Rollout(rules, 8, 120, seed=3, reward_scale=0.5,
+                                                                                bonus_shaping=2.0)
+    model = ActorCritic(plain.inputs.size, compile_rules(rules).n_actions, [16])
+    first, second = plain.collect(model), shaped.collect(model)
+    assert torch.equal(first.actions, second.actions)  # same games, same play: only the rewards differ
+    extra = (shaped._rewards - plain._rewards) / 0.5  # (steps, games)
+    phi = BonusPotential(rules)(plain._inputs.reshape(-1, plain.inputs.size)[:, :plain.inputs.obs_size]).reshape(120, 8)
+    games = 0
+    for g in range(8):
+        start = 0
+        for end in np.flatnonzero(plain._dones[:, g]):
+            assert extra[start:end + 1, g].sum() == pytest.approx(-2.0 * phi[start, g], abs=1e-3)
+            start, games = end + 1, games + 1
+    assert games >= 8 and np.abs(extra).max() > 0
 
 
 @pytest.mark.parametrize("keep_head, box_points, keep_points, rerolls", [
