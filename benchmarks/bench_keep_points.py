@@ -29,23 +29,11 @@ import json  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-
-def fastest(call, repeats: int) -> float:
-    """Microseconds of the fastest of ``repeats`` calls (after two warm-up calls)."""
-    call()
-    call()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - start)
-    return 1e6 * best
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -63,6 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
 
     from agents.policy_inputs import keep_expected_points
+    from bench_activation import fastest  # milliseconds of the fastest call
     from dice_poker_env.rules import load_rules
 
     torch.set_num_threads(1)
@@ -102,8 +91,8 @@ def main(argv: list[str] | None = None) -> dict:
     times: dict[str, dict[str, list[float]]] = {name: {"forward": [], "forward_backward": []} for name in contenders}
     for _ in range(args.rounds):
         for name, fn in contenders.items():
-            times[name]["forward"].append(fastest(forward(fn), args.repeats))
-            times[name]["forward_backward"].append(fastest(forward_backward(fn), args.repeats))
+            times[name]["forward"].append(1e3 * fastest(forward(fn), args.repeats))
+            times[name]["forward_backward"].append(1e3 * fastest(forward_backward(fn), args.repeats))
     median = {name: {k: statistics.median(v) for k, v in t.items()} for name, t in times.items()}
     result = {"rules": args.rules, "rows": args.rows, "rounds": args.rounds, "repeats": args.repeats,
               "microseconds": median, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}"}
