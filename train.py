@@ -148,6 +148,10 @@ class Config:
     keep_points_rerolls: int = setting(1, "With keep_points: 1 = the keeps' expected points after one reroll; 2 = "
                                           "where two rerolls are left, after two (the second keep each box's own "
                                           "best; agents/policy_inputs.py).")
+    keep_points_bonus: bool = setting(False, "With keep_points: each keep's points for an open upper box also "
+                                             "include the upper bonus times the chance that writing the box after "
+                                             "the reroll reaches it, as a box's points include it when writing it "
+                                             "reaches it now (agents/policy_inputs.py, KeepBonus).")
     bonus_shaping: float = setting(0.0, "Batched algorithms: weight of potential-based reward shaping toward the "
                                         "upper bonus (0: off; 1: the bonus's points times a par-based chance of "
                                         "reaching it; leaves the best policy unchanged; agents/shaping.py).")
@@ -311,6 +315,10 @@ def _validate(c: Config) -> None:
         raise ValueError(f"keep_points must be true or false, got {c.keep_points!r}")
     if isinstance(c.keep_points_rerolls, bool) or c.keep_points_rerolls not in (1, 2):
         raise ValueError(f"keep_points_rerolls must be 1 or 2, got {c.keep_points_rerolls!r}")
+    if not isinstance(c.keep_points_bonus, bool):
+        raise ValueError(f"keep_points_bonus must be true or false, got {c.keep_points_bonus!r}")
+    if c.keep_points_bonus and not (c.keep_points and c.keep_points_rerolls == 1):
+        raise ValueError("keep_points_bonus needs keep_points=true with keep_points_rerolls=1")
     if c.keep_points and c.keep_head:
         raise ValueError("keep_points and keep_head are two ways of scoring keeps: set one of them to 0/false")
     if isinstance(c.box_points, bool) or not isinstance(c.box_points, (int, float)) or not 0 <= c.box_points < 1e6:
@@ -661,7 +669,7 @@ RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", 
                 "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
 #: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
 BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision", "keep_head", "box_points", "keep_points",
-                        "keep_points_rerolls", "bonus_shaping")
+                        "keep_points_rerolls", "keep_points_bonus", "bonus_shaping")
 
 
 def load_config_rules(config: Config):

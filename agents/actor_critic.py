@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from agents.policy_inputs import KeepBonus
 from dice_poker_env.engine.combinatorics import (KEEP_BITS, N_DICE, N_FACES, N_KEEP_ACTIONS, N_ROLLS,
                                                  ROLL_INDEX_OF_CODE, encode_counts)
 
@@ -152,13 +153,19 @@ class ActorCritic(nn.Module):
             with ``rerolls=2`` ``(2, 252, 32, n_boxes)``: the keeps then read the two-reroll table where two
             rerolls are left.
         rolls_left: where the rolls-left one-hot (3) starts in the inputs (needed with two tables).
+        keep_bonus: with ``keep_points`` (one table), a :class:`agents.policy_inputs.KeepBonus` of the ruleset:
+            each keep's points for each open upper box then also include the upper bonus's points times the
+            chance that writing the box after the reroll reaches it, as the box actions' points include it where
+            writing the box reaches it now (option ``keep_points_bonus``).
+        upper_total: where the upper total (one value, points / ``upper_scale``) is in the inputs (needed with
+            ``keep_bonus``).
     """
 
     def __init__(self, in_dim: int, n_actions: int, hidden: Sequence[int] = (256, 256), activation: str = "tanh",
                  precision: str = "float32", keep_head: int = 0, dice_one_hot: int | None = None,
                  box_points: float = 0.0, potential_points: int | None = None, keep_points: bool = False,
                  face_counts: int | None = None, filled: int | None = None, expected_points: np.ndarray | None = None,
-                 rolls_left: int | None = None):
+                 rolls_left: int | None = None, keep_bonus: KeepBonus | None = None, upper_total: int | None = None):
         super().__init__()
         if keep_points and keep_head:
             raise ValueError("keep_points and keep_head are two ways of scoring keeps: use one")
@@ -227,6 +234,15 @@ class ActorCritic(nn.Module):
                                  persistent=False)
             self.register_buffer("code_weights", torch.from_numpy(encode_counts(np.eye(N_FACES))).float(),
                                  persistent=False)
+        self.keep_bonus = keep_bonus
+        if keep_bonus is not None:
+            if not self.keep_points or self.rolls_left is not None or upper_total is None:
+                raise ValueError("keep_bonus needs keep_points with the one-reroll table and the position of "
+                                 "upper_total in the inputs")
+            self.upper_total = int(upper_total)
+            self.register_buffer("bonus_dist", torch.from_numpy(keep_bonus.dist), persistent=False)
+            self.register_buffer("bonus_values", torch.from_numpy(keep_bonus.values), persistent=False)
+            self.register_buffer("bonus_upper", torch.from_numpy(keep_bonus.upper.astype(np.int64)), persistent=False)
         self.box_points = float(box_points)
         if self.box_points:
             n_boxes = self.n_actions - N_KEEP_ACTIONS
@@ -271,6 +287,11 @@ class ActorCritic(nn.Module):
         else:  # the two-reroll table where two rerolls are left (the one-hot's last place)
             table = self.expected_points[x[:, self.rolls_left + 2].float().round().long(), roll]
         keeps = (table * open_value[:, :, None]).sum(dim=1)  # (B, 32)
+        if self.keep_bonus is not None:  # the upper bonus each keep may bring, weighed by the upper boxes' values
+            total = (x[:, self.upper_total].float() * self.keep_bonus.upper_scale).round()
+            upper_open = 1.0 - x[:, self.filled + self.bonus_upper].float()
+            bonus = self.keep_bonus.points_of(self.bonus_dist, self.bonus_values, roll, total, upper_open)
+            keeps = keeps + (bonus * u[:, self.bonus_upper][:, None, :]).sum(dim=2)
         boxes = u * x[:, self.potential_points:self.potential_points + n_boxes].float()
         return torch.cat([keeps, boxes], dim=1)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.policy_inputs import PolicyInputs, keep_points_tables
+from agents.policy_inputs import KeepBonus, PolicyInputs, keep_points_tables
 from agents.sb3_agent import check_ruleset
 from dice_poker_env.engine.combinatorics import (
     KEEP_BITS,
@@ -139,6 +139,12 @@ class PolicyAgent:
                 raise ValueError(f"policy {name}: keep_points_rerolls must be 1 or 2, got {rerolls!r}")
             self._expected_points = keep_points_tables(self.rules, rerolls)
             self._rolls_left = layout["rolls_left"].start
+        self._keep_bonus = None  # keep_points_bonus: the upper bonus each keep may bring
+        if self.metadata.get("keep_points_bonus"):
+            if self._box_values is None or self._expected_points.ndim != 3:
+                raise ValueError(f"policy {name}: keep_points_bonus needs keep_points with one reroll")
+            self._keep_bonus = KeepBonus(self.rules)
+            self._upper_total = layout["upper_total"].start
 
     @classmethod
     def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model") -> "PolicyAgent":
@@ -169,6 +175,12 @@ class PolicyAgent:
                      self._expected_points[np.rint(obs[:, self._rolls_left + 2]).astype(np.int64), rolls])
             logits[:, :N_KEEP_ACTIONS] += np.einsum("bkn,bn->bk", table,
                                                     u * (1.0 - obs[:, self._filled]))
+            if self._keep_bonus is not None:
+                kb = self._keep_bonus
+                total = np.rint(obs[:, self._upper_total] * kb.upper_scale)
+                upper_open = 1.0 - obs[:, self._filled.start + kb.upper]
+                bonus = kb.points_of(kb.dist, kb.values, rolls, total, upper_open)
+                logits[:, :N_KEEP_ACTIONS] += np.einsum("bku,bu->bk", bonus, u[:, kb.upper])
             logits[:, N_KEEP_ACTIONS:] += u * points
         if self._box_points is not None:
             logits[:, N_KEEP_ACTIONS:] += points * self._box_points

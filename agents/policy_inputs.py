@@ -57,6 +57,62 @@ def keep_points_tables(rules: Rules, rerolls: int = 1) -> np.ndarray:
     return found[0] if rerolls == 1 else np.stack(found)
 
 
+class KeepBonus:
+    """The upper bonus a keep may still bring: the ``keep_points_bonus`` option of
+    :class:`agents.actor_critic.ActorCritic`.
+
+    A box action's points (the observation's ``potential_points``) include the upper bonus where writing the
+    box reaches it now; :func:`keep_expected_points` counts the box's plain score only. So with the bonus
+    within reach, writing four fours at once looked worth the bonus more than keeping them and rolling the
+    fifth die, although the fours can still be written after the reroll and reach it all the same. This adds
+    to each keep's points for each open upper box the bonus's points times the chance that, after the dice
+    not kept are rolled once, writing that box reaches the bonus: the same arithmetic as the box actions',
+    one reroll ahead.
+
+    ``dist`` ``(252, 32, U, V)``: from each sorted roll, for each keep bitmask, the chance that upper box ``u``
+    (the ruleset's ``U`` upper boxes, in order) scores its ``v``-th possible value after one reroll;
+    ``values`` ``(U, V)`` those values (padded with a value no threshold needs, at chance 0). Read from the
+    rules' score table and the dice's transition probabilities.
+    """
+
+    def __init__(self, rules: Rules):
+        tables = compile_rules(rules)
+        if not tables.has_upper_bonus:
+            raise ValueError(f"keep_points_bonus: ruleset {rules.name!r} has no upper bonus")
+        scale, self.upper_scale = flat_scales(tables)
+        self.upper = np.flatnonzero(tables.is_upper)
+        score = tables.score[:, self.upper].astype(np.int64)  # (252, U)
+        found = [np.unique(score[:, j]) for j in range(len(self.upper))]
+        width = max(len(v) for v in found)
+        values = np.full((len(self.upper), width), 10 ** 6, dtype=np.int64)  # padding: never enough
+        for j, v in enumerate(found):
+            values[j, :len(v)] = v
+        hit = (score[:, :, None] == values[None]).astype(np.float64)  # (252, U, V): roll r scores value v
+        per_keep = TRANSITION @ hit.reshape(len(score), -1)  # (462 kept multisets, U * V)
+        self.dist = per_keep[KEEP_OF_ACTION.astype(np.int64)].reshape(
+            *KEEP_OF_ACTION.shape, *values.shape).astype(np.float32)
+        self.values = values.astype(np.float32)
+        self.points = float(tables.upper_bonus_points) / scale  # in the units of potential_points
+        self.threshold = float(tables.upper_bonus_threshold)
+        self.on_complete = bool(tables.upper_bonus_on_complete)
+
+    def points_of(self, dist, values, roll, upper_total, upper_open):
+        """``(B, 32, U)``: each keep's bonus points (potential_points' units) for each upper box.
+
+        Written once for both NumPy arrays and torch tensors (the NumPy player and the torch network):
+        ``dist`` and ``values`` this object's tables (or their tensors), ``roll`` ``(B,)`` sorted-roll indices,
+        ``upper_total`` ``(B,)`` the upper total in points, ``upper_open`` ``(B, U)`` 1 where the box is open.
+        """
+        needed = self.threshold - upper_total  # (B,)
+        reach = values[None] >= needed[:, None, None]  # (B, U, V): the value reaches the threshold
+        chance = (dist[roll] * reach[:, None]).sum(-1)  # (B, 32, U)
+        if self.on_complete:  # only writing the last open upper box can earn it
+            eligible = upper_open * (upper_open.sum(-1) == 1)[:, None]
+        else:  # not earned yet
+            eligible = upper_open * (needed > 0)[:, None]
+        return chance * (eligible * self.points)[:, None, :]
+
+
 class PolicyInputs:
     """The flat observation followed by three features of progress toward the upper bonus.
 

@@ -39,7 +39,7 @@ import torch
 
 from agents.actor_critic import ActorCritic, Compiled, resolve_precision
 from agents.policy_agent import PolicyAgent, save_policy
-from agents.policy_inputs import keep_points_tables
+from agents.policy_inputs import KeepBonus, keep_points_tables
 from agents.rollout import Rollout
 from agents.sb3_agent import model_metadata
 from dice_poker_env.engine.tables import compile_rules
@@ -104,6 +104,7 @@ class Trainer:
         layout = flat_layout(tables)
         keep_points = bool(getattr(config, "keep_points", False))
         keep_rerolls = int(getattr(config, "keep_points_rerolls", 1))
+        keep_bonus = bool(getattr(config, "keep_points_bonus", False))
         self.model = ActorCritic(self.rollout.inputs.size, tables.n_actions, config.net_arch, config.activation,
                                  resolve_precision(getattr(config, "precision", "float32"), self.device),
                                  keep_head=getattr(config, "keep_head", 0),
@@ -113,7 +114,9 @@ class Trainer:
                                  keep_points=keep_points,
                                  face_counts=layout["face_counts"].start, filled=layout["filled"].start,
                                  expected_points=keep_points_tables(rules, keep_rerolls) if keep_points else None,
-                                 rolls_left=layout["rolls_left"].start).to(self.device)
+                                 rolls_left=layout["rolls_left"].start,
+                                 keep_bonus=KeepBonus(rules) if keep_bonus else None,
+                                 upper_total=layout["upper_total"].start).to(self.device)
         #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
         self.policy = Compiled(self.model) if getattr(config, "compile", False) else self.model
         # the fused Adam kernel (CPU and CUDA): the same update rule, about 14% faster PPO updates measured here
@@ -129,6 +132,7 @@ class Trainer:
             "box_points": float(getattr(config, "box_points", 0.0)),
             "keep_points": keep_points,
             **({"keep_points_rerolls": keep_rerolls} if keep_points and keep_rerolls != 1 else {}),
+            **({"keep_points_bonus": True} if keep_bonus else {}),
         }
         self.updates = 0
         self.best = -math.inf

@@ -283,7 +283,7 @@ def test_solver_field_reads_yaml_on_off():
     "n_envs=0", "total_timesteps=0", "bench_workers=0", "exploration_final_eps=1.5", "n_envs=true",
     "keep_head=-1", "keep_head=true", "box_points=-1", "box_points=.nan", "box_points=true", "box_points=big",
     "keep_points=[true]", "keep_points=maybe", "keep_points_rerolls=3", "keep_points_rerolls=0",
-    "keep_points_rerolls=true",
+    "keep_points_rerolls=true", "keep_points_bonus=maybe", "keep_points_bonus=1",
 ])
 def test_numeric_fields_are_range_checked(numeric):
     train = load_train()

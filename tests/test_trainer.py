@@ -18,6 +18,7 @@ from agents.actor_critic import ActorCritic  # noqa: E402
 from agents.policy_agent import PolicyAgent, load_policy  # noqa: E402
 from agents.rollout import Rollout  # noqa: E402
 from agents.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
+from dice_poker_env.engine.combinatorics import roll_index_of_counts  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.envs.observation import flat_layout  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
@@ -136,13 +137,14 @@ def test_bonus_shaping_sums_to_minus_the_first_potential_over_each_game():
     assert games >= 8 and np.abs(extra).max() > 0
 
 
-@pytest.mark.parametrize("keep_head, box_points, keep_points, rerolls", [
-    (0, 0.0, False, 1), (16, 0.0, False, 1), (0, 4.0, False, 1), (16, 2.5, False, 1), (0, 4.0, True, 1),
-    (0, 0.0, True, 1), (0, 4.0, True, 2)])
-def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points, keep_points, rerolls):
+@pytest.mark.parametrize("keep_head, box_points, keep_points, rerolls, bonus", [
+    (0, 0.0, False, 1, False), (16, 0.0, False, 1, False), (0, 4.0, False, 1, False), (16, 2.5, False, 1, False),
+    (0, 4.0, True, 1, False), (0, 0.0, True, 1, False), (0, 4.0, True, 2, False), (0, 4.0, True, 1, True)])
+def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points, keep_points, rerolls,
+                                                            bonus):
     rules = load_rules("yahtzee")
     trainer = Trainer(config(net_arch=[64, 64], keep_head=keep_head, box_points=box_points, keep_points=keep_points,
-                             keep_points_rerolls=rerolls),
+                             keep_points_rerolls=rerolls, keep_points_bonus=bonus),
                       rules, tmp_path / "run", metadata={
         "rules": rules.name, "rules_options": dict(rules.options), "rules_fingerprint": rules.fingerprint})
     if keep_points:  # the box values' head starts at 0: give it weights, so that the test can fail
@@ -155,11 +157,19 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
         rollout.collect(ActorCritic(rollout.inputs.size, compile_rules(rules).n_actions, [8]))
     rolls_left = rollout.current_inputs[:, 6:9].argmax(axis=1)
     assert set(rolls_left.tolist()) == {0, 1, 2}
-    obs = rollout.current_inputs[:, : agent.inputs.obs_size]
+    obs = rollout.current_inputs[:, : agent.inputs.obs_size].copy()
+    # upper totals from 40 to 62: the upper bonus within a reroll's reach (keep_points_bonus' terms not all 0)
+    upper = flat_layout(compile_rules(rules))["upper_total"]
+    obs[:, upper] = np.random.default_rng(1).integers(40, 63, size=(len(obs), 1)) / 63.0
     logits_np = agent.logits(obs)
     with torch.no_grad():
-        logits_torch = trainer.model.actor_logits(torch.from_numpy(rollout.current_inputs)).numpy()
+        logits_torch = trainer.model.actor_logits(torch.from_numpy(agent.inputs(obs))).numpy()
     np.testing.assert_allclose(logits_np, logits_torch, rtol=1e-4, atol=1e-5)
+    if bonus:
+        kb = agent._keep_bonus
+        terms = kb.points_of(kb.dist, kb.values, roll_index_of_counts(obs[:, :6] * 5),
+                             np.rint(obs[:, upper.start] * 63), 1.0 - obs[:, 9 + kb.upper])
+        assert (terms > 0).any(axis=(1, 2)).mean() > 0.5
     _, metadata = load_policy(path)
     assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
     assert metadata["keep_head"] == keep_head and metadata["box_points"] == box_points
@@ -172,6 +182,7 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
             PolicyAgent(weights, metadata, rules)
     assert metadata["keep_points"] is keep_points
     assert metadata.get("keep_points_rerolls", 1) == rerolls
+    assert metadata.get("keep_points_bonus", False) is bonus
     if keep_points:
         weights, metadata = load_policy(path)
         del weights["points_b"]
@@ -201,6 +212,50 @@ def test_keep_expected_points_match_a_naive_enumeration_of_the_reroll(rules_name
         for b, box in enumerate(rules.boxes):
             naive = np.mean([NAIVE[rules_name](sorted(o), box.name) for o in outcomes])
             assert table[roll, action, b] * scale == pytest.approx(naive, rel=1e-5, abs=1e-5), (dice, action, box.name)
+
+
+@pytest.mark.parametrize("rules_name", ["yahtzee", "school_poker"])
+def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
+    """keep_points_bonus: for each keep and open upper box, the bonus's points times the chance that writing the
+    box after one reroll earns the bonus, against the independent naive scorer over every sequence of the
+    rerolled dice (school poker: earned only by writing the last open upper box)."""
+    import itertools
+
+    from agents.policy_inputs import KeepBonus
+    from dice_poker_env.engine.combinatorics import ROLL_DICE
+    from dice_poker_env.envs.observation import flat_scales
+    from naive_rules import NAIVE
+
+    rules = load_rules(rules_name)
+    tables = compile_rules(rules)
+    kb = KeepBonus(rules)
+    scale, _ = flat_scales(tables)
+    upper_boxes = [box for box in rules.boxes if box.section == "upper"]
+    rng = np.random.default_rng(3)
+    cases = [(ROLL_DICE.tolist().index([1, 4, 4, 4, 4]), 0b11110, 56 if rules_name == "yahtzee" else -12)]
+    cases += [(int(r), int(a), int(t)) for r, a, t in zip(rng.integers(0, 252, 10), rng.integers(0, 32, 10),
+                                                          rng.integers(30, 63, 10) if rules_name == "yahtzee"
+                                                          else rng.integers(-20, 5, 10))]
+    for roll, action, total in cases:
+        dice = ROLL_DICE[roll].tolist()
+        kept = [d for i, d in enumerate(dice) if action >> i & 1]
+        outcomes = [kept + list(rest) for rest in itertools.product(range(1, 7), repeat=5 - len(kept))]
+        for last in (False, True):  # every upper box open, or only one
+            for j, box in enumerate(upper_boxes):
+                upper_open = np.ones((1, len(upper_boxes)), np.float32)
+                if last:
+                    upper_open[:] = 0.0
+                    upper_open[0, j] = 1.0
+                got = kb.points_of(kb.dist, kb.values, np.array([roll]), np.array([float(total)]), upper_open)
+                earns = (total < tables.upper_bonus_threshold) if not tables.upper_bonus_on_complete else last
+                naive = np.mean([earns and total + NAIVE[rules_name](sorted(o), box.name)
+                                 >= tables.upper_bonus_threshold for o in outcomes])
+                assert got[0, action, j] * scale == pytest.approx(naive * tables.upper_bonus_points, abs=1e-4), (
+                    dice, action, total, box.name, last)
+    # the case that motivated it: 1-4-4-4-4 with 56 in the upper section, keep the fours: the bonus is certain
+    if rules_name == "yahtzee":
+        got = kb.points_of(kb.dist, kb.values, np.array([cases[0][0]]), np.array([56.0]), np.ones((1, 6)))
+        assert got[0, 0b11110, 3] * scale == pytest.approx(35.0)
 
 
 @pytest.mark.parametrize("rules_name", ["yatzy", "yahtzee"])
