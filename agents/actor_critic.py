@@ -243,6 +243,10 @@ class ActorCritic(nn.Module):
             self.register_buffer("bonus_dist", torch.from_numpy(keep_bonus.dist), persistent=False)
             self.register_buffer("bonus_values", torch.from_numpy(keep_bonus.values), persistent=False)
             self.register_buffer("bonus_upper", torch.from_numpy(keep_bonus.upper.astype(np.int64)), persistent=False)
+            if keep_bonus.par:
+                self.register_buffer("bonus_chance", torch.from_numpy(keep_bonus.chance), persistent=False)
+                self.register_buffer("bonus_bits", torch.from_numpy(keep_bonus.bits).float(), persistent=False)
+                self.register_buffer("bonus_score", torch.from_numpy(keep_bonus.score), persistent=False)
         self.box_points = float(box_points)
         if self.box_points:
             n_boxes = self.n_actions - N_KEEP_ACTIONS
@@ -290,9 +294,19 @@ class ActorCritic(nn.Module):
         if self.keep_bonus is not None:  # the upper bonus each keep may bring, weighed by the upper boxes' values
             total = (x[:, self.upper_total].float() * self.keep_bonus.upper_scale).round()
             upper_open = 1.0 - x[:, self.filled + self.bonus_upper].float()
-            bonus = self.keep_bonus.points_of(self.bonus_dist, self.bonus_values, roll, total, upper_open)
-            keeps = keeps + (bonus * u[:, self.bonus_upper][:, None, :]).sum(dim=2)
+            u_upper = u[:, self.bonus_upper]
+            if self.keep_bonus.par:
+                bonus, box_bonus = self.keep_bonus.par_points_of(self.bonus_dist, self.bonus_values, self.bonus_score,
+                                                                 self.bonus_chance, self.bonus_bits, roll, total,
+                                                                 upper_open)
+                boxes_extra = torch.zeros_like(u).index_copy(1, self.bonus_upper, u_upper * box_bonus)
+            else:
+                bonus = self.keep_bonus.points_of(self.bonus_dist, self.bonus_values, roll, total, upper_open)
+                boxes_extra = None
+            keeps = keeps + (bonus * u_upper[:, None, :]).sum(dim=2)
         boxes = u * x[:, self.potential_points:self.potential_points + n_boxes].float()
+        if self.keep_bonus is not None and boxes_extra is not None:
+            boxes = boxes + boxes_extra
         return torch.cat([keeps, boxes], dim=1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

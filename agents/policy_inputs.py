@@ -75,7 +75,7 @@ class KeepBonus:
     rules' score table and the dice's transition probabilities.
     """
 
-    def __init__(self, rules: Rules):
+    def __init__(self, rules: Rules, par: bool = False):
         tables = compile_rules(rules)
         if not tables.has_upper_bonus:
             raise ValueError(f"keep_points_bonus: ruleset {rules.name!r} has no upper bonus")
@@ -95,6 +95,12 @@ class KeepBonus:
         self.points = float(tables.upper_bonus_points) / scale  # in the units of potential_points
         self.threshold = float(tables.upper_bonus_threshold)
         self.on_complete = bool(tables.upper_bonus_on_complete)
+        self.par = bool(par)
+        if self.par:  # chance[open upper boxes' bitmask, points needed] that they bring them at par
+            from agents.shaping import BonusPotential
+            self.chance = BonusPotential(rules).chance.astype(np.float32)
+            self.bits = (1 << np.arange(len(self.upper))).astype(np.int64)
+            self.score = tables.score[:, self.upper].astype(np.float32)  # (252, U): each upper box's points now
 
     def points_of(self, dist, values, roll, upper_total, upper_open):
         """``(B, 32, U)``: each keep's bonus points (potential_points' units) for each upper box.
@@ -111,6 +117,34 @@ class KeepBonus:
         else:  # not earned yet
             eligible = upper_open * (needed > 0)[:, None]
         return chance * (eligible * self.points)[:, None, :]
+
+    def par_points_of(self, dist, values, score, chance_table, bits, roll, upper_total, upper_open):
+        """``par``: the change in the bonus's expected points (par model) ``(B, 32, U)`` for each keep and upper
+        box, and ``(B, U)`` for writing each upper box now (beyond the bonus the box's points already hold).
+
+        After writing value ``v`` in open upper box ``j``, the bonus is worth its points times the chance
+        (:class:`agents.shaping.BonusPotential`'s par model) that the other open upper boxes bring the points
+        still needed (1 where ``v`` reaches the threshold); minus what it is worth now.
+        """
+        needed = self.threshold - upper_total  # (B,)
+        width = chance_table.shape[1] - 1
+        mask = (upper_open * bits).sum(-1)  # (B,): the open upper boxes' bitmask
+        rest = mask[:, None] - upper_open * bits  # (B, U): without box j
+        rest_i = _as_index(rest)
+        now = chance_table[_as_index(mask), _as_index((needed.clip(0, width)))] * self.points  # (B,)
+        after_v = chance_table[rest_i[:, :, None], _as_index((needed[:, None, None] - values[None]).clip(0, width))]
+        delta_v = after_v * self.points - now[:, None, None]  # (B, U, V)
+        live = upper_open * (needed > 0)[:, None]  # (B, U)
+        keeps = (dist[roll] * delta_v[:, None]).sum(-1) * live[:, None, :]
+        x = score[roll]  # (B, U)
+        after_x = chance_table[rest_i, _as_index((needed[:, None] - x).clip(0, width))]
+        boxes = (after_x * self.points - now[:, None] - self.points * (x >= needed[:, None])) * live
+        return keeps, boxes
+
+
+def _as_index(x):
+    """Integer indices of a NumPy array or a torch tensor of whole numbers."""
+    return x.astype(np.int64) if isinstance(x, np.ndarray) else x.round().long()
 
 
 class PolicyInputs:

@@ -139,7 +139,7 @@ def test_bonus_shaping_sums_to_minus_the_first_potential_over_each_game():
 
 @pytest.mark.parametrize("keep_head, box_points, keep_points, rerolls, bonus", [
     (0, 0.0, False, 1, False), (16, 0.0, False, 1, False), (0, 4.0, False, 1, False), (16, 2.5, False, 1, False),
-    (0, 4.0, True, 1, False), (0, 0.0, True, 1, False), (0, 4.0, True, 2, False), (0, 4.0, True, 1, True)])
+    (0, 4.0, True, 1, False), (0, 0.0, True, 1, False), (0, 4.0, True, 2, False), (0, 4.0, True, 1, True), (0, 4.0, True, 1, "par")])
 def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points, keep_points, rerolls,
                                                             bonus):
     rules = load_rules("yahtzee")
@@ -165,7 +165,7 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
     with torch.no_grad():
         logits_torch = trainer.model.actor_logits(torch.from_numpy(agent.inputs(obs))).numpy()
     np.testing.assert_allclose(logits_np, logits_torch, rtol=1e-4, atol=1e-5)
-    if bonus:
+    if bonus is True:
         kb = agent._keep_bonus
         terms = kb.points_of(kb.dist, kb.values, roll_index_of_counts(obs[:, :6] * 5),
                              np.rint(obs[:, upper.start] * 63), 1.0 - obs[:, 9 + kb.upper])
@@ -182,7 +182,7 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
             PolicyAgent(weights, metadata, rules)
     assert metadata["keep_points"] is keep_points
     assert metadata.get("keep_points_rerolls", 1) == rerolls
-    assert metadata.get("keep_points_bonus", False) is bonus
+    assert metadata.get("keep_points_bonus", False) == bonus
     if keep_points:
         weights, metadata = load_policy(path)
         del weights["points_b"]
