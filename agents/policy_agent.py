@@ -179,12 +179,9 @@ class PolicyAgent:
                 kb = self._keep_bonus
                 total = np.rint(obs[:, self._upper_total] * kb.upper_scale)
                 upper_open = 1.0 - obs[:, self._filled.start + kb.upper]
-                if kb.par:
-                    bonus, box_bonus = kb.par_points_of(kb.dist, kb.values, kb.score, kb.chance, kb.bits, rolls,
-                                                        total, upper_open)
+                bonus, box_bonus = kb.terms(kb, rolls, total, upper_open)
+                if box_bonus is not None:
                     logits[:, N_KEEP_ACTIONS + kb.upper] += u[:, kb.upper] * box_bonus
-                else:
-                    bonus = kb.points_of(kb.dist, kb.values, rolls, total, upper_open)
                 logits[:, :N_KEEP_ACTIONS] += np.einsum("bku,bu->bk", bonus, u[:, kb.upper])
             logits[:, N_KEEP_ACTIONS:] += u * points
         if self._box_points is not None:

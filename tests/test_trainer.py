@@ -167,8 +167,8 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
     np.testing.assert_allclose(logits_np, logits_torch, rtol=1e-4, atol=1e-5)
     if bonus is True:
         kb = agent._keep_bonus
-        terms = kb.points_of(kb.dist, kb.values, roll_index_of_counts(obs[:, :6] * 5),
-                             np.rint(obs[:, upper.start] * 63), 1.0 - obs[:, 9 + kb.upper])
+        terms, _ = kb.terms(kb, roll_index_of_counts(obs[:, :6] * 5), np.rint(obs[:, upper.start] * 63),
+                            1.0 - obs[:, 9 + kb.upper])
         assert (terms > 0).any(axis=(1, 2)).mean() > 0.5
     _, metadata = load_policy(path)
     assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
@@ -246,7 +246,7 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
                 if last:
                     upper_open[:] = 0.0
                     upper_open[0, j] = 1.0
-                got = kb.points_of(kb.dist, kb.values, np.array([roll]), np.array([float(total)]), upper_open)
+                got, _ = kb.terms(kb, np.array([roll]), np.array([float(total)]), upper_open)
                 earns = (total < tables.upper_bonus_threshold) if not tables.upper_bonus_on_complete else last
                 naive = np.mean([earns and total + NAIVE[rules_name](sorted(o), box.name)
                                  >= tables.upper_bonus_threshold for o in outcomes])
@@ -254,7 +254,7 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
                     dice, action, total, box.name, last)
     # the case that motivated it: 1-4-4-4-4 with 56 in the upper section, keep the fours: the bonus is certain
     if rules_name == "yahtzee":
-        got = kb.points_of(kb.dist, kb.values, np.array([cases[0][0]]), np.array([56.0]), np.ones((1, 6)))
+        got, _ = kb.terms(kb, np.array([cases[0][0]]), np.array([56.0]), np.ones((1, 6)))
         assert got[0, 0b11110, 3] * scale == pytest.approx(35.0)
 
 
