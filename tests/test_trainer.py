@@ -258,6 +258,59 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
         assert got[0, 0b11110, 3] * scale == pytest.approx(35.0)
 
 
+@pytest.mark.parametrize("rules_name", ["yahtzee", "yatzy"])
+def test_keep_bonus_par_is_the_change_in_the_par_potential(rules_name):
+    """keep_points_bonus=par: writing an upper box adds the change in BonusPotential's phi (the bonus's points
+    times the par chance of reaching it) beyond the bonus its points already hold; a keep adds that change
+    averaged over every sequence of the rerolled dice (naive scorer) plus the bonus where the box reaches it."""
+    import itertools
+
+    from agents.policy_inputs import KeepBonus
+    from agents.shaping import BonusPotential
+    from dice_poker_env.engine.combinatorics import ROLL_DICE
+    from naive_rules import NAIVE
+
+    rules = load_rules(rules_name)
+    tables = compile_rules(rules)
+    layout = flat_layout(tables)
+    scale, upper_scale = 50.0, 63.0
+    kb, phi = KeepBonus(rules, par=True), BonusPotential(rules)
+    upper_boxes = [box for box in rules.boxes if box.section == "upper"]
+    threshold, bonus = tables.upper_bonus_threshold, tables.upper_bonus_points
+
+    def potential(total: int, upper_open: np.ndarray) -> float:
+        obs = np.zeros((1, layout["dice_one_hot"].stop), np.float32)
+        obs[0, layout["upper_total"]] = min(total, upper_scale) / upper_scale
+        obs[0, layout["filled"].start + kb.upper] = 1.0 - upper_open
+        return float(phi(obs)[0])
+
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        roll, action, total = int(rng.integers(0, 252)), int(rng.integers(0, 32)), int(rng.integers(0, 63))
+        upper_open = (rng.random(6) < 0.6).astype(np.float32)
+        upper_open[rng.integers(0, 6)] = 1.0
+        keeps, boxes = kb.terms(kb, np.array([roll]), np.array([float(total)]), upper_open[None])
+        dice = ROLL_DICE[roll].tolist()
+        kept = [d for i, d in enumerate(dice) if action >> i & 1]
+        outcomes = [kept + list(rest) for rest in itertools.product(range(1, 7), repeat=5 - len(kept))]
+        before = potential(total, upper_open)
+        for j, box in enumerate(upper_boxes):
+            if not upper_open[j]:
+                assert keeps[0, action, j] == 0 and boxes[0, j] == 0
+                continue
+            rest = upper_open.copy()
+            rest[j] = 0.0
+
+            def change(points: int) -> float:  # phi after writing the box, the bonus itself where it reaches it
+                reached = total + points >= threshold
+                return (bonus if reached else potential(total + points, rest)) - before
+
+            now = NAIVE[rules_name](sorted(dice), box.name)
+            assert boxes[0, j] * scale == pytest.approx(change(now) - bonus * (total + now >= threshold), abs=1e-3)
+            expected = np.mean([change(NAIVE[rules_name](sorted(o), box.name)) for o in outcomes])
+            assert keeps[0, action, j] * scale == pytest.approx(expected, abs=1e-3), (dice, action, total, box.name)
+
+
 @pytest.mark.parametrize("rules_name", ["yatzy", "yahtzee"])
 def test_two_reroll_keep_points_are_one_reroll_then_each_boxs_best_keep(rules_name):
     """keep_points_rerolls=2: the points box b scores on average when the dice not kept are rolled, then kept
