@@ -148,7 +148,7 @@ class Config:
     keep_points_rerolls: int = setting(1, "With keep_points: 1 = the keeps' expected points after one reroll; 2 = "
                                           "where two rerolls are left, after two (the second keep each box's own "
                                           "best; agents/policy_inputs.py).")
-    keep_points_bonus: bool = setting(False, "With keep_points: each keep's points for an open upper box also "
+    keep_points_bonus: bool | str = setting(False, "With keep_points: each keep's points for an open upper box also "
                                              "include the upper bonus times the chance that writing the box after "
                                              "the reroll reaches it, as a box's points include it when writing it "
                                              "reaches it now (agents/policy_inputs.py, KeepBonus).")
@@ -315,8 +315,8 @@ def _validate(c: Config) -> None:
         raise ValueError(f"keep_points must be true or false, got {c.keep_points!r}")
     if isinstance(c.keep_points_rerolls, bool) or c.keep_points_rerolls not in (1, 2):
         raise ValueError(f"keep_points_rerolls must be 1 or 2, got {c.keep_points_rerolls!r}")
-    if not isinstance(c.keep_points_bonus, bool):
-        raise ValueError(f"keep_points_bonus must be true or false, got {c.keep_points_bonus!r}")
+    if not isinstance(c.keep_points_bonus, bool) and c.keep_points_bonus != "par":
+        raise ValueError(f"keep_points_bonus must be true, false or par, got {c.keep_points_bonus!r}")
     if c.keep_points_bonus and not (c.keep_points and c.keep_points_rerolls == 1):
         raise ValueError("keep_points_bonus needs keep_points=true with keep_points_rerolls=1")
     if c.keep_points and c.keep_head:

@@ -240,8 +240,12 @@ class ActorCritic(nn.Module):
                 raise ValueError("keep_bonus needs keep_points with the one-reroll table and the position of "
                                  "upper_total in the inputs")
             self.upper_total = int(upper_total)
-            self.register_buffer("bonus_dist", torch.from_numpy(keep_bonus.dist), persistent=False)
-            self.register_buffer("bonus_values", torch.from_numpy(keep_bonus.values), persistent=False)
+            self.bonus_tables = nn.Module()  # keep_bonus' tables as buffers (moved with the model, not saved)
+            names = ("combo", "combo_chance", "count_value") + (("chance", "bits") if keep_bonus.par else ())
+            for name in names:
+                array = getattr(keep_bonus, name)
+                self.bonus_tables.register_buffer(name, torch.from_numpy(
+                    array.astype(np.int64) if name == "combo" else array.astype(np.float32)), persistent=False)
             self.register_buffer("bonus_upper", torch.from_numpy(keep_bonus.upper.astype(np.int64)), persistent=False)
         self.box_points = float(box_points)
         if self.box_points:
@@ -287,12 +291,15 @@ class ActorCritic(nn.Module):
         else:  # the two-reroll table where two rerolls are left (the one-hot's last place)
             table = self.expected_points[x[:, self.rolls_left + 2].float().round().long(), roll]
         keeps = (table * open_value[:, :, None]).sum(dim=1)  # (B, 32)
-        if self.keep_bonus is not None:  # the upper bonus each keep may bring, weighed by the upper boxes' values
+        boxes = u * x[:, self.potential_points:self.potential_points + n_boxes].float()
+        if self.keep_bonus is not None:  # the upper bonus in the points, weighed by the upper boxes' values
             total = (x[:, self.upper_total].float() * self.keep_bonus.upper_scale).round()
             upper_open = 1.0 - x[:, self.filled + self.bonus_upper].float()
-            bonus = self.keep_bonus.points_of(self.bonus_dist, self.bonus_values, roll, total, upper_open)
-            keeps = keeps + (bonus * u[:, self.bonus_upper][:, None, :]).sum(dim=2)
-        boxes = u * x[:, self.potential_points:self.potential_points + n_boxes].float()
+            u_upper = u[:, self.bonus_upper]
+            bonus, box_bonus = self.keep_bonus.terms(self.bonus_tables, roll, total, upper_open)
+            keeps = keeps + (bonus * u_upper[:, None, :]).sum(dim=2)
+            if box_bonus is not None:
+                boxes = boxes.index_add(1, self.bonus_upper, u_upper * box_bonus)
         return torch.cat([keeps, boxes], dim=1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -143,7 +143,7 @@ class PolicyAgent:
         if self.metadata.get("keep_points_bonus"):
             if self._box_values is None or self._expected_points.ndim != 3:
                 raise ValueError(f"policy {name}: keep_points_bonus needs keep_points with one reroll")
-            self._keep_bonus = KeepBonus(self.rules)
+            self._keep_bonus = KeepBonus(self.rules, par=self.metadata.get("keep_points_bonus") == "par")
             self._upper_total = layout["upper_total"].start
 
     @classmethod
@@ -179,7 +179,9 @@ class PolicyAgent:
                 kb = self._keep_bonus
                 total = np.rint(obs[:, self._upper_total] * kb.upper_scale)
                 upper_open = 1.0 - obs[:, self._filled.start + kb.upper]
-                bonus = kb.points_of(kb.dist, kb.values, rolls, total, upper_open)
+                bonus, box_bonus = kb.terms(kb, rolls, total, upper_open)
+                if box_bonus is not None:
+                    logits[:, N_KEEP_ACTIONS + kb.upper] += u[:, kb.upper] * box_bonus
                 logits[:, :N_KEEP_ACTIONS] += np.einsum("bku,bu->bk", bonus, u[:, kb.upper])
             logits[:, N_KEEP_ACTIONS:] += u * points
         if self._box_points is not None:

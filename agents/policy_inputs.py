@@ -9,9 +9,12 @@ step on the env's observations.
 
 from __future__ import annotations
 
+from math import comb
+
 import numpy as np
 
-from dice_poker_env.engine.combinatorics import KEEP_OF_ACTION, TRANSITION
+from dice_poker_env.engine.combinatorics import (KEEP_COUNTS, KEEP_OF_ACTION, KEEP_SIZE, N_DICE, N_KEEP_ACTIONS,
+                                                 ROLL_COUNTS, TRANSITION)
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout, flat_scales, flat_size
 from dice_poker_env.rules import Rules
@@ -58,59 +61,112 @@ def keep_points_tables(rules: Rules, rerolls: int = 1) -> np.ndarray:
 
 
 class KeepBonus:
-    """The upper bonus a keep may still bring: the ``keep_points_bonus`` option of
+    """The upper bonus in the points that ``keep_points`` weighs: option ``keep_points_bonus`` of
     :class:`agents.actor_critic.ActorCritic`.
 
     A box action's points (the observation's ``potential_points``) include the upper bonus where writing the
-    box reaches it now; :func:`keep_expected_points` counts the box's plain score only. So with the bonus
+    box reaches it now; :func:`keep_expected_points` counts each box's plain score only. So with the bonus
     within reach, writing four fours at once looked worth the bonus more than keeping them and rolling the
-    fifth die, although the fours can still be written after the reroll and reach it all the same. This adds
-    to each keep's points for each open upper box the bonus's points times the chance that, after the dice
-    not kept are rolled once, writing that box reaches the bonus: the same arithmetic as the box actions',
-    one reroll ahead.
+    fifth die, although the fours can still be written after the reroll and reach it all the same.
 
-    ``dist`` ``(252, 32, U, V)``: from each sorted roll, for each keep bitmask, the chance that upper box ``u``
-    (the ruleset's ``U`` upper boxes, in order) scores its ``v``-th possible value after one reroll;
-    ``values`` ``(U, V)`` those values (padded with a value no threshold needs, at chance 0). Read from the
-    rules' score table and the dice's transition probabilities.
+    ``par=False`` (``keep_points_bonus: true``): each keep's points for an open upper box also get the bonus's
+    points times the chance that, after the dice not kept are rolled once, writing that box reaches the bonus:
+    the box actions' arithmetic, one reroll ahead.
+
+    ``par=True`` (``keep_points_bonus: par``): what writing an upper box does to the bonus's expected points,
+    for the box actions and, after one reroll, for the keeps: the bonus's points times the chance that the
+    other open upper boxes then bring the points still needed (1 where the box reaches the threshold), minus
+    that chance now, the chances of :class:`agents.shaping.BonusPotential`'s par model (each open box
+    ``Binomial(5, 0.6)`` of its face). Writing three sixes early is then worth a little more than 18 points,
+    two sixes a good deal less than 12.
+
+    Both are arithmetic of the rules (the score table, the dice's probabilities), not the solver's values.
+    An upper box scores by the count of its face, so a keep's chances depend only on how many of that face
+    it keeps and how many dice it rolls (``combo``: ``6 * kept + rolled``).
     """
 
-    def __init__(self, rules: Rules):
+    def __init__(self, rules: Rules, par: bool = False):
         tables = compile_rules(rules)
         if not tables.has_upper_bonus:
             raise ValueError(f"keep_points_bonus: ruleset {rules.name!r} has no upper bonus")
         scale, self.upper_scale = flat_scales(tables)
         self.upper = np.flatnonzero(tables.is_upper)
-        score = tables.score[:, self.upper].astype(np.int64)  # (252, U)
-        found = [np.unique(score[:, j]) for j in range(len(self.upper))]
-        width = max(len(v) for v in found)
-        values = np.full((len(self.upper), width), 10 ** 6, dtype=np.int64)  # padding: never enough
-        for j, v in enumerate(found):
-            values[j, :len(v)] = v
-        hit = (score[:, :, None] == values[None]).astype(np.float64)  # (252, U, V): roll r scores value v
-        per_keep = TRANSITION @ hit.reshape(len(score), -1)  # (462 kept multisets, U * V)
-        self.dist = per_keep[KEEP_OF_ACTION.astype(np.int64)].reshape(
-            *KEEP_OF_ACTION.shape, *values.shape).astype(np.float32)
-        self.values = values.astype(np.float32)
+        faces = np.array([rules.boxes[k].face for k in self.upper]) - 1
+        counts = ROLL_COUNTS[:, faces].astype(np.int64)  # (252, U): each upper box's face count in each roll
+        count_value = np.zeros((len(self.upper), N_DICE + 1), dtype=np.float32)  # (U, 6): points at each count
+        for j, k in enumerate(self.upper):
+            for c in range(N_DICE + 1):
+                found = np.unique(tables.score[counts[:, j] == c, k])
+                if len(found) != 1:
+                    raise ValueError(f"keep_points_bonus: box {rules.boxes[k].name!r} does not score by the count "
+                                     f"of one face")
+                count_value[j, c] = found[0]
+        self.count_value = count_value
+        kept = KEEP_COUNTS[KEEP_OF_ACTION.astype(np.int64)][:, :, faces].astype(np.int64)  # (252, 32, U)
+        rolled = N_DICE - KEEP_SIZE[KEEP_OF_ACTION.astype(np.int64)].astype(np.int64)  # (252, 32)
+        self.combo = kept * (N_DICE + 1) + rolled[:, :, None]  # (252, 32, U)
+        # combo_chance[6 k + n, c]: n dice rolled beside k kept of the face end with c of it
+        combo_chance = np.zeros(((N_DICE + 1) ** 2, N_DICE + 1), dtype=np.float32)
+        for k in range(N_DICE + 1):
+            for n in range(N_DICE + 1 - k):
+                for j in range(n + 1):
+                    combo_chance[k * (N_DICE + 1) + n, k + j] = comb(n, j) * (1 / 6) ** j * (5 / 6) ** (n - j)
+        self.combo_chance = combo_chance
         self.points = float(tables.upper_bonus_points) / scale  # in the units of potential_points
         self.threshold = float(tables.upper_bonus_threshold)
         self.on_complete = bool(tables.upper_bonus_on_complete)
+        self.par = bool(par)
+        if self.par:  # chance[open upper boxes' bitmask, points needed]: they bring them at par
+            from agents.shaping import BonusPotential
+            self.chance = BonusPotential(rules).chance.astype(np.float32)
+            self.bits = (1 << np.arange(len(self.upper))).astype(np.float32)
 
-    def points_of(self, dist, values, roll, upper_total, upper_open):
-        """``(B, 32, U)``: each keep's bonus points (potential_points' units) for each upper box.
+    def terms(self, t, roll, upper_total, upper_open):
+        """``(keeps, boxes)``: the bonus points (``potential_points``' units) each keep ``(B, 32, U)`` adds to
+        each upper box's, and with ``par`` each upper box action adds ``(B, U)`` (else ``None``).
 
-        Written once for both NumPy arrays and torch tensors (the NumPy player and the torch network):
-        ``dist`` and ``values`` this object's tables (or their tensors), ``roll`` ``(B,)`` sorted-roll indices,
-        ``upper_total`` ``(B,)`` the upper total in points, ``upper_open`` ``(B, U)`` 1 where the box is open.
+        Written once for NumPy arrays and torch tensors (the NumPy player and the torch network): ``t`` holds
+        this object's tables as either (``combo``, ``combo_chance``, ``count_value``, with ``par`` ``chance``
+        and ``bits``); ``roll`` ``(B,)`` sorted-roll indices, ``upper_total`` ``(B,)`` the upper total in
+        points, ``upper_open`` ``(B, U)`` 1 where the box is open.
         """
         needed = self.threshold - upper_total  # (B,)
-        reach = values[None] >= needed[:, None, None]  # (B, U, V): the value reaches the threshold
-        chance = (dist[roll] * reach[:, None]).sum(-1)  # (B, 32, U)
-        if self.on_complete:  # only writing the last open upper box can earn it
-            eligible = upper_open * (upper_open.sum(-1) == 1)[:, None]
-        else:  # not earned yet
+        reach = t.count_value[None] >= needed[:, None, None]  # (B, U, 6): the count's points reach the bonus
+        if self.par:
+            width = t.chance.shape[1] - 1
+            mask = (upper_open * t.bits).sum(-1)  # (B,): the open upper boxes' bitmask
+            rest = _as_index(mask[:, None] - upper_open * t.bits)[:, :, None]  # (B, U, 1): without box j
+            now = t.chance[_as_index(mask), _as_index(needed.clip(0, width))] * self.points  # (B,)
+            after = t.chance[rest, _as_index((needed[:, None, None] - t.count_value[None]).clip(0, width))]
+            value = after * self.points - now[:, None, None]  # (B, U, 6)
             eligible = upper_open * (needed > 0)[:, None]
-        return chance * (eligible * self.points)[:, None, :]
+        else:
+            value = reach * self.points
+            if self.on_complete:  # only writing the last open upper box can earn it
+                eligible = upper_open * (upper_open.sum(-1) == 1)[:, None]
+            else:  # not earned yet
+                eligible = upper_open * (needed > 0)[:, None]
+        expected = (value * eligible[:, :, None]) @ t.combo_chance.T  # (B, U, 36): per kept count and dice rolled
+        combo = t.combo[roll]  # (B, 32, U)
+        keeps = _take_last(expected, combo.swapaxes(1, 2)).swapaxes(1, 2)  # (B, 32, U)
+        if not self.par:
+            return keeps, None
+        # writing the box now: its points already hold the bonus where it reaches it (keeping all five = now)
+        boxes = keeps[:, N_KEEP_ACTIONS - 1] - _take_last(reach * (eligible * self.points)[:, :, None],
+                                                          combo[:, N_KEEP_ACTIONS - 1, :, None] // (N_DICE + 1))[..., 0]
+        return keeps, boxes
+
+
+def _as_index(x):
+    """Integer indices of a NumPy array or a torch tensor of whole numbers."""
+    return np.rint(x).astype(np.int64) if isinstance(x, np.ndarray) else x.round().long()
+
+
+def _take_last(values, index):
+    """``values`` gathered along the last axis at ``index`` (NumPy arrays or torch tensors)."""
+    if isinstance(values, np.ndarray):
+        return np.take_along_axis(values, index, axis=-1)
+    return values.gather(-1, index)
 
 
 class PolicyInputs:

@@ -104,7 +104,7 @@ class Trainer:
         layout = flat_layout(tables)
         keep_points = bool(getattr(config, "keep_points", False))
         keep_rerolls = int(getattr(config, "keep_points_rerolls", 1))
-        keep_bonus = bool(getattr(config, "keep_points_bonus", False))
+        keep_bonus = getattr(config, "keep_points_bonus", False)
         self.model = ActorCritic(self.rollout.inputs.size, tables.n_actions, config.net_arch, config.activation,
                                  resolve_precision(getattr(config, "precision", "float32"), self.device),
                                  keep_head=getattr(config, "keep_head", 0),
@@ -115,7 +115,7 @@ class Trainer:
                                  face_counts=layout["face_counts"].start, filled=layout["filled"].start,
                                  expected_points=keep_points_tables(rules, keep_rerolls) if keep_points else None,
                                  rolls_left=layout["rolls_left"].start,
-                                 keep_bonus=KeepBonus(rules) if keep_bonus else None,
+                                 keep_bonus=KeepBonus(rules, par=keep_bonus == "par") if keep_bonus else None,
                                  upper_total=layout["upper_total"].start).to(self.device)
         #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
         self.policy = Compiled(self.model) if getattr(config, "compile", False) else self.model
@@ -132,7 +132,7 @@ class Trainer:
             "box_points": float(getattr(config, "box_points", 0.0)),
             "keep_points": keep_points,
             **({"keep_points_rerolls": keep_rerolls} if keep_points and keep_rerolls != 1 else {}),
-            **({"keep_points_bonus": True} if keep_bonus else {}),
+            **({"keep_points_bonus": keep_bonus} if keep_bonus else {}),
         }
         self.updates = 0
         self.best = -math.inf

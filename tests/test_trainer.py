@@ -139,7 +139,7 @@ def test_bonus_shaping_sums_to_minus_the_first_potential_over_each_game():
 
 @pytest.mark.parametrize("keep_head, box_points, keep_points, rerolls, bonus", [
     (0, 0.0, False, 1, False), (16, 0.0, False, 1, False), (0, 4.0, False, 1, False), (16, 2.5, False, 1, False),
-    (0, 4.0, True, 1, False), (0, 0.0, True, 1, False), (0, 4.0, True, 2, False), (0, 4.0, True, 1, True)])
+    (0, 4.0, True, 1, False), (0, 0.0, True, 1, False), (0, 4.0, True, 2, False), (0, 4.0, True, 1, True), (0, 4.0, True, 1, "par")])
 def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points, keep_points, rerolls,
                                                             bonus):
     rules = load_rules("yahtzee")
@@ -165,10 +165,10 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
     with torch.no_grad():
         logits_torch = trainer.model.actor_logits(torch.from_numpy(agent.inputs(obs))).numpy()
     np.testing.assert_allclose(logits_np, logits_torch, rtol=1e-4, atol=1e-5)
-    if bonus:
+    if bonus is True:
         kb = agent._keep_bonus
-        terms = kb.points_of(kb.dist, kb.values, roll_index_of_counts(obs[:, :6] * 5),
-                             np.rint(obs[:, upper.start] * 63), 1.0 - obs[:, 9 + kb.upper])
+        terms, _ = kb.terms(kb, roll_index_of_counts(obs[:, :6] * 5), np.rint(obs[:, upper.start] * 63),
+                            1.0 - obs[:, 9 + kb.upper])
         assert (terms > 0).any(axis=(1, 2)).mean() > 0.5
     _, metadata = load_policy(path)
     assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
@@ -182,7 +182,7 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
             PolicyAgent(weights, metadata, rules)
     assert metadata["keep_points"] is keep_points
     assert metadata.get("keep_points_rerolls", 1) == rerolls
-    assert metadata.get("keep_points_bonus", False) is bonus
+    assert metadata.get("keep_points_bonus", False) == bonus
     if keep_points:
         weights, metadata = load_policy(path)
         del weights["points_b"]
@@ -246,7 +246,7 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
                 if last:
                     upper_open[:] = 0.0
                     upper_open[0, j] = 1.0
-                got = kb.points_of(kb.dist, kb.values, np.array([roll]), np.array([float(total)]), upper_open)
+                got, _ = kb.terms(kb, np.array([roll]), np.array([float(total)]), upper_open)
                 earns = (total < tables.upper_bonus_threshold) if not tables.upper_bonus_on_complete else last
                 naive = np.mean([earns and total + NAIVE[rules_name](sorted(o), box.name)
                                  >= tables.upper_bonus_threshold for o in outcomes])
@@ -254,8 +254,61 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
                     dice, action, total, box.name, last)
     # the case that motivated it: 1-4-4-4-4 with 56 in the upper section, keep the fours: the bonus is certain
     if rules_name == "yahtzee":
-        got = kb.points_of(kb.dist, kb.values, np.array([cases[0][0]]), np.array([56.0]), np.ones((1, 6)))
+        got, _ = kb.terms(kb, np.array([cases[0][0]]), np.array([56.0]), np.ones((1, 6)))
         assert got[0, 0b11110, 3] * scale == pytest.approx(35.0)
+
+
+@pytest.mark.parametrize("rules_name", ["yahtzee", "yatzy"])
+def test_keep_bonus_par_is_the_change_in_the_par_potential(rules_name):
+    """keep_points_bonus=par: writing an upper box adds the change in BonusPotential's phi (the bonus's points
+    times the par chance of reaching it) beyond the bonus its points already hold; a keep adds that change
+    averaged over every sequence of the rerolled dice (naive scorer) plus the bonus where the box reaches it."""
+    import itertools
+
+    from agents.policy_inputs import KeepBonus
+    from agents.shaping import BonusPotential
+    from dice_poker_env.engine.combinatorics import ROLL_DICE
+    from naive_rules import NAIVE
+
+    rules = load_rules(rules_name)
+    tables = compile_rules(rules)
+    layout = flat_layout(tables)
+    scale, upper_scale = 50.0, 63.0
+    kb, phi = KeepBonus(rules, par=True), BonusPotential(rules)
+    upper_boxes = [box for box in rules.boxes if box.section == "upper"]
+    threshold, bonus = tables.upper_bonus_threshold, tables.upper_bonus_points
+
+    def potential(total: int, upper_open: np.ndarray) -> float:
+        obs = np.zeros((1, layout["dice_one_hot"].stop), np.float32)
+        obs[0, layout["upper_total"]] = min(total, upper_scale) / upper_scale
+        obs[0, layout["filled"].start + kb.upper] = 1.0 - upper_open
+        return float(phi(obs)[0])
+
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        roll, action, total = int(rng.integers(0, 252)), int(rng.integers(0, 32)), int(rng.integers(0, 63))
+        upper_open = (rng.random(6) < 0.6).astype(np.float32)
+        upper_open[rng.integers(0, 6)] = 1.0
+        keeps, boxes = kb.terms(kb, np.array([roll]), np.array([float(total)]), upper_open[None])
+        dice = ROLL_DICE[roll].tolist()
+        kept = [d for i, d in enumerate(dice) if action >> i & 1]
+        outcomes = [kept + list(rest) for rest in itertools.product(range(1, 7), repeat=5 - len(kept))]
+        before = potential(total, upper_open)
+        for j, box in enumerate(upper_boxes):
+            if not upper_open[j]:
+                assert keeps[0, action, j] == 0 and boxes[0, j] == 0
+                continue
+            rest = upper_open.copy()
+            rest[j] = 0.0
+
+            def change(points: int) -> float:  # phi after writing the box, the bonus itself where it reaches it
+                reached = total + points >= threshold
+                return (bonus if reached else potential(total + points, rest)) - before
+
+            now = NAIVE[rules_name](sorted(dice), box.name)
+            assert boxes[0, j] * scale == pytest.approx(change(now) - bonus * (total + now >= threshold), abs=1e-3)
+            expected = np.mean([change(NAIVE[rules_name](sorted(o), box.name)) for o in outcomes])
+            assert keeps[0, action, j] * scale == pytest.approx(expected, abs=1e-3), (dice, action, total, box.name)
 
 
 @pytest.mark.parametrize("rules_name", ["yatzy", "yahtzee"])
