@@ -148,10 +148,12 @@ class Config:
     keep_points_rerolls: int = setting(1, "With keep_points: 1 = the keeps' expected points after one reroll; 2 = "
                                           "where two rerolls are left, after two (the second keep each box's own "
                                           "best; agents/policy_inputs.py).")
-    keep_points_bonus: bool | str = setting(False, "With keep_points: each keep's points for an open upper box also "
-                                             "include the upper bonus times the chance that writing the box after "
-                                             "the reroll reaches it, as a box's points include it when writing it "
-                                             "reaches it now (agents/policy_inputs.py, KeepBonus).")
+    keep_points_bonus: bool | str = setting(False, "With keep_points: true = each keep's points for an open upper box "
+                                                   "also include the upper bonus times the chance that writing the "
+                                                   "box after the reroll reaches it (as a box's points do when "
+                                                   "writing it reaches it now); par = instead, for keeps and upper "
+                                                   "boxes, the change in the bonus's expected points under a par "
+                                                   "model (agents/policy_inputs.py, KeepBonus).")
     bonus_shaping: float = setting(0.0, "Batched algorithms: weight of potential-based reward shaping toward the "
                                         "upper bonus (0: off; 1: the bonus's points times a par-based chance of "
                                         "reaching it; leaves the best policy unchanged; agents/shaping.py).")
