@@ -118,6 +118,9 @@ class KeepBonus:
         self.par = bool(par)
         if self.par:  # chance[open upper boxes' bitmask, points needed]: they bring them at par
             from agents.shaping import BonusPotential
+            if self.on_complete:
+                raise ValueError(f"keep_points_bonus=par: the par model needs an upper bonus paid at a total of "
+                                 f"face sums; {rules.name}'s is settled by the last upper box (use true)")
             self.chance = BonusPotential(rules).chance.astype(np.float32)
             self.bits = (1 << np.arange(len(self.upper))).astype(np.float32)
 
@@ -126,9 +129,10 @@ class KeepBonus:
         each upper box's, and with ``par`` each upper box action adds ``(B, U)`` (else ``None``).
 
         Written once for NumPy arrays and torch tensors (the NumPy player and the torch network): ``t`` holds
-        this object's tables as either (``combo``, ``combo_chance``, ``count_value``, with ``par`` ``chance``
-        and ``bits``); ``roll`` ``(B,)`` sorted-roll indices, ``upper_total`` ``(B,)`` the upper total in
-        points, ``upper_open`` ``(B, U)`` 1 where the box is open.
+        this object's tables ``combo``, ``combo_chance``, ``count_value`` and with ``par`` ``chance`` and
+        ``bits``, as NumPy arrays (this object itself) or as torch buffers; ``roll`` ``(B,)`` sorted-roll
+        indices, ``upper_total`` ``(B,)`` the upper total in points, ``upper_open`` ``(B, U)`` 1 where the box
+        is open.
         """
         needed = self.threshold - upper_total  # (B,)
         reach = t.count_value[None] >= needed[:, None, None]  # (B, U, 6): the count's points reach the bonus

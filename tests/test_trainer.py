@@ -252,6 +252,9 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
                                  >= tables.upper_bonus_threshold for o in outcomes])
                 assert got[0, action, j] * scale == pytest.approx(naive * tables.upper_bonus_points, abs=1e-4), (
                     dice, action, total, box.name, last)
+    if tables.upper_bonus_on_complete:  # the par model needs a bonus paid at a total: a one-line error
+        with pytest.raises(ValueError, match="keep_points_bonus=par"):
+            KeepBonus(rules, par=True)
     # the case that motivated it: 1-4-4-4-4 with 56 in the upper section, keep the fours: the bonus is certain
     if rules_name == "yahtzee":
         got, _ = kb.terms(kb, np.array([cases[0][0]]), np.array([56.0]), np.ones((1, 6)))
