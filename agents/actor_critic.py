@@ -153,10 +153,11 @@ class ActorCritic(nn.Module):
             with ``rerolls=2`` ``(2, 252, 32, n_boxes)``: the keeps then read the two-reroll table where two
             rerolls are left.
         rolls_left: where the rolls-left one-hot (3) starts in the inputs (needed with two tables).
-        keep_bonus: with ``keep_points`` (one table), a :class:`agents.policy_inputs.KeepBonus` of the ruleset:
-            each keep's points for each open upper box then also include the upper bonus's points times the
-            chance that writing the box after the reroll reaches it, as the box actions' points include it where
-            writing the box reaches it now (option ``keep_points_bonus``).
+        keep_bonus: with ``keep_points`` (one table), a :class:`agents.policy_inputs.KeepBonus` of the ruleset
+            (option ``keep_points_bonus``): each keep's points for each open upper box then also include the
+            upper bonus's points times the chance that writing the box after the reroll reaches it, as the box
+            actions' points include it where writing the box reaches it now; with its ``par`` mode, instead, the
+            keeps and the upper box actions get the change in the bonus's expected points under a par model.
         upper_total: where the upper total (one value, points / ``upper_scale``) is in the inputs (needed with
             ``keep_bonus``).
     """

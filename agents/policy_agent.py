@@ -141,6 +141,9 @@ class PolicyAgent:
             self._rolls_left = layout["rolls_left"].start
         self._keep_bonus = None  # keep_points_bonus: the upper bonus each keep may bring
         if self.metadata.get("keep_points_bonus"):
+            if self.metadata["keep_points_bonus"] not in (True, "par"):
+                raise ValueError(f"policy {name}: keep_points_bonus must be true or par, got "
+                                 f"{self.metadata['keep_points_bonus']!r}")
             if self._box_values is None or self._expected_points.ndim != 3:
                 raise ValueError(f"policy {name}: keep_points_bonus needs keep_points with one reroll")
             self._keep_bonus = KeepBonus(self.rules, par=self.metadata.get("keep_points_bonus") == "par")

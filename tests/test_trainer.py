@@ -183,6 +183,10 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
     assert metadata["keep_points"] is keep_points
     assert metadata.get("keep_points_rerolls", 1) == rerolls
     assert metadata.get("keep_points_bonus", False) == bonus
+    if bonus:  # a mode the player does not know is refused, not played as another
+        weights, metadata = load_policy(path)
+        with pytest.raises(ValueError, match="keep_points_bonus must be true or par"):
+            PolicyAgent(weights, {**metadata, "keep_points_bonus": "parr"}, rules)
     if keep_points:
         weights, metadata = load_policy(path)
         del weights["points_b"]
