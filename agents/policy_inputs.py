@@ -102,8 +102,9 @@ class KeepBonus:
                                      f"of one face")
                 count_value[j, c] = found[0]
         self.count_value = count_value
-        kept = KEEP_COUNTS[KEEP_OF_ACTION.astype(np.int64)][:, :, faces].astype(np.int64)  # (252, 32, U)
-        rolled = N_DICE - KEEP_SIZE[KEEP_OF_ACTION.astype(np.int64)].astype(np.int64)  # (252, 32)
+        keeps = KEEP_OF_ACTION.astype(np.int64)  # (252, 32): the kept multiset of each roll and bitmask
+        kept = KEEP_COUNTS[keeps][:, :, faces].astype(np.int64)  # (252, 32, U)
+        rolled = N_DICE - KEEP_SIZE[keeps].astype(np.int64)  # (252, 32)
         self.combo = kept * (N_DICE + 1) + rolled[:, :, None]  # (252, 32, U)
         # combo_chance[6 k + n, c]: n dice rolled beside k kept of the face end with c of it
         combo_chance = np.zeros(((N_DICE + 1) ** 2, N_DICE + 1), dtype=np.float32)
@@ -136,6 +137,10 @@ class KeepBonus:
         """
         needed = self.threshold - upper_total  # (B,)
         reach = t.count_value[None] >= needed[:, None, None]  # (B, U, 6): the count's points reach the bonus
+        if self.on_complete:  # only writing the last open upper box can earn it (par refuses such rulesets)
+            eligible = upper_open * (upper_open.sum(-1) == 1)[:, None]
+        else:  # not earned yet
+            eligible = upper_open * (needed > 0)[:, None]
         if self.par:
             width = t.chance.shape[1] - 1
             mask = (upper_open * t.bits).sum(-1)  # (B,): the open upper boxes' bitmask
@@ -143,13 +148,8 @@ class KeepBonus:
             now = t.chance[_as_index(mask), _as_index(needed.clip(0, width))] * self.points  # (B,)
             after = t.chance[rest, _as_index((needed[:, None, None] - t.count_value[None]).clip(0, width))]
             value = after * self.points - now[:, None, None]  # (B, U, 6)
-            eligible = upper_open * (needed > 0)[:, None]
         else:
             value = reach * self.points
-            if self.on_complete:  # only writing the last open upper box can earn it
-                eligible = upper_open * (upper_open.sum(-1) == 1)[:, None]
-            else:  # not earned yet
-                eligible = upper_open * (needed > 0)[:, None]
         expected = (value * eligible[:, :, None]) @ t.combo_chance.T  # (B, U, 36): per kept count and dice rolled
         combo = t.combo[roll]  # (B, 32, U)
         keeps = _take_last(expected, combo.swapaxes(1, 2)).swapaxes(1, 2)  # (B, 32, U)

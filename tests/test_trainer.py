@@ -139,7 +139,8 @@ def test_bonus_shaping_sums_to_minus_the_first_potential_over_each_game():
 
 @pytest.mark.parametrize("keep_head, box_points, keep_points, rerolls, bonus", [
     (0, 0.0, False, 1, False), (16, 0.0, False, 1, False), (0, 4.0, False, 1, False), (16, 2.5, False, 1, False),
-    (0, 4.0, True, 1, False), (0, 0.0, True, 1, False), (0, 4.0, True, 2, False), (0, 4.0, True, 1, True), (0, 4.0, True, 1, "par")])
+    (0, 4.0, True, 1, False), (0, 0.0, True, 1, False), (0, 4.0, True, 2, False), (0, 4.0, True, 1, True),
+    (0, 4.0, True, 1, "par")])
 def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points, keep_points, rerolls,
                                                             bonus):
     rules = load_rules("yahtzee")
