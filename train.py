@@ -84,22 +84,30 @@ class Config:
     """
 
     # --- what to train on
-    recipe: str = setting("", "A label for this recipe: multi-seed results (python -m agents.results) group runs "
-                              "by it (default: the algo).")
-    rules: str = setting("yacht", "Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file "
-                                  "path.")
+    recipe: str = setting(
+        "",
+        "A label for this recipe: multi-seed results (python -m agents.results) group runs by it (default: the algo).",
+    )
+    rules: str = setting(
+        "yacht", "Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file path."
+    )
     rules_options: dict[str, Any] = setting({}, "Rules options, e.g. {joker: free} for yahtzee.")
-    obs_mode: str = setting("flat", 'Observation layout: "flat" (normalized vector with per-box points, MlpPolicy) '
-                                    'or "dict" (MultiInputPolicy).')
+    obs_mode: str = setting(
+        "flat",
+        'Observation layout: "flat" (normalized vector with per-box points, MlpPolicy) or "dict" (MultiInputPolicy).',
+    )
 
     # --- algorithm
-    algo: str = setting("maskable_ppo", "batched_ppo or batched_a2c (the project's torch trainers on the batched "
-                                        "env, masked; agents/ppo.py, agents/a2c.py), or SB3's: maskable_ppo "
-                                        "(sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal "
-                                        "actions are replaced); or bc (behaviour cloning from a dataset: "
-                                        "imitation of the solver, agents/bc.py); or rllib_ppo (RLlib's PPO with "
-                                        "action masking, sampling spread over num_env_runners processes, "
-                                        "agents/rllib_ppo.py).")
+    algo: str = setting(
+        "maskable_ppo",
+        "batched_ppo or batched_a2c (the project's torch trainers on the batched "
+        "env, masked; agents/ppo.py, agents/a2c.py), or SB3's: maskable_ppo "
+        "(sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal "
+        "actions are replaced); or bc (behaviour cloning from a dataset: "
+        "imitation of the solver, agents/bc.py); or rllib_ppo (RLlib's PPO with "
+        "action masking, sampling spread over num_env_runners processes, "
+        "agents/rllib_ppo.py).",
+    )
     total_timesteps: int = setting(600_000, "Environment steps to train for (a yacht game is about 30 steps).")
     learning_rate: float = setting(3e-4, "Optimizer learning rate.")
     lr_schedule: str = setting("constant", '"constant" or "linear" (decays to 0 at total_timesteps).')
@@ -118,56 +126,94 @@ class Config:
     target_update_interval: int = setting(5_000, "DQN: env steps between target network updates.")
     exploration_fraction: float = setting(0.2, "DQN: fraction of training over which epsilon decays.")
     exploration_final_eps: float = setting(0.02, "DQN: final epsilon.")
-    dataset: str = setting("", "bc: the Minari dataset id to imitate, written by `dice-poker dataset` (e.g. "
-                               "dice_poker/yacht/optimal-v0).")
+    dataset: str = setting(
+        "", "bc: the Minari dataset id to imitate, written by `dice-poker dataset` (e.g. dice_poker/yacht/optimal-v0)."
+    )
     bc_epochs: int = setting(10, "bc: passes over the dataset (a policy evaluation after each when eval_freq > 0).")
     net_arch: list[int] = setting([256, 256], "Hidden layer sizes of the policy and value networks.")
     activation: str = setting("tanh", "Hidden activation: tanh or relu.")
     algo_kwargs: dict[str, Any] = setting({}, "Extra keyword arguments passed to the algorithm's constructor as is.")
-    reward_scale: float = setting(0.02, "Training rewards are multiplied by this (evaluation always reports raw "
-                                        "scores).")
-    illegal_penalty: float = setting(0.0, "Unmasked algorithms: points subtracted when an illegal action is "
-                                          "replaced by the fallback.")
-    distinct_keeps: bool = setting(False, "Masked algorithms: masks show each distinct keep once (bitmasks "
-                                          "keeping equal dice are one move).")
-    features: bool = setting(True, "Batched algorithms: the policy also sees progress toward the upper bonus "
-                                   "(agents/policy_inputs.py).")
-    precision: str = setting("float32", 'Batched algorithms: "float32", "bfloat16" (autocast; faster on CPUs '
-                                        'with AMX/AVX512-BF16 and on GPUs) or "auto" (bfloat16 where it is faster).')
-    keep_head: int = setting(0, "Batched algorithms: units of the actor's keep head, which scores each keep by the "
-                                "dice it keeps (0: one linear output per action; agents/actor_critic.py).")
-    compile: bool = setting(False, "Batched PPO: run the policy's forward pass and the PPO loss under torch.compile "
-                                   "(needs a C++ compiler on CPU; falls back to eager with a warning; 10-30 s to "
-                                   "compile at the start).")
-    box_points: float = setting(0.0, "Batched algorithms: each box's logit also gets a learnt weight (starting at "
-                                     "this value) times the points the box would score now, from the observation "
-                                     "(0: off; agents/actor_critic.py).")
-    keep_points: bool = setting(False, "Batched algorithms: the actor values each open box's points per state and "
-                                       "adds them to the box logits (points now) and the keep logits (expected "
-                                       "points after one reroll, from the rules' tables; agents/actor_critic.py).")
-    keep_points_rerolls: int = setting(1, "With keep_points: 1 = the keeps' expected points after one reroll; 2 = "
-                                          "where two rerolls are left, after two (the second keep each box's own "
-                                          "best; agents/policy_inputs.py).")
-    keep_points_bonus: bool | str = setting(False, "With keep_points: true = each keep's points for an open upper box "
-                                                   "also include the upper bonus times the chance that writing the "
-                                                   "box after the reroll reaches it (as a box's points do when "
-                                                   "writing it reaches it now); par = instead, for keeps and upper "
-                                                   "boxes, the change in the bonus's expected points under a par "
-                                                   "model (agents/policy_inputs.py, KeepBonus).")
-    bonus_shaping: float = setting(0.0, "Batched algorithms: weight of potential-based reward shaping toward the "
-                                        "upper bonus (0: off; 1: the bonus's points times a par-based chance of "
-                                        "reaching it; leaves the best policy unchanged; agents/shaping.py).")
+    reward_scale: float = setting(
+        0.02, "Training rewards are multiplied by this (evaluation always reports raw scores)."
+    )
+    illegal_penalty: float = setting(
+        0.0, "Unmasked algorithms: points subtracted when an illegal action is replaced by the fallback."
+    )
+    distinct_keeps: bool = setting(
+        False, "Masked algorithms: masks show each distinct keep once (bitmasks keeping equal dice are one move)."
+    )
+    features: bool = setting(
+        True, "Batched algorithms: the policy also sees progress toward the upper bonus (agents/policy_inputs.py)."
+    )
+    precision: str = setting(
+        "float32",
+        'Batched algorithms: "float32", "bfloat16" (autocast; faster on CPUs '
+        'with AMX/AVX512-BF16 and on GPUs) or "auto" (bfloat16 where it is faster).',
+    )
+    keep_head: int = setting(
+        0,
+        "Batched algorithms: units of the actor's keep head, which scores each keep by the "
+        "dice it keeps (0: one linear output per action; agents/actor_critic.py).",
+    )
+    compile: bool = setting(
+        False,
+        "Batched PPO: run the policy's forward pass and the PPO loss under torch.compile "
+        "(needs a C++ compiler on CPU; falls back to eager with a warning; 10-30 s to "
+        "compile at the start).",
+    )
+    box_points: float = setting(
+        0.0,
+        "Batched algorithms: each box's logit also gets a learnt weight (starting at "
+        "this value) times the points the box would score now, from the observation "
+        "(0: off; agents/actor_critic.py).",
+    )
+    keep_points: bool = setting(
+        False,
+        "Batched algorithms: the actor values each open box's points per state and "
+        "adds them to the box logits (points now) and the keep logits (expected "
+        "points after one reroll, from the rules' tables; agents/actor_critic.py).",
+    )
+    keep_points_rerolls: int = setting(
+        1,
+        "With keep_points: 1 = the keeps' expected points after one reroll; 2 = "
+        "where two rerolls are left, after two (the second keep each box's own "
+        "best; agents/policy_inputs.py).",
+    )
+    keep_points_bonus: bool | str = setting(
+        False,
+        "With keep_points: true = each keep's points for an open upper box "
+        "also include the upper bonus times the chance that writing the "
+        "box after the reroll reaches it (as a box's points do when "
+        "writing it reaches it now); par = instead, for keeps and upper "
+        "boxes, the change in the bonus's expected points under a par "
+        "model (agents/policy_inputs.py, KeepBonus).",
+    )
+    bonus_shaping: float = setting(
+        0.0,
+        "Batched algorithms: weight of potential-based reward shaping toward the "
+        "upper bonus (0: off; 1: the bonus's points times a par-based chance of "
+        "reaching it; leaves the best policy unchanged; agents/shaping.py).",
+    )
 
     # --- envs and hardware
     n_envs: int = setting(8, "Parallel training envs.")
-    vec_env: str = setting("dummy", 'Vector env: "dummy" (DummyVecEnv, one process), "subproc" (SubprocVecEnv) or '
-                                    '"batched" (the project\'s NumPy batched env). rllib_ppo: how each env runner '
-                                    'steps its games: "dummy" (gymnasium\'s SyncVectorEnv of single games), "subproc" '
-                                    '(AsyncVectorEnv) or "batched" (the NumPy batched env as RLlib\'s vector env).')
-    num_env_runners: int = setting(0, "rllib_ppo: RLlib env runner processes sampling in parallel, n_envs / "
-                                      "num_env_runners games each (0: sample in the training process).")
-    ray_address: str = setting("", 'rllib_ppo: the Ray cluster the env runners run on ("auto" or HOST:PORT; empty: '
-                                   'a Ray started on this machine for the run).')
+    vec_env: str = setting(
+        "dummy",
+        'Vector env: "dummy" (DummyVecEnv, one process), "subproc" (SubprocVecEnv) or '
+        '"batched" (the project\'s NumPy batched env). rllib_ppo: how each env runner '
+        'steps its games: "dummy" (gymnasium\'s SyncVectorEnv of single games), "subproc" '
+        '(AsyncVectorEnv) or "batched" (the NumPy batched env as RLlib\'s vector env).',
+    )
+    num_env_runners: int = setting(
+        0,
+        "rllib_ppo: RLlib env runner processes sampling in parallel, n_envs / "
+        "num_env_runners games each (0: sample in the training process).",
+    )
+    ray_address: str = setting(
+        "",
+        'rllib_ppo: the Ray cluster the env runners run on ("auto" or HOST:PORT; empty: '
+        "a Ray started on this machine for the run).",
+    )
     device: str = setting("cpu", "Torch device.")
     torch_threads: int = setting(1, "torch.set_num_threads (small MLPs are fastest on one thread).")
     seed: int = setting(0, "Seeds torch, NumPy, the envs and the evaluation/benchmark games.")
@@ -176,15 +222,19 @@ class Config:
     eval_freq: int = setting(50_000, "Evaluate every this many timesteps (0: never).")
     eval_episodes: int = setting(200, "Games per periodic evaluation.")
     checkpoint_freq: int = setting(100_000, "Save a checkpoint every this many timesteps (0: never).")
-    save_replay_buffer: bool = setting(False, "DQN: also save the replay buffer with checkpoints (exact resume, "
-                                              "large files).")
+    save_replay_buffer: bool = setting(
+        False, "DQN: also save the replay buffer with checkpoints (exact resume, large files)."
+    )
     bench_games: int = setting(2_000, "Games per agent in the final benchmark (0: skip it).")
     bench_agents: list[str] = setting(["optimal", "greedy", "random"], "Agents benchmarked beside the trained one.")
     bench_workers: int = setting(1, "Processes for the final benchmark.")
-    solver: str = setting("auto", 'Exact solve of the ruleset (the yardstick: % of optimal, regret, the optimal '
-                                  'agent): "auto" (solve; if the solver refuses the ruleset as too large, train on '
-                                  'and evaluate in raw scores), "on" (a refused solve is an error) or "off" (no '
-                                  'solve: raw scores only).')
+    solver: str = setting(
+        "auto",
+        "Exact solve of the ruleset (the yardstick: % of optimal, regret, the optimal "
+        'agent): "auto" (solve; if the solver refuses the ruleset as too large, train on '
+        'and evaluate in raw scores), "on" (a refused solve is an error) or "off" (no '
+        "solve: raw scores only).",
+    )
     progress_bar: bool = setting(True, "Show SB3's progress bar.")
     verbose: int = setting(0, "SB3 verbosity (0 quiet, 1 info).")
     runs_dir: str = setting("runs", "Parent folder of run folders when --run-dir is not given.")
@@ -244,8 +294,9 @@ def _set_field(config, key: Any, value: Any, source: str) -> None:
     if not isinstance(key, str) or name not in fields:
         source = "command line" if source.startswith("override") else source
         close = difflib.get_close_matches(str(key), fields, n=3, cutoff=0.6)
-        raise ValueError(f"{source}: unknown config field {str(key)!r}"
-                         + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        raise ValueError(
+            f"{source}: unknown config field {str(key)!r}" + (f" (did you mean {', '.join(close)}?)" if close else "")
+        )
     if key == "solver" and isinstance(value, bool):
         value = "on" if value else "off"  # YAML 1.1 reads on/off (yes/no, true/false) as booleans
     try:
@@ -267,13 +318,38 @@ def yaml_problem(error: Exception) -> str:
 
 #: numeric fields and the values they take: (lowest, highest, lowest allowed itself)
 NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
-    **{name: (1, math.inf, True) for name in (
-        "total_timesteps", "n_envs", "n_steps", "batch_size", "n_epochs", "buffer_size", "train_freq",
-        "target_update_interval", "torch_threads", "eval_episodes", "bench_workers", "bc_epochs")},
-    **{name: (0, math.inf, True) for name in (
-        "learning_starts", "seed", "eval_freq", "checkpoint_freq", "bench_games", "ent_coef", "vf_coef",
-        "num_env_runners", "bonus_shaping",
-        "illegal_penalty")},
+    **{
+        name: (1, math.inf, True)
+        for name in (
+            "total_timesteps",
+            "n_envs",
+            "n_steps",
+            "batch_size",
+            "n_epochs",
+            "buffer_size",
+            "train_freq",
+            "target_update_interval",
+            "torch_threads",
+            "eval_episodes",
+            "bench_workers",
+            "bc_epochs",
+        )
+    },
+    **{
+        name: (0, math.inf, True)
+        for name in (
+            "learning_starts",
+            "seed",
+            "eval_freq",
+            "checkpoint_freq",
+            "bench_games",
+            "ent_coef",
+            "vf_coef",
+            "num_env_runners",
+            "bonus_shaping",
+            "illegal_penalty",
+        )
+    },
     **{name: (0, math.inf, False) for name in ("learning_rate", "clip_range", "max_grad_norm", "reward_scale")},
     **{name: (0, 1, True) for name in ("gamma", "gae_lambda", "exploration_fraction", "exploration_final_eps")},
     "verbose": (0, 2, True),
@@ -300,9 +376,11 @@ def _validate(c: Config) -> None:
         raise ValueError(f"solver must be auto, on or off, got {c.solver!r}")
 
     if c.algo not in (*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS, *RLLIB_ALGORITHMS):
-        raise ValueError(f"algo must be one of "
-                         f"{', '.join((*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS, *RLLIB_ALGORITHMS))}, "
-                         f"got {c.algo!r}")
+        raise ValueError(
+            f"algo must be one of "
+            f"{', '.join((*BATCHED_ALGORITHMS, *ALGORITHMS, *IMITATION_ALGORITHMS, *RLLIB_ALGORITHMS))}, "
+            f"got {c.algo!r}"
+        )
     if c.obs_mode not in ("flat", "dict"):
         raise ValueError(f"obs_mode must be flat or dict, got {c.obs_mode!r}")
     if c.activation not in ("tanh", "relu"):
@@ -331,8 +409,10 @@ def _validate(c: Config) -> None:
         if c.vec_env not in ("dummy", "subproc", "batched"):
             raise ValueError(f"vec_env must be dummy, subproc or batched, got {c.vec_env!r}")
         if c.n_envs % max(c.num_env_runners, 1):
-            raise ValueError(f"n_envs ({c.n_envs}) must be a multiple of num_env_runners ({c.num_env_runners}): "
-                             "each env runner steps n_envs / num_env_runners games")
+            raise ValueError(
+                f"n_envs ({c.n_envs}) must be a multiple of num_env_runners ({c.num_env_runners}): "
+                "each env runner steps n_envs / num_env_runners games"
+            )
         return
     if c.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS):
         if c.obs_mode != "flat":
@@ -352,21 +432,37 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Confi
     docs = field_docs()
     defaults = Config()
     epilog = "config fields (override with key=value; a dotted key reaches into a mapping: rules_options.joker=free):\n"
-    epilog += "\n".join(f"  {f.name}: {f.type} = {getattr(defaults, f.name)!r}\n      {docs[f.name]}"
-                        for f in dataclasses.fields(Config))
+    epilog += "\n".join(
+        f"  {f.name}: {f.type} = {getattr(defaults, f.name)!r}\n      {docs[f.name]}"
+        for f in dataclasses.fields(Config)
+    )
     parser = argparse.ArgumentParser(
         description="Train an agent on a dice game and benchmark it against the exact solver.",
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", type=Path, help=f"YAML config (default: {DEFAULT_CONFIG.relative_to(Path.cwd()) if DEFAULT_CONFIG.is_relative_to(Path.cwd()) else DEFAULT_CONFIG})")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help=f"YAML config (default: {DEFAULT_CONFIG.relative_to(Path.cwd()) if DEFAULT_CONFIG.is_relative_to(Path.cwd()) else DEFAULT_CONFIG})",
+    )
     parser.add_argument("--run-dir", type=Path, help="run folder (default: RUNS_DIR/RULES__ALGO__sSEED__TIME)")
-    parser.add_argument("--resume", nargs="?", const="latest", metavar="CHECKPOINT",
-                        help="continue from a checkpoint zip, or (no value) the run folder's latest checkpoint")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="start a fresh run in an existing run folder, replacing its artifacts "
-                             "(refused otherwise; only once every check has passed)")
-    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides, e.g. total_timesteps=200000")
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const="latest",
+        metavar="CHECKPOINT",
+        help="continue from a checkpoint zip, or (no value) the run folder's latest checkpoint",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start a fresh run in an existing run folder, replacing its artifacts "
+        "(refused otherwise; only once every check has passed)",
+    )
+    parser.add_argument(
+        "overrides", nargs="*", metavar="key=value", help="config overrides, e.g. total_timesteps=200000"
+    )
     args = parser.parse_args(argv)
     if args.resume and "=" in args.resume and not args.resume.endswith(".zip"):
         args.overrides.insert(0, args.resume)  # "--resume key=value": a bare --resume then an override
@@ -481,8 +577,16 @@ def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training:
 
     if not ALGORITHMS[config.algo][2]:
         fail("vec_env='batched' supports masked algorithms only (maskable_ppo); use dummy or subproc")
-    vec = VecMonitor(make_sb3_vec_env("DicePoker/Custom-v0", n_envs, seed=seed, rules=rules, obs_mode=config.obs_mode,
-                                      distinct_keeps=config.distinct_keeps))
+    vec = VecMonitor(
+        make_sb3_vec_env(
+            "DicePoker/Custom-v0",
+            n_envs,
+            seed=seed,
+            rules=rules,
+            obs_mode=config.obs_mode,
+            distinct_keeps=config.distinct_keeps,
+        )
+    )
     if not training or config.reward_scale == 1.0:
         return vec
 
@@ -509,20 +613,37 @@ def build_model(config: Config, env, run_dir: Path):
     lr: Any = config.learning_rate
     if config.lr_schedule == "linear":
         lr = lambda progress: config.learning_rate * progress  # noqa: E731 - SB3 passes remaining progress 1 -> 0
-    common = dict(learning_rate=lr, gamma=config.gamma, seed=config.seed, device=config.device,
-                  verbose=config.verbose, tensorboard_log=str(run_dir / "tb"))
+    common = dict(
+        learning_rate=lr,
+        gamma=config.gamma,
+        seed=config.seed,
+        device=config.device,
+        verbose=config.verbose,
+        tensorboard_log=str(run_dir / "tb"),
+    )
     if config.algo == "dqn":
-        kwargs = dict(buffer_size=config.buffer_size, learning_starts=config.learning_starts,
-                      batch_size=config.batch_size, train_freq=config.train_freq,
-                      target_update_interval=max(config.target_update_interval // max(config.n_envs, 1), 1),
-                      exploration_fraction=config.exploration_fraction,
-                      exploration_final_eps=config.exploration_final_eps, max_grad_norm=config.max_grad_norm,
-                      policy_kwargs=dict(net_arch=list(config.net_arch), activation_fn=activation))
+        kwargs = dict(
+            buffer_size=config.buffer_size,
+            learning_starts=config.learning_starts,
+            batch_size=config.batch_size,
+            train_freq=config.train_freq,
+            target_update_interval=max(config.target_update_interval // max(config.n_envs, 1), 1),
+            exploration_fraction=config.exploration_fraction,
+            exploration_final_eps=config.exploration_final_eps,
+            max_grad_norm=config.max_grad_norm,
+            policy_kwargs=dict(net_arch=list(config.net_arch), activation_fn=activation),
+        )
     else:
-        kwargs = dict(n_steps=config.n_steps, gae_lambda=config.gae_lambda, ent_coef=config.ent_coef,
-                      vf_coef=config.vf_coef, max_grad_norm=config.max_grad_norm,
-                      policy_kwargs=dict(net_arch=dict(pi=list(config.net_arch), vf=list(config.net_arch)),
-                                         activation_fn=activation))
+        kwargs = dict(
+            n_steps=config.n_steps,
+            gae_lambda=config.gae_lambda,
+            ent_coef=config.ent_coef,
+            vf_coef=config.vf_coef,
+            max_grad_norm=config.max_grad_norm,
+            policy_kwargs=dict(
+                net_arch=dict(pi=list(config.net_arch), vf=list(config.net_arch)), activation_fn=activation
+            ),
+        )
         if config.algo in ("maskable_ppo", "ppo"):
             kwargs.update(batch_size=config.batch_size, n_epochs=config.n_epochs, clip_range=config.clip_range)
     kwargs.update(config.algo_kwargs)
@@ -553,7 +674,9 @@ def make_callbacks(config: Config, rules, run_dir: Path, optimal: float | None, 
             self.next_eval = (self.num_timesteps // config.eval_freq + 1) * config.eval_freq
             if not self.csv.exists():
                 with self.csv.open("w", newline="") as handle:
-                    csv.writer(handle).writerow(["timesteps", "mean_score", "std_score", "percent_of_optimal", "seconds"])
+                    csv.writer(handle).writerow(
+                        ["timesteps", "mean_score", "std_score", "percent_of_optimal", "seconds"]
+                    )
 
         def _on_step(self) -> bool:
             if self.num_timesteps >= self.next_eval:
@@ -563,17 +686,35 @@ def make_callbacks(config: Config, rules, run_dir: Path, optimal: float | None, 
 
         def evaluate(self) -> float:
             if self.eval_env is None:
-                self.eval_env = make_vec_env(config.__class__(**{**asdict(config), "vec_env": "dummy"}), rules, 1,
-                                             config.seed + 1_000_003, training=False)
+                self.eval_env = make_vec_env(
+                    config.__class__(**{**asdict(config), "vec_env": "dummy"}),
+                    rules,
+                    1,
+                    config.seed + 1_000_003,
+                    training=False,
+                )
             self.eval_env.seed(config.seed + 1_000_003)  # the same games at every evaluation
             if masked:
                 from sb3_contrib.common.maskable.evaluation import evaluate_policy
-                rewards, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=config.eval_episodes,
-                                             deterministic=True, return_episode_rewards=True, use_masking=True)
+
+                rewards, _ = evaluate_policy(
+                    self.model,
+                    self.eval_env,
+                    n_eval_episodes=config.eval_episodes,
+                    deterministic=True,
+                    return_episode_rewards=True,
+                    use_masking=True,
+                )
             else:
                 from stable_baselines3.common.evaluation import evaluate_policy
-                rewards, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=config.eval_episodes,
-                                             deterministic=True, return_episode_rewards=True)
+
+                rewards, _ = evaluate_policy(
+                    self.model,
+                    self.eval_env,
+                    n_eval_episodes=config.eval_episodes,
+                    deterministic=True,
+                    return_episode_rewards=True,
+                )
             import numpy as np
 
             mean, std = float(np.mean(rewards)), float(np.std(rewards))
@@ -584,9 +725,15 @@ def make_callbacks(config: Config, rules, run_dir: Path, optimal: float | None, 
                 self.logger.record("eval/percent_of_optimal", percent)
             self.logger.dump(self.num_timesteps)
             with self.csv.open("a", newline="") as handle:
-                csv.writer(handle).writerow([self.num_timesteps, f"{mean:.4f}", f"{std:.4f}",
-                                             "" if percent is None else f"{percent:.4f}",
-                                             f"{time.perf_counter() - START:.1f}"])
+                csv.writer(handle).writerow(
+                    [
+                        self.num_timesteps,
+                        f"{mean:.4f}",
+                        f"{std:.4f}",
+                        "" if percent is None else f"{percent:.4f}",
+                        f"{time.perf_counter() - START:.1f}",
+                    ]
+                )
             text = f"[eval] {self.num_timesteps:>9,} steps: mean score {mean:7.2f} ± {std:5.2f}"
             if percent is not None:
                 text += f"  ({percent:5.1f}% of optimal {optimal:.2f})"
@@ -619,10 +766,14 @@ def make_callbacks(config: Config, rules, run_dir: Path, optimal: float | None, 
         def _on_training_start(self) -> None:
             from stable_baselines3.common.logger import HParam
 
-            hparams = {k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v))
-                       for k, v in asdict(config).items()}
-            self.logger.record("hparams", HParam(hparams, {"eval/mean_score": 0.0, "eval/percent_of_optimal": 0.0}),
-                               exclude=("stdout", "log", "json", "csv"))
+            hparams = {
+                k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v)) for k, v in asdict(config).items()
+            }
+            self.logger.record(
+                "hparams",
+                HParam(hparams, {"eval/mean_score": 0.0, "eval/percent_of_optimal": 0.0}),
+                exclude=("stdout", "log", "json", "csv"),
+            )
 
         def _on_step(self) -> bool:
             return True
@@ -643,8 +794,11 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
 
 def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     """``(timesteps, path)`` of every checkpoint of the run (SB3 ``.zip``, batched trainers ``.pt``)."""
-    return [(int(match.group(1)), path) for path in (run_dir / "checkpoints").glob("model_*_steps.*")
-            if (match := re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", path.name))]
+    return [
+        (int(match.group(1)), path)
+        for path in (run_dir / "checkpoints").glob("model_*_steps.*")
+        if (match := re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", path.name))
+    ]
 
 
 def checkpoint_metadata(path: Path) -> dict[str, Any]:
@@ -660,18 +814,62 @@ def checkpoint_metadata(path: Path) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- checks before the run
 #: what a run leaves in its folder; ``--overwrite`` removes these (and nothing else)
-RUN_ARTIFACTS = ("config.yaml", "tb", "checkpoints", "best_model.zip", "final_model.zip", "best_model.npz",
-                 "final_model.npz", "evaluations.csv", "rllib_checkpoint",
-                 "learning_curve.png", "score_distribution.png", "results.json")
+RUN_ARTIFACTS = (
+    "config.yaml",
+    "tb",
+    "checkpoints",
+    "best_model.zip",
+    "final_model.zip",
+    "best_model.npz",
+    "final_model.npz",
+    "evaluations.csv",
+    "rllib_checkpoint",
+    "learning_curve.png",
+    "score_distribution.png",
+    "results.json",
+)
 
 #: config fields a resumed model keeps from its checkpoint: changing one on --resume is refused
-RESUME_FIXED = ("rules", "rules_options", "obs_mode", "algo", "distinct_keeps", "net_arch", "activation",
-                "algo_kwargs", "learning_rate", "lr_schedule", "gamma", "n_steps", "batch_size", "n_epochs",
-                "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "buffer_size", "learning_starts",
-                "train_freq", "target_update_interval", "exploration_fraction", "exploration_final_eps")
+RESUME_FIXED = (
+    "rules",
+    "rules_options",
+    "obs_mode",
+    "algo",
+    "distinct_keeps",
+    "net_arch",
+    "activation",
+    "algo_kwargs",
+    "learning_rate",
+    "lr_schedule",
+    "gamma",
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "gae_lambda",
+    "clip_range",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "buffer_size",
+    "learning_starts",
+    "train_freq",
+    "target_update_interval",
+    "exploration_fraction",
+    "exploration_final_eps",
+)
 #: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
-BATCHED_RESUME_FIXED = ("features", "n_envs", "reward_scale", "precision", "keep_head", "box_points", "keep_points",
-                        "keep_points_rerolls", "keep_points_bonus", "bonus_shaping")
+BATCHED_RESUME_FIXED = (
+    "features",
+    "n_envs",
+    "reward_scale",
+    "precision",
+    "keep_head",
+    "box_points",
+    "keep_points",
+    "keep_points_rerolls",
+    "keep_points_bonus",
+    "bonus_shaping",
+)
 
 
 def load_config_rules(config: Config):
@@ -700,11 +898,15 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
     if resume or not run_dir.is_dir() or not any(run_dir.iterdir()):
         return
     if not overwrite:
-        fail(f"--run-dir {run_dir} holds an earlier run; continue it with --resume, "
-             "start it again with --overwrite, or choose a new folder")
+        fail(
+            f"--run-dir {run_dir} holds an earlier run; continue it with --resume, "
+            "start it again with --overwrite, or choose a new folder"
+        )
     if not (run_dir / "config.yaml").is_file():
-        fail(f"--run-dir {run_dir} is not empty and is not a train.py run folder (no config.yaml): "
-             "--overwrite only replaces runs; choose a new or empty folder")
+        fail(
+            f"--run-dir {run_dir} is not empty and is not a train.py run folder (no config.yaml): "
+            "--overwrite only replaces runs; choose a new or empty folder"
+        )
 
 
 def clear_run(run_dir: Path) -> None:
@@ -734,8 +936,10 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Config, rul
     for name in ("algo", "obs_mode", "distinct_keeps"):
         saved = metadata.get("algorithm" if name == "algo" else name, False if name == "distinct_keeps" else None)
         if saved != getattr(config, name):
-            fail(f"--resume: checkpoint {checkpoint} was trained with {name}={saved!r}, the config says "
-                 f"{name}={getattr(config, name)!r}; resume with the run's own {name} or start a new run")
+            fail(
+                f"--resume: checkpoint {checkpoint} was trained with {name}={saved!r}, the config says "
+                f"{name}={getattr(config, name)!r}; resume with the run's own {name} or start a new run"
+            )
     saved_config = run_config_of(checkpoint, run_dir)
     reference = read_config_file(saved_config) if saved_config is not None else args.base
     try:
@@ -745,9 +949,11 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Config, rul
     fixed = RESUME_FIXED + (BATCHED_RESUME_FIXED if config.algo in BATCHED_ALGORITHMS else ())
     changed = [name for name in fixed if getattr(config, name) != getattr(before, name)]
     if changed:
-        fail(f"--resume: {', '.join(f'{n}={getattr(config, n)!r}' for n in changed)} differs from the run's "
-             f"{', '.join(f'{n}={getattr(before, n)!r}' for n in changed)}; a resumed model keeps its own "
-             "(start a new run to change it)")
+        fail(
+            f"--resume: {', '.join(f'{n}={getattr(config, n)!r}' for n in changed)} differs from the run's "
+            f"{', '.join(f'{n}={getattr(before, n)!r}' for n in changed)}; a resumed model keeps its own "
+            "(start a new run to change it)"
+        )
     return checkpoint
 
 
@@ -763,10 +969,15 @@ def exact_solution(config: Config, rules):
     except (ImportError, MemoryError) as error:  # MemoryError: the solver refuses a ruleset too large to solve
         reason = str(error) or type(error).__name__
         if config.solver == "on":
-            fail(f"solver=on: the exact solve of {rules.name!r} is not possible ({reason}); "
-                 "use solver=auto or solver=off to train without it")
-        print(f"solver=auto: the exact solve of {rules.name!r} is not possible ({reason}); training without it: "
-              "evaluation and benchmark in raw scores (no % of optimal, no regret)", flush=True)
+            fail(
+                f"solver=on: the exact solve of {rules.name!r} is not possible ({reason}); "
+                "use solver=auto or solver=off to train without it"
+            )
+        print(
+            f"solver=auto: the exact solve of {rules.name!r} is not possible ({reason}); training without it: "
+            "evaluation and benchmark in raw scores (no % of optimal, no regret)",
+            flush=True,
+        )
         return None
 
 
@@ -794,8 +1005,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.resume and config.algo in IMITATION_ALGORITHMS:
         fail(f"--resume: {config.algo} runs keep no checkpoints (a pass over the dataset is short); start a new run")
     if args.resume and config.algo in RLLIB_ALGORITHMS:
-        fail(f"--resume: {config.algo} runs keep RLlib checkpoints (Algorithm.from_checkpoint), which train.py does "
-             "not continue; start a new run")
+        fail(
+            f"--resume: {config.algo} runs keep RLlib checkpoints (Algorithm.from_checkpoint), which train.py does "
+            "not continue; start a new run"
+        )
     resume_from = find_checkpoint(args, run_dir, config, rules) if args.resume else None
 
     import torch
@@ -822,16 +1035,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"run folder: {run_dir}\n{rules.describe()}")
     print(f"optimal expected score: {optimal:.4f}" if optimal is not None else "no exact solution: no % of optimal")
     if resume_from is not None:
-        print(f"resumed from {resume_from} at "
-              f"{(trainer if config.algo in BATCHED_ALGORITHMS else model).num_timesteps:,} timesteps")
+        print(
+            f"resumed from {resume_from} at "
+            f"{(trainer if config.algo in BATCHED_ALGORITHMS else model).num_timesteps:,} timesteps"
+        )
 
     # 3. train
     if config.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS, *RLLIB_ALGORITHMS):
         final_path = trainer.run(progress=config.progress_bar)
         timesteps, train_seconds = trainer.num_timesteps, trainer.train_seconds
     else:
-        final_path, timesteps, train_seconds = sb3_learn(config, rules, run_dir, optimal, env, model, metadata,
-                                                         resumed=resume_from is not None)
+        final_path, timesteps, train_seconds = sb3_learn(
+            config, rules, run_dir, optimal, env, model, metadata, resumed=resume_from is not None
+        )
     print(f"trained {timesteps:,} timesteps in {train_seconds:.0f} s -> {final_path}")
     extra = trainer.results_extra if config.algo in RLLIB_ALGORITHMS else None
     return finish(config, rules, run_dir, solution, optimal, final_path, timesteps, train_seconds, extra=extra)
@@ -841,8 +1057,14 @@ def sweep(argv: list[str]) -> list[dict[str, Any]]:
     """``--sweep FILE``: many runs of this script on Ray Tune (agents/sweep.py; the ``ray`` extra)."""
     from agents.sweep import main as sweep_main  # imports Ray only once the sweep file and folder are checked
 
-    return sweep_main(argv, fields={f.name for f in dataclasses.fields(Config)}, train_script=Path(__file__),
-                      default_config=DEFAULT_CONFIG, fail=fail, default_runs=Config().runs_dir)
+    return sweep_main(
+        argv,
+        fields={f.name for f in dataclasses.fields(Config)},
+        train_script=Path(__file__),
+        default_config=DEFAULT_CONFIG,
+        fail=fail,
+        default_runs=Config().runs_dir,
+    )
 
 
 def run_metadata(config: Config) -> dict[str, Any]:
@@ -853,9 +1075,17 @@ def run_metadata(config: Config) -> dict[str, Any]:
 
     command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
     try:
-        commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=40"],
-                                cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=10,
-                                check=True).stdout.strip() or None
+        commit = (
+            subprocess.run(
+                ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+                cwd=Path(__file__).resolve().parent,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):  # no git, or not a checkout
         commit = None
     return {"config": asdict(config), "command": command, "version": dice_poker_env.__version__, "git_commit": commit}
@@ -866,12 +1096,13 @@ def batched_trainer(config: Config, rules, run_dir: Path, optimal: float | None,
     from agents.trainer import Trainer
 
     try:
-        trainer = Trainer(config, rules, run_dir, optimal=optimal,
-                          metadata=run_metadata(config))
+        trainer = Trainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
         if resume_from is not None:
             trainer.load_checkpoint(resume_from)
     except Exception as error:  # noqa: BLE001 - whatever torch raises, the run has not started
-        what = f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the trainer cannot be built"
+        what = (
+            f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the trainer cannot be built"
+        )
         fail(f"{what}: {type(error).__name__}: {one_line(error)}")
     return trainer
 
@@ -883,8 +1114,7 @@ def rllib_trainer(config: Config, rules, run_dir: Path, optimal: float | None):
     except ModuleNotFoundError as error:
         fail(f"{config.algo} runs on RLlib: {error.name} is not installed (pip install -e '.[rllib]')")
     try:
-        return RLlibTrainer(config, rules, run_dir, optimal=optimal,
-                            metadata=run_metadata(config))
+        return RLlibTrainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
     except Exception as error:  # noqa: BLE001 - whatever Ray or RLlib raise, the run has not started
         fail(f"RLlib's PPO cannot be built: {type(error).__name__}: {one_line(error)}")
 
@@ -912,11 +1142,14 @@ def sb3_model(config: Config, rules, run_dir: Path, resume_from: Path | None):
         env = make_vec_env(config, rules, config.n_envs, config.seed, training=True)
     except Exception as error:  # noqa: BLE001 - the run has not started
         fail(f"the training envs cannot be built: {type(error).__name__}: {one_line(error)}")
-    metadata = model_metadata(rules, config.obs_mode, config.algo, seed=config.seed, distinct_keeps=config.distinct_keeps)
+    metadata = model_metadata(
+        rules, config.obs_mode, config.algo, seed=config.seed, distinct_keeps=config.distinct_keeps
+    )
     try:
         if resume_from is not None:
-            model = algorithm_class(config.algo).load(resume_from, env=env, device=config.device,
-                                                      tensorboard_log=str(run_dir / "tb"))
+            model = algorithm_class(config.algo).load(
+                resume_from, env=env, device=config.device, tensorboard_log=str(run_dir / "tb")
+            )
             replay = resume_from.with_suffix(".replay.pkl")
             if replay.is_file() and hasattr(model, "load_replay_buffer"):
                 model.load_replay_buffer(replay)
@@ -929,8 +1162,9 @@ def sb3_model(config: Config, rules, run_dir: Path, resume_from: Path | None):
     return env, model, metadata
 
 
-def sb3_learn(config: Config, rules, run_dir: Path, optimal: float | None, env, model, metadata: dict, *,
-              resumed: bool) -> tuple[Path, int, float]:
+def sb3_learn(
+    config: Config, rules, run_dir: Path, optimal: float | None, env, model, metadata: dict, *, resumed: bool
+) -> tuple[Path, int, float]:
     """Train an SB3 model with the evaluation and checkpoint callbacks; save the final model."""
     from agents.sb3_agent import save_model
 
@@ -938,11 +1172,18 @@ def sb3_learn(config: Config, rules, run_dir: Path, optimal: float | None, env, 
     remaining = max(config.total_timesteps - model.num_timesteps, 0)
     started = time.perf_counter()
     if remaining:
-        model.learn(remaining, callback=callbacks, progress_bar=config.progress_bar,
-                    reset_num_timesteps=not resumed, tb_log_name="run")
+        model.learn(
+            remaining,
+            callback=callbacks,
+            progress_bar=config.progress_bar,
+            reset_num_timesteps=not resumed,
+            tb_log_name="run",
+        )
     train_seconds = time.perf_counter() - started
     final_path = save_model(model, run_dir / "final_model.zip", {**metadata, "timesteps": model.num_timesteps})
-    if evaluator is not None and (not evaluator.csv.exists() or str(model.num_timesteps) not in evaluator.csv.read_text()):
+    if evaluator is not None and (
+        not evaluator.csv.exists() or str(model.num_timesteps) not in evaluator.csv.read_text()
+    ):
         evaluator.evaluate()  # the end point of the learning curve
     env.close()
     return final_path, int(model.num_timesteps), train_seconds
@@ -957,15 +1198,29 @@ def algo_label(config: Config) -> str:
     return config.algo
 
 
-def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None, final_path: Path, timesteps: int,
-           train_seconds: float, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def finish(
+    config: Config,
+    rules,
+    run_dir: Path,
+    solution,
+    optimal: float | None,
+    final_path: Path,
+    timesteps: int,
+    train_seconds: float,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Benchmark the trained agent against the solver, greedy and random; ``results.json``; plots."""
     from agents.benchmark import benchmark, render_table
 
     # 4. benchmark the trained agent against the solver, greedy and random
-    results: dict[str, Any] = {"algorithm": config.algo, "rules": rules.name, "rules_options": dict(rules.options),
-                               "timesteps": int(timesteps), "train_seconds": round(train_seconds, 1),
-                               "optimal_expected_score": optimal}
+    results: dict[str, Any] = {
+        "algorithm": config.algo,
+        "rules": rules.name,
+        "rules_options": dict(rules.options),
+        "timesteps": int(timesteps),
+        "train_seconds": round(train_seconds, 1),
+        "optimal_expected_score": optimal,
+    }
     label = algo_label(config)
     if label != config.algo:
         results["label"] = label
@@ -973,9 +1228,14 @@ def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None
     if config.bench_games > 0:
         agents = [a for a in config.bench_agents if not (a == "optimal" and solution is None)]
         name = "model" if label == config.algo else label  # the trained agent's row
-        bench = benchmark(rules, [*agents, (name, f"model:{final_path}")], games=config.bench_games,
-                          seed=config.seed + 2_000_003, workers=config.bench_workers,
-                          solution=solution if solution is not None else False)
+        bench = benchmark(
+            rules,
+            [*agents, (name, f"model:{final_path}")],
+            games=config.bench_games,
+            seed=config.seed + 2_000_003,
+            workers=config.bench_workers,
+            solution=solution if solution is not None else False,
+        )
         results.update(bench.data["agents"][name])
         results["agents"] = bench.data["agents"]
         results["bench_games"] = config.bench_games
@@ -988,8 +1248,9 @@ def finish(config: Config, rules, run_dir: Path, solution, optimal: float | None
         from agents.plots import plot_learning_curve, plot_score_distributions
 
         if (run_dir / "evaluations.csv").is_file():
-            plot_learning_curve(run_dir / "evaluations.csv", run_dir / "learning_curve.png", optimal,
-                                title=f"{label} on {rules.name}")
+            plot_learning_curve(
+                run_dir / "evaluations.csv", run_dir / "learning_curve.png", optimal, title=f"{label} on {rules.name}"
+            )
         if config.bench_games > 0:
             plot_score_distributions(bench, run_dir / "score_distribution.png")
     except ModuleNotFoundError as error:

@@ -15,7 +15,9 @@ from agents.actor_critic import ActorCritic, evaluate_actions, gradient_step, no
 from agents.rollout import Batch
 
 
-def update(model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, config, generator: torch.Generator) -> dict[str, float]:
+def update(
+    model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, config, generator: torch.Generator
+) -> dict[str, float]:
     """One A2C step from ``batch``; returns its statistics."""
     log_prob, entropies, values = evaluate_actions(model, batch.inputs, batch.masks, batch.actions)
     adv = normalized(batch.advantages)

@@ -25,9 +25,15 @@ import torch
 from torch import nn
 
 from agents.policy_inputs import KeepBonus
-from dice_poker_env.engine.combinatorics import (KEEP_BITS, N_DICE, N_FACES, N_KEEP_ACTIONS, N_ROLLS,
-                                                 ROLL_INDEX_OF_CODE, encode_counts)
-
+from dice_poker_env.engine.combinatorics import (
+    KEEP_BITS,
+    N_DICE,
+    N_FACES,
+    N_KEEP_ACTIONS,
+    N_ROLLS,
+    ROLL_INDEX_OF_CODE,
+    encode_counts,
+)
 
 #: the logit of an illegal action (exp underflows to exactly 0 in float32)
 MASKED_LOGIT = -1e8
@@ -162,17 +168,33 @@ class ActorCritic(nn.Module):
             ``keep_bonus``).
     """
 
-    def __init__(self, in_dim: int, n_actions: int, hidden: Sequence[int] = (256, 256), activation: str = "tanh",
-                 precision: str = "float32", keep_head: int = 0, dice_one_hot: int | None = None,
-                 box_points: float = 0.0, potential_points: int | None = None, keep_points: bool = False,
-                 face_counts: int | None = None, filled: int | None = None, expected_points: np.ndarray | None = None,
-                 rolls_left: int | None = None, keep_bonus: KeepBonus | None = None, upper_total: int | None = None):
+    def __init__(
+        self,
+        in_dim: int,
+        n_actions: int,
+        hidden: Sequence[int] = (256, 256),
+        activation: str = "tanh",
+        precision: str = "float32",
+        keep_head: int = 0,
+        dice_one_hot: int | None = None,
+        box_points: float = 0.0,
+        potential_points: int | None = None,
+        keep_points: bool = False,
+        face_counts: int | None = None,
+        filled: int | None = None,
+        expected_points: np.ndarray | None = None,
+        rolls_left: int | None = None,
+        keep_bonus: KeepBonus | None = None,
+        upper_total: int | None = None,
+    ):
         super().__init__()
         if keep_points and keep_head:
             raise ValueError("keep_points and keep_head are two ways of scoring keeps: use one")
         if keep_points and any(v is None for v in (potential_points, face_counts, filled, expected_points)):
-            raise ValueError("keep_points needs the positions of potential_points, face_counts and filled in the "
-                             "inputs and the expected_points table")
+            raise ValueError(
+                "keep_points needs the positions of potential_points, face_counts and filled in the "
+                "inputs and the expected_points table"
+            )
         if keep_head and dice_one_hot is None:
             raise ValueError("keep_head needs the position of the dice one-hot in the inputs (dice_one_hot)")
         if box_points and potential_points is None:
@@ -217,8 +239,10 @@ class ActorCritic(nn.Module):
             n_boxes = self.n_actions - N_KEEP_ACTIONS
             table = np.asarray(expected_points, dtype=np.float32)
             if table.shape not in ((N_ROLLS, N_KEEP_ACTIONS, n_boxes), (2, N_ROLLS, N_KEEP_ACTIONS, n_boxes)):
-                raise ValueError(f"expected_points must have shape {(N_ROLLS, N_KEEP_ACTIONS, n_boxes)} or "
-                                 f"{(2, N_ROLLS, N_KEEP_ACTIONS, n_boxes)}, got {table.shape}")
+                raise ValueError(
+                    f"expected_points must have shape {(N_ROLLS, N_KEEP_ACTIONS, n_boxes)} or "
+                    f"{(2, N_ROLLS, N_KEEP_ACTIONS, n_boxes)}, got {table.shape}"
+                )
             if table.ndim == 4 and rolls_left is None:
                 raise ValueError("two keep_points tables need the position of rolls_left in the inputs")
             self.rolls_left = None if table.ndim == 3 else int(rolls_left)
@@ -229,24 +253,32 @@ class ActorCritic(nn.Module):
             nn.init.zeros_(self.points_head.bias)
             # stored boxes before keeps, (..., 252, n_boxes, 32): the sum over boxes then runs along vectors of
             # keeps (compiled: 3x faster than one horizontal sum of 12-13 boxes per keep, docs/training.md)
-            self.register_buffer("expected_points", torch.from_numpy(np.ascontiguousarray(np.swapaxes(table, -1, -2))),
-                                 persistent=False)
-            self.register_buffer("roll_of_code", torch.from_numpy(ROLL_INDEX_OF_CODE.astype(np.int64)),
-                                 persistent=False)
-            self.register_buffer("code_weights", torch.from_numpy(encode_counts(np.eye(N_FACES))).float(),
-                                 persistent=False)
+            self.register_buffer(
+                "expected_points", torch.from_numpy(np.ascontiguousarray(np.swapaxes(table, -1, -2))), persistent=False
+            )
+            self.register_buffer(
+                "roll_of_code", torch.from_numpy(ROLL_INDEX_OF_CODE.astype(np.int64)), persistent=False
+            )
+            self.register_buffer(
+                "code_weights", torch.from_numpy(encode_counts(np.eye(N_FACES))).float(), persistent=False
+            )
         self.keep_bonus = keep_bonus
         if keep_bonus is not None:
             if not self.keep_points or self.rolls_left is not None or upper_total is None:
-                raise ValueError("keep_bonus needs keep_points with the one-reroll table and the position of "
-                                 "upper_total in the inputs")
+                raise ValueError(
+                    "keep_bonus needs keep_points with the one-reroll table and the position of "
+                    "upper_total in the inputs"
+                )
             self.upper_total = int(upper_total)
             self.bonus_tables = nn.Module()  # keep_bonus' tables as buffers (moved with the model, not saved)
             names = ("combo", "combo_chance", "count_value") + (("chance", "bits") if keep_bonus.par else ())
             for name in names:
                 array = getattr(keep_bonus, name)
-                self.bonus_tables.register_buffer(name, torch.from_numpy(
-                    array.astype(np.int64) if name == "combo" else array.astype(np.float32)), persistent=False)
+                self.bonus_tables.register_buffer(
+                    name,
+                    torch.from_numpy(array.astype(np.int64) if name == "combo" else array.astype(np.float32)),
+                    persistent=False,
+                )
             self.register_buffer("bonus_upper", torch.from_numpy(keep_bonus.upper.astype(np.int64)), persistent=False)
         self.box_points = float(box_points)
         if self.box_points:
@@ -263,7 +295,7 @@ class ActorCritic(nn.Module):
         logits = self._network_logits(x)
         if not self.box_points:
             return logits
-        points = x[:, self.potential_points:self.potential_points + self.box_points_w.shape[0]].float()
+        points = x[:, self.potential_points : self.potential_points + self.box_points_w.shape[0]].float()
         return logits.float() + nn.functional.pad(points * self.box_points_w, (N_KEEP_ACTIONS, 0))
 
     def _network_logits(self, x: torch.Tensor) -> torch.Tensor:
@@ -273,7 +305,7 @@ class ActorCritic(nn.Module):
         if not self.keep_head:
             return self.actor(x)
         h = self.actor(x)
-        dice = x[:, self.dice_one_hot:self.dice_one_hot + N_DICE * N_FACES].reshape(-1, N_DICE, N_FACES)
+        dice = x[:, self.dice_one_hot : self.dice_one_hot + N_DICE * N_FACES].reshape(-1, N_DICE, N_FACES)
         per_die = self.keep_dice(dice)  # (B, 5, E): V applied to each die's one-hot
         kept = torch.matmul(self.keep_bits.to(per_die.dtype), per_die)  # (B, 32, E): V k_a, summed over kept dice
         z = self.keep_act(self.keep_state(h)[:, None, :] + kept)
@@ -284,15 +316,15 @@ class ActorCritic(nn.Module):
         points after one reroll and the boxes' points now, each box's weighted by ``u``; element-wise in float32
         (the roll's code must be exact, which a bfloat16 matrix product is not)."""
         n_boxes = u.shape[1]
-        counts = (x[:, self.face_counts:self.face_counts + N_FACES].float() * N_DICE).round()
+        counts = (x[:, self.face_counts : self.face_counts + N_FACES].float() * N_DICE).round()
         roll = self.roll_of_code[(counts * self.code_weights).sum(dim=1).long()]
-        open_value = u * (1.0 - x[:, self.filled:self.filled + n_boxes].float())
+        open_value = u * (1.0 - x[:, self.filled : self.filled + n_boxes].float())
         if self.rolls_left is None:
             table = self.expected_points[roll]  # (B, n_boxes, 32)
         else:  # the two-reroll table where two rerolls are left (the one-hot's last place)
             table = self.expected_points[x[:, self.rolls_left + 2].float().round().long(), roll]
         keeps = (table * open_value[:, :, None]).sum(dim=1)  # (B, 32)
-        boxes = u * x[:, self.potential_points:self.potential_points + n_boxes].float()
+        boxes = u * x[:, self.potential_points : self.potential_points + n_boxes].float()
         if self.keep_bonus is not None:  # the upper bonus in the points, weighed by the upper boxes' values
             total = (x[:, self.upper_total].float() * self.keep_bonus.upper_scale).round()
             upper_open = 1.0 - x[:, self.filled + self.bonus_upper].float()
@@ -318,6 +350,7 @@ class ActorCritic(nn.Module):
         and with ``keep_head`` the last of them scoring the boxes, plus ``keep_state_w``, ``keep_state_b``,
         ``keep_dice_w``, ``keep_out_w`` and ``keep_out_b``; with ``box_points`` also ``box_points_w``; with
         ``keep_points`` also ``points_w`` and ``points_b`` (the box values' head)."""
+
         def arr(t: torch.Tensor) -> np.ndarray:
             return t.detach().float().cpu().numpy().astype(np.float32)
 
@@ -350,8 +383,9 @@ def _init(net: nn.Module, last_gain: float | None) -> None:
         nn.init.zeros_(m.bias)
 
 
-def evaluate_actions(model: "ActorCritic", inputs: torch.Tensor, masks: torch.Tensor,
-                     actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def evaluate_actions(
+    model: ActorCritic, inputs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(log_prob, entropy, values)`` of ``actions`` under the current policy (the terms of
     both update rules); the entropy is over the legal actions, per sample."""
     logits, values = model(inputs, masks)
@@ -391,9 +425,12 @@ class Compiled:
             try:
                 return self._compiled(*args, **kwargs)
             except Exception as error:  # noqa: BLE001 - whatever the backend raises: play on without it
-                warnings.warn(f"torch.compile is not available here ({type(error).__name__}: "
-                              f"{str(error).strip().splitlines()[0] if str(error).strip() else ''}); running eagerly",
-                              RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"torch.compile is not available here ({type(error).__name__}: "
+                    f"{str(error).strip().splitlines()[0] if str(error).strip() else ''}); running eagerly",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
                 self._compiled = None
         return self.target(*args, **kwargs)
 

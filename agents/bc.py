@@ -31,9 +31,10 @@ import functools
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -44,7 +45,6 @@ from agents.actor_critic import MASKED_LOGIT, ActorCritic
 from agents.policy_agent import PolicyAgent, save_policy
 from agents.policy_inputs import PolicyInputs
 from agents.sb3_agent import model_metadata
-from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.engine.combinatorics import (
     CANONICAL_KEEP_ACTION,
     KEEP_ALL,
@@ -55,6 +55,7 @@ from dice_poker_env.engine.combinatorics import (
     distinct_keep_mask,
     roll_index_of_counts,
 )
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules
 
@@ -68,8 +69,9 @@ def _canonical_table() -> np.ndarray:
     table = np.tile(np.arange(N_KEEP_ACTIONS, dtype=np.int64), (N_ROLLS, 1))
     for roll in range(N_ROLLS):
         for bits in range(KEEP_ALL):
-            same = np.flatnonzero((KEEP_OF_ACTION[roll, :KEEP_ALL] == KEEP_OF_ACTION[roll, bits])
-                                  & CANONICAL_KEEP_ACTION[roll, :KEEP_ALL])
+            same = np.flatnonzero(
+                (KEEP_OF_ACTION[roll, :KEEP_ALL] == KEEP_OF_ACTION[roll, bits]) & CANONICAL_KEEP_ACTION[roll, :KEEP_ALL]
+            )
             table[roll, bits] = same[0]
     return table
 
@@ -99,24 +101,30 @@ def load_data(dataset_id: str, rules: Rules, *, features: bool, distinct_keeps: 
     Raises:
         ValueError: no such dataset, another ruleset or options (fingerprint), dict observations.
     """
-    from agents.datasets import DatasetError, dataset_info, load_transitions
-
     import minari
+
+    from agents.datasets import DatasetError, dataset_info, load_transitions
 
     try:
         dataset = minari.load_dataset(dataset_id)
     except FileNotFoundError:
-        raise DatasetError(f"dataset {dataset_id!r} not found under MINARI_DATASETS_PATH; write it first, e.g. "
-                           f"dice-poker dataset {rules.name} --agent optimal --episodes 100000") from None
+        raise DatasetError(
+            f"dataset {dataset_id!r} not found under MINARI_DATASETS_PATH; write it first, e.g. "
+            f"dice-poker dataset {rules.name} --agent optimal --episodes 100000"
+        ) from None
     except ValueError as error:  # a malformed id, a foreign folder
         raise DatasetError(f"dataset {dataset_id!r}: {error}") from None
     info = dataset_info(dataset)
     if info["rules_fingerprint"] != rules.fingerprint:
-        raise DatasetError(f"dataset {dataset_id!r} holds games of {info['rules']} {info['rules_options']}, "
-                           f"not of {rules.name} {dict(rules.options)} (the rules differ)")
+        raise DatasetError(
+            f"dataset {dataset_id!r} holds games of {info['rules']} {info['rules_options']}, "
+            f"not of {rules.name} {dict(rules.options)} (the rules differ)"
+        )
     if info["obs_mode"] != "flat":
-        raise DatasetError(f"dataset {dataset_id!r} stores {info['obs_mode']} observations; bc needs flat ones "
-                           "(write it with --obs-mode flat)")
+        raise DatasetError(
+            f"dataset {dataset_id!r} stores {info['obs_mode']} observations; bc needs flat ones "
+            "(write it with --obs-mode flat)"
+        )
     data = load_transitions(dataset_id)
     obs, actions, masks = data["observations"], data["actions"], data["action_mask"]
     rolls = roll_index_of_counts(obs[:, flat_layout(compile_rules(rules))["face_counts"]] * N_DICE)
@@ -124,10 +132,18 @@ def load_data(dataset_id: str, rules: Rules, *, features: bool, distinct_keeps: 
         actions = canonical_actions(actions, rolls)
         masks = distinct_keep_mask(masks, rolls)
     policy_inputs = PolicyInputs(rules, features=features)
-    inputs = np.concatenate([policy_inputs(obs[i : i + 65536]) for i in range(0, len(obs), 65536)]) if len(obs) else \
-        np.zeros((0, policy_inputs.size), dtype=np.float32)
-    return Data(torch.from_numpy(inputs), torch.from_numpy(masks != 0), torch.from_numpy(actions.astype(np.int64)),
-                info, dataset.total_episodes)
+    inputs = (
+        np.concatenate([policy_inputs(obs[i : i + 65536]) for i in range(0, len(obs), 65536)])
+        if len(obs)
+        else np.zeros((0, policy_inputs.size), dtype=np.float32)
+    )
+    return Data(
+        torch.from_numpy(inputs),
+        torch.from_numpy(masks != 0),
+        torch.from_numpy(actions.astype(np.int64)),
+        info,
+        dataset.total_episodes,
+    )
 
 
 class BCTrainer:
@@ -145,8 +161,16 @@ class BCTrainer:
         log: where progress lines go.
     """
 
-    def __init__(self, config: Any, rules: Rules, run_dir: str | os.PathLike, *, optimal: float | None = None,
-                 metadata: dict[str, Any] | None = None, log: Callable[[str], None] = print):
+    def __init__(
+        self,
+        config: Any,
+        rules: Rules,
+        run_dir: str | os.PathLike,
+        *,
+        optimal: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        log: Callable[[str], None] = print,
+    ):
         self.config, self.rules, self.run_dir = config, rules, Path(run_dir)
         self.optimal, self.log = optimal, log
         self.device = torch.device(config.device)
@@ -154,19 +178,27 @@ class BCTrainer:
         self.data = load_data(config.dataset, rules, features=config.features, distinct_keeps=config.distinct_keeps)
         if len(self.data.actions) == 0:
             raise ValueError(f"dataset {config.dataset!r} holds no steps")
-        self.model = ActorCritic(self.data.inputs.shape[1], compile_rules(rules).n_actions, config.net_arch,
-                                 config.activation).to(self.device)  # the critic is unused
+        self.model = ActorCritic(
+            self.data.inputs.shape[1], compile_rules(rules).n_actions, config.net_arch, config.activation
+        ).to(self.device)  # the critic is unused
         self.optimizer = torch.optim.Adam(self.model.actor.parameters(), lr=config.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(config.seed + 1)  # minibatch order
         info = self.data.info
         self.metadata = {
             **model_metadata(rules, "flat", "bc", seed=config.seed),
             **(metadata or {}),
-            "algorithm": "bc", "label": LABEL, "obs_mode": "flat", "masked": True,
-            "dataset": config.dataset, "dataset_agent": info["agent"], "dataset_episodes": self.data.episodes,
+            "algorithm": "bc",
+            "label": LABEL,
+            "obs_mode": "flat",
+            "masked": True,
+            "dataset": config.dataset,
+            "dataset_agent": info["agent"],
+            "dataset_episodes": self.data.episodes,
             "dataset_steps": int(len(self.data.actions)),
-            "distinct_keeps": bool(config.distinct_keeps), "features": bool(config.features),
-            "activation": config.activation, "net_arch": list(config.net_arch),
+            "distinct_keeps": bool(config.distinct_keeps),
+            "features": bool(config.features),
+            "activation": config.activation,
+            "net_arch": list(config.net_arch),
         }
         self.samples = 0  #: dataset decisions trained on (epochs times the dataset's steps)
         self.best = -math.inf
@@ -204,10 +236,15 @@ class BCTrainer:
         size = len(data.actions)
         batch = min(int(c.batch_size), size)
         writer = SummaryWriter(str(self.run_dir / "tb" / "run"))
-        writer.add_text("config", f"bc ({LABEL}) from {c.dataset}: {size:,} decisions of {data.episodes:,} games "
-                                  f"by the {data.info['agent']} agent")
-        self.log(f"bc ({LABEL}): {size:,} decisions of {data.episodes:,} {data.info['agent']} games "
-                 f"from {c.dataset}, {c.bc_epochs} epochs")
+        writer.add_text(
+            "config",
+            f"bc ({LABEL}) from {c.dataset}: {size:,} decisions of {data.episodes:,} games "
+            f"by the {data.info['agent']} agent",
+        )
+        self.log(
+            f"bc ({LABEL}): {size:,} decisions of {data.episodes:,} {data.info['agent']} games "
+            f"from {c.dataset}, {c.bc_epochs} epochs"
+        )
         started = time.perf_counter()
         inputs, masks, actions = (t.to(self.device) for t in (data.inputs, data.masks, data.actions))
         for epoch in range(int(c.bc_epochs)):
@@ -233,8 +270,10 @@ class BCTrainer:
             writer.add_scalar("train/loss", loss_sum / size, self.samples)
             writer.add_scalar("train/accuracy", accuracy, self.samples)
             writer.add_scalar("train/learning_rate", lr, self.samples)
-            self.log(f"[bc] epoch {epoch + 1}/{c.bc_epochs}: loss {loss_sum / size:.4f}, "
-                     f"agreement with the dataset's actions {100 * accuracy:.2f}% ({self.train_seconds:.0f} s)")
+            self.log(
+                f"[bc] epoch {epoch + 1}/{c.bc_epochs}: loss {loss_sum / size:.4f}, "
+                f"agreement with the dataset's actions {100 * accuracy:.2f}% ({self.train_seconds:.0f} s)"
+            )
             if c.eval_freq > 0:
                 self.evaluate(writer)
         writer.close()

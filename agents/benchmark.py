@@ -30,17 +30,23 @@ import os
 import time
 import warnings
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from agents.optimal import VALUE_TOLERANCE
-from agents.registry import AGENT_NAMES, check_agent, is_batch_agent, parse_agent_spec
+from agents.registry import check_agent, is_batch_agent, parse_agent_spec
 from dice_poker_env.dice_sources import RandomDice
 from dice_poker_env.engine.combinatorics import (
-    N_DICE, N_KEEP_ACTIONS, REROLLED_MASK, ROLL_DICE, kept_dice, roll_index_of_faces,
+    N_DICE,
+    N_KEEP_ACTIONS,
+    REROLLED_MASK,
+    ROLL_DICE,
+    kept_dice,
+    roll_index_of_faces,
 )
 from dice_poker_env.engine.game import new_batch, step_batch
 from dice_poker_env.engine.masks import action_masks
@@ -74,9 +80,12 @@ def load_solution(rules: Rules, required: bool = False):
     except MemoryError as error:
         if required:
             raise
-        warnings.warn(f"no exact solution of {rules.name!r} ({error or 'out of memory'}): "
-                      "going on without the optimal reference (raw scores, no regret)",
-                      SolutionUnavailableWarning, stacklevel=2)
+        warnings.warn(
+            f"no exact solution of {rules.name!r} ({error or 'out of memory'}): "
+            "going on without the optimal reference (raw scores, no regret)",
+            SolutionUnavailableWarning,
+            stacklevel=2,
+        )
         return None
 
 
@@ -109,7 +118,7 @@ class _Partial:
     #: mistake label -> [total loss, count, kind, worst loss, worst example]
     mistakes: dict = field(default_factory=dict)
 
-    def merge(self, other: "_Partial") -> None:
+    def merge(self, other: _Partial) -> None:
         for name in ("scores", "box_scores", "upper_bonus", "five_kind", "regret_keep", "regret_box", "regret_illegal"):
             getattr(self, name).extend(getattr(other, name))
         self.keep_decisions += other.keep_decisions
@@ -157,8 +166,16 @@ REGRET_BATCH = 4096
 LOCKSTEP_GAMES = 2048
 
 
-def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record: list | None = None,
-               *, regret_batch: int = REGRET_BATCH, lockstep: bool | None = None) -> _Partial:
+def play_games(
+    rules: Rules,
+    agent,
+    seeds: Sequence[int],
+    solution=None,
+    record: list | None = None,
+    *,
+    regret_batch: int = REGRET_BATCH,
+    lockstep: bool | None = None,
+) -> _Partial:
     """Play one game per seed with ``agent``; regret needs ``solution``.
 
     Two paths give the same games and the same results:
@@ -192,15 +209,16 @@ def play_games(rules: Rules, agent, seeds: Sequence[int], solution=None, record:
     if lockstep:
         seeds = [int(game_seed) for game_seed in seeds]
         for start in range(0, len(seeds), LOCKSTEP_GAMES):
-            _play_lockstep(rules, agent, seeds[start:start + LOCKSTEP_GAMES], solution, out, regret_batch)
+            _play_lockstep(rules, agent, seeds[start : start + LOCKSTEP_GAMES], solution, out, regret_batch)
     else:
         _play_one_by_one(rules, agent, seeds, solution, out, record, regret_batch)
     out.fallbacks = int(getattr(agent, "fallbacks", 0)) - fallbacks_before
     return out
 
 
-def _play_one_by_one(rules: Rules, agent, seeds: Sequence[int], solution, out: _Partial, record: list | None,
-                     regret_batch: int) -> None:
+def _play_one_by_one(
+    rules: Rules, agent, seeds: Sequence[int], solution, out: _Partial, record: list | None, regret_batch: int
+) -> None:
     """The games one at a time through the single env (any agent object)."""
     tables = compile_rules(rules)
     env = DicePokerEnv(rules)
@@ -234,8 +252,17 @@ def _play_one_by_one(rules: Rules, agent, seeds: Sequence[int], solution, out: _
             else:
                 out.keep_decisions += 1
             if moves is not None:
-                moves.append(["".join(str(int(d)) for d in ROLL_DICE[state.roll]), int(state.rolls_left), action,
-                              None, None, 0, None])
+                moves.append(
+                    [
+                        "".join(str(int(d)) for d in ROLL_DICE[state.roll]),
+                        int(state.rolls_left),
+                        action,
+                        None,
+                        None,
+                        0,
+                        None,
+                    ]
+                )
             obs, reward, done, _, info = env.step(action)
             if moves is not None:
                 moves[-1][5] = int(round(float(reward)))
@@ -264,19 +291,32 @@ def _settle_games(rules: Rules, solution, out: _Partial, games: list, regret_bat
     observations = {key: np.stack([d[0][key] for d in decisions]) for key in decisions[0][0]}
     column = lambda i, dtype: np.array([d[i] for d in decisions], dtype=dtype)  # noqa: E731
     actions = column(1, np.int64)
-    best, losses = _decision_losses(solution, observations, actions, column(2, bool), column(3, np.float64), regret_batch)
+    best, losses = _decision_losses(
+        solution, observations, actions, column(2, bool), column(3, np.float64), regret_batch
+    )
     at = 0
     for game, moves in games:
         if moves is not None:
             for j, move in enumerate(moves):
                 move[3], move[4] = int(best[at + j]), round(float(losses[at + j]), 4)
         at += len(game)
-    _tally(rules, out, np.array([len(game) for game, _ in games]), actions, column(2, bool), best, losses,
-           column(4, np.int64), column(5, np.int64), observations["turn"])
+    _tally(
+        rules,
+        out,
+        np.array([len(game) for game, _ in games]),
+        actions,
+        column(2, bool),
+        best,
+        losses,
+        column(4, np.int64),
+        column(5, np.int64),
+        observations["turn"],
+    )
 
 
-def _decision_losses(solution, observations: dict, actions: np.ndarray, legal: np.ndarray, so_far: np.ndarray,
-                     batch: int) -> tuple[np.ndarray, np.ndarray]:
+def _decision_losses(
+    solution, observations: dict, actions: np.ndarray, legal: np.ndarray, so_far: np.ndarray, batch: int
+) -> tuple[np.ndarray, np.ndarray]:
     """``(best action, points lost)`` of each decision (dict observations with a leading axis), ``batch``
     decisions per ``action_values`` call. An illegal action ends the game: it loses ``Q(best)`` minus the
     points so far."""
@@ -285,8 +325,9 @@ def _decision_losses(solution, observations: dict, actions: np.ndarray, legal: n
     losses = np.empty(n, dtype=np.float64)
     for start in range(0, n, max(1, int(batch))):
         part = slice(start, start + max(1, int(batch)))
-        q = np.asarray(solution.action_values({key: value[part] for key, value in observations.items()}),
-                       dtype=np.float64)
+        q = np.asarray(
+            solution.action_values({key: value[part] for key, value in observations.items()}), dtype=np.float64
+        )
         rows = np.arange(len(q))
         top = np.argmax(q, axis=1)
         taken = np.where(legal[part], q[rows, np.where(legal[part], actions[part], 0)], so_far[part])
@@ -296,8 +337,18 @@ def _decision_losses(solution, observations: dict, actions: np.ndarray, legal: n
     return best, losses
 
 
-def _tally(rules: Rules, out: _Partial, per_game: np.ndarray, actions: np.ndarray, legal: np.ndarray,
-           best: np.ndarray, losses: np.ndarray, rolls: np.ndarray, rolls_left: np.ndarray, turns: np.ndarray) -> None:
+def _tally(
+    rules: Rules,
+    out: _Partial,
+    per_game: np.ndarray,
+    actions: np.ndarray,
+    legal: np.ndarray,
+    best: np.ndarray,
+    losses: np.ndarray,
+    rolls: np.ndarray,
+    rolls_left: np.ndarray,
+    turns: np.ndarray,
+) -> None:
     """Per-game regret by kind and the mistakes table from decisions in game order (``per_game`` decisions
     each), summed in that order: the same floats however the games were played."""
     game = np.repeat(np.arange(len(per_game)), per_game)
@@ -351,8 +402,16 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
         in_range = (actions >= 0) & (actions < n_actions)
         legal = in_range & (mask[np.arange(len(games)), np.where(in_range, actions, 0)] != 0)
         if solution is not None:
-            log.append((games, observations if obs_mode == "dict" else observe_dict_batch(tables, now),
-                        actions, legal, now.total.astype(np.float64), now.roll))
+            log.append(
+                (
+                    games,
+                    observations if obs_mode == "dict" else observe_dict_batch(tables, now),
+                    actions,
+                    legal,
+                    now.total.astype(np.float64),
+                    now.roll,
+                )
+            )
         scoring = legal & (actions >= N_KEEP_ACTIONS)
         out.illegal += int(np.count_nonzero(~legal))
         out.box_decisions += int(np.count_nonzero(scoring))
@@ -368,8 +427,7 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
         rolled = np.where(keeping[:, None], REROLLED_MASK[np.where(keeping, action, 0)], 1)
         rolled[~keeping & (np.bitwise_count(now.filled[go]) + 1 >= tables.turns)] = 0
         at = np.minimum(drawn[moving][:, None] + np.maximum(np.cumsum(rolled, axis=1) - 1, 0), count - 1)
-        new_state, _, over = step_batch(tables, now.take(go), action,
-                                        np.take_along_axis(faces[moving], at, axis=1))
+        new_state, _, over = step_batch(tables, now.take(go), action, np.take_along_axis(faces[moving], at, axis=1))
         drawn[moving] += rolled.sum(axis=1)
         for values, new in zip(state, new_state):
             values[moving] = new
@@ -377,7 +435,9 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
     totals = state.total
     out.scores.extend(int(t) for t in totals)
     out.box_scores.extend(row.astype(np.int64) for row in state.scores)
-    out.upper_bonus.extend(secured_upper_bonus(tables, int(f), int(u)) > 0 for f, u in zip(state.filled, state.upper_total))
+    out.upper_bonus.extend(
+        secured_upper_bonus(tables, int(f), int(u)) > 0 for f, u in zip(state.filled, state.upper_total)
+    )
     out.five_kind.extend(int(f) for f in five)
     if solution is None or not log:
         return
@@ -386,8 +446,18 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
     observations = {key: np.concatenate([entry[1][key] for entry in log])[order] for key in log[0][1]}
     actions, legal, so_far, rolls = (np.concatenate([entry[i] for entry in log])[order] for i in (2, 3, 4, 5))
     best, losses = _decision_losses(solution, observations, actions, legal, so_far, regret_batch)
-    _tally(rules, out, np.bincount(game, minlength=n_games), actions, legal, best, losses,
-           rolls, observations["rolls_left"], observations["turn"])
+    _tally(
+        rules,
+        out,
+        np.bincount(game, minlength=n_games),
+        actions,
+        legal,
+        best,
+        losses,
+        rolls,
+        observations["rolls_left"],
+        observations["turn"],
+    )
 
 
 def _worker(rules: Rules, agent_name: str, seeds: np.ndarray, with_regret: bool) -> _Partial:
@@ -468,8 +538,9 @@ def _mean_ci(values: np.ndarray) -> tuple[float, float, float]:
     return mean, std, Z95 * std / math.sqrt(n) if n else float("nan")
 
 
-def summarize(rules: Rules, part: _Partial, optimal: float | None, seconds: float, top: int = 10,
-              with_regret: bool = True) -> dict[str, Any]:
+def summarize(
+    rules: Rules, part: _Partial, optimal: float | None, seconds: float, top: int = 10, with_regret: bool = True
+) -> dict[str, Any]:
     """The per-agent JSON fields (documented in ``docs/training.md``)."""
     scores = np.asarray(part.scores, dtype=np.float64)
     n = len(scores)
@@ -497,8 +568,16 @@ def summarize(rules: Rules, part: _Partial, optimal: float | None, seconds: floa
         "seconds": round(seconds, 3),
     }
     if optimal is None or not with_regret:
-        out.update(regret_mean=None, regret_ci95=None, regret_std=None, regret_keep_mean=None,
-                   regret_box_mean=None, regret_illegal_mean=None, estimated_expected_score=None, mistakes=[])
+        out.update(
+            regret_mean=None,
+            regret_ci95=None,
+            regret_std=None,
+            regret_keep_mean=None,
+            regret_box_mean=None,
+            regret_illegal_mean=None,
+            estimated_expected_score=None,
+            mistakes=[],
+        )
         return out
     keep = np.asarray(part.regret_keep)
     box = np.asarray(part.regret_box)
@@ -587,8 +666,12 @@ def benchmark(
     import sys
 
     rules = load_rules(rules)
-    for what, value, least in (("games", games, 1), ("seed", seed, 0), ("workers", workers, 1),
-                               ("top_mistakes", top_mistakes, 0)):
+    for what, value, least in (
+        ("games", games, 1),
+        ("seed", seed, 0),
+        ("workers", workers, 1),
+        ("top_mistakes", top_mistakes, 0),
+    ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
     named = list(zip(agent_names(agents), (entry[1] if isinstance(entry, tuple) else entry for entry in agents)))
@@ -679,8 +762,18 @@ def render_table(data: dict[str, Any], console=None, mistakes: int = 3) -> None:
         if data.get("optimal_std") is not None:
             title += f" (std {data['optimal_std']:.2f})"
     table = Table(title=title)
-    for column in ("agent", "mean ± 95% CI", "median", "std", "% of optimal", "regret ± 95% CI",
-                   "keep regret", "box regret", "upper bonus", "5-of-a-kind"):
+    for column in (
+        "agent",
+        "mean ± 95% CI",
+        "median",
+        "std",
+        "% of optimal",
+        "regret ± 95% CI",
+        "keep regret",
+        "box regret",
+        "upper bonus",
+        "5-of-a-kind",
+    ):
         table.add_column(column, justify="left" if column == "agent" else "right")
 
     def fmt(value, spec=".2f", suffix=""):
@@ -708,6 +801,12 @@ def render_table(data: dict[str, Any], console=None, mistakes: int = 3) -> None:
             for m in row.get("mistakes", [])[:mistakes]:
                 ex = m["worst_example"] or {}
                 example = f"{_dice_text(ex.get('dice', []))}, {ex.get('rolls_left')} rerolls left: {ex.get('taken')} (best: {ex.get('best')})"
-                worst.add_row(name, m["mistake"], f"{m['loss_per_game']:.3f}", f"{m['count_per_game']:.3f}",
-                              f"{m['mean_loss']:.2f}", example)
+                worst.add_row(
+                    name,
+                    m["mistake"],
+                    f"{m['loss_per_game']:.3f}",
+                    f"{m['count_per_game']:.3f}",
+                    f"{m['mean_loss']:.2f}",
+                    example,
+                )
         console.print(worst)

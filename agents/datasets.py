@@ -67,12 +67,12 @@ import numpy as np
 
 from agents.benchmark import game_seeds
 from agents.registry import AGENT_NAMES
-from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.dice_sources import RandomDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, REROLLED_POSITIONS, roll_index_of_faces
 from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.state import BatchState
+from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import observation_space, observe_dict_batch, observe_flat_batch
 from dice_poker_env.rules import RULESET_NAMES, Rules, load_rules
 
@@ -83,9 +83,13 @@ DATASET_FORMAT = 1
 #: games played at once (memory: about 50 KB a game for yahtzee with values)
 BLOCK = 8192
 #: the registered env id of each shipped ruleset (recover_environment makes it)
-_ENV_ID = {"yacht": "DicePoker/Yacht-v0", "dice_poker": "DicePoker/DicePoker-v0",
-           "school_poker": "DicePoker/SchoolPoker-v0", "yahtzee": "DicePoker/Yahtzee-v0",
-           "yatzy": "DicePoker/Yatzy-v0"}
+_ENV_ID = {
+    "yacht": "DicePoker/Yacht-v0",
+    "dice_poker": "DicePoker/DicePoker-v0",
+    "school_poker": "DicePoker/SchoolPoker-v0",
+    "yahtzee": "DicePoker/Yahtzee-v0",
+    "yatzy": "DicePoker/Yatzy-v0",
+}
 _CUSTOM_ENV_ID = "DicePoker/Custom-v0"
 #: per keep bitmask and die position: which of the step's new faces the die takes
 #: (the k-th rerolled position takes the k-th face, as the single env rolls them)
@@ -113,7 +117,7 @@ class AgentSpec:
         """The agent's part of a default dataset id (letters, digits, ``-`` and ``_`` only)."""
         base = self.base
         if base.startswith("model:"):
-            base = "model-" + Path(base[len("model:"):]).stem
+            base = "model-" + Path(base[len("model:") :]).stem
         text = base if not self.eps else f"{base}-eps{self.eps:g}"
         return re.sub(r"[^A-Za-z0-9_-]+", "_", text.replace(".", "_"))
 
@@ -135,8 +139,10 @@ def parse_agent(text: str) -> AgentSpec:
         if not 0.0 <= eps <= 1.0:
             raise DatasetError(f"agent {text!r}: eps must be a number in [0, 1], got {match.group(2)!r}")
     if base not in AGENT_NAMES and not (base.startswith("model:") and len(base) > len("model:")):
-        raise DatasetError(f"unknown agent {text!r}: use one of {', '.join(AGENT_NAMES)} or model:PATH, "
-                           "optionally with :eps=E (e.g. optimal:eps=0.2)")
+        raise DatasetError(
+            f"unknown agent {text!r}: use one of {', '.join(AGENT_NAMES)} or model:PATH, "
+            "optionally with :eps=E (e.g. optimal:eps=0.2)"
+        )
     return AgentSpec(str(text), base, eps)
 
 
@@ -170,8 +176,9 @@ def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Poli
 
         def base(state, observe, masks):
             full = game.five_kind_box_full(tables, state.filled, state.scores)
-            return agent.act_situation(state.filled, state.upper_total, full, state.roll, state.rolls_left,
-                                       action_masks=masks)
+            return agent.act_situation(
+                state.filled, state.upper_total, full, state.roll, state.rolls_left, action_masks=masks
+            )
     elif spec.base == "random":
         agent = RandomAgent(seed=int(rng.integers(1 << 63)))
         base = lambda state, observe, masks: agent.act_batch(None, masks)  # noqa: E731
@@ -181,10 +188,12 @@ def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Poli
         if hasattr(agent, "act_batch"):
             base = lambda state, observe, masks: np.asarray(agent.act_batch(observe(mode), masks), dtype=np.int64)  # noqa: E731
         else:  # one game at a time (SB3 models)
+
             def base(state, observe, masks):
                 obs = observe(mode)
                 one = (lambda i: {k: v[i] for k, v in obs.items()}) if isinstance(obs, Mapping) else (lambda i: obs[i])
                 return np.array([agent.act(one(i), masks[i]) for i in range(len(masks))], dtype=np.int64)
+
     if not spec.eps:
         return base
     explore = RandomAgent(seed=int(rng.integers(1 << 63)))
@@ -262,16 +271,19 @@ def episode_faces(seeds: np.ndarray, n_faces: int) -> np.ndarray:
     from gymnasium.utils import seeding
 
     if n_faces > RandomDice.BLOCK:
-        raise DatasetError(f"a game of these rules may roll {n_faces} faces, more than the "
-                           f"{RandomDice.BLOCK} the env draws at a time: not supported")
+        raise DatasetError(
+            f"a game of these rules may roll {n_faces} faces, more than the "
+            f"{RandomDice.BLOCK} the env draws at a time: not supported"
+        )
     out = np.empty((len(seeds), n_faces), dtype=np.int8)
     for i, seed in enumerate(np.asarray(seeds).tolist()):
         out[i] = seeding.np_random(int(seed))[0].integers(1, 7, size=RandomDice.BLOCK)[:n_faces]
     return out
 
 
-def play_block(rules: Rules, policy: Policy, seeds: np.ndarray, *, obs_mode: str = "flat",
-               solution: Any = None) -> EpisodeBlock:
+def play_block(
+    rules: Rules, policy: Policy, seeds: np.ndarray, *, obs_mode: str = "flat", solution: Any = None
+) -> EpisodeBlock:
     """Play one game per seed with ``policy``, all at once on the engine; record every step.
 
     With a ``solution``, every observation's action values are recorded too.
@@ -287,8 +299,10 @@ def play_block(rules: Rules, policy: Policy, seeds: np.ndarray, *, obs_mode: str
     n_actions = int(tables.n_actions)
     rows = max_steps + 1
     if obs_mode == "flat":
-        obs_buf: Any = np.zeros((size, rows, observe_flat_batch(tables, game.new_batch(tables, np.zeros(1, np.int64))).shape[1]),
-                                dtype=np.float32)
+        obs_buf: Any = np.zeros(
+            (size, rows, observe_flat_batch(tables, game.new_batch(tables, np.zeros(1, np.int64))).shape[1]),
+            dtype=np.float32,
+        )
     else:
         first = observe_dict_batch(tables, game.new_batch(tables, np.zeros(1, np.int64)))
         obs_buf = {k: np.zeros((size, rows, *v.shape[1:]), dtype=v.dtype) for k, v in first.items()}
@@ -335,11 +349,17 @@ def play_block(rules: Rules, policy: Policy, seeds: np.ndarray, *, obs_mode: str
         rewards_buf[live, t] = reward
         used = used + np.where(keep, _N_REROLLED[bits], np.where(over, 0, N_DICE))
     longest = int(lengths.max()) if size else 0
-    obs_out = ({k: v[:, : longest + 1] for k, v in obs_buf.items()} if isinstance(obs_buf, dict)
-               else obs_buf[:, : longest + 1])
+    obs_out = (
+        {k: v[:, : longest + 1] for k, v in obs_buf.items()} if isinstance(obs_buf, dict) else obs_buf[:, : longest + 1]
+    )
     return EpisodeBlock(
-        seeds=np.asarray(seeds, dtype=np.int64), lengths=lengths, scores=scores, observations=obs_out,
-        actions=actions_buf[:, :longest], rewards=rewards_buf[:, :longest], action_mask=mask_buf[:, : longest + 1],
+        seeds=np.asarray(seeds, dtype=np.int64),
+        lengths=lengths,
+        scores=scores,
+        observations=obs_out,
+        actions=actions_buf[:, :longest],
+        rewards=rewards_buf[:, :longest],
+        action_mask=mask_buf[:, : longest + 1],
         action_values=None if values_buf is None else values_buf[:, : longest + 1],
     )
 
@@ -446,8 +466,9 @@ def dataset_path(dataset_id: str) -> Path:
     try:
         parse_dataset_id(dataset_id)
     except (ValueError, TypeError):
-        raise DatasetError(f"malformed dataset id {dataset_id!r}: expected NAMESPACE/NAME-vVERSION, "
-                           "e.g. dice_poker/yacht/optimal-v0") from None
+        raise DatasetError(
+            f"malformed dataset id {dataset_id!r}: expected NAMESPACE/NAME-vVERSION, e.g. dice_poker/yacht/optimal-v0"
+        ) from None
     root = os.environ.get("MINARI_DATASETS_PATH")  # as minari.load_dataset finds it
     if root is None:
         root = os.path.join(os.path.expanduser("~"), ".minari", "datasets")
@@ -511,10 +532,10 @@ def write_dataset(
             unwritable datasets folder, a ruleset the solver cannot solve with
             ``with_values`` or the optimal agent.
     """
-    from agents.benchmark import load_solution
-
     import minari  # the datasets extra: fail before any work without it
     from minari.dataset.minari_storage import MinariStorage
+
+    from agents.benchmark import load_solution
 
     spec = parse_agent(agent)
     for what, value, least in (("episodes", episodes, 1), ("seed", seed, 0), ("block", block, 1)):
@@ -532,10 +553,12 @@ def write_dataset(
     _check_writable(root)
     if final.exists() or final.is_symlink():
         if not overwrite:
-            raise DatasetError(f"dataset {dataset_id} already exists ({final}); use --overwrite to replace it "
-                               "or choose another --id")
+            raise DatasetError(
+                f"dataset {dataset_id} already exists ({final}); use --overwrite to replace it or choose another --id"
+            )
         if not (final / "data" / "metadata.json").is_file():
             raise DatasetError(f"{final} exists and is not a Minari dataset: --overwrite only replaces datasets")
+
     def build_policy(solution):
         try:
             return make_policy(spec, rules, solution, seed)
@@ -546,8 +569,9 @@ def write_dataset(
     try:  # the solver: the optimal agent and the values need it; the metadata records its optimum when it has one
         solution = load_solution(rules, required=spec.base == "optimal" or with_values)
     except (ImportError, MemoryError) as error:
-        raise DatasetError(f"{rules.name}: the exact solve is not possible ({error}); "
-                           "the optimal agent and --with-values need it") from None
+        raise DatasetError(
+            f"{rules.name}: the exact solve is not possible ({error}); the optimal agent and --with-values need it"
+        ) from None
     policy = policy or build_policy(solution)
     env_spec = _env_spec(rules, obs_mode)
     root.mkdir(parents=True, exist_ok=True)
@@ -556,8 +580,13 @@ def write_dataset(
     started = time.perf_counter()
     try:
         partial.mkdir()
-        storage = MinariStorage.new(partial / "data", observation_space=observation_space(compile_rules(rules), obs_mode),
-                                    action_space=_action_space(rules), env_spec=env_spec, data_format="hdf5")
+        storage = MinariStorage.new(
+            partial / "data",
+            observation_space=observation_space(compile_rules(rules), obs_mode),
+            action_space=_action_space(rules),
+            env_spec=env_spec,
+            data_format="hdf5",
+        )
         writer = _EpisodeWriter(partial / "data" / "main_data.hdf5")
         seeds = game_seeds(seed, episodes)
         scores = []
@@ -566,8 +595,13 @@ def write_dataset(
         try:
             for start in range(0, episodes, block):
                 clock = time.perf_counter()
-                part = play_block(rules, policy, seeds[start : start + block], obs_mode=obs_mode,
-                                  solution=solution if with_values else None)
+                part = play_block(
+                    rules,
+                    policy,
+                    seeds[start : start + block],
+                    obs_mode=obs_mode,
+                    solution=solution if with_values else None,
+                )
                 play_seconds += time.perf_counter() - clock
                 clock = time.perf_counter()
                 for e in range(len(part)):
@@ -577,8 +611,12 @@ def write_dataset(
                 if part.action_values is not None:
                     regrets.append(block_regret(part))
                 if progress:
-                    print(f"dataset {dataset_id}: {start + len(part):,}/{episodes:,} episodes "
-                          f"({time.perf_counter() - started:.1f} s)", file=sys.stderr, flush=True)
+                    print(
+                        f"dataset {dataset_id}: {start + len(part):,}/{episodes:,} episodes "
+                        f"({time.perf_counter() - started:.1f} s)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 _check_stop(stop)
         finally:
             writer.close()
@@ -611,16 +649,25 @@ def write_dataset(
             "recoverable": env_spec is not None,
             "seconds": {"total": round(seconds, 2), "play": round(play_seconds, 2), "write": round(write_seconds, 2)},
         }
-        what = f"{spec.text} agent" + (" (the exact solver's optimal play)" if spec.base == "optimal" and not spec.eps else "")
+        what = f"{spec.text} agent" + (
+            " (the exact solver's optimal play)" if spec.base == "optimal" and not spec.eps else ""
+        )
         metadata: dict[str, Any] = {
             "dataset_id": dataset_id,
             "minari_version": minari.__version__,
             "algorithm_name": spec.text,
-            "description": description or (
+            "description": description
+            or (
                 f"{episodes:,} games of {rules.name}{_options_text(rules)} played by the {what}, seed {seed}; "
-                f"{obs_mode} observations, action masks" + (", the solver's value of every action" if with_values else "")
+                f"{obs_mode} observations, action masks"
+                + (", the solver's value of every action" if with_values else "")
                 + f". Mean score {info['mean_score']:.2f}"
-                + (f" ({info['percent_of_optimal']:.2f}% of the optimal expected score {optimal:.4f})." if optimal else ".")),
+                + (
+                    f" ({info['percent_of_optimal']:.2f}% of the optimal expected score {optimal:.4f})."
+                    if optimal
+                    else "."
+                )
+            ),
             "requirements": [f"dice-poker-env>={__version__}"],
             "total_episodes": int(writer.count),
             "total_steps": int(writer.steps),
@@ -684,7 +731,7 @@ def _remove_stale(root: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
     for path in root.rglob(".replaced-*-*"):
         if path.is_dir() and _dead(path.name.rsplit("-", 1)[1]):
-            name = path.with_name(path.name[len(".replaced-"):].rsplit("-", 1)[0])
+            name = path.with_name(path.name[len(".replaced-") :].rsplit("-", 1)[0])
             if name.exists():
                 shutil.rmtree(path, ignore_errors=True)
             else:
@@ -741,8 +788,9 @@ def dataset_info(dataset: Any) -> dict[str, Any]:
 
 def episode_seeds(dataset: Any) -> np.ndarray:
     """Each episode's env seed (``env.reset(seed=...)`` replays it), in episode order."""
-    return np.array([int(m["seed"]) for m in dataset.storage.get_episode_metadata(dataset.episode_indices)],
-                    dtype=np.int64)
+    return np.array(
+        [int(m["seed"]) for m in dataset.storage.get_episode_metadata(dataset.episode_indices)], dtype=np.int64
+    )
 
 
 def load_transitions(dataset_id: str) -> dict[str, Any]:
@@ -763,13 +811,21 @@ def load_transitions(dataset_id: str) -> dict[str, Any]:
     try:
         dataset = minari.load_dataset(dataset_id)
     except FileNotFoundError:
-        raise DatasetError(f"dataset {dataset_id!r} not found under MINARI_DATASETS_PATH "
-                           f"({dataset_path(dataset_id).parents[len(Path(dataset_id).parts) - 1]})") from None
+        raise DatasetError(
+            f"dataset {dataset_id!r} not found under MINARI_DATASETS_PATH "
+            f"({dataset_path(dataset_id).parents[len(Path(dataset_id).parts) - 1]})"
+        ) from None
     metadata = dataset.storage.metadata
     if metadata.get("data_format") == "hdf5":
         return _read_hdf5(Path(dataset.storage.data_path) / "main_data.hdf5", dataset)
-    columns: dict[str, list] = {"observations": [], "actions": [], "rewards": [], "action_mask": [],
-                                "action_values": [], "episode": []}
+    columns: dict[str, list] = {
+        "observations": [],
+        "actions": [],
+        "rewards": [],
+        "action_mask": [],
+        "action_values": [],
+        "episode": [],
+    }
     for episode in dataset.iterate_episodes():
         t = len(episode.actions)
         obs = episode.observations
@@ -803,8 +859,10 @@ def _read_hdf5(path: Path, dataset: Any) -> dict[str, Any]:
         lengths = np.array([len(a) for a in actions], dtype=np.int64)
         total = int(lengths.sum())
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        out: dict[str, Any] = {"episode": np.repeat(np.asarray(episodes, dtype=np.int64), lengths),
-                               "actions": np.concatenate(actions) if actions else np.zeros(0, dtype=np.int64)}
+        out: dict[str, Any] = {
+            "episode": np.repeat(np.asarray(episodes, dtype=np.int64), lengths),
+            "actions": np.concatenate(actions) if actions else np.zeros(0, dtype=np.int64),
+        }
         if not episodes:
             return out
         first = file[f"episode_{episodes[0]}"]

@@ -49,9 +49,15 @@ def _headline(report: dict[str, Any]) -> dict[str, Any]:
     row = report["agents"].get("submission")
     if row is None:
         return {"percent": 0.0, "ci": 0.0, "mean": 0.0, "ci95": 0.0, "regret": None, "keep": None, "box": None}
-    return {"percent": row["percent_of_optimal"], "ci": row["percent_of_optimal_ci95"], "mean": row["mean"],
-            "ci95": row["ci95"], "regret": row["regret_mean"], "keep": row["regret_keep_mean"],
-            "box": row["regret_box_mean"]}
+    return {
+        "percent": row["percent_of_optimal"],
+        "ci": row["percent_of_optimal_ci95"],
+        "mean": row["mean"],
+        "ci95": row["ci95"],
+        "regret": row["regret_mean"],
+        "keep": row["regret_keep_mean"],
+        "box": row["regret_box_mean"],
+    }
 
 
 # ------------------------------------------------------------------ text and Markdown
@@ -64,8 +70,9 @@ def summary_text(report: dict[str, Any]) -> str:
         f"mean score {_num(head['mean'])} ± {_num(head['ci95'])}; optimal expected {_num(report['optimal_expected_score'])}",
     ]
     if head["regret"] is not None:
-        lines.append(f"exact regret {_num(head['regret'])} points a game: keeps {_num(head['keep'])}, "
-                     f"boxes {_num(head['box'])}")
+        lines.append(
+            f"exact regret {_num(head['regret'])} points a game: keeps {_num(head['keep'])}, boxes {_num(head['box'])}"
+        )
     lines += [f"problem: {line}" for line in report["problems"]]
     return "\n".join(lines)
 
@@ -90,36 +97,52 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
     ]
     if head["regret"] is not None:
-        out += [f"Exact regret: **{_num(head['regret'])}** expected points lost a game, "
-                f"{_num(head['keep'])} in keep decisions and {_num(head['box'])} in box choices.", ""]
+        out += [
+            f"Exact regret: **{_num(head['regret'])}** expected points lost a game, "
+            f"{_num(head['keep'])} in keep decisions and {_num(head['box'])} in box choices.",
+            "",
+        ]
     if report["problems"]:
         out += ["## Problems", ""] + [f"* {line}" for line in report["problems"]] + [""]
-    out += ["## Compared with the optimal and greedy agents", "",
-            "| agent | mean (95% CI) | percent of optimal | regret | keeps | boxes | illegal actions |",
-            "|---|---|---|---|---|---|---|"]
+    out += [
+        "## Compared with the optimal and greedy agents",
+        "",
+        "| agent | mean (95% CI) | percent of optimal | regret | keeps | boxes | illegal actions |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, row in report["agents"].items():
-        out.append(f"| {name} | {_num(row['mean'])} ± {_num(row['ci95'])} | {_pct(row['percent_of_optimal'])} "
-                   f"| {_num(row['regret_mean'])} | {_num(row['regret_keep_mean'])} | {_num(row['regret_box_mean'])} "
-                   f"| {row['illegal_actions']} |")
+        out.append(
+            f"| {name} | {_num(row['mean'])} ± {_num(row['ci95'])} | {_pct(row['percent_of_optimal'])} "
+            f"| {_num(row['regret_mean'])} | {_num(row['regret_keep_mean'])} | {_num(row['regret_box_mean'])} "
+            f"| {row['illegal_actions']} |"
+        )
     out.append("")
     mistakes = report["agents"].get("submission", {}).get("mistakes", [])
     if mistakes:
-        out += ["## Costliest mistakes", "",
-                "| mistake | points lost a game | times a game | worst example |", "|---|---|---|---|"]
+        out += [
+            "## Costliest mistakes",
+            "",
+            "| mistake | points lost a game | times a game | worst example |",
+            "|---|---|---|---|",
+        ]
         for m in mistakes:
             ex = m["worst_example"]
-            out.append(f"| {m['mistake']} | {m['loss_per_game']:.2f} | {m['count_per_game']:.2f} | "
-                       f"{_dice_text(ex['dice'])}, {ex['rolls_left']} reroll(s) left: {ex['taken']}; better "
-                       f"{ex['best']} (-{ex['loss']:.2f}) |")
+            out.append(
+                f"| {m['mistake']} | {m['loss_per_game']:.2f} | {m['count_per_game']:.2f} | "
+                f"{_dice_text(ex['dice'])}, {ex['rolls_left']} reroll(s) left: {ex['taken']}; better "
+                f"{ex['best']} (-{ex['loss']:.2f}) |"
+            )
         out.append("")
     dist = report["score_distribution"]
     if dist["counts"]:
         names = list(dist["counts"])
-        out += ["## Score distribution", "", "| score | " + " | ".join(names) + " |",
-                "|---|" + "---|" * len(names)]
+        out += ["## Score distribution", "", "| score | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
         for i, low in enumerate(dist["edges"][:-1]):
-            out.append(f"| {low}-{low + dist['bin_width'] - 1} | "
-                       + " | ".join(str(dist["counts"][n][i]) for n in names) + " |")
+            out.append(
+                f"| {low}-{low + dist['bin_width'] - 1} | "
+                + " | ".join(str(dist["counts"][n][i]) for n in names)
+                + " |"
+            )
         out.append("")
     failures = report["failures"]["recorded"]
     if failures:
@@ -130,8 +153,16 @@ def render_markdown(report: dict[str, Any]) -> str:
             if f["traceback"]:
                 out += ["```text", f["traceback"].rstrip("\n"), "```", ""]
     if report["stdout"]["bytes"]:
-        out += ["## Standard output", "", f"{report['stdout']['bytes']} bytes; the start:", "", "```text",
-                report["stdout"]["sample"].rstrip("\n"), "```", ""]
+        out += [
+            "## Standard output",
+            "",
+            f"{report['stdout']['bytes']} bytes; the start:",
+            "",
+            "```text",
+            report["stdout"]["sample"].rstrip("\n"),
+            "```",
+            "",
+        ]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -140,15 +171,19 @@ def dice_svg(dice: list[int] | str, held: int = 0, best_held: int | None = None,
     """Inline SVG of the dice; dice whose bit is set in ``held`` are filled, in ``best_held`` outlined in green."""
     gap = size // 5
     width = 5 * size + 4 * gap
-    parts = [f'<svg class="dice" width="{width}" height="{size}" viewBox="0 0 {width} {size}" role="img" '
-             f'aria-label="dice {"-".join(str(d) for d in dice)}">']
+    parts = [
+        f'<svg class="dice" width="{width}" height="{size}" viewBox="0 0 {width} {size}" role="img" '
+        f'aria-label="dice {"-".join(str(d) for d in dice)}">'
+    ]
     for i, face in enumerate(dice):
         x = i * (size + gap)
         fill = "#ffe08a" if held >> i & 1 else "#ffffff"
         stroke = "#1a7f37" if best_held is not None and best_held >> i & 1 else "#333333"
         width_stroke = 3 if best_held is not None and best_held >> i & 1 else 1.5
-        parts.append(f'<rect x="{x + 1}" y="1" width="{size - 2}" height="{size - 2}" rx="5" fill="{fill}" '
-                     f'stroke="{stroke}" stroke-width="{width_stroke}"/>')
+        parts.append(
+            f'<rect x="{x + 1}" y="1" width="{size - 2}" height="{size - 2}" rx="5" fill="{fill}" '
+            f'stroke="{stroke}" stroke-width="{width_stroke}"/>'
+        )
         for col, row in PIPS[int(face)]:
             cx = x + size * (0.25 + 0.25 * col)
             cy = size * (0.25 + 0.25 * row)
@@ -158,8 +193,9 @@ def dice_svg(dice: list[int] | str, held: int = 0, best_held: int | None = None,
 
 
 def _distribution_svg(dist: dict[str, Any]) -> str:
-    names = [n for n in ("submission", "optimal", "greedy") if n in dist["counts"]] + \
-        [n for n in dist["counts"] if n not in ("submission", "optimal", "greedy")]
+    names = [n for n in ("submission", "optimal", "greedy") if n in dist["counts"]] + [
+        n for n in dist["counts"] if n not in ("submission", "optimal", "greedy")
+    ]
     if not names:
         return ""
     colors = {"submission": "#d97706", "optimal": "#1a7f37", "greedy": "#6e7781"}
@@ -168,22 +204,27 @@ def _distribution_svg(dist: dict[str, Any]) -> str:
     width, height, left, bottom = 640, 220, 40, 30
     slot = (width - left) / max(bins, 1)
     bar = slot / (len(names) + 1)
-    parts = [f'<svg class="distribution" width="{width}" height="{height + bottom}" '
-             f'viewBox="0 0 {width} {height + bottom}" role="img" aria-label="score distribution">']
+    parts = [
+        f'<svg class="distribution" width="{width}" height="{height + bottom}" '
+        f'viewBox="0 0 {width} {height + bottom}" role="img" aria-label="score distribution">'
+    ]
     for i in range(bins):
         for j, name in enumerate(names):
             count = dist["counts"][name][i]
             h = height * count / top
-            parts.append(f'<rect x="{left + i * slot + j * bar:.1f}" y="{height - h:.1f}" width="{bar:.1f}" '
-                         f'height="{h:.1f}" fill="{colors.get(name, "#8250df")}"><title>{html.escape(name)}: '
-                         f'{count} games with {dist["edges"][i]}-{dist["edges"][i + 1] - 1}</title></rect>')
+            parts.append(
+                f'<rect x="{left + i * slot + j * bar:.1f}" y="{height - h:.1f}" width="{bar:.1f}" '
+                f'height="{h:.1f}" fill="{colors.get(name, "#8250df")}"><title>{html.escape(name)}: '
+                f"{count} games with {dist['edges'][i]}-{dist['edges'][i + 1] - 1}</title></rect>"
+            )
         if i % max(1, bins // 10) == 0:
             parts.append(f'<text x="{left + i * slot:.1f}" y="{height + 16}" font-size="11">{dist["edges"][i]}</text>')
     parts.append(f'<text x="0" y="12" font-size="11">{top}</text>')
     parts.append(f'<line x1="{left}" y1="{height}" x2="{width}" y2="{height}" stroke="#999"/>')
     parts.append("</svg>")
-    legend = " ".join(f'<span class="swatch" style="background:{colors.get(n, "#8250df")}"></span>{html.escape(n)}'
-                      for n in names)
+    legend = " ".join(
+        f'<span class="swatch" style="background:{colors.get(n, "#8250df")}"></span>{html.escape(n)}' for n in names
+    )
     return "".join(parts) + f'<p class="legend">{legend} (games per {dist["bin_width"]}-point bin)</p>'
 
 
@@ -301,34 +342,47 @@ def render_html(report: dict[str, Any]) -> str:
     body = [
         f"<h1>Grade report: <code>{e(report['submission'])}</code></h1>",
         f"<p>{e(report['rules_title'])} (<code>{e(report['rules'])}</code>"
-        + (f", options <code>{e(json.dumps(report['rules_options'], sort_keys=True))}</code>"
-           if report["rules_options"] else "")
-        + f"), {report['games']} games, seed {report['seed']}. Status: <strong id=\"status\">{e(report['status'])}"
+        + (
+            f", options <code>{e(json.dumps(report['rules_options'], sort_keys=True))}</code>"
+            if report["rules_options"]
+            else ""
+        )
+        + f'), {report["games"]} games, seed {report["seed"]}. Status: <strong id="status">{e(report["status"])}'
         "</strong>.</p>",
         f'<div class="headline"><span class="big" id="percent">{_pct(head["percent"])}</span> of optimal '
         f"(95% CI ± {_num(head['ci'], 1)})<br>mean score {_num(head['mean'])} ± {_num(head['ci95'])}; the optimal "
         f"expected score is {_num(report['optimal_expected_score'])}"
-        + (f"<br>exact regret <strong>{_num(head['regret'])}</strong> points a game: "
-           f"{_num(head['keep'])} in keep decisions, {_num(head['box'])} in box choices" if head["regret"] is not None
-           else "")
+        + (
+            f"<br>exact regret <strong>{_num(head['regret'])}</strong> points a game: "
+            f"{_num(head['keep'])} in keep decisions, {_num(head['box'])} in box choices"
+            if head["regret"] is not None
+            else ""
+        )
         + "</div>",
     ]
     if report["problems"]:
-        body.append("<h2>Problems</h2><ul>" + "".join(f'<li class="problem">{e(p)}</li>' for p in report["problems"])
-                    + "</ul>")
-    body.append("<h2>Compared with the optimal and greedy agents</h2><table><tr><th>agent</th><th>mean (95% CI)</th>"
-                "<th>percent of optimal</th><th>regret</th><th>keeps</th><th>boxes</th><th>illegal actions</th></tr>")
+        body.append(
+            "<h2>Problems</h2><ul>" + "".join(f'<li class="problem">{e(p)}</li>' for p in report["problems"]) + "</ul>"
+        )
+    body.append(
+        "<h2>Compared with the optimal and greedy agents</h2><table><tr><th>agent</th><th>mean (95% CI)</th>"
+        "<th>percent of optimal</th><th>regret</th><th>keeps</th><th>boxes</th><th>illegal actions</th></tr>"
+    )
     for name, row in report["agents"].items():
-        body.append(f"<tr><td>{e(name)}</td><td class=\"num\">{_num(row['mean'])} ± {_num(row['ci95'])}</td>"
-                    f"<td class=\"num\">{_pct(row['percent_of_optimal'])}</td><td class=\"num\">"
-                    f"{_num(row['regret_mean'])}</td><td class=\"num\">{_num(row['regret_keep_mean'])}</td>"
-                    f"<td class=\"num\">{_num(row['regret_box_mean'])}</td><td class=\"num\">{row['illegal_actions']}"
-                    "</td></tr>")
+        body.append(
+            f'<tr><td>{e(name)}</td><td class="num">{_num(row["mean"])} ± {_num(row["ci95"])}</td>'
+            f'<td class="num">{_pct(row["percent_of_optimal"])}</td><td class="num">'
+            f'{_num(row["regret_mean"])}</td><td class="num">{_num(row["regret_keep_mean"])}</td>'
+            f'<td class="num">{_num(row["regret_box_mean"])}</td><td class="num">{row["illegal_actions"]}'
+            "</td></tr>"
+        )
     body.append("</table>")
     mistakes = report["agents"].get("submission", {}).get("mistakes", [])
     if mistakes:
-        body.append("<h2>Costliest mistakes</h2><p>Held dice are yellow; the dice the better move keeps are outlined "
-                    "in green.</p>")
+        body.append(
+            "<h2>Costliest mistakes</h2><p>Held dice are yellow; the dice the better move keeps are outlined "
+            "in green.</p>"
+        )
         for m in mistakes:
             ex = m["worst_example"]
             taken, best = ex.get("taken_action"), ex.get("best_action")
@@ -339,20 +393,29 @@ def render_html(report: dict[str, Any]) -> str:
                 f"({m['count_per_game']:.2f} times a game, {m['mean_loss']:.2f} each)<br>"
                 f"{dice_svg(ex['dice'], held, best_held)}<br>worst case, turn {ex['turn'] + 1}, "
                 f"{ex['rolls_left']} reroll(s) left: {e(ex['taken'])}; better: <strong>{e(ex['best'])}</strong> "
-                f"(-{ex['loss']:.2f} points)</div>")
+                f"(-{ex['loss']:.2f} points)</div>"
+            )
     body.append("<h2>Score distribution</h2>" + _distribution_svg(report["score_distribution"]))
     failures = report["failures"]["recorded"]
     if failures:
         body.append("<h2>Failures</h2>")
         for f in failures:
             where = "while loading" if f["game"] < 0 else f"game {f['game']}, decision {f['decision']}"
-            body.append(f'<div class="failure" data-kind="{e(f["kind"])}"><h3>{e(f["kind"])} ({where})</h3>'
-                        f"<p>{e(f['message'])}</p>"
-                        + (f"<details open><summary>traceback</summary><pre>{e(f['traceback'])}</pre></details>"
-                           if f["traceback"] else "") + "</div>")
+            body.append(
+                f'<div class="failure" data-kind="{e(f["kind"])}"><h3>{e(f["kind"])} ({where})</h3>'
+                f"<p>{e(f['message'])}</p>"
+                + (
+                    f"<details open><summary>traceback</summary><pre>{e(f['traceback'])}</pre></details>"
+                    if f["traceback"]
+                    else ""
+                )
+                + "</div>"
+            )
     if report["stdout"]["bytes"]:
-        body.append(f"<h2>Standard output</h2><p>{report['stdout']['bytes']} bytes; the start:</p>"
-                    f"<pre id=\"stdout\">{e(report['stdout']['sample'])}</pre>")
+        body.append(
+            f"<h2>Standard output</h2><p>{report['stdout']['bytes']} bytes; the start:</p>"
+            f'<pre id="stdout">{e(report["stdout"]["sample"])}</pre>'
+        )
     if report["replays"]:
         body.append(
             '<h2>Replay</h2><section id="replay"><div id="replay-controls">'
@@ -369,10 +432,12 @@ def render_html(report: dict[str, Any]) -> str:
             '<table><tr><th>box</th><th>points</th></tr><tbody id="replay-card"></tbody>'
             '<tr><th>total (with bonuses)</th><td id="replay-total" class="num"></td></tr></table></section>'
             f'<script type="application/json" id="replay-data">'
-            f'{_json_for_script({"games": report["replays"], "box_names": boxes, "pips": {str(k): v for k, v in PIPS.items()}})}'
-            f"</script><script>{_SCRIPT}</script>")
+            f"{_json_for_script({'games': report['replays'], 'box_names': boxes, 'pips': {str(k): v for k, v in PIPS.items()}})}"
+            f"</script><script>{_SCRIPT}</script>"
+        )
     title = f"Grade report: {report['submission']}"
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{e(title)}</title><style>{_STYLE}</style></head><body>\n" + "\n".join(body)
-            + "\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)}</title><style>{_STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
+    )

@@ -27,8 +27,9 @@ import json
 import os
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -81,8 +82,16 @@ def grade(
     solution = load_solution(rules, required=True)
     with SandboxedAgent(submission, rules, seed=seed, limits=limits) as agent:
         entries: list[Any] = ([("submission", agent)] if agent.load_error is None else []) + list(REFERENCES)
-        result = benchmark(rules, entries, games=games, seed=seed, solution=solution, top_mistakes=top_mistakes,
-                           progress=progress, record_games=agent.load_error is None)
+        result = benchmark(
+            rules,
+            entries,
+            games=games,
+            seed=seed,
+            solution=solution,
+            top_mistakes=top_mistakes,
+            progress=progress,
+            record_games=agent.load_error is None,
+        )
     data = result.data
     for row in data["agents"].values():
         row.pop("seconds", None)  # the only field that depends on the machine
@@ -103,8 +112,11 @@ def grade(
         "seed": int(seed),
         "status": "not_loaded" if agent.load_error is not None else ("failures" if agent.failure_count else "ok"),
         "limits": {
-            "decision_seconds": limits.decision_seconds, "game_seconds": limits.game_seconds,
-            "load_seconds": limits.load_seconds, "memory_mb": limits.memory_mb, "max_failures": limits.max_failures,
+            "decision_seconds": limits.decision_seconds,
+            "game_seconds": limits.game_seconds,
+            "load_seconds": limits.load_seconds,
+            "memory_mb": limits.memory_mb,
+            "max_failures": limits.max_failures,
         },
         "optimal_expected_score": data["optimal_expected_score"],
         "optimal_std": data["optimal_std"],
@@ -138,16 +150,22 @@ def _problems(agent: SandboxedAgent, games: int) -> list[str]:
     if agent.failure_count:
         kinds = Counter(f.kind for f in agent.failures)
         detail = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
-        lines.append(f"{agent.failure_count} game(s) ended early because of the submission ({detail}); "
-                     "each such game counts the points written until then")
+        lines.append(
+            f"{agent.failure_count} game(s) ended early because of the submission ({detail}); "
+            "each such game counts the points written until then"
+        )
     if agent.stopped_at_game is not None:
         left = games - agent.stopped_at_game - 1
-        lines.append(f"after {agent.limits.max_failures} failures (game {agent.stopped_at_game}) no more decisions "
-                     f"were asked for: the {left} remaining game(s) score 0")
+        lines.append(
+            f"after {agent.limits.max_failures} failures (game {agent.stopped_at_game}) no more decisions "
+            f"were asked for: the {left} remaining game(s) score 0"
+        )
     if agent.printed.bytes:
-        lines.append(f"the submission printed {agent.printed.bytes} bytes to standard output (first in game "
-                     f"{agent.printed.first_game}, decision {agent.printed.first_decision}); agents should print "
-                     "nothing (use logging or standard error)")
+        lines.append(
+            f"the submission printed {agent.printed.bytes} bytes to standard output (first in game "
+            f"{agent.printed.first_game}, decision {agent.printed.first_decision}); agents should print "
+            "nothing (use logging or standard error)"
+        )
     return lines
 
 
@@ -169,8 +187,9 @@ def report_json(report: dict[str, Any]) -> str:
     """The report as JSON text: indented, except the replays, one game a line (they are most of it)."""
     body = {key: value for key, value in report.items() if key != "replays"}
     text = json.dumps(body, indent=1, sort_keys=True)
-    games = ",\n".join("  " + json.dumps(game, separators=(",", ":"), sort_keys=True)
-                       for game in report.get("replays", []))
+    games = ",\n".join(
+        "  " + json.dumps(game, separators=(",", ":"), sort_keys=True) for game in report.get("replays", [])
+    )
     return text[: -len("\n}")] + f',\n "replays": [\n{games}\n ]\n}}\n'
 
 

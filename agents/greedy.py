@@ -7,7 +7,8 @@ doubling included); this module has no scoring logic of its own.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,9 @@ class OptimalAgent:
         situation, _ = self.solution._situation(observations, points=False)
         return self.act_situation(*situation[:5], action_masks=action_masks)
 
-    def act_situation(self, filled, upper, full, roll, rolls_left, *, action_masks: np.ndarray | None = None) -> np.ndarray:
+    def act_situation(
+        self, filled, upper, full, roll, rolls_left, *, action_masks: np.ndarray | None = None
+    ) -> np.ndarray:
         """:meth:`act_batch` from the games' situations as the engine holds them (``(B,)`` int64).
 
         ``filled``, ``upper``, ``full``, ``roll``, ``rolls_left``: the arguments of

@@ -57,8 +57,9 @@ def read_evaluations(path: str | Path) -> dict[str, np.ndarray]:
     return {key: np.array([float(r[key]) if r[key] not in ("", "None") else np.nan for r in rows]) for key in rows[0]}
 
 
-def plot_learning_curve(evaluations_csv: str | Path, path: str | Path, optimal: float | None = None,
-                        title: str = "learning curve") -> Path:
+def plot_learning_curve(
+    evaluations_csv: str | Path, path: str | Path, optimal: float | None = None, title: str = "learning curve"
+) -> Path:
     """Mean eval score ± std against timesteps, with the optimal expected score line."""
     plt = _pyplot()
     cols = read_evaluations(evaluations_csv)

@@ -94,11 +94,19 @@ class PolicyAgent:
 
     obs_mode = "flat"
 
-    def __init__(self, weights: Mapping[str, np.ndarray], metadata: Mapping[str, Any],
-                 rules: Rules | None = None, name: str = "model"):
+    def __init__(
+        self,
+        weights: Mapping[str, np.ndarray],
+        metadata: Mapping[str, Any],
+        rules: Rules | None = None,
+        name: str = "model",
+    ):
         self.metadata = dict(metadata)
-        self.rules = load_rules(rules) if rules is not None else load_rules(
-            self.metadata["rules"], **self.metadata.get("rules_options", {}))
+        self.rules = (
+            load_rules(rules)
+            if rules is not None
+            else load_rules(self.metadata["rules"], **self.metadata.get("rules_options", {}))
+        )
         check_ruleset(self.metadata, self.rules)
         self.name = name
         self.layers = _layers(weights)
@@ -112,18 +120,25 @@ class PolicyAgent:
         n_out = tables.n_actions - (N_KEEP_ACTIONS if self.keep_head else 0)
         if not self.layers or self.layers[0][0].shape[0] != self.inputs.size or self.layers[-1][0].shape[1] != n_out:
             sizes = f"{self.layers[0][0].shape[0]} -> {self.layers[-1][0].shape[1]}" if self.layers else "no layers"
-            raise ValueError(f"policy {name}: layer sizes {sizes} do not fit {self.rules.name} "
-                             f"({self.inputs.size} inputs, {tables.n_actions} actions)")
+            raise ValueError(
+                f"policy {name}: layer sizes {sizes} do not fit {self.rules.name} "
+                f"({self.inputs.size} inputs, {tables.n_actions} actions)"
+            )
         if self.keep_head:
             try:
-                self._keep = {k: np.asarray(weights[k], np.float32) for k in
-                              ("keep_state_w", "keep_state_b", "keep_dice_w", "keep_out_w", "keep_out_b")}
+                self._keep = {
+                    k: np.asarray(weights[k], np.float32)
+                    for k in ("keep_state_w", "keep_state_b", "keep_dice_w", "keep_out_w", "keep_out_b")
+                }
             except KeyError as missing:
-                raise ValueError(f"policy {name}: keep_head={self.keep_head} but no {missing.args[0]} weights") from None
+                raise ValueError(
+                    f"policy {name}: keep_head={self.keep_head} but no {missing.args[0]} weights"
+                ) from None
         self._points = layout["potential_points"]
         self._box_points = weights.get("box_points_w") if self.metadata.get("box_points") else None
-        if self.metadata.get("box_points") and (self._box_points is None
-                                                or self._box_points.shape != (tables.n_actions - N_KEEP_ACTIONS,)):
+        if self.metadata.get("box_points") and (
+            self._box_points is None or self._box_points.shape != (tables.n_actions - N_KEEP_ACTIONS,)
+        ):
             raise ValueError(f"policy {name}: box_points is on but its box_points_w weights are missing or misshapen")
         self._filled = layout["filled"]
         self._box_values = None  # keep_points: the box values' head (W, c) and the keeps' expected points
@@ -131,8 +146,9 @@ class PolicyAgent:
             n_boxes = tables.n_actions - N_KEEP_ACTIONS
             w, b = weights.get("points_w"), weights.get("points_b")
             if w is None or b is None or w.shape != (self.layers[-1][0].shape[0], n_boxes) or b.shape != (n_boxes,):
-                raise ValueError(f"policy {name}: keep_points is on but its points_w/points_b weights are missing "
-                                 f"or misshapen")
+                raise ValueError(
+                    f"policy {name}: keep_points is on but its points_w/points_b weights are missing or misshapen"
+                )
             self._box_values = (np.asarray(w, np.float32), np.asarray(b, np.float32))
             rerolls = self.metadata.get("keep_points_rerolls", 1)
             if rerolls not in (1, 2):
@@ -142,15 +158,16 @@ class PolicyAgent:
         self._keep_bonus = None  # keep_points_bonus: the upper bonus each keep may bring
         if self.metadata.get("keep_points_bonus"):
             if self.metadata["keep_points_bonus"] not in (True, "par"):
-                raise ValueError(f"policy {name}: keep_points_bonus must be true or par, got "
-                                 f"{self.metadata['keep_points_bonus']!r}")
+                raise ValueError(
+                    f"policy {name}: keep_points_bonus must be true or par, got {self.metadata['keep_points_bonus']!r}"
+                )
             if self._box_values is None or self._expected_points.ndim != 3:
                 raise ValueError(f"policy {name}: keep_points_bonus needs keep_points with one reroll")
             self._keep_bonus = KeepBonus(self.rules, par=self.metadata.get("keep_points_bonus") == "par")
             self._upper_total = layout["upper_total"].start
 
     @classmethod
-    def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model") -> "PolicyAgent":
+    def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model") -> PolicyAgent:
         """Load a policy file; ``rules`` (optional) must be the ruleset it was trained on."""
         weights, metadata = load_policy(path)
         if rules is not None:
@@ -174,10 +191,13 @@ class PolicyAgent:
         if self._box_values is not None:  # as ActorCritic._points_logits
             u = h @ self._box_values[0] + self._box_values[1]
             rolls = roll_index_of_counts(obs[:, self._face_counts] * N_DICE)
-            table = (self._expected_points[rolls] if self._expected_points.ndim == 3 else  # two: by rerolls left
-                     self._expected_points[np.rint(obs[:, self._rolls_left + 2]).astype(np.int64), rolls])
-            logits[:, :N_KEEP_ACTIONS] += np.einsum("bkn,bn->bk", table,
-                                                    u * (1.0 - obs[:, self._filled]))
+            table = (
+                self._expected_points[rolls]
+                if self._expected_points.ndim == 3
+                # two: by rerolls left
+                else self._expected_points[np.rint(obs[:, self._rolls_left + 2]).astype(np.int64), rolls]
+            )
+            logits[:, :N_KEEP_ACTIONS] += np.einsum("bkn,bn->bk", table, u * (1.0 - obs[:, self._filled]))
             if self._keep_bonus is not None:
                 kb = self._keep_bonus
                 total = np.rint(obs[:, self._upper_total] * kb.upper_scale)
@@ -223,10 +243,14 @@ def shipped_policy(rules: str | Rules, name: str = "trained") -> PolicyAgent:
     path = SHIPPED_DIR / f"{rules.name}.npz"
     available = sorted(p.stem for p in SHIPPED_DIR.glob("*.npz"))
     if not path.is_file():
-        raise ValueError(f"no trained policy is shipped for ruleset {rules.name!r} "
-                         f"(shipped: {', '.join(available) or 'none'}); train one with train.py")
+        raise ValueError(
+            f"no trained policy is shipped for ruleset {rules.name!r} "
+            f"(shipped: {', '.join(available) or 'none'}); train one with train.py"
+        )
     weights, metadata = load_policy(path)
     if metadata.get("rules_fingerprint") != rules.fingerprint:
-        raise ValueError(f"the shipped policy for {rules.name!r} plays its default options "
-                         f"{metadata.get('rules_options')}, not {dict(rules.options)}; train one for these options")
+        raise ValueError(
+            f"the shipped policy for {rules.name!r} plays its default options "
+            f"{metadata.get('rules_options')}, not {dict(rules.options)}; train one for these options"
+        )
     return PolicyAgent(weights, metadata, rules, name=name)

@@ -13,8 +13,15 @@ from math import comb
 
 import numpy as np
 
-from dice_poker_env.engine.combinatorics import (KEEP_COUNTS, KEEP_OF_ACTION, KEEP_SIZE, N_DICE, N_KEEP_ACTIONS,
-                                                 ROLL_COUNTS, TRANSITION)
+from dice_poker_env.engine.combinatorics import (
+    KEEP_COUNTS,
+    KEEP_OF_ACTION,
+    KEEP_SIZE,
+    N_DICE,
+    N_KEEP_ACTIONS,
+    ROLL_COUNTS,
+    TRANSITION,
+)
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout, flat_scales, flat_size
 from dice_poker_env.rules import Rules
@@ -98,8 +105,9 @@ class KeepBonus:
             for c in range(N_DICE + 1):
                 found = np.unique(tables.score[counts[:, j] == c, k])
                 if len(found) != 1:
-                    raise ValueError(f"keep_points_bonus: box {rules.boxes[k].name!r} does not score by the count "
-                                     f"of one face")
+                    raise ValueError(
+                        f"keep_points_bonus: box {rules.boxes[k].name!r} does not score by the count of one face"
+                    )
                 count_value[j, c] = found[0]
         self.count_value = count_value
         keeps = KEEP_OF_ACTION.astype(np.int64)  # (252, 32): the kept multiset of each roll and bitmask
@@ -119,9 +127,12 @@ class KeepBonus:
         self.par = bool(par)
         if self.par:  # chance[open upper boxes' bitmask, points needed]: they bring them at par
             from agents.shaping import BonusPotential
+
             if self.on_complete:
-                raise ValueError(f"keep_points_bonus=par: the par model needs an upper bonus paid at a total of "
-                                 f"face sums; {rules.name}'s is settled by the last upper box (use true)")
+                raise ValueError(
+                    f"keep_points_bonus=par: the par model needs an upper bonus paid at a total of "
+                    f"face sums; {rules.name}'s is settled by the last upper box (use true)"
+                )
             self.chance = BonusPotential(rules).chance.astype(np.float32)
             self.bits = (1 << np.arange(len(self.upper))).astype(np.float32)
 
@@ -156,8 +167,12 @@ class KeepBonus:
         if not self.par:
             return keeps, None
         # writing the box now: its points already hold the bonus where it reaches it (keeping all five = now)
-        boxes = keeps[:, N_KEEP_ACTIONS - 1] - _take_last(reach * (eligible * self.points)[:, :, None],
-                                                          combo[:, N_KEEP_ACTIONS - 1, :, None] // (N_DICE + 1))[..., 0]
+        boxes = (
+            keeps[:, N_KEEP_ACTIONS - 1]
+            - _take_last(
+                reach * (eligible * self.points)[:, :, None], combo[:, N_KEEP_ACTIONS - 1, :, None] // (N_DICE + 1)
+            )[..., 0]
+        )
         return keeps, boxes
 
 

@@ -18,9 +18,18 @@ from agents.rollout import Batch
 STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 
 
-def loss(model: ActorCritic, inputs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor,
-         old_log_probs: torch.Tensor, advantages: torch.Tensor, returns: torch.Tensor,
-         clip: float, vf_coef: float, ent_coef: float) -> tuple[torch.Tensor, torch.Tensor]:
+def loss(
+    model: ActorCritic,
+    inputs: torch.Tensor,
+    masks: torch.Tensor,
+    actions: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    clip: float,
+    vf_coef: float,
+    ent_coef: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The PPO loss of one minibatch and its statistics (:data:`STATS`, detached, one tensor)."""
     log_prob, entropies, values = evaluate_actions(model, inputs, masks, actions)
     log_ratio = log_prob - old_log_probs
@@ -31,8 +40,15 @@ def loss(model: ActorCritic, inputs: torch.Tensor, masks: torch.Tensor, actions:
     entropy = entropies.mean()
     total = policy_loss + vf_coef * value_loss - ent_coef * entropy
     with torch.no_grad():
-        stats = torch.stack([policy_loss, value_loss, entropy, ((ratio - 1) - log_ratio).mean(),
-                             ((ratio - 1).abs() > clip).float().mean()])
+        stats = torch.stack(
+            [
+                policy_loss,
+                value_loss,
+                entropy,
+                ((ratio - 1) - log_ratio).mean(),
+                ((ratio - 1).abs() > clip).float().mean(),
+            ]
+        )
     return total, stats
 
 
@@ -42,7 +58,9 @@ def loss(model: ActorCritic, inputs: torch.Tensor, masks: torch.Tensor, actions:
 _compiled_loss: Compiled | None = None
 
 
-def update(model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, config, generator: torch.Generator) -> dict[str, float]:
+def update(
+    model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, config, generator: torch.Generator
+) -> dict[str, float]:
     """One PPO update from ``batch``; returns the last epoch's mean statistics."""
     global _compiled_loss
     loss_of = loss
@@ -56,12 +74,14 @@ def update(model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, c
     for _ in range(int(config.n_epochs)):
         order = torch.randperm(size, generator=generator).to(batch.actions.device)
         # the epoch's samples shuffled once (one gather per tensor), each minibatch a slice of them
-        shuffled = [t[order] for t in (batch.inputs, batch.masks, batch.actions, batch.log_probs, batch.advantages,
-                                       batch.returns)]
+        shuffled = [
+            t[order]
+            for t in (batch.inputs, batch.masks, batch.actions, batch.log_probs, batch.advantages, batch.returns)
+        ]
         totals = torch.zeros(len(STATS))
         count = 0
         for start in range(0, size - minibatch + 1, minibatch):
-            total, minibatch_stats = loss_of(model, *(t[start:start + minibatch] for t in shuffled), *coefficients)
+            total, minibatch_stats = loss_of(model, *(t[start : start + minibatch] for t in shuffled), *coefficients)
             gradient_step(model, optimizer, total, config.max_grad_norm)
             totals += minibatch_stats.float().cpu()
             count += 1

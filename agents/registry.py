@@ -180,9 +180,13 @@ class AgentSpec:
             except ModuleNotFoundError as error:
                 if error.name and self.source.startswith(error.name):
                     raise AgentLoadError(f"agent {self.spec!r}: no module named {error.name!r}") from None
-                raise AgentLoadError(f"agent {self.spec!r}: importing {self.source} failed: {_one_line(error)}") from error
+                raise AgentLoadError(
+                    f"agent {self.spec!r}: importing {self.source} failed: {_one_line(error)}"
+                ) from error
             except Exception as error:  # noqa: BLE001 - any failure of the user's import is a load error
-                raise AgentLoadError(f"agent {self.spec!r}: importing {self.source} failed: {_one_line(error)}") from error
+                raise AgentLoadError(
+                    f"agent {self.spec!r}: importing {self.source} failed: {_one_line(error)}"
+                ) from error
         path = os.path.abspath(self.source)
         if not self.source.endswith(".py"):
             raise AgentLoadError(f"agent {self.spec!r}: {self.source} is not a Python file (FILE.py:NAME)")
@@ -215,7 +219,7 @@ class AgentSpec:
             target = getattr(target, part)
         return target
 
-    def build(self, rules: Rules, seed: int | None = None, name: str | None = None) -> "ImportedAgent":
+    def build(self, rules: Rules, seed: int | None = None, name: str | None = None) -> ImportedAgent:
         """The agent: ``NAME(**kwargs)`` (plus ``rules``/``seed`` where accepted), wrapped."""
         target = self.resolve()
         kwargs = dict(self.kwargs)
@@ -231,13 +235,15 @@ class AgentSpec:
                 call = f"{self.attr}({', '.join(f'{k}={v!r}' for k, v in self.kwargs)})"
                 raise AgentLoadError(f"agent {self.spec!r}: {call} failed: {_one_line(error)}") from error
         elif self.kwargs:
-            raise AgentLoadError(f"agent {self.spec!r}: {self.attr} is an agent object, not a class: "
-                                 "it takes no key=value arguments")
+            raise AgentLoadError(
+                f"agent {self.spec!r}: {self.attr} is an agent object, not a class: it takes no key=value arguments"
+            )
         else:
             agent = target
         if not callable(getattr(agent, "act", None)):
-            raise AgentLoadError(f"agent {self.spec!r}: {type(agent).__name__} has no act(observation, action_mask) "
-                                 "method")
+            raise AgentLoadError(
+                f"agent {self.spec!r}: {type(agent).__name__} has no act(observation, action_mask) method"
+            )
         return ImportedAgent(agent, name or self.label)
 
 

@@ -78,17 +78,22 @@ def load_runs(out: Path) -> list[dict[str, Any]]:
         csv_path = results_path.with_name("evaluations.csv")
         if csv_path.is_file():
             with csv_path.open() as handle:
-                curve = [(int(r["timesteps"]), float(r["percent_of_optimal"]), float(r["seconds"]))
-                         for r in csv.DictReader(handle) if r.get("percent_of_optimal")]
+                curve = [
+                    (int(r["timesteps"]), float(r["percent_of_optimal"]), float(r["seconds"]))
+                    for r in csv.DictReader(handle)
+                    if r.get("percent_of_optimal")
+                ]
         label = results_path.with_name("group")
-        runs.append({
-            "name": results_path.parent.name,
-            "rules": results["rules"],
-            "group": label.read_text().strip() if label.is_file() else config.get("recipe") or results["algorithm"],
-            "seed": config.get("seed"),
-            "results": results,
-            "curve": curve,
-        })
+        runs.append(
+            {
+                "name": results_path.parent.name,
+                "rules": results["rules"],
+                "group": label.read_text().strip() if label.is_file() else config.get("recipe") or results["algorithm"],
+                "seed": config.get("seed"),
+                "results": results,
+                "curve": curve,
+            }
+        )
     return runs
 
 
@@ -106,7 +111,8 @@ def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, An
         percent = np.array([m["results"]["percent_of_optimal"] for m in members], dtype=np.float64)
         scores = {group: percent[:, None] / 100.0}  # (runs, tasks=1) as fractions of optimal
         point, interval = rly.get_interval_estimates(
-            scores, lambda x: np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x)]), reps=reps)
+            scores, lambda x: np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x)]), reps=reps
+        )
         regret = [m["results"].get("regret_mean") for m in members]
         regret_ci = None
         if all(r is not None for r in regret):  # a generator of its own: the percent intervals stay as before
@@ -114,35 +120,43 @@ def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, An
                 warnings.simplefilter("ignore", FutureWarning)
                 _, regret_interval = rly.get_interval_estimates(
                     {group: np.array(regret, dtype=np.float64)[:, None]},
-                    lambda x: np.array([metrics.aggregate_mean(x)]), reps=reps, random_state=np.random.RandomState(0))
+                    lambda x: np.array([metrics.aggregate_mean(x)]),
+                    reps=reps,
+                    random_state=np.random.RandomState(0),
+                )
             regret_ci = [float(regret_interval[group][0][0]), float(regret_interval[group][1][0])]
-        rows.append({
-            "rules": rules,
-            "group": group,
-            "seeds": [m["seed"] for m in members],
-            "runs": [m["name"] for m in members],
-            "bench_games": [m["results"].get("bench_games") for m in members],
-            "percent_of_optimal_mean": float(percent.mean()),
-            "percent_of_optimal_std": float(percent.std(ddof=1)) if len(percent) > 1 else 0.0,
-            "percent_of_optimal_iqm": float(100 * point[group][0]),
-            "percent_of_optimal_iqm_ci95": [float(100 * interval[group][0][0]), float(100 * interval[group][1][0])],
-            "percent_of_optimal_mean_ci95": [float(100 * interval[group][0][1]), float(100 * interval[group][1][1])],
-            "regret_mean": _mean_or_none(regret),
-            "regret_mean_ci95": regret_ci,
-            "per_seed_percent": [round(float(p), 3) for p in percent],
-            "mean_score": float(np.mean([m["results"]["mean"] for m in members])),
-            "median_score": float(np.mean([m["results"]["median"] for m in members])),
-            "regret_keep_mean": _mean_or_none([m["results"].get("regret_keep_mean") for m in members]),
-            "regret_box_mean": _mean_or_none([m["results"].get("regret_box_mean") for m in members]),
-            "upper_bonus_rate": _mean_or_none([m["results"].get("upper_bonus_rate") for m in members]),
-            "five_of_a_kind_rate": _mean_or_none([m["results"].get("five_of_a_kind_rate") for m in members]),
-            # the optimal agent's rates in the same benchmarks (where it played), to read the two above against
-            "optimal_upper_bonus_rate": _mean_or_none([_optimal(m, "upper_bonus_rate") for m in members]),
-            "optimal_five_of_a_kind_rate": _mean_or_none([_optimal(m, "five_of_a_kind_rate") for m in members]),
-            "timesteps": [m["results"]["timesteps"] for m in members],
-            "train_minutes": [round(m["results"]["train_seconds"] / 60, 1) for m in members],
-            "curve": mean_curve([m["curve"] for m in members if m["curve"]]),
-        })
+        rows.append(
+            {
+                "rules": rules,
+                "group": group,
+                "seeds": [m["seed"] for m in members],
+                "runs": [m["name"] for m in members],
+                "bench_games": [m["results"].get("bench_games") for m in members],
+                "percent_of_optimal_mean": float(percent.mean()),
+                "percent_of_optimal_std": float(percent.std(ddof=1)) if len(percent) > 1 else 0.0,
+                "percent_of_optimal_iqm": float(100 * point[group][0]),
+                "percent_of_optimal_iqm_ci95": [float(100 * interval[group][0][0]), float(100 * interval[group][1][0])],
+                "percent_of_optimal_mean_ci95": [
+                    float(100 * interval[group][0][1]),
+                    float(100 * interval[group][1][1]),
+                ],
+                "regret_mean": _mean_or_none(regret),
+                "regret_mean_ci95": regret_ci,
+                "per_seed_percent": [round(float(p), 3) for p in percent],
+                "mean_score": float(np.mean([m["results"]["mean"] for m in members])),
+                "median_score": float(np.mean([m["results"]["median"] for m in members])),
+                "regret_keep_mean": _mean_or_none([m["results"].get("regret_keep_mean") for m in members]),
+                "regret_box_mean": _mean_or_none([m["results"].get("regret_box_mean") for m in members]),
+                "upper_bonus_rate": _mean_or_none([m["results"].get("upper_bonus_rate") for m in members]),
+                "five_of_a_kind_rate": _mean_or_none([m["results"].get("five_of_a_kind_rate") for m in members]),
+                # the optimal agent's rates in the same benchmarks (where it played), to read the two above against
+                "optimal_upper_bonus_rate": _mean_or_none([_optimal(m, "upper_bonus_rate") for m in members]),
+                "optimal_five_of_a_kind_rate": _mean_or_none([_optimal(m, "five_of_a_kind_rate") for m in members]),
+                "timesteps": [m["results"]["timesteps"] for m in members],
+                "train_minutes": [round(m["results"]["train_seconds"] / 60, 1) for m in members],
+                "curve": mean_curve([m["curve"] for m in members if m["curve"]]),
+            }
+        )
     return rows
 
 
@@ -154,8 +168,13 @@ def mean_curve(curves: list[list[tuple[int, float, float]]]) -> dict[str, Any] |
     if not steps:
         return None
     values = np.array([[dict((s, p) for s, p, _ in c)[step] for step in steps] for c in curves])
-    return {"seeds": len(curves), "timesteps": steps, "mean": values.mean(axis=0).round(4).tolist(),
-            "min": values.min(axis=0).round(4).tolist(), "max": values.max(axis=0).round(4).tolist()}
+    return {
+        "seeds": len(curves),
+        "timesteps": steps,
+        "mean": values.mean(axis=0).round(4).tolist(),
+        "min": values.min(axis=0).round(4).tolist(),
+        "max": values.max(axis=0).round(4).tolist(),
+    }
 
 
 def previous_rows(out: Path) -> list[dict[str, Any]]:
@@ -169,8 +188,10 @@ def previous_rows(out: Path) -> list[dict[str, Any]]:
         if not isinstance(rows, list) or not all(isinstance(r, dict) and {"rules", "group"} <= r.keys() for r in rows):
             raise ValueError("not a list of rows with rules and group")
     except (ValueError, OSError) as error:
-        raise SystemExit(f"agents.results: error: {path} is not a results table ({error}); "
-                         "move it away to rebuild the table from the runs alone") from None
+        raise SystemExit(
+            f"agents.results: error: {path} is not a results table ({error}); "
+            "move it away to rebuild the table from the runs alone"
+        ) from None
     return rows
 
 
@@ -197,7 +218,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
         for row in sorted((r for r in rows if r["rules"] == rules and r.get("curve")), key=lambda r: r["group"]):
             curve = row["curve"]
             x = np.array(curve["timesteps"]) / 1e6
-            line, = ax.plot(x, curve["mean"], label=f"{row['group']} ({curve['seeds']} seeds)")
+            (line,) = ax.plot(x, curve["mean"], label=f"{row['group']} ({curve['seeds']} seeds)")
             ax.fill_between(x, curve["min"], curve["max"], color=line.get_color(), alpha=0.25)
         ax.set_title(rules)
         ax.set_xlabel("env steps (millions)")
@@ -214,16 +235,36 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
 def write(rows: list[dict[str, Any]], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "training.json").write_text(json.dumps(rows, indent=2) + "\n")
-    columns = ["rules", "group", "seeds", "percent_of_optimal_mean", "percent_of_optimal_std",
-               "percent_of_optimal_iqm", "percent_of_optimal_iqm_ci95", "median_score", "regret_keep_mean",
-               "regret_box_mean", "upper_bonus_rate", "optimal_upper_bonus_rate", "five_of_a_kind_rate",
-               "optimal_five_of_a_kind_rate", "timesteps", "train_minutes"]
+    columns = [
+        "rules",
+        "group",
+        "seeds",
+        "percent_of_optimal_mean",
+        "percent_of_optimal_std",
+        "percent_of_optimal_iqm",
+        "percent_of_optimal_iqm_ci95",
+        "median_score",
+        "regret_keep_mean",
+        "regret_box_mean",
+        "upper_bonus_rate",
+        "optimal_upper_bonus_rate",
+        "five_of_a_kind_rate",
+        "optimal_five_of_a_kind_rate",
+        "timesteps",
+        "train_minutes",
+    ]
     with (out / "training.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(columns)
         for row in rows:
-            writer.writerow([json.dumps(row[c]) if isinstance(row[c], list) else
-                             (f"{row[c]:.3f}" if isinstance(row[c], float) else row[c]) for c in columns])
+            writer.writerow(
+                [
+                    json.dumps(row[c])
+                    if isinstance(row[c], list)
+                    else (f"{row[c]:.3f}" if isinstance(row[c], float) else row[c])
+                    for c in columns
+                ]
+            )
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
@@ -231,8 +272,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("runs", nargs="*", type=Path, help="run folders to copy into OUT/runs first")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})")
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    parser.add_argument("--group", help="the label the given runs are aggregated under (default: their config's "
-                                        "recipe, else the algorithm)")
+    parser.add_argument(
+        "--group",
+        help="the label the given runs are aggregated under (default: their config's recipe, else the algorithm)",
+    )
     args = parser.parse_args(argv)
     if args.group is not None and (not args.group.strip() or "/" in args.group or "\n" in args.group):
         parser.error(f"--group must be a non-empty one-line label without '/', got {args.group!r}")
@@ -246,16 +289,20 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     present = {(r["rules"], r["group"]) for r in rows}
     kept = [r for r in previous if (r["rules"], r["group"]) not in present]
     if kept:  # groups whose runs are not here (another machine's, or from before the runs were kept): as they were
-        print(f"kept {len(kept)} group(s) of {args.out / 'training.json'} whose runs are not under "
-              f"{args.out / 'runs'}, as they were")
+        print(
+            f"kept {len(kept)} group(s) of {args.out / 'training.json'} whose runs are not under "
+            f"{args.out / 'runs'}, as they were"
+        )
     rows = sorted(rows + kept, key=lambda r: (r["rules"], r["group"]))
     write(rows, args.out)
     plot(rows, args.out / "learning_curves.png")
     for row in rows:
         low, high = row["percent_of_optimal_iqm_ci95"]
-        print(f"{row['rules']:>13} {row['group']:<22} {len(row['seeds'])} seeds: "
-              f"{row['percent_of_optimal_mean']:6.2f}% ± {row['percent_of_optimal_std']:.2f} "
-              f"(IQM {row['percent_of_optimal_iqm']:.2f}%, 95% CI {low:.2f}-{high:.2f})")
+        print(
+            f"{row['rules']:>13} {row['group']:<22} {len(row['seeds'])} seeds: "
+            f"{row['percent_of_optimal_mean']:6.2f}% ± {row['percent_of_optimal_std']:.2f} "
+            f"(IQM {row['percent_of_optimal_iqm']:.2f}%, 95% CI {low:.2f}-{high:.2f})"
+        )
     return rows
 
 

@@ -33,15 +33,19 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
+from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+from ray.rllib.callbacks.callbacks import RLlibCallback
+from ray.rllib.core.columns import Columns
 
 from agents.policy_agent import PolicyAgent, save_policy
 from agents.policy_inputs import PolicyInputs
@@ -53,10 +57,6 @@ from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules, load_rules
 
-from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
-from ray.rllib.callbacks.callbacks import RLlibCallback
-from ray.rllib.core.columns import Columns
-
 #: the envs' name in RLlib's registry (``config.environment(ENV_NAME, env_config=...)``)
 ENV_NAME = "dice_poker_masked"
 #: ``vec_env`` -> gymnasium's vectorisation mode of RLlib's env runners
@@ -66,18 +66,24 @@ _LOWEST = torch.finfo(torch.float32).min
 
 def env_config(config: Any) -> dict[str, Any]:
     """What the envs need of a ``train.Config``: the ruleset, masks, features and reward scale."""
-    return {"rules": config.rules, "rules_options": dict(config.rules_options),
-            "distinct_keeps": bool(config.distinct_keeps), "features": bool(config.features),
-            "reward_scale": float(config.reward_scale)}
+    return {
+        "rules": config.rules,
+        "rules_options": dict(config.rules_options),
+        "distinct_keeps": bool(config.distinct_keeps),
+        "features": bool(config.features),
+        "reward_scale": float(config.reward_scale),
+    }
 
 
 def _masked_spaces(rules: Rules, features: bool) -> tuple[spaces.Dict, PolicyInputs, int]:
     inputs = PolicyInputs(rules, features=features)
     n_actions = compile_rules(rules).n_actions
-    space = spaces.Dict({
-        "action_mask": spaces.Box(0.0, 1.0, (n_actions,), np.float32),
-        "observations": spaces.Box(-np.inf, np.inf, (inputs.size,), np.float32),
-    })
+    space = spaces.Dict(
+        {
+            "action_mask": spaces.Box(0.0, 1.0, (n_actions,), np.float32),
+            "observations": spaces.Box(-np.inf, np.inf, (inputs.size,), np.float32),
+        }
+    )
     return space, inputs, n_actions
 
 
@@ -175,8 +181,10 @@ class MaskedPPOModule(DefaultPPOTorchRLModule):
 
     def __init__(self, *, observation_space: gym.Space | None = None, **kwargs: Any):
         if not isinstance(observation_space, spaces.Dict) or set(observation_space) != {"action_mask", "observations"}:
-            raise ValueError(f"{type(self).__name__} needs a Dict observation space of action_mask and observations, "
-                             f"got {observation_space}")
+            raise ValueError(
+                f"{type(self).__name__} needs a Dict observation space of action_mask and observations, "
+                f"got {observation_space}"
+            )
         self._full_space = observation_space
         super().__init__(observation_space=observation_space["observations"], **kwargs)
 
@@ -234,8 +242,7 @@ class IllegalActionCount(RLlibCallback):
         info = episode.get_infos(-1)
         if metrics_logger is None or not isinstance(info, dict):
             return
-        metrics_logger.log_value("illegal_actions", int(bool(info.get("illegal_action", False))),
-                                 reduce="lifetime_sum")
+        metrics_logger.log_value("illegal_actions", int(bool(info.get("illegal_action", False))), reduce="lifetime_sum")
         metrics_logger.log_value("episodes_ended", 1, reduce="lifetime_sum")
         if "final_score" in info:
             metrics_logger.log_value("final_score", float(info["final_score"]), reduce="mean", window=100)
@@ -254,19 +261,41 @@ def ppo_config(config: Any, rules: Rules):
     ppo = (
         PPOConfig()
         .environment(ENV_NAME, env_config=env_config(config))
-        .env_runners(num_env_runners=runners, num_envs_per_env_runner=per_runner,
-                     rollout_fragment_length=config.n_steps, gym_env_vectorize_mode=VECTORIZE_MODES[config.vec_env],
-                     num_cpus_per_env_runner=1, sample_timeout_s=None)  # a slow runner is waited for, not dropped
+        .env_runners(
+            num_env_runners=runners,
+            num_envs_per_env_runner=per_runner,
+            rollout_fragment_length=config.n_steps,
+            gym_env_vectorize_mode=VECTORIZE_MODES[config.vec_env],
+            num_cpus_per_env_runner=1,
+            sample_timeout_s=None,
+        )  # a slow runner is waited for, not dropped
         .learners(num_learners=0, num_gpus_per_learner=1 if str(config.device).startswith("cuda") else 0)
-        .training(lr=lr, gamma=config.gamma, lambda_=config.gae_lambda, clip_param=config.clip_range,
-                  entropy_coeff=config.ent_coef, vf_loss_coeff=config.vf_coef, grad_clip=config.max_grad_norm,
-                  grad_clip_by="global_norm", num_epochs=config.n_epochs, minibatch_size=config.batch_size,
-                  train_batch_size_per_learner=per_runner * max(runners, 1) * config.n_steps, use_kl_loss=False,
-                  vf_clip_param=math.inf)
-        .rl_module(rl_module_spec=RLModuleSpec(
-            module_class=MaskedPPOModule,
-            model_config={"fcnet_hiddens": list(config.net_arch), "fcnet_activation": config.activation,
-                          "vf_share_layers": False, "head_fcnet_hiddens": []}))
+        .training(
+            lr=lr,
+            gamma=config.gamma,
+            lambda_=config.gae_lambda,
+            clip_param=config.clip_range,
+            entropy_coeff=config.ent_coef,
+            vf_loss_coeff=config.vf_coef,
+            grad_clip=config.max_grad_norm,
+            grad_clip_by="global_norm",
+            num_epochs=config.n_epochs,
+            minibatch_size=config.batch_size,
+            train_batch_size_per_learner=per_runner * max(runners, 1) * config.n_steps,
+            use_kl_loss=False,
+            vf_clip_param=math.inf,
+        )
+        .rl_module(
+            rl_module_spec=RLModuleSpec(
+                module_class=MaskedPPOModule,
+                model_config={
+                    "fcnet_hiddens": list(config.net_arch),
+                    "fcnet_activation": config.activation,
+                    "vf_share_layers": False,
+                    "head_fcnet_hiddens": [],
+                },
+            )
+        )
         .callbacks(IllegalActionCount)
         .debugging(seed=config.seed, log_level="ERROR")
         .reporting(metrics_num_episodes_for_smoothing=100)
@@ -283,8 +312,16 @@ class RLlibTrainer:
     run folder until :meth:`run`.
     """
 
-    def __init__(self, config: Any, rules: Rules, run_dir: str | os.PathLike, *, optimal: float | None = None,
-                 metadata: dict[str, Any] | None = None, log: Callable[[str], None] = print):
+    def __init__(
+        self,
+        config: Any,
+        rules: Rules,
+        run_dir: str | os.PathLike,
+        *,
+        optimal: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        log: Callable[[str], None] = print,
+    ):
         import ray
 
         self.config, self.rules, self.run_dir = config, rules, Path(run_dir)
@@ -292,17 +329,26 @@ class RLlibTrainer:
         self.metadata = {
             **model_metadata(rules, "flat", config.algo, seed=config.seed),
             **(metadata or {}),
-            "algorithm": config.algo, "obs_mode": "flat", "masked": True,
-            "distinct_keeps": bool(config.distinct_keeps), "features": bool(config.features),
-            "activation": config.activation, "net_arch": list(config.net_arch),
+            "algorithm": config.algo,
+            "obs_mode": "flat",
+            "masked": True,
+            "distinct_keeps": bool(config.distinct_keeps),
+            "features": bool(config.features),
+            "activation": config.activation,
+            "net_arch": list(config.net_arch),
         }
         self._own_ray = not ray.is_initialized()
         if self._own_ray:
             if config.ray_address:
                 ray.init(address=config.ray_address, log_to_driver=False, logging_level="ERROR")
             else:
-                ray.init(address="local", num_cpus=max(int(config.num_env_runners), 1) + 1, include_dashboard=False,
-                         log_to_driver=False, logging_level="ERROR")
+                ray.init(
+                    address="local",
+                    num_cpus=max(int(config.num_env_runners), 1) + 1,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level="ERROR",
+                )
         try:
             register_env()
             self.algo = ppo_config(config, rules).build_algo()
@@ -323,15 +369,22 @@ class RLlibTrainer:
         return PolicyAgent(actor_weights(self.algo.get_module()), {**self.metadata}, self.rules, name=self.config.algo)
 
     def save_policy(self, path: str | os.PathLike) -> Path:
-        return save_policy(path, actor_weights(self.algo.get_module()),
-                           {**self.metadata, "timesteps": self.num_timesteps, "illegal_actions": self.illegal_actions})
+        return save_policy(
+            path,
+            actor_weights(self.algo.get_module()),
+            {**self.metadata, "timesteps": self.num_timesteps, "illegal_actions": self.illegal_actions},
+        )
 
     @property
     def results_extra(self) -> dict[str, Any]:
         """Fields for ``results.json``: what RLlib's sampling did."""
-        return {"illegal_actions": self.illegal_actions, "training_episodes": self.episodes,
-                "num_env_runners": int(self.config.num_env_runners), "vec_env": self.config.vec_env,
-                "rllib_iterations": self.iterations}
+        return {
+            "illegal_actions": self.illegal_actions,
+            "training_episodes": self.episodes,
+            "num_env_runners": int(self.config.num_env_runners),
+            "vec_env": self.config.vec_env,
+            "rllib_iterations": self.iterations,
+        }
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, writer=None) -> float:
@@ -371,8 +424,10 @@ class RLlibTrainer:
                 writer.add_scalar("rollout/illegal_actions", self.illegal_actions, step)
                 writer.add_scalar("time/steps_per_second", step / max(self.train_seconds, 1e-9), step)
                 if progress:
-                    self.log(f"[rllib] iteration {self.iterations}: {step:,} steps, "
-                             f"{step / max(self.train_seconds, 1e-9):,.0f} steps/s, illegal actions {self.illegal_actions}")
+                    self.log(
+                        f"[rllib] iteration {self.iterations}: {step:,} steps, "
+                        f"{step / max(self.train_seconds, 1e-9):,.0f} steps/s, illegal actions {self.illegal_actions}"
+                    )
                 if c.eval_freq > 0 and step // c.eval_freq > before // c.eval_freq:
                     self.evaluate(writer)
                 if c.checkpoint_freq > 0 and step // c.checkpoint_freq > before // c.checkpoint_freq:

@@ -56,9 +56,21 @@ class Rollout:
             the rollout records are the env's own.
     """
 
-    def __init__(self, rules: Rules, n_envs: int, n_steps: int, seed: int, *, distinct_keeps: bool = True,
-                 reward_scale: float = 1.0, gamma: float = 1.0, gae_lambda: float = 0.95, features: bool = True,
-                 bonus_shaping: float = 0.0, device: str | torch.device = "cpu"):
+    def __init__(
+        self,
+        rules: Rules,
+        n_envs: int,
+        n_steps: int,
+        seed: int,
+        *,
+        distinct_keeps: bool = True,
+        reward_scale: float = 1.0,
+        gamma: float = 1.0,
+        gae_lambda: float = 0.95,
+        features: bool = True,
+        bonus_shaping: float = 0.0,
+        device: str | torch.device = "cpu",
+    ):
         self.rules = rules
         self.n_envs, self.n_steps = int(n_envs), int(n_steps)
         self.distinct_keeps = distinct_keeps
@@ -109,7 +121,7 @@ class Rollout:
             obs, reward, terminated, truncated, info = self.env.step(self._actions[t].numpy())
             done = terminated | truncated
             if self.potential is not None:  # obs after a game's last step is the next game's: phi counts 0
-                before = self.potential(self._inputs[t, :, :self.inputs.obs_size])
+                before = self.potential(self._inputs[t, :, : self.inputs.obs_size])
                 reward = reward + self.bonus_shaping * (self.gamma * ~done * self.potential(obs) - before)
             self._rewards[t] = reward * self.reward_scale
             self._dones[t] = done
@@ -152,9 +164,15 @@ class Rollout:
         """What :meth:`collect` continues from: the env (games and generator), the
         current observations and masks, the sampling generator, the step count and
         the scores not yet taken (for checkpoints)."""
-        return {"env": self.env.snapshot(), "obs": self._obs, "mask": self._mask,
-                "generator": self.generator.get_state(), "steps": self.steps, "scores": self.scores,
-                "illegal": self.illegal}
+        return {
+            "env": self.env.snapshot(),
+            "obs": self._obs,
+            "mask": self._mask,
+            "generator": self.generator.get_state(),
+            "steps": self.steps,
+            "scores": self.scores,
+            "illegal": self.illegal,
+        }
 
     def restore(self, state: dict) -> None:
         """Continue from :meth:`state` (the env as :meth:`DicePokerVectorEnv.snapshot` saves it; checkpoints

@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -83,7 +83,7 @@ def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
             sock.settimeout(left)
         try:
             chunk = sock.recv(min(n - got, 1 << 16))
-        except socket.timeout:
+        except TimeoutError:
             raise TimeoutError from None
         if not chunk:
             raise EOFError("the other side closed the connection")
@@ -158,8 +158,9 @@ class Limits:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-        if self.memory_mb is not None and (isinstance(self.memory_mb, bool) or not isinstance(self.memory_mb, int)
-                                           or self.memory_mb < 16):
+        if self.memory_mb is not None and (
+            isinstance(self.memory_mb, bool) or not isinstance(self.memory_mb, int) or self.memory_mb < 16
+        ):
             raise ValueError(f"memory_mb must be an integer >= 16 (or None), got {self.memory_mb!r}")
         if isinstance(self.max_failures, bool) or not isinstance(self.max_failures, int) or self.max_failures < 1:
             raise ValueError(f"max_failures must be an integer >= 1, got {self.max_failures!r}")
@@ -223,7 +224,7 @@ class SandboxedAgent:
         if parsed is None:
             raise ValueError(f"submission {spec!r}: expected FILE.py:NAME or MODULE:NAME (with ,key=value arguments)")
         if parsed.is_file:  # the worker resolves it the same wherever it starts
-            spec = os.path.abspath(parsed.source) + spec[len(parsed.source):]
+            spec = os.path.abspath(parsed.source) + spec[len(parsed.source) :]
         self.spec = spec
         self.rules = rules
         self.limits = limits or Limits()
@@ -253,25 +254,37 @@ class SandboxedAgent:
     def _start(self) -> Failure | None:
         """Start a worker and load the submission; the failure if it does not load."""
         parent, child = socket.socketpair()
-        env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-                   MKL_NUM_THREADS="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         with open(self._stdout, "ab") as out, open(self._stderr, "ab") as err:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "agents.sandbox_worker", str(child.fileno())],
-                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True, env=env,
+                pass_fds=(child.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                env=env,
             )
         child.close()
         self._sock = parent
-        hello = {"spec": self.spec, "rules": dict(self.rules.raw_spec), "options": dict(self.rules.options),
-                 "memory_mb": self.limits.memory_mb}
+        hello = {
+            "spec": self.spec,
+            "rules": dict(self.rules.raw_spec),
+            "options": dict(self.rules.options),
+            "memory_mb": self.limits.memory_mb,
+        }
         reply, failure = self._request(hello, self.limits.load_seconds, "loading the submission")
         if failure is not None:
             return failure
         if not reply.get("ok"):
             self._kill()
-            return Failure(self.game, -1, "load", str(reply.get("message", "the submission did not load"))[:2000],
-                           str(reply.get("traceback", ""))[-8000:])
+            return Failure(
+                self.game,
+                -1,
+                "load",
+                str(reply.get("message", "the submission did not load"))[:2000],
+                str(reply.get("traceback", ""))[-8000:],
+            )
         obs_mode = reply.get("obs_mode")
         self.obs_mode = obs_mode if obs_mode in ("dict", "flat") else "dict"
         self.agent_name = str(reply.get("name", self.spec))[:200]
@@ -317,12 +330,16 @@ class SandboxedAgent:
             self._process = None
             self._kill()
             if code is not None and code < 0:
-                how = f"was killed by signal {-code} ({signal.Signals(-code).name})" if -code in signal.valid_signals() \
+                how = (
+                    f"was killed by signal {-code} ({signal.Signals(-code).name})"
+                    if -code in signal.valid_signals()
                     else f"was killed by signal {-code}"
+                )
             else:
                 how = f"exited with status {code}"
-            return {}, Failure(self.game, self._decision, "crash", f"the submission's process {how} ({what})",
-                               self._stderr_tail())
+            return {}, Failure(
+                self.game, self._decision, "crash", f"the submission's process {how} ({what})", self._stderr_tail()
+            )
 
     def _fail(self, failure: Failure) -> None:
         self._game_failed = True
@@ -368,12 +385,18 @@ class SandboxedAgent:
                 return
         seed = agent_seed(self.seed_base, self.game) if self.has_seed else None
         start = time.monotonic()
-        reply, failure = self._request({"op": "reset", "seed": seed}, self.limits.decision_seconds,
-                                       "the agent's seed()/reset()")
+        reply, failure = self._request(
+            {"op": "reset", "seed": seed}, self.limits.decision_seconds, "the agent's seed()/reset()"
+        )
         self._game_time += time.monotonic() - start
         if failure is None and not reply.get("ok"):
-            failure = Failure(self.game, -1, str(reply.get("kind", "exception"))[:20],
-                              str(reply.get("message", ""))[:2000], str(reply.get("traceback", ""))[-8000:])
+            failure = Failure(
+                self.game,
+                -1,
+                str(reply.get("kind", "exception"))[:20],
+                str(reply.get("message", ""))[:2000],
+                str(reply.get("traceback", ""))[-8000:],
+            )
         if failure is not None:
             self._fail(failure)
         self._decision = 0
@@ -384,17 +407,28 @@ class SandboxedAgent:
         if self._game_failed or not self.playing or self._process is None:
             return -1
         left = self.limits.game_seconds - self._game_time
-        seconds, what = ((self.limits.decision_seconds, "decision time limit") if self.limits.decision_seconds <= left
-                         else (max(left, 1e-3), "game time limit"))
+        seconds, what = (
+            (self.limits.decision_seconds, "decision time limit")
+            if self.limits.decision_seconds <= left
+            else (max(left, 1e-3), "game time limit")
+        )
         mask = np.asarray(action_mask)
         start = time.monotonic()
-        reply, failure = self._request({"op": "act", "obs": encode_observation(observation), "mask": mask.tolist()},
-                                       seconds, f"{what}, decision {self._decision} of game {self.game}")
+        reply, failure = self._request(
+            {"op": "act", "obs": encode_observation(observation), "mask": mask.tolist()},
+            seconds,
+            f"{what}, decision {self._decision} of game {self.game}",
+        )
         self._game_time += time.monotonic() - start
         self._check_stdout()
         if failure is None and not reply.get("ok"):
-            failure = Failure(self.game, self._decision, str(reply.get("kind", "exception"))[:20],
-                              str(reply.get("message", ""))[:2000], str(reply.get("traceback", ""))[-8000:])
+            failure = Failure(
+                self.game,
+                self._decision,
+                str(reply.get("kind", "exception"))[:20],
+                str(reply.get("message", ""))[:2000],
+                str(reply.get("traceback", ""))[-8000:],
+            )
         action = reply.get("action") if failure is None else None
         if failure is None and (isinstance(action, bool) or not isinstance(action, int)):
             failure = Failure(self.game, self._decision, "protocol", f"the worker answered {action!r}, not an action")
@@ -441,7 +475,7 @@ class SandboxedAgent:
         self.printed.sample = self.stdout_sample() if self.printed.bytes else ""
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def __enter__(self) -> "SandboxedAgent":
+    def __enter__(self) -> SandboxedAgent:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -19,7 +19,6 @@ per-game agent seeds derived from them by a one-way hash.
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 import traceback
@@ -52,8 +51,12 @@ def _failure(kind: str, error: BaseException) -> dict:
     lines = traceback.format_exception(type(error), error, error.__traceback__)
     text = "".join(lines)
     message = "".join(traceback.format_exception_only(type(error), error)).strip().splitlines()
-    return {"ok": False, "kind": kind, "message": message[-1] if message else type(error).__name__,
-            "traceback": text[-8000:]}
+    return {
+        "ok": False,
+        "kind": kind,
+        "message": message[-1] if message else type(error).__name__,
+        "traceback": text[-8000:],
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -76,8 +79,15 @@ def main(argv: list[str]) -> int:
         send(sock, failure)
         return 0
     inner = agent.agent
-    send(sock, {"ok": True, "obs_mode": str(agent.obs_mode), "name": str(agent.name),
-                "has_seed": callable(getattr(inner, "seed", None))})
+    send(
+        sock,
+        {
+            "ok": True,
+            "obs_mode": str(agent.obs_mode),
+            "name": str(agent.name),
+            "has_seed": callable(getattr(inner, "seed", None)),
+        },
+    )
     while True:
         try:
             message = receive(sock)

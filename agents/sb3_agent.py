@@ -21,12 +21,19 @@ import json
 import os
 import zipfile
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, distinct_keep_mask, roll_index_of_counts, roll_index_of_sorted
+from dice_poker_env.engine.combinatorics import (
+    N_DICE,
+    N_KEEP_ACTIONS,
+    distinct_keep_mask,
+    roll_index_of_counts,
+    roll_index_of_sorted,
+)
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules, load_rules
@@ -146,6 +153,7 @@ def check_ruleset(metadata: Mapping[str, Any], rules: Rules, source: str = "the 
     """Raise :class:`RulesetMismatchError` unless ``rules`` is the model's ruleset."""
     if metadata.get("rules_fingerprint") == rules.fingerprint:
         return
+
     def text(name: str, options: Mapping[str, Any]) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in options.items())
         return f"{name!r}" + (f" (options {opts})" if opts else "")
@@ -169,12 +177,21 @@ class SB3Agent:
             feeds it that layout.
     """
 
-    def __init__(self, model: Any, metadata: Mapping[str, Any], rules: Rules | None = None,
-                 name: str = "model", deterministic: bool = True):
+    def __init__(
+        self,
+        model: Any,
+        metadata: Mapping[str, Any],
+        rules: Rules | None = None,
+        name: str = "model",
+        deterministic: bool = True,
+    ):
         self.model = model
         self.metadata = dict(metadata)
-        self.rules = load_rules(rules) if rules is not None else load_rules(self.metadata["rules"],
-                                                                            **self.metadata.get("rules_options", {}))
+        self.rules = (
+            load_rules(rules)
+            if rules is not None
+            else load_rules(self.metadata["rules"], **self.metadata.get("rules_options", {}))
+        )
         check_ruleset(self.metadata, self.rules)
         self.name = name
         self.deterministic = deterministic
@@ -186,8 +203,15 @@ class SB3Agent:
         self.fallbacks = 0  #: illegal proposals replaced by the fallback
 
     @classmethod
-    def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model",
-             device: str = "cpu", deterministic: bool = True) -> "SB3Agent":
+    def load(
+        cls,
+        path: str | os.PathLike,
+        rules: str | Rules | None = None,
+        *,
+        name: str = "model",
+        device: str = "cpu",
+        deterministic: bool = True,
+    ) -> SB3Agent:
         """Load a model saved by ``train.py`` / :func:`save_model`.
 
         Raises:
@@ -208,7 +232,9 @@ class SB3Agent:
         mask = np.asarray(action_mask)
         if self.masked:
             policy_mask = distinct_keep_mask(mask, self._roll(observation)) if self.distinct_keeps else mask
-            action, _ = self.model.predict(observation, action_masks=policy_mask.astype(bool), deterministic=self.deterministic)
+            action, _ = self.model.predict(
+                observation, action_masks=policy_mask.astype(bool), deterministic=self.deterministic
+            )
         else:
             action, _ = self.model.predict(observation, deterministic=self.deterministic)
         action = int(np.asarray(action).reshape(-1)[0])

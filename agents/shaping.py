@@ -36,7 +36,7 @@ def face_count_distribution(p: float = PAR_ONE_DIE) -> np.ndarray:
     with chance ``p`` (binomial)."""
     from math import comb
 
-    return np.array([comb(N_DICE, c) * p ** c * (1 - p) ** (N_DICE - c) for c in range(N_DICE + 1)])
+    return np.array([comb(N_DICE, c) * p**c * (1 - p) ** (N_DICE - c) for c in range(N_DICE + 1)])
 
 
 class BonusPotential:
@@ -54,10 +54,13 @@ class BonusPotential:
     def __init__(self, rules: Rules):
         tables = compile_rules(rules)
         upper = [(k, box.face) for k, box in enumerate(rules.boxes) if box.section == "upper"]
-        if (not tables.has_upper_bonus or tables.upper_bonus_on_complete or not upper
-                or any(rules.boxes[k].kind != "face_sum" for k, _ in upper)):
-            raise ValueError(f"bonus_shaping needs an upper bonus paid at a total of face sums; "
-                             f"{rules.name} has none")
+        if (
+            not tables.has_upper_bonus
+            or tables.upper_bonus_on_complete
+            or not upper
+            or any(rules.boxes[k].kind != "face_sum" for k, _ in upper)
+        ):
+            raise ValueError(f"bonus_shaping needs an upper bonus paid at a total of face sums; {rules.name} has none")
         layout = flat_layout(tables)
         _, upper_scale = flat_scales(tables)
         self.threshold = int(tables.upper_bonus_threshold)

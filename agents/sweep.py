@@ -53,14 +53,26 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the keys of a sweep file
-SWEEP_KEYS = ("name", "configurations", "config", "set", "grid", "random", "samples", "seeds", "resources",
-              "max_concurrent", "random_seed")
+SWEEP_KEYS = (
+    "name",
+    "configurations",
+    "config",
+    "set",
+    "grid",
+    "random",
+    "samples",
+    "seeds",
+    "resources",
+    "max_concurrent",
+    "random_seed",
+)
 #: random search distributions: name -> (number of bounds, the sampler)
 DISTRIBUTIONS = ("uniform", "loguniform", "randint", "choice")
 TUNE_DIR = "tune"
@@ -82,8 +94,13 @@ class Trial:
     overrides: list[str] = field(default_factory=list)  # key=value, after the config file
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "label": self.label, "seed": self.seed, "config_file": self.config_file,
-                "overrides": list(self.overrides)}
+        return {
+            "name": self.name,
+            "label": self.label,
+            "seed": self.seed,
+            "config_file": self.config_file,
+            "overrides": list(self.overrides),
+        }
 
 
 @dataclass
@@ -97,8 +114,13 @@ class Sweep:
     max_concurrent: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "cpu": self.cpu, "gpu": self.gpu, "max_concurrent": self.max_concurrent,
-                "trials": [t.as_dict() for t in self.trials]}
+        return {
+            "name": self.name,
+            "cpu": self.cpu,
+            "gpu": self.gpu,
+            "max_concurrent": self.max_concurrent,
+            "trials": [t.as_dict() for t in self.trials],
+        }
 
 
 # ----------------------------------------------------------------------------- the sweep file
@@ -182,8 +204,12 @@ def load_sweep(path: Path, fields: set[str], default_config: Path) -> Sweep:
     seeds = data.get("seeds", [0])
     if isinstance(seeds, int) and not isinstance(seeds, bool):
         seeds = [seeds]
-    if (not isinstance(seeds, list) or not seeds or len(set(map(str, seeds))) != len(seeds)
-            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or len(set(map(str, seeds))) != len(seeds)
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    ):
         raise SweepError(f"{path}: seeds must list distinct non-negative integers, got {seeds!r}")
     resources = mapping("resources")
     for key in resources:
@@ -217,8 +243,9 @@ def load_sweep(path: Path, fields: set[str], default_config: Path) -> Sweep:
     names = [t.name for t in trials]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
-        raise SweepError(f"{path}: two trials would share the run folder {duplicate!r}; give the configurations "
-                         "distinct labels")
+        raise SweepError(
+            f"{path}: two trials would share the run folder {duplicate!r}; give the configurations distinct labels"
+        )
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         raise SweepError(f"{path}: name must be a folder name (letters, digits, _ . -), got {name!r}")
@@ -233,19 +260,26 @@ def random_points(spec: dict, samples: int, seed: int, path: Path) -> list[dict[
     draws: dict[str, list] = {}
     for key, dist in spec.items():
         if not isinstance(dist, dict) or len(dist) != 1 or next(iter(dist)) not in DISTRIBUTIONS:
-            raise SweepError(f"{path}: random: {key} must be one of {{{': [...]}, {'.join(DISTRIBUTIONS)}: [...]}}, "
-                             f"got {dist!r}")
+            raise SweepError(
+                f"{path}: random: {key} must be one of {{{': [...]}, {'.join(DISTRIBUTIONS)}: [...]}}, got {dist!r}"
+            )
         kind, args = next(iter(dist.items()))
         if kind == "choice":
             if not isinstance(args, list) or not args:
                 raise SweepError(f"{path}: random: {key}: choice needs a list of values")
             draws[key] = [args[int(i)] for i in generator.integers(0, len(args), samples)]
             continue
-        numeric = isinstance(args, list) and len(args) == 2 and all(
-            isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)
+        numeric = (
+            isinstance(args, list)
+            and len(args) == 2
+            and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)
+        )
         if not numeric or not args[0] < args[1] or (kind == "loguniform" and args[0] <= 0):
-            raise SweepError(f"{path}: random: {key}: {kind} needs [low, high] with low < high"
-                             + (" and low > 0" if kind == "loguniform" else "") + f", got {args!r}")
+            raise SweepError(
+                f"{path}: random: {key}: {kind} needs [low, high] with low < high"
+                + (" and low > 0" if kind == "loguniform" else "")
+                + f", got {args!r}"
+            )
         low, high = args
         if kind == "uniform":
             draws[key] = [float(v) for v in generator.uniform(low, high, samples)]
@@ -264,7 +298,11 @@ def _yaml_value(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else (json.dumps(value) if isinstance(value, (list, dict)) else str(value))
+    return (
+        f"{value:g}"
+        if isinstance(value, float)
+        else (json.dumps(value) if isinstance(value, (list, dict)) else str(value))
+    )
 
 
 def _safe(text: str) -> str:
@@ -291,9 +329,15 @@ def _read_curve(path: Path) -> list[dict[str, float]]:
     if not path.is_file():
         return []
     with path.open(newline="") as handle:
-        return [{"timesteps": int(r["timesteps"]), "mean_score": float(r["mean_score"]),
-                 **({"percent_of_optimal": float(r["percent_of_optimal"])} if r.get("percent_of_optimal") else {})}
-                for r in csv.DictReader(handle) if r.get("timesteps")]
+        return [
+            {
+                "timesteps": int(r["timesteps"]),
+                "mean_score": float(r["mean_score"]),
+                **({"percent_of_optimal": float(r["percent_of_optimal"])} if r.get("percent_of_optimal") else {}),
+            }
+            for r in csv.DictReader(handle)
+            if r.get("timesteps")
+        ]
 
 
 def final_metrics(results: dict[str, Any]) -> dict[str, Any]:
@@ -329,15 +373,25 @@ def run_trial(config: dict[str, Any], *, sweep_dir: str, train_script: str) -> N
         how = "start"
     with (sweep / "trials.log").open("a") as journal:
         journal.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {how} {trial['name']}\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(Path(train_script).resolve().parent), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(train_script).resolve().parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    }
     env.pop("RAY_ADDRESS", None)  # an rllib_ppo trial starts a Ray of its own unless its config names one
     reported = 0
     with log_path.open("a") as log:
         log.write(f"$ {' '.join(command)}\n")
         log.flush()
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   cwd=str(Path(train_script).resolve().parent), preexec_fn=_death_signal())
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(Path(train_script).resolve().parent),
+            preexec_fn=_death_signal(),
+        )
         try:
             while process.poll() is None:
                 time.sleep(1.0)
@@ -404,9 +458,14 @@ def trial_table(sweep: Sweep, sweep_dir: Path, statuses: dict[str, str]) -> list
         row: dict[str, Any] = {"trial": trial.name, "label": trial.label, "seed": trial.seed}
         if results_path.is_file():  # the run folders are the record: a finished run has its results
             results = json.loads(results_path.read_text())
-            row.update(status="FINISHED", percent_of_optimal=results.get("percent_of_optimal"),
-                       regret_mean=results.get("regret_mean"), mean_score=results.get("mean"),
-                       timesteps=results.get("timesteps"), train_seconds=results.get("train_seconds"))
+            row.update(
+                status="FINISHED",
+                percent_of_optimal=results.get("percent_of_optimal"),
+                regret_mean=results.get("regret_mean"),
+                mean_score=results.get("mean"),
+                timesteps=results.get("timesteps"),
+                train_seconds=results.get("train_seconds"),
+            )
         elif error_path.is_file():  # written by the trial as it failed
             row.update(status="FAILED", error=error_path.read_text().strip())
         elif statuses.get(trial.name) == "ERROR":
@@ -417,11 +476,31 @@ def trial_table(sweep: Sweep, sweep_dir: Path, statuses: dict[str, str]) -> list
     return rows
 
 
-TRIAL_COLUMNS = ("trial", "label", "seed", "status", "percent_of_optimal", "regret_mean", "mean_score", "timesteps",
-                 "train_seconds", "error")
-SUMMARY_COLUMNS = ("rules", "label", "seeds", "percent_of_optimal_mean", "percent_of_optimal_mean_ci95",
-                   "percent_of_optimal_iqm", "percent_of_optimal_iqm_ci95", "regret_mean", "regret_mean_ci95",
-                   "timesteps", "train_minutes")
+TRIAL_COLUMNS = (
+    "trial",
+    "label",
+    "seed",
+    "status",
+    "percent_of_optimal",
+    "regret_mean",
+    "mean_score",
+    "timesteps",
+    "train_seconds",
+    "error",
+)
+SUMMARY_COLUMNS = (
+    "rules",
+    "label",
+    "seeds",
+    "percent_of_optimal_mean",
+    "percent_of_optimal_mean_ci95",
+    "percent_of_optimal_iqm",
+    "percent_of_optimal_iqm_ci95",
+    "regret_mean",
+    "regret_mean_ci95",
+    "timesteps",
+    "train_minutes",
+)
 
 
 def _cell(value: Any) -> str:
@@ -450,8 +529,11 @@ def summarize(sweep: Sweep, sweep_dir: Path, rows: list[dict[str, Any]], reps: i
 
     from agents import results as aggregator
 
-    finished = [sweep_dir / "runs" / r["trial"] for r in rows
-                if r["status"] == "FINISHED" and r.get("percent_of_optimal") is not None]
+    finished = [
+        sweep_dir / "runs" / r["trial"]
+        for r in rows
+        if r["status"] == "FINISHED" and r.get("percent_of_optimal") is not None
+    ]
     if not finished:
         return []
     out = sweep_dir / "results"
@@ -481,36 +563,56 @@ def print_tables(rows: list[dict[str, Any]], summary: list[dict[str, Any]]) -> N
         print(f"{r['trial']:<{width}}  {r['status']:<8}  {percent:>9}  {regret:>7}  {r.get('error', '')}")
     if summary:
         width = max([len(s["label"]) for s in summary] + [len("configuration")])
-        print(f"\n{'configuration':<{width}}  seeds  % of optimal: mean [95% CI]   IQM [95% CI]           "
-              "regret: mean [95% CI]")
+        print(
+            f"\n{'configuration':<{width}}  seeds  % of optimal: mean [95% CI]   IQM [95% CI]           "
+            "regret: mean [95% CI]"
+        )
         for s in summary:
             low, high = s["percent_of_optimal_mean_ci95"]
             ilow, ihigh = s["percent_of_optimal_iqm_ci95"]
             regret = "" if s.get("regret_mean") is None else f"{s['regret_mean']:.2f}"
             if s.get("regret_mean_ci95"):
                 regret += f" [{s['regret_mean_ci95'][0]:.2f}, {s['regret_mean_ci95'][1]:.2f}]"
-            print(f"{s['label']:<{width}}  {len(s['seeds']):>5}  {s['percent_of_optimal_mean']:6.2f} "
-                  f"[{low:6.2f}, {high:6.2f}]   {s['percent_of_optimal_iqm']:6.2f} [{ilow:6.2f}, {ihigh:6.2f}]   "
-                  f"{regret}")
+            print(
+                f"{s['label']:<{width}}  {len(s['seeds']):>5}  {s['percent_of_optimal_mean']:6.2f} "
+                f"[{low:6.2f}, {high:6.2f}]   {s['percent_of_optimal_iqm']:6.2f} [{ilow:6.2f}, {ihigh:6.2f}]   "
+                f"{regret}"
+            )
 
 
 def parse_args(argv: list[str], default_runs: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="train.py --sweep", description="Run a sweep of training runs on Ray Tune.")
     parser.add_argument("--sweep", type=Path, required=True, metavar="FILE", help="the sweep file (YAML)")
-    parser.add_argument("--sweep-dir", type=Path,
-                        help=f"the sweep folder (default {default_runs}/sweeps/NAME, NAME from the sweep file)")
+    parser.add_argument(
+        "--sweep-dir",
+        type=Path,
+        help=f"the sweep folder (default {default_runs}/sweeps/NAME, NAME from the sweep file)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue the interrupted sweep in the sweep folder")
-    parser.add_argument("--address", help="a running Ray cluster (auto, or HOST:PORT; default RAY_ADDRESS, else "
-                                          "Ray embedded on this machine)")
+    parser.add_argument(
+        "--address",
+        help="a running Ray cluster (auto, or HOST:PORT; default RAY_ADDRESS, else Ray embedded on this machine)",
+    )
     parser.add_argument("--num-cpus", type=int, help="embedded Ray only: CPUs it may use (default all)")
-    parser.add_argument("--stop-after", type=int, metavar="N",
-                        help="stop (resumably) once N trials have ended; the rest wait for --resume")
+    parser.add_argument(
+        "--stop-after",
+        type=int,
+        metavar="N",
+        help="stop (resumably) once N trials have ended; the rest wait for --resume",
+    )
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples of the intervals (default 2000)")
     return parser.parse_args(argv)
 
 
-def main(argv: list[str], *, fields: set[str], train_script: Path, default_config: Path,
-         fail: Callable[[str], NoReturn], default_runs: str = "runs") -> list[dict[str, Any]]:
+def main(
+    argv: list[str],
+    *,
+    fields: set[str],
+    train_script: Path,
+    default_config: Path,
+    fail: Callable[[str], NoReturn],
+    default_runs: str = "runs",
+) -> list[dict[str, Any]]:
     """``train.py --sweep``: check the sweep file and folder, run the trials on Ray Tune, print the tables.
 
     Returns the trial table (one row per trial).
@@ -536,19 +638,22 @@ def main(argv: list[str], *, fields: set[str], train_script: Path, default_confi
             fail(f"--resume: {sweep_dir} holds no sweep to continue (no {SPEC_FILE} or {TUNE_DIR}/)")
         saved = json.loads(spec_path.read_text())
         if saved != sweep.as_dict():
-            fail(f"--resume: {args.sweep} is not the sweep in {sweep_dir} (its trials or resources differ); "
-                 "resume with the same sweep file, or start a new sweep folder")
+            fail(
+                f"--resume: {args.sweep} is not the sweep in {sweep_dir} (its trials or resources differ); "
+                "resume with the same sweep file, or start a new sweep folder"
+            )
     elif sweep_dir.is_dir() and any(sweep_dir.iterdir()):
-        fail(f"--sweep-dir {sweep_dir} is not empty (an earlier sweep?); continue it with --resume or choose a "
-             "new folder (a sweep folder is never overwritten)")
+        fail(
+            f"--sweep-dir {sweep_dir} is not empty (an earlier sweep?); continue it with --resume or choose a "
+            "new folder (a sweep folder is never overwritten)"
+        )
 
     try:
         import ray
         from ray import tune
     except ModuleNotFoundError as error:
         fail(f"--sweep runs on Ray Tune: {error.name} is not installed (pip install -e '.[ray]')")
-    init = dict(address=address) if address else dict(address="local", num_cpus=args.num_cpus,
-                                                      include_dashboard=False)
+    init = dict(address=address) if address else dict(address="local", num_cpus=args.num_cpus, include_dashboard=False)
     try:
         ray.init(**init, log_to_driver=False, logging_level="WARNING")
     except (ConnectionError, ValueError, RuntimeError) as error:
@@ -563,34 +668,46 @@ def main(argv: list[str], *, fields: set[str], train_script: Path, default_confi
             shutil.copy2(args.sweep, sweep_dir / "sweep.yaml")
         trainable = tune.with_resources(
             tune.with_parameters(run_trial, sweep_dir=str(sweep_dir), train_script=str(train_script.resolve())),
-            {"cpu": sweep.cpu, "gpu": sweep.gpu})
+            {"cpu": sweep.cpu, "gpu": sweep.gpu},
+        )
         run_config = tune.RunConfig(
-            name=TUNE_DIR, storage_path=str(sweep_dir), failure_config=tune.FailureConfig(max_failures=0),
-            callbacks=[_stop_after(sweep_dir)], verbose=1)
+            name=TUNE_DIR,
+            storage_path=str(sweep_dir),
+            failure_config=tune.FailureConfig(max_failures=0),
+            callbacks=[_stop_after(sweep_dir)],
+            verbose=1,
+        )
         stop_file = sweep_dir / STOP_AFTER_FILE
         if args.stop_after:
             stop_file.write_text(f"{args.stop_after}\n")
         else:
             stop_file.unlink(missing_ok=True)
         if args.resume:
-            tuner = tune.Tuner.restore(str(state), trainable, resume_unfinished=True, resume_errored=False,
-                                       restart_errored=False)
+            tuner = tune.Tuner.restore(
+                str(state), trainable, resume_unfinished=True, resume_errored=False, restart_errored=False
+            )
             print(f"resuming the sweep in {sweep_dir}")
         else:
             tuner = tune.Tuner(
                 trainable,
                 param_space={"trial": tune.grid_search([t.as_dict() for t in sweep.trials])},
-                tune_config=tune.TuneConfig(max_concurrent_trials=sweep.max_concurrent or None,
-                                            trial_name_creator=lambda t: t.config["trial"]["name"],
-                                            trial_dirname_creator=lambda t: t.config["trial"]["name"]),
-                run_config=run_config)
+                tune_config=tune.TuneConfig(
+                    max_concurrent_trials=sweep.max_concurrent or None,
+                    trial_name_creator=lambda t: t.config["trial"]["name"],
+                    trial_dirname_creator=lambda t: t.config["trial"]["name"],
+                ),
+                run_config=run_config,
+            )
         grid = tuner.fit()
         statuses = {}
         for result in grid:
             name = result.config["trial"]["name"] if result.config else None
             if name is not None:
-                statuses[name] = "ERROR" if result.error is not None else (
-                    "FINISHED" if (result.metrics or {}).get("trial_finished") else "PENDING")
+                statuses[name] = (
+                    "ERROR"
+                    if result.error is not None
+                    else ("FINISHED" if (result.metrics or {}).get("trial_finished") else "PENDING")
+                )
     finally:
         ray.shutdown()
     seconds = time.perf_counter() - started
@@ -599,9 +716,11 @@ def main(argv: list[str], *, fields: set[str], train_script: Path, default_confi
     summary = summarize(sweep, sweep_dir, rows, reps=args.reps)
     print_tables(rows, summary)
     counts = {s: sum(r["status"] == s for r in rows) for s in ("FINISHED", "FAILED", "PENDING")}
-    print(f"\nsweep {sweep.name}: {counts['FINISHED']} finished, {counts['FAILED']} failed, {counts['PENDING']} "
-          f"pending, {seconds:.0f} s -> {sweep_dir / 'trials.csv'}"
-          + (f", {sweep_dir / 'summary.csv'}, {sweep_dir / 'results'}" if summary else ""))
+    print(
+        f"\nsweep {sweep.name}: {counts['FINISHED']} finished, {counts['FAILED']} failed, {counts['PENDING']} "
+        f"pending, {seconds:.0f} s -> {sweep_dir / 'trials.csv'}"
+        + (f", {sweep_dir / 'summary.csv'}, {sweep_dir / 'results'}" if summary else "")
+    )
     if counts["PENDING"]:
         print(f"continue it: python train.py --sweep {args.sweep} --sweep-dir {sweep_dir} --resume")
     with (sweep_dir / "sweep_times.log").open("a") as handle:

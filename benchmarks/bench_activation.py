@@ -81,8 +81,11 @@ def main(argv: list[str] | None = None) -> dict:
         def forward(self, x):
             return actor_critic.tanh_formula(x)
 
-    activations = {"torch.tanh": nn.Tanh, "Tanh (formula, 1 - y^2)": actor_critic.Tanh,
-                   "formula, autograd gradient": AutogradFormula}
+    activations = {
+        "torch.tanh": nn.Tanh,
+        "Tanh (formula, 1 - y^2)": actor_critic.Tanh,
+        "formula, autograd gradient": AutogradFormula,
+    }
     generator = torch.Generator().manual_seed(0)
     h = (torch.randn(rows, 256, generator=generator) * 2).to(dtype)
     x = torch.rand(rows, in_dim, generator=generator)
@@ -96,8 +99,15 @@ def main(argv: list[str] | None = None) -> dict:
         actor_critic.ACTIVATIONS["tanh"] = activations[name]
         try:
             torch.manual_seed(0)
-            model = actor_critic.ActorCritic(in_dim, n_actions, (256, 256), "tanh", precision=precision,
-                                             box_points=4.0, potential_points=potential_points)
+            model = actor_critic.ActorCritic(
+                in_dim,
+                n_actions,
+                (256, 256),
+                "tanh",
+                precision=precision,
+                box_points=4.0,
+                potential_points=potential_points,
+            )
         finally:
             actor_critic.ACTIVATIONS["tanh"] = actor_critic.Tanh
         alone = torch.compile(activations[name]())
@@ -125,10 +135,16 @@ def main(argv: list[str] | None = None) -> dict:
             for what, call in group.items():
                 times[name][what].append(fastest(call, args.repeats))
     median = {name: {what: statistics.median(t) for what, t in group.items()} for name, group in times.items()}
-    result = {"rows": rows, "precision": precision, "rounds": args.rounds, "repeats": args.repeats,
-              "milliseconds": times, "median_ms": median,
-              "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",
-              "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
+    result = {
+        "rows": rows,
+        "precision": precision,
+        "rounds": args.rounds,
+        "repeats": args.repeats,
+        "milliseconds": times,
+        "median_ms": median,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",
+        "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+    }
     if args.json:
         print(json.dumps(result, indent=2))
     else:

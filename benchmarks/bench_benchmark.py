@@ -62,14 +62,25 @@ def main(argv: list[str] | None = None) -> dict:
             means[path] = sum(part.scores) / len(part.scores)
         if means["one_by_one"] != means["lockstep"]:
             raise SystemExit(f"{name}: the two paths disagree ({means}): a bug")
-        rows[name] = {**{f"{path}_seconds": round(s, 3) for path, s in seconds.items()},
-                      "ratio": round(seconds["one_by_one"] / seconds["lockstep"], 1), "mean_score": means["lockstep"]}
+        rows[name] = {
+            **{f"{path}_seconds": round(s, 3) for path, s in seconds.items()},
+            "ratio": round(seconds["one_by_one"] / seconds["lockstep"], 1),
+            "mean_score": means["lockstep"],
+        }
         if not args.json:
-            print(f"{name:>10}: one by one {seconds['one_by_one']:7.2f} s   lockstep {seconds['lockstep']:6.2f} s   "
-                  f"{rows[name]['ratio']:6.1f}x   (mean score {means['lockstep']:.2f} both)", flush=True)
-    result = {"rules": rules.name, "games": args.games, "seed": args.seed, "agents": rows,
-              "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
-              "python": platform.python_version()}
+            print(
+                f"{name:>10}: one by one {seconds['one_by_one']:7.2f} s   lockstep {seconds['lockstep']:6.2f} s   "
+                f"{rows[name]['ratio']:6.1f}x   (mean score {means['lockstep']:.2f} both)",
+                flush=True,
+            )
+    result = {
+        "rules": rules.name,
+        "games": args.games,
+        "seed": args.seed,
+        "agents": rows,
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "python": platform.python_version(),
+    }
     if args.json:
         print(json.dumps(result, indent=2))
     return result

@@ -58,8 +58,14 @@ def main(argv: list[str] | None = None) -> dict:
         solve(load_rules(args.rules))  # reported apart: cached on disk after its first run
         solve_seconds = time.perf_counter() - clock
         clock, cpu = time.perf_counter(), cpu_seconds()
-        path = write_dataset(args.rules, args.agent, args.episodes, with_values=not args.no_values,
-                             obs_mode=args.obs_mode, progress=not args.json)
+        path = write_dataset(
+            args.rules,
+            args.agent,
+            args.episodes,
+            with_values=not args.no_values,
+            obs_mode=args.obs_mode,
+            progress=not args.json,
+        )
         wall, cpu = time.perf_counter() - clock, cpu_seconds() - cpu
         import minari
 
@@ -67,26 +73,38 @@ def main(argv: list[str] | None = None) -> dict:
         info = dataset.storage.metadata["dice_poker"]
         size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
         result = {
-            "rules": args.rules, "agent": args.agent, "episodes": dataset.total_episodes, "steps": dataset.total_steps,
-            "with_values": not args.no_values, "obs_mode": args.obs_mode,
-            "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
-            "play_seconds": info["seconds"]["play"], "write_seconds": info["seconds"]["write"],
-            "solve_seconds": round(solve_seconds, 1), "steps_per_second": round(dataset.total_steps / wall),
-            "dataset_mb": round(size / 1e6, 1), "mean_score": info["mean_score"],
+            "rules": args.rules,
+            "agent": args.agent,
+            "episodes": dataset.total_episodes,
+            "steps": dataset.total_steps,
+            "with_values": not args.no_values,
+            "obs_mode": args.obs_mode,
+            "wall_seconds": round(wall, 1),
+            "cpu_seconds": round(cpu, 1),
+            "play_seconds": info["seconds"]["play"],
+            "write_seconds": info["seconds"]["write"],
+            "solve_seconds": round(solve_seconds, 1),
+            "steps_per_second": round(dataset.total_steps / wall),
+            "dataset_mb": round(size / 1e6, 1),
+            "mean_score": info["mean_score"],
             "load_average_before": [round(x, 2) for x in load_before],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
-            "cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "machine": platform.machine(),
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{result['episodes']:,} {args.agent} {args.rules} episodes ({result['steps']:,} steps"
-              f"{', with values' if result['with_values'] else ''}): {result['wall_seconds']} s wall "
-              f"(play {result['play_seconds']} s, write {result['write_seconds']} s), {result['cpu_seconds']} s CPU, "
-              f"{result['steps_per_second']:,} steps/s, {result['dataset_mb']} MB; solve {result['solve_seconds']} s apart; "
-              f"load average {result['load_average_before'][0]} -> {result['load_average_after'][0]} on {result['cpus']} CPUs")
+        print(
+            f"{result['episodes']:,} {args.agent} {args.rules} episodes ({result['steps']:,} steps"
+            f"{', with values' if result['with_values'] else ''}): {result['wall_seconds']} s wall "
+            f"(play {result['play_seconds']} s, write {result['write_seconds']} s), {result['cpu_seconds']} s CPU, "
+            f"{result['steps_per_second']:,} steps/s, {result['dataset_mb']} MB; solve {result['solve_seconds']} s apart; "
+            f"load average {result['load_average_before'][0]} -> {result['load_average_after'][0]} on {result['cpus']} CPUs"
+        )
     return result
 
 

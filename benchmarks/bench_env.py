@@ -25,7 +25,6 @@ import time
 import warnings
 
 
-
 def ours(wrapped: bool):
     import gymnasium as gym
 

@@ -49,9 +49,9 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error(f"--{name} must be at least 1")
 
     import torch
+    from bench_activation import fastest  # milliseconds of the fastest call
 
     from agents.policy_inputs import keep_expected_points
-    from bench_activation import fastest  # milliseconds of the fastest call
     from dice_poker_env.rules import load_rules
 
     torch.set_num_threads(1)
@@ -68,8 +68,10 @@ def main(argv: list[str] | None = None) -> dict:
     def boxes_last(v: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         return (table[r] * v[:, None, :]).sum(dim=2)
 
-    contenders = {"boxes before keeps (the model's)": torch.compile(keeps_last),
-                  "keeps before boxes (the first layout)": torch.compile(boxes_last)}
+    contenders = {
+        "boxes before keeps (the model's)": torch.compile(keeps_last),
+        "keeps before boxes (the first layout)": torch.compile(boxes_last),
+    }
     reference = boxes_last(values, roll)
     for name, fn in contenders.items():
         gap = float((fn(values, roll) - reference).abs().max())
@@ -80,12 +82,14 @@ def main(argv: list[str] | None = None) -> dict:
         def call():
             with torch.no_grad():
                 fn(values, roll)
+
         return call
 
     def forward_backward(fn):
         def call():
             v = values.clone().requires_grad_()
             fn(v, roll).backward(grad)
+
         return call
 
     times: dict[str, dict[str, list[float]]] = {name: {"forward": [], "forward_backward": []} for name in contenders}
@@ -94,13 +98,21 @@ def main(argv: list[str] | None = None) -> dict:
             times[name]["forward"].append(1e3 * fastest(forward(fn), args.repeats))
             times[name]["forward_backward"].append(1e3 * fastest(forward_backward(fn), args.repeats))
     median = {name: {k: statistics.median(v) for k, v in t.items()} for name, t in times.items()}
-    result = {"rules": args.rules, "rows": args.rows, "rounds": args.rounds, "repeats": args.repeats,
-              "microseconds": median, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}"}
+    result = {
+        "rules": args.rules,
+        "rows": args.rows,
+        "rounds": args.rounds,
+        "repeats": args.repeats,
+        "microseconds": median,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",
+    }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{args.rules}, {args.rows} rows, one torch thread ({result['machine']}); microseconds, median of "
-              f"{args.rounds} rounds of the fastest of {args.repeats} calls")
+        print(
+            f"{args.rules}, {args.rows} rows, one torch thread ({result['machine']}); microseconds, median of "
+            f"{args.rounds} rounds of the fastest of {args.repeats} calls"
+        )
         for name, m in median.items():
             print(f"  {name:40} forward {m['forward']:7.1f}   forward + backward {m['forward_backward']:7.1f}")
     return result

@@ -44,38 +44,86 @@ SMOKE = ROOT / "configs" / "smoke_batched.yaml"
 def train(args: list[str], env: dict) -> float:
     """Wall-clock seconds of one ``python train.py`` command (which must succeed)."""
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, str(ROOT / "train.py"), *map(str, args)], capture_output=True, text=True,
-                         cwd=ROOT, env=env)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *map(str, args)], capture_output=True, text=True, cwd=ROOT, env=env
+    )
     if out.returncode != 0:
-        raise SystemExit(f"bench_ray: train.py {' '.join(map(str, args))} failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+        raise SystemExit(
+            f"bench_ray: train.py {' '.join(map(str, args))} failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}"
+        )
     return time.perf_counter() - started
 
 
 def sweep_overhead(work: Path, env: dict, trials: int, steps: int, num_cpus: int) -> dict:
     import yaml
 
-    tiny = {"total_timesteps": steps, "eval_freq": steps, "eval_episodes": 20, "checkpoint_freq": 0,
-            "bench_games": 20, "bench_agents": ["optimal"], "progress_bar": False}
+    tiny = {
+        "total_timesteps": steps,
+        "eval_freq": steps,
+        "eval_episodes": 20,
+        "checkpoint_freq": 0,
+        "bench_games": 20,
+        "bench_agents": ["optimal"],
+        "progress_bar": False,
+    }
     sequence = 0.0
     for seed in range(trials):
-        sequence += train(["--config", SMOKE, "--run-dir", work / f"seq{seed}",
-                           *[f"{k}={json.dumps(v)}" for k, v in tiny.items()], f"seed={seed}"], env)
+        sequence += train(
+            [
+                "--config",
+                SMOKE,
+                "--run-dir",
+                work / f"seq{seed}",
+                *[f"{k}={json.dumps(v)}" for k, v in tiny.items()],
+                f"seed={seed}",
+            ],
+            env,
+        )
     sweep_file = work / "sweep.yaml"
-    sweep_file.write_text(yaml.safe_dump({"configurations": {"ppo": {"config": str(SMOKE)}}, "set": tiny,
-                                          "seeds": list(range(trials)), "resources": {"cpu": 1}}))
+    sweep_file.write_text(
+        yaml.safe_dump(
+            {
+                "configurations": {"ppo": {"config": str(SMOKE)}},
+                "set": tiny,
+                "seeds": list(range(trials)),
+                "resources": {"cpu": 1},
+            }
+        )
+    )
     swept = train(["--sweep", sweep_file, "--sweep-dir", work / "sweep", "--num-cpus", num_cpus], env)
-    return {"trials": trials, "steps_per_trial": steps, "num_cpus": num_cpus, "sequence_seconds": round(sequence, 1),
-            "sweep_seconds": round(swept, 1), "overhead_seconds_per_trial": round((swept - sequence) / trials, 1)}
+    return {
+        "trials": trials,
+        "steps_per_trial": steps,
+        "num_cpus": num_cpus,
+        "sequence_seconds": round(sequence, 1),
+        "sweep_seconds": round(swept, 1),
+        "overhead_seconds_per_trial": round((swept - sequence) / trials, 1),
+    }
 
 
 def throughput(work: Path, env: dict, steps: int) -> list[dict]:
-    common = ["n_envs=64", "n_steps=64", "batch_size=512", "n_epochs=2", "net_arch=[64, 64]", f"total_timesteps={steps}",
-              "eval_freq=0", "checkpoint_freq=0", "bench_games=0", "progress_bar=false", "torch_threads=1"]
+    common = [
+        "n_envs=64",
+        "n_steps=64",
+        "batch_size=512",
+        "n_epochs=2",
+        "net_arch=[64, 64]",
+        f"total_timesteps={steps}",
+        "eval_freq=0",
+        "checkpoint_freq=0",
+        "bench_games=0",
+        "progress_bar=false",
+        "torch_threads=1",
+    ]
     contenders = [("batched_ppo", ["algo=batched_ppo"])]
     for vec_env in ("dummy", "batched"):
         for runners in (0, 1):
-            contenders.append((f"rllib_ppo vec_env={vec_env} num_env_runners={runners}",
-                               ["algo=rllib_ppo", f"vec_env={vec_env}", f"num_env_runners={runners}"]))
+            contenders.append(
+                (
+                    f"rllib_ppo vec_env={vec_env} num_env_runners={runners}",
+                    ["algo=rllib_ppo", f"vec_env={vec_env}", f"num_env_runners={runners}"],
+                )
+            )
     rows = []
     for name, overrides in contenders:
         run_dir = work / name.replace(" ", "_").replace("=", "-")
@@ -86,9 +134,15 @@ def throughput(work: Path, env: dict, steps: int) -> list[dict]:
             print(f"{name}: failed", file=sys.stderr, flush=True)
             continue
         results = json.loads((run_dir / "results.json").read_text())
-        rows.append({"contender": name, "timesteps": results["timesteps"], "train_seconds": results["train_seconds"],
-                     "steps_per_second": round(results["timesteps"] / max(results["train_seconds"], 1e-9)),
-                     "wall_seconds": round(wall, 1)})
+        rows.append(
+            {
+                "contender": name,
+                "timesteps": results["timesteps"],
+                "train_seconds": results["train_seconds"],
+                "steps_per_second": round(results["timesteps"] / max(results["train_seconds"], 1e-9)),
+                "wall_seconds": round(wall, 1),
+            }
+        )
     return rows
 
 
@@ -103,12 +157,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bray"))  # short: Ray's socket paths must fit in 107 characters
-    env = {**os.environ, "RAY_TMPDIR": str(work / "r"), "RAY_USAGE_STATS_ENABLED": "0",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = {
+        **os.environ,
+        "RAY_TMPDIR": str(work / "r"),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
     env.pop("RAY_ADDRESS", None)
     (work / "r").mkdir()
-    report = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
-              "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
+    report = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
     try:
         if not args.skip_sweep:
             report["sweep"] = sweep_overhead(work, env, args.trials, args.steps, args.num_cpus)
@@ -124,15 +184,19 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{report['machine']}; load average {report['load_average_at_start']} -> {report['load_average_at_end']}")
         if "sweep" in report:
             s = report["sweep"]
-            print(f"{s['trials']} runs of {s['steps_per_trial']} steps: in sequence {s['sequence_seconds']} s, "
-                  f"as a sweep on {s['num_cpus']} CPUs {s['sweep_seconds']} s "
-                  f"({s['overhead_seconds_per_trial']:+} s per trial)")
+            print(
+                f"{s['trials']} runs of {s['steps_per_trial']} steps: in sequence {s['sequence_seconds']} s, "
+                f"as a sweep on {s['num_cpus']} CPUs {s['sweep_seconds']} s "
+                f"({s['overhead_seconds_per_trial']:+} s per trial)"
+            )
         for row in report.get("throughput", []):
             if "error" in row:
                 print(f"{row['contender']:<40} failed: {row['error']}")
                 continue
-            print(f"{row['contender']:<40} {row['steps_per_second']:>8,} steps/s  "
-                  f"({row['timesteps']:,} steps in {row['train_seconds']} s; {row['wall_seconds']} s wall)")
+            print(
+                f"{row['contender']:<40} {row['steps_per_second']:>8,} steps/s  "
+                f"({row['timesteps']:,} steps in {row['train_seconds']} s; {row['wall_seconds']} s wall)"
+            )
     return report
 
 

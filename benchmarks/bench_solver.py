@@ -172,13 +172,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    print(f"{'ruleset':<20} {'ours s':>8} {'theirs s':>9} {'ratio':>6} {'median':>7}  {'ours optimum':>13} {'theirs optimum':>14} {'states':>9}")
+    print(
+        f"{'ruleset':<20} {'ours s':>8} {'theirs s':>9} {'ratio':>6} {'median':>7}  {'ours optimum':>13} {'theirs optimum':>14} {'states':>9}"
+    )
     for row in results["solve"]:
         theirs = f"{row['theirs_seconds']:9.2f}" if row["theirs_seconds"] else "  missing"
         ratio = f"{row['ratio']:6.2f}" if row["ratio"] else "     -"
         median = f"{row['median_ratio']:7.2f}" if row["median_ratio"] else "      -"
         theirs_opt = f"{row['theirs_expected_score']:14.6f}" if row["theirs_expected_score"] else " " * 14
-        print(f"{row['ruleset']:<20} {row['ours_seconds']:8.2f} {theirs} {ratio} {median}  {row['ours_expected_score']:13.6f} {theirs_opt} {row['ours_states']:9d}")
+        print(
+            f"{row['ruleset']:<20} {row['ours_seconds']:8.2f} {theirs} {ratio} {median}  {row['ours_expected_score']:13.6f} {theirs_opt} {row['ours_states']:9d}"
+        )
     print(f"target: ratio <= {TARGET_RATIO} (ratio: of the fastest runs; median: of the median runs)")
     if "play" in results:
         play = results["play"]

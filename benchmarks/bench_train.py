@@ -106,8 +106,14 @@ def main(argv: list[str] | None = None) -> dict:
 
     torch.set_num_threads(1)
     train = load_train()
-    common = [f"rules={args.rules}", f"net_arch={args.net_arch}", "eval_freq=0", "checkpoint_freq=0",
-              "progress_bar=false", "bench_games=0"]
+    common = [
+        f"rules={args.rules}",
+        f"net_arch={args.net_arch}",
+        "eval_freq=0",
+        "checkpoint_freq=0",
+        "progress_bar=false",
+        "bench_games=0",
+    ]
     huge = ["total_timesteps=1000000000"]  # the linear schedules run far from their end
     sb3 = config_from(train, args.sb3_config, common + huge)
     batched = config_from(train, args.batched_config, common + huge)
@@ -118,17 +124,25 @@ def main(argv: list[str] | None = None) -> dict:
         rates["batched_ppo"].append(time_batched(batched, args.updates))
         rates["batched_ppo_float32_eager"].append(time_batched(portable, args.updates))
         if not args.json:
-            print(f"round {round_ + 1}: SB3 {rates['sb3_maskable_ppo'][-1]:8,.0f} steps/s   "
-                  f"batched {rates['batched_ppo'][-1]:8,.0f} steps/s   "
-                  f"batched float32 eager {rates['batched_ppo_float32_eager'][-1]:8,.0f} steps/s", flush=True)
+            print(
+                f"round {round_ + 1}: SB3 {rates['sb3_maskable_ppo'][-1]:8,.0f} steps/s   "
+                f"batched {rates['batched_ppo'][-1]:8,.0f} steps/s   "
+                f"batched float32 eager {rates['batched_ppo_float32_eager'][-1]:8,.0f} steps/s",
+                flush=True,
+            )
     medians = {k: statistics.median(v) for k, v in rates.items()}
     result = {
-        "rules": args.rules, "net_arch": json.loads(args.net_arch), "rounds": args.rounds, "updates": args.updates,
+        "rules": args.rules,
+        "net_arch": json.loads(args.net_arch),
+        "rounds": args.rounds,
+        "updates": args.updates,
         "sb3_config": {k: getattr(sb3, k) for k in ("n_envs", "n_steps", "n_epochs", "batch_size")},
-        "batched_config": {k: getattr(batched, k) for k in ("n_envs", "n_steps", "n_epochs", "batch_size",
-                                                            "precision", "compile")},
+        "batched_config": {
+            k: getattr(batched, k) for k in ("n_envs", "n_steps", "n_epochs", "batch_size", "precision", "compile")
+        },
         "batched_precision": resolve_precision(batched.precision),
-        "steps_per_second": rates, "median": medians,
+        "steps_per_second": rates,
+        "median": medians,
         "ratio": medians["batched_ppo"] / medians["sb3_maskable_ppo"],
         "ratio_float32_eager": medians["batched_ppo_float32_eager"] / medians["sb3_maskable_ppo"],
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",
@@ -137,10 +151,12 @@ def main(argv: list[str] | None = None) -> dict:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"median: SB3 MaskablePPO {medians['sb3_maskable_ppo']:,.0f} steps/s, batched PPO "
-              f"({result['batched_precision']}, compile={batched.compile}) {medians['batched_ppo']:,.0f} steps/s: "
-              f"{result['ratio']:.1f}x, float32 eager {medians['batched_ppo_float32_eager']:,.0f} steps/s: "
-              f"{result['ratio_float32_eager']:.1f}x  (load average {result['load_average']:.1f})")
+        print(
+            f"median: SB3 MaskablePPO {medians['sb3_maskable_ppo']:,.0f} steps/s, batched PPO "
+            f"({result['batched_precision']}, compile={batched.compile}) {medians['batched_ppo']:,.0f} steps/s: "
+            f"{result['ratio']:.1f}x, float32 eager {medians['batched_ppo_float32_eager']:,.0f} steps/s: "
+            f"{result['ratio_float32_eager']:.1f}x  (load average {result['load_average']:.1f})"
+        )
     return result
 
 

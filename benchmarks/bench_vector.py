@@ -86,6 +86,7 @@ def batched(num_envs: int, obs_mode: str = "dict"):
     sample = MaskedSampler(env.tables.n_boxes)
     state = {"info": env.reset(seed=0)[1]}
     env_time = [0.0]
+
     def run(seconds: float) -> float:
         info, steps, env_seconds = state["info"], 0, 0.0
         start = time.perf_counter()

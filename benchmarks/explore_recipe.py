@@ -38,12 +38,23 @@ def main(argv: list[str]) -> None:
     args = dict(a.split("=", 1) for a in argv)
     rules = load_rules(args.get("rules", "yacht"))
     c = types.SimpleNamespace(
-        n_envs=int(args.get("n_envs", 1024)), n_steps=int(args.get("n_steps", 32)),
-        batch_size=int(args.get("batch_size", 4096)), n_epochs=int(args.get("n_epochs", 4)), clip_range=0.2,
-        vf_coef=float(args.get("vf", 0.5)), ent_coef=float(args.get("ent", 0.001)), max_grad_norm=0.5,
-        lr=float(args.get("lr", 3e-4)), total=int(float(args.get("total", 2e6))), lam=float(args.get("lam", 0.8)),
-        hidden=[int(h) for h in args.get("hidden", "256,256").split(",")], act=args.get("act", "tanh"),
-        features=args.get("features", "1") == "1", algo=args.get("algo", "ppo"), scale=float(args.get("scale", 0.02)))
+        n_envs=int(args.get("n_envs", 1024)),
+        n_steps=int(args.get("n_steps", 32)),
+        batch_size=int(args.get("batch_size", 4096)),
+        n_epochs=int(args.get("n_epochs", 4)),
+        clip_range=0.2,
+        vf_coef=float(args.get("vf", 0.5)),
+        ent_coef=float(args.get("ent", 0.001)),
+        max_grad_norm=0.5,
+        lr=float(args.get("lr", 3e-4)),
+        total=int(float(args.get("total", 2e6))),
+        lam=float(args.get("lam", 0.8)),
+        hidden=[int(h) for h in args.get("hidden", "256,256").split(",")],
+        act=args.get("act", "tanh"),
+        features=args.get("features", "1") == "1",
+        algo=args.get("algo", "ppo"),
+        scale=float(args.get("scale", 0.02)),
+    )
     torch.manual_seed(0)
     rollout = Rollout(rules, c.n_envs, c.n_steps, 0, reward_scale=c.scale, gae_lambda=c.lam, features=c.features)
     model = ActorCritic(rollout.inputs.size, compile_rules(rules).n_actions, c.hidden, c.act)
@@ -64,9 +75,12 @@ def main(argv: list[str]) -> None:
             last = rollout.steps
             scores = rollout.take_scores()
             elapsed = time.time() - start
-            print(f"{rollout.steps:>9} {elapsed:6.0f}s  sps {rollout.steps / elapsed:7.0f} "
-                  f"(roll {rollout.steps / rollout_seconds:7.0f}, upd {update_seconds:.0f}s) mean {scores.mean():7.2f} "
-                  f"n={len(scores)} ent {stats['entropy']:.3f} kl {stats.get('approx_kl', 0):.4f}", flush=True)
+            print(
+                f"{rollout.steps:>9} {elapsed:6.0f}s  sps {rollout.steps / elapsed:7.0f} "
+                f"(roll {rollout.steps / rollout_seconds:7.0f}, upd {update_seconds:.0f}s) mean {scores.mean():7.2f} "
+                f"n={len(scores)} ent {stats['entropy']:.3f} kl {stats.get('approx_kl', 0):.4f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

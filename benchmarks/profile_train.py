@@ -37,16 +37,26 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--updates must be at least 1")
 
     import torch
+    from bench_train import config_from, load_train
     from torch.profiler import ProfilerActivity, profile
 
     from agents.trainer import Trainer
-    from bench_train import config_from, load_train
     from dice_poker_env.rules import load_rules
 
     torch.set_num_threads(1)
     train = load_train()
-    config = config_from(train, args.config, ["eval_freq=0", "checkpoint_freq=0", "progress_bar=false", "bench_games=0",
-                                              "total_timesteps=1000000000", *args.overrides])
+    config = config_from(
+        train,
+        args.config,
+        [
+            "eval_freq=0",
+            "checkpoint_freq=0",
+            "progress_bar=false",
+            "bench_games=0",
+            "total_timesteps=1000000000",
+            *args.overrides,
+        ],
+    )
     rules = load_rules(config.rules, **config.rules_options)
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(config, rules, tmp, log=lambda _: None)
@@ -69,8 +79,10 @@ def main(argv: list[str] | None = None) -> dict:
         tables["update"] = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows)
     total = sum(seconds.values())
     result = {phase: s / args.updates for phase, s in seconds.items()}
-    print(f"per rollout of {per_update:,} steps: rollout {result['rollout']:.3f} s, update {result['update']:.3f} s "
-          f"({100 * seconds['update'] / total:.0f}% of the two); {per_update / (total / args.updates):,.0f} env steps/s")
+    print(
+        f"per rollout of {per_update:,} steps: rollout {result['rollout']:.3f} s, update {result['update']:.3f} s "
+        f"({100 * seconds['update'] / total:.0f}% of the two); {per_update / (total / args.updates):,.0f} env steps/s"
+    )
     for phase, table in tables.items():
         print(f"\n{phase} (self CPU time):\n{table}")
     return result

@@ -66,7 +66,10 @@ def random_spec(rng: np.random.Generator, max_boxes: int = 6, *, solvable: bool 
     boxes = [_box(rng, k, big) for k in range(n)]
     if rng.random() < 0.5:  # a five-of-a-kind box, for the joker and bonus rules
         boxes[int(rng.integers(n))] = {
-            "name": "five", "kind": "n_of_a_kind", "n": 5, "points": _points(rng, False),
+            "name": "five",
+            "kind": "n_of_a_kind",
+            "n": 5,
+            "points": _points(rng, False),
             "first_roll_double": bool(rng.random() < 0.3),
         }
     spec: dict[str, Any] = {"name": f"random_{int(rng.integers(1 << 30))}", "boxes": boxes}

@@ -105,7 +105,9 @@ def test_state_from_observation_round_trips():
     for _ in range(20):
         state = state_from_observation(env.tables, obs)
         for field, value in zip(state._fields, state):
-            assert np.array_equal(np.asarray(value).reshape(-1), np.asarray(getattr(env.state, field)).reshape(-1)), field
+            assert np.array_equal(np.asarray(value).reshape(-1), np.asarray(getattr(env.state, field)).reshape(-1)), (
+                field
+            )
         obs, _, done, _, info = env.step(agent.act(obs, info["action_mask"]))
         if done:
             break
@@ -155,7 +157,9 @@ def test_distinct_keep_wrapper_masks_and_info_agree():
     assert env.action_masks()[:31].sum() == 4 * 3 - 1 and env.action_masks()[0b00111] == 1
     assert env.unwrapped.action_masks()[:31].sum() == 31  # the env itself still takes every bitmask
     obs, _, _, _, info = env.step(0b00111)  # keep the threes
-    assert np.array_equal(info["action_mask"], distinct_keep_mask(env.unwrapped.action_masks(), env.unwrapped.state.roll))
+    assert np.array_equal(
+        info["action_mask"], distinct_keep_mask(env.unwrapped.action_masks(), env.unwrapped.state.roll)
+    )
 
 
 def test_best_box_action_is_legal():
@@ -184,8 +188,10 @@ def _visited_batch(rules, games, seed, **options):
         obs, _, _, _, info = env.step(play)
 
 
-@pytest.mark.parametrize("rules, options", [("yacht", {}), ("yahtzee", {}), ("yahtzee", {"joker": "free"}),
-                                            ("yatzy", {}), ("school_poker", {})])
+@pytest.mark.parametrize(
+    "rules, options",
+    [("yacht", {}), ("yahtzee", {}), ("yahtzee", {"joker": "free"}), ("yatzy", {}), ("school_poker", {})],
+)
 def test_greedy_act_batch_agrees_with_act(rules, options):
     agent = GreedyAgent(load_rules(rules, **options))
     checked = 0

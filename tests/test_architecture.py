@@ -9,8 +9,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = "dice_poker_env"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 #: modules longer than this need a reason written at the top of their docstring

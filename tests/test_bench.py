@@ -11,13 +11,23 @@ import numpy as np
 import pytest
 
 import agents
-
 from agents.benchmark import benchmark, game_seeds
 from agents.optimal import VALUE_TOLERANCE
 
 PER_AGENT_KEYS = {
-    "mean", "ci95", "median", "std", "percent_of_optimal", "regret_mean", "regret_ci95",
-    "regret_keep_mean", "regret_box_mean", "upper_bonus_rate", "five_of_a_kind_rate", "box_means", "mistakes",
+    "mean",
+    "ci95",
+    "median",
+    "std",
+    "percent_of_optimal",
+    "regret_mean",
+    "regret_ci95",
+    "regret_keep_mean",
+    "regret_box_mean",
+    "upper_bonus_rate",
+    "five_of_a_kind_rate",
+    "box_means",
+    "mistakes",
 }
 
 
@@ -50,14 +60,25 @@ def test_bench_cli_json_without_torch():
         assert PER_AGENT_KEYS <= set(row)
         assert row["games"] == 30
         assert list(row["box_means"]) == [
-            "ones", "twos", "threes", "fours", "fives", "sixes", "full_house", "four_of_a_kind",
-            "little_straight", "big_straight", "choice", "yacht",
+            "ones",
+            "twos",
+            "threes",
+            "fours",
+            "fives",
+            "sixes",
+            "full_house",
+            "four_of_a_kind",
+            "little_straight",
+            "big_straight",
+            "choice",
+            "yacht",
         ]
         assert sum(row["box_means"].values()) == pytest.approx(row["mean"])  # yacht: no bonus, the boxes are the score
         assert row["upper_bonus_rate"] is None  # yacht has no upper bonus
         assert row["percent_of_optimal"] == pytest.approx(100 * row["mean"] / optimal)
-        assert row["regret_mean"] == pytest.approx(row["regret_keep_mean"] + row["regret_box_mean"]
-                                                   + row["regret_illegal_mean"])
+        assert row["regret_mean"] == pytest.approx(
+            row["regret_keep_mean"] + row["regret_box_mean"] + row["regret_illegal_mean"]
+        )
         assert row["estimated_expected_score"] == pytest.approx(optimal - row["regret_mean"])
     assert data["agents"]["greedy"]["mean"] > data["agents"]["random"]["mean"]
 
@@ -223,7 +244,9 @@ def test_lockstep_games_are_the_single_env_games(rules_name):
     agents = {name: make_agent(name, rules, solution=solution) for name in ("optimal", "greedy", "trained")}
     agents["illegal"] = IllegalOnTurnThree(rules)
     for name, agent in agents.items():
-        parts = [play_games(rules, agent, seeds, solution, lockstep=lockstep, regret_batch=50) for lockstep in (False, True)]
+        parts = [
+            play_games(rules, agent, seeds, solution, lockstep=lockstep, regret_batch=50) for lockstep in (False, True)
+        ]
         for field in _Partial.__dataclass_fields__:
             one, both = (getattr(part, field) for part in parts)
             if field == "box_scores":
@@ -263,8 +286,9 @@ def test_bench_cli_writes_results_and_plot(tmp_path):
 def test_agent_names_are_distinct_and_recognisable():
     from agents.benchmark import agent_names
 
-    assert agent_names(["optimal", "model:runs/a/final_model.zip", "model:runs/b/final_model.zip",
-                        "model:runs/b/best_model.zip"]) == ["optimal", "a/final_model", "b/final_model", "best_model"]
+    assert agent_names(
+        ["optimal", "model:runs/a/final_model.zip", "model:runs/b/final_model.zip", "model:runs/b/best_model.zip"]
+    ) == ["optimal", "a/final_model", "b/final_model", "best_model"]
     assert agent_names(["greedy", "model:x/greedy.zip"]) == ["greedy", "x/greedy"]  # never shadows an agent
     assert agent_names([("model", "model:m.zip"), "model:runs/model.zip"]) == ["model", "runs/model"]
     for twice in (["greedy", "greedy"], ["model:m.zip", "model:./m.zip"], [("a", "greedy"), ("a", "random")]):
@@ -286,8 +310,9 @@ def two_models(tmp_path_factory):
     root = tmp_path_factory.mktemp("models")
     paths = []
     for seed, run in enumerate(("run_a", "run_b")):
-        model = MaskablePPO("MlpPolicy", DicePokerEnv(rules, obs_mode="flat"), n_steps=64, seed=seed,
-                            policy_kwargs=dict(net_arch=[8]))
+        model = MaskablePPO(
+            "MlpPolicy", DicePokerEnv(rules, obs_mode="flat"), n_steps=64, seed=seed, policy_kwargs=dict(net_arch=[8])
+        )
         paths.append(save_model(model, root / run / "final_model.zip", model_metadata(rules, "flat", "maskable_ppo")))
     return paths
 
@@ -296,8 +321,23 @@ def test_bench_reports_every_model_under_its_own_name(two_models, capsys):
     from dice_poker_env.cli import main
 
     a, b = two_models
-    assert main(["bench", "yacht", "--agents", "greedy", f"model:{a}", f"model:{b}", "--games", "3",
-                 "--no-regret", "--json"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "yacht",
+                "--agents",
+                "greedy",
+                f"model:{a}",
+                f"model:{b}",
+                "--games",
+                "3",
+                "--no-regret",
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert list(data["agents"]) == ["greedy", "run_a/final_model", "run_b/final_model"]
     assert all(row["games"] == 3 for row in data["agents"].values())
@@ -311,14 +351,17 @@ def run_bench(args, capsys):
     return code, out, err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--seed", "-1"], "--seed must be >= 0, got -1"),
-    (["--games", "0"], "--games must be at least 1"),
-    (["--top-mistakes", "-2"], "--top-mistakes must be >= 0, got -2"),
-    (["--agents", "greedy", "wizard"], "unknown agent 'wizard'"),
-    (["--agents", "greedy", "greedy"], "given more than once: greedy"),
-    (["--overwrite"], "--overwrite goes with --out DIR"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seed", "-1"], "--seed must be >= 0, got -1"),
+        (["--games", "0"], "--games must be at least 1"),
+        (["--top-mistakes", "-2"], "--top-mistakes must be >= 0, got -2"),
+        (["--agents", "greedy", "wizard"], "unknown agent 'wizard'"),
+        (["--agents", "greedy", "greedy"], "given more than once: greedy"),
+        (["--overwrite"], "--overwrite goes with --out DIR"),
+    ],
+)
 def test_bench_bad_arguments_are_one_line_errors(args, message, capsys):
     code, out, err = run_bench(["--agents", "greedy", "--games", "5", *args], capsys)
     assert code == 2 and out == ""
@@ -338,12 +381,13 @@ def test_bench_out_is_checked_before_any_game(tmp_path, capsys):
 
 
 def test_bench_out_refuses_earlier_results_without_overwrite(tmp_path, capsys):
-    (tmp_path / "results.json").write_text("{\"earlier\": true}\n")
+    (tmp_path / "results.json").write_text('{"earlier": true}\n')
     code, out, err = run_bench(["--agents", "random", "--games", "4", "--no-regret", "--out", str(tmp_path)], capsys)
     assert code == 2 and "holds results already (results.json)" in err and "--overwrite" in err
     assert json.loads((tmp_path / "results.json").read_text()) == {"earlier": True}
-    code, out, err = run_bench(["--agents", "random", "--games", "4", "--no-regret", "--json", "--out", str(tmp_path),
-                                "--overwrite"], capsys)
+    code, out, err = run_bench(
+        ["--agents", "random", "--games", "4", "--no-regret", "--json", "--out", str(tmp_path), "--overwrite"], capsys
+    )
     assert code == 0, err
     assert json.loads((tmp_path / "results.json").read_text()) == json.loads(out)
 
@@ -362,8 +406,19 @@ def test_bench_results_reach_stdout_when_writing_fails_at_the_end(as_json, tmp_p
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     monkeypatch.setattr(bench, "check_out_dir", lambda out, overwrite: [])  # the folder breaks after the check
-    code, out, err = run_bench(["--agents", "random", "--games", "4", "--no-regret", "--out", str(blocker / "x"),
-                                *(["--json"] if as_json else [])], capsys)
+    code, out, err = run_bench(
+        [
+            "--agents",
+            "random",
+            "--games",
+            "4",
+            "--no-regret",
+            "--out",
+            str(blocker / "x"),
+            *(["--json"] if as_json else []),
+        ],
+        capsys,
+    )
     assert code == 1
     assert "could not write the results" in err and "printed above" in err and "Traceback" not in err
     if as_json:

@@ -41,7 +41,9 @@ def plugins(tmp_path, monkeypatch):
         for name, source in (modules or {}).items():
             (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
             sys.modules.pop(name, None)
-        found = [importlib.metadata.EntryPoint(name, value, cli.ENTRY_POINT_GROUP) for name, value in entry_points.items()]
+        found = [
+            importlib.metadata.EntryPoint(name, value, cli.ENTRY_POINT_GROUP) for name, value in entry_points.items()
+        ]
         monkeypatch.setattr(cli, "plugin_entry_points", lambda: found)
 
     yield register
@@ -61,8 +63,11 @@ def test_help_lists_core_and_plugged_in_commands_with_their_descriptions(plugins
         cli.main(["--help"])
     assert exit_info.value.code == 0
     out = " ".join(capsys.readouterr().out.split())
-    for name, text in [("solve", "solve a ruleset exactly"), ("advise", "every legal action of a position"),
-                       ("hello", "say hello from a plugin")]:
+    for name, text in [
+        ("solve", "solve a ruleset exactly"),
+        ("advise", "every legal action of a position"),
+        ("hello", "say hello from a plugin"),
+    ]:
         assert f"{name} {text}" in out
 
 
@@ -77,11 +82,18 @@ def test_a_plugin_cannot_replace_a_core_command(plugins, capsys):
     assert cli.command_sources()["solve"].target == "dice_poker_env.cli.solve"
 
 
-@pytest.mark.parametrize("target, modules, reason", [
-    ("plugin_missing.commands", {}, "cannot import plugin_missing.commands (ModuleNotFoundError"),
-    ("plugin_broken", {"plugin_broken": "raise RuntimeError('half written')"}, "RuntimeError: half written"),
-    ("plugin_bare", {"plugin_bare": "HELP = 'no run'"}, "is not a dice-poker command (it has no add_arguments, run)"),
-])
+@pytest.mark.parametrize(
+    "target, modules, reason",
+    [
+        ("plugin_missing.commands", {}, "cannot import plugin_missing.commands (ModuleNotFoundError"),
+        ("plugin_broken", {"plugin_broken": "raise RuntimeError('half written')"}, "RuntimeError: half written"),
+        (
+            "plugin_bare",
+            {"plugin_bare": "HELP = 'no run'"},
+            "is not a dice-poker command (it has no add_arguments, run)",
+        ),
+    ],
+)
 def test_an_unusable_plugin_is_listed_as_unavailable_and_refused_in_one_line(plugins, capsys, target, modules, reason):
     plugins({"broken": target, "hello": "plugin_hello"}, {**modules, "plugin_hello": HELLO})
     assert cli.main(["broken", "--anything"]) == 2
@@ -99,13 +111,18 @@ def test_a_shadowed_agents_package_is_named_with_the_remedy(monkeypatch, capsys)
     monkeypatch.setattr(cli, "BUILTIN_COMMANDS", {})
     source = cli.CommandSource("bench", "plugin_agents_shadowed.commands.bench", "dice-poker-env")
     monkeypatch.setattr(cli, "command_sources", lambda: {"bench": source})
-    monkeypatch.setattr(importlib.metadata, "packages_distributions",
-                        lambda: {"plugin_agents_shadowed": ["openai-agents", "dice_poker_env"]})
+    monkeypatch.setattr(
+        importlib.metadata,
+        "packages_distributions",
+        lambda: {"plugin_agents_shadowed": ["openai-agents", "dice_poker_env"]},
+    )
     assert cli.main(["bench", "yacht"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert ("the top-level package 'plugin_agents_shadowed' is also installed by openai-agents, and the two "
-            "overwrite each other: install dice-poker-env in a virtual environment of its own") in err
+    assert (
+        "the top-level package 'plugin_agents_shadowed' is also installed by openai-agents, and the two "
+        "overwrite each other: install dice-poker-env in a virtual environment of its own"
+    ) in err
 
 
 def test_entry_points_are_found_through_installed_metadata(tmp_path):
@@ -116,11 +133,23 @@ def test_entry_points_are_found_through_installed_metadata(tmp_path):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dice-poker-test-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(f"[{cli.ENTRY_POINT_GROUP}]\nhello = plugin_hello\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    result = subprocess.run([sys.executable, "-m", "dice_poker_env.cli", "hello", "--name", "metadata"],
-                            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "dice_poker_env.cli", "hello", "--name", "metadata"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert (result.returncode, result.stdout, result.stderr) == (3, "hello metadata\n", "")
-    listing = subprocess.run([sys.executable, "-m", "dice_poker_env.cli", "--help"],
-                             capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    listing = subprocess.run(
+        [sys.executable, "-m", "dice_poker_env.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert "say hello from a plugin" in listing.stdout
 
 
@@ -150,8 +179,11 @@ def test_the_core_command_line_never_imports_agents():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.stdout.strip() == "False", result.stderr
-    sources = [p for p in (ROOT / "dice_poker_env").rglob("*.py")
-               if "import agents" in p.read_text() or "from agents" in p.read_text()]
+    sources = [
+        p
+        for p in (ROOT / "dice_poker_env").rglob("*.py")
+        if "import agents" in p.read_text() or "from agents" in p.read_text()
+    ]
     assert sources == []
 
 
@@ -179,13 +211,18 @@ def test_rules_options_are_parsed_once_for_every_command(tmp_path, capsys):
     from dice_poker_env.cli.rules_arguments import parse_rules_options
 
     assert parse_rules_options(["joker=free", " turns = 13", "turns=15", "empty="]) == {
-        "joker": "free", "turns": "15", "empty": ""}
+        "joker": "free",
+        "turns": "15",
+        "empty": "",
+    }
     for bad in ("joker", "=free"):
         with pytest.raises(ValueError, match=f"--option expects NAME=VALUE, got {bad!r}"):
             parse_rules_options([bad])
     rules_file = tmp_path / "tiny.toml"
     rules_file.write_text(TINY_WITH_OPTIONS)
-    assert cli.main(["solve", str(rules_file), "-o", "turns=2", "--option", "strict=true", "--json", "--no-progress"]) == 0
+    assert (
+        cli.main(["solve", str(rules_file), "-o", "turns=2", "--option", "strict=true", "--json", "--no-progress"]) == 0
+    )
     assert '"options": {"turns": 2, "strict": true}' in capsys.readouterr().out  # converted to the options' types
     assert cli.main(["solve", "yacht", "--option", "joker"]) == 2
     assert capsys.readouterr().err == "dice-poker solve: error: --option expects NAME=VALUE, got 'joker'\n"

@@ -88,17 +88,28 @@ def agent_file(tmp_path):
 
 
 def test_spec_parsing():
-    spec = parse_agent_spec("path/to/my_agent.py:MyAgent,depth=2,temperature=0.5,style=careful,on=true,"
-                            "sizes=[1, 2],text='a,b',none=None")
+    spec = parse_agent_spec(
+        "path/to/my_agent.py:MyAgent,depth=2,temperature=0.5,style=careful,on=true,sizes=[1, 2],text='a,b',none=None"
+    )
     assert spec.is_file and spec.source == "path/to/my_agent.py" and spec.attr == "MyAgent"
-    assert dict(spec.kwargs) == {"depth": 2, "temperature": 0.5, "style": "careful", "on": True,
-                                 "sizes": [1, 2], "text": "a,b", "none": None}
+    assert dict(spec.kwargs) == {
+        "depth": 2,
+        "temperature": 0.5,
+        "style": "careful",
+        "on": True,
+        "sizes": [1, 2],
+        "text": "a,b",
+        "none": None,
+    }
     spec = parse_agent_spec("package.module:Outer.Inner")
     assert not spec.is_file and spec.source == "package.module" and spec.attr == "Outer.Inner" and not spec.kwargs
     assert parse_agent_spec("greedy") is None and parse_agent_spec("model:runs/x.zip") is None
     assert parse_agent_spec("wizard") is None
-    for bad, message in [("a.py:A,depth", "key=value"), ("a.py:A,x=1,x=2", "given twice"),
-                         ("not a module:A", "neither a .py file nor a module name")]:
+    for bad, message in [
+        ("a.py:A,depth", "key=value"),
+        ("a.py:A,x=1,x=2", "given twice"),
+        ("not a module:A", "neither a .py file nor a module name"),
+    ]:
         with pytest.raises(AgentLoadError, match=message):
             parse_agent_spec(bad)
 
@@ -212,8 +223,9 @@ def test_bench_cli_with_a_file_agent(agent_file):
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = main(["bench", "yacht", "--agents", "greedy", f"{agent_file}:FirstLegal,offset=1",
-                     "--games", "5", "--json"])
+        code = main(
+            ["bench", "yacht", "--agents", "greedy", f"{agent_file}:FirstLegal,offset=1", "--games", "5", "--json"]
+        )
     assert code == 0
     data = json.loads(out.getvalue())
     assert set(data["agents"]) == {"greedy", "FirstLegal(offset=1)"}
@@ -230,13 +242,30 @@ def test_bench_cli_bad_custom_agent_is_a_one_line_error(agent_file, capsys):
 def test_play_against_a_file_agent(agent_file):
     pytest.importorskip("rich")
     pytest.importorskip("pettingzoo")
-    script = "\n".join(["s on", "s tw", "s th", "s fours", "s fi", "s si", "s fu", "s four of", "s l", "s b",
-                        "s c", "s y"]) + "\n"
+    script = (
+        "\n".join(["s on", "s tw", "s th", "s fours", "s fi", "s si", "s fu", "s four of", "s l", "s b", "s c", "s y"])
+        + "\n"
+    )
     env = dict(os.environ, PYTHONIOENCODING="utf-8", COLUMNS="100")
     result = subprocess.run(
-        [sys.executable, "-m", "dice_poker_env", "play", "yacht", "--opponents", f"{agent_file}:FirstLegal",
-         "--seed", "2", "--no-grade"],
-        input=script, capture_output=True, text=True, timeout=120, env=env, encoding="utf-8",
+        [
+            sys.executable,
+            "-m",
+            "dice_poker_env",
+            "play",
+            "yacht",
+            "--opponents",
+            f"{agent_file}:FirstLegal",
+            "--seed",
+            "2",
+            "--no-grade",
+        ],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        encoding="utf-8",
     )
     assert result.returncode == 0, result.stderr
     assert "failed" not in result.stdout  # the agent played every turn itself

@@ -16,9 +16,9 @@ pytest.importorskip("h5py")
 from agents import datasets  # noqa: E402
 from agents.commands.dataset import main  # noqa: E402
 from agents.optimal import VALUE_TOLERANCE  # noqa: E402
-from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env import load_rules  # noqa: E402
 from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS  # noqa: E402
+from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 
 MINI = """
 name = "mini"
@@ -49,8 +49,11 @@ def replay(dataset, episode, seed, **kwargs):
     """Step the recovered env through a stored episode; returns its final info. Asserts every step agrees."""
     env = dataset.recover_environment(**kwargs)
     obs, info = env.reset(seed=seed)
-    same = (lambda a, b: all(np.array_equal(np.asarray(a[k]).reshape(-1), np.asarray(b[k]).reshape(-1)) for k in a)) \
-        if isinstance(obs, dict) else np.array_equal
+    same = (
+        (lambda a, b: all(np.array_equal(np.asarray(a[k]).reshape(-1), np.asarray(b[k]).reshape(-1)) for k in a))
+        if isinstance(obs, dict)
+        else np.array_equal
+    )
     stored = episode.observations
     at = (lambda t: {k: v[t] for k, v in stored.items()}) if isinstance(stored, dict) else (lambda t: stored[t])
     if "obs_mode" not in kwargs:
@@ -77,9 +80,12 @@ def npz_policy(tmp_path_factory):
     rules = load_rules("yacht")
     rng = np.random.default_rng(0)
     size = PolicyInputs(rules, features=True).size
-    weights = {"w0": rng.normal(size=(size, 16)).astype(np.float32), "b0": np.zeros(16, np.float32),
-               "w1": rng.normal(size=(16, compile_rules(rules).n_actions)).astype(np.float32),
-               "b1": np.zeros(compile_rules(rules).n_actions, np.float32)}
+    weights = {
+        "w0": rng.normal(size=(size, 16)).astype(np.float32),
+        "b0": np.zeros(16, np.float32),
+        "w1": rng.normal(size=(16, compile_rules(rules).n_actions)).astype(np.float32),
+        "b1": np.zeros(compile_rules(rules).n_actions, np.float32),
+    }
     meta = {**model_metadata(rules, "flat", "batched_ppo"), "features": True, "activation": "tanh"}
     return save_policy(tmp_path_factory.mktemp("policy") / "yacht.npz", weights, meta)
 
@@ -94,12 +100,22 @@ def sb3_model(tmp_path_factory):
     from dice_poker_env.envs.single import DicePokerEnv
 
     rules = load_rules("yacht")
-    model = MaskablePPO("MlpPolicy", DicePokerEnv(rules, obs_mode="flat"), n_steps=64, seed=0,
-                        policy_kwargs=dict(net_arch=[8]), device="cpu")
-    return save_model(model, tmp_path_factory.mktemp("sb3") / "final_model.zip", model_metadata(rules, "flat", "maskable_ppo"))
+    model = MaskablePPO(
+        "MlpPolicy",
+        DicePokerEnv(rules, obs_mode="flat"),
+        n_steps=64,
+        seed=0,
+        policy_kwargs=dict(net_arch=[8]),
+        device="cpu",
+    )
+    return save_model(
+        model, tmp_path_factory.mktemp("sb3") / "final_model.zip", model_metadata(rules, "flat", "maskable_ppo")
+    )
 
 
-@pytest.mark.parametrize("agent", ["optimal", "greedy", "random", "optimal:eps=0.3", "trained", "model:npz", "model:zip"])
+@pytest.mark.parametrize(
+    "agent", ["optimal", "greedy", "random", "optimal:eps=0.3", "trained", "model:npz", "model:zip"]
+)
 def test_a_dataset_of_each_agent_kind_reads_back_and_replays(agent, npz_policy, sb3_model, monkeypatch):
     if agent == "trained":
         monkeypatch.setattr("agents.policy_agent.SHIPPED_DIR", npz_policy.parent)
@@ -169,8 +185,24 @@ def test_imperfect_agents_have_positive_regret_that_telescopes_to_the_score_gap(
 def test_options_and_dict_observations_replay_and_the_same_seed_gives_the_same_data(datasets_root, monkeypatch):
     monkeypatch.setattr("agents.benchmark.load_solution", lambda rules, required=False: None)  # no 12 s solve here
     for name in ("a", "b"):
-        assert write("yahtzee", "--option", "joker=free", "--agent", "random", "--episodes", "5", "--seed", "9",
-                     "--obs-mode", "dict", "--id", f"t/yahtzee/{name}-v0") == 0
+        assert (
+            write(
+                "yahtzee",
+                "--option",
+                "joker=free",
+                "--agent",
+                "random",
+                "--episodes",
+                "5",
+                "--seed",
+                "9",
+                "--obs-mode",
+                "dict",
+                "--id",
+                f"t/yahtzee/{name}-v0",
+            )
+            == 0
+        )
     a, b = minari.load_dataset("t/yahtzee/a-v0"), minari.load_dataset("t/yahtzee/b-v0")
     assert a.env_spec.kwargs == {"rules": "yahtzee", "obs_mode": "dict", "joker": "free"}
     assert datasets.dataset_info(a)["rules_fingerprint"] == load_rules("yahtzee", joker="free").fingerprint
@@ -211,8 +243,12 @@ def test_the_writer_stores_what_minaris_own_writer_stores(tmp_path):
         stores = []
         for name in ("fast", "minari"):
             (tmp_path / obs_mode).mkdir(exist_ok=True)
-            storage = MinariStorage.new(tmp_path / obs_mode / name, observation_space=observation_space(compile_rules(rules), obs_mode),
-                                        action_space=datasets._action_space(rules), data_format="hdf5")
+            storage = MinariStorage.new(
+                tmp_path / obs_mode / name,
+                observation_space=observation_space(compile_rules(rules), obs_mode),
+                action_space=datasets._action_space(rules),
+                data_format="hdf5",
+            )
             episodes = [block.episode(e) for e in range(len(block))]
             if name == "fast":
                 writer = datasets._EpisodeWriter(tmp_path / obs_mode / name / "main_data.hdf5")
@@ -239,9 +275,8 @@ def test_the_writer_stores_what_minaris_own_writer_stores(tmp_path):
 
 
 def test_minari_lists_and_shows_the_dataset():
-    from typer.testing import CliRunner
-
     from minari.cli import app
+    from typer.testing import CliRunner
 
     assert write("yacht", "--agent", "random", "--episodes", "3") == 0
     assert "dice_poker/yacht/random-v0" in minari.list_local_datasets()
@@ -255,15 +290,18 @@ def _snapshot(root):
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--agent", "nobody", "--episodes", "3"], "unknown agent 'nobody'"),
-    (["--agent", "optimal:eps=1.5", "--episodes", "3"], "eps must be a number in [0, 1]"),
-    (["--agent", "random", "--episodes", "0"], "episodes must be an integer >= 1, got 0"),
-    (["--agent", "random", "--episodes", "3", "--id", "not an id"], "malformed dataset id 'not an id'"),
-    (["--agent", "random", "--episodes", "3", "--id", "dice_poker/yacht/random-v0"], "already exists"),
-    (["--agent", "model:/no/such/policy.npz", "--episodes", "3"], "no such policy file"),
-    (["--agent", "random", "--episodes", "3", "--option", "joker=free"], "joker"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--agent", "nobody", "--episodes", "3"], "unknown agent 'nobody'"),
+        (["--agent", "optimal:eps=1.5", "--episodes", "3"], "eps must be a number in [0, 1]"),
+        (["--agent", "random", "--episodes", "0"], "episodes must be an integer >= 1, got 0"),
+        (["--agent", "random", "--episodes", "3", "--id", "not an id"], "malformed dataset id 'not an id'"),
+        (["--agent", "random", "--episodes", "3", "--id", "dice_poker/yacht/random-v0"], "already exists"),
+        (["--agent", "model:/no/such/policy.npz", "--episodes", "3"], "no such policy file"),
+        (["--agent", "random", "--episodes", "3", "--option", "joker=free"], "joker"),
+    ],
+)
 def test_bad_input_is_one_line_and_leaves_datasets_untouched(argv, message, datasets_root, capsys):
     assert write("yacht", "--agent", "random", "--episodes", "3") == 0
     before = _snapshot(datasets_root)
@@ -326,10 +364,18 @@ def test_default_ids_and_agent_specs():
 
 
 def test_the_core_package_never_imports_minari():
-    code = ("import sys, dice_poker_env, gymnasium as gym; from dice_poker_env.solver import solve; "
-            "gym.make('DicePoker/Yacht-v0'); print(json.dumps([m for m in ('minari', 'h5py', 'agents') if m in sys.modules]))")
-    out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True,
-                         env={**os.environ}, timeout=600)
+    code = (
+        "import sys, dice_poker_env, gymnasium as gym; from dice_poker_env.solver import solve; "
+        "gym.make('DicePoker/Yacht-v0'); print(json.dumps([m for m in ('minari', 'h5py', 'agents') if m in sys.modules]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", "import json; " + code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ},
+        timeout=600,
+    )
     assert json.loads(out.stdout) == []
 
 
@@ -345,8 +391,16 @@ def load_train():
     return module
 
 
-BC_SMALL = ["bc_epochs=2", "batch_size=256", "eval_episodes=40", "bench_games=40", "bench_agents=[greedy]",
-            "bench_workers=1", "progress_bar=false", "net_arch=[32]"]
+BC_SMALL = [
+    "bc_epochs=2",
+    "batch_size=256",
+    "eval_episodes=40",
+    "bench_games=40",
+    "bench_agents=[greedy]",
+    "bench_workers=1",
+    "progress_bar=false",
+    "net_arch=[32]",
+]
 
 
 def test_bc_trains_from_a_dataset_into_the_usual_run_folder(tmp_path):
@@ -372,16 +426,33 @@ def test_bc_trains_from_a_dataset_into_the_usual_run_folder(tmp_path):
     assert results["timesteps"] == 2 * minari.load_dataset("dice_poker/yacht/optimal-v0").total_steps
 
 
-@pytest.mark.parametrize("setup, overrides, message", [
-    (None, [], "not found under MINARI_DATASETS_PATH"),
-    (["yatzy", "--agent", "random", "--episodes", "3", "--id", "dice_poker/yacht/optimal-v0"], [], "not of yacht"),
-    (["yacht", "--agent", "random", "--episodes", "3", "--obs-mode", "dict", "--id", "dice_poker/yacht/optimal-v0"],
-     [], "bc needs flat ones"),
-    (None, ["dataset="], "bc imitates a dataset: set dataset=ID"),
-    (None, ["obs_mode=dict"], "bc uses the flat observation"),
-])
-def test_bc_refuses_a_missing_or_unfit_dataset_before_the_run_folder(setup, overrides, message, tmp_path, capsys,
-                                                                     monkeypatch):
+@pytest.mark.parametrize(
+    "setup, overrides, message",
+    [
+        (None, [], "not found under MINARI_DATASETS_PATH"),
+        (["yatzy", "--agent", "random", "--episodes", "3", "--id", "dice_poker/yacht/optimal-v0"], [], "not of yacht"),
+        (
+            [
+                "yacht",
+                "--agent",
+                "random",
+                "--episodes",
+                "3",
+                "--obs-mode",
+                "dict",
+                "--id",
+                "dice_poker/yacht/optimal-v0",
+            ],
+            [],
+            "bc needs flat ones",
+        ),
+        (None, ["dataset="], "bc imitates a dataset: set dataset=ID"),
+        (None, ["obs_mode=dict"], "bc uses the flat observation"),
+    ],
+)
+def test_bc_refuses_a_missing_or_unfit_dataset_before_the_run_folder(
+    setup, overrides, message, tmp_path, capsys, monkeypatch
+):
     pytest.importorskip("torch")
     from pathlib import Path
 
@@ -429,8 +500,9 @@ def test_load_transitions_reads_what_iterate_episodes_reads(obs_mode, monkeypatc
         assert np.array_equal(steps["observations"], np.concatenate([cut(e, e.observations) for e in episodes]))
     else:
         for key in episodes[0].observations:
-            assert np.array_equal(steps["observations"][key],
-                                  np.concatenate([cut(e, e.observations[key]) for e in episodes]))
+            assert np.array_equal(
+                steps["observations"][key], np.concatenate([cut(e, e.observations[key]) for e in episodes])
+            )
     assert "action_values" not in steps
     with pytest.raises(datasets.DatasetError, match="not found"):
         datasets.load_transitions("dice_poker/yacht/nothing-v0")
@@ -466,16 +538,38 @@ def test_a_terminated_command_removes_its_partial_dataset(datasets_root):
     import time
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    process = subprocess.Popen([sys.executable, "-m", "agents.commands.dataset", "yacht", "--agent", "random",
-                                "--episodes", "200000", "--block", "50"], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agents.commands.dataset",
+            "yacht",
+            "--agent",
+            "random",
+            "--episodes",
+            "200000",
+            "--block",
+            "50",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 300
     while not list(datasets_root.glob(".partial-*/data/main_data.hdf5")) and time.monotonic() < deadline:
         time.sleep(0.2)
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=300)
-    assert process.returncode == 130 and "interrupted; nothing was written" in err, (process.returncode, out, err[-2000:])
-    assert not list(datasets_root.glob(".partial-*")) and not (datasets_root / "dice_poker" / "yacht" / "random-v0").exists()
+    assert process.returncode == 130 and "interrupted; nothing was written" in err, (
+        process.returncode,
+        out,
+        err[-2000:],
+    )
+    assert (
+        not list(datasets_root.glob(".partial-*"))
+        and not (datasets_root / "dice_poker" / "yacht" / "random-v0").exists()
+    )
 
 
 class _SignalInDel:

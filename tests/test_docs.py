@@ -25,7 +25,10 @@ def _mkdocs(config: Path, site: Path, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config), "--site-dir", str(site)],
         cwd=cwd,  # mkdocs-jupyter writes its cache (.cache/) in the working folder
-        capture_output=True, text=True, timeout=900, env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
     )
 
 
@@ -37,8 +40,15 @@ def test_the_site_builds_strict(tmp_path):
     site = tmp_path / "site"
     result = _mkdocs(ROOT / "mkdocs.yml", site, tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
-    for page in ("index.html", "rules/index.html", "getting-started/index.html", "agents/index.html",
-                 "figures/index.html", "api/agents/index.html", "api/solver/index.html"):
+    for page in (
+        "index.html",
+        "rules/index.html",
+        "getting-started/index.html",
+        "agents/index.html",
+        "figures/index.html",
+        "api/agents/index.html",
+        "api/solver/index.html",
+    ):
         assert (site / page).is_file(), page
     for tutorial in TUTORIALS:
         assert (site / "tutorials" / tutorial.stem / "index.html").is_file(), tutorial.name
@@ -48,11 +58,15 @@ def test_the_site_builds_strict(tmp_path):
     assert "bench_env.py" in (site / "figures/index.html").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("page, culprit", [
-    ("See [the missing page](missing-page.md).", "missing-page.md"),
-    ("See [a missing section](#no-such-section).", "no-such-section"),
-    ("::: dice_poker_env.no_such_module", "no_such_module"),
-], ids=["link", "anchor", "reference"])
+@pytest.mark.parametrize(
+    "page, culprit",
+    [
+        ("See [the missing page](missing-page.md).", "missing-page.md"),
+        ("See [a missing section](#no-such-section).", "no-such-section"),
+        ("::: dice_poker_env.no_such_module", "no_such_module"),
+    ],
+    ids=["link", "anchor", "reference"],
+)
 def test_a_broken_link_or_reference_fails_the_build(tmp_path, page, culprit):
     """The site's own configuration on a one-page site with one broken link or API reference."""
     pytest.importorskip("mkdocs")
@@ -86,10 +100,15 @@ def _kernel(tmp_path: Path) -> str:
     name = "dice-poker-tests"
     spec = tmp_path / "jupyter" / "kernels" / name
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "dice-poker tests", "language": "python",
-    }))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "dice-poker tests",
+                "language": "python",
+            }
+        )
+    )
     return name
 
 
@@ -98,8 +117,12 @@ def test_tutorial_runs(notebook, tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
-    for name, folder in (("IPYTHONDIR", "ipython"), ("JUPYTER_RUNTIME_DIR", "runtime"),
-                         ("JUPYTER_DATA_DIR", "jupyter-data"), ("TMPDIR", "tmp")):
+    for name, folder in (
+        ("IPYTHONDIR", "ipython"),
+        ("JUPYTER_RUNTIME_DIR", "runtime"),
+        ("JUPYTER_DATA_DIR", "jupyter-data"),
+        ("TMPDIR", "tmp"),
+    ):
         (tmp_path / folder).mkdir()
         monkeypatch.setenv(name, str(tmp_path / folder))
     kernel = _kernel(tmp_path)
@@ -109,11 +132,18 @@ def test_tutorial_runs(notebook, tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
     nb = nbformat.read(notebook, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=900, kernel_name=kernel, record_timing=False,
-                                     resources={"metadata": {"path": str(work)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=900, kernel_name=kernel, record_timing=False, resources={"metadata": {"path": str(work)}}
+    )
     client.execute()  # raises CellExecutionError, with the cell and the traceback, if any cell fails
-    errors = [output for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs
-              if output.output_type == "error"]
+    errors = [
+        output
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+        if output.output_type == "error"
+    ]
     assert not errors
-    assert not any(work.iterdir()) or all(path.name in (".ipynb_checkpoints",) for path in work.iterdir()), \
+    assert not any(work.iterdir()) or all(path.name in (".ipynb_checkpoints",) for path in work.iterdir()), (
         f"{notebook.name} wrote into its working folder: {sorted(p.name for p in work.iterdir())}"
+    )

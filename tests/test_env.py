@@ -406,7 +406,10 @@ def test_reset_options_must_be_a_dict(options):
 def test_reset_seed_must_be_an_int(seed):
     with pytest.raises((TypeError, gym.error.Error)):
         DicePokerEnv("yacht").reset(seed=seed)
-    assert DicePokerEnv("yacht").reset(seed=np.int64(3))[0]["dice"].tolist() == DicePokerEnv("yacht").reset(seed=3)[0]["dice"].tolist()
+    assert (
+        DicePokerEnv("yacht").reset(seed=np.int64(3))[0]["dice"].tolist()
+        == DicePokerEnv("yacht").reset(seed=3)[0]["dice"].tolist()
+    )
 
 
 @pytest.mark.parametrize("action", [31, 99, -1, None, True, 3.0, np.array([3]), np.float64(3), "3"])
@@ -425,14 +428,35 @@ def test_masks_are_all_zeros_after_an_illegal_action_ends_the_episode(action):
     "boxes, dice, action_box, rolls_left",
     [
         # relative_face with a negative base next to one with a positive base: partial totals below the sum of minima
-        ([{"name": "a", "kind": "relative_face", "face": 5, "base": -1}, {"name": "b", "kind": "relative_face", "face": 6, "base": 5}],
-         [1, 1, 1, 1, 1], 1, 2),
+        (
+            [
+                {"name": "a", "kind": "relative_face", "face": 5, "base": -1},
+                {"name": "b", "kind": "relative_face", "face": 6, "base": 5},
+            ],
+            [1, 1, 1, 1, 1],
+            1,
+            2,
+        ),
         # an upper-section chance plus a negative box
-        ([{"name": "c", "kind": "chance", "section": "upper"}, {"name": "n", "kind": "n_of_a_kind", "n": 2, "points": -9, "section": "upper"}],
-         [2, 2, 3, 4, 5], 1, 2),
+        (
+            [
+                {"name": "c", "kind": "chance", "section": "upper"},
+                {"name": "n", "kind": "n_of_a_kind", "n": 2, "points": -9, "section": "upper"},
+            ],
+            [2, 2, 3, 4, 5],
+            1,
+            2,
+        ),
         # an upper box with first-roll doubling: 58 > the 35 of Box(0, 35) before
-        ([{"name": "c", "kind": "chance", "section": "upper", "first_roll_double": True}, {"name": "x", "kind": "chance"}],
-         [5, 6, 6, 6, 6], 0, 2),
+        (
+            [
+                {"name": "c", "kind": "chance", "section": "upper", "first_roll_double": True},
+                {"name": "x", "kind": "chance"},
+            ],
+            [5, 6, 6, 6, 6],
+            0,
+            2,
+        ),
     ],
     ids=["negative-base", "upper-chance-and-negative-box", "upper-first-roll-double"],
 )

@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 import pytest
+from random_rules import random_rules
 
 from dice_poker_env import multi
 from dice_poker_env.engine import game
@@ -28,7 +29,6 @@ from dice_poker_env.engine.combinatorics import FIRST_ROLL_PROBABILITY, N_KEEP_A
 from dice_poker_env.envs import DicePokerEnv
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.solver import solve
-from random_rules import random_rules
 
 SEEDS = range(20)
 RULESETS_PER_SEED = 3
@@ -66,7 +66,12 @@ def _legal_by_engine(env: DicePokerEnv) -> np.ndarray:
 def _position(env: DicePokerEnv, obs: dict) -> dict:
     """The reset options that rebuild the env's current position."""
     card = {k: v for k, v in env.scorecard().items() if v is not None}
-    return {"scorecard": card, "dice": obs["dice"].tolist(), "rolls_left": int(obs["rolls_left"]), "bonus": int(obs["bonus"][0])}
+    return {
+        "scorecard": card,
+        "dice": obs["dice"].tolist(),
+        "rolls_left": int(obs["rolls_left"]),
+        "bonus": int(obs["bonus"][0]),
+    }
 
 
 def _same_obs(a: dict, b: dict) -> bool:
@@ -116,7 +121,9 @@ def _play_single_with_solver(rules, solution, rng: np.random.Generator, seed: in
                 assert total == info["final_score"] == pytest.approx(q[action], abs=1e-9)
             else:  # the value of the position the env moved to is the solver's value of the action
                 card = {k: v for k, v in env.scorecard().items() if v is not None}
-                assert solution.state_value(card, bonus=int(obs["bonus"][0])) == pytest.approx(q[action], rel=1e-5, abs=1e-4)
+                assert solution.state_value(card, bonus=int(obs["bonus"][0])) == pytest.approx(
+                    q[action], rel=1e-5, abs=1e-4
+                )
         if done:
             break
     assert done and total == env.score

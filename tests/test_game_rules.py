@@ -60,8 +60,16 @@ def test_yahtzee_forced_joker_scratched_box_no_bonus_but_joker():
 
 def test_yahtzee_forced_joker_upper_box_for_zero_when_lower_full():
     rules = load_rules("yahtzee")
-    lower = {"three_of_a_kind": 10, "four_of_a_kind": 0, "full_house": 25, "small_straight": 30,
-             "large_straight": 40, "yahtzee": 50, "chance": 20, "fours": 8}
+    lower = {
+        "three_of_a_kind": 10,
+        "four_of_a_kind": 0,
+        "full_house": 25,
+        "small_straight": 30,
+        "large_straight": 40,
+        "yahtzee": 50,
+        "chance": 20,
+        "fours": 8,
+    }
     state = make_position(compile_rules(rules), lower, [4, 4, 4, 4, 4])
     assert set(legal_box_names(rules, state)) == {"aces", "twos", "threes", "fives", "sixes"}
     reward, _ = play_box(rules, state, "sixes")
@@ -199,7 +207,11 @@ def test_turns_option_ends_the_game_early():
 def test_scorecards_only_accept_reachable_points():
     from dice_poker_env import PositionError
 
-    for ruleset, box, points in [("yacht", "full_house", 25), ("yatzy", "two_pairs", 24), ("school_poker", "poker", 50)]:
+    for ruleset, box, points in [
+        ("yacht", "full_house", 25),
+        ("yatzy", "two_pairs", 24),
+        ("school_poker", "poker", 50),
+    ]:
         rules = load_rules(ruleset)
         with pytest.raises(PositionError, match="can never hold"):
             make_position(compile_rules(rules), {box: points}, [1, 2, 3, 4, 6])

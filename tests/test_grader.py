@@ -180,8 +180,9 @@ def test_a_good_submission_is_graded_like_the_same_agent_in_process(submissions)
     assert row["games"] == GAMES and row["illegal_actions"] == 0
     assert set(report["agents"]) == {"submission", "optimal", "greedy"}
     assert 0 < row["percent_of_optimal"] < 100 and row["regret_mean"] > 0
-    assert row["regret_mean"] == pytest.approx(row["regret_keep_mean"] + row["regret_box_mean"]
-                                               + row["regret_illegal_mean"])
+    assert row["regret_mean"] == pytest.approx(
+        row["regret_keep_mean"] + row["regret_box_mean"] + row["regret_illegal_mean"]
+    )
     # the replays hold every move; the moves' rewards add up to each game's score
     assert len(report["replays"]) == GAMES
     for game, score in zip(report["replays"], np.asarray([g["score"] for g in report["replays"]])):
@@ -190,8 +191,9 @@ def test_a_good_submission_is_graded_like_the_same_agent_in_process(submissions)
     from agents.benchmark import benchmark
     from agents.registry import make_agent
 
-    direct = benchmark("yacht", [("x", make_agent(f"{submissions / 'student.py'}:Good", "yacht"))], games=GAMES,
-                       seed=3, regret=False)
+    direct = benchmark(
+        "yacht", [("x", make_agent(f"{submissions / 'student.py'}:Good", "yacht"))], games=GAMES, seed=3, regret=False
+    )
     assert [g["score"] for g in report["replays"]] == direct.scores["x"].tolist()
 
 
@@ -308,8 +310,13 @@ def test_sandboxed_agent_never_forwards_the_benchmark_seed(submissions):
 
 
 def test_limits_are_validated():
-    for bad in (dict(decision_seconds=0), dict(game_seconds=-1), dict(memory_mb=1), dict(max_failures=0),
-                dict(load_seconds=float("inf"))):
+    for bad in (
+        dict(decision_seconds=0),
+        dict(game_seconds=-1),
+        dict(memory_mb=1),
+        dict(max_failures=0),
+        dict(load_seconds=float("inf")),
+    ):
         with pytest.raises(ValueError):
             Limits(**bad)
 
@@ -326,8 +333,9 @@ def test_html_escapes_what_the_submission_wrote(submissions):
     report = run_grade(submissions, "Good", games=1)
     report = json.loads(json.dumps(report))
     report["stdout"] = {"bytes": 10, "first_game": 0, "first_decision": 0, "sample": "<script>alert(1)</script>"}
-    report["failures"]["recorded"] = [{"game": 0, "decision": 0, "kind": "exception", "message": "<b>x</b>",
-                                       "traceback": "</pre><img src=x>"}]
+    report["failures"]["recorded"] = [
+        {"game": 0, "decision": 0, "kind": "exception", "message": "<b>x</b>", "traceback": "</pre><img src=x>"}
+    ]
     report["replays"][0]["moves"][0][0] = "12345</script><script>alert(2)//"
     page = render_html(report)
     assert "<script>alert(1)" not in page and "<b>x</b>" not in page and "<img src=x>" not in page
@@ -336,8 +344,20 @@ def test_html_escapes_what_the_submission_wrote(submissions):
 
 def test_command_line_writes_three_files_and_refuses_to_overwrite(submissions, tmp_path):
     out = tmp_path / "grades" / "alice"
-    command = [sys.executable, "-m", "agents.grader", f"{submissions / 'student.py'}:Good", "--rules", "yacht",
-               "--games", "2", "--seed", "9", "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "agents.grader",
+        f"{submissions / 'student.py'}:Good",
+        "--rules",
+        "yacht",
+        "--games",
+        "2",
+        "--seed",
+        "9",
+        "--out",
+        str(out),
+    ]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     first = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
     assert first.returncode == 0, first.stderr
@@ -359,10 +379,26 @@ def test_the_course_template_grades_its_starter_agent(tmp_path):
     out = tmp_path / "report"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     result = subprocess.run(
-        [sys.executable, "-m", "agents.grader", f"{course / 'my_agent.py'}:MyAgent", "--config",
-         str(course / "grading.toml"), "--games", "3", "--decision-seconds", "30", "--game-seconds", "300",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=900, env=env,
+        [
+            sys.executable,
+            "-m",
+            "agents.grader",
+            f"{course / 'my_agent.py'}:MyAgent",
+            "--config",
+            str(course / "grading.toml"),
+            "--games",
+            "3",
+            "--decision-seconds",
+            "30",
+            "--game-seconds",
+            "300",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     data = json.loads((out / "report.json").read_text())
@@ -375,8 +411,11 @@ def test_grading_config_errors(tmp_path):
     from agents.grader import read_config
 
     path = tmp_path / "grading.toml"
-    for text, message in [("games = 'many'", "games must be int"), ("sead = 3", "unknown setting"),
-                          ("rules = [", "not valid TOML")]:
+    for text, message in [
+        ("games = 'many'", "games must be int"),
+        ("sead = 3", "unknown setting"),
+        ("rules = [", "not valid TOML"),
+    ]:
         path.write_text(text)
         with pytest.raises(ValueError, match=message):
             read_config(path)
@@ -395,13 +434,27 @@ def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path,
     point = importlib.metadata.EntryPoint("grade", "agents.commands.grade", cli.ENTRY_POINT_GROUP)
     monkeypatch.setattr(cli, "plugin_entry_points", lambda: [point])
     out = tmp_path / "report"
-    code = cli.main(["grade", f"{submissions / 'student.py'}:Good", "--rules", "yacht", "--games", "2",
-                     "--seed", "2", "--out", str(out), "--json"])
+    code = cli.main(
+        [
+            "grade",
+            f"{submissions / 'student.py'}:Good",
+            "--rules",
+            "yacht",
+            "--games",
+            "2",
+            "--seed",
+            "2",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["status"] == "ok" and data["games"] == 2 and (out / "report.html").is_file()
-    code = cli.main(["grade", f"{submissions / 'student.py'}:Good", "--rules", "yacht", "--games", "2",
-                     "--out", str(out)])
+    code = cli.main(
+        ["grade", f"{submissions / 'student.py'}:Good", "--rules", "yacht", "--games", "2", "--out", str(out)]
+    )
     assert code == 2 and "holds a report already" in capsys.readouterr().err
     assert cli.main(["grade", "student.py:Good", "--rules", "no_such_rules"]) == 2
 

@@ -15,8 +15,8 @@ from pettingzoo.test import api_test, seed_test  # noqa: E402
 from agents.sb3_agent import SB3Agent, model_metadata  # noqa: E402
 from dice_poker_env import RULESET_NAMES, ScriptedDice, load_rules, multi  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
-from dice_poker_env.envs.observation import DICT_KEYS, observation_space  # noqa: E402
 from dice_poker_env.envs import IllegalActionError  # noqa: E402
+from dice_poker_env.envs.observation import DICT_KEYS, observation_space  # noqa: E402
 
 RULESETS = RULESET_NAMES
 
@@ -267,6 +267,7 @@ def test_seat_env_accepts_agents_models_and_callables():
 
 def test_seat_env_with_greedy_opponent():
     from agents import greedy
+
     env = multi.SeatEnv("yahtzee", [greedy.GreedyAgent(load_rules("yahtzee"))])
     env.reset(seed=0)
     done = False
@@ -366,11 +367,11 @@ def test_step_before_reset_or_after_the_end_is_reset_needed():
 
     for make in (lambda: multi.env("yacht", 2), lambda: multi.raw_env("yacht", 2)):
         e = make()
-        for call in (lambda: e.step(0), lambda: e.observe("player_0")):
+        for call in (lambda: e.step(0), lambda: e.observe("player_0")):  # noqa: B023 (called at once)
             with pytest.raises(gym.error.ResetNeeded, match="call reset"):
                 call()
         e.reset(seed=0)
-        for agent in e.agent_iter() if hasattr(e, "agent_iter") else []:
+        for _agent in e.agent_iter() if hasattr(e, "agent_iter") else []:
             obs, _, termination, truncation, _ = e.last()
             e.step(None if termination or truncation else int(np.flatnonzero(obs["action_mask"])[0]))
         if isinstance(e, multi.raw_env):  # no agent_iter wrapper: play it out by hand
@@ -408,7 +409,9 @@ def test_bad_actions_behave_the_same_under_python_O():
         "print(json.dumps(out))\n"
     )
     runs = [
-        subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()[-1]
+        subprocess.run(
+            [sys.executable, *flags, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.splitlines()[-1]
         for flags in ([], ["-O"])
     ]
     assert runs[0] == runs[1]

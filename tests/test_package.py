@@ -59,7 +59,9 @@ def test_import_registers_the_env_ids_and_stays_light():
 
 
 def test_gymnasium_imports_the_package_from_a_module_prefixed_id():
-    out = run_python("import gymnasium\nprint(gymnasium.make('dice_poker_env:DicePoker/Yacht-v0').unwrapped.rules.name)")
+    out = run_python(
+        "import gymnasium\nprint(gymnasium.make('dice_poker_env:DicePoker/Yacht-v0').unwrapped.rules.name)"
+    )
     assert out == "yacht"
 
 

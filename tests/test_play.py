@@ -12,15 +12,13 @@ import pytest
 pytest.importorskip("rich")
 pytest.importorskip("pettingzoo")
 
-from dice_poker_env import load_rules  # noqa: E402
 from agents.commands.play import match_box, parse_command  # noqa: E402
+from dice_poker_env import load_rules  # noqa: E402
 
 YACHT = load_rules("yacht")
 DICE = [1, 2, 2, 4, 6]
 ALL_LEGAL = np.ones(32 + YACHT.n_boxes, dtype=np.int8)
 ALL_LEGAL[31] = 0
-
-
 
 
 def command(text, dice=DICE, rolls_left=2, rules=YACHT, mask=ALL_LEGAL, scorecard=None):
@@ -106,8 +104,10 @@ def test_filled_and_out_of_order_boxes():
     assert command("s six", rules=school, mask=mask).action == 32 + 5
 
 
-@pytest.mark.parametrize("text, special", [("help", "help"), ("?", "help"), ("quit", "quit"), ("q", "quit"),
-                                           ("board", "board"), ("hint", "hint")])
+@pytest.mark.parametrize(
+    "text, special",
+    [("help", "help"), ("?", "help"), ("quit", "quit"), ("q", "quit"), ("board", "board"), ("hint", "hint")],
+)
 def test_special_words(text, special):
     assert command(text).special == special
 
@@ -152,8 +152,15 @@ def test_a_whole_game_from_a_script():
     out = result.stdout
     assert result.returncode == 0, out + result.stderr
     assert "Traceback" not in result.stderr
-    for message in ["Commands:", "dice show 1 to 6, not 7", "is not a command", "could be fours, fives",
-                    "keeping all five dice is not a roll", "no rerolls left", "`ones` is already filled"]:
+    for message in [
+        "Commands:",
+        "dice show 1 to 6, not 7",
+        "is not a command",
+        "could be fours, fives",
+        "keeping all five dice is not a roll",
+        "no rerolls left",
+        "`ones` is already filled",
+    ]:
         assert message in out
     assert "Final result:" in out
     assert out.count("you write") == 12
@@ -185,8 +192,10 @@ def test_hints_show_the_solver_values():
 def test_unknown_opponent_is_a_clear_error():
     result = run_play(["yacht", "--opponents", "wizard"], "")
     assert result.returncode == 2
-    assert result.stderr == ("dice-poker play: error: unknown agent 'wizard': use one of optimal, greedy, random, "
-                             "trained, model:PATH, FILE.py:NAME or MODULE:NAME\n")
+    assert result.stderr == (
+        "dice-poker play: error: unknown agent 'wizard': use one of optimal, greedy, random, "
+        "trained, model:PATH, FILE.py:NAME or MODULE:NAME\n"
+    )
 
 
 def test_too_many_opponents():
@@ -199,7 +208,12 @@ def test_closed_stdin_is_a_clear_error():
     env = dict(os.environ, PYTHONIOENCODING="utf-8")
     result = subprocess.run(
         [sys.executable, "-m", "dice_poker_env", "play", "yacht", "--seed", "1"],
-        stdin=None, capture_output=True, text=True, timeout=120, env=env, encoding="utf-8",
+        stdin=None,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        encoding="utf-8",
         preexec_fn=lambda: os.close(0),  # as the shell's <&- does
     )
     assert result.returncode == 2, result.stderr
@@ -243,8 +257,9 @@ def test_an_opponent_without_its_dependencies_is_replaced_by_a_random_player(mon
     screen = Screen()
     players = play.load_opponents(["model:m.zip", "random"], YACHT, 0, screen)
     assert len(players) == 2 and all(isinstance(p, RandomAgent) for p in players)
-    assert screen.said == ["opponent 'model:m.zip' is not available (No module named 'stable_baselines3'); "
-                           "a random player takes the seat"]
+    assert screen.said == [
+        "opponent 'model:m.zip' is not available (No module named 'stable_baselines3'); a random player takes the seat"
+    ]
     # the stand-in plays with the seat's own seed: the same game as a random opponent in that seat
     same_seat = RandomAgent(1)  # seed 0, first opponent seat: seed + 1
     assert [players[0].act(None, ALL_LEGAL) for _ in range(20)] == [same_seat.act(None, ALL_LEGAL) for _ in range(20)]

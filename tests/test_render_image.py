@@ -47,7 +47,9 @@ def test_render_collection_and_record_video(tmp_path):
     assert len(frames) == 6 and len({f.shape for f in frames}) == 1
     pytest.importorskip("moviepy")
     video = gym.wrappers.RecordVideo(
-        gym.make("DicePoker/Yacht-v0", render_mode="rgb_array"), str(tmp_path / "videos"), episode_trigger=lambda e: True
+        gym.make("DicePoker/Yacht-v0", render_mode="rgb_array"),
+        str(tmp_path / "videos"),
+        episode_trigger=lambda e: True,
     )
     _, info = video.reset(seed=0)
     done = False

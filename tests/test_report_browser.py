@@ -41,13 +41,30 @@ class Browser:
             os.set_inheritable(4, True)
 
         self.process = subprocess.Popen(
-            [BROWSER, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-             "--disable-dev-shm-usage", "--remote-debugging-pipe", f"--user-data-dir={profile}",
-             "--window-size=1200,1600", "about:blank"],
-            close_fds=False, preexec_fn=child_fds,  # (pass_fds would close 3 and 4 after child_fds)
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env=dict(os.environ, HOME=str(profile), XDG_CONFIG_HOME=str(profile / "config"),
-                     XDG_CACHE_HOME=str(profile / "cache")),  # nothing written outside the test's folder
+            [
+                BROWSER,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-extensions",
+                "--disable-dev-shm-usage",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={profile}",
+                "--window-size=1200,1600",
+                "about:blank",
+            ],
+            close_fds=False,
+            preexec_fn=child_fds,  # (pass_fds would close 3 and 4 after child_fds)
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=dict(
+                os.environ,
+                HOME=str(profile),
+                XDG_CONFIG_HOME=str(profile / "config"),
+                XDG_CACHE_HOME=str(profile / "cache"),
+            ),  # nothing written outside the test's folder
         )
         os.close(commands_read)
         os.close(answers_write)
@@ -79,12 +96,14 @@ class Browser:
 
     def open(self, url: str) -> None:
         target = self.call("Target.createTarget", {"url": url}, session=False)["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True},
-                                 session=False)["sessionId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)[
+            "sessionId"
+        ]
         deadline = time.monotonic() + self.timeout
         while self.evaluate("document.readyState") != "complete" or not self.evaluate(
-                "!!document.getElementById('replay-position') && "
-                "document.getElementById('replay-position').textContent.length > 0"):
+            "!!document.getElementById('replay-position') && "
+            "document.getElementById('replay-position').textContent.length > 0"
+        ):
             if time.monotonic() > deadline:
                 raise TimeoutError("the page did not load")
             time.sleep(0.1)
@@ -97,12 +116,15 @@ class Browser:
 
     def click(self, element_id: str) -> None:
         """A real mouse click in the middle of the element."""
-        box = self.evaluate(f"(() => {{ const e = document.getElementById({json.dumps(element_id)}); "
-                            "e.scrollIntoView(); const r = e.getBoundingClientRect(); "
-                            "return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        box = self.evaluate(
+            f"(() => {{ const e = document.getElementById({json.dumps(element_id)}); "
+            "e.scrollIntoView(); const r = e.getBoundingClientRect(); "
+            "return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+        )
         for kind in ("mousePressed", "mouseReleased"):
-            self.call("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1], "button": "left",
-                                                   "clickCount": 1})
+            self.call(
+                "Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1], "button": "left", "clickCount": 1}
+            )
 
     def key(self, key: str, code: int) -> None:
         for kind in ("keyDown", "keyUp"):
@@ -149,9 +171,17 @@ def expected(report: dict, game: int, move: int) -> dict:
         if earlier[6] is not None:
             card[boxes[earlier[2] - 32]] = str(earlier[6])
     held = action if 0 <= action < 31 else -1
-    return {"dice": dice, "held": held, "held_dice": bin(held).count("1") if held > 0 else 0, "faces": dice,
-            "action": describe(action, dice, boxes), "best": describe(best, dice, boxes),
-            "loss": "" if loss is None else loss, "card": card, "total": str(sum(m[5] for m in moves[:move]))}
+    return {
+        "dice": dice,
+        "held": held,
+        "held_dice": bin(held).count("1") if held > 0 else 0,
+        "faces": dice,
+        "action": describe(action, dice, boxes),
+        "best": describe(best, dice, boxes),
+        "loss": "" if loss is None else loss,
+        "card": card,
+        "total": str(sum(m[5] for m in moves[:move])),
+    }
 
 
 def check(shown: dict, want: dict) -> None:
@@ -177,9 +207,15 @@ def report(tmp_path_factory):
         "        if observation['rolls_left'] > 0 and observation['turn'] % 2 == 0:\n"
         "            return int(np.flatnonzero(action_mask[:31])[-1])\n"
         "        boxes = np.flatnonzero(action_mask[32:])\n"
-        "        return 32 + int(max(boxes, key=lambda k: score(self.rules, dice.tolist(), int(k))))\n")
-    return grade(f"{folder / 'student.py'}:Keeper", "yahtzee", games=3, seed=11,
-                 limits=Limits(decision_seconds=60, game_seconds=600, load_seconds=300))
+        "        return 32 + int(max(boxes, key=lambda k: score(self.rules, dice.tolist(), int(k))))\n"
+    )
+    return grade(
+        f"{folder / 'student.py'}:Keeper",
+        "yahtzee",
+        games=3,
+        seed=11,
+        limits=Limits(decision_seconds=60, game_seconds=600, load_seconds=300),
+    )
 
 
 def test_the_replay_shows_the_recorded_game(report, tmp_path):
@@ -206,8 +242,10 @@ def test_the_replay_shows_the_recorded_game(report, tmp_path):
             check(browser.evaluate(SHOWN), expected(report, 1, move))
         browser.key("ArrowLeft", 37)
         check(browser.evaluate(SHOWN), expected(report, 1, 1))
-        browser.evaluate("(() => { const e = document.getElementById('replay-game'); e.value = '2'; "
-                         "e.dispatchEvent(new Event('change')); })()")
+        browser.evaluate(
+            "(() => { const e = document.getElementById('replay-game'); e.value = '2'; "
+            "e.dispatchEvent(new Event('change')); })()"
+        )
         check(browser.evaluate(SHOWN), expected(report, 2, 0))
         browser.click("replay-last")
         last = len(report["replays"][2]["moves"]) - 1
@@ -223,5 +261,5 @@ def test_the_replay_shows_the_recorded_game(report, tmp_path):
 
 def test_the_page_needs_no_network(report):
     page = render_html(report)
-    for marker in ("http://", "https://", "<link", "src=\"//", "@import"):
+    for marker in ("http://", "https://", "<link", 'src="//', "@import"):
         assert marker not in page

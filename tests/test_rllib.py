@@ -23,7 +23,13 @@ import torch  # noqa: E402
 
 from agents.policy_agent import PolicyAgent, load_policy  # noqa: E402
 from agents.rllib_ppo import (  # noqa: E402
-    IllegalActionCount, MaskedDiceEnv, MaskedDiceVectorEnv, MaskedPPOModule, actor_weights, make_env)
+    IllegalActionCount,
+    MaskedDiceEnv,
+    MaskedDiceVectorEnv,
+    MaskedPPOModule,
+    actor_weights,
+    make_env,
+)
 from dice_poker_env.engine.combinatorics import distinct_keep_mask  # noqa: E402
 from dice_poker_env.envs.single import DicePokerEnv  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
@@ -90,9 +96,17 @@ def test_the_vector_env_is_the_batched_env_with_masks_in_the_observation():
 def masked_module(obs_space, action_space, hidden=(32, 32)):
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    return RLModuleSpec(module_class=MaskedPPOModule, observation_space=obs_space, action_space=action_space,
-                        model_config={"fcnet_hiddens": list(hidden), "fcnet_activation": "tanh",
-                                      "vf_share_layers": False, "head_fcnet_hiddens": []}).build()
+    return RLModuleSpec(
+        module_class=MaskedPPOModule,
+        observation_space=obs_space,
+        action_space=action_space,
+        model_config={
+            "fcnet_hiddens": list(hidden),
+            "fcnet_activation": "tanh",
+            "vf_share_layers": False,
+            "head_fcnet_hiddens": [],
+        },
+    ).build()
 
 
 def test_the_module_never_samples_an_illegal_action_and_exports_its_actor_exactly():
@@ -111,31 +125,72 @@ def test_the_module_never_samples_an_illegal_action_and_exports_its_actor_exactl
     assert module.compute_values({Columns.OBS: dict(batch)}).shape == (64,)
 
     rules = load_rules("yacht")
-    metadata = {"rules": "yacht", "rules_options": {}, "rules_fingerprint": rules.fingerprint, "activation": "tanh",
-                "features": True, "distinct_keeps": True}
+    metadata = {
+        "rules": "yacht",
+        "rules_options": {},
+        "rules_fingerprint": rules.fingerprint,
+        "activation": "tanh",
+        "features": True,
+        "distinct_keeps": True,
+    }
     agent = PolicyAgent(actor_weights(module), metadata, rules)
     logits = module.forward_inference({Columns.OBS: dict(batch)})[Columns.ACTION_DIST_INPUTS].detach().numpy()
     flat = obs["observations"][:, : agent.inputs.obs_size]
     assert np.allclose(agent.logits(flat)[legal], logits[legal], atol=1e-4)  # the same network, in NumPy
-    assert np.array_equal(agent.act_batch(flat, legal.astype(np.int8)),  # the env's int8 masks
-                          np.where(legal, logits, -np.inf).argmax(axis=1))
+    assert np.array_equal(
+        agent.act_batch(flat, legal.astype(np.int8)),  # the env's int8 masks
+        np.where(legal, logits, -np.inf).argmax(axis=1),
+    )
 
 
 @pytest.fixture(scope="module")
 def rllib_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("rllib") / "run"
     ray_tmp = tempfile.mkdtemp(prefix="ray")
-    env = {**os.environ, "RAY_TMPDIR": ray_tmp, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = {
+        **os.environ,
+        "RAY_TMPDIR": ray_tmp,
+        "RAY_AUTH_MODE": "disabled",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
     env.pop("RAY_ADDRESS", None)
-    overrides = ["algo=rllib_ppo", "rules=yacht", "n_envs=8", "n_steps=64", "batch_size=128", "n_epochs=2",
-                 "total_timesteps=1024", "net_arch=[32, 32]", "num_env_runners=1", "vec_env=batched",
-                 "eval_freq=512", "eval_episodes=10", "checkpoint_freq=0", "bench_games=10",
-                 "bench_agents=[optimal, random]", "progress_bar=true", "recipe=rllib_smoke"]
+    overrides = [
+        "algo=rllib_ppo",
+        "rules=yacht",
+        "n_envs=8",
+        "n_steps=64",
+        "batch_size=128",
+        "n_epochs=2",
+        "total_timesteps=1024",
+        "net_arch=[32, 32]",
+        "num_env_runners=1",
+        "vec_env=batched",
+        "eval_freq=512",
+        "eval_episodes=10",
+        "checkpoint_freq=0",
+        "bench_games=10",
+        "bench_agents=[optimal, random]",
+        "progress_bar=true",
+        "recipe=rllib_smoke",
+    ]
     try:
-        out = subprocess.run([sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / "configs" / "smoke_batched.yaml"),
-                              "--run-dir", str(run_dir), *overrides],
-                             capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
+        out = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "train.py"),
+                "--config",
+                str(ROOT / "configs" / "smoke_batched.yaml"),
+                "--run-dir",
+                str(run_dir),
+                *overrides,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=ROOT,
+            env=env,
+        )
     finally:
         from test_sweep import stop_cluster
 
@@ -177,14 +232,29 @@ def test_an_rllib_run_folder_is_complete_with_the_benchmark(rllib_run):
     assert "% of optimal" in stdout
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["algo=rllib_ppo", "n_envs=6", "num_env_runners=4"], "multiple of num_env_runners"),
-    (["algo=rllib_ppo", "obs_mode=dict"], "flat observation"),
-    (["algo=rllib_ppo", "num_env_runners=-1"], "num_env_runners must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["algo=rllib_ppo", "n_envs=6", "num_env_runners=4"], "multiple of num_env_runners"),
+        (["algo=rllib_ppo", "obs_mode=dict"], "flat observation"),
+        (["algo=rllib_ppo", "num_env_runners=-1"], "num_env_runners must be >= 0"),
+    ],
+)
 def test_bad_rllib_settings_are_one_line_errors(tmp_path, overrides, message):
-    out = subprocess.run([sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / "configs" / "smoke_batched.yaml"),
-                          "--run-dir", str(tmp_path / "run"), *overrides], capture_output=True, text=True, timeout=300,
-                         cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "--config",
+            str(ROOT / "configs" / "smoke_batched.yaml"),
+            "--run-dir",
+            str(tmp_path / "run"),
+            *overrides,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "run").exists()

@@ -5,10 +5,10 @@ import re
 from pathlib import Path
 
 import pytest
+from test_scoring import CASES
 
 from dice_poker_env import RULESET_NAMES, load_rules
 from dice_poker_env.engine.tables import score
-from test_scoring import CASES
 
 RULES_MD = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
 DICE = r"\d(?:-\d){4}"
@@ -52,10 +52,10 @@ def parse_examples() -> list[tuple[str, tuple[int, ...], str, bool, int]]:
                     examples.append((ruleset, dice, name, False, int(points)))
         elif header[0] in ("dice (box)", "first roll (box)"):  # | d-d-d-d-d (`box`) | ... = points |
             match = re.match(rf"({DICE}) \(`(\w+)`\)", cells[0])
-            examples.append((ruleset, match.group(1), match.group(2), header[0] == "first roll (box)",
-                             _number(cells[1])))
-    return [(r, tuple(int(d) for d in dice.split("-")), box, first, points)
-            for r, dice, box, first, points in examples]
+            examples.append(
+                (ruleset, match.group(1), match.group(2), header[0] == "first roll (box)", _number(cells[1]))
+            )
+    return [(r, tuple(int(d) for d in dice.split("-")), box, first, points) for r, dice, box, first, points in examples]
 
 
 EXAMPLES = parse_examples()
@@ -100,8 +100,14 @@ def test_every_box_and_option_is_documented():
 def test_no_pointer_outside_the_repository():
     root = Path(__file__).resolve().parents[1]
     offenders = []
-    paths = [root / "README.md", *root.glob("docs/**/*.md"), *root.glob("docs/**/*.ipynb"),
-             *root.glob("dice_poker_env/**/*.py"), *root.glob("agents/**/*.py"), *root.glob("tests/*.py")]
+    paths = [
+        root / "README.md",
+        *root.glob("docs/**/*.md"),
+        *root.glob("docs/**/*.ipynb"),
+        *root.glob("dice_poker_env/**/*.py"),
+        *root.glob("agents/**/*.py"),
+        *root.glob("tests/*.py"),
+    ]
     for path in paths:
         if path == Path(__file__).resolve():
             continue

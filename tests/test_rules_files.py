@@ -52,8 +52,11 @@ def test_yaml_and_json_files(tmp_path):
 def test_ruleset_names_are_the_shipped_files():
     from importlib import resources
 
-    shipped = {p.name.removesuffix(".toml") for p in resources.files("dice_poker_env.rules").joinpath("data").iterdir()
-               if p.name.endswith(".toml")}
+    shipped = {
+        p.name.removesuffix(".toml")
+        for p in resources.files("dice_poker_env.rules").joinpath("data").iterdir()
+        if p.name.endswith(".toml")
+    }
     assert sorted(shipped) == sorted(RULESET_NAMES) and len(RULESET_NAMES) == len(shipped)
 
 
@@ -88,7 +91,10 @@ def test_rules_pickle_and_hash_by_content():
         ('name = "x"', "missing required field 'boxes'"),
         ('name = "x"\nboxes = []', "field 'boxes': expected at least one box"),
         ('name = "x"\nboxes = [{ name = "a", kind = "pair" }]', "field 'boxes[0].kind': expected one of face_sum"),
-        ('name = "x"\nboxes = [{ name = "a", kind = "face_sum", face = 7 }]', "'boxes[0].face': expected an integer 1..6"),
+        (
+            'name = "x"\nboxes = [{ name = "a", kind = "face_sum", face = 7 }]',
+            "'boxes[0].face': expected an integer 1..6",
+        ),
         ('name = "x"\nboxes = [{ name = "a", kind = "face_sum" }]', "missing required field 'boxes[0].face'"),
         ('name = "x"\nboxes = [{ name = "a", kind = "chance", colour = 1 }]', "unknown field 'boxes[0].colour'"),
         ('name = "x"\nboxes = [{ name = "a", kind = "n_of_a_kind", n = 3, points = "lots" }]', "'boxes[0].points'"),
@@ -96,8 +102,14 @@ def test_rules_pickle_and_hash_by_content():
         ('name = "x"\nboxes = [{ name = "A b", kind = "chance" }]', "snake_case"),
         ('name = "x"\nboxes = [{ name = "a", kind = "chance" }, { name = "a", kind = "chance" }]', "appears twice"),
         ('name = "x"\nturns = 5\nboxes = [{ name = "a", kind = "chance" }]', "field 'turns'"),
-        ('name = "x"\nboxes = [{ name = "a", kind = "chance" }]\nfive_of_a_kind = { box = "a" }', "n_of_a_kind with n = 5"),
-        ('name = "x"\nboxes = [{ name = "a", kind = "chance" }]\nupper_bonus = { threshold = 1, points = 1 }', "no upper boxes"),
+        (
+            'name = "x"\nboxes = [{ name = "a", kind = "chance" }]\nfive_of_a_kind = { box = "a" }',
+            "n_of_a_kind with n = 5",
+        ),
+        (
+            'name = "x"\nboxes = [{ name = "a", kind = "chance" }]\nupper_bonus = { threshold = 1, points = 1 }',
+            "no upper boxes",
+        ),
         (
             'name = "x"\nboxes = [{ name = "a", kind = "relative_face", face = 1, base = 3 }]\n'
             "upper_bonus = { threshold = 0, points = 1 }",
@@ -148,7 +160,10 @@ def _face_box(face: int = 1, **extra) -> dict:
         ({"threshold": -3, "points": 5}, r"'upper_bonus.threshold': expected an integer in 1..5 "),
         ({"threshold": 6, "points": 5}, r"'upper_bonus.threshold': expected an integer in 1..5 "),
         ({"threshold": 10**30, "points": 5}, r"'upper_bonus.threshold': expected an integer in 1..5 "),
-        ({"threshold": -1, "points": 5, "timing": "on_complete"}, r"expected an integer in 0..5 \(the upper boxes total 0..5\)"),
+        (
+            {"threshold": -1, "points": 5, "timing": "on_complete"},
+            r"expected an integer in 0..5 \(the upper boxes total 0..5\)",
+        ),
         ({"threshold": 3, "points": -5}, r"'upper_bonus.points': expected an integer in 0..1000000"),
     ],
 )
@@ -166,7 +181,9 @@ def test_upper_bonus_threshold_must_be_a_total_play_reaches(bonus, message):
         DicePokerEnv(spec)
 
 
-def test_on_complete_bonus_with_threshold_at_or_below_zero_is_paid_at_completion_by_env_and_solver(tmp_path, monkeypatch):
+def test_on_complete_bonus_with_threshold_at_or_below_zero_is_paid_at_completion_by_env_and_solver(
+    tmp_path, monkeypatch
+):
     """A threshold at the least upper total is always met: paid in the step that fills the last
     upper box, by the env, the position builder and the solver alike."""
     from dice_poker_env.engine.position import make_position
@@ -192,7 +209,11 @@ def test_on_complete_bonus_with_threshold_at_or_below_zero_is_paid_at_completion
     assert solution.state_value({"low": -2}) == pytest.approx(-2 + 10 + 23.33, abs=0.01)  # chance alone: 23.33
     assert solution.state_value({"c": 15}) == pytest.approx(15 + low_alone.expected_score + 10, abs=1e-6)
     with pytest.raises(RulesError, match="expected an integer in 1..10"):  # on_reach: 0 or less is rejected
-        compile_rules(build_rules({**spec, "boxes": [_face_box(2), spec["boxes"][1]], "upper_bonus": {"threshold": 0, "points": 10}}))
+        compile_rules(
+            build_rules(
+                {**spec, "boxes": [_face_box(2), spec["boxes"][1]], "upper_bonus": {"threshold": 0, "points": 10}}
+            )
+        )
 
 
 def test_on_reach_needs_upper_boxes_that_never_score_negative():
@@ -200,7 +221,11 @@ def test_on_reach_needs_upper_boxes_that_never_score_negative():
     boxes = [_face_box(1), {"name": "neg", "kind": "n_of_a_kind", "n": 2, "points": -5, "section": "upper"}]
     with pytest.raises(RulesError, match=r"'upper_bonus.timing': expected 'on_complete'"):
         compile_rules(build_rules({"name": "n", "boxes": boxes, "upper_bonus": {"threshold": 3, "points": 5}}))
-    tables = compile_rules(build_rules({"name": "n", "boxes": boxes, "upper_bonus": {"threshold": 3, "points": 5, "timing": "on_complete"}}))
+    tables = compile_rules(
+        build_rules(
+            {"name": "n", "boxes": boxes, "upper_bonus": {"threshold": 3, "points": 5, "timing": "on_complete"}}
+        )
+    )
     assert tables.upper_bonus_on_complete and tables.min_upper_total == -5
 
 
@@ -225,12 +250,27 @@ def test_points_outside_the_supported_range_are_rejected_when_the_rules_load(mak
 def test_points_at_the_supported_limit_load_and_stay_exact():
     from dice_poker_env.rules.spec import POINTS_LIMIT
 
-    rules = build_rules({"name": "edge", "boxes": [
-        {"name": "a", "kind": "n_of_a_kind", "n": 2, "points": POINTS_LIMIT, "extra": POINTS_LIMIT, "first_roll_double": True},
-        {"name": "b", "kind": "relative_face", "face": 6, "base": -POINTS_LIMIT},
-    ], "double_extra": True})
+    rules = build_rules(
+        {
+            "name": "edge",
+            "boxes": [
+                {
+                    "name": "a",
+                    "kind": "n_of_a_kind",
+                    "n": 2,
+                    "points": POINTS_LIMIT,
+                    "extra": POINTS_LIMIT,
+                    "first_roll_double": True,
+                },
+                {"name": "b", "kind": "relative_face", "face": 6, "base": -POINTS_LIMIT},
+            ],
+            "double_extra": True,
+        }
+    )
     tables = compile_rules(rules)
-    assert tables.max_box_score == 6 * (POINTS_LIMIT + 5) and tables.max_total == 4 * POINTS_LIMIT + 6 * (POINTS_LIMIT + 5)
+    assert tables.max_box_score == 6 * (POINTS_LIMIT + 5) and tables.max_total == 4 * POINTS_LIMIT + 6 * (
+        POINTS_LIMIT + 5
+    )
     assert tables.max_total < 2**31 and float(tables.max_total) == tables.max_total
 
 
@@ -258,7 +298,10 @@ def test_a_rules_file_of_another_type_is_unsupported_not_an_unknown_ruleset(tmp_
 
 @pytest.mark.parametrize("rules", [None, 123, 1.5, b"yacht", ["yacht"]])
 def test_rules_of_the_wrong_type_name_what_is_expected(rules):
-    with pytest.raises(RulesError, match=r"rules: expected a ruleset name \(yacht, .*\), a rules-file path, a Rules object or a mapping"):
+    with pytest.raises(
+        RulesError,
+        match=r"rules: expected a ruleset name \(yacht, .*\), a rules-file path, a Rules object or a mapping",
+    ):
         load_rules(rules)
 
 
@@ -290,7 +333,9 @@ def test_box_index_takes_a_name_or_an_integer(box):
         score(rules, [1, 1, 1, 1, 1], box)
 
 
-@pytest.mark.parametrize("dice", [[1.5, 2, 3, 4, 5], [True, 2, 3, 4, 5], "12345", ["1", "2", "3", "4", "5"], [0, 1, 2, 3, 4]])
+@pytest.mark.parametrize(
+    "dice", [[1.5, 2, 3, 4, 5], [True, 2, 3, 4, 5], "12345", ["1", "2", "3", "4", "5"], [0, 1, 2, 3, 4]]
+)
 def test_rules_score_rejects_dice_that_are_not_five_faces(dice):
     with pytest.raises(ValueError, match="dice must be 5 integers in 1..6"):
         score(load_rules("yacht"), dice, "choice")
@@ -306,12 +351,17 @@ def test_points_at_the_supported_limit_solve_with_relative_precision(tmp_path, m
     monkeypatch.setenv("DICE_POKER_CACHE", str(tmp_path))
 
     def scaled(points):
-        return build_rules({"name": f"scaled_{points}", "boxes": [
-            {"name": "trips", "kind": "n_of_a_kind", "n": 3, "points": points},
-            {"name": "run", "kind": "straight", "sets": [[1, 2, 3, 4]], "points": points},
-            {"name": "house", "kind": "full_house", "points": points, "first_roll_double": True},
-            {"name": "five", "kind": "n_of_a_kind", "n": 5, "points": points},
-        ]})
+        return build_rules(
+            {
+                "name": f"scaled_{points}",
+                "boxes": [
+                    {"name": "trips", "kind": "n_of_a_kind", "n": 3, "points": points},
+                    {"name": "run", "kind": "straight", "sets": [[1, 2, 3, 4]], "points": points},
+                    {"name": "house", "kind": "full_house", "points": points, "first_roll_double": True},
+                    {"name": "five", "kind": "n_of_a_kind", "n": 5, "points": points},
+                ],
+            }
+        )
 
     one, big = (solve(scaled(p), progress=False, workers=1) for p in (1, POINTS_LIMIT))
     assert big.expected_score == pytest.approx(POINTS_LIMIT * one.expected_score, rel=1e-6)

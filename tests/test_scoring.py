@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive_rules import NAIVE
 
 from dice_poker_env import load_rules
 from dice_poker_env.engine.tables import compile_rules, score
-from naive_rules import NAIVE
 
 # (ruleset, dice, box, first_roll, expected). Comments name the source.
 CASES = [
@@ -154,7 +154,9 @@ def test_every_roll_matches_naive_implementation():
         tables = compile_rules(load_rules(ruleset))
         for r, dice in enumerate(ROLL_DICE.tolist()):
             for k, box in enumerate(tables.rules.box_names):
-                assert tables.score[r, k] == (naive(dice, box) if ruleset != "school_poker" else naive(dice, box, False))
+                assert tables.score[r, k] == (
+                    naive(dice, box) if ruleset != "school_poker" else naive(dice, box, False)
+                )
                 if ruleset == "school_poker":
                     assert tables.score_first_roll[r, k] == naive(dice, box, True)
 

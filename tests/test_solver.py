@@ -12,7 +12,7 @@ import json
 import time
 import warnings
 from contextlib import redirect_stdout
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -33,13 +33,13 @@ from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.solver import CacheWarning, SolverError, solve
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.state_space import StateSpace
 from dice_poker_env.solver.reachability import reachable_layers
+from dice_poker_env.solver.state_space import StateSpace
 
 TOLERANCE = 0.0005
 
 
-@lru_cache(maxsize=None)
+@cache
 def solved(name: str, **options):
     return solve(load_rules(name, **options), progress=False)
 
@@ -165,7 +165,15 @@ def test_action_values_agree_with_state_values_and_transitions(spec, scorecard):
     """V(scorecard) = E_first roll max Q; Q(keep, 2 left) = E over the dense transition of max Q(1 left)."""
     solution = _solved(spec)
     rules = solution.rules
-    q = {rl: np.array([solution.action_values({"scorecard": scorecard, "dice": ROLL_DICE[r].tolist(), "rolls_left": rl}) for r in range(N_ROLLS)]) for rl in (2, 1)}
+    q = {
+        rl: np.array(
+            [
+                solution.action_values({"scorecard": scorecard, "dice": ROLL_DICE[r].tolist(), "rolls_left": rl})
+                for r in range(N_ROLLS)
+            ]
+        )
+        for rl in (2, 1)
+    }
     best2 = q[2].max(axis=1)
     assert abs(FIRST_ROLL_PROBABILITY @ best2 - solution.state_value(scorecard)) < 1e-3
     best1 = q[1].max(axis=1)
@@ -247,7 +255,9 @@ def _engine_moves(space: StateSpace, filled, upper, full, box: int, first: bool)
     tables = space.tables
     rolls = np.arange(N_ROLLS)[:, None]
     legal = ((np.asarray(game.legal_boxes(tables, filled[None, :], full[None, :], rolls)) >> box) & 1) == 1
-    points, bonus, new_upper = game.score_points(tables, filled[None, :], upper[None, :], full[None, :], rolls, first, box)
+    points, bonus, new_upper = game.score_points(
+        tables, filled[None, :], upper[None, :], full[None, :], rolls, first, box
+    )
     new_filled = filled | (1 << box)
     new_full = full[None, :] | ((box == space.five_box) & (points > 0) & (space.n_full == 2))
     keys = space.key(new_filled[None, :], space.canonical_upper(new_filled[None, :], new_upper), new_full)
@@ -257,8 +267,16 @@ def _engine_moves(space: StateSpace, filled, upper, full, box: int, first: bool)
 
 @pytest.mark.parametrize(
     "spec, plain",
-    [("yahtzee:forced", False), ("yahtzee:free", False), ("dice_poker", False), ("school_poker", False), ("yatzy", False),
-     ("yahtzee:forced", True), ("yahtzee:free", True), ("dice_poker", True)],
+    [
+        ("yahtzee:forced", False),
+        ("yahtzee:free", False),
+        ("dice_poker", False),
+        ("school_poker", False),
+        ("yatzy", False),
+        ("yahtzee:forced", True),
+        ("yahtzee:free", True),
+        ("dice_poker", True),
+    ],
 )
 def test_roll_classes_reproduce_the_engine_exactly(spec, plain):
     """The solver's per-class / per-pair evaluation equals direct engine calls on every roll.
@@ -464,7 +482,9 @@ def test_cli_advise_lists_distinct_actions_best_first():
     keeps = [tuple(item["keep"]) for item in items if item["kind"] == "keep"]
     assert len(keeps) == len(set(keeps)) == 23  # distinct proper sub-multisets of 1 2 2 4 6 (incl. nothing)
     assert sum(item["kind"] == "score" for item in items) == 12
-    text = _cli("advise", "yacht", "--dice", "6", "6", "6", "6", "6", "--rolls-left", "0", "--scorecard", '{"yacht": 0}')
+    text = _cli(
+        "advise", "yacht", "--dice", "6", "6", "6", "6", "6", "--rolls-left", "0", "--scorecard", '{"yacht": 0}'
+    )
     lines = [line for line in text.splitlines() if line.strip()[:1].isdigit()]
     assert len(lines) == 11 and "four_of_a_kind" in lines[0]  # 30 points, sixes kept open
 

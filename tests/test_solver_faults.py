@@ -22,8 +22,7 @@ import pytest
 from dice_poker_env import PositionError, load_rules
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
-from dice_poker_env.solver import CacheWarning, SolverError, SolveTooLargeError, solve
-from dice_poker_env.solver import budget
+from dice_poker_env.solver import CacheWarning, SolverError, SolveTooLargeError, budget, solve
 from dice_poker_env.solver import cache as disk
 from dice_poker_env.solver import solution as solution_module
 from dice_poker_env.solver.state_space import StateSpace
@@ -231,7 +230,10 @@ def test_a_fifo_at_the_cache_path_does_not_block():
     path = disk.cache_path(rules.name, rules.fingerprint)
     path.parent.mkdir(parents=True)
     os.mkfifo(path)
-    code = "from dice_poker_env.solver import solve; import sys; sys.path.insert(0, 'tests'); " "from test_solver_faults import TINY; print(solve(TINY, progress=False, workers=1).from_cache)"
+    code = (
+        "from dice_poker_env.solver import solve; import sys; sys.path.insert(0, 'tests'); "
+        "from test_solver_faults import TINY; print(solve(TINY, progress=False, workers=1).from_cache)"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False" and "not a regular file" in result.stderr
@@ -424,7 +426,11 @@ def test_observation_errors_name_the_row_of_a_batch(yacht):
 def test_the_agents_fast_path_checks_what_it_reads(yacht):
     """``_situation(points=False)`` (OptimalAgent.act_batch) skips the scores, not the dice or flags."""
     obs = dict(_obs(yacht))
-    for field, value in [("dice", np.array([0, 1, 1, 1, 1])), ("rolls_left", np.int64(5)), ("filled", np.full(12, 3, dtype=np.int8))]:
+    for field, value in [
+        ("dice", np.array([0, 1, 1, 1, 1])),
+        ("rolls_left", np.int64(5)),
+        ("filled", np.full(12, 3, dtype=np.int8)),
+    ]:
         bad = {**obs, field: value}
         with pytest.raises(ValueError):
             yacht._situation(bad, points=False)
@@ -477,7 +483,14 @@ def test_state_value_validates_the_bonus_like_reset(tiny, bonus):
 
 
 def test_state_value_rejects_what_reset_rejects(tiny):
-    for card in ("", [1, 2], {"ones": 999}, {"nosuch": 1}, {"ones": 1.0}, {"ones": 3, "sixes": 6, "five": 0, "chance": 20}):
+    for card in (
+        "",
+        [1, 2],
+        {"ones": 999},
+        {"nosuch": 1},
+        {"ones": 1.0},
+        {"ones": 3, "sixes": 6, "five": 0, "chance": 20},
+    ):
         with pytest.raises(PositionError):
             tiny.state_value(card)
     assert tiny.state_value({}) == pytest.approx(tiny.expected_score)
@@ -504,7 +517,12 @@ def _two_column_yahtzee() -> dict:
             {"name": f"three_kind_{column}", "kind": "n_of_a_kind", "n": 3, "points": "sum"},
             {"name": f"four_kind_{column}", "kind": "n_of_a_kind", "n": 4, "points": "sum"},
             {"name": f"full_house_{column}", "kind": "full_house", "points": 25},
-            {"name": f"small_{column}", "kind": "straight", "sets": [[1, 2, 3, 4], [2, 3, 4, 5], [3, 4, 5, 6]], "points": 30},
+            {
+                "name": f"small_{column}",
+                "kind": "straight",
+                "sets": [[1, 2, 3, 4], [2, 3, 4, 5], [3, 4, 5, 6]],
+                "points": 30,
+            },
             {"name": f"large_{column}", "kind": "straight", "sets": [[1, 2, 3, 4, 5], [2, 3, 4, 5, 6]], "points": 40},
             {"name": f"yahtzee_{column}", "kind": "n_of_a_kind", "n": 5, "points": 50},
             {"name": f"chance_{column}", "kind": "chance"},
@@ -624,11 +642,18 @@ def test_cli_rejects_bad_worker_counts(monkeypatch):
 
 
 def test_cli_rejects_huge_and_invalid_integers_in_one_line():
-    _one_line_error(*_cli("advise", "yacht", "--dice", 1, 2, 3, 4, 5, "--bonus", "99999999999999999999999")[::2], "--bonus", "out of range")
+    _one_line_error(
+        *_cli("advise", "yacht", "--dice", 1, 2, 3, 4, 5, "--bonus", "99999999999999999999999")[::2],
+        "--bonus",
+        "out of range",
+    )
     _one_line_error(*_cli("advise", "yacht", "--dice", 1, 2, 3, 4, 10**30)[::2], "--dice", "out of range")
     _one_line_error(*_cli("advise", "yacht", "--dice", 1, 2, 3, 4, 9)[::2], "dice")
     _one_line_error(*_cli("advise", "yacht", "--dice", 1, 2, 3, 4, 5, "--bonus", -1)[::2], "bonus")
-    _one_line_error(*_cli("advise", "yacht", "--dice", 1, 2, 3, 4, 5, "--scorecard", '{"ones": 99999999999999999999}')[::2], "can never hold")
+    _one_line_error(
+        *_cli("advise", "yacht", "--dice", 1, 2, 3, 4, 5, "--scorecard", '{"ones": 99999999999999999999}')[::2],
+        "can never hold",
+    )
 
 
 def test_cli_refuses_a_too_large_solve_in_one_line_and_force_overrides(tmp_path, monkeypatch):
@@ -648,15 +673,28 @@ def test_cli_output_into_a_closed_pipe_ends_quietly(tmp_path):
     rules_file = tmp_path / "tiny.toml"
     rules_file.write_text(TINY_TOML)
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    for argv in (["advise", rules_file, "--dice", "1", "2", "3", "4", "5"], ["advise", "yacht", "--dice", "1", "2", "3", "4", "5", "--json"]):
+    for argv in (
+        ["advise", rules_file, "--dice", "1", "2", "3", "4", "5"],
+        ["advise", "yacht", "--dice", "1", "2", "3", "4", "5", "--json"],
+    ):
         command = f"{sys.executable} -m dice_poker_env {' '.join(map(str, argv))} | head -1"
-        result = subprocess.run(["bash", "-c", command + "; exit ${PIPESTATUS[0]}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            ["bash", "-c", command + "; exit ${PIPESTATUS[0]}"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert len(result.stdout.splitlines()) == 1
         assert result.stderr == "" and result.returncode in (0, 1), result.stderr
     # the write failing for sure: stdout closed before the command writes anything
     process = subprocess.Popen(
         [sys.executable, "-m", "dice_poker_env", "advise", str(rules_file), "--dice", "1", "2", "3", "4", "5"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     process.stdout.close()
     _, err = process.communicate(timeout=120)

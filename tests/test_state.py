@@ -54,8 +54,14 @@ def test_rule_functions_agree_for_one_game_and_for_a_batch():
         assert game.legal_boxes(one, g.filled, bool(full[i]), g.roll) == legal[i]
         for box in range(tables.n_boxes):
             args = (g.filled, g.upper_total, bool(full[i]), g.roll, g.rolls_left == 2, box)
-            batch_args = (batch.filled[i:i + 1], batch.upper_total[i:i + 1], full[i:i + 1], batch.roll[i:i + 1],
-                          batch.rolls_left[i:i + 1] == 2, np.array([box]))
+            batch_args = (
+                batch.filled[i : i + 1],
+                batch.upper_total[i : i + 1],
+                full[i : i + 1],
+                batch.roll[i : i + 1],
+                batch.rolls_left[i : i + 1] == 2,
+                np.array([box]),
+            )
             assert game.score_points(one, *args) == tuple(int(v[0]) for v in game.score_points(tables, *batch_args))
     # five fours, fours filled, yahtzee full: the forced joker offers the open lower boxes only
     lower = sum(1 << k for k in range(tables.n_boxes) if not tables.is_upper[k]) & ~games[0].filled

@@ -23,16 +23,28 @@ pytest.importorskip("yaml")
 
 SMOKE = ROOT / "configs" / "smoke_batched.yaml"
 #: a few thousand steps per trial, small evaluations and benchmarks
-TINY = {"total_timesteps": 2048, "n_envs": 64, "n_steps": 16, "eval_freq": 1024, "eval_episodes": 10,
-        "checkpoint_freq": 1024, "bench_games": 10, "bench_agents": ["optimal", "random"]}
+TINY = {
+    "total_timesteps": 2048,
+    "n_envs": 64,
+    "n_steps": 16,
+    "eval_freq": 1024,
+    "eval_episodes": 10,
+    "checkpoint_freq": 1024,
+    "bench_games": 10,
+    "bench_agents": ["optimal", "random"],
+}
 
 
 def write_sweep(folder: Path, configurations: dict, seeds=(0, 1), **more) -> Path:
     import yaml
 
     path = folder / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"configurations": configurations, "set": TINY, "seeds": list(seeds),
-                                    "resources": {"cpu": 1}, **more}, sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {"configurations": configurations, "set": TINY, "seeds": list(seeds), "resources": {"cpu": 1}, **more},
+            sort_keys=False,
+        )
+    )
     return path
 
 
@@ -42,8 +54,13 @@ def ray_env():
     pytest.importorskip("ray.tune")
     pytest.importorskip("torch")
     folder = Path(tempfile.mkdtemp(prefix="ray"))  # short: Ray's socket paths must fit in 107 characters
-    env = {**os.environ, "RAY_TMPDIR": str(folder), "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = {
+        **os.environ,
+        "RAY_TMPDIR": str(folder),
+        "RAY_AUTH_MODE": "disabled",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
     env.pop("RAY_ADDRESS", None)
     yield env
     stop_cluster(str(folder))  # anything a failed test left running
@@ -51,8 +68,14 @@ def ray_env():
 
 
 def train(args: list[str], env: dict, timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "train.py"), *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+    )
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -61,17 +84,25 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
-    return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(folder.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory, ray_env):
     """2 configurations x 2 seeds plus one configuration whose value is refused: interrupted after 2 trials, resumed."""
     folder = tmp_path_factory.mktemp("sweep")
-    path = write_sweep(folder, {"ppo": {"config": str(SMOKE)},
-                                "a2c": {"config": str(SMOKE), "algo": "batched_a2c"},
-                                "bad": {"config": str(SMOKE), "n_epochs": 0}})
+    path = write_sweep(
+        folder,
+        {
+            "ppo": {"config": str(SMOKE)},
+            "a2c": {"config": str(SMOKE), "algo": "batched_a2c"},
+            "bad": {"config": str(SMOKE), "n_epochs": 0},
+        },
+    )
     sweep_dir = folder / "out"
     first = train(["--sweep", path, "--sweep-dir", sweep_dir, "--num-cpus", 2, "--stop-after", 2], ray_env)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
@@ -130,8 +161,9 @@ def test_an_interrupted_sweep_resumes_without_rerunning_finished_trials(sweep):
     assert "continue it:" in first and "pending" in first
     for name, files in ended.items():
         assert snapshot(sweep_dir / "runs" / name) == files, f"{name} was rewritten by the resumed sweep"
-    starts = [line.split()[-1] for line in (sweep_dir / "trials.log").read_text().splitlines()
-              if line.split()[1] == "start"]
+    starts = [
+        line.split()[-1] for line in (sweep_dir / "trials.log").read_text().splitlines() if line.split()[1] == "start"
+    ]
     for name in ended:
         assert starts.count(name) == 1, (name, starts)
     assert len(journal.splitlines()) < len((sweep_dir / "trials.log").read_text().splitlines())
@@ -171,8 +203,9 @@ def stop_cluster(temp_dir: str, timeout: float = 30.0) -> None:
             return False
 
     def members() -> list[int]:
-        return [int(e.name) for e in Path("/proc").iterdir()
-                if e.name.isdigit() and int(e.name) != os.getpid() and ours(e)]
+        return [
+            int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and int(e.name) != os.getpid() and ours(e)
+        ]
 
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in members():
@@ -195,13 +228,44 @@ def test_a_sweep_runs_on_a_cluster_started_with_ray_start(tmp_path, ray_env):
     address = f"127.0.0.1:{port}"
     env = {**ray_env, "RAY_TMPDIR": tempfile.mkdtemp(prefix="rayc")}
     try:
-        head = subprocess.run([ray_cli, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
-                               "--num-cpus", "1", "--include-dashboard", "false", "--disable-usage-stats"],
-                              capture_output=True, text=True, timeout=300, env=env)
+        head = subprocess.run(
+            [
+                ray_cli,
+                "start",
+                "--head",
+                "--node-ip-address",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--num-cpus",
+                "1",
+                "--include-dashboard",
+                "false",
+                "--disable-usage-stats",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
         assert head.returncode == 0, head.stdout[-2000:] + head.stderr[-2000:]
-        worker = subprocess.run([ray_cli, "start", "--address", address, "--num-cpus", "1",
-                                 "--node-ip-address", "127.0.0.1", "--disable-usage-stats"],
-                                capture_output=True, text=True, timeout=300, env=env)
+        worker = subprocess.run(
+            [
+                ray_cli,
+                "start",
+                "--address",
+                address,
+                "--num-cpus",
+                "1",
+                "--node-ip-address",
+                "127.0.0.1",
+                "--disable-usage-stats",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
         assert worker.returncode == 0, worker.stdout[-2000:] + worker.stderr[-2000:]
         path = write_sweep(tmp_path, {"ppo": {"config": str(SMOKE)}}, seeds=(0, 1))
         out = train(["--sweep", path, "--sweep-dir", tmp_path / "out", "--address", address], env)
@@ -215,23 +279,31 @@ def test_a_sweep_runs_on_a_cluster_started_with_ray_start(tmp_path, ray_env):
 
 
 # ----------------------------------------------------------------------------- bad input (Ray is not started)
-@pytest.mark.parametrize("content, message", [
-    ("seeds: [0, 1\n", "not valid YAML"),
-    ("configurations: {a: {}}\nseed: [0]\n", "unknown key 'seed'"),
-    ("grid: {lerning_rate: [0.1]}\n", "grid: unknown config field 'lerning_rate'"),
-    ("grid: {seed: [1, 2]}\n", "set by seeds"),
-    ("configurations: {a: {config: nowhere.yaml}}\n", "no such config file"),
-    ("grid: {n_steps: 16}\n", "must list its values"),
-    ("random: {ent_coef: {loguniform: [0, 1]}}\n", "low > 0"),
-    ("seeds: [0, 0]\n", "distinct"),
-    ("resources: {cpu: 1, gpus: 1}\n", "unknown key 'gpus'"),
-    ("[1, 2]\n", "expected a mapping"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("seeds: [0, 1\n", "not valid YAML"),
+        ("configurations: {a: {}}\nseed: [0]\n", "unknown key 'seed'"),
+        ("grid: {lerning_rate: [0.1]}\n", "grid: unknown config field 'lerning_rate'"),
+        ("grid: {seed: [1, 2]}\n", "set by seeds"),
+        ("configurations: {a: {config: nowhere.yaml}}\n", "no such config file"),
+        ("grid: {n_steps: 16}\n", "must list its values"),
+        ("random: {ent_coef: {loguniform: [0, 1]}}\n", "low > 0"),
+        ("seeds: [0, 0]\n", "distinct"),
+        ("resources: {cpu: 1, gpus: 1}\n", "unknown key 'gpus'"),
+        ("[1, 2]\n", "expected a mapping"),
+    ],
+)
 def test_a_bad_sweep_file_is_a_one_line_error_and_starts_nothing(tmp_path, content, message):
     path = tmp_path / "bad.yaml"
     path.write_text(content)
-    out = subprocess.run([sys.executable, str(ROOT / "train.py"), "--sweep", str(path), "--sweep-dir",
-                          str(tmp_path / "out")], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "--sweep", str(path), "--sweep-dir", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert out.returncode == 2, out.stderr
     assert message in out.stderr and out.stderr.startswith("train.py: error:") and len(out.stderr.splitlines()) == 1
     assert not (tmp_path / "out").exists()
@@ -239,22 +311,42 @@ def test_a_bad_sweep_file_is_a_one_line_error_and_starts_nothing(tmp_path, conte
 
 def test_resume_needs_the_same_sweep(tmp_path):
     path = write_sweep(tmp_path, {"ppo": {"config": str(SMOKE)}})
-    out = subprocess.run([sys.executable, str(ROOT / "train.py"), "--sweep", str(path), "--sweep-dir",
-                          str(tmp_path / "nothing"), "--resume"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "--sweep",
+            str(path),
+            "--sweep-dir",
+            str(tmp_path / "nothing"),
+            "--resume",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert out.returncode == 2 and "holds no sweep to continue" in out.stderr
 
 
 def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
-    from agents.sweep import load_sweep
-
     import yaml
 
+    from agents.sweep import load_sweep
+
     path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump({
-        "configurations": {"a": {"config": str(SMOKE)}, "b": {"config": str(SMOKE), "algo": "batched_a2c"}},
-        "grid": {"n_epochs": [1, 2]}, "random": {"learning_rate": {"loguniform": [1e-4, 1e-2]},
-                                                  "activation": {"choice": ["tanh", "relu"]}},
-        "samples": 3, "seeds": [0, 1], "resources": {"cpu": 2, "gpu": 0.5}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "configurations": {"a": {"config": str(SMOKE)}, "b": {"config": str(SMOKE), "algo": "batched_a2c"}},
+                "grid": {"n_epochs": [1, 2]},
+                "random": {"learning_rate": {"loguniform": [1e-4, 1e-2]}, "activation": {"choice": ["tanh", "relu"]}},
+                "samples": 3,
+                "seeds": [0, 1],
+                "resources": {"cpu": 2, "gpu": 0.5},
+            }
+        )
+    )
     fields = {"algo", "n_epochs", "learning_rate", "activation", "seed", "recipe"}
     sweep = load_sweep(path, fields, SMOKE)
     assert len(sweep.trials) == 2 * 2 * 3 * 2 and (sweep.cpu, sweep.gpu) == (2.0, 0.5)
@@ -265,8 +357,9 @@ def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
     for label, members in groups.items():
         assert sorted(t.seed for t in members) == [0, 1]
         # the seeds of a configuration share its sampled values: only the seed differs
-        assert [o for o in members[0].overrides if not o.startswith("seed=")] == \
-               [o for o in members[1].overrides if not o.startswith("seed=")]
+        assert [o for o in members[0].overrides if not o.startswith("seed=")] == [
+            o for o in members[1].overrides if not o.startswith("seed=")
+        ]
         assert f"recipe={json.dumps(label)}" in members[0].overrides
     rates = {float(o.split("=", 1)[1]) for t in sweep.trials for o in t.overrides if o.startswith("learning_rate=")}
     assert len(rates) == 3 and all(1e-4 <= r <= 1e-2 for r in rates)
@@ -275,10 +368,10 @@ def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
 def test_shipped_sweeps_load_and_their_trials_are_valid_configs(path):
-    import yaml
-
     import dataclasses
     import importlib.util
+
+    import yaml
 
     from agents.sweep import load_sweep
 
@@ -324,12 +417,20 @@ def test_only_the_ray_modules_import_ray():
     for path in sorted([*(ROOT / "agents").rglob("*.py"), *(ROOT / "dice_poker_env").rglob("*.py"), ROOT / "train.py"]):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             if any(n == "ray" or n.startswith("ray.") or n in ("agents.sweep", "agents.rllib_ppo") for n in names):
                 importers.append(str(path.relative_to(ROOT)))
     assert set(importers) == {"agents/sweep.py", "agents/rllib_ppo.py", "train.py"}
-    top_level = [alias.name if isinstance(node, ast.Import) else node.module
-                 for node in ast.parse((ROOT / "train.py").read_text()).body
-                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names]
+    top_level = [
+        alias.name if isinstance(node, ast.Import) else node.module
+        for node in ast.parse((ROOT / "train.py").read_text()).body
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    ]
     assert top_level and not [name for name in top_level if name.split(".")[0] in ("ray", "agents")]

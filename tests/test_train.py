@@ -59,8 +59,10 @@ def test_overrides_replace_whole_values_and_dotted_keys_reach_into_mappings():
 
 def test_overrides_are_typed_and_checked():
     train = load_train()
-    config = train.make_config({"algo": "ppo", "net_arch": [32]}, ["total_timesteps=5000", "net_arch=[64, 64]",
-                                                                   "progress_bar=false", "rules_options={joker: free}"])
+    config = train.make_config(
+        {"algo": "ppo", "net_arch": [32]},
+        ["total_timesteps=5000", "net_arch=[64, 64]", "progress_bar=false", "rules_options={joker: free}"],
+    )
     assert config.algo == "ppo" and config.total_timesteps == 5000 and config.net_arch == [64, 64]
     assert config.progress_bar is False and config.rules_options == {"joker": "free"}
     with pytest.raises(ValueError, match="unknown config field 'totl_timesteps'"):
@@ -98,9 +100,18 @@ def smoke_run(tmp_path_factory):
     pytest.importorskip("sb3_contrib")
     run_dir = tmp_path_factory.mktemp("smoke")
     out = subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / "configs" / "smoke.yaml"),
-         "--run-dir", str(run_dir)],
-        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "--config",
+            str(ROOT / "configs" / "smoke.yaml"),
+            "--run-dir",
+            str(run_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     return run_dir, out.stdout
@@ -123,8 +134,9 @@ def test_smoke_config_runs_end_to_end(smoke_run):
     assert model["games"] == 30 and model["ci95"] > 0
     assert model["percent_of_optimal"] == pytest.approx(100 * model["mean"] / optimal)
     assert model["regret_mean"] > 0 and model["regret_ci95"] > 0  # an agent trained this briefly loses value
-    assert model["regret_mean"] == pytest.approx(model["regret_keep_mean"] + model["regret_box_mean"]
-                                                 + model["regret_illegal_mean"])
+    assert model["regret_mean"] == pytest.approx(
+        model["regret_keep_mean"] + model["regret_box_mean"] + model["regret_illegal_mean"]
+    )
     assert "[eval]" in stdout and "% of optimal" in stdout
     assert "mean ± 95% CI" in stdout  # the rich table
 
@@ -136,9 +148,20 @@ def test_resume_continues_from_the_latest_checkpoint(smoke_run, tmp_path):
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
     out = subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), "--run-dir", str(copy), "--resume",
-         "total_timesteps=2560", "bench_games=0", "eval_freq=0"],
-        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "--run-dir",
+            str(copy),
+            "--resume",
+            "total_timesteps=2560",
+            "bench_games=0",
+            "eval_freq=0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "resumed from" in out.stdout and "model_2048_steps.zip" in out.stdout
@@ -182,9 +205,17 @@ def test_distinct_keeps_model_only_picks_the_lowest_bitmask_of_a_keep():
     from dice_poker_env.envs.single import DicePokerEnv
 
     rules = load_rules("yacht")
-    model = MaskablePPO("MlpPolicy", DistinctKeepWrapper(DicePokerEnv(rules, obs_mode="flat")), n_steps=64,
-                        batch_size=64, seed=1, policy_kwargs=dict(net_arch=[16]))
-    agent = SB3Agent(model, model_metadata(rules, "flat", "maskable_ppo", distinct_keeps=True), rules, deterministic=False)
+    model = MaskablePPO(
+        "MlpPolicy",
+        DistinctKeepWrapper(DicePokerEnv(rules, obs_mode="flat")),
+        n_steps=64,
+        batch_size=64,
+        seed=1,
+        policy_kwargs=dict(net_arch=[16]),
+    )
+    agent = SB3Agent(
+        model, model_metadata(rules, "flat", "maskable_ppo", distinct_keeps=True), rules, deterministic=False
+    )
     assert agent.distinct_keeps
     env = DicePokerEnv(rules, obs_mode="flat")  # full masks, as the benchmark plays
     obs, info = env.reset(seed=5)
@@ -276,15 +307,48 @@ def test_solver_field_reads_yaml_on_off():
         train.make_config({}, ["solver=maybe"])
 
 
-@pytest.mark.parametrize("numeric", [
-    "net_arch=[-5]", "net_arch=[0]", "net_arch=[64, 1.5]", "net_arch=[true]", "learning_rate=0", "learning_rate=-1e-3",
-    "learning_rate=.nan", "n_steps=0", "batch_size=-1", "n_epochs=0", "gamma=1.5", "gamma=-0.1", "gae_lambda=2",
-    "clip_range=0", "ent_coef=-0.1", "max_grad_norm=0", "reward_scale=0", "seed=-1", "eval_episodes=0",
-    "n_envs=0", "total_timesteps=0", "bench_workers=0", "exploration_final_eps=1.5", "n_envs=true",
-    "keep_head=-1", "keep_head=true", "box_points=-1", "box_points=.nan", "box_points=true", "box_points=big",
-    "keep_points=[true]", "keep_points=maybe", "keep_points_rerolls=3", "keep_points_rerolls=0",
-    "keep_points_rerolls=true", "keep_points_bonus=maybe", "keep_points_bonus=1",
-])
+@pytest.mark.parametrize(
+    "numeric",
+    [
+        "net_arch=[-5]",
+        "net_arch=[0]",
+        "net_arch=[64, 1.5]",
+        "net_arch=[true]",
+        "learning_rate=0",
+        "learning_rate=-1e-3",
+        "learning_rate=.nan",
+        "n_steps=0",
+        "batch_size=-1",
+        "n_epochs=0",
+        "gamma=1.5",
+        "gamma=-0.1",
+        "gae_lambda=2",
+        "clip_range=0",
+        "ent_coef=-0.1",
+        "max_grad_norm=0",
+        "reward_scale=0",
+        "seed=-1",
+        "eval_episodes=0",
+        "n_envs=0",
+        "total_timesteps=0",
+        "bench_workers=0",
+        "exploration_final_eps=1.5",
+        "n_envs=true",
+        "keep_head=-1",
+        "keep_head=true",
+        "box_points=-1",
+        "box_points=.nan",
+        "box_points=true",
+        "box_points=big",
+        "keep_points=[true]",
+        "keep_points=maybe",
+        "keep_points_rerolls=3",
+        "keep_points_rerolls=0",
+        "keep_points_rerolls=true",
+        "keep_points_bonus=maybe",
+        "keep_points_bonus=1",
+    ],
+)
 def test_numeric_fields_are_range_checked(numeric):
     train = load_train()
     name = numeric.partition("=")[0]
@@ -292,37 +356,50 @@ def test_numeric_fields_are_range_checked(numeric):
         train.make_config({}, [numeric])
 
 
-@pytest.mark.parametrize("override, message", [
-    ("net_arch=[64,", "override net_arch=[64,: not valid YAML"),
-    ("rules=nosuch", "unknown ruleset 'nosuch'"),
-    ("rules_options={foo: 1}", "unknown rules option 'foo'"),
-    ("net_arch=[-5]", "net_arch must list positive layer sizes"),
-    ("solver=maybe", "solver must be auto, on or off"),
-    ("bench_agents=[optimal, wizard]", "unknown agent 'wizard'"),
-    (["vec_env=batched", "algo=ppo", "distinct_keeps=false"], "vec_env='batched' supports masked algorithms only"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("net_arch=[64,", "override net_arch=[64,: not valid YAML"),
+        ("rules=nosuch", "unknown ruleset 'nosuch'"),
+        ("rules_options={foo: 1}", "unknown rules option 'foo'"),
+        ("net_arch=[-5]", "net_arch must list positive layer sizes"),
+        ("solver=maybe", "solver must be auto, on or off"),
+        ("bench_agents=[optimal, wizard]", "unknown agent 'wizard'"),
+        (["vec_env=batched", "algo=ppo", "distinct_keeps=false"], "vec_env='batched' supports masked algorithms only"),
+    ],
+)
 def test_bad_config_is_a_one_line_error_and_leaves_no_run_folder(override, message, tmp_path, capsys):
     train = load_train()
     run_dir = tmp_path / "run"
-    err = refused(train, ["--config", SMOKE, "--run-dir", str(run_dir), *(override if isinstance(override, list) else [override])], capsys)
+    err = refused(
+        train,
+        ["--config", SMOKE, "--run-dir", str(run_dir), *(override if isinstance(override, list) else [override])],
+        capsys,
+    )
     assert message in err
     assert not run_dir.exists()
 
 
 def test_yahtzee_options_of_the_wrong_type_are_a_one_line_error(tmp_path, capsys):
     train = load_train()
-    err = refused(train, ["--config", SMOKE, "--run-dir", str(tmp_path / "run"), "rules=yahtzee",
-                          "rules_options={joker: [1]}"], capsys)
+    err = refused(
+        train,
+        ["--config", SMOKE, "--run-dir", str(tmp_path / "run"), "rules=yahtzee", "rules_options={joker: [1]}"],
+        capsys,
+    )
     assert "rules='yahtzee' rules_options={'joker': [1]}" in err
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"rules: [yacht\n", "not valid YAML (expected ',' or ']'"),
-    (b"\x7fELF\x02\x01\x01\x00\xff\xfe\x00\x00binary", "not a text file"),
-    (b"- rules\n- yacht\n", "expected a mapping of config fields"),
-    (b"1: 2\n", "unknown config field '1'"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"rules: [yacht\n", "not valid YAML (expected ',' or ']'"),
+        (b"\x7fELF\x02\x01\x01\x00\xff\xfe\x00\x00binary", "not a text file"),
+        (b"- rules\n- yacht\n", "expected a mapping of config fields"),
+        (b"1: 2\n", "unknown config field '1'"),
+    ],
+)
 def test_broken_config_files_are_one_line_errors(content, message, tmp_path, capsys):
     train = load_train()
     config = tmp_path / "config.yaml"
@@ -335,19 +412,26 @@ def test_broken_config_files_are_one_line_errors(content, message, tmp_path, cap
 def test_a_model_that_cannot_be_built_is_refused_before_the_run_folder(tmp_path, capsys):
     pytest.importorskip("sb3_contrib")
     train = load_train()
-    err = refused(train, ["--config", SMOKE, "--run-dir", str(tmp_path / "run"), "algo_kwargs={no_such_arg: 1}"],
-                  capsys)
+    err = refused(
+        train, ["--config", SMOKE, "--run-dir", str(tmp_path / "run"), "algo_kwargs={no_such_arg: 1}"], capsys
+    )
     assert "the model cannot be built" in err and "no_such_arg" in err
     assert not (tmp_path / "run").exists()
 
 
 def test_cli_error_exit_code_no_traceback_no_runs_folder(tmp_path):
     """As a script: exit code 2, one line, and no default runs/ folder left in the working directory."""
-    out = subprocess.run([sys.executable, str(ROOT / "train.py"), "--config", SMOKE, "net_arch=[-5]"],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "--config", SMOKE, "net_arch=[-5]"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert out.returncode == 2
-    assert out.stderr.strip() == (f"train.py: error: {SMOKE}: net_arch must list positive layer sizes (integers), "
-                                  "got [-5]")
+    assert out.stderr.strip() == (
+        f"train.py: error: {SMOKE}: net_arch must list positive layer sizes (integers), got [-5]"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -362,14 +446,17 @@ def old_run(smoke_run, tmp_path):
     return copy, folder_state(copy)
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["rules=yahtzee"], "was trained on ruleset 'yacht'"),
-    (["algo=ppo", "distinct_keeps=false"], "trained with algo='maskable_ppo', the config says algo='ppo'"),
-    (["obs_mode=dict"], "trained with obs_mode='flat', the config says obs_mode='dict'"),
-    (["distinct_keeps=false"], "trained with distinct_keeps=True"),
-    (["net_arch=[32]", "total_timesteps=5000"], "net_arch=[32] differs from the run's net_arch=[64, 64]"),
-    (["learning_rate=0.1"], "learning_rate=0.1 differs from the run's learning_rate=0.0003"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["rules=yahtzee"], "was trained on ruleset 'yacht'"),
+        (["algo=ppo", "distinct_keeps=false"], "trained with algo='maskable_ppo', the config says algo='ppo'"),
+        (["obs_mode=dict"], "trained with obs_mode='flat', the config says obs_mode='dict'"),
+        (["distinct_keeps=false"], "trained with distinct_keeps=True"),
+        (["net_arch=[32]", "total_timesteps=5000"], "net_arch=[32] differs from the run's net_arch=[64, 64]"),
+        (["learning_rate=0.1"], "learning_rate=0.1 differs from the run's learning_rate=0.0003"),
+    ],
+)
 def test_failed_resume_writes_nothing(old_run, overrides, message, capsys):
     run_dir, before = old_run
     train = load_train()
@@ -416,10 +503,27 @@ def test_overwrite_replaces_the_old_run_and_solver_off_trains_in_raw_scores(old_
     """--overwrite: nothing of the old run mixes in (checkpoints, evaluations, results); solver=off: no solve."""
     run_dir, before = old_run
     out = subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), "--config", SMOKE, "--run-dir", str(run_dir), "--overwrite",
-         "solver=off", "total_timesteps=512", "n_steps=128", "batch_size=128", "eval_freq=256",
-         "checkpoint_freq=256", "bench_games=4", "bench_agents=[optimal, greedy]"],
-        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "--config",
+            SMOKE,
+            "--run-dir",
+            str(run_dir),
+            "--overwrite",
+            "solver=off",
+            "total_timesteps=512",
+            "n_steps=128",
+            "batch_size=128",
+            "eval_freq=256",
+            "checkpoint_freq=256",
+            "bench_games=4",
+            "bench_agents=[optimal, greedy]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr[-4000:]
     assert "solver=off: no exact solve" in out.stdout
@@ -459,8 +563,20 @@ def test_solver_auto_trains_in_raw_scores_when_the_solve_is_refused(tmp_path, mo
     refuse_to_solve(monkeypatch)
     train = load_train()
     run_dir = tmp_path / "run"
-    results = train.main(["--config", SMOKE, "--run-dir", str(run_dir), "total_timesteps=256", "n_steps=128",
-                          "batch_size=128", "eval_freq=256", "checkpoint_freq=0", "bench_games=3"])
+    results = train.main(
+        [
+            "--config",
+            SMOKE,
+            "--run-dir",
+            str(run_dir),
+            "total_timesteps=256",
+            "n_steps=128",
+            "batch_size=128",
+            "eval_freq=256",
+            "checkpoint_freq=0",
+            "bench_games=3",
+        ]
+    )
     out = capsys.readouterr().out
     assert "solver=auto: the exact solve of 'yacht' is not possible" in out and "raw scores" in out
     assert "[eval]" in out and "% of optimal" not in out.split("[eval]")[1].splitlines()[0]
@@ -484,8 +600,11 @@ def test_resume_from_a_checkpoint_path_checks_against_its_own_run(old_run, tmp_p
     run_dir, before = old_run
     train = load_train()
     new_dir = tmp_path / "continued"
-    err = refused(train, ["--run-dir", str(new_dir), "--resume", str(run_dir / "checkpoints" / "model_1024_steps.zip"),
-                          "net_arch=[32]"], capsys)
+    err = refused(
+        train,
+        ["--run-dir", str(new_dir), "--resume", str(run_dir / "checkpoints" / "model_1024_steps.zip"), "net_arch=[32]"],
+        capsys,
+    )
     assert "net_arch=[32] differs from the run's net_arch=[64, 64]" in err
     assert not new_dir.exists() and folder_state(run_dir) == before
 

@@ -28,11 +28,32 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def config(**overrides) -> SimpleNamespace:
     """A tiny run: 32 games x 8 steps per update."""
-    values = dict(algo="batched_ppo", n_envs=32, n_steps=8, batch_size=64, n_epochs=2, learning_rate=1e-3,
-                  lr_schedule="linear", gamma=1.0, gae_lambda=0.8, clip_range=0.2, ent_coef=0.001, vf_coef=0.5,
-                  max_grad_norm=0.5, net_arch=[32, 32], activation="tanh", reward_scale=0.02, distinct_keeps=True,
-                  features=True, device="cpu", seed=0, total_timesteps=32 * 8 * 4, eval_freq=0, eval_episodes=10,
-                  checkpoint_freq=0)
+    values = dict(
+        algo="batched_ppo",
+        n_envs=32,
+        n_steps=8,
+        batch_size=64,
+        n_epochs=2,
+        learning_rate=1e-3,
+        lr_schedule="linear",
+        gamma=1.0,
+        gae_lambda=0.8,
+        clip_range=0.2,
+        ent_coef=0.001,
+        vf_coef=0.5,
+        max_grad_norm=0.5,
+        net_arch=[32, 32],
+        activation="tanh",
+        reward_scale=0.02,
+        distinct_keeps=True,
+        features=True,
+        device="cpu",
+        seed=0,
+        total_timesteps=32 * 8 * 4,
+        eval_freq=0,
+        eval_episodes=10,
+        checkpoint_freq=0,
+    )
     values.update(overrides)
     return SimpleNamespace(**values)
 
@@ -121,33 +142,57 @@ def test_bonus_shaping_sums_to_minus_the_first_potential_over_each_game():
     from agents.shaping import BonusPotential
 
     rules = load_rules("yahtzee")
-    plain, shaped = Rollout(rules, 8, 120, seed=3, reward_scale=0.5), Rollout(rules, 8, 120, seed=3, reward_scale=0.5,
-                                                                                bonus_shaping=2.0)
+    plain, shaped = (
+        Rollout(rules, 8, 120, seed=3, reward_scale=0.5),
+        Rollout(rules, 8, 120, seed=3, reward_scale=0.5, bonus_shaping=2.0),
+    )
     model = ActorCritic(plain.inputs.size, compile_rules(rules).n_actions, [16])
     first, second = plain.collect(model), shaped.collect(model)
     assert torch.equal(first.actions, second.actions)  # same games, same play: only the rewards differ
     extra = (shaped._rewards - plain._rewards) / 0.5  # (steps, games)
-    phi = BonusPotential(rules)(plain._inputs.reshape(-1, plain.inputs.size)[:, :plain.inputs.obs_size]).reshape(120, 8)
+    phi = BonusPotential(rules)(plain._inputs.reshape(-1, plain.inputs.size)[:, : plain.inputs.obs_size]).reshape(
+        120, 8
+    )
     games = 0
     for g in range(8):
         start = 0
         for end in np.flatnonzero(plain._dones[:, g]):
-            assert extra[start:end + 1, g].sum() == pytest.approx(-2.0 * phi[start, g], abs=1e-3)
+            assert extra[start : end + 1, g].sum() == pytest.approx(-2.0 * phi[start, g], abs=1e-3)
             start, games = end + 1, games + 1
     assert games >= 8 and np.abs(extra).max() > 0
 
 
-@pytest.mark.parametrize("keep_head, box_points, keep_points, rerolls, bonus", [
-    (0, 0.0, False, 1, False), (16, 0.0, False, 1, False), (0, 4.0, False, 1, False), (16, 2.5, False, 1, False),
-    (0, 4.0, True, 1, False), (0, 0.0, True, 1, False), (0, 4.0, True, 2, False), (0, 4.0, True, 1, True),
-    (0, 4.0, True, 1, "par")])
-def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head, box_points, keep_points, rerolls,
-                                                            bonus):
+@pytest.mark.parametrize(
+    "keep_head, box_points, keep_points, rerolls, bonus",
+    [
+        (0, 0.0, False, 1, False),
+        (16, 0.0, False, 1, False),
+        (0, 4.0, False, 1, False),
+        (16, 2.5, False, 1, False),
+        (0, 4.0, True, 1, False),
+        (0, 0.0, True, 1, False),
+        (0, 4.0, True, 2, False),
+        (0, 4.0, True, 1, True),
+        (0, 4.0, True, 1, "par"),
+    ],
+)
+def test_policy_file_plays_the_torch_networks_greedy_action(
+    tmp_path, keep_head, box_points, keep_points, rerolls, bonus
+):
     rules = load_rules("yahtzee")
-    trainer = Trainer(config(net_arch=[64, 64], keep_head=keep_head, box_points=box_points, keep_points=keep_points,
-                             keep_points_rerolls=rerolls, keep_points_bonus=bonus),
-                      rules, tmp_path / "run", metadata={
-        "rules": rules.name, "rules_options": dict(rules.options), "rules_fingerprint": rules.fingerprint})
+    trainer = Trainer(
+        config(
+            net_arch=[64, 64],
+            keep_head=keep_head,
+            box_points=box_points,
+            keep_points=keep_points,
+            keep_points_rerolls=rerolls,
+            keep_points_bonus=bonus,
+        ),
+        rules,
+        tmp_path / "run",
+        metadata={"rules": rules.name, "rules_options": dict(rules.options), "rules_fingerprint": rules.fingerprint},
+    )
     if keep_points:  # the box values' head starts at 0: give it weights, so that the test can fail
         torch.nn.init.normal_(trainer.model.points_head.weight, std=0.5)
         torch.nn.init.normal_(trainer.model.points_head.bias, std=1.0)
@@ -168,8 +213,9 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, keep_head,
     np.testing.assert_allclose(logits_np, logits_torch, rtol=1e-4, atol=1e-5)
     if bonus is True:
         kb = agent._keep_bonus
-        terms, _ = kb.terms(kb, roll_index_of_counts(obs[:, :6] * 5), np.rint(obs[:, upper.start] * 63),
-                            1.0 - obs[:, 9 + kb.upper])
+        terms, _ = kb.terms(
+            kb, roll_index_of_counts(obs[:, :6] * 5), np.rint(obs[:, upper.start] * 63), 1.0 - obs[:, 9 + kb.upper]
+        )
         assert (terms > 0).any(axis=(1, 2)).mean() > 0.5
     _, metadata = load_policy(path)
     assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
@@ -201,10 +247,11 @@ def test_keep_expected_points_match_a_naive_enumeration_of_the_reroll(rules_name
     every sequence of the rerolled dice."""
     import itertools
 
+    from naive_rules import NAIVE
+
     from agents.policy_inputs import keep_expected_points
     from dice_poker_env.engine.combinatorics import ROLL_DICE
     from dice_poker_env.envs.observation import flat_scales
-    from naive_rules import NAIVE
 
     rules = load_rules(rules_name)
     table = keep_expected_points(rules)
@@ -226,10 +273,11 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
     rerolled dice (school poker: earned only by writing the last open upper box)."""
     import itertools
 
+    from naive_rules import NAIVE
+
     from agents.policy_inputs import KeepBonus
     from dice_poker_env.engine.combinatorics import ROLL_DICE
     from dice_poker_env.envs.observation import flat_scales
-    from naive_rules import NAIVE
 
     rules = load_rules(rules_name)
     tables = compile_rules(rules)
@@ -238,9 +286,14 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
     upper_boxes = [box for box in rules.boxes if box.section == "upper"]
     rng = np.random.default_rng(3)
     cases = [(ROLL_DICE.tolist().index([1, 4, 4, 4, 4]), 0b11110, 56 if rules_name == "yahtzee" else -12)]
-    cases += [(int(r), int(a), int(t)) for r, a, t in zip(rng.integers(0, 252, 10), rng.integers(0, 32, 10),
-                                                          rng.integers(30, 63, 10) if rules_name == "yahtzee"
-                                                          else rng.integers(-20, 5, 10))]
+    cases += [
+        (int(r), int(a), int(t))
+        for r, a, t in zip(
+            rng.integers(0, 252, 10),
+            rng.integers(0, 32, 10),
+            rng.integers(30, 63, 10) if rules_name == "yahtzee" else rng.integers(-20, 5, 10),
+        )
+    ]
     for roll, action, total in cases:
         dice = ROLL_DICE[roll].tolist()
         kept = [d for i, d in enumerate(dice) if action >> i & 1]
@@ -253,10 +306,19 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
                     upper_open[0, j] = 1.0
                 got, _ = kb.terms(kb, np.array([roll]), np.array([float(total)]), upper_open)
                 earns = (total < tables.upper_bonus_threshold) if not tables.upper_bonus_on_complete else last
-                naive = np.mean([earns and total + NAIVE[rules_name](sorted(o), box.name)
-                                 >= tables.upper_bonus_threshold for o in outcomes])
+                naive = np.mean(
+                    [
+                        earns and total + NAIVE[rules_name](sorted(o), box.name) >= tables.upper_bonus_threshold
+                        for o in outcomes
+                    ]
+                )
                 assert got[0, action, j] * scale == pytest.approx(naive * tables.upper_bonus_points, abs=1e-4), (
-                    dice, action, total, box.name, last)
+                    dice,
+                    action,
+                    total,
+                    box.name,
+                    last,
+                )
     if tables.upper_bonus_on_complete:  # the par model needs a bonus paid at a total: a one-line error
         with pytest.raises(ValueError, match="keep_points_bonus=par"):
             KeepBonus(rules, par=True)
@@ -273,10 +335,11 @@ def test_keep_bonus_par_is_the_change_in_the_par_potential(rules_name):
     averaged over every sequence of the rerolled dice (naive scorer) plus the bonus where the box reaches it."""
     import itertools
 
+    from naive_rules import NAIVE
+
     from agents.policy_inputs import KeepBonus
     from agents.shaping import BonusPotential
     from dice_poker_env.engine.combinatorics import ROLL_DICE
-    from naive_rules import NAIVE
 
     rules = load_rules(rules_name)
     tables = compile_rules(rules)
@@ -309,7 +372,7 @@ def test_keep_bonus_par_is_the_change_in_the_par_potential(rules_name):
             rest = upper_open.copy()
             rest[j] = 0.0
 
-            def change(points: int) -> float:  # phi after writing the box, the bonus itself where it reaches it
+            def change(points: int, total=total, rest=rest, before=before) -> float:  # phi after writing the box
                 reached = total + points >= threshold
                 return (bonus if reached else potential(total + points, rest)) - before
 
@@ -367,9 +430,16 @@ def test_keep_points_weigh_each_keeps_expected_points_by_the_box_values():
     x = torch.from_numpy(rollout.current_inputs)
     plain = ActorCritic(rollout.inputs.size, tables.n_actions, [32])
     table = keep_expected_points(rules)
-    model = ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_points=True,
-                        potential_points=layout["potential_points"].start, face_counts=layout["face_counts"].start,
-                        filled=layout["filled"].start, expected_points=table)
+    model = ActorCritic(
+        rollout.inputs.size,
+        tables.n_actions,
+        [32],
+        keep_points=True,
+        potential_points=layout["potential_points"].start,
+        face_counts=layout["face_counts"].start,
+        filled=layout["filled"].start,
+        expected_points=table,
+    )
     model.actor[0][0].load_state_dict(plain.actor[0].state_dict())  # the same hidden layer and output layer
     model.actor_out.load_state_dict(plain.actor[-1].state_dict())
     with torch.no_grad():
@@ -383,8 +453,9 @@ def test_keep_points_weigh_each_keeps_expected_points_by_the_box_values():
     rolls = roll_index_of_counts(obs[:, layout["face_counts"]] * 5)
     expected_keeps = np.einsum("bkn,bn->bk", table[rolls], u * open_boxes)
     np.testing.assert_allclose(difference[:, :N_KEEP_ACTIONS], expected_keeps, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(difference[:, N_KEEP_ACTIONS:], u * obs[:, layout["potential_points"]], rtol=1e-4,
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        difference[:, N_KEEP_ACTIONS:], u * obs[:, layout["potential_points"]], rtol=1e-4, atol=1e-5
+    )
     with pytest.raises(ValueError, match="keep_points needs"):
         ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_points=True)
     with pytest.raises(ValueError, match="use one"):
@@ -408,8 +479,9 @@ def test_box_points_adds_each_boxs_points_to_its_logit():
     with torch.no_grad():
         difference = (boosted.actor_logits(x) - plain.actor_logits(x)).numpy()
     np.testing.assert_allclose(difference[:, :N_KEEP_ACTIONS], 0.0, atol=1e-6)  # keeps untouched
-    np.testing.assert_allclose(difference[:, N_KEEP_ACTIONS:], 4.0 * rollout.current_inputs[:, points], rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        difference[:, N_KEEP_ACTIONS:], 4.0 * rollout.current_inputs[:, points], rtol=1e-5, atol=1e-6
+    )
     assert np.abs(difference).max() > 0.5  # some rolls score points now
     with pytest.raises(ValueError, match="potential_points"):
         ActorCritic(rollout.inputs.size, tables.n_actions, [32], box_points=1.0)
@@ -427,11 +499,12 @@ def test_keep_head_scores_a_keep_by_the_dice_it_keeps():
     start = flat_layout(tables)["dice_one_hot"].start
     model = ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_head=8, dice_one_hot=start)
     torch.nn.init.normal_(model.keep_out.weight, std=1.0)
-    dice = x[:, start:start + 30].reshape(-1, 5, 6)
+    dice = x[:, start : start + 30].reshape(-1, 5, 6)
     kept = torch.matmul(model.keep_bits, dice).numpy()  # (B, 32, 6) face counts of the kept dice
     counts = rollout.current_inputs[:, flat_layout(tables)["face_counts"]] * 5
-    rolls = [ROLL_DICE.tolist().index(sorted(np.repeat(np.arange(1, 7), np.rint(c).astype(int)).tolist()))
-             for c in counts]
+    rolls = [
+        ROLL_DICE.tolist().index(sorted(np.repeat(np.arange(1, 7), np.rint(c).astype(int)).tolist())) for c in counts
+    ]
     assert np.array_equal(kept, KEEP_COUNTS[KEEP_OF_ACTION[rolls]])
     with torch.no_grad():
         logits = model.actor_logits(x).numpy()
@@ -454,15 +527,22 @@ def test_evaluate_plays_each_game_once_and_returns_its_final_score():
 
 def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
     run = tmp_path / "run"
-    command = [sys.executable, str(ROOT / "train.py"), "--config", str(ROOT / "configs" / "smoke_batched.yaml"),
-               "--run-dir", str(run)]
+    command = [
+        sys.executable,
+        str(ROOT / "train.py"),
+        "--config",
+        str(ROOT / "configs" / "smoke_batched.yaml"),
+        "--run-dir",
+        str(run),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((run / "results.json").read_text())
     assert results["algorithm"] == "batched_ppo" and results["timesteps"] == 4096
     assert results["agents"]["model"]["games"] == 20 and results["agents"]["model"]["illegal_actions"] == 0
     assert {"final_model.npz", "best_model.npz", "evaluations.csv", "learning_curve.png", "config.yaml"} <= {
-        p.name for p in run.iterdir()}
+        p.name for p in run.iterdir()
+    }
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["model_2048_steps.pt", "model_4096_steps.pt"]
     assert any((run / "tb").rglob("events.out.tfevents.*"))
     rows = (run / "evaluations.csv").read_text().splitlines()
@@ -474,8 +554,9 @@ def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
     assert metadata["command"].startswith("python train.py --config ") and metadata["version"] == __version__
     assert "git_commit" in metadata  # the code's commit in a git checkout (None elsewhere)
     # resume to a longer budget from the latest checkpoint
-    longer = subprocess.run([*command, "--resume", "total_timesteps=6144"], capture_output=True, text=True,
-                            timeout=600, cwd=tmp_path)
+    longer = subprocess.run(
+        [*command, "--resume", "total_timesteps=6144"], capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert "resumed from" in longer.stdout and json.loads((run / "results.json").read_text())["timesteps"] == 6144
 
@@ -488,14 +569,30 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     for seed, percent in ((0, 90.0), (1, 92.0), (2, 91.0)):
         run = tmp_path / f"yacht__batched_ppo__s{seed}"
         run.mkdir()
-        (run / "results.json").write_text(json.dumps({
-            "rules": "yacht", "algorithm": "batched_ppo", "percent_of_optimal": percent, "mean": percent * 1.7,
-            "median": percent * 1.7, "timesteps": 1000, "train_seconds": 60.0, "bench_games": 100,
-            "upper_bonus_rate": None, "five_of_a_kind_rate": 0.5, "regret_keep_mean": 5.0 + seed, "regret_box_mean": 2.0,
-            "agents": {"optimal": {"upper_bonus_rate": None, "five_of_a_kind_rate": 0.4 + seed / 10}},
-            "config": {"seed": seed, "recipe": "r1"}}))
-        (run / "evaluations.csv").write_text("timesteps,mean_score,std_score,percent_of_optimal,seconds\n"
-                                             f"500,1,1,{percent - 10},1\n1000,1,1,{percent},2\n")
+        (run / "results.json").write_text(
+            json.dumps(
+                {
+                    "rules": "yacht",
+                    "algorithm": "batched_ppo",
+                    "percent_of_optimal": percent,
+                    "mean": percent * 1.7,
+                    "median": percent * 1.7,
+                    "timesteps": 1000,
+                    "train_seconds": 60.0,
+                    "bench_games": 100,
+                    "upper_bonus_rate": None,
+                    "five_of_a_kind_rate": 0.5,
+                    "regret_keep_mean": 5.0 + seed,
+                    "regret_box_mean": 2.0,
+                    "agents": {"optimal": {"upper_bonus_rate": None, "five_of_a_kind_rate": 0.4 + seed / 10}},
+                    "config": {"seed": seed, "recipe": "r1"},
+                }
+            )
+        )
+        (run / "evaluations.csv").write_text(
+            "timesteps,mean_score,std_score,percent_of_optimal,seconds\n"
+            f"500,1,1,{percent - 10},1\n1000,1,1,{percent},2\n"
+        )
         runs.append(run)
     out = tmp_path / "results"
     rows = results_module.main([*map(str, runs), "--out", str(out), "--reps", "200"])
@@ -509,8 +606,13 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     assert (out / "training.csv").read_text().startswith("rules,group,seeds")
     assert (out / "learning_curves.png").stat().st_size > 1000
     assert sorted(p.name for p in (out / "runs" / "yacht").iterdir()) == sorted(r.name for r in runs)
-    assert rows[0]["curve"] == {"seeds": 3, "timesteps": [500, 1000], "mean": [81.0, 91.0], "min": [80.0, 90.0],
-                                "max": [82.0, 92.0]}
+    assert rows[0]["curve"] == {
+        "seeds": 3,
+        "timesteps": [500, 1000],
+        "mean": [81.0, 91.0],
+        "min": [80.0, 90.0],
+        "max": [82.0, 92.0],
+    }
 
     # a fresh clone holds the table but not these runs' files: adding another group keeps the first row
     shutil.rmtree(out / "runs")
@@ -576,8 +678,11 @@ def _other_options(name: str) -> dict:
 def test_trained_agent_without_a_shipped_policy_is_a_clear_error():
     from agents.policy_agent import SHIPPED_DIR, shipped_policy
 
-    missing = [name for name in ("yacht", "yahtzee", "yatzy", "dice_poker", "school_poker")
-               if not (SHIPPED_DIR / f"{name}.npz").is_file()]
+    missing = [
+        name
+        for name in ("yacht", "yahtzee", "yatzy", "dice_poker", "school_poker")
+        if not (SHIPPED_DIR / f"{name}.npz").is_file()
+    ]
     if not missing:
         pytest.skip("every ruleset has a shipped policy")
     with pytest.raises(ValueError, match="no trained policy is shipped"):
@@ -653,6 +758,7 @@ def test_compile_falls_back_to_eager_with_one_warning(tmp_path, monkeypatch):
     def broken(target):
         def call(*args, **kwargs):
             raise RuntimeError("no C++ compiler found\nlong backtrace")
+
         return call
 
     monkeypatch.setattr(agents.actor_critic.torch, "compile", broken)
@@ -660,8 +766,10 @@ def test_compile_falls_back_to_eager_with_one_warning(tmp_path, monkeypatch):
     rules = load_rules("yacht")
     eager = Trainer(config(), rules, tmp_path / "eager")
     eager.run(progress=False)
-    with pytest.warns(RuntimeWarning, match="torch.compile is not available here .RuntimeError: no C.. compiler found.; "
-                                            "running eagerly") as caught:
+    with pytest.warns(
+        RuntimeWarning,
+        match="torch.compile is not available here .RuntimeError: no C.. compiler found.; running eagerly",
+    ) as caught:
         fallback = Trainer(config(compile=True), rules, tmp_path / "fallback")
         fallback.run(progress=False)
     assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 2  # the forward and the loss

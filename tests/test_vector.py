@@ -90,7 +90,9 @@ def test_rule_options_and_custom_rules_object():
     envs = gym.make_vec("DicePoker/Yahtzee-v0", num_envs=2, vectorization_mode="vector_entry_point", joker="free")
     assert envs.unwrapped.rules == dice_poker_env.load_rules("yahtzee", joker="free")
     rules = dice_poker_env.load_rules("dice_poker")
-    envs = gym.make_vec("DicePoker/Custom-v0", num_envs=2, vectorization_mode="vector_entry_point", rules=rules, obs_mode="flat")
+    envs = gym.make_vec(
+        "DicePoker/Custom-v0", num_envs=2, vectorization_mode="vector_entry_point", rules=rules, obs_mode="flat"
+    )
     obs, _ = envs.reset(seed=1)
     assert obs.shape == (2, 45 + 3 * 15) and obs.dtype == np.float32
 
@@ -120,9 +122,7 @@ def test_lockstep_equals_sync_vector_env_of_single_envs(rules, options, mode):
     to Gymnasium's SyncVectorEnv over N single envs, over several full games each."""
     n = 6
     scripts = face_scripts(zlib.crc32(f"{rules}{sorted(options.items())}".encode()), n)
-    mine = DicePokerVectorEnv(
-        n, rules, dice_source=[ScriptedDice(s) for s in scripts], autoreset_mode=mode, **options
-    )
+    mine = DicePokerVectorEnv(n, rules, dice_source=[ScriptedDice(s) for s in scripts], autoreset_mode=mode, **options)
     theirs = SyncVectorEnv(
         [lambda s=s: DicePokerEnv(rules, dice_source=ScriptedDice(s), **options) for s in scripts],
         autoreset_mode=mode,
@@ -540,8 +540,10 @@ def test_final_obs_hold_the_observation_keys_in_order():
     from dice_poker_env.envs.observation import DICT_KEYS
 
     env = DicePokerVectorEnv(2, "yacht", autoreset_mode="same_step")
-    obs, info = env.reset(seed=0, options={"scorecard": {name: 0 for name in env.rules.box_names[1:]}, "rolls_left": 0,
-                                           "dice": [1, 1, 1, 1, 1]})
+    obs, info = env.reset(
+        seed=0,
+        options={"scorecard": {name: 0 for name in env.rules.box_names[1:]}, "rolls_left": 0, "dice": [1, 1, 1, 1, 1]},
+    )
     assert tuple(obs) == DICT_KEYS and set(env.single_observation_space.spaces) == set(DICT_KEYS)
     _, _, terminated, _, info = env.step(np.array([32, 32]))
     assert terminated.all() and all(tuple(final) == DICT_KEYS for final in info["final_obs"])
@@ -577,7 +579,11 @@ def test_batched_engine_step_equals_step_one(rules, options):
             one, r, o = game.step_one(tables, sub.game(i), int(actions[i]), faces[i])
             got = new.game(i)
             assert (got.filled, got.upper_total, got.bonus, got.roll, got.rolls_left) == (
-                one.filled, one.upper_total, one.bonus, one.roll, one.rolls_left
+                one.filled,
+                one.upper_total,
+                one.bonus,
+                one.roll,
+                one.rolls_left,
             )
             np.testing.assert_array_equal(got.scores, one.scores)
             assert (int(reward[i]), bool(over[i])) == (r, o)
@@ -666,7 +672,10 @@ def test_dice_none_means_fresh_random_dice_as_in_the_single_env():
     mine = DicePokerVectorEnv(2, "yacht", dice_source=[ScriptedDice(s) for s in scripts])
     singles = [DicePokerEnv("yacht", dice_source=ScriptedDice(s)) for s in scripts]
     obs, _ = mine.reset(options={"positions": [{"dice": None}, {"dice": None, "scorecard": {"choice": 20}}]})
-    expected = [singles[0].reset(options={"dice": None})[0], singles[1].reset(options={"dice": None, "scorecard": {"choice": 20}})[0]]
+    expected = [
+        singles[0].reset(options={"dice": None})[0],
+        singles[1].reset(options={"dice": None, "scorecard": {"choice": 20}})[0],
+    ]
     np.testing.assert_array_equal(obs["dice"], [e["dice"] for e in expected])
 
 

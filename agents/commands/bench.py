@@ -18,7 +18,6 @@ from pathlib import Path
 
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 
-
 HELP = "benchmark agents against the exact solver (scores, percent of optimal, exact regret)"
 
 
@@ -30,21 +29,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "choices) with the costliest typical mistakes."
     )
     add_rules_arguments(parser)
-    parser.add_argument("--agents", nargs="+", default=["optimal", "greedy", "random"],
-                        help="agents to play: optimal, greedy, random, model:PATH (default: optimal greedy random)")
-    parser.add_argument("--model", action="append", default=[], metavar="PATH",
-                        help="also play a trained SB3/sb3-contrib model saved by train.py (as agent 'model'; repeatable)")
+    parser.add_argument(
+        "--agents",
+        nargs="+",
+        default=["optimal", "greedy", "random"],
+        help="agents to play: optimal, greedy, random, model:PATH (default: optimal greedy random)",
+    )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also play a trained SB3/sb3-contrib model saved by train.py (as agent 'model'; repeatable)",
+    )
     parser.add_argument("--games", type=int, default=10_000, help="games per agent (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="benchmark seed (default 0)")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="processes to spread games over (default 1); optimal, greedy and policy files "
-                             "play all their games at once in one process")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes to spread games over (default 1); optimal, greedy and policy files "
+        "play all their games at once in one process",
+    )
     parser.add_argument("--no-regret", action="store_true", help="skip the regret analysis (faster)")
     parser.add_argument("--top-mistakes", type=int, default=10, help="costliest mistakes listed per agent")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument("--out", metavar="DIR", help="write DIR/results.json and DIR/score_distribution.png")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="with --out: replace the results already in DIR (refused otherwise)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="with --out: replace the results already in DIR (refused otherwise)"
+    )
 
 
 #: the files ``--out DIR`` writes
@@ -70,8 +83,9 @@ def check_out_dir(out: Path, overwrite: bool, files: tuple[str, ...] = OUT_FILES
     if not overwrite:
         old = [name for name in files if (out / name).exists()]
         if old:
-            raise OSError(f"--out {out}: holds {what} already ({', '.join(old)}); "
-                          "choose another folder or pass --overwrite")
+            raise OSError(
+                f"--out {out}: holds {what} already ({', '.join(old)}); choose another folder or pass --overwrite"
+            )
     created = [folder for folder in (out, *out.parents) if not folder.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -153,8 +167,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             written = write_results(result, out)
         except OSError as error:
-            print(f"dice-poker bench: error: could not write the results to {out} ({error}); "
-                  "they are printed above", file=sys.stderr)
+            print(
+                f"dice-poker bench: error: could not write the results to {out} ({error}); they are printed above",
+                file=sys.stderr,
+            )
             return 1
         if not args.json:
             print("wrote " + ", ".join(str(p) for p in written))

@@ -29,21 +29,39 @@ HELP = "write a Minari dataset of an agent's games, with the solver's value of e
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments (``dice-poker`` adds them to its ``dataset`` sub-command)."""
     add_rules_arguments(parser)
-    parser.add_argument("--agent", required=True, metavar="AGENT",
-                        help="optimal, greedy, random, trained or model:PATH (.npz or SB3 .zip), optionally "
-                             "with :eps=E for a uniformly random legal action with probability E (e.g. optimal:eps=0.2)")
+    parser.add_argument(
+        "--agent",
+        required=True,
+        metavar="AGENT",
+        help="optimal, greedy, random, trained or model:PATH (.npz or SB3 .zip), optionally "
+        "with :eps=E for a uniformly random legal action with probability E (e.g. optimal:eps=0.2)",
+    )
     parser.add_argument("--episodes", required=True, type=int, metavar="N", help="games to play and store")
-    parser.add_argument("--with-values", action="store_true",
-                        help="also store the solver's expected final score of every action at every step")
+    parser.add_argument(
+        "--with-values",
+        action="store_true",
+        help="also store the solver's expected final score of every action at every step",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
-    parser.add_argument("--id", dest="dataset_id", metavar="ID",
-                        help="Minari dataset id (default dice_poker/<ruleset>/<agent>-v0)")
-    parser.add_argument("--obs-mode", choices=("flat", "dict"), default="flat",
-                        help="observation layout stored (default flat, the env's vector)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing dataset of this id (once the new one is complete)")
-    parser.add_argument("--block", type=int, default=None, metavar="GAMES",
-                        help="games played at once (default 8192; lower it to use less memory)")
+    parser.add_argument(
+        "--id", dest="dataset_id", metavar="ID", help="Minari dataset id (default dice_poker/<ruleset>/<agent>-v0)"
+    )
+    parser.add_argument(
+        "--obs-mode",
+        choices=("flat", "dict"),
+        default="flat",
+        help="observation layout stored (default flat, the env's vector)",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing dataset of this id (once the new one is complete)"
+    )
+    parser.add_argument(
+        "--block",
+        type=int,
+        default=None,
+        metavar="GAMES",
+        help="games played at once (default 8192; lower it to use less memory)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(func=run)
 
@@ -62,10 +80,20 @@ def run(args: argparse.Namespace) -> int:
     interrupt = _Interrupt()  # a terminated command cleans up like Ctrl-C
     previous = {number: signal.signal(number, interrupt) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
-        path = write_dataset(args.rules, args.agent, args.episodes, dataset_id=args.dataset_id, seed=args.seed,
-                             obs_mode=args.obs_mode, with_values=args.with_values, overwrite=args.overwrite,
-                             block=BLOCK if args.block is None else args.block, progress=not args.quiet,
-                             stop=interrupt.seen, **options)
+        path = write_dataset(
+            args.rules,
+            args.agent,
+            args.episodes,
+            dataset_id=args.dataset_id,
+            seed=args.seed,
+            obs_mode=args.obs_mode,
+            with_values=args.with_values,
+            overwrite=args.overwrite,
+            block=BLOCK if args.block is None else args.block,
+            progress=not args.quiet,
+            stop=interrupt.seen,
+            **options,
+        )
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
         return 130
@@ -80,10 +108,14 @@ def run(args: argparse.Namespace) -> int:
 
     dataset = minari.load_dataset(_dataset_id(path))
     info = dataset_info(dataset)
-    line = (f"wrote {dataset.id}: {dataset.total_episodes:,} episodes, {dataset.total_steps:,} steps "
-            f"in {time.perf_counter() - started:.1f} s; mean score {info['mean_score']:.2f}")
+    line = (
+        f"wrote {dataset.id}: {dataset.total_episodes:,} episodes, {dataset.total_steps:,} steps "
+        f"in {time.perf_counter() - started:.1f} s; mean score {info['mean_score']:.2f}"
+    )
     if info["percent_of_optimal"] is not None:
-        line += f" ({info['percent_of_optimal']:.2f}% of the optimal expected score {info['optimal_expected_score']:.4f})"
+        line += (
+            f" ({info['percent_of_optimal']:.2f}% of the optimal expected score {info['optimal_expected_score']:.4f})"
+        )
     if info["mean_regret"] is not None:
         line += f"; mean regret {info['mean_regret']:.4f} points a game"
     print(line)

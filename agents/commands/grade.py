@@ -29,24 +29,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "costliest mistakes, the score distribution, every failure of the submission, and a replay of any game."
     )
     parser.add_argument("submission", metavar="SUBMISSION", help="the agent: student.py:MyAgent[,key=value...]")
-    parser.add_argument("--config", metavar="FILE",
-                        help="a grading config (TOML) with any of the settings below; options given here win")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a grading config (TOML) with any of the settings below; options given here win",
+    )
     parser.add_argument("--rules", help="ruleset name or rules file (default yahtzee)")
-    parser.add_argument("--option", "-o", action="append", default=[], metavar="NAME=VALUE",
-                        help="a rules option, e.g. joker=free (repeatable)")
+    parser.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a rules option, e.g. joker=free (repeatable)",
+    )
     parser.add_argument("--games", type=int, help="games per agent (default 2000)")
     parser.add_argument("--seed", type=int, help="grading seed: the same seed, the same games (default 0)")
     parser.add_argument("--out", metavar="DIR", help="write DIR/report.json, report.md and report.html")
     parser.add_argument("--overwrite", action="store_true", help="with --out: replace a report already in DIR")
-    parser.add_argument("--decision-seconds", type=float,
-                        help=f"time limit per decision (default {Limits.decision_seconds:g})")
+    parser.add_argument(
+        "--decision-seconds", type=float, help=f"time limit per decision (default {Limits.decision_seconds:g})"
+    )
     parser.add_argument("--game-seconds", type=float, help=f"time limit per game (default {Limits.game_seconds:g})")
-    parser.add_argument("--load-seconds", type=float,
-                        help=f"time limit to load the submission (default {Limits.load_seconds:g})")
-    parser.add_argument("--memory-mb", type=int,
-                        help=f"memory the submission may use, MiB (default {Limits.memory_mb})")
-    parser.add_argument("--max-failures", type=int,
-                        help=f"failed games after which grading stops asking (default {Limits.max_failures})")
+    parser.add_argument(
+        "--load-seconds", type=float, help=f"time limit to load the submission (default {Limits.load_seconds:g})"
+    )
+    parser.add_argument(
+        "--memory-mb", type=int, help=f"memory the submission may use, MiB (default {Limits.memory_mb})"
+    )
+    parser.add_argument(
+        "--max-failures",
+        type=int,
+        help=f"failed games after which grading stops asking (default {Limits.max_failures})",
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the summary")
 
 
@@ -60,19 +75,32 @@ def run(args: argparse.Namespace) -> int:
     protect_process()
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
-    chosen = settings(args.config, rules=args.rules, games=args.games, seed=args.seed,
-                      decision_seconds=args.decision_seconds, game_seconds=args.game_seconds,
-                      load_seconds=args.load_seconds, memory_mb=args.memory_mb, max_failures=args.max_failures,
-                      options=parse_rules_options(args.option))
-    limits = Limits(decision_seconds=chosen["decision_seconds"], game_seconds=chosen["game_seconds"],
-                    load_seconds=chosen["load_seconds"], memory_mb=chosen["memory_mb"],
-                    max_failures=chosen["max_failures"])
+    chosen = settings(
+        args.config,
+        rules=args.rules,
+        games=args.games,
+        seed=args.seed,
+        decision_seconds=args.decision_seconds,
+        game_seconds=args.game_seconds,
+        load_seconds=args.load_seconds,
+        memory_mb=args.memory_mb,
+        max_failures=args.max_failures,
+        options=parse_rules_options(args.option),
+    )
+    limits = Limits(
+        decision_seconds=chosen["decision_seconds"],
+        game_seconds=chosen["game_seconds"],
+        load_seconds=chosen["load_seconds"],
+        memory_mb=chosen["memory_mb"],
+        max_failures=chosen["max_failures"],
+    )
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, REPORT_FILES, "a report") if out is not None else []
     try:
-        report = grade(args.submission, rules, games=chosen["games"], seed=chosen["seed"], limits=limits,
-                       progress=not args.json)
+        report = grade(
+            args.submission, rules, games=chosen["games"], seed=chosen["seed"], limits=limits, progress=not args.json
+        )
     except BaseException:
         remove_empty(created)  # a failed command leaves no trace
         raise
@@ -84,8 +112,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             written = write_report(report, out)
         except OSError as error:
-            print(f"dice-poker grade: error: could not write the report to {out} ({error}); "
-                  "the summary is printed above", file=sys.stderr)
+            print(
+                f"dice-poker grade: error: could not write the report to {out} ({error}); the summary is printed above",
+                file=sys.stderr,
+            )
             return 1
         if not args.json:
             print("wrote " + ", ".join(str(p) for p in written))

@@ -26,8 +26,9 @@ import re
 import sys
 import textwrap
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -569,7 +570,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=["greedy"],
         metavar="AGENT",
         help="one agent per opponent seat: random, greedy, optimal, trained, model:PATH, FILE.py:NAME or "
-             "MODULE:NAME (default: greedy)",
+        "MODULE:NAME (default: greedy)",
     )
     parser.add_argument("--hints", action="store_true", help="coach mode: show the solver's best actions")
     parser.add_argument("--seed", type=int, default=None, help="seed of the dice (same seed, same dice)")

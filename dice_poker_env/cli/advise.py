@@ -28,9 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_solver_arguments(parser)
     parser.add_argument("--dice", type=int, nargs=5, required=True, metavar="D", help="the five dice")
-    parser.add_argument("--rolls-left", type=int, default=2, choices=(0, 1, 2), help="rerolls left this turn (default 2)")
-    parser.add_argument("--scorecard", default=None, metavar="JSON", help='filled boxes, e.g. \'{"aces": 3, "yahtzee": 50}\'')
-    parser.add_argument("--bonus", type=int, default=None, help="bonus points already paid (default: the secured upper bonus)")
+    parser.add_argument(
+        "--rolls-left", type=int, default=2, choices=(0, 1, 2), help="rerolls left this turn (default 2)"
+    )
+    parser.add_argument(
+        "--scorecard", default=None, metavar="JSON", help='filled boxes, e.g. \'{"aces": 3, "yahtzee": 50}\''
+    )
+    parser.add_argument(
+        "--bonus", type=int, default=None, help="bonus points already paid (default: the secured upper bonus)"
+    )
     parser.add_argument("--json", action="store_true", help="print the list as JSON")
 
 

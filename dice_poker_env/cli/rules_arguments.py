@@ -21,7 +21,11 @@ def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``RULESET_OR_FILE`` (``args.rules``) and ``--option/-o NAME=VALUE`` (``args.option``)."""
     parser.add_argument("rules", metavar="RULESET_OR_FILE", help=RULESET_HELP)
     parser.add_argument(
-        "--option", "-o", action="append", default=[], metavar="NAME=VALUE",
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
         help="a rules option, e.g. joker=free (repeatable)",
     )
 

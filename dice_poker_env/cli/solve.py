@@ -26,9 +26,16 @@ def add_solver_arguments(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Solve a ruleset exactly by dynamic programming (cached on disk; see DICE_POKER_CACHE)."
     add_solver_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object: rules, expected_score, score_std, states, seconds")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object: rules, expected_score, score_std, states, seconds"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--workers", type=int, default=None, help="worker processes, at least 1 (default: $DICE_POKER_SOLVER_WORKERS, else 2)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes, at least 1 (default: $DICE_POKER_SOLVER_WORKERS, else 2)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +45,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--workers must be a positive integer, got {args.workers}")
     rules = load_rules_from(args)
     start = time.perf_counter()
-    solution = solve(rules, cache=not args.no_cache, progress=False if args.no_progress else None, workers=args.workers, force=args.force)
+    solution = solve(
+        rules,
+        cache=not args.no_cache,
+        progress=False if args.no_progress else None,
+        workers=args.workers,
+        force=args.force,
+    )
     seconds = time.perf_counter() - start
     if args.json:
         print(

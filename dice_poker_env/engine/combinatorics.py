@@ -31,9 +31,7 @@ KEEP_ALL = N_KEEP_ACTIONS - 1
 KEEP_BITS = ((np.arange(N_KEEP_ACTIONS)[:, None] >> np.arange(N_DICE)) & 1).astype(np.float32)
 
 #: (252, 5) int8: the sorted faces of every roll, in lexicographic order.
-ROLL_DICE = np.array(
-    list(itertools.combinations_with_replacement(range(1, N_FACES + 1), N_DICE)), dtype=np.int8
-)
+ROLL_DICE = np.array(list(itertools.combinations_with_replacement(range(1, N_FACES + 1), N_DICE)), dtype=np.int8)
 N_ROLLS = len(ROLL_DICE)
 
 #: (252, 6) int8: ``ROLL_COUNTS[r, f - 1]`` is how many dice of roll ``r`` show face ``f``.
@@ -292,8 +290,10 @@ _KEPT_CODE6 = _FACE_CODE6[(1 - REROLLED_MASK)[None, :, :] * ROLL_DICE[:, None, :
 #: (32 * 6**5,) uint16, at ``keep_bits * 6**5 + s``: base-6 code of the dice that keep
 #: bitmask ``keep_bits`` rerolls when the new faces are sequence ``s``
 _REROLLED_CODE6 = (
-    REROLLED_MASK[:, None, :].astype(np.uint16) * _FACE_CODE6[SEQUENCE_FACES][None, :, :]
-).sum(axis=2, dtype=np.uint16).ravel()
+    (REROLLED_MASK[:, None, :].astype(np.uint16) * _FACE_CODE6[SEQUENCE_FACES][None, :, :])
+    .sum(axis=2, dtype=np.uint16)
+    .ravel()
+)
 
 
 def reroll_sequence(roll: np.ndarray, keep_bits: np.ndarray, sequence: np.ndarray) -> np.ndarray:

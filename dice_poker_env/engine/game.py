@@ -229,7 +229,9 @@ def step_one(tables: RuleTables, state: GameState, action: int, faces) -> tuple[
     """
     if action < N_KEEP_ACTIONS:
         new_roll = reroll_one(state.roll, action, faces)
-        new_state = GameState(state.filled, state.scores, state.upper_total, state.bonus, new_roll, state.rolls_left - 1)
+        new_state = GameState(
+            state.filled, state.scores, state.upper_total, state.bonus, new_roll, state.rolls_left - 1
+        )
         return new_state, 0, False
     one = tables.one_game
     box = action - N_KEEP_ACTIONS

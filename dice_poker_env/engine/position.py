@@ -7,7 +7,8 @@ in one place and every error names the field at fault.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -99,9 +100,13 @@ def parse_scorecard(tables: RuleTables, scorecard: Mapping[str, Any] | None) -> 
         scores[k] = int(points)
         filled |= 1 << k
     if tables.sections_in_order and filled & tables.lower_bits and filled & tables.upper_bits != tables.upper_bits:
-        raise PositionError("scorecard: lower boxes are filled before all upper boxes, but this ruleset plays sections in order")
+        raise PositionError(
+            "scorecard: lower boxes are filled before all upper boxes, but this ruleset plays sections in order"
+        )
     if filled.bit_count() >= tables.turns:
-        raise PositionError(f"scorecard: {filled.bit_count()} boxes filled, the game ({tables.turns} turns) is already over")
+        raise PositionError(
+            f"scorecard: {filled.bit_count()} boxes filled, the game ({tables.turns} turns) is already over"
+        )
     return filled, scores
 
 
@@ -137,7 +142,11 @@ def make_position(
             raise PositionError(f"dice: expected {N_DICE} integers in 1..{N_FACES}, got {dice!r}") from error
     if rolls_left is None:
         rolls_left = ROLLS_PER_TURN - 1
-    if isinstance(rolls_left, bool) or not isinstance(rolls_left, (int, np.integer)) or not 0 <= rolls_left < ROLLS_PER_TURN:
+    if (
+        isinstance(rolls_left, bool)
+        or not isinstance(rolls_left, (int, np.integer))
+        or not 0 <= rolls_left < ROLLS_PER_TURN
+    ):
         raise PositionError(f"rolls_left: expected an integer 0..{ROLLS_PER_TURN - 1}, got {rolls_left!r}")
     upper_total = int(scores[tables.is_upper].sum())
     bonus = check_bonus(tables, filled, scores, bonus)
@@ -153,7 +162,9 @@ def check_options(options: Any, where: str = "reset options") -> dict[str, Any]:
     if options is None:
         return {}
     if not isinstance(options, Mapping):
-        raise PositionError(f"{where}: expected a dict (e.g. {{'dice': [1, 2, 3, 4, 5]}}) or None, got {type(options).__name__}")
+        raise PositionError(
+            f"{where}: expected a dict (e.g. {{'dice': [1, 2, 3, 4, 5]}}) or None, got {type(options).__name__}"
+        )
     return dict(options)
 
 
@@ -171,7 +182,9 @@ def position_from_options(tables: RuleTables, options: Mapping[str, Any], random
     options = check_options(options)
     unknown = sorted(set(options) - set(POSITION_KEYS))
     if unknown:
-        raise PositionError(f"reset options: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(POSITION_KEYS))}")
+        raise PositionError(
+            f"reset options: unknown key {unknown[0]!r}; known keys: {', '.join(sorted(POSITION_KEYS))}"
+        )
     if options.get("rolls_left") is not None and options.get("dice") is None:
         raise PositionError("reset options: 'rolls_left' needs 'dice' (a position mid-turn needs its dice)")
     return make_position(

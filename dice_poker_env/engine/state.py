@@ -9,7 +9,8 @@ agents and the solver hold arrays with a leading batch axis.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -46,7 +47,7 @@ class GameState(NamedTuple):
         """Number of boxes filled (turns completed)."""
         return self.filled.bit_count()
 
-    def as_batch(self) -> "BatchState":
+    def as_batch(self) -> BatchState:
         """This game as a batch of one."""
         return BatchState.of_games([self])
 
@@ -87,16 +88,16 @@ class BatchState(NamedTuple):
             int(self.rolls_left[index]),
         )
 
-    def take(self, rows) -> "BatchState":
+    def take(self, rows) -> BatchState:
         """The games ``rows`` (indices or a bool mask) as a new batch (copies)."""
         return BatchState(*(field[rows] for field in self))
 
-    def copy(self) -> "BatchState":
+    def copy(self) -> BatchState:
         """A batch of the same games owning fresh arrays."""
         return BatchState(*(np.array(field, dtype=np.int64, copy=True) for field in self))
 
     @staticmethod
-    def of_games(games: Sequence[GameState]) -> "BatchState":
+    def of_games(games: Sequence[GameState]) -> BatchState:
         """One batch of the given one-game states, in order."""
         return BatchState(
             filled=np.array([g.filled for g in games], dtype=np.int64),

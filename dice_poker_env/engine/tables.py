@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Sequence
 
 import numpy as np
 
@@ -115,7 +115,7 @@ class RuleTables(RuleConstants):
         return np.bitwise_count(np.asarray(bits, dtype=np.int64)).astype(np.int64)
 
     @cached_property
-    def one_game(self) -> "OneGameTables":
+    def one_game(self) -> OneGameTables:
         """These tables for one game at a time (:class:`OneGameTables`, built on first use)."""
         return OneGameTables.of(self)
 
@@ -157,7 +157,7 @@ class OneGameTables(RuleConstants):
         return bits.bit_count()
 
     @classmethod
-    def of(cls, tables: RuleTables) -> "OneGameTables":
+    def of(cls, tables: RuleTables) -> OneGameTables:
         """The one-game form of ``tables``."""
 
         def by_roll_and_box(table: np.ndarray) -> dict[tuple[int, int], int]:
@@ -262,7 +262,9 @@ def check_upper_bonus(tables: RuleTables) -> None:
     else:
         low, why = lowest, f"the upper boxes total {lowest}..{highest}"
     if not low <= bonus.threshold <= highest:
-        raise RulesError(f"{field_path}.threshold': expected an integer in {low}..{highest} ({why}), got {bonus.threshold}")
+        raise RulesError(
+            f"{field_path}.threshold': expected an integer in {low}..{highest} ({why}), got {bonus.threshold}"
+        )
 
 
 def _build_tables(rules: Rules) -> RuleTables:
@@ -287,13 +289,14 @@ def _build_tables(rules: Rules) -> RuleTables:
     bonus = rules.upper_bonus
     reachable = [score, first] + ([joker] if five and five.joker != "none" else [])
     # (return_index: numpy's plain unique imports numpy.ma on first use, 30 ms of every solve)
-    possible = tuple(np.unique(np.concatenate([t[:, k] for t in reachable] + [[0]]), return_index=True)[0] for k in range(rules.n_boxes))
+    possible = tuple(
+        np.unique(np.concatenate([t[:, k] for t in reachable] + [[0]]), return_index=True)[0]
+        for k in range(rules.n_boxes)
+    )
     min_box = int(min(p.min() for p in possible))
     max_box = int(max(p.max() for p in possible))
     max_total = (
-        sum(int(p.max()) for p in possible)
-        + (bonus.points if bonus else 0)
-        + (five.bonus * rules.turns if five else 0)
+        sum(int(p.max()) for p in possible) + (bonus.points if bonus else 0) + (five.bonus * rules.turns if five else 0)
     )
     min_total = sum(min(int(p.min()), 0) for p in possible)
     upper_possible = [p for p, upper in zip(possible, is_upper) if upper]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from numbers import Real
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,8 @@ def as_action(action: Any) -> Any:
     ``np.array(3)`` are action 3 while ``np.array([3])``, ``True``, ``3.0`` or
     ``None`` stay what they are and are reported as not an integer.
     """
-    if isinstance(action, np.integer) or (isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu"):
+    if isinstance(action, np.integer) or (
+        isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu"
+    ):
         return int(action)
     return action

@@ -53,7 +53,7 @@ class IllegalActions:
     penalty: float = 0.0
 
     @classmethod
-    def from_arguments(cls, illegal_action: Any, illegal_penalty: Any) -> "IllegalActions":
+    def from_arguments(cls, illegal_action: Any, illegal_penalty: Any) -> IllegalActions:
         """From an env's ``illegal_action`` and ``illegal_penalty`` arguments, validated (``ValueError`` naming them)."""
         require_choice("illegal_action", illegal_action, ILLEGAL_ACTION_MODES)
         return cls(illegal_action, require_finite("illegal_penalty", illegal_penalty))

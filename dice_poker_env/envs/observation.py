@@ -61,9 +61,18 @@ _DICE_ONE_HOT = np.eye(6, dtype=np.float32)[ROLL_DICE - 1].reshape(len(ROLL_DICE
 def flat_layout(tables: RuleTables) -> dict[str, slice]:
     """Where each part of the flat observation lies: name -> slice of the vector."""
     n = tables.n_boxes
-    widths = [("face_counts", 6), ("rolls_left", ROLLS_PER_TURN), ("filled", n), ("scores", n),
-              ("potential_points", n), ("upper_total", 1), ("bonus", 1), ("five_kind_box", 3),
-              ("turn", 1), ("dice_one_hot", N_DICE * 6)]
+    widths = [
+        ("face_counts", 6),
+        ("rolls_left", ROLLS_PER_TURN),
+        ("filled", n),
+        ("scores", n),
+        ("potential_points", n),
+        ("upper_total", 1),
+        ("bonus", 1),
+        ("five_kind_box", 3),
+        ("turn", 1),
+        ("dice_one_hot", N_DICE * 6),
+    ]
     layout, start = {}, 0
     for name, width in widths:
         layout[name] = slice(start, start + width)
@@ -161,7 +170,9 @@ def observe_dict(tables: RuleTables, state: GameState) -> dict[str, np.ndarray]:
     }
 
 
-def observe_dict_batch(tables: RuleTables, state: BatchState, *, box_state: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def observe_dict_batch(
+    tables: RuleTables, state: BatchState, *, box_state: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """The dict observations of a batch: every value a fresh array with a leading batch axis.
 
     (The vector env advances its state in place.) ``box_state``: the batch's
@@ -211,8 +222,10 @@ def flat_scales(tables: RuleTables) -> tuple[float, float]:
     """``(scale, upper_scale)`` of the flat layout: points are divided by ``scale``
     (the largest points a box can hold), the upper total by ``upper_scale`` (the
     upper-bonus threshold, at least 63)."""
-    return (float(max(abs(tables.max_box_score), abs(tables.min_box_score), 1)),
-            float(max(abs(tables.upper_bonus_threshold), 63)))
+    return (
+        float(max(abs(tables.max_box_score), abs(tables.min_box_score), 1)),
+        float(max(abs(tables.upper_bonus_threshold), 63)),
+    )
 
 
 def _flat(tables: RuleTables, state: GameState | BatchState, flags: np.ndarray, potential: np.ndarray, box_state, turn):

@@ -133,8 +133,9 @@ def _line(draw, y: int, name: str, value: str, fill, font, width: int, name_fill
 
 def _draw_die(draw, x: int, y: int, face: int, faded: bool) -> None:
     edge = FAINT if faded else DIE_EDGE
-    draw.rounded_rectangle((x, y, x + DIE, y + DIE), radius=9, fill=DIE_FACE if not faded else PAPER, outline=edge,
-                           width=2)
+    draw.rounded_rectangle(
+        (x, y, x + DIE, y + DIE), radius=9, fill=DIE_FACE if not faded else PAPER, outline=edge, width=2
+    )
     step, r = DIE / 4, 5
     for col, row in PIPS[face]:
         cx, cy = x + step * (col + 1), y + step * (row + 1)

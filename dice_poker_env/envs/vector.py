@@ -37,7 +37,13 @@ from dice_poker_env.engine.combinatorics import (
     roll_index_of_sorted,
 )
 from dice_poker_env.engine.masks import action_masks
-from dice_poker_env.engine.position import POSITION_KEYS, PositionError, check_options, position_from_options, rolls_dice
+from dice_poker_env.engine.position import (
+    POSITION_KEYS,
+    PositionError,
+    check_options,
+    position_from_options,
+    rolls_dice,
+)
 from dice_poker_env.engine.state import BatchState
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.arguments import require_choice, require_dice_source
@@ -184,7 +190,9 @@ class DicePokerVectorEnv(VectorEnv):
             dice_source = RandomDice()
         if isinstance(dice_source, Sequence) and not isinstance(dice_source, (str, bytes)):
             if len(dice_source) != self.num_envs:
-                raise ValueError(f"dice_source: a sequence needs one source per game ({self.num_envs}), got {len(dice_source)}")
+                raise ValueError(
+                    f"dice_source: a sequence needs one source per game ({self.num_envs}), got {len(dice_source)}"
+                )
             for i, source in enumerate(dice_source):
                 require_dice_source(f"dice_source[{i}]", source)
             self._sources = list(dice_source)
@@ -214,7 +222,9 @@ class DicePokerVectorEnv(VectorEnv):
         #: the five-kind box holds points (0/1), per game, as of the last mask update (the state since)
         self._box_full: np.ndarray | None = None
         #: keep bits of each action: its own for keeps, 0 (reroll all five) for score actions
-        self._keep_bits = np.where(np.arange(self.tables.n_actions) < N_KEEP_ACTIONS, np.arange(self.tables.n_actions), 0)
+        self._keep_bits = np.where(
+            np.arange(self.tables.n_actions) < N_KEEP_ACTIONS, np.arange(self.tables.n_actions), 0
+        )
 
     # ------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
@@ -231,7 +241,9 @@ class DicePokerVectorEnv(VectorEnv):
                     f"reset options: 'positions' must be a list of one position dict (or None) per game, got {positions!r}"
                 )
             if len(positions) != self.num_envs:
-                raise PositionError(f"reset options: 'positions' needs one entry per game ({self.num_envs}), got {len(positions)}")
+                raise PositionError(
+                    f"reset options: 'positions' needs one entry per game ({self.num_envs}), got {len(positions)}"
+                )
             for i, position in enumerate(positions):
                 check_options(position, f"reset options: positions[{i}]")
         if seed is not None:
@@ -356,7 +368,9 @@ class DicePokerVectorEnv(VectorEnv):
             info["_final_obs"] = terminated.copy()
             # an ended game has no legal action, however it ended
             final_mask = np.zeros((self.num_envs, n_actions), dtype=np.int8)
-            info["final_info"] = self._info(state, final_mask, terminated, done_rows, illegal, given, present=terminated)
+            info["final_info"] = self._info(
+                state, final_mask, terminated, done_rows, illegal, given, present=terminated
+            )
             info["_final_info"] = terminated.copy()
             self._reset_rows(state, done_rows, self._first_rolls(done_rows, *_take_rows(done_rows, faces, draw)))
             self._score[done_rows] = 0  # fresh games
@@ -426,11 +440,14 @@ class DicePokerVectorEnv(VectorEnv):
     def restore(self, snapshot: Mapping[str, Any]) -> None:
         """Continue from :meth:`snapshot` (of a batch of the same ruleset and size)."""
         if snapshot.get("snapshot_format") != 1:
-            raise ValueError(f"restore(): not a vector-env snapshot of format 1 "
-                             f"(format {snapshot.get('snapshot_format')!r})")
+            raise ValueError(
+                f"restore(): not a vector-env snapshot of format 1 (format {snapshot.get('snapshot_format')!r})"
+            )
         if snapshot["rules_fingerprint"] != self.rules.fingerprint or snapshot["num_envs"] != self.num_envs:
-            raise ValueError(f"restore(): the snapshot is of another ruleset or batch size "
-                             f"({snapshot['num_envs']} games), not {self.rules.name} with {self.num_envs}")
+            raise ValueError(
+                f"restore(): the snapshot is of another ruleset or batch size "
+                f"({snapshot['num_envs']} games), not {self.rules.name} with {self.num_envs}"
+            )
         if not self._fast_dice or self._sources is not None:
             raise ValueError("restore(): only a batch rolling the default fair dice (RandomDice) can be restored")
         self.state = BatchState(**{name: np.array(value) for name, value in snapshot["state"].items()})
@@ -621,4 +638,3 @@ class DicePokerVectorEnv(VectorEnv):
                 reasons[i] = illegal_reason(self.tables, state.game(i), int(actions[i]))
             info["illegal_reason"], info["_illegal_reason"] = reasons, illegal.copy()
         return info
-

@@ -35,7 +35,7 @@ from dice_poker_env.envs.vector import DicePokerVectorEnv
 
 def make_sb3_vec_env(
     env_id: str, n_envs: int, *, seed: int | None = None, distinct_keeps: bool = False, **kwargs: Any
-) -> "DicePokerSB3VecEnv":
+) -> DicePokerSB3VecEnv:
     """An SB3 ``VecEnv`` of ``n_envs`` batched games of a registered id (``kwargs``: env arguments).
 
     ``distinct_keeps``: masks show each distinct keep once (see :class:`DicePokerSB3VecEnv`).
@@ -140,7 +140,9 @@ class DicePokerSB3VecEnv(VecEnv):
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         setattr(self.base, attr_name, value)
 
-    def env_method(self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs) -> Sequence[Any]:
+    def env_method(
+        self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs
+    ) -> Sequence[Any]:
         """``action_masks`` returns the masks of the selected games, ``(k, n_actions)`` (a sequence of rows).
 
         Any other method is called once on the batched env and its result given for each selected game.

@@ -10,7 +10,8 @@ the rules live in the engine only.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -158,7 +159,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     # -------------------------------------------------------------- API
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        if options is not None and not isinstance(options, Mapping):  # (a mapping's keys are ignored, as PettingZoo expects)
+        if options is not None and not isinstance(
+            options, Mapping
+        ):  # (a mapping's keys are ignored, as PettingZoo expects)
             raise ValueError(f"reset options: expected a dict or None, got {type(options).__name__}")
         if seed is not None:
             self.np_random, _ = seeding.np_random(seed)

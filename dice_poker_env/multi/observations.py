@@ -7,7 +7,7 @@ scorecard, in turn order starting with the next player.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from gymnasium import spaces
@@ -42,14 +42,14 @@ def multi_observation_space(tables: RuleTables, num_players: int, obs_mode: str)
         opponent_scores=spaces.Box(tables.min_box_score, tables.max_box_score, shape=(others, n), dtype=np.int64),
         opponent_upper_total=spaces.Box(int(upper.low[0]), int(upper.high[0]), shape=(others,), dtype=np.int64),
         opponent_bonus=spaces.Box(0, max(tables.max_total, 1), shape=(others,), dtype=np.int64),
-        opponent_total=spaces.Box(
-            min(tables.min_total, 0), max(tables.max_total, 1), shape=(others,), dtype=np.int64
-        ),
+        opponent_total=spaces.Box(min(tables.min_total, 0), max(tables.max_total, 1), shape=(others,), dtype=np.int64),
     )
     return spaces.Dict(items)
 
 
-def encode(tables: RuleTables, games: Sequence[GameState], seat: int, obs_mode: str) -> np.ndarray | dict[str, np.ndarray]:
+def encode(
+    tables: RuleTables, games: Sequence[GameState], seat: int, obs_mode: str
+) -> np.ndarray | dict[str, np.ndarray]:
     """The observation of player ``seat`` (:func:`multi_observation_space`'s layout).
 
     ``games`` holds every player's game, in seat order.

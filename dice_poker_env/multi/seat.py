@@ -10,7 +10,8 @@ construct them there and pass them in.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -132,9 +133,7 @@ class SeatEnv(gym.Env):
         self._illegal_actions = IllegalActions.from_arguments(illegal_action, illegal_penalty)
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
         num_players = len(opponents) + 1
-        self.game = raw_env(
-            rules, num_players, reward_mode, obs_mode=obs_mode, dice_source=dice_source, **rule_options
-        )
+        self.game = raw_env(rules, num_players, reward_mode, obs_mode=obs_mode, dice_source=dice_source, **rule_options)
         if not (seat == "random" or (isinstance(seat, (int, np.integer)) and 0 <= seat < num_players)):
             raise ValueError(f"seat must be 0..{num_players - 1} or 'random', got {seat!r}")
         self.seat_option = seat

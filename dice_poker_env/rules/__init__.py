@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from dice_poker_env.rules.spec import Box, FiveOfAKind, Rules, RulesError, UpperBonus, build_rules
 
@@ -45,7 +46,9 @@ def read_rules_file(path: str | os.PathLike) -> dict[str, Any]:
         raise RulesError(f"{path}: not a regular file (a rules file is read from disk)")
     suffix = path.suffix.lower()
     if suffix not in RULES_FILE_SUFFIXES:
-        raise RulesError(f"{path}: unsupported rules file type {suffix or '(no suffix)'!r} (use .toml, .yaml, .yml or .json)")
+        raise RulesError(
+            f"{path}: unsupported rules file type {suffix or '(no suffix)'!r} (use .toml, .yaml, .yml or .json)"
+        )
     try:
         if suffix == ".toml":
             with path.open("rb") as handle:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -252,7 +253,9 @@ class _Reader:
     def finish(self) -> None:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
-            raise RulesError(f"{self.source}: unknown field '{self.where(unknown[0])}' (known: {', '.join(sorted(self.used))})")
+            raise RulesError(
+                f"{self.source}: unknown field '{self.where(unknown[0])}' (known: {', '.join(sorted(self.used))})"
+            )
 
 
 def _parse_box(data: Any, source: str, index: int) -> Box:
@@ -287,7 +290,9 @@ def _parse_box(data: Any, source: str, index: int) -> Box:
     if "sets" in allowed:
         sets = r.get("sets", list, expected="a list of face lists, e.g. [[1,2,3,4,5]]")
         if not sets or not all(
-            isinstance(s, list) and s and all(isinstance(f, int) and not isinstance(f, bool) and 1 <= f <= 6 for f in s)
+            isinstance(s, list)
+            and s
+            and all(isinstance(f, int) and not isinstance(f, bool) and 1 <= f <= 6 for f in s)
             and len(set(s)) == len(s) <= 5
             for s in sets
         ):
@@ -387,9 +392,7 @@ def resolve_options(spec: Mapping[str, Any], source: str, chosen: Mapping[str, A
         value = chosen.get(option.name, option.default)
         value = _option_key(value, option.default) if isinstance(value, str) else value
         if value not in option.values:
-            raise RulesError(
-                f"{source}: option {option.name!r} must be one of {list(option.values)}, got {value!r}"
-            )
+            raise RulesError(f"{source}: option {option.name!r} must be one of {list(option.values)}, got {value!r}")
         assignment[option.name] = value
         for dotted, patch in option.values[value].items():
             _set_path(spec, dotted, patch, source, option.name)

@@ -104,7 +104,17 @@ class BlockScores:
             ``None``, for the queries (:meth:`tables`).
     """
 
-    def __init__(self, space: StateSpace, filled, upper, full, *, value: np.ndarray, index: StateIndex, variance: np.ndarray | None = None):
+    def __init__(
+        self,
+        space: StateSpace,
+        filled,
+        upper,
+        full,
+        *,
+        value: np.ndarray,
+        index: StateIndex,
+        variance: np.ndarray | None = None,
+    ):
         self.space = space
         #: whether the block holds the solve's moment words (else the queries' tables)
         self.second_moments = variance is not None
@@ -118,7 +128,12 @@ class BlockScores:
         upper_moves = upper_total = upper_variance = None
         if self.upper_open:  # all upper boxes at once, per points group (see upper_moves_grouped)
             upper_moves = moves.upper_moves_grouped(self.upper_open)
-            group, legal_cp, delta_cp, reward = upper_moves.group, upper_moves.legal, upper_moves.delta, upper_moves.reward
+            group, legal_cp, delta_cp, reward = (
+                upper_moves.group,
+                upper_moves.legal,
+                upper_moves.delta,
+                upper_moves.reward,
+            )
             if delta_cp is None:  # each class its own group
                 legal_g = legal_cp[:, :, self.pair]
             else:
@@ -128,7 +143,9 @@ class BlockScores:
                 for c in range(group.shape[1]):
                     legal_gp[nb, group[:, c : c + 1]] |= legal_cp[:, c : c + 1]
                     low = low_delta[nb, group[:, c : c + 1]]
-                    low_delta[nb, group[:, c : c + 1]] = np.minimum(low, np.where(legal_cp[:, c : c + 1], delta_cp[:, c : c + 1], np.inf))
+                    low_delta[nb, group[:, c : c + 1]] = np.minimum(
+                        low, np.where(legal_cp[:, c : c + 1], delta_cp[:, c : c + 1], np.inf)
+                    )
                 legal_g = legal_gp[:, :, self.pair]
             v, upper_variance = _lookup(index, upper_moves.next_key, legal_g, value, variance)
             upper_total = reward + v  # points now + expected points after, per (box, group, state)
@@ -198,7 +215,14 @@ class BlockScores:
         values += np.where(legal_cp, delta_cp, -np.inf).astype(values.dtype)[:, :, self.pair]
         return values
 
-    def _build_words(self, moves: ChunkMoves, upper_moves: GroupedUpperMoves | None, upper_total, upper_variance, lower: list[_LowerBox]) -> None:
+    def _build_words(
+        self,
+        moves: ChunkMoves,
+        upper_moves: GroupedUpperMoves | None,
+        upper_total,
+        upper_variance,
+        lower: list[_LowerBox],
+    ) -> None:
         """The solve's candidates: per open box, ``(n_classes, block)`` moment words.
 
         Each word holds a candidate's value relative to ``center`` (``>= 0``, or
@@ -237,11 +261,15 @@ class BlockScores:
                 var = low.variance_same.astype(dtype)
             else:
                 to_full = low.becomes_full.take(self.pair, axis=1)
-                value += np.where(to_full, (low.value_full - center).astype(dtype), (low.value_same - center).astype(dtype))
+                value += np.where(
+                    to_full, (low.value_full - center).astype(dtype), (low.value_same - center).astype(dtype)
+                )
                 var = np.where(to_full, low.variance_full.astype(dtype), low.variance_same.astype(dtype))
             self.words[low.box] = (words(value, var), low.legal.any(axis=0))
         #: (boxes in ``words``, states): whether the box is legal for some roll of the state
-        self._open_states = np.array([pair_open for _, pair_open in self.words.values()]).reshape(len(self.words), -1)[:, self.pair]
+        self._open_states = np.array([pair_open for _, pair_open in self.words.values()]).reshape(len(self.words), -1)[
+            :, self.pair
+        ]
 
     def tables(self, sl: slice) -> TurnTables:
         """The queries' score tables of the states ``sl`` (a block built without ``variance``)."""
@@ -264,7 +292,14 @@ class BlockScores:
             if not low.pair_open[pairs_here].any():
                 continue
 
-            def cands(of, r_pair=low.reward, becomes_full=low.becomes_full, v_same=low.value_same[sl], v_full=None if low.value_full is None else low.value_full[sl], cache={}):
+            def cands(
+                of,
+                r_pair=low.reward,
+                becomes_full=low.becomes_full,
+                v_same=low.value_same[sl],
+                v_full=None if low.value_full is None else low.value_full[sl],
+                cache={},  # noqa: B006 (a memo shared by design within this call)
+            ):
                 if "q" not in cache:  # per roll class first (few rows), then rows copied per roll
                     q = r_pair.take(pair, axis=1)  # (n_classes, m)
                     if v_full is None:

@@ -35,7 +35,9 @@ class BoxMaxTree:
             (left, left_map), (right, right_map) = groups[i], groups[j]
             _, first_roll, node_map = np.unique(code, return_index=True, return_inverse=True)
             self.merges.append((left, right, left_map[first_roll], right_map[first_roll]))
-            groups = [g for k, g in enumerate(groups) if k not in (i, j)] + [(n_leaves + len(self.merges) - 1, node_map.reshape(-1))]
+            groups = [g for k, g in enumerate(groups) if k not in (i, j)] + [
+                (n_leaves + len(self.merges) - 1, node_map.reshape(-1))
+            ]
         root_map = groups[0][1]
         if self.merges:  # the last merge is evaluated straight onto the rolls
             left, right, left_rows, right_rows = self.merges[-1]

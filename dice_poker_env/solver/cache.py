@@ -89,9 +89,13 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Non
     for name, array in arrays.items():
         data = np.ascontiguousarray(array)
         if data.dtype.str not in _DTYPES:
-            raise TypeError(f"solver cache: array {name!r} has dtype {data.dtype.str}, expected one of {sorted(_DTYPES)}")
+            raise TypeError(
+                f"solver cache: array {name!r} has dtype {data.dtype.str}, expected one of {sorted(_DTYPES)}"
+            )
         raw = memoryview(data).cast("B") if data.nbytes else b""
-        entries.append({"name": name, "dtype": data.dtype.str, "shape": list(data.shape), "offset": offset, "nbytes": data.nbytes})
+        entries.append(
+            {"name": name, "dtype": data.dtype.str, "shape": list(data.shape), "offset": offset, "nbytes": data.nbytes}
+        )
         blobs.append(raw)
         offset += data.nbytes
     header = json.dumps({"version": SOLVER_VERSION, "meta": meta, "arrays": entries, "size": offset}).encode() + b"\n"
@@ -187,7 +191,9 @@ def _parse(data: bytes) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
             raise ValueError(f"array {name!r}: bad shape {shape!r}")
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         if entry["offset"] != offset or entry["nbytes"] != nbytes or not _is_int(entry["offset"]):
-            raise ValueError(f"array {name!r}: offset {entry['offset']!r} / size {entry['nbytes']!r} do not follow the layout")
+            raise ValueError(
+                f"array {name!r}: offset {entry['offset']!r} / size {entry['nbytes']!r} do not follow the layout"
+            )
         arrays[name] = np.frombuffer(payload[offset : offset + nbytes], dtype=np.dtype(dtype)).reshape(shape).copy()
         offset += nbytes
     if offset != size:

@@ -75,7 +75,9 @@ _KEEP_SUBS = _keep_subs(_keep_minus_face())
 # -- the internal order ---------------------------------------------------------
 _DISTINCT = (np.asarray(KEEP_COUNTS) > 0).sum(axis=1)
 #: engine keep index of each internal proper keep, and the inverse
-KEEP_ORDER = np.lexsort((np.arange(N_PROPER_KEEPS), -_DISTINCT[:N_PROPER_KEEPS], KEEP_SIZE[:N_PROPER_KEEPS])).astype(np.int64)
+KEEP_ORDER = np.lexsort((np.arange(N_PROPER_KEEPS), -_DISTINCT[:N_PROPER_KEEPS], KEEP_SIZE[:N_PROPER_KEEPS])).astype(
+    np.int64
+)
 KEEP_POS = np.empty(N_PROPER_KEEPS, dtype=np.int64)
 KEEP_POS[KEEP_ORDER] = np.arange(N_PROPER_KEEPS)
 _ROLL_DISTINCT = _DISTINCT[_FULL_KEEP_OF_ROLL]
@@ -123,6 +125,8 @@ def _sub_groups(engine_keeps: np.ndarray) -> list[tuple[int, np.ndarray]]:
 
 
 #: per keep size 1..4: the sub-keep groups of that size block (index 0 unused)
-KEEP_SUB_GROUPS = [None] + [_sub_groups(KEEP_ORDER[int(KEEP_START[s]) : int(KEEP_START[s + 1])]) for s in range(1, N_DICE)]
+KEEP_SUB_GROUPS = [None] + [
+    _sub_groups(KEEP_ORDER[int(KEEP_START[s]) : int(KEEP_START[s + 1])]) for s in range(1, N_DICE)
+]
 #: the sub-keep groups of the rolls (internal roll order)
 ROLL_SUB_GROUPS = _sub_groups(_FULL_KEEP_OF_ROLL[ROLL_ORDER])

@@ -39,7 +39,10 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
     # legality is the same on all rolls of a class: the engine is asked on class representatives only
     reps = space.class_rolls
     for _ in range(tables.turns):
-        legal = np.broadcast_to(np.asarray(legal_boxes(tables, filled[:, None], full[:, None], reps[None, :]), dtype=np.int64), (len(filled), len(reps)))
+        legal = np.broadcast_to(
+            np.asarray(legal_boxes(tables, filled[:, None], full[:, None], reps[None, :]), dtype=np.int64),
+            (len(filled), len(reps)),
+        )
         any_legal = int(np.bitwise_or.reduce(legal.reshape(-1))) if len(filled) else 0
         # pairs alike for the upper total: same bitset and same filled upper boxes (the canonical
         # range of a mask depends on its upper boxes only), so a move's shifted bitset is computed
@@ -54,7 +57,9 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
                 continue
             cls = space.box_classes[box]
             legal_c = ((legal[:, space.class_roll_pos[box]] >> box) & 1).astype(bool)  # (pairs, classes)
-            points, _, delta = score_points(tables, filled[:, None], 0, full[:, None], cls.roll[None, :], cls.first[None, :], box)
+            points, _, delta = score_points(
+                tables, filled[:, None], 0, full[:, None], cls.roll[None, :], cls.first[None, :], box
+            )
             delta = np.broadcast_to(np.asarray(delta, dtype=np.int64), legal_c.shape)
             new_full = space.next_full(full[:, None], box, points)
             kind = np.broadcast_to(delta * 2 + new_full, legal_c.shape)  # upper total added, new full flag

@@ -13,7 +13,8 @@ import os
 import sys
 import time
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,15 @@ class Solution:
     left, roll) (756 bytes a state).
     """
 
-    def __init__(self, rules: Rules, dp: DPResult, *, seconds: float = 0.0, from_cache: bool = False, turn_cache_size: int = 131072):
+    def __init__(
+        self,
+        rules: Rules,
+        dp: DPResult,
+        *,
+        seconds: float = 0.0,
+        from_cache: bool = False,
+        turn_cache_size: int = 131072,
+    ):
         self.rules = rules
         self.tables = compile_rules(rules)
         self.space = dp.space if dp.space is not None else StateSpace(self.tables)
@@ -158,7 +167,9 @@ class Solution:
         """Positions in the value arrays of (non-canonical) between-turn states."""
         filled = np.asarray(filled, dtype=np.int64)
         if np.any((filled < 0) | (filled > self.tables.all_bits)):
-            raise SolverError(f"filled: box bitmasks must be in 0..{self.tables.all_bits} ({self.tables.n_boxes} boxes)")
+            raise SolverError(
+                f"filled: box bitmasks must be in 0..{self.tables.all_bits} ({self.tables.n_boxes} boxes)"
+            )
         if np.any(self.tables.popcount(filled) >= self.tables.turns):
             raise SolverError("the game is over: no turn is left to play")
         canonical = self.space.canonical_upper(filled, upper)
@@ -450,7 +461,11 @@ class Solution:
                 f"upper_total, bonus, five_kind_box) or keys {sorted(known)} with 'dice'; got {sorted(observation)}"
             )
         state = make_position(
-            self.tables, observation.get("scorecard"), observation.get("dice"), observation.get("rolls_left"), observation.get("bonus")
+            self.tables,
+            observation.get("scorecard"),
+            observation.get("dice"),
+            observation.get("rolls_left"),
+            observation.get("bonus"),
         )
         filled = np.atleast_1d(np.asarray(state.filled, dtype=np.int64))
         scores = np.asarray(state.scores).reshape(1, -1)
@@ -512,8 +527,15 @@ class Solution:
         filled = (flags @ bit_values).astype(np.int64)
         if not points:
             scores = bonus = None
-            over = tables.popcount(filled) >= tables.turns if size and tables.popcount(filled).max() >= tables.turns else None
-            broken, bonus_rows = _either(_outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), over), None
+            over = (
+                tables.popcount(filled) >= tables.turns
+                if size and tables.popcount(filled).max() >= tables.turns
+                else None
+            )
+            broken, bonus_rows = (
+                _either(_outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), over),
+                None,
+            )
         else:
             scores = _rows(observation, "scores", size, n, batched)
             bonus = _column(observation, "bonus", size)
@@ -529,7 +551,9 @@ class Solution:
             if size and np.any((scores != 0) > flags):
                 i = int(np.flatnonzero(((scores != 0) > flags).any(axis=1))[0])
                 k = int(np.flatnonzero((scores[i] != 0) > flags[i])[0])
-                raise SolverError(f"{where(i)}: box {tables.rules.box_names[k]!r} is open but 'scores' holds {scores[i, k]} points there")
+                raise SolverError(
+                    f"{where(i)}: box {tables.rules.box_names[k]!r} is open but 'scores' holds {scores[i, k]} points there"
+                )
             derived = [("upper_total", upper, upper_of), ("five_kind_box", five, self._five_kind_code(filled, scores))]
         if "turn" in observation:
             derived.append(("turn", _column(observation, "turn", size), tables.popcount(filled)))
@@ -537,9 +561,13 @@ class Solution:
             if expected is None:  # without the scores: the code must agree with the filled flag
                 k = tables.five_kind_box
                 box_filled = (filled >> k) & 1 if k >= 0 else np.zeros(size, dtype=np.int64)
-                bad = np.flatnonzero((given < 0) | (given > 2) | ((given > 0) != (box_filled == 1)) | ((given == 2) & (k < 0)))
+                bad = np.flatnonzero(
+                    (given < 0) | (given > 2) | ((given > 0) != (box_filled == 1)) | ((given == 2) & (k < 0))
+                )
                 if len(bad):
-                    raise SolverError(f"{where(bad[0])}: 'five_kind_box' is {given[bad[0]]}, which does not fit the filled boxes")
+                    raise SolverError(
+                        f"{where(bad[0])}: 'five_kind_box' is {given[bad[0]]}, which does not fit the filled boxes"
+                    )
                 continue
             bad = np.flatnonzero(given != expected)
             if len(bad):
@@ -556,7 +584,9 @@ class Solution:
         if any(f != 0 and f != 1 for f in flags):
             raise SolverError(f"observation: 'filled' flags must be 0 or 1, got {flags}")
         dice = _rows(observation, "dice", 1, N_DICE, False)[0].tolist()
-        rolls_left, five, upper = (int(_column(observation, key, 1)[0]) for key in ("rolls_left", "five_kind_box", "upper_total"))
+        rolls_left, five, upper = (
+            int(_column(observation, key, 1)[0]) for key in ("rolls_left", "five_kind_box", "upper_total")
+        )
         filled = sum(1 << k for k, f in enumerate(flags) if f)
         so_far = None
         if points:
@@ -565,7 +595,9 @@ class Solution:
             names = tables.rules.box_names
             for k, f in enumerate(flags):
                 if not f and scores[k]:
-                    raise SolverError(f"observation: box {names[k]!r} is open but 'scores' holds {scores[k]} points there")
+                    raise SolverError(
+                        f"observation: box {names[k]!r} is open but 'scores' holds {scores[k]} points there"
+                    )
             upper_of = sum(scores[k] for k in self._upper_boxes)
             possible = self._possible_sets
             fine = (
@@ -573,9 +605,15 @@ class Solution:
                 and 0 <= rolls_left < ROLLS_PER_TURN
                 and all(score in possible[k] for k, score in enumerate(scores))  # open boxes hold 0: possible
                 and filled.bit_count() < tables.turns
-                and not (tables.sections_in_order and filled & tables.lower_bits and filled & tables.upper_bits != tables.upper_bits)
+                and not (
+                    tables.sections_in_order
+                    and filled & tables.lower_bits
+                    and filled & tables.upper_bits != tables.upper_bits
+                )
             )
-            if not fine or bonus != secured_upper_bonus(tables, filled, upper_of):  # the engine decides (it owns the bonus rule)
+            if not fine or bonus != secured_upper_bonus(
+                tables, filled, upper_of
+            ):  # the engine decides (it owns the bonus rule)
                 make_position(tables, {names[k]: scores[k] for k, f in enumerate(flags) if f}, dice, rolls_left, bonus)
                 if not fine:  # the engine accepted what the rules above reject: refuse all the same
                     raise SolverError("observation: not a position of these rules")
@@ -583,7 +621,11 @@ class Solution:
             derived = [("upper_total", upper, upper_of), ("five_kind_box", five, code)]
             so_far = np.array([sum(scores) + bonus], dtype=np.float64)
         else:
-            if not all(1 <= d <= N_FACES for d in dice) or not 0 <= rolls_left < ROLLS_PER_TURN or filled.bit_count() >= tables.turns:
+            if (
+                not all(1 <= d <= N_FACES for d in dice)
+                or not 0 <= rolls_left < ROLLS_PER_TURN
+                or filled.bit_count() >= tables.turns
+            ):
                 make_position(tables, None, dice, rolls_left, None)  # the engine names the field
                 raise SolverError(f"observation: the game is over ({filled.bit_count()} boxes filled)")
             k = tables.five_kind_box
@@ -597,14 +639,25 @@ class Solution:
             if given != expected:
                 raise SolverError(f"observation: {key!r} is {given}, but the scorecard gives {expected}")
         column = lambda v: np.array([v], dtype=np.int64)  # noqa: E731
-        return (column(filled), column(upper), np.array([five == 2]), column(roll_index_of_faces(np.array(dice))), column(rolls_left), so_far)
+        return (
+            column(filled),
+            column(upper),
+            np.array([five == 2]),
+            column(roll_index_of_faces(np.array(dice))),
+            column(rolls_left),
+            so_far,
+        )
 
-    def _broken_rows(self, filled, dice, rolls_left, scores, bonus, upper_of) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def _broken_rows(
+        self, filled, dice, rolls_left, scores, bonus, upper_of
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The rows the engine must see: ``(rows that break a position rule, rows whose bonus is
         not the secured upper bonus)``, ``None`` for none (global reductions first: cheap when all is well)."""
         tables = self.tables
         lo, hi = tables.min_box_score, tables.max_box_score
-        broken = _either(_outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), _outside(bonus, 0, None))
+        broken = _either(
+            _outside(dice, 1, N_FACES), _outside(rolls_left, 0, ROLLS_PER_TURN - 1), _outside(bonus, 0, None)
+        )
         outside = _outside(scores, lo, hi)
         if outside is not None:
             return _either(broken, outside), None
@@ -630,7 +683,13 @@ class Solution:
         names = self.tables.rules.box_names
         card = {names[k]: int(scores[i, k]) for k in np.flatnonzero(flags[i])} if scores is not None else None
         try:
-            make_position(self.tables, card, [int(d) for d in dice[i]], int(rolls_left[i]), None if bonus is None else int(bonus[i]))
+            make_position(
+                self.tables,
+                card,
+                [int(d) for d in dice[i]],
+                int(rolls_left[i]),
+                None if bonus is None else int(bonus[i]),
+            )
         except PositionError as error:
             raise PositionError(f"{where(i)}: {error}" if batched else str(error)) from None
 
@@ -813,7 +872,11 @@ def solve(
             try:
                 return _from_cache(rules, *loaded, seconds=time.perf_counter() - start)
             except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is rebuilt
-                warnings.warn(f"solver cache {path} does not fit these rules ({error}); solving again", disk.CacheWarning, stacklevel=2)
+                warnings.warn(
+                    f"solver cache {path} does not fit these rules ({error}); solving again",
+                    disk.CacheWarning,
+                    stacklevel=2,
+                )
     estimate = budget.estimate(tables, workers)
     available = budget.available_memory()
     if not force and available is not None and estimate.memory_bytes > available:
@@ -825,7 +888,9 @@ def solve(
     try:
         dp = solve_dp(tables, progress=bar, workers=workers)
     except MemoryError as error:
-        raise SolveTooLargeError(f"solving {estimate.describe()} ran out of memory ({str(error) or 'MemoryError'})") from error
+        raise SolveTooLargeError(
+            f"solving {estimate.describe()} ran out of memory ({str(error) or 'MemoryError'})"
+        ) from error
     finally:
         if bar is not None:
             bar.close()
@@ -846,7 +911,12 @@ def solve(
 
 
 #: the arrays of a cached solution and their dtypes
-_CACHED_ARRAYS = {"keys": np.dtype(np.int64), "layer_start": np.dtype(np.int64), "value": np.dtype(np.float64), "value2": np.dtype(np.float64)}
+_CACHED_ARRAYS = {
+    "keys": np.dtype(np.int64),
+    "layer_start": np.dtype(np.int64),
+    "value": np.dtype(np.float64),
+    "value2": np.dtype(np.float64),
+}
 
 
 def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any], *, seconds: float) -> Solution:
@@ -866,13 +936,20 @@ def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any
     n_states = len(keys)
     if keys.ndim != 1 or n_states == 0 or value.shape != keys.shape or value2.shape != keys.shape:
         raise ValueError("array shapes do not match")
-    if layer_start.shape != (tables.turns + 2,) or layer_start[0] != 0 or layer_start[-1] != n_states or np.any(np.diff(layer_start) < 0):
+    if (
+        layer_start.shape != (tables.turns + 2,)
+        or layer_start[0] != 0
+        or layer_start[-1] != n_states
+        or np.any(np.diff(layer_start) < 0)
+    ):
         raise ValueError("layers do not partition the states")
     n_masks, n_slots, n_full = budget.space_shape(tables)
     if keys.min() < 0 or keys.max() >= n_masks * n_slots * n_full:
         raise ValueError("state keys outside the state space")
     layer = np.repeat(np.arange(tables.turns + 1), np.diff(layer_start))
-    if np.any(tables.popcount(keys // (n_slots * n_full)) != layer) or np.any((np.diff(keys) <= 0) & (np.diff(layer) == 0)):
+    if np.any(tables.popcount(keys // (n_slots * n_full)) != layer) or np.any(
+        (np.diff(keys) <= 0) & (np.diff(layer) == 0)
+    ):
         raise ValueError("state keys are not the sorted states of their layers")
     if not (np.all(np.isfinite(value)) and np.all(np.isfinite(value2))):
         raise ValueError("values are not finite")

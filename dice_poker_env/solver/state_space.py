@@ -69,7 +69,11 @@ def box_classes(tables: RuleTables, box: int, *, doubling: bool, specials: bool 
     rep_first: list[bool] = []
     of = {False: np.empty(N_ROLLS, dtype=np.int64), True: np.empty(N_ROLLS, dtype=np.int64)}
     # five-of-a-kind rolls only behave specially through a joker or a five-of-a-kind bonus
-    special = tables.five_kind_roll if specials and (tables.joker != 0 or tables.five_kind_bonus > 0) else np.zeros(N_ROLLS, dtype=bool)
+    special = (
+        tables.five_kind_roll
+        if specials and (tables.joker != 0 or tables.five_kind_bonus > 0)
+        else np.zeros(N_ROLLS, dtype=bool)
+    )
     for first in (False, True) if doubling else (False,):
         table = tables.score_first_roll if first else tables.score
         for r in range(N_ROLLS):
@@ -143,7 +147,10 @@ class StateSpace:
         self.point_groups = [self._point_groups(b) for b in range(n)]
         self._internal = {}
         #: the max over boxes per roll (internal roll order), after a reroll and from the first roll
-        self.max_tree = {first: BoxMaxTree([self.internal_classes(b, first=first) for b in range(n)]) for first in ((False, True) if self.doubling else (False,))}
+        self.max_tree = {
+            first: BoxMaxTree([self.internal_classes(b, first=first) for b in range(n)])
+            for first in ((False, True) if self.doubling else (False,))
+        }
 
     def for_block(self, filled: np.ndarray) -> StateSpace:
         """The class system for a block of states: :attr:`plain` when no state has its
@@ -224,7 +231,9 @@ class GroupedUpperMoves(NamedTuple):
 
     group: np.ndarray  #: (nb, C) the points group of each class
     legal: np.ndarray  #: (nb, C, pairs) bool, legality of each class
-    delta: np.ndarray | None  #: (nb, C, pairs) what each class adds to its group's reward; None: every class is its own group
+    delta: (
+        np.ndarray | None
+    )  #: (nb, C, pairs) what each class adds to its group's reward; None: every class is its own group
     reward: np.ndarray  #: (nb, G, m) float64 points + bonus of each group
     next_key: np.ndarray  #: (nb, G, m) int64 key of the next state of each group
 
@@ -272,7 +281,9 @@ class ChunkMoves:
         n = len(self.space.box_classes[box].roll)
         g = grouped.group[0, :n]
         added = 0.0 if grouped.delta is None else grouped.delta[0, :n][:, self.pair_of_state]
-        return UpperMoves(grouped.legal[0, :n][:, self.pair_of_state], grouped.reward[0, g] + added, grouped.next_key[0, g])
+        return UpperMoves(
+            grouped.legal[0, :n][:, self.pair_of_state], grouped.reward[0, g] + added, grouped.next_key[0, g]
+        )
 
     def upper_moves_grouped(self, boxes: list[int]) -> GroupedUpperMoves:
         """The moves of several upper boxes, per points group and state, and per class and pair.
@@ -329,7 +340,11 @@ class ChunkMoves:
         points, bonus, _ = score_points(space.tables, *pair_args, rolls[..., None], firsts[..., None], box[..., None])
         rep_of_class = rep[nb, group]  # (nb, C) the representative class of each class's group
         rep_points, rep_bonus, _ = score_points(
-            space.tables, *pair_args, rolls[nb, rep_of_class][..., None], firsts[nb, rep_of_class][..., None], box[..., None]
+            space.tables,
+            *pair_args,
+            rolls[nb, rep_of_class][..., None],
+            firsts[nb, rep_of_class][..., None],
+            box[..., None],
         )
         return np.broadcast_to(np.asarray(points + bonus - rep_points - rep_bonus, dtype=np.float64), shape)
 
@@ -341,8 +356,13 @@ class ChunkMoves:
         first_state = np.zeros(len(self.pair_filled), dtype=np.int64)
         first_state[self.pair_of_state[::-1]] = np.arange(len(self.filled))[::-1]
         points, bonus, _ = score_points(
-            space.tables, self.pair_filled[None, :], self.upper[first_state][None, :], self.pair_full[None, :],
-            cls.roll[:, None], cls.first[:, None], box,
+            space.tables,
+            self.pair_filled[None, :],
+            self.upper[first_state][None, :],
+            self.pair_full[None, :],
+            cls.roll[:, None],
+            cls.first[:, None],
+            box,
         )
         reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), legal.shape)
         if box == space.five_box and space.n_full == 2:

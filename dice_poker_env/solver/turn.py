@@ -179,7 +179,13 @@ _ACTION_OF_TIE_ID = np.ascontiguousarray(_action_of_internal_keep()[:, ::-1]).re
 _ROLL_BASE = (np.arange(N_ROLLS, dtype=np.int32) * N_PROPER_KEEPS)[:, None]
 
 
-def turn_decisions(score_last: np.ndarray, score_first: np.ndarray, box_last: np.ndarray, box_first: np.ndarray, n_keep_actions: int = 32) -> np.ndarray:
+def turn_decisions(
+    score_last: np.ndarray,
+    score_first: np.ndarray,
+    box_last: np.ndarray,
+    box_first: np.ndarray,
+    n_keep_actions: int = 32,
+) -> np.ndarray:
     """The optimal action of every roll of a turn, for ``m`` states at once.
 
     Args:
