@@ -22,6 +22,7 @@ Input may come from a script on standard input (each line is echoed).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import sys
 import textwrap
@@ -380,6 +381,10 @@ def seat_names(player: str, opponents: Sequence[str]) -> list[str]:
 def play(args: argparse.Namespace) -> int:
     from dice_poker_env import multi
 
+    if importlib.util.find_spec("pettingzoo") is None:  # multi.raw_env is a PettingZoo AECEnv
+        raise ValueError(
+            "PettingZoo is not installed (the game's table is dice_poker_env.multi's PettingZoo env): pip install 'dice-poker-env[cli]'"
+        )
     if not 1 <= len(args.opponents) <= MAX_OPPONENTS:
         raise ValueError(f"--opponents takes 1 to {MAX_OPPONENTS} agents, got {len(args.opponents)}")
     if args.seed is not None and args.seed < 0:
