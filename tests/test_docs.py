@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,20 +33,29 @@ def _mkdocs(config: Path, site: Path, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_site_builds_strict(tmp_path):
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site, built once for the tests of this module with ``mkdocs build --strict``."""
     pytest.importorskip("mkdocs")
     pytest.importorskip("material")
     pytest.importorskip("mkdocstrings_handlers.python")
     pytest.importorskip("mkdocs_jupyter")
-    site = tmp_path / "site"
-    result = _mkdocs(ROOT / "mkdocs.yml", site, tmp_path)
+    work = tmp_path_factory.mktemp("docs")
+    site = work / "site"
+    result = _mkdocs(ROOT / "mkdocs.yml", site, work)
     assert result.returncode == 0, result.stderr[-4000:]
+    return site
+
+
+def test_the_site_builds_strict(site):
     for page in (
         "index.html",
         "rules/index.html",
         "getting-started/index.html",
         "agents/index.html",
         "figures/index.html",
+        "results/index.html",
+        "archive/index.html",
         "api/agents/index.html",
         "api/solver/index.html",
     ):
@@ -56,6 +66,82 @@ def test_the_site_builds_strict(tmp_path):
     assert 'id="agents.registry.make_agent"' in (site / "api/agents/index.html").read_text(encoding="utf-8")
     assert 'id="dice_poker_env.solver.solve"' in (site / "api/solver/index.html").read_text(encoding="utf-8")
     assert "bench_env.py" in (site / "figures/index.html").read_text(encoding="utf-8")
+
+
+# A load from outside the site: a script, stylesheet, font, image or frame fetched from another host.
+EXTERNAL_LOAD = re.compile(
+    r"""<(?:script|img|iframe|audio|video|source|embed)\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//"""
+    r"""|<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?//"""
+    r"""|@import\s+(?:url\()?\s*["']?(?:https?:)?//"""
+    r"""|url\(\s*["']?(?:https?:)?//"""
+    r"""|import\(\s*["'](?:https?:)?//""",
+    re.IGNORECASE,
+)
+RAW_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|data|attr|exc|obj|const):`")
+
+
+def test_the_site_loads_nothing_from_outside(site):
+    """Every page and stylesheet reads offline: no web fonts, CDN scripts or remote stylesheets.
+
+    (Links to other sites, ``<a href>``, are followed only when clicked.) The theme's JavaScript
+    would load Mermaid from a CDN for a page with a Mermaid diagram; the site has none.
+    """
+    files = sorted(site.rglob("*.html")) + sorted(site.rglob("*.css"))
+    assert len(files) > 20
+    loads = {}
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found = [match.group(0) for match in EXTERNAL_LOAD.finditer(text)]
+        if found:
+            loads[str(path.relative_to(site))] = found[:3]
+        if path.suffix == ".html":
+            assert 'class="mermaid"' not in text, path
+    assert not loads, loads
+
+
+def test_the_api_reference_shows_no_raw_sphinx_roles_and_links_them(site):
+    pages = sorted((site / "api").rglob("*.html"))
+    assert pages
+    raw = {}
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        if RAW_ROLE.search(text) or "<autoref" in text or "&lt;autoref" in text:
+            raw[str(path.relative_to(site))] = RAW_ROLE.findall(text)[:3]
+    assert not raw, raw
+    # ":class:`~dice_poker_env.solver.Solution`" in the solver's docstrings is a link to its entry
+    solver = (site / "api/solver/index.html").read_text(encoding="utf-8")
+    assert re.search(r'<a class="autorefs autorefs-internal"[^>]*href="#dice_poker_env\.solver\.Solution"', solver)
+
+
+def test_the_sphinx_roles_extension_resolves_names(tmp_path):
+    griffe = pytest.importorskip("griffe")
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import sphinx_roles
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    folder = str(tmp_path)
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text('"""See :class:`~pkg.mod.Thing` and :mod:`pkg.mod`."""\n')
+    (package / "mod.py").write_text(
+        "from os.path import join\n\n\n"
+        "class Thing:\n"
+        '    """A :func:`join`, a :meth:`.go`, :class:`Thing`, :exc:`the error <ValueError>`, :data:`!x`."""\n\n'
+        "    def go(self):\n"
+        '        """Itself: :meth:`go`."""\n'
+    )
+    loaded = griffe.load("pkg", search_paths=[folder], extensions=griffe.load_extensions(sphinx_roles.SphinxRoles))
+    ref = '<autoref identifier="{}" optional>`{}`</autoref>'
+    assert (
+        loaded.docstring.value == f"See {ref.format('pkg.mod.Thing', 'Thing')} and {ref.format('pkg.mod', 'pkg.mod')}."
+    )
+    thing = loaded["mod.Thing"]
+    assert thing.docstring.value == (
+        f"A {ref.format('os.path.join', 'join')}, a {ref.format('pkg.mod.Thing.go', 'go')}, "
+        f"{ref.format('pkg.mod.Thing', 'Thing')}, {ref.format('ValueError', 'the error')}, {ref.format('x', 'x')}."
+    )
+    assert thing["go"].docstring.value == f"Itself: {ref.format('pkg.mod.Thing.go', 'go')}."
 
 
 @pytest.mark.parametrize(
@@ -79,6 +165,8 @@ def test_a_broken_link_or_reference_fails_the_build(tmp_path, page, culprit):
     assert "\ndocs_dir: docs\n" in text and "\nnav:\n" in text and 'paths: ["."]' in text
     text = text.replace("\ndocs_dir: docs\n", f"\ndocs_dir: {json.dumps(str(docs))}\n")
     text = text.replace('paths: ["."]', f"paths: [{json.dumps(str(ROOT))}]")
+    assert "- tools/" in text  # the hooks and the docstring extension, relative to the config file
+    text = text.replace("- tools/", f"- {ROOT.as_posix()}/tools/")
     text = text[: text.index("\nnav:\n")] + "\nnav:\n  - Home: index.md\n"
     config = tmp_path / "mkdocs.yml"
     config.write_text(text, encoding="utf-8")
