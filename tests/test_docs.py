@@ -8,6 +8,7 @@ the session's temporary ones (conftest.py).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -235,3 +236,46 @@ def test_tutorial_runs(notebook, tmp_path, monkeypatch):
     assert not any(work.iterdir()) or all(path.name in (".ipynb_checkpoints",) for path in work.iterdir()), (
         f"{notebook.name} wrote into its working folder: {sorted(p.name for p in work.iterdir())}"
     )
+
+
+def _results_page_module():
+    spec = importlib.util.spec_from_file_location("results_page", ROOT / "tools" / "results_page.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_results_page_and_the_readme_table_are_up_to_date():
+    """docs/results.md and the README's headline table are what ``python tools/results_page.py`` writes."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "results_page.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_results_page_shows_the_data():
+    results_page = _results_page_module()
+    rows = json.loads((ROOT / "results" / "training.json").read_text(encoding="utf-8"))
+    shipped = json.loads((ROOT / "results" / "bench" / "shipped_policies_10k.json").read_text(encoding="utf-8"))
+    for rules, (config, _group) in results_page.RECIPES.items():
+        assert (ROOT / config).is_file(), config
+        assert rules in shipped
+    recipe = results_page.recipe_rows(rows)[0][2]
+    recipe["percent_of_optimal_mean"] = 12.3456
+    page = results_page.page(rows, shipped)
+    assert "**12.35**" in page
+    readme = results_page.readme_text((ROOT / "README.md").read_text(encoding="utf-8"), rows)
+    assert "**12.35**" in readme and readme != (ROOT / "README.md").read_text(encoding="utf-8")
+    assert page.count("\n### ") == len({row["rules"] for row in rows})  # every ruleset's groups
+
+
+def test_the_readme_is_a_front_page():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 230
+    # the two set-up commands, exactly
+    assert 'pip install torch==2.13.0 && pip install -e ".[train]" && python train.py' in readme
+    assert 'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest -q' in readme
+    assert readme.count("results-table:start") == 1
