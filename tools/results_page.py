@@ -1,7 +1,7 @@
 """Writes the measured training results into the docs: ``docs/results.md`` and the README's headline table.
 
 Both are generated from the files in ``results/`` (never typed by hand), so a figure in the docs is always the one
-in the data: ``results/training.json`` (one row per group of seeds, written by ``python -m agents.results``) and
+in the data: ``results/training.json`` (one row per group of seeds, written by ``python -m agents.evaluation.results``) and
 ``results/bench/shipped_policies_10k.json`` (``dice-poker bench R --agents trained --games 10000 --json`` for every
 ruleset). Run it after adding results::
 
@@ -177,7 +177,7 @@ def page(rows: list[dict[str, Any]], shipped: dict[str, Any]) -> str:
         "## The shipped configs",
         "",
         "One row per ruleset: the config shipped in `configs/` and the runs made with it. A run is",
-        "`python train.py --config CONFIG seed=S`; `python -m agents.results RUN_DIR ...` aggregates the seeds.",
+        "`python train.py --config CONFIG seed=S`; `python -m agents.evaluation.results RUN_DIR ...` aggregates the seeds.",
         "",
         headline_table(rows),
         "",
