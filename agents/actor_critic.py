@@ -34,6 +34,8 @@ from dice_poker_env.engine.combinatorics import (
     ROLL_INDEX_OF_CODE,
     encode_counts,
 )
+from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.envs.observation import flat_layout
 
 #: the logit of an illegal action (exp underflows to exactly 0 in float32)
 MASKED_LOGIT = -1e8
@@ -285,6 +287,70 @@ class ActorCritic(nn.Module):
             n_boxes = self.n_actions - N_KEEP_ACTIONS
             self.potential_points = int(potential_points)
             self.box_points_w = nn.Parameter(torch.full((n_boxes,), self.box_points))
+
+    @classmethod
+    def from_policy(
+        cls, weights: dict[str, np.ndarray], metadata: dict, rules, precision: str = "float32"
+    ) -> ActorCritic:
+        """The actor of a policy file (:func:`agents.policy_agent.load_policy`'s weights and metadata) as a torch
+        network: the inverse of :meth:`export`, e.g. to fine-tune a shipped policy or to check that the torch
+        actor and :class:`agents.policy_agent.PolicyAgent` agree. A policy file holds no critic: it starts fresh.
+
+        Args:
+            weights, metadata: the policy file's contents.
+            rules: the ruleset (the policy's own; checked by :class:`~agents.policy_agent.PolicyAgent`).
+            precision: the network's precision (``"float32"``: the NumPy player's arithmetic).
+        """
+        from agents.policy_agent import PolicyAgent
+
+        player = PolicyAgent(weights, metadata, rules)  # checks the file against the ruleset
+        tables = compile_rules(player.rules)
+        layout = flat_layout(tables)
+        keep_points = bool(metadata.get("keep_points", False))
+        bonus = metadata.get("keep_points_bonus", False)
+        hidden = [w.shape[1] for w, _ in player.layers[:-1]]
+        model = cls(
+            player.inputs.size,
+            tables.n_actions,
+            hidden,
+            metadata.get("activation", "tanh"),
+            precision,
+            keep_head=int(metadata.get("keep_head", 0)),
+            dice_one_hot=layout["dice_one_hot"].start,
+            box_points=float(metadata.get("box_points", 0.0)),
+            potential_points=layout["potential_points"].start,
+            keep_points=keep_points,
+            face_counts=layout["face_counts"].start,
+            filled=layout["filled"].start,
+            expected_points=player._expected_points if keep_points else None,
+            rolls_left=layout["rolls_left"].start,
+            keep_bonus=KeepBonus(player.rules, par=bonus == "par") if bonus else None,
+            upper_total=layout["upper_total"].start,
+        )
+        linears = [m for m in model.actor.modules() if isinstance(m, nn.Linear)]
+        if model.keep_head:
+            linears.append(model.box_out)
+        if model.keep_points:
+            linears.append(model.actor_out)
+        params: list[tuple[nn.Parameter, np.ndarray]] = []
+        for i, m in enumerate(linears):
+            params += [(m.weight, weights[f"w{i}"].T), (m.bias, weights[f"b{i}"])]
+        if model.keep_head:
+            params += [
+                (model.keep_state.weight, weights["keep_state_w"].T),
+                (model.keep_state.bias, weights["keep_state_b"]),
+                (model.keep_dice.weight, weights["keep_dice_w"].T),
+                (model.keep_out.weight, weights["keep_out_w"].T),
+                (model.keep_out.bias, weights["keep_out_b"]),
+            ]
+        if model.box_points:
+            params.append((model.box_points_w, weights["box_points_w"]))
+        if model.keep_points:
+            params += [(model.points_head.weight, weights["points_w"].T), (model.points_head.bias, weights["points_b"])]
+        with torch.no_grad():
+            for param, value in params:
+                param.copy_(torch.from_numpy(np.ascontiguousarray(value, dtype=np.float32)))
+        return model
 
     def _autocast(self, x: torch.Tensor):
         return torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
