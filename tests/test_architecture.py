@@ -118,10 +118,15 @@ def test_the_checker_sees_imports_of_every_kind(tmp_path):
         "from typing import TYPE_CHECKING\n"
         "from . import game\n"
         "if TYPE_CHECKING:\n    from dice_poker_env.rules.spec import Rules\n"
-        "def f():\n    import agents.greedy\n    from ..envs import single\n"
+        "def f():\n    import agents.players.greedy\n    from ..envs import single\n"
     )
     found = _imports(f"{PACKAGE}.engine.probe", probe)
-    assert {f"{PACKAGE}.engine.game", f"{PACKAGE}.rules.spec", "agents.greedy", f"{PACKAGE}.envs.single"} <= found
+    assert {
+        f"{PACKAGE}.engine.game",
+        f"{PACKAGE}.rules.spec",
+        "agents.players.greedy",
+        f"{PACKAGE}.envs.single",
+    } <= found
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

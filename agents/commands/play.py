@@ -1,7 +1,7 @@
 """``dice-poker play``: play a dice game in the terminal against the agents.
 
 The human sits in the first seat of a :class:`dice_poker_env.multi.raw_env` game;
-each other seat is an agent built by name (:func:`agents.registry.make_agent`:
+each other seat is an agent built by name (:func:`agents.players.registry.make_agent`:
 ``random``, ``greedy``, ``optimal``, ``trained``, ``model:PATH``).
 Commands, typed naturally::
 
@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.random_agent import RandomAgent
-from agents.registry import make_agent
+from agents.players.random_agent import RandomAgent
+from agents.players.registry import make_agent
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
