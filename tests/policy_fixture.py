@@ -35,7 +35,7 @@ SEED = 20261203
 
 def record_ruleset(name: str, games: int = GAMES, states: int = STATES, seed: int = SEED) -> dict[str, np.ndarray]:
     """``obs``, ``mask``, ``logits`` and ``action`` of ``states`` states of ``games`` seeded games of ``name``."""
-    from agents.policy_agent import shipped_policy
+    from agents.policy.player import shipped_policy
     from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS
     from dice_poker_env.engine.tables import compile_rules
     from dice_poker_env.envs.observation import flat_layout
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=FIXTURE)
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from agents.policy_agent import SHIPPED_DIR
+    from agents.policy.player import SHIPPED_DIR
 
     arrays: dict[str, np.ndarray] = {}
     for path in sorted(SHIPPED_DIR.glob("*.npz")):

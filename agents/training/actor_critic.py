@@ -292,16 +292,16 @@ class ActorCritic(nn.Module):
     def from_policy(
         cls, weights: dict[str, np.ndarray], metadata: dict, rules, precision: str = "float32"
     ) -> ActorCritic:
-        """The actor of a policy file (:func:`agents.policy_agent.load_policy`'s weights and metadata) as a torch
+        """The actor of a policy file (:func:`agents.policy.player.load_policy`'s weights and metadata) as a torch
         network: the inverse of :meth:`export`, e.g. to fine-tune a shipped policy or to check that the torch
-        actor and :class:`agents.policy_agent.PolicyAgent` agree. A policy file holds no critic: it starts fresh.
+        actor and :class:`agents.policy.player.PolicyAgent` agree. A policy file holds no critic: it starts fresh.
 
         Args:
             weights, metadata: the policy file's contents.
-            rules: the ruleset (the policy's own; checked by :class:`~agents.policy_agent.PolicyAgent`).
+            rules: the ruleset (the policy's own; checked by :class:`~agents.policy.player.PolicyAgent`).
             precision: the network's precision (``"float32"``: the NumPy player's arithmetic).
         """
-        from agents.policy_agent import PolicyAgent
+        from agents.policy.player import PolicyAgent
 
         player = PolicyAgent(weights, metadata, rules)  # checks the file against the ruleset
         tables = compile_rules(player.rules)
