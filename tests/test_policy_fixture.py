@@ -53,8 +53,8 @@ def test_the_numpy_player_plays_every_recorded_state_as_recorded(name):
 @pytest.mark.parametrize("name", RULESETS)
 def test_the_torch_actor_of_the_policy_file_plays_as_recorded(name):
     torch = pytest.importorskip("torch")
-    from agents.training.actor_critic import ActorCritic
     from agents.policy.player import SHIPPED_DIR, PolicyAgent, load_policy
+    from agents.training.actor_critic import ActorCritic
     from dice_poker_env.engine.combinatorics import distinct_keep_mask, roll_index_of_counts
     from dice_poker_env.engine.tables import compile_rules
     from dice_poker_env.envs.observation import flat_layout
