@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import SimpleNamespace
 from typing import Any
 
@@ -71,6 +71,11 @@ class PolicyOptions:
             raise ValueError(f"keep_points_bonus must be true or par, got {self.keep_points_bonus!r}")
         if self.keep_points_bonus and not self.keep_points:
             raise ValueError("keep_points_bonus needs keep_points")
+
+    @classmethod
+    def from_config(cls, config: Any) -> PolicyOptions:
+        """The options of a training config: its fields of the same names (absent: off)."""
+        return cls(**{f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)})
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any], source: str = "policy") -> PolicyOptions:

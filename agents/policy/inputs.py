@@ -1,10 +1,14 @@
-"""What a trained policy network sees: the flat observation plus a few features of it.
+"""What a trained policy network sees, and the rules' arithmetic its heads weigh.
 
-The batched trainers (``agents/training/ppo.py``, ``agents/training/a2c.py``) and the NumPy player of
-their policies (:class:`agents.policy.player.PolicyAgent`) both call
-:class:`PolicyInputs`, so training and play feed a network the same numbers.
-NumPy only: the features carry no gradient, so they are computed once per
-step on the env's observations.
+* :class:`PolicyInputs`: the flat observation plus a few features of it (progress toward the upper bonus).
+  The batched trainers' rollouts and the NumPy player (:class:`agents.policy.player.PolicyAgent`) both call
+  it, so training and play feed a network the same numbers. NumPy only: the features carry no gradient,
+  so they are computed once per step on the env's observations.
+* :func:`keep_expected_points`: each keep's expected points per box after one reroll (``keep_points``).
+* :class:`KeepBonus`: the upper bonus in those points (``keep_points_bonus``), its terms written once
+  for NumPy arrays and torch tensors.
+
+The heads that use them are :mod:`agents.policy.heads`.
 """
 
 from __future__ import annotations

@@ -115,12 +115,7 @@ class Trainer:
             features=config.features,
             device=self.device,
         )
-        options = PolicyOptions(
-            features=bool(config.features),
-            box_points=getattr(config, "box_points", 0.0),
-            keep_points=bool(getattr(config, "keep_points", False)),
-            keep_points_bonus=getattr(config, "keep_points_bonus", False),
-        )
+        options = PolicyOptions.from_config(config)
         self.model = ActorCritic(
             PolicyHeads(rules, options),
             config.net_arch,
