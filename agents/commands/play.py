@@ -17,6 +17,9 @@ shown before each decision, and at the end every decision is graded against the
 solver (expected points lost), unless the solver cannot solve the ruleset (a
 ruleset too large for the machine's memory): then the game goes on without them.
 Input may come from a script on standard input (each line is echoed).
+
+Size: one interactive command: the parser of typed moves, the screen, the solver's coach
+and the game loop, which are only used together.
 """
 
 from __future__ import annotations

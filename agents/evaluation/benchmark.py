@@ -21,6 +21,9 @@ cache.
 
 Layering: imports the core package and agents only. ``torch`` is imported only
 when a ``model:PATH`` agent is played.
+
+Size: one measurement: its three ways of playing the games (one by one, lockstep batches,
+worker processes) feed the same exact-regret tally, summary and table.
 """
 
 from __future__ import annotations

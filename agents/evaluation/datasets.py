@@ -48,6 +48,9 @@ since offline RL needs imperfect data too.
 
 Layering: the core package never imports this module; Minari and h5py (the
 ``datasets`` extra) are imported only when a dataset is written or read.
+
+Size: one file format: the writer (play blocks, the Minari episode writer, the atomic
+replace) and the readers (dataset_info, load_transitions) share the layout above.
 """
 
 from __future__ import annotations
