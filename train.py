@@ -153,11 +153,6 @@ class Config:
         'Batched algorithms: "float32", "bfloat16" (autocast; faster on CPUs '
         'with AMX/AVX512-BF16 and on GPUs) or "auto" (bfloat16 where it is faster).',
     )
-    keep_head: int = setting(
-        0,
-        "Batched algorithms: units of the actor's keep head, which scores each keep by the "
-        "dice it keeps (0: one linear output per action; agents/training/actor_critic.py).",
-    )
     compile: bool = setting(
         False,
         "Batched PPO: run the policy's forward pass and the PPO loss under torch.compile "
@@ -176,12 +171,6 @@ class Config:
         "adds them to the box logits (points now) and the keep logits (expected "
         "points after one reroll, from the rules' tables; agents/training/actor_critic.py).",
     )
-    keep_points_rerolls: int = setting(
-        1,
-        "With keep_points: 1 = the keeps' expected points after one reroll; 2 = "
-        "where two rerolls are left, after two (the second keep each box's own "
-        "best; agents/policy/inputs.py).",
-    )
     keep_points_bonus: bool | str = setting(
         False,
         "With keep_points: true = each keep's points for an open upper box "
@@ -190,12 +179,6 @@ class Config:
         "writing it reaches it now); par = instead, for keeps and upper "
         "boxes, the change in the bonus's expected points under a par "
         "model (agents/policy/inputs.py, KeepBonus).",
-    )
-    bonus_shaping: float = setting(
-        0.0,
-        "Batched algorithms: weight of potential-based reward shaping toward the "
-        "upper bonus (0: off; 1: the bonus's points times a par-based chance of "
-        "reaching it; leaves the best policy unchanged; agents/training/shaping.py).",
     )
 
     # --- envs and hardware
@@ -349,7 +332,6 @@ NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
             "ent_coef",
             "vf_coef",
             "num_env_runners",
-            "bonus_shaping",
             "illegal_penalty",
         )
     },
@@ -392,18 +374,12 @@ def _validate(c: Config) -> None:
         raise ValueError(f"lr_schedule must be constant or linear, got {c.lr_schedule!r}")
     if c.precision not in ("float32", "bfloat16", "auto"):
         raise ValueError(f"precision must be float32, bfloat16 or auto, got {c.precision!r}")
-    if isinstance(c.keep_head, bool) or not isinstance(c.keep_head, int) or c.keep_head < 0:
-        raise ValueError(f"keep_head must be a non-negative integer (units; 0 = off), got {c.keep_head!r}")
     if not isinstance(c.keep_points, bool):
         raise ValueError(f"keep_points must be true or false, got {c.keep_points!r}")
-    if isinstance(c.keep_points_rerolls, bool) or c.keep_points_rerolls not in (1, 2):
-        raise ValueError(f"keep_points_rerolls must be 1 or 2, got {c.keep_points_rerolls!r}")
     if not isinstance(c.keep_points_bonus, bool) and c.keep_points_bonus != "par":
         raise ValueError(f"keep_points_bonus must be true, false or par, got {c.keep_points_bonus!r}")
-    if c.keep_points_bonus and not (c.keep_points and c.keep_points_rerolls == 1):
-        raise ValueError("keep_points_bonus needs keep_points=true with keep_points_rerolls=1")
-    if c.keep_points and c.keep_head:
-        raise ValueError("keep_points and keep_head are two ways of scoring keeps: set one of them to 0/false")
+    if c.keep_points_bonus and not c.keep_points:
+        raise ValueError("keep_points_bonus needs keep_points=true")
     if isinstance(c.box_points, bool) or not isinstance(c.box_points, (int, float)) or not 0 <= c.box_points < 1e6:
         raise ValueError(f"box_points must be a non-negative number (0 = off), got {c.box_points!r}")
     if c.algo in RLLIB_ALGORITHMS:
@@ -866,12 +842,9 @@ BATCHED_RESUME_FIXED = (
     "n_envs",
     "reward_scale",
     "precision",
-    "keep_head",
     "box_points",
     "keep_points",
-    "keep_points_rerolls",
     "keep_points_bonus",
-    "bonus_shaping",
 )
 
 

@@ -61,10 +61,10 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
     from torch import nn
 
+    from agents.policy.heads import PolicyHeads, PolicyOptions
     from agents.policy.inputs import PolicyInputs
     from agents.training import actor_critic, ppo
     from dice_poker_env.engine.tables import compile_rules
-    from dice_poker_env.envs.observation import flat_layout
     from dice_poker_env.rules import load_rules
 
     torch.set_num_threads(1)
@@ -73,7 +73,6 @@ def main(argv: list[str] | None = None) -> dict:
     rules = load_rules("yacht")  # the default config's network: yacht's policy inputs and actions
     tables = compile_rules(rules)
     rows, in_dim, n_actions = args.rows, PolicyInputs(rules).size, int(tables.n_actions)
-    potential_points = flat_layout(tables)["potential_points"].start
 
     class AutogradFormula(nn.Module):
         """The formula with its gradient left to autograd."""
@@ -100,13 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
         try:
             torch.manual_seed(0)
             model = actor_critic.ActorCritic(
-                in_dim,
-                n_actions,
-                (256, 256),
-                "tanh",
-                precision=precision,
-                box_points=4.0,
-                potential_points=potential_points,
+                PolicyHeads(rules, PolicyOptions(box_points=4.0)), (256, 256), "tanh", precision=precision
             )
         finally:
             actor_critic.ACTIVATIONS["tanh"] = actor_critic.Tanh

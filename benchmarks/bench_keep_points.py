@@ -1,6 +1,6 @@
 """``keep_points``' keep term under ``torch.compile``: the table's two layouts, side by side.
 
-The actor's ``keep_points`` term (``agents.training.actor_critic.ActorCritic._points_logits``) sums,
+The actor's ``keep_points`` term (``agents.policy.heads.PolicyHeads.points_terms``) sums,
 for every row and each of the 32 keeps, the table's expected points of the row's roll times
 the row's open boxes' values: ``keeps[i, a] = sum_b table[roll_i, a, b] * v[i, b]``. The
 model stores the table boxes before keeps, ``(252, n_boxes, 32)``, so that the compiled sum

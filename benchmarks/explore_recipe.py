@@ -26,10 +26,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agents.policy.heads import PolicyHeads, PolicyOptions  # noqa: E402
 from agents.training import a2c, ppo  # noqa: E402
 from agents.training.actor_critic import ActorCritic  # noqa: E402
 from agents.training.rollout import Rollout  # noqa: E402
-from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import load_rules  # noqa: E402
 
 
@@ -57,7 +57,7 @@ def main(argv: list[str]) -> None:
     )
     torch.manual_seed(0)
     rollout = Rollout(rules, c.n_envs, c.n_steps, 0, reward_scale=c.scale, gae_lambda=c.lam, features=c.features)
-    model = ActorCritic(rollout.inputs.size, compile_rules(rules).n_actions, c.hidden, c.act)
+    model = ActorCritic(PolicyHeads(rules, PolicyOptions(features=c.features)), c.hidden, c.act)
     optimizer = torch.optim.Adam(model.parameters(), lr=c.lr, eps=1e-5)
     generator = torch.Generator().manual_seed(0)
     update = {"ppo": ppo.update, "a2c": a2c.update}[c.algo]

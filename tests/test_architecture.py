@@ -49,11 +49,7 @@ TRAIN_LAYER = 6  # train.py, the top
 
 #: imports the layers above forbid that are still in the code, each with who removes it. The tests fail
 #: when one is gone (delete its line) as well as when a new one appears.
-KNOWN_WRONG = {
-    # issue 27 item 1: the policy file format's home imports only the core and NumPy (the POLICY helper)
-    ("agents.policy.player", "agents.players.sb3_agent"),  # check_ruleset; sb3_agent.load_policy imports back
-    ("agents.policy.inputs", "agents.training.shaping"),  # BonusPotential (bonus_shaping, issue 27 item 4)
-}
+KNOWN_WRONG: set[tuple[str, str]] = set()
 
 #: libraries a module of these parts of ``agents`` may import only inside a function (players load fast)
 LAZY_ONLY = {"torch", "stable_baselines3", "sb3_contrib", "ray"}

@@ -14,6 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from agents.policy.heads import PolicyHeads, PolicyOptions  # noqa: E402
 from agents.policy.player import PolicyAgent, load_policy  # noqa: E402
 from agents.training.actor_critic import ActorCritic  # noqa: E402
 from agents.training.rollout import Rollout  # noqa: E402
@@ -105,7 +106,7 @@ def test_checkpoint_of_another_ruleset_or_algo_or_a_truncated_file_is_refused(tm
 def test_rollouts_only_take_legal_actions(rules_name):
     rules = load_rules(rules_name)
     rollout = Rollout(rules, 64, 64, seed=3)
-    model = ActorCritic(rollout.inputs.size, compile_rules(rules).n_actions, [16])
+    model = ActorCritic(PolicyHeads(rules), [16])
     torch.nn.init.normal_(model.actor[-1].weight, std=3.0)  # a peaked policy: wants illegal actions often
     for _ in range(4):
         batch = rollout.collect(model)
@@ -115,78 +116,43 @@ def test_rollouts_only_take_legal_actions(rules_name):
     assert len(rollout.take_scores()) > 0  # games ended on the way
 
 
-def test_bonus_potential_is_the_par_chance_of_the_open_boxes():
-    from agents.training.shaping import BonusPotential
-    from dice_poker_env.envs.vector import DicePokerVectorEnv
+def test_par_chance_is_the_binomial_chance_of_the_open_boxes():
+    """The par model: each open upper box scores its face times a Binomial(5, 0.6) count (three on average)."""
+    from agents.policy.bonus import PAR_ONE_DIE, par_chance, par_points
 
     rules = load_rules("yahtzee")
-    potential = BonusPotential(rules)
+    chance = par_chance(rules)
     sixes_only = 1 << 5  # bit j: the j-th upper box open
     p = 0.6  # each die shows the face with chance 0.6: three of five on average, the par
-    assert potential.chance[sixes_only, 12] == pytest.approx(1 - (1 - p) ** 5 - 5 * p * (1 - p) ** 4)
-    assert potential.chance[sixes_only, 31] == 0.0  # five sixes make 30
-    assert potential.chance[0b111111, 1] == pytest.approx(1.0)
-    env = DicePokerVectorEnv(3, rules, obs_mode="flat")
-    obs, _ = env.reset(seed=0)
-    assert potential(obs) == pytest.approx(np.full(3, 35.0 * potential.chance[0b111111, 63]))
-    layout = flat_layout(compile_rules(rules))
-    reached = obs.copy()
-    reached[:, layout["upper_total"]] = 1.0  # 63 or more: the bonus is paid, nothing more to come
-    assert (potential(reached) == 0).all()
-    with pytest.raises(ValueError, match="bonus_shaping needs an upper bonus"):
-        BonusPotential(load_rules("school_poker"))
-
-
-def test_bonus_shaping_sums_to_minus_the_first_potential_over_each_game():
-    """Potential-based shaping (gamma 1): a game's shaping terms sum to -phi(its first state), whatever is played."""
-    from agents.training.shaping import BonusPotential
-
-    rules = load_rules("yahtzee")
-    plain, shaped = (
-        Rollout(rules, 8, 120, seed=3, reward_scale=0.5),
-        Rollout(rules, 8, 120, seed=3, reward_scale=0.5, bonus_shaping=2.0),
-    )
-    model = ActorCritic(plain.inputs.size, compile_rules(rules).n_actions, [16])
-    first, second = plain.collect(model), shaped.collect(model)
-    assert torch.equal(first.actions, second.actions)  # same games, same play: only the rewards differ
-    extra = (shaped._rewards - plain._rewards) / 0.5  # (steps, games)
-    phi = BonusPotential(rules)(plain._inputs.reshape(-1, plain.inputs.size)[:, : plain.inputs.obs_size]).reshape(
-        120, 8
-    )
-    games = 0
-    for g in range(8):
-        start = 0
-        for end in np.flatnonzero(plain._dones[:, g]):
-            assert extra[start : end + 1, g].sum() == pytest.approx(-2.0 * phi[start, g], abs=1e-3)
-            start, games = end + 1, games + 1
-    assert games >= 8 and np.abs(extra).max() > 0
+    assert PAR_ONE_DIE == pytest.approx(p)
+    assert chance[sixes_only, 12] == pytest.approx(1 - (1 - p) ** 5 - 5 * p * (1 - p) ** 4)
+    assert chance[sixes_only, 31] == 0.0  # five sixes make 30
+    assert chance[0b111111, 1] == pytest.approx(1.0)
+    assert chance.shape == (64, 64) and (np.diff(chance, axis=1) <= 1e-12).all()  # needing more is never likelier
+    assert sum(par_points(box) for box in rules.boxes) == 63  # the threshold is built on the par
+    with pytest.raises(ValueError, match="par model needs an upper bonus"):
+        par_chance(load_rules("school_poker"))
 
 
 @pytest.mark.parametrize(
-    "keep_head, box_points, keep_points, rerolls, bonus",
+    "box_points, keep_points, bonus",
     [
-        (0, 0.0, False, 1, False),
-        (16, 0.0, False, 1, False),
-        (0, 4.0, False, 1, False),
-        (16, 2.5, False, 1, False),
-        (0, 4.0, True, 1, False),
-        (0, 0.0, True, 1, False),
-        (0, 4.0, True, 2, False),
-        (0, 4.0, True, 1, True),
-        (0, 4.0, True, 1, "par"),
+        (0.0, False, False),
+        (4.0, False, False),
+        (2.5, False, False),
+        (4.0, True, False),
+        (0.0, True, False),
+        (4.0, True, True),
+        (4.0, True, "par"),
     ],
 )
-def test_policy_file_plays_the_torch_networks_greedy_action(
-    tmp_path, keep_head, box_points, keep_points, rerolls, bonus
-):
+def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, box_points, keep_points, bonus):
     rules = load_rules("yahtzee")
     trainer = Trainer(
         config(
             net_arch=[64, 64],
-            keep_head=keep_head,
             box_points=box_points,
             keep_points=keep_points,
-            keep_points_rerolls=rerolls,
             keep_points_bonus=bonus,
         ),
         rules,
@@ -200,7 +166,7 @@ def test_policy_file_plays_the_torch_networks_greedy_action(
     agent = PolicyAgent.load(path, rules)
     rollout = Rollout(rules, 64, 1, seed=5)
     for _ in range(2):  # positions with 2, 1 and 0 rerolls left
-        rollout.collect(ActorCritic(rollout.inputs.size, compile_rules(rules).n_actions, [8]))
+        rollout.collect(ActorCritic(PolicyHeads(rules), [8]))
     rolls_left = rollout.current_inputs[:, 6:9].argmax(axis=1)
     assert set(rolls_left.tolist()) == {0, 1, 2}
     obs = rollout.current_inputs[:, : agent.inputs.obs_size].copy()
@@ -212,14 +178,14 @@ def test_policy_file_plays_the_torch_networks_greedy_action(
         logits_torch = trainer.model.actor_logits(torch.from_numpy(agent.inputs(obs))).numpy()
     np.testing.assert_allclose(logits_np, logits_torch, rtol=1e-4, atol=1e-5)
     if bonus is True:
-        kb = agent._keep_bonus
+        kb = agent.heads.keep_bonus
         terms, _ = kb.terms(
             kb, roll_index_of_counts(obs[:, :6] * 5), np.rint(obs[:, upper.start] * 63), 1.0 - obs[:, 9 + kb.upper]
         )
         assert (terms > 0).any(axis=(1, 2)).mean() > 0.5
     _, metadata = load_policy(path)
     assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
-    assert metadata["keep_head"] == keep_head and metadata["box_points"] == box_points
+    assert "keep_head" not in metadata and metadata["box_points"] == box_points
     assert path.stat().st_size < 2 * 1024 * 1024
     if box_points:  # the learnt per-box weights travel with the file; without them the file is refused
         weights, metadata = load_policy(path)
@@ -228,12 +194,19 @@ def test_policy_file_plays_the_torch_networks_greedy_action(
         with pytest.raises(ValueError, match="box_points_w"):
             PolicyAgent(weights, metadata, rules)
     assert metadata["keep_points"] is keep_points
-    assert metadata.get("keep_points_rerolls", 1) == rerolls
+    assert "keep_points_rerolls" not in metadata
     assert metadata.get("keep_points_bonus", False) == bonus
     if bonus:  # a mode the player does not know is refused, not played as another
         weights, metadata = load_policy(path)
         with pytest.raises(ValueError, match="keep_points_bonus must be true or par"):
             PolicyAgent(weights, {**metadata, "keep_points_bonus": "parr"}, rules)
+    # the retired options: recorded "off" (as earlier versions did) the file plays; recorded on, a one-line error
+    weights, metadata = load_policy(path)
+    PolicyAgent(weights, {**metadata, "keep_head": 0, "keep_points_rerolls": 1}, rules)
+    for retired, value in (("keep_head", 64), ("keep_points_rerolls", 2)):
+        with pytest.raises(ValueError, match=rf"{retired}={value} was retired") as refused:
+            PolicyAgent(weights, {**metadata, retired: value}, rules)
+        assert "\n" not in str(refused.value)
     if keep_points:
         weights, metadata = load_policy(path)
         del weights["points_b"]
@@ -330,30 +303,29 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
 
 @pytest.mark.parametrize("rules_name", ["yahtzee", "yatzy"])
 def test_keep_bonus_par_is_the_change_in_the_par_potential(rules_name):
-    """keep_points_bonus=par: writing an upper box adds the change in BonusPotential's phi (the bonus's points
+    """keep_points_bonus=par: writing an upper box adds the change in the par potential phi (the bonus's points
     times the par chance of reaching it) beyond the bonus its points already hold; a keep adds that change
     averaged over every sequence of the rerolled dice (naive scorer) plus the bonus where the box reaches it."""
     import itertools
 
     from naive_rules import NAIVE
 
+    from agents.policy.bonus import par_chance
     from agents.policy.inputs import KeepBonus
-    from agents.training.shaping import BonusPotential
     from dice_poker_env.engine.combinatorics import ROLL_DICE
 
     rules = load_rules(rules_name)
     tables = compile_rules(rules)
-    layout = flat_layout(tables)
-    scale, upper_scale = 50.0, 63.0
-    kb, phi = KeepBonus(rules, par=True), BonusPotential(rules)
+    scale = 50.0
+    kb, chance = KeepBonus(rules, par=True), par_chance(rules)
     upper_boxes = [box for box in rules.boxes if box.section == "upper"]
     threshold, bonus = tables.upper_bonus_threshold, tables.upper_bonus_points
 
     def potential(total: int, upper_open: np.ndarray) -> float:
-        obs = np.zeros((1, layout["dice_one_hot"].stop), np.float32)
-        obs[0, layout["upper_total"]] = min(total, upper_scale) / upper_scale
-        obs[0, layout["filled"].start + kb.upper] = 1.0 - upper_open
-        return float(phi(obs)[0])
+        """The bonus's points times the par chance that the open upper boxes bring the points needed."""
+        needed = threshold - total
+        mask = int((upper_open.astype(np.int64) << np.arange(len(upper_open))).sum())
+        return bonus * chance[mask, needed] if needed > 0 else 0.0
 
     rng = np.random.default_rng(5)
     for _ in range(12):
@@ -382,38 +354,6 @@ def test_keep_bonus_par_is_the_change_in_the_par_potential(rules_name):
             assert keeps[0, action, j] * scale == pytest.approx(expected, abs=1e-3), (dice, action, total, box.name)
 
 
-@pytest.mark.parametrize("rules_name", ["yatzy", "yahtzee"])
-def test_two_reroll_keep_points_are_one_reroll_then_each_boxs_best_keep(rules_name):
-    """keep_points_rerolls=2: the points box b scores on average when the dice not kept are rolled, then kept
-    again as is best for box b alone and rolled once more: enumerated over every sequence of the first reroll,
-    each outcome worth its best one-reroll keep for the box (the one-reroll table, checked against the naive
-    scorer above)."""
-    import itertools
-
-    from agents.policy.inputs import keep_expected_points, keep_points_tables
-    from dice_poker_env.engine.combinatorics import ROLL_DICE, roll_index_of_counts
-
-    rules = load_rules(rules_name)
-    one, two = keep_expected_points(rules, 1), keep_expected_points(rules, 2)
-    best_after_one = one.max(axis=1)  # (252, n_boxes): each box's best keep from each roll
-    rng = np.random.default_rng(1)
-    for roll, action in [(0, 31), (251, 0b11100), *zip(rng.integers(0, 252, 10), rng.integers(0, 32, 10))]:
-        dice = ROLL_DICE[roll].tolist()
-        kept = [d for i, d in enumerate(dice) if action >> i & 1]
-        if len(kept) < 2:
-            kept = dice[:2]
-            action = 0b11
-        outcomes = [kept + list(rest) for rest in itertools.product(range(1, 7), repeat=5 - len(kept))]
-        counts = np.array([np.bincount(o, minlength=7)[1:] for o in outcomes])
-        expected = best_after_one[roll_index_of_counts(counts)].mean(axis=0)
-        np.testing.assert_allclose(two[roll, action], expected, rtol=1e-5, atol=1e-6)
-    assert (two >= one - 1e-6).all() and (two > one + 1e-3).any()  # a second reroll never lowers a box's points
-    stacked = keep_points_tables(rules, 2)
-    assert stacked.shape == (2, *one.shape) and np.array_equal(stacked[0], one) and np.array_equal(stacked[1], two)
-    with pytest.raises(ValueError, match="rerolls"):
-        keep_expected_points(rules, 3)
-
-
 def test_keep_points_weigh_each_keeps_expected_points_by_the_box_values():
     """With keep_points the keep logits gain sum_b open_b u_b E_ab and the box logits u_b p_b; with u = 0 (the
     start) the network is unchanged."""
@@ -426,20 +366,11 @@ def test_keep_points_weigh_each_keeps_expected_points_by_the_box_values():
     layout = flat_layout(tables)
     rollout = Rollout(rules, 128, 1, seed=6)
     for _ in range(40):  # games part-way through: some boxes filled
-        rollout.collect(ActorCritic(rollout.inputs.size, tables.n_actions, [16]))
+        rollout.collect(ActorCritic(PolicyHeads(rules), [16]))
     x = torch.from_numpy(rollout.current_inputs)
-    plain = ActorCritic(rollout.inputs.size, tables.n_actions, [32])
+    plain = ActorCritic(PolicyHeads(rules), [32])
     table = keep_expected_points(rules)
-    model = ActorCritic(
-        rollout.inputs.size,
-        tables.n_actions,
-        [32],
-        keep_points=True,
-        potential_points=layout["potential_points"].start,
-        face_counts=layout["face_counts"].start,
-        filled=layout["filled"].start,
-        expected_points=table,
-    )
+    model = ActorCritic(PolicyHeads(rules, PolicyOptions(keep_points=True)), [32])
     model.actor[0][0].load_state_dict(plain.actor[0].state_dict())  # the same hidden layer and output layer
     model.actor_out.load_state_dict(plain.actor[-1].state_dict())
     with torch.no_grad():
@@ -456,10 +387,8 @@ def test_keep_points_weigh_each_keeps_expected_points_by_the_box_values():
     np.testing.assert_allclose(
         difference[:, N_KEEP_ACTIONS:], u * obs[:, layout["potential_points"]], rtol=1e-4, atol=1e-5
     )
-    with pytest.raises(ValueError, match="keep_points needs"):
-        ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_points=True)
-    with pytest.raises(ValueError, match="use one"):
-        ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_points=True, keep_head=8)
+    with pytest.raises(ValueError, match="keep_points_bonus needs keep_points"):
+        PolicyOptions(keep_points_bonus="par")
 
 
 def test_box_points_adds_each_boxs_points_to_its_logit():
@@ -473,8 +402,8 @@ def test_box_points_adds_each_boxs_points_to_its_logit():
     rollout = Rollout(rules, 128, 1, seed=4)
     x = torch.from_numpy(rollout.current_inputs)
     points = flat_layout(tables)["potential_points"]
-    plain = ActorCritic(rollout.inputs.size, tables.n_actions, [32])
-    boosted = ActorCritic(rollout.inputs.size, tables.n_actions, [32], box_points=4.0, potential_points=points.start)
+    plain = ActorCritic(PolicyHeads(rules), [32])
+    boosted = ActorCritic(PolicyHeads(rules, PolicyOptions(box_points=4.0)), [32])
     boosted.actor.load_state_dict(plain.actor.state_dict())
     with torch.no_grad():
         difference = (boosted.actor_logits(x) - plain.actor_logits(x)).numpy()
@@ -483,37 +412,9 @@ def test_box_points_adds_each_boxs_points_to_its_logit():
         difference[:, N_KEEP_ACTIONS:], 4.0 * rollout.current_inputs[:, points], rtol=1e-5, atol=1e-6
     )
     assert np.abs(difference).max() > 0.5  # some rolls score points now
-    with pytest.raises(ValueError, match="potential_points"):
-        ActorCritic(rollout.inputs.size, tables.n_actions, [32], box_points=1.0)
-
-
-def test_keep_head_scores_a_keep_by_the_dice_it_keeps():
-    """The keep head's kept-dice sums are the engine's keep counts, so equal keeps get equal logits."""
-    from dice_poker_env.engine.combinatorics import KEEP_COUNTS, KEEP_OF_ACTION, N_KEEP_ACTIONS, ROLL_DICE
-    from dice_poker_env.envs.observation import flat_layout
-
-    rules = load_rules("yahtzee")
-    tables = compile_rules(rules)
-    rollout = Rollout(rules, 256, 1, seed=2)
-    x = torch.from_numpy(rollout.current_inputs)
-    start = flat_layout(tables)["dice_one_hot"].start
-    model = ActorCritic(rollout.inputs.size, tables.n_actions, [32], keep_head=8, dice_one_hot=start)
-    torch.nn.init.normal_(model.keep_out.weight, std=1.0)
-    dice = x[:, start : start + 30].reshape(-1, 5, 6)
-    kept = torch.matmul(model.keep_bits, dice).numpy()  # (B, 32, 6) face counts of the kept dice
-    counts = rollout.current_inputs[:, flat_layout(tables)["face_counts"]] * 5
-    rolls = [
-        ROLL_DICE.tolist().index(sorted(np.repeat(np.arange(1, 7), np.rint(c).astype(int)).tolist())) for c in counts
-    ]
-    assert np.array_equal(kept, KEEP_COUNTS[KEEP_OF_ACTION[rolls]])
-    with torch.no_grad():
-        logits = model.actor_logits(x).numpy()
-    for row, roll in enumerate(rolls[:32]):
-        keeps = KEEP_OF_ACTION[roll]
-        for a in range(N_KEEP_ACTIONS):
-            same = np.flatnonzero(keeps == keeps[a])
-            np.testing.assert_allclose(logits[row, same], logits[row, a], rtol=1e-5, atol=1e-6)
-        assert len(np.unique(np.round(logits[row, :N_KEEP_ACTIONS], 5))) > 1  # not one logit for every keep
+    for bad in (-1.0, float("nan"), True):
+        with pytest.raises(ValueError, match="box_points must be a non-negative number"):
+            PolicyOptions(box_points=bad)
 
 
 def test_evaluate_plays_each_game_once_and_returns_its_final_score():
@@ -707,7 +608,7 @@ def test_precision_auto_picks_bfloat16_only_where_the_cpu_has_bf16_units(monkeyp
     assert actor_critic.resolve_precision("auto") == "float32"
     monkeypatch.setattr(actor_critic, "cpu_has_bf16_units", lambda: True)
     assert actor_critic.resolve_precision("auto") == "bfloat16"
-    assert ActorCritic(8, 33, [4], precision="auto").precision == "bfloat16"
+    assert ActorCritic(PolicyHeads(load_rules("yacht")), [4], precision="auto").precision == "bfloat16"
     assert actor_critic.resolve_precision("float32") == "float32"
     with pytest.raises(ValueError, match="precision must be one of"):
         actor_critic.resolve_precision("float16")

@@ -27,16 +27,26 @@ from typing import Any
 
 import numpy as np
 
+from agents.policy.files import RulesetMismatchError, check_ruleset, load_policy, ruleset_metadata
+from agents.policy.observation import FlatObservation
 from dice_poker_env.engine.combinatorics import (
-    N_DICE,
     N_KEEP_ACTIONS,
     distinct_keep_mask,
-    roll_index_of_counts,
     roll_index_of_sorted,
 )
 from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules, load_rules
+
+__all__ = [
+    "ALGORITHMS",
+    "RulesetMismatchError",
+    "SB3Agent",
+    "algorithm_class",
+    "check_ruleset",
+    "model_metadata",
+    "read_metadata",
+    "save_model",
+]
 
 #: name of the metadata member inside the model's zip file
 METADATA_NAME = "dice_poker_env.json"
@@ -49,10 +59,6 @@ ALGORITHMS: dict[str, tuple[str, str, bool]] = {
     "a2c": ("stable_baselines3", "A2C", False),
     "dqn": ("stable_baselines3", "DQN", False),
 }
-
-
-class RulesetMismatchError(ValueError):
-    """A model is asked to play a ruleset other than the one it was trained on."""
 
 
 def algorithm_class(algo: str):
@@ -72,12 +78,7 @@ def model_metadata(rules: Rules, obs_mode: str, algo: str, **extra: Any) -> dict
         "format": METADATA_FORMAT,
         "algorithm": algo,
         "masked": ALGORITHMS[algo][2] if algo in ALGORITHMS else True,  # batched trainers are masked
-        "rules": rules.name,
-        "rules_options": dict(rules.options),
-        "rules_source": rules.source,
-        "rules_fingerprint": rules.fingerprint,
-        "box_names": list(rules.box_names),
-        "n_actions": N_KEEP_ACTIONS + rules.n_boxes,
+        **ruleset_metadata(rules),
         "obs_mode": obs_mode,
         **extra,
     }
@@ -119,8 +120,6 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such model file")
     if path.suffix == ".npz":  # a policy file of the batched trainers
-        from agents.policy.player import load_policy
-
         return load_policy(path)[1]
     damaged = f"{path}: truncated or corrupt model file"
     try:
@@ -147,24 +146,6 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(metadata, dict):
         raise ValueError(f"{damaged}: {METADATA_NAME} is not a JSON object")
     return metadata
-
-
-def check_ruleset(metadata: Mapping[str, Any], rules: Rules, source: str = "the model") -> None:
-    """Raise :class:`RulesetMismatchError` unless ``rules`` is the model's ruleset."""
-    if metadata.get("rules_fingerprint") == rules.fingerprint:
-        return
-
-    def text(name: str, options: Mapping[str, Any]) -> str:
-        opts = ", ".join(f"{k}={v!r}" for k, v in options.items())
-        return f"{name!r}" + (f" (options {opts})" if opts else "")
-
-    trained = metadata.get("rules", "?")
-    raise RulesetMismatchError(
-        f"{source} was trained on ruleset {text(trained, metadata.get('rules_options') or {})} "
-        f"[fingerprint {metadata.get('rules_fingerprint')}] and cannot play ruleset "
-        f"{text(rules.name, rules.options)} [fingerprint {rules.fingerprint}]: the games differ. "
-        f"Benchmark it on {trained!r} with the same options, or train a model for {rules.name!r}."
-    )
 
 
 class SB3Agent:
@@ -199,7 +180,7 @@ class SB3Agent:
         self.masked = bool(self.metadata["masked"])
         #: the model was trained on masks showing each distinct keep once (train.py's ``distinct_keeps``)
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
-        self._flat_layout = flat_layout(compile_rules(self.rules))  # where flat observations keep the dice and points
+        self._flat = FlatObservation(self.rules)  # reads the dice and points of flat observations
         self.fallbacks = 0  #: illegal proposals replaced by the fallback
 
     @classmethod
@@ -247,8 +228,7 @@ class SB3Agent:
         """The roll index of an observation (dict: its sorted dice; flat: its face counts)."""
         if isinstance(observation, Mapping):
             return int(roll_index_of_sorted(np.asarray(observation["dice"], dtype=np.int64)))
-        counts = np.asarray(observation, dtype=np.float64)[self._flat_layout["face_counts"]] * N_DICE
-        return int(roll_index_of_counts(counts))
+        return int(self._flat.roll(self._flat, np.asarray(observation, dtype=np.float32).reshape(1, -1))[0])
 
     def _fallback(self, observation: Any, mask: np.ndarray) -> int:
         """The legal box with the most points now (the training wrapper's fallback)."""
@@ -257,6 +237,6 @@ class SB3Agent:
             from agents.players.greedy import best_box_action, state_from_observation
 
             return best_box_action(tables, state_from_observation(tables, observation), mask)
-        points = np.asarray(observation, dtype=np.float64)[self._flat_layout["potential_points"]]
+        points = self._flat.potential_points(np.asarray(observation, dtype=np.float32).reshape(1, -1))[0]
         legal = mask[N_KEEP_ACTIONS:].astype(bool)
         return N_KEEP_ACTIONS + int(np.argmax(np.where(legal, points, -np.inf)))

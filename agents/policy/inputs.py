@@ -1,10 +1,14 @@
-"""What a trained policy network sees: the flat observation plus a few features of it.
+"""What a trained policy network sees, and the rules' arithmetic its heads weigh.
 
-The batched trainers (``agents/training/ppo.py``, ``agents/training/a2c.py``) and the NumPy player of
-their policies (:class:`agents.policy.player.PolicyAgent`) both call
-:class:`PolicyInputs`, so training and play feed a network the same numbers.
-NumPy only: the features carry no gradient, so they are computed once per
-step on the env's observations.
+* :class:`PolicyInputs`: the flat observation plus a few features of it (progress toward the upper bonus).
+  The batched trainers' rollouts and the NumPy player (:class:`agents.policy.player.PolicyAgent`) both call
+  it, so training and play feed a network the same numbers. NumPy only: the features carry no gradient,
+  so they are computed once per step on the env's observations.
+* :func:`keep_expected_points`: each keep's expected points per box after one reroll (``keep_points``).
+* :class:`KeepBonus`: the upper bonus in those points (``keep_points_bonus``), its terms written once
+  for NumPy arrays and torch tensors.
+
+The heads that use them are :mod:`agents.policy.heads`.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from math import comb
 
 import numpy as np
 
+from agents.policy.bonus import par_chance, par_points, points_needed
+from agents.policy.observation import FlatObservation, as_index
 from dice_poker_env.engine.combinatorics import (
     KEEP_COUNTS,
     KEEP_OF_ACTION,
@@ -23,53 +29,30 @@ from dice_poker_env.engine.combinatorics import (
     TRANSITION,
 )
 from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.envs.observation import flat_layout, flat_scales, flat_size
+from dice_poker_env.envs.observation import flat_scales
 from dice_poker_env.rules import Rules
 
 
-def keep_expected_points(rules: Rules, rerolls: int = 1) -> np.ndarray:
+def keep_expected_points(rules: Rules) -> np.ndarray:
     """``(252, 32, n_boxes)`` float32: from each sorted roll, for each keep bitmask, the points each box would
-    score on average after the dice not kept are rolled, divided by the flat layout's points scale (as the
-    observation's ``potential_points``).
-
-    ``rerolls=1``: the dice not kept are rolled once (keeping all five dice, bitmask 31, gives the points each
-    box scores now). ``rerolls=2``: they are rolled, and then once more after the best keep *for that box
-    alone* (each box's own best second keep, as if it were the only box open).
+    score on average after the dice not kept are rolled once, divided by the flat layout's points scale (as the
+    observation's ``potential_points``; keeping all five dice, bitmask 31, gives the points each box scores now).
 
     Read from the rules' score table and the dice's transition probabilities: what a player can work out from
     the rules alone (the box's plain score: no joker, no first-roll bonus), not the solver's values, which
-    weigh every box of the scorecard at once. The ``keep_points`` option of
-    :class:`agents.training.actor_critic.ActorCritic` weighs these per state.
+    weigh every box of the scorecard at once. The ``keep_points`` option (:mod:`agents.policy.heads`) weighs
+    these per state.
     """
-    return _keep_tables(rules, rerolls)[-1]
-
-
-def _keep_tables(rules: Rules, rerolls: int) -> list[np.ndarray]:
-    """:func:`keep_expected_points` for 1 to ``rerolls`` rerolls, each built on the one before."""
-    if rerolls not in (1, 2):
-        raise ValueError(f"rerolls must be 1 or 2, got {rerolls!r}")
     tables = compile_rules(rules)
     scale, _ = flat_scales(tables)
     keeps = KEEP_OF_ACTION.astype(np.int64)  # (252 rolls, 32 bitmasks) -> kept multiset
     points = tables.score.astype(np.float64)  # (252 rolls, n_boxes): the points of each roll
-    out = []
-    for _ in range(rerolls):
-        per_roll = (TRANSITION @ points)[keeps]  # (252, 32, n_boxes): expected points after one roll
-        out.append((per_roll / scale).astype(np.float32))
-        points = per_roll.max(axis=1)  # each box's best keep from each roll, for the next horizon
-    return out
-
-
-def keep_points_tables(rules: Rules, rerolls: int = 1) -> np.ndarray:
-    """The ``keep_points`` table(s) of a horizon: ``rerolls=1`` the one-reroll table ``(252, 32, n_boxes)``;
-    ``rerolls=2`` both, stacked ``(2, 252, 32, n_boxes)``: index 0 where one reroll is left, 1 where two are."""
-    found = _keep_tables(rules, rerolls)
-    return found[0] if rerolls == 1 else np.stack(found)
+    return ((TRANSITION @ points)[keeps] / scale).astype(np.float32)  # expected points after one roll
 
 
 class KeepBonus:
     """The upper bonus in the points that ``keep_points`` weighs: option ``keep_points_bonus`` of
-    :class:`agents.training.actor_critic.ActorCritic`.
+    the policy's heads (:mod:`agents.policy.heads`).
 
     A box action's points (the observation's ``potential_points``) include the upper bonus where writing the
     box reaches it now; :func:`keep_expected_points` counts each box's plain score only. So with the bonus
@@ -83,7 +66,7 @@ class KeepBonus:
     ``par=True`` (``keep_points_bonus: par``): what writing an upper box does to the bonus's expected points,
     for the box actions and, after one reroll, for the keeps: the bonus's points times the chance that the
     other open upper boxes then bring the points still needed (1 where the box reaches the threshold), minus
-    that chance now, the chances of :class:`agents.training.shaping.BonusPotential`'s par model (each open box
+    that chance now, the chances of the par model (:func:`agents.policy.bonus.par_chance`: each open box
     ``Binomial(5, 0.6)`` of its face). Writing three sixes early is then worth a little more than 18 points,
     two sixes a good deal less than 12.
 
@@ -96,7 +79,7 @@ class KeepBonus:
         tables = compile_rules(rules)
         if not tables.has_upper_bonus:
             raise ValueError(f"keep_points_bonus: ruleset {rules.name!r} has no upper bonus")
-        scale, self.upper_scale = flat_scales(tables)
+        scale, _ = flat_scales(tables)
         self.upper = np.flatnonzero(tables.is_upper)
         faces = np.array([rules.boxes[k].face for k in self.upper]) - 1
         counts = ROLL_COUNTS[:, faces].astype(np.int64)  # (252, U): each upper box's face count in each roll
@@ -126,27 +109,29 @@ class KeepBonus:
         self.on_complete = bool(tables.upper_bonus_on_complete)
         self.par = bool(par)
         if self.par:  # chance[open upper boxes' bitmask, points needed]: they bring them at par
-            from agents.training.shaping import BonusPotential
-
             if self.on_complete:
                 raise ValueError(
                     f"keep_points_bonus=par: the par model needs an upper bonus paid at a total of "
                     f"face sums; {rules.name}'s is settled by the last upper box (use true)"
                 )
-            self.chance = BonusPotential(rules).chance.astype(np.float32)
+            self.chance = par_chance(rules).astype(np.float32)
             self.bits = (1 << np.arange(len(self.upper))).astype(np.float32)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The tables :meth:`terms` reads, by name (``upper``: the upper boxes' indices), for torch buffers."""
+        names = ("combo", "combo_chance", "count_value", "upper") + (("chance", "bits") if self.par else ())
+        return {name: getattr(self, name) for name in names}
 
     def terms(self, t, roll, upper_total, upper_open):
         """``(keeps, boxes)``: the bonus points (``potential_points``' units) each keep ``(B, 32, U)`` adds to
         each upper box's, and with ``par`` each upper box action adds ``(B, U)`` (else ``None``).
 
         Written once for NumPy arrays and torch tensors (the NumPy player and the torch network): ``t`` holds
-        this object's tables ``combo``, ``combo_chance``, ``count_value`` and with ``par`` ``chance`` and
-        ``bits``, as NumPy arrays (this object itself) or as torch buffers; ``roll`` ``(B,)`` sorted-roll
+        this object's tables (:meth:`arrays`) as NumPy arrays (this object itself) or as torch buffers; ``roll`` ``(B,)`` sorted-roll
         indices, ``upper_total`` ``(B,)`` the upper total in points, ``upper_open`` ``(B, U)`` 1 where the box
         is open.
         """
-        needed = self.threshold - upper_total  # (B,)
+        needed = points_needed(self.threshold, upper_total)  # (B,)
         reach = t.count_value[None] >= needed[:, None, None]  # (B, U, 6): the count's points reach the bonus
         if self.on_complete:  # only writing the last open upper box can earn it (par refuses such rulesets)
             eligible = upper_open * (upper_open.sum(-1) == 1)[:, None]
@@ -155,9 +140,9 @@ class KeepBonus:
         if self.par:
             width = t.chance.shape[1] - 1
             mask = (upper_open * t.bits).sum(-1)  # (B,): the open upper boxes' bitmask
-            rest = _as_index(mask[:, None] - upper_open * t.bits)[:, :, None]  # (B, U, 1): without box j
-            now = t.chance[_as_index(mask), _as_index(needed.clip(0, width))] * self.points  # (B,)
-            after = t.chance[rest, _as_index((needed[:, None, None] - t.count_value[None]).clip(0, width))]
+            rest = as_index(mask[:, None] - upper_open * t.bits)[:, :, None]  # (B, U, 1): without box j
+            now = t.chance[as_index(mask), as_index(needed.clip(0, width))] * self.points  # (B,)
+            after = t.chance[rest, as_index((needed[:, None, None] - t.count_value[None]).clip(0, width))]
             value = after * self.points - now[:, None, None]  # (B, U, 6)
         else:
             value = reach * self.points
@@ -174,11 +159,6 @@ class KeepBonus:
             )[..., 0]
         )
         return keeps, boxes
-
-
-def _as_index(x):
-    """Integer indices of a NumPy array or a torch tensor of whole numbers."""
-    return np.rint(x).astype(np.int64) if isinstance(x, np.ndarray) else x.round().long()
 
 
 def _take_last(values, index):
@@ -210,21 +190,16 @@ class PolicyInputs:
 
     def __init__(self, rules: Rules, features: bool = True):
         tables = compile_rules(rules)
-        layout = flat_layout(tables)
+        self.obs = FlatObservation(rules)
         self.features = bool(features)
-        self.obs_size = flat_size(tables)
+        self.obs_size = self.obs.size
         self.size = self.obs_size + (self.n_features if self.features else 0)
-        self._filled, self._scores, self._upper_total = layout["filled"], layout["scores"], layout["upper_total"]
-        self._score_scale, self._upper_scale = flat_scales(tables)
         self._threshold = float(tables.upper_bonus_threshold) if tables.has_upper_bonus else 0.0
         self._norm = max(self._threshold, 1.0)
-        par = np.zeros(tables.n_boxes, dtype=np.float32)
-        counted = np.zeros(tables.n_boxes, dtype=np.float32)  # upper boxes scored by one face
-        for k, box in enumerate(rules.boxes):
-            if box.section == "upper" and box.kind in ("face_sum", "relative_face"):
-                par[k] = (3 - (box.base if box.kind == "relative_face" else 0)) * box.face
-                counted[k] = 1.0
-        self._par, self._counted = par, counted
+        # the upper boxes scored by one face, and their points at par
+        counted = [box.section == "upper" and box.kind in ("face_sum", "relative_face") for box in rules.boxes]
+        self._counted = np.array(counted, dtype=np.float32)
+        self._par = np.array([par_points(box) for box in rules.boxes], dtype=np.float32)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """``(B, obs_size)`` or ``(obs_size,)`` float32 observations -> network inputs (float32)."""
@@ -233,12 +208,13 @@ class PolicyInputs:
             return obs
         single = obs.ndim == 1
         obs = obs.reshape(-1, self.obs_size)
-        filled = obs[:, self._filled]
-        scores = obs[:, self._scores] * self._score_scale
-        total = obs[:, self._upper_total] * self._upper_scale
-        needed = np.clip(self._threshold - total, 0.0, None) if self._threshold else np.zeros_like(total)
-        above = ((scores - self._par) * filled) @ self._counted
+        filled = self.obs.filled(obs)
+        if self._threshold:
+            needed = np.clip(points_needed(self._threshold, self.obs.upper_total(obs)), 0.0, None)
+        else:
+            needed = np.zeros(len(obs), dtype=np.float32)
+        above = ((self.obs.scores(obs) - self._par) * filled) @ self._counted
         open_par = (1.0 - filled) @ (self._par * self._counted)
-        extra = np.column_stack([needed[:, 0], above, open_par]) / self._norm
+        extra = np.column_stack([needed, above, open_par]) / self._norm
         out = np.concatenate([obs, extra.astype(np.float32)], axis=1)
         return out[0] if single else out

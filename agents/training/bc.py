@@ -42,21 +42,19 @@ from torch import nn
 from torch.nn import functional as F
 
 from agents.players.sb3_agent import model_metadata
+from agents.policy.heads import PolicyHeads, PolicyOptions
 from agents.policy.inputs import PolicyInputs
+from agents.policy.observation import FlatObservation
 from agents.policy.player import PolicyAgent, save_policy
 from agents.training.actor_critic import MASKED_LOGIT, ActorCritic
 from dice_poker_env.engine.combinatorics import (
     CANONICAL_KEEP_ACTION,
     KEEP_ALL,
     KEEP_OF_ACTION,
-    N_DICE,
     N_KEEP_ACTIONS,
     N_ROLLS,
     distinct_keep_mask,
-    roll_index_of_counts,
 )
-from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules
 
 #: how the behaviour-cloning baseline is named wherever it is reported
@@ -127,7 +125,8 @@ def load_data(dataset_id: str, rules: Rules, *, features: bool, distinct_keeps: 
         )
     data = load_transitions(dataset_id)
     obs, actions, masks = data["observations"], data["actions"], data["action_mask"]
-    rolls = roll_index_of_counts(obs[:, flat_layout(compile_rules(rules))["face_counts"]] * N_DICE)
+    flat = FlatObservation(rules)
+    rolls = flat.roll(flat, obs)
     if distinct_keeps:
         actions = canonical_actions(actions, rolls)
         masks = distinct_keep_mask(masks, rolls)
@@ -178,9 +177,8 @@ class BCTrainer:
         self.data = load_data(config.dataset, rules, features=config.features, distinct_keeps=config.distinct_keeps)
         if len(self.data.actions) == 0:
             raise ValueError(f"dataset {config.dataset!r} holds no steps")
-        self.model = ActorCritic(
-            self.data.inputs.shape[1], compile_rules(rules).n_actions, config.net_arch, config.activation
-        ).to(self.device)  # the critic is unused
+        heads = PolicyHeads(rules, PolicyOptions(features=bool(config.features)))
+        self.model = ActorCritic(heads, config.net_arch, config.activation).to(self.device)  # the critic is unused
         self.optimizer = torch.optim.Adam(self.model.actor.parameters(), lr=config.learning_rate, eps=1e-5)
         self.generator = torch.Generator().manual_seed(config.seed + 1)  # minibatch order
         info = self.data.info

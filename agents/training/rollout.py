@@ -18,7 +18,6 @@ from gymnasium.vector import AutoresetMode
 
 from agents.policy.inputs import PolicyInputs
 from agents.training.actor_critic import ActorCritic, sample
-from agents.training.shaping import BonusPotential
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.vector import DicePokerVectorEnv
@@ -50,10 +49,6 @@ class Rollout:
         reward_scale: training rewards are the env's times this.
         gamma, gae_lambda: discount and GAE lambda.
         features: policy inputs with the upper-bonus features (:class:`PolicyInputs`).
-        bonus_shaping: weight of the potential-based shaping toward the upper bonus
-            (:class:`agents.training.shaping.BonusPotential`; 0: none): each training reward gets
-            ``bonus_shaping * (gamma * phi(s') - phi(s))``, ``phi`` 0 after a game's last step. The scores
-            the rollout records are the env's own.
     """
 
     def __init__(
@@ -68,7 +63,6 @@ class Rollout:
         gamma: float = 1.0,
         gae_lambda: float = 0.95,
         features: bool = True,
-        bonus_shaping: float = 0.0,
         device: str | torch.device = "cpu",
     ):
         self.rules = rules
@@ -77,8 +71,6 @@ class Rollout:
         self.reward_scale, self.gamma, self.gae_lambda = float(reward_scale), float(gamma), float(gae_lambda)
         self.device = torch.device(device)
         self.inputs = PolicyInputs(rules, features=features)
-        self.bonus_shaping = float(bonus_shaping)
-        self.potential = BonusPotential(rules) if self.bonus_shaping else None
         self.env = DicePokerVectorEnv(self.n_envs, rules, obs_mode="flat", autoreset_mode=AutoresetMode.SAME_STEP)
         obs, info = self.env.reset(seed=int(seed))
         self.generator = torch.Generator().manual_seed(int(seed))
@@ -120,9 +112,6 @@ class Rollout:
             self._actions[t] = action.cpu()
             obs, reward, terminated, truncated, info = self.env.step(self._actions[t].numpy())
             done = terminated | truncated
-            if self.potential is not None:  # obs after a game's last step is the next game's: phi counts 0
-                before = self.potential(self._inputs[t, :, : self.inputs.obs_size])
-                reward = reward + self.bonus_shaping * (self.gamma * ~done * self.potential(obs) - before)
             self._rewards[t] = reward * self.reward_scale
             self._dones[t] = done
             if done.any():

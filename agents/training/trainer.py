@@ -39,12 +39,10 @@ import numpy as np
 import torch
 
 from agents.players.sb3_agent import model_metadata
-from agents.policy.inputs import KeepBonus, keep_points_tables
+from agents.policy.heads import PolicyHeads, PolicyOptions
 from agents.policy.player import PolicyAgent, save_policy
 from agents.training.actor_critic import ActorCritic, Compiled, resolve_precision
 from agents.training.rollout import Rollout
-from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules
 
@@ -115,31 +113,14 @@ class Trainer:
             gamma=config.gamma,
             gae_lambda=config.gae_lambda,
             features=config.features,
-            bonus_shaping=getattr(config, "bonus_shaping", 0.0),
             device=self.device,
         )
-        tables = compile_rules(rules)
-        layout = flat_layout(tables)
-        keep_points = bool(getattr(config, "keep_points", False))
-        keep_rerolls = int(getattr(config, "keep_points_rerolls", 1))
-        keep_bonus = getattr(config, "keep_points_bonus", False)
+        options = PolicyOptions.from_config(config)
         self.model = ActorCritic(
-            self.rollout.inputs.size,
-            tables.n_actions,
+            PolicyHeads(rules, options),
             config.net_arch,
             config.activation,
             resolve_precision(getattr(config, "precision", "float32"), self.device),
-            keep_head=getattr(config, "keep_head", 0),
-            dice_one_hot=layout["dice_one_hot"].start,
-            box_points=getattr(config, "box_points", 0.0),
-            potential_points=layout["potential_points"].start,
-            keep_points=keep_points,
-            face_counts=layout["face_counts"].start,
-            filled=layout["filled"].start,
-            expected_points=keep_points_tables(rules, keep_rerolls) if keep_points else None,
-            rolls_left=layout["rolls_left"].start,
-            keep_bonus=KeepBonus(rules, par=keep_bonus == "par") if keep_bonus else None,
-            upper_total=layout["upper_total"].start,
         ).to(self.device)
         #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
         self.policy = Compiled(self.model) if getattr(config, "compile", False) else self.model
@@ -153,15 +134,10 @@ class Trainer:
             "obs_mode": "flat",
             "masked": True,
             "distinct_keeps": bool(config.distinct_keeps),
-            "features": bool(config.features),
             "activation": config.activation,
             "net_arch": list(config.net_arch),
             "precision": self.model.precision,
-            "keep_head": int(getattr(config, "keep_head", 0)),
-            "box_points": float(getattr(config, "box_points", 0.0)),
-            "keep_points": keep_points,
-            **({"keep_points_rerolls": keep_rerolls} if keep_points and keep_rerolls != 1 else {}),
-            **({"keep_points_bonus": keep_bonus} if keep_bonus else {}),
+            **options.metadata(),
         }
         self.updates = 0
         self.best = -math.inf

@@ -1,0 +1,94 @@
+"""The policy file (``.npz`` + JSON metadata) and the ruleset check every trained model passes before it plays.
+
+A policy file holds the actor network's weights (``w0, b0, w1, b1, ...``: ``x @ w + b`` with the
+activation between layers; with the heads' options also ``box_points_w``, ``points_w``, ``points_b``) and
+one ``metadata`` entry, JSON: the ruleset it was trained on (:func:`ruleset_metadata`: name, options,
+fingerprint), the policy's options (:class:`agents.policy.heads.PolicyOptions`), the activation, whether
+it saw each distinct keep once, and how it was made (config, command, commit). Loading one never runs
+code (``allow_pickle=False``).
+
+:func:`check_ruleset` is shared with the Stable-Baselines3 models (:mod:`agents.players.sb3_agent`): a
+model refuses, with :class:`RulesetMismatchError` naming both, a ruleset other than its own (the action
+and observation sizes of two rulesets can coincide).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS
+from dice_poker_env.rules import Rules
+
+#: file format version of policy files
+POLICY_FORMAT = 1
+
+
+class RulesetMismatchError(ValueError):
+    """A model is asked to play a ruleset other than the one it was trained on."""
+
+
+def ruleset_metadata(rules: Rules) -> dict[str, Any]:
+    """What a model's metadata records of its ruleset (checked by :func:`check_ruleset`)."""
+    return {
+        "rules": rules.name,
+        "rules_options": dict(rules.options),
+        "rules_source": rules.source,
+        "rules_fingerprint": rules.fingerprint,
+        "box_names": list(rules.box_names),
+        "n_actions": N_KEEP_ACTIONS + rules.n_boxes,
+    }
+
+
+def check_ruleset(metadata: Mapping[str, Any], rules: Rules, source: str = "the model") -> None:
+    """Raise :class:`RulesetMismatchError` unless ``rules`` is the model's ruleset."""
+    if metadata.get("rules_fingerprint") == rules.fingerprint:
+        return
+
+    def text(name: str, options: Mapping[str, Any]) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in options.items())
+        return f"{name!r}" + (f" (options {opts})" if opts else "")
+
+    trained = metadata.get("rules", "?")
+    raise RulesetMismatchError(
+        f"{source} was trained on ruleset {text(trained, metadata.get('rules_options') or {})} "
+        f"[fingerprint {metadata.get('rules_fingerprint')}] and cannot play ruleset "
+        f"{text(rules.name, rules.options)} [fingerprint {rules.fingerprint}]: the games differ. "
+        f"Benchmark it on {trained!r} with the same options, or train a model for {rules.name!r}."
+    )
+
+
+def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], metadata: Mapping[str, Any]) -> Path:
+    """Write a policy file (``.npz``) atomically: a temporary file renamed into place."""
+    path = Path(path)
+    if path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {**metadata, "policy_format": POLICY_FORMAT}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        np.savez(handle, metadata=np.array(json.dumps(meta, default=str)), **weights)
+    os.replace(tmp, path)
+    return path
+
+
+def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The weights (name -> array, as :meth:`agents.training.actor_critic.ActorCritic.export` writes them) and
+    the metadata of a policy file (clear errors otherwise)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such policy file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            metadata = json.loads(str(data["metadata"]))
+            weights = {name: data[name].astype(np.float32) for name in data.files if name != "metadata"}
+    except (OSError, ValueError, KeyError, EOFError) as error:
+        raise ValueError(f"{path}: not a readable policy file ({error})") from None
+    if "w0" not in weights or metadata.get("policy_format") != POLICY_FORMAT:
+        raise ValueError(f"{path}: not a policy file of format {POLICY_FORMAT}")
+    return weights, metadata
