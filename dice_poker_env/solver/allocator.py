@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
-def _mallopt():
+def _mallopt() -> Callable[..., Any] | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.mallopt
+        mallopt: Callable[..., Any] = libc.mallopt
+        return mallopt
     except (OSError, AttributeError):  # not glibc: nothing to tune
         return None
 
@@ -20,7 +23,7 @@ _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
 
 
 @contextmanager
-def roomy_malloc():
+def roomy_malloc() -> Iterator[None]:
     """Keep freed memory for reuse while solving (glibc only; a no-op elsewhere).
 
     The turn tables are a few hundred KiB each and are allocated and freed many
