@@ -205,7 +205,7 @@ _ROLL_INDEX_OF_CODE_LIST = ROLL_INDEX_OF_CODE.tolist()
 REROLLED_POSITIONS = [tuple(i for i in range(N_DICE) if not bits >> i & 1) for bits in range(N_KEEP_ACTIONS)]
 
 
-def kept_dice(dice: Sequence[int] | np.ndarray, action: int) -> list[int]:
+def kept_dice(dice: Sequence[Any] | np.ndarray, action: int) -> list[Any]:  # items as given (ints, digits)
     """The dice a keep action keeps (bit ``i`` of ``action`` keeps die ``i``), in position order.
 
     The one reading of keep bits for display: the solver's decision list, the

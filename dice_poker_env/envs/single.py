@@ -31,7 +31,9 @@ _NO_DICE = [1] * N_DICE
 _N_REROLLED = [len(positions) for positions in REROLLED_POSITIONS]
 
 
-class DicePokerEnv(gym.Env[Observation, int]):
+# Observations are typed Any at the env's surface: an array or a dict of arrays by obs_mode, chosen at run time
+# (the functions that build them return Observation).
+class DicePokerEnv(gym.Env[Any, int]):
     """One player's game of a Yahtzee-family dice game.
 
     ## Description
@@ -138,9 +140,7 @@ class DicePokerEnv(gym.Env[Observation, int]):
         self._score = 0
 
     # ------------------------------------------------------------------ API
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Observation, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         options = check_options(options)
         if isinstance(seed, bool) or not (seed is None or isinstance(seed, (int, np.integer))):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
@@ -155,7 +155,7 @@ class DicePokerEnv(gym.Env[Observation, int]):
         self._mask = self._masks.of_game(self.state)  # a shared read-only row: copied when handed out
         return self._observation(), self._info()
 
-    def step(self, action: Any) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if self._done or self.state is None:
             raise gym.error.ResetNeeded("call reset() before step() (the episode is over or never started)")
         assert self._mask is not None  # set with the state by reset()

@@ -73,7 +73,8 @@ def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
     raise ValueError(f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, got {mode!r}")
 
 
-class DicePokerVectorEnv(VectorEnv[Observation, np.ndarray, np.ndarray]):
+# Observations are typed Any at the env's surface, as in DicePokerEnv (an array or a dict of arrays by obs_mode).
+class DicePokerVectorEnv(VectorEnv[Any, np.ndarray, np.ndarray]):
     """``num_envs`` independent games of a Yahtzee-family dice game, batched in NumPy.
 
     ## Description
@@ -233,9 +234,7 @@ class DicePokerVectorEnv(VectorEnv[Observation, np.ndarray, np.ndarray]):
         )
 
     # ------------------------------------------------------------------ API
-    def reset(
-        self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
-    ) -> tuple[Observation, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset all games (or those in ``options["reset_mask"]``); see the class docstring."""
         if seed is not None:
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
@@ -298,7 +297,7 @@ class DicePokerVectorEnv(VectorEnv[Observation, np.ndarray, np.ndarray]):
         }
         return self._observe(self.state, box_state), info
 
-    def step(self, actions: Any) -> tuple[Observation, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every game; see the class docstring for autoreset and illegal actions.
 
         The state is advanced in place (:func:`~dice_poker_env.engine.game.advance`);
