@@ -6,7 +6,7 @@ replayed and tests can inject exact rolls (e.g. the Yacht worked turn of ``docs/
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy as np
 class DiceSource(Protocol):
     """Supplies faces for the dice being rolled."""
 
-    def roll(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    def roll(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray | list[int]:
         """Faces 1..6 of the given shape (``(n,)`` for n dice, ``(B, 5)`` for a batch).
 
         For a 1-D shape a list of ints is accepted too.
@@ -40,7 +40,7 @@ class RandomDice:
         self._block: list[int] = []
         self._next = 0
 
-    def roll(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    def roll(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray | list[int]:
         n = 1
         for size in shape:
             n *= size
@@ -53,7 +53,7 @@ class RandomDice:
         return np.array(faces).reshape(shape) if len(shape) > 1 else faces
 
     @classmethod
-    def game_faces(cls, seeds, count: int) -> np.ndarray:
+    def game_faces(cls, seeds: Sequence[int] | np.ndarray, count: int) -> np.ndarray:
         """The first ``count`` faces this source serves a game reset with each seed, ``(len(seeds), count)`` int64.
 
         An env's generator after ``reset(seed=s)`` is gymnasium's ``seeding.np_random(s)``; the

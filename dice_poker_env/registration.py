@@ -45,7 +45,7 @@ def register_envs() -> None:
         )
 
 
-def env_id_for(rules: str | os.PathLike | Rules) -> tuple[str, dict[str, Any]]:
+def env_id_for(rules: str | os.PathLike[str] | Rules) -> tuple[str, dict[str, Any]]:
     """The registered id that plays ``rules`` and the keywords it still needs.
 
     A shipped ruleset's name gives its own id; a rules file or a
@@ -57,7 +57,7 @@ def env_id_for(rules: str | os.PathLike | Rules) -> tuple[str, dict[str, Any]]:
     return CUSTOM_ID, {"rules": rules}
 
 
-def make(rules: str | os.PathLike | Rules = "yacht", **kwargs: Any) -> gym.Env:
+def make(rules: str | os.PathLike[str] | Rules = "yacht", **kwargs: Any) -> gym.Env[Any, Any]:
     """``gymnasium.make`` of the env that plays ``rules``: ``make("yahtzee", joker="free")``.
 
     Keyword arguments go to :class:`~dice_poker_env.envs.single.DicePokerEnv`
@@ -70,7 +70,9 @@ def make(rules: str | os.PathLike | Rules = "yacht", **kwargs: Any) -> gym.Env:
     return gymnasium.make(env_id, **needed, **kwargs)
 
 
-def make_vec(rules: str | os.PathLike | Rules = "yacht", num_envs: int = 1, **kwargs: Any) -> VectorEnv:
+def make_vec(
+    rules: str | os.PathLike[str] | Rules = "yacht", num_envs: int = 1, **kwargs: Any
+) -> VectorEnv[Any, Any, Any]:
     """The NumPy-batched vector env of ``num_envs`` games of ``rules`` (``gymnasium.make_vec``
     with ``vectorization_mode="vector_entry_point"``)."""
     import gymnasium

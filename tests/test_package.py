@@ -98,3 +98,26 @@ def test_make_vec_is_the_batched_env():
     obs, info = envs.reset(seed=1)
     assert obs.shape[0] == 3 and info["action_mask"].shape == (3, 32 + 12)
     envs.close()
+
+
+def test_the_wheel_ships_the_typed_marker_and_the_data(tmp_path):
+    """``dice_poker_env/py.typed`` (PEP 561) is in the built wheel, so users' type checkers read the hints."""
+    import shutil
+    import zipfile
+
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for package in ("dice_poker_env", "agents"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "dist"
+    out.mkdir()
+    code = f"from setuptools import build_meta; print(build_meta.build_wheel({str(out)!r}))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=source, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    wheel = out / result.stdout.strip().splitlines()[-1]
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "dice_poker_env/py.typed" in names
+    assert "dice_poker_env/rules/data/yahtzee.toml" in names  # the package data next to it
+    assert not any(name.startswith("tests/") for name in names)

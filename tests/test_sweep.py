@@ -113,6 +113,7 @@ def sweep(tmp_path_factory, ray_env):
     return sweep_dir, first.stdout, second.stdout, ended, journal
 
 
+@pytest.mark.slow  # the module's sweep fixture runs two Ray Tune sweeps in subprocesses: 202 s on 2 shared vCPUs
 def test_sweep_runs_every_trial_as_a_training_run_and_reports_the_failed_one(sweep):
     sweep_dir, _, stdout, _, _ = sweep
     rows = {row["trial"]: row for row in read_csv(sweep_dir / "trials.csv")}
@@ -136,6 +137,7 @@ def test_sweep_runs_every_trial_as_a_training_run_and_reports_the_failed_one(swe
     assert "FAILED" in stdout and "n_epochs must be >= 1" in stdout
 
 
+@pytest.mark.slow  # the module's sweep fixture runs two Ray Tune sweeps in subprocesses: 202 s on 2 shared vCPUs
 def test_sweep_compares_the_configurations_over_seeds(sweep):
     sweep_dir, _, stdout, _, _ = sweep
     summary = {row["label"]: row for row in read_csv(sweep_dir / "summary.csv")}
@@ -155,6 +157,7 @@ def test_sweep_compares_the_configurations_over_seeds(sweep):
     assert "configuration" in stdout and "ppo" in stdout and "a2c" in stdout
 
 
+@pytest.mark.slow  # the module's sweep fixture runs two Ray Tune sweeps in subprocesses: 202 s on 2 shared vCPUs
 def test_an_interrupted_sweep_resumes_without_rerunning_finished_trials(sweep):
     sweep_dir, first, second, ended, journal = sweep
     assert 2 <= len(ended) < 4, ended.keys()  # interrupted after two trials had ended
@@ -170,6 +173,7 @@ def test_an_interrupted_sweep_resumes_without_rerunning_finished_trials(sweep):
     assert "resuming the sweep" in second
 
 
+@pytest.mark.slow  # the module's sweep fixture runs two Ray Tune sweeps in subprocesses: 202 s on 2 shared vCPUs
 def test_a_sweep_folder_is_never_overwritten(sweep, ray_env):
     sweep_dir, *_ = sweep
     before = snapshot(sweep_dir / "runs")
@@ -220,6 +224,7 @@ def stop_cluster(temp_dir: str, timeout: float = 30.0) -> None:
             return
 
 
+@pytest.mark.slow  # starts a Ray cluster (ray start) and sweeps on it: 160 s on 2 shared vCPUs
 def test_a_sweep_runs_on_a_cluster_started_with_ray_start(tmp_path, ray_env):
     ray_cli = shutil.which("ray", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
     if ray_cli is None or not Path("/proc").is_dir():

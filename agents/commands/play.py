@@ -163,18 +163,22 @@ def parse_command(
             faces, why = parse_faces(rest)
             if why:
                 return Command(error=why)
+            assert faces is not None  # parse_faces gives faces or a reason
             kept = list((Counter(int(d) for d in dice) - Counter(faces)).elements())
             if len(kept) + len(faces) != N_DICE:
                 bits, why = keep_action(faces, dice)  # names the face that is missing
+                assert why is not None  # the faces are not all among the dice
                 return Command(error=why.replace("among your dice", "to reroll among your dice"))
         else:
             if rest in ("", "none", "nothing"):
                 return Command(action=0)
             if rest in ("all", "everything"):
                 return Command(error="keeping all five dice is not a roll; to stop, score a box")
-            kept, why = parse_faces(rest)
+            parsed, why = parse_faces(rest)
             if why:
                 return Command(error=why)
+            assert parsed is not None  # parse_faces gives faces or a reason
+            kept = parsed
             if len(kept) > N_DICE:
                 return Command(error=f"you have only five dice; `{rest}` keeps {len(kept)}")
         bits, why = keep_action(kept, dice)
@@ -193,6 +197,7 @@ def _score_command(query: str, rules: Rules, mask: np.ndarray, scorecard: dict |
     box, why = match_box(query, rules.box_names, np.flatnonzero(mask[N_KEEP_ACTIONS:]).tolist())
     if why:
         return Command(error=why)
+    assert box is not None  # match_box gives a box or a reason
     if mask[N_KEEP_ACTIONS + box]:
         return Command(action=N_KEEP_ACTIONS + box)
     name = rules.box_names[box]
@@ -458,6 +463,7 @@ def play(args: argparse.Namespace) -> int:
                 report_grades(screen, coach, grades, grading)
                 return 0
             break
+        assert command.action is not None  # neither an error nor a special word: an action
         action = command.action
         if values is not None:
             best = top_actions(values, mask, dice, box_names, n=1)[0]

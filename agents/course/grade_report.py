@@ -184,7 +184,7 @@ def dice_svg(dice: list[int] | str, held: int = 0, best_held: int | None = None,
             f'<rect x="{x + 1}" y="1" width="{size - 2}" height="{size - 2}" rx="5" fill="{fill}" '
             f'stroke="{stroke}" stroke-width="{width_stroke}"/>'
         )
-        for col, row in PIPS[int(face)]:
+        for col, row in PIPS[int(str(face))]:  # an int, or a digit of a dice string
             cx = x + size * (0.25 + 0.25 * col)
             cy = size * (0.25 + 0.25 * row)
             parts.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{size * 0.08:.1f}" fill="#222"/>')

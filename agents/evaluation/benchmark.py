@@ -172,7 +172,7 @@ LOCKSTEP_GAMES = 2048
 def play_games(
     rules: Rules,
     agent,
-    seeds: Sequence[int],
+    seeds: Sequence[int] | np.ndarray,
     solution=None,
     record: list | None = None,
     *,
@@ -220,7 +220,13 @@ def play_games(
 
 
 def _play_one_by_one(
-    rules: Rules, agent, seeds: Sequence[int], solution, out: _Partial, record: list | None, regret_batch: int
+    rules: Rules,
+    agent,
+    seeds: Sequence[int] | np.ndarray,
+    solution,
+    out: _Partial,
+    record: list | None,
+    regret_batch: int,
 ) -> None:
     """The games one at a time through the single env (any agent object)."""
     tables = compile_rules(rules)
@@ -235,6 +241,7 @@ def _play_one_by_one(
         if callable(getattr(agent, "reset", None)):  # optional for agent objects
             agent.reset()
         obs, info = env.reset(seed=game_seed)
+        assert env.state is not None  # set by reset()
         done = False
         five = 0
         moves: list | None = [] if record is not None else None
@@ -517,12 +524,12 @@ def agent_names(agents: Sequence[Any]) -> list[str]:
     depth = [1] * len(names)
     while True:  # lengthen the clashing models' names by one folder at a time
         counts = Counter(names)
-        grow = [i for i, name in enumerate(names) if counts[name] > 1 and parts[i] and depth[i] < len(parts[i])]
+        grow = [i for i, name in enumerate(names) if counts[name] > 1 and depth[i] < len(parts[i] or ())]
         if not grow:
             break
         for i in grow:
             depth[i] += 1
-            names[i] = "/".join(parts[i][-depth[i] :])
+            names[i] = "/".join((parts[i] or ())[-depth[i] :])
     counts = Counter(names)
     for i, entry in enumerate(agents):  # custom agents sharing a short name: their whole spec
         if counts[names[i]] > 1 and isinstance(entry, str) and parse_agent_spec(entry) is not None:

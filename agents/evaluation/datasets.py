@@ -183,8 +183,8 @@ def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Poli
                 state.filled, state.upper_total, full, state.roll, state.rolls_left, action_masks=masks
             )
     elif spec.base == "random":
-        agent = RandomAgent(seed=int(rng.integers(1 << 63)))
-        base = lambda state, observe, masks: agent.act_batch(None, masks)  # noqa: E731
+        random_agent = RandomAgent(seed=int(rng.integers(1 << 63)))
+        base = lambda state, observe, masks: random_agent.act_batch(None, masks)  # noqa: E731
     else:
         agent = make_agent(spec.base, rules)
         mode = getattr(agent, "obs_mode", "dict")
@@ -323,6 +323,7 @@ def play_block(
     for t in range(rows):
         obs = observe_flat_batch(tables, state) if obs_mode == "flat" else observe_dict_batch(tables, state)
         if isinstance(obs_buf, dict):
+            assert isinstance(obs, dict)  # obs_mode "dict"
             for key, value in obs.items():
                 obs_buf[key][live, t] = value
         else:
@@ -624,7 +625,7 @@ def write_dataset(
         finally:
             writer.close()
         seconds = time.perf_counter() - started
-        scores = np.concatenate(scores)
+        all_scores = np.concatenate(scores)
         optimal = float(solution.expected_score) if solution is not None else None
         from dice_poker_env import __version__
 
@@ -646,8 +647,8 @@ def write_dataset(
             "library_version": __version__,
             "optimal_expected_score": optimal,
             "optimal_std": float(solution.score_std) if solution is not None else None,
-            "mean_score": float(scores.mean()),
-            "percent_of_optimal": 100.0 * float(scores.mean()) / optimal if optimal else None,
+            "mean_score": float(all_scores.mean()),
+            "percent_of_optimal": 100.0 * float(all_scores.mean()) / optimal if optimal else None,
             "mean_regret": float(np.concatenate(regrets).mean()) if regrets else None,
             "recoverable": env_spec is not None,
             "seconds": {"total": round(seconds, 2), "play": round(play_seconds, 2), "write": round(write_seconds, 2)},
@@ -759,6 +760,7 @@ def _replace(partial: Path, final: Path) -> None:
 # ---------------------------------------------------------------------- reading
 def block_regret(block: EpisodeBlock) -> np.ndarray:
     """``(E,)`` each episode's regret (points lost to the solver's best action, summed), from its stored values."""
+    assert block.action_values is not None, "block_regret needs a dataset written with action values"
     values = block.action_values[:, :-1]
     steps = np.arange(values.shape[1])
     taken = np.take_along_axis(values, block.actions[:, :, None], axis=2)[:, :, 0]

@@ -307,4 +307,4 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    sys.exit(main() and 0)
+    sys.exit(0 if main() else 1)

@@ -219,7 +219,7 @@ class BCTrainer:
         """The batched trainers' evaluation: the same fixed games, ``evaluations.csv`` and ``best_model.npz``."""
         from agents.training.trainer import Trainer
 
-        return Trainer.evaluate(self, writer)
+        return Trainer.evaluate(self, writer)  # type: ignore[arg-type]  # borrowed: BCTrainer has what it reads
 
     def run(self, progress: bool = True) -> Path:
         """Train ``bc_epochs`` passes over the dataset; returns the final policy file (``final_model.npz``).

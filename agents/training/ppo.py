@@ -10,6 +10,9 @@ checkpoints, resume) is :mod:`agents.batched`'s, shared with A2C.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 from agents.training.actor_critic import ActorCritic, Compiled, evaluate_actions, gradient_step, normalized
@@ -63,7 +66,7 @@ def update(
 ) -> dict[str, float]:
     """One PPO update from ``batch``; returns the last epoch's mean statistics."""
     global _compiled_loss
-    loss_of = loss
+    loss_of: Callable[..., Any] = loss  # the loss, or the loss under Compiled
     if getattr(config, "compile", False):
         _compiled_loss = _compiled_loss or Compiled(loss)
         loss_of = _compiled_loss

@@ -142,6 +142,7 @@ class MaskedDiceVectorEnv(gym.vector.VectorEnv):
     def _observe(self, obs: np.ndarray, info: dict) -> dict[str, np.ndarray]:
         mask = info["action_mask"]
         if self.distinct_keeps:
+            assert self.env.state is not None  # observed after reset() or step()
             mask = distinct_keep_mask(mask, self.env.state.roll)
         return {"action_mask": mask.astype(np.float32), "observations": self.inputs(obs)}
 
@@ -340,14 +341,15 @@ class RLlibTrainer:
         self._own_ray = not ray.is_initialized()
         if self._own_ray:
             if config.ray_address:
-                ray.init(address=config.ray_address, log_to_driver=False, logging_level="ERROR")
+                # ray.init's annotation says int; it takes a level name too (logging's own convention)
+                ray.init(address=config.ray_address, log_to_driver=False, logging_level="ERROR")  # type: ignore[arg-type]
             else:
                 ray.init(
                     address="local",
                     num_cpus=max(int(config.num_env_runners), 1) + 1,
                     include_dashboard=False,
                     log_to_driver=False,
-                    logging_level="ERROR",
+                    logging_level="ERROR",  # type: ignore[arg-type]  # a level name (see above)
                 )
         try:
             register_env()
@@ -389,7 +391,7 @@ class RLlibTrainer:
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, writer=None) -> float:
         """The batched trainers' evaluation: the same fixed games, ``evaluations.csv`` and ``best_model.npz``."""
-        return Trainer.evaluate(self, writer)
+        return Trainer.evaluate(self, writer)  # type: ignore[arg-type]  # borrowed: RLlibTrainer has what it reads
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: bool = True) -> Path:
@@ -399,7 +401,7 @@ class RLlibTrainer:
 
         c = self.config
         writer = SummaryWriter(str(self.run_dir / "tb" / "run"))
-        config = asdict(c) if is_dataclass(c) else dict(vars(c))
+        config = asdict(c) if is_dataclass(c) and not isinstance(c, type) else dict(vars(c))
         writer.add_text("config", "\n".join(f"    {k}: {v}" for k, v in config.items()))
         started = time.perf_counter()
         empty = 0

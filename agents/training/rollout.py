@@ -17,7 +17,7 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 from agents.policy.inputs import PolicyInputs
-from agents.training.actor_critic import ActorCritic, sample
+from agents.training.actor_critic import ActorCritic, Compiled, sample
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.vector import DicePokerVectorEnv
@@ -95,11 +95,12 @@ class Rollout:
 
     def _policy_mask(self, mask: np.ndarray) -> np.ndarray:
         if self.distinct_keeps:
+            assert self.env.state is not None  # the env is reset on construction
             mask = distinct_keep_mask(mask, self.env.state.roll)
         return mask.astype(bool)
 
     @torch.no_grad()
-    def collect(self, model: ActorCritic) -> Batch:
+    def collect(self, model: ActorCritic | Compiled) -> Batch:
         """Play ``n_steps`` steps of every game with ``model``'s sampled actions."""
         for t in range(self.n_steps):
             self._inputs[t] = self._obs

@@ -658,7 +658,8 @@ def main(
         fail(f"--sweep runs on Ray Tune: {error.name} is not installed (pip install -e '.[ray]')")
     init = dict(address=address) if address else dict(address="local", num_cpus=args.num_cpus, include_dashboard=False)
     try:
-        ray.init(**init, log_to_driver=False, logging_level="WARNING")
+        # ray.init's annotation says int; it takes a level name too (logging's own convention)
+        ray.init(**init, log_to_driver=False, logging_level="WARNING")  # type: ignore[arg-type]
     except (ConnectionError, ValueError, RuntimeError) as error:
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         text = " ".join(str(error).split())[:300]
@@ -703,10 +704,10 @@ def main(
             )
         grid = tuner.fit()
         statuses = {}
-        for result in grid:
-            name = result.config["trial"]["name"] if result.config else None
-            if name is not None:
-                statuses[name] = (
+        for result in grid:  # type: ignore[attr-defined]  # ResultGrid iterates through __len__/__getitem__
+            trial_name = result.config["trial"]["name"] if result.config else None
+            if trial_name is not None:
+                statuses[trial_name] = (
                     "ERROR"
                     if result.error is not None
                     else ("FINISHED" if (result.metrics or {}).get("trial_finished") else "PENDING")

@@ -150,7 +150,11 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
-        config = asdict(self.config) if is_dataclass(self.config) else dict(vars(self.config))
+        config = (
+            asdict(self.config)
+            if is_dataclass(self.config) and not isinstance(self.config, type)
+            else dict(vars(self.config))
+        )
         return {
             "format": CHECKPOINT_FORMAT,
             "algo": self.config.algo,

@@ -33,12 +33,17 @@ from agents.players.greedy import best_box_action
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 
 
+def _dice_env(env: gym.Env) -> Any:
+    """``env.unwrapped``: a dice-poker env (typed Any: its ``tables``, ``state`` and ``action_masks`` are read)."""
+    return env.unwrapped
+
+
 def legal_fallback(env: gym.Env, action: int, mask: np.ndarray) -> int:
     """``action`` if legal in ``mask``, else the best-box fallback of ``env``'s position."""
     action = int(action)
     if 0 <= action < len(mask) and mask[action]:
         return action
-    base = env.unwrapped
+    base = _dice_env(env)
     return best_box_action(base.tables, base.state, mask)
 
 
@@ -62,7 +67,7 @@ class LegalActionWrapper(gym.Wrapper):
         return obs, info
 
     def step(self, action):
-        mask = self._mask if self._mask is not None else self.env.unwrapped.action_masks()
+        mask = self._mask if self._mask is not None else _dice_env(self.env).action_masks()
         legal = legal_fallback(self.env, int(action), mask)
         obs, reward, terminated, truncated, info = self.env.step(legal)
         self._mask = info["action_mask"]
@@ -74,7 +79,7 @@ class LegalActionWrapper(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
-        return self.env.unwrapped.action_masks()
+        return _dice_env(self.env).action_masks()
 
 
 class DistinctKeepWrapper(gym.Wrapper):
@@ -88,7 +93,7 @@ class DistinctKeepWrapper(gym.Wrapper):
 
     def _filtered(self, info: dict) -> dict:
         if "action_mask" in info:
-            info["action_mask"] = distinct_keep_mask(info["action_mask"], self.env.unwrapped.state.roll)
+            info["action_mask"] = distinct_keep_mask(info["action_mask"], _dice_env(self.env).state.roll)
         return info
 
     def reset(self, **kwargs: Any):
@@ -100,7 +105,7 @@ class DistinctKeepWrapper(gym.Wrapper):
         return obs, reward, terminated, truncated, self._filtered(info)
 
     def action_masks(self) -> np.ndarray:
-        base = self.env.unwrapped
+        base = _dice_env(self.env)
         return distinct_keep_mask(base.action_masks(), base.state.roll)
 
 
@@ -118,4 +123,4 @@ class ScaleReward(gym.RewardWrapper):
         return float(reward) * self.scale
 
     def action_masks(self) -> np.ndarray:
-        return self.env.unwrapped.action_masks()
+        return _dice_env(self.env).action_masks()

@@ -18,7 +18,9 @@ Encodings used across the package:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from math import factorial
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +113,7 @@ def _canonical_keep_actions() -> np.ndarray:
 CANONICAL_KEEP_ACTION = _canonical_keep_actions()
 
 
-def distinct_keep_mask(mask: np.ndarray, roll) -> np.ndarray:
+def distinct_keep_mask(mask: np.ndarray, roll: int | np.ndarray) -> np.ndarray:
     """A copy of action mask(s) ``mask`` with each distinct keep left once.
 
     ``mask`` is ``(n_actions,)`` or ``(B, n_actions)`` with ``roll`` the roll
@@ -161,7 +163,7 @@ def _keep_plus_face() -> np.ndarray:
 KEEP_PLUS_FACE = _keep_plus_face()
 
 
-def check_dice(dice) -> np.ndarray:
+def check_dice(dice: Any) -> np.ndarray:  # Any: user input of any type, validated here
     """Five dice as an int64 array, validated: integers (not bools, floats or text) in 1..6.
 
     Accepts a sequence of ints / NumPy integers or an integer array of shape ``(5,)``;
@@ -182,7 +184,7 @@ def check_dice(dice) -> np.ndarray:
     return np.asarray(dice, dtype=np.int64)
 
 
-def roll_index(dice) -> int:
+def roll_index(dice: Any) -> int:
     """The roll index of five dice given in any order (validated by :func:`check_dice`)."""
     faces = check_dice(dice)
     return int(roll_index_of_counts(np.bincount(faces - 1, minlength=N_FACES)))
@@ -203,7 +205,7 @@ _ROLL_INDEX_OF_CODE_LIST = ROLL_INDEX_OF_CODE.tolist()
 REROLLED_POSITIONS = [tuple(i for i in range(N_DICE) if not bits >> i & 1) for bits in range(N_KEEP_ACTIONS)]
 
 
-def kept_dice(dice, action: int) -> list:
+def kept_dice(dice: Sequence[Any] | np.ndarray, action: int) -> list[Any]:  # items as given (ints, digits)
     """The dice a keep action keeps (bit ``i`` of ``action`` keeps die ``i``), in position order.
 
     The one reading of keep bits for display: the solver's decision list, the
@@ -212,7 +214,7 @@ def kept_dice(dice, action: int) -> list:
     return [d for i, d in enumerate(dice) if action >> i & 1]
 
 
-def reroll_one(roll: int, keep_bits: int, faces) -> int:
+def reroll_one(roll: int, keep_bits: int, faces: Sequence[int] | np.ndarray) -> int:
     """One game's roll after keeping ``keep_bits`` and rerolling the rest with ``faces``.
 
     ``faces`` is either one face per rerolled die, in position order, or five
@@ -228,7 +230,7 @@ def reroll_one(roll: int, keep_bits: int, faces) -> int:
     return _ROLL_INDEX_OF_CODE_LIST[code]
 
 
-def roll_of_faces(faces) -> int:
+def roll_of_faces(faces: Sequence[int] | np.ndarray) -> int:
     """Roll index of five valid faces in any order (no validation: the hot-path twin of :func:`roll_index`)."""
     code = 0
     for face in faces:

@@ -23,6 +23,9 @@ rolled.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from dice_poker_env.engine.combinatorics import KEEP_ALL, N_KEEP_ACTIONS, reroll_batch, reroll_one
@@ -30,6 +33,9 @@ from dice_poker_env.engine.state import ROLLS_PER_TURN, BatchState, GameState
 from dice_poker_env.engine.tables import JOKER_FORCED, JOKER_FREE, JOKER_NONE, OneGameTables, RuleTables
 
 Tables = RuleTables | OneGameTables
+#: An int (one game, :class:`OneGameTables`) or an int64 array (a batch, :class:`RuleTables`): the rule
+#: functions below are written once for both, so their values are typed Any.
+IntOrArray = Any
 
 __all__ = [
     "ROLLS_PER_TURN",
@@ -69,7 +75,7 @@ def new_batch(tables: RuleTables, rolls: np.ndarray) -> BatchState:
     )
 
 
-def five_kind_box_state(tables: Tables, filled, scores):
+def five_kind_box_state(tables: Tables, filled: IntOrArray, scores: Any) -> IntOrArray:
     """The five-of-a-kind box: 0 open (or no such rule), 1 scratched (0 points), 2 holds points.
 
     ``filled`` and ``scores`` of one game (int, ``(n,)``) or of a batch (``(B,)``,
@@ -80,12 +86,14 @@ def five_kind_box_state(tables: Tables, filled, scores):
     return filled_box * (1 + (tables.column(scores, tables.five_kind_column) > 0))
 
 
-def five_kind_box_full(tables: Tables, filled, scores):
+def five_kind_box_full(tables: Tables, filled: IntOrArray, scores: Any) -> IntOrArray:
     """Whether the five-of-a-kind box is filled with points (not scratched): :func:`five_kind_box_state` is 2."""
     return ((filled & tables.five_kind_bit) != 0) & (tables.column(scores, tables.five_kind_column) > 0)
 
 
-def joker_state(tables: Tables, filled, box_full, roll):
+def joker_state(
+    tables: Tables, filled: IntOrArray, box_full: IntOrArray, roll: IntOrArray
+) -> tuple[IntOrArray, IntOrArray]:
     """``(joker_active, bonus_due)`` for the current dice.
 
     ``box_full`` says whether the five-of-a-kind box holds points (see
@@ -101,7 +109,7 @@ def joker_state(tables: Tables, filled, box_full, roll):
     return active, bonus_due
 
 
-def legal_boxes(tables: Tables, filled, box_full, roll):
+def legal_boxes(tables: Tables, filled: IntOrArray, box_full: IntOrArray, roll: IntOrArray) -> IntOrArray:
     """Bitmask of the boxes the dice may be written into.
 
     Open boxes, restricted to the current section when sections are played in
@@ -125,7 +133,15 @@ def legal_boxes(tables: Tables, filled, box_full, roll):
     return tables.select(tables.popcount(filled) >= tables.turns, 0 * allowed, allowed)
 
 
-def score_points(tables: Tables, filled, upper_total, box_full, roll, first_roll, box):
+def score_points(
+    tables: Tables,
+    filled: IntOrArray,
+    upper_total: IntOrArray,
+    box_full: IntOrArray,
+    roll: IntOrArray,
+    first_roll: IntOrArray,
+    box: IntOrArray,
+) -> tuple[IntOrArray, IntOrArray, IntOrArray]:
     """Points for writing ``roll`` into ``box`` (legality is the caller's business).
 
     Returns ``(box_points, bonus_points, new_upper_total)``: the points written in
@@ -155,12 +171,14 @@ def score_points(tables: Tables, filled, upper_total, box_full, roll, first_roll
     return points, bonus, new_upper
 
 
-def is_over(tables: RuleTables, state: GameState | BatchState):
+def is_over(tables: RuleTables, state: GameState | BatchState) -> IntOrArray:
     """Whether the game (each game of a batch) has played all its turns."""
     return state.turn >= tables.turns
 
 
-def step_batch(tables: RuleTables, state: BatchState, action: np.ndarray, faces: np.ndarray):
+def step_batch(
+    tables: RuleTables, state: BatchState, action: np.ndarray, faces: np.ndarray
+) -> tuple[BatchState, np.ndarray, np.ndarray]:
     """Apply one legal action per game: ``(new_state, reward, game_over)``; ``state`` is not changed.
 
     ``faces`` (``(B, 5)``) supplies fresh dice: rerolled positions for keep
@@ -220,7 +238,9 @@ def advance(
     return reward, over
 
 
-def step_one(tables: RuleTables, state: GameState, action: int, faces) -> tuple[GameState, int, bool]:
+def step_one(
+    tables: RuleTables, state: GameState, action: int, faces: Sequence[int] | np.ndarray
+) -> tuple[GameState, int, bool]:
     """Apply one legal action to one game: ``(new_state, reward, game_over)`` (the single env's hot path).
 
     ``faces`` supplies fresh dice: one per rerolled die (in position order) or five
@@ -254,7 +274,7 @@ def step_one(tables: RuleTables, state: GameState, action: int, faces) -> tuple[
     return new_state, points + bonus, over
 
 
-def explain_illegal(tables: RuleTables, state: GameState, action) -> str | None:
+def explain_illegal(tables: RuleTables, state: GameState, action: object) -> str | None:
     """Why ``action`` is illegal in this game, or ``None`` if it is legal (any value is judged)."""
     names = tables.rules.box_names
     if isinstance(action, bool) or not isinstance(action, (int, np.integer)):

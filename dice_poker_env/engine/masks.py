@@ -114,6 +114,7 @@ class ActionMasks:
         if full is None:
             full = five_kind_box_full(tables, state.filled, state.scores)
         if self.tabled:
+            assert self.rows is not None  # built with the tables
             return np.take(self.rows, self.index(state, full), axis=0)
         boxes = legal_boxes(tables, state.filled, full, state.roll)
         mask = np.zeros((len(state.filled), self.n_actions), dtype=np.int8)
@@ -131,6 +132,7 @@ class ActionMasks:
             index = int(self._legal_table[key]) | (state.rolls_left > 0)
             row = self._row_views.get(index)
             if row is None:  # (a view per row index, made once: a dict lookup is cheaper than slicing)
+                assert self.rows is not None  # built with the tables
                 row = self._row_views[index] = self.rows[index]
             return row
         boxes = legal_boxes(one, state.filled, full, state.roll)

@@ -9,6 +9,8 @@ tables (:mod:`dice_poker_env.engine.tables`); nothing on a hot path calls them.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from dice_poker_env.rules.spec import Box
@@ -49,11 +51,12 @@ def pattern(box: Box, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.ones(total.shape, dtype=bool), total
     if box.kind == "n_of_a_kind":
         face = _best_face_with(counts, box.n)
-        return face > 0, box.n * face
+        # NumPy's stubs type an array comparison as "bool scalar or array"; with rows of counts it is an array
+        return cast(np.ndarray, face > 0), box.n * face
     if box.kind == "two_pairs":
         pair_faces = np.where(counts >= 2, FACE_VALUES, 0)
         top_two = np.sort(pair_faces, axis=-1)[..., -2:]
-        match = (top_two > 0).all(axis=-1)
+        match = cast(np.ndarray, (top_two > 0).all(axis=-1))  # an array, as above
         return match, np.where(match, 2 * top_two.sum(axis=-1), 0)
     if box.kind == "full_house":
         ordered = np.sort(counts, axis=-1)

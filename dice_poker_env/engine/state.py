@@ -88,7 +88,7 @@ class BatchState(NamedTuple):
             int(self.rolls_left[index]),
         )
 
-    def take(self, rows) -> BatchState:
+    def take(self, rows: np.ndarray | Sequence[int]) -> BatchState:
         """The games ``rows`` (indices or a bool mask) as a new batch (copies)."""
         return BatchState(*(field[rows] for field in self))
 

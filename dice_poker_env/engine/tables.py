@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
+from typing import Any, cast
 
 import numpy as np
 
@@ -97,20 +98,21 @@ class RuleTables(RuleConstants):
     #: first roll or joker): where a five-of-a-kind bonus may have been paid
     five_kind_scores: tuple[np.ndarray, ...]
 
-    select = staticmethod(np.where)
+    # np.where itself (no wrapper on the hot path); cast: its stubs' first overload is the one-argument form
+    select = staticmethod(cast("Callable[[Any, Any, Any], Any]", np.where))
 
     @staticmethod
-    def column(values: np.ndarray, k: int):
+    def column(values: np.ndarray, k: int) -> Any:  # an array per game (the batch) or an int (one game)
         """Box ``k``'s entry of per-box values (``(n,)`` or ``(B, n)`` scores): ``values[..., k]``."""
         return values[..., k]
 
     @staticmethod
-    def possibly(cond) -> bool:
+    def possibly(cond: Any) -> bool:
         """Whether ``cond`` holds for any game: lets rare rules (jokers) skip work when they cannot apply."""
         return bool(np.any(cond))
 
     @staticmethod
-    def popcount(bits) -> np.ndarray:
+    def popcount(bits: Any) -> Any:  # int bitmask(s) -> int64 array; OneGameTables: int -> int
         """Number of set bits (filled boxes) of each bitmask."""
         return np.bitwise_count(np.asarray(bits, dtype=np.int64)).astype(np.int64)
 
@@ -141,7 +143,7 @@ class OneGameTables(RuleConstants):
     box_bit: list[int]
 
     @staticmethod
-    def select(cond, if_true, if_false):
+    def select(cond: Any, if_true: Any, if_false: Any) -> Any:
         return if_true if cond else if_false
 
     @staticmethod
@@ -149,7 +151,7 @@ class OneGameTables(RuleConstants):
         return int(values[k])
 
     @staticmethod
-    def possibly(cond) -> bool:
+    def possibly(cond: Any) -> bool:
         return bool(cond)
 
     @staticmethod

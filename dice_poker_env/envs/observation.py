@@ -40,12 +40,19 @@ every value with a leading batch axis), computed by the same code.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
 from dice_poker_env.engine.combinatorics import N_DICE, ROLL_COUNTS, ROLL_DICE
-from dice_poker_env.engine.game import five_kind_box_full, five_kind_box_state, legal_boxes, score_points
+from dice_poker_env.engine.game import (
+    IntOrArray,
+    five_kind_box_full,
+    five_kind_box_state,
+    legal_boxes,
+    score_points,
+)
 from dice_poker_env.engine.state import ROLLS_PER_TURN, BatchState, GameState
 from dice_poker_env.engine.tables import RuleTables
 
@@ -80,12 +87,16 @@ def flat_layout(tables: RuleTables) -> dict[str, slice]:
     return layout
 
 
+#: One game's observation: the flat vector or the dict of arrays (``obs_mode``).
+Observation = np.ndarray | dict[str, np.ndarray]
+
+
 def flat_size(tables: RuleTables) -> int:
     """Length of the flat observation, ``45 + 3 n``."""
     return 45 + 3 * tables.n_boxes
 
 
-def observation_space(tables: RuleTables, obs_mode: str) -> spaces.Space:
+def observation_space(tables: RuleTables, obs_mode: str) -> spaces.Space[Any]:
     """The observation space of one game."""
     n = tables.n_boxes
     if obs_mode == "flat":
@@ -128,7 +139,7 @@ def _flags_row(n: int, filled: int) -> np.ndarray:
     return np.array([(filled >> k) & 1 for k in range(n)], dtype=np.int8)
 
 
-class _FlagRows(dict):
+class _FlagRows(dict[int, np.ndarray]):
     """Lazily built per-n tables of filled-flag rows for batches."""
 
     def __missing__(self, n: int) -> np.ndarray:
@@ -181,7 +192,10 @@ def observe_dict_batch(
     """
     if box_state is None:
         box_state = five_kind_box_state(tables, state.filled, state.scores).astype(np.int64)
-    column = lambda v: np.array(v, dtype=np.int64)[:, None]  # noqa: E731 - a copy, as a (B, 1) column
+
+    def column(v: np.ndarray) -> np.ndarray:  # a copy, as a (B, 1) column
+        return np.array(v, dtype=np.int64)[:, None]
+
     return {
         "dice": np.take(_ROLL_DICE_64, state.roll, axis=0),
         "rolls_left": np.array(state.rolls_left, dtype=np.int64),
@@ -194,7 +208,14 @@ def observe_dict_batch(
     }
 
 
-def _potential(tables: RuleTables, filled, upper_total, box_full, roll, first_roll) -> np.ndarray:
+def _potential(
+    tables: RuleTables,
+    filled: IntOrArray,
+    upper_total: IntOrArray,
+    box_full: IntOrArray,
+    roll: IntOrArray,
+    first_roll: IntOrArray,
+) -> np.ndarray:
     """:func:`potential_points` of games given as columns (one game: scalars)."""
     boxes = np.arange(tables.n_boxes)
     points, bonus, _ = score_points(tables, filled, upper_total, box_full, roll, first_roll, boxes)
@@ -228,10 +249,20 @@ def flat_scales(tables: RuleTables) -> tuple[float, float]:
     )
 
 
-def _flat(tables: RuleTables, state: GameState | BatchState, flags: np.ndarray, potential: np.ndarray, box_state, turn):
+def _flat(
+    tables: RuleTables,
+    state: GameState | BatchState,
+    flags: np.ndarray,
+    potential: np.ndarray,
+    box_state: IntOrArray,
+    turn: IntOrArray,
+) -> np.ndarray:
     """The flat layout of one game (scalars and ``(n,)`` rows) or a batch (columns and ``(B, n)`` rows)."""
     scale, upper_scale = flat_scales(tables)
-    scalar = lambda v: np.asarray(v, dtype=np.float32)[..., None]  # noqa: E731 - one column
+
+    def scalar(v: IntOrArray) -> np.ndarray:  # one column
+        return np.asarray(v, dtype=np.float32)[..., None]
+
     parts = [
         ROLL_COUNTS[state.roll] / N_DICE,
         _ROLLS_ONE_HOT[state.rolls_left],
@@ -261,11 +292,11 @@ def observe_flat_batch(tables: RuleTables, state: BatchState) -> np.ndarray:
     return _flat(tables, state, flags, potential_points_batch(tables, state), box_state, state.turn)
 
 
-def observe(tables: RuleTables, state: GameState, obs_mode: str):
+def observe(tables: RuleTables, state: GameState, obs_mode: str) -> Observation:
     """One game's observation in the chosen layout."""
     return observe_flat(tables, state) if obs_mode == "flat" else observe_dict(tables, state)
 
 
-def observe_batch(tables: RuleTables, state: BatchState, obs_mode: str):
+def observe_batch(tables: RuleTables, state: BatchState, obs_mode: str) -> Observation:
     """A batch's observations in the chosen layout."""
     return observe_flat_batch(tables, state) if obs_mode == "flat" else observe_dict_batch(tables, state)

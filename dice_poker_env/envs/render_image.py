@@ -8,6 +8,8 @@ same size, ``(height, width, 3)`` ``uint8``, as Gymnasium's ``RecordVideo`` want
 from __future__ import annotations
 
 from functools import lru_cache
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +17,11 @@ from dice_poker_env.engine.combinatorics import ROLL_DICE
 from dice_poker_env.engine.state import GameState
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.envs.observation import potential_points
+
+if TYPE_CHECKING:  # Pillow is the render extra, imported when a frame is drawn
+    from PIL import ImageDraw, ImageFont
+
+    Font = ImageFont.ImageFont | ImageFont.FreeTypeFont
 
 WIDTH = 360
 DIE = 52  # side of a die, pixels
@@ -43,7 +50,7 @@ PIPS = {
 }
 
 
-def _pil():
+def _pil() -> tuple[ModuleType, ModuleType, ModuleType]:
     try:
         from PIL import Image, ImageDraw, ImageFont
     except ImportError as error:  # pragma: no cover - Pillow is the render extra
@@ -56,7 +63,7 @@ def _pil():
 
 
 @lru_cache(maxsize=4)
-def _font(size: int):
+def _font(size: int) -> Font:
     _, _, image_font = _pil()
     try:
         return image_font.load_default(size=size)
@@ -126,12 +133,21 @@ def render_rgb(tables: RuleTables, state: GameState) -> np.ndarray:
     return np.asarray(image, dtype=np.uint8)
 
 
-def _line(draw, y: int, name: str, value: str, fill, font, width: int, name_fill=None) -> None:
+def _line(
+    draw: ImageDraw.ImageDraw,
+    y: int,
+    name: str,
+    value: str,
+    fill: tuple[int, int, int],
+    font: Font,
+    width: int,
+    name_fill: tuple[int, int, int] | None = None,
+) -> None:
     draw.text((MARGIN + 10, y), name.replace("_", " "), fill=name_fill or fill, font=font)
     draw.text((width - MARGIN - 10, y), value, fill=fill, font=font, anchor="ra")
 
 
-def _draw_die(draw, x: int, y: int, face: int, faded: bool) -> None:
+def _draw_die(draw: ImageDraw.ImageDraw, x: int, y: int, face: int, faded: bool) -> None:
     edge = FAINT if faded else DIE_EDGE
     draw.rounded_rectangle(
         (x, y, x + DIE, y + DIE), radius=9, fill=DIE_FACE if not faded else PAPER, outline=edge, width=2

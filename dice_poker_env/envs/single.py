@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -19,10 +20,10 @@ from dice_poker_env.engine.combinatorics import (
 from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.position import check_options, position_from_options, rolls_dice
 from dice_poker_env.engine.state import GameState
-from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.engine.tables import RuleTables, compile_rules
 from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source
 from dice_poker_env.envs.illegal import IllegalActions
-from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_dict, observe_flat
+from dice_poker_env.envs.observation import OBS_MODES, Observation, observation_space, observe_dict, observe_flat
 from dice_poker_env.envs.render import render_ansi
 from dice_poker_env.rules import Rules, load_rules
 
@@ -30,7 +31,9 @@ _NO_DICE = [1] * N_DICE
 _N_REROLLED = [len(positions) for positions in REROLLED_POSITIONS]
 
 
-class DicePokerEnv(gym.Env):
+# Observations are typed Any at the env's surface: an array or a dict of arrays by obs_mode, chosen at run time
+# (the functions that build them return Observation).
+class DicePokerEnv(gym.Env[Any, int]):
     """One player's game of a Yahtzee-family dice game.
 
     ## Description
@@ -112,7 +115,7 @@ class DicePokerEnv(gym.Env):
         dice_source: DiceSource | None = None,
         render_mode: str | None = None,
         **rule_options: Any,
-    ):
+    ) -> None:
         require_choice("obs_mode", obs_mode, OBS_MODES)
         self._illegal_actions = IllegalActions.from_arguments(illegal_action, illegal_penalty)
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
@@ -121,7 +124,9 @@ class DicePokerEnv(gym.Env):
         self.tables = compile_rules(self.rules)
         self._masks = action_masks(self.tables)
         self._n_actions = self.tables.n_actions
-        self._observe = observe_flat if obs_mode == "flat" else observe_dict
+        self._observe: Callable[[RuleTables, GameState], Observation] = (
+            observe_flat if obs_mode == "flat" else observe_dict
+        )
         self.obs_mode = obs_mode
         self.illegal_action = self._illegal_actions.mode
         self.illegal_penalty = self._illegal_actions.penalty
@@ -135,7 +140,7 @@ class DicePokerEnv(gym.Env):
         self._score = 0
 
     # ------------------------------------------------------------------ API
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         options = check_options(options)
         if isinstance(seed, bool) or not (seed is None or isinstance(seed, (int, np.integer))):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
@@ -150,9 +155,10 @@ class DicePokerEnv(gym.Env):
         self._mask = self._masks.of_game(self.state)  # a shared read-only row: copied when handed out
         return self._observation(), self._info()
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if self._done or self.state is None:
             raise gym.error.ResetNeeded("call reset() before step() (the episode is over or never started)")
+        assert self._mask is not None  # set with the state by reset()
         if type(action) is not int:
             action = as_action(action)
         if not (type(action) is int and 0 <= action < self._n_actions and self._mask[action]):
@@ -179,7 +185,8 @@ class DicePokerEnv(gym.Env):
             raise gym.error.ResetNeeded("call reset() before action_masks()")
         return self._mask.copy()
 
-    def render(self):
+    # gymnasium types render() with a method-level TypeVar (RenderFrame); the frame here is text or an RGB array
+    def render(self) -> str | np.ndarray | None:  # type: ignore[override]
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
             return None
@@ -203,24 +210,30 @@ class DicePokerEnv(gym.Env):
 
     def scorecard(self) -> dict[str, int | None]:
         """``{box: points}`` with ``None`` for open boxes."""
+        if self.state is None:
+            raise gym.error.ResetNeeded("call reset() before scorecard()")
         filled, scores = self.state.filled, self.state.scores
         return {name: (int(scores[k]) if filled >> k & 1 else None) for k, name in enumerate(self.rules.box_names)}
 
     def _roll_fresh(self) -> int:
         return roll_of_faces(self.dice_source.roll(self.np_random, (N_DICE,)))
 
-    def _observation(self):
+    def _observation(self) -> Observation:
+        assert self.state is not None  # called once reset() has set it
         return self._observe(self.tables, self.state)
 
     def _info(self) -> dict[str, Any]:
+        assert self._mask is not None  # set with the state by reset()
         info: dict[str, Any] = {"action_mask": self._mask.copy(), "score": self._score}
         if self._done:
             info["final_score"] = self.score
             info["scorecard"] = self.scorecard()
         return info
 
-    def _illegal(self, action):
-        reason = self._illegal_actions.judge(self.tables, self.state, action, self.rules.name)  # raises in "raise" mode
+    def _illegal(self, action: Any) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        assert self.state is not None  # step() checked it
+        reason = self._illegal_actions.judge(self.tables, self.state, action, self.rules.name)
+        # raises in "raise" mode
         self._done = True
         self._mask = np.zeros(self._n_actions, dtype=np.int8)  # the episode is over: nothing is legal
         info = self._illegal_actions.mark(self._info(), reason)

@@ -48,7 +48,13 @@ from dice_poker_env.engine.state import BatchState
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.arguments import require_choice, require_dice_source
 from dice_poker_env.envs.illegal import IllegalActions, illegal_reason
-from dice_poker_env.envs.observation import OBS_MODES, observation_space, observe_batch, observe_dict_batch
+from dice_poker_env.envs.observation import (
+    OBS_MODES,
+    Observation,
+    observation_space,
+    observe_batch,
+    observe_dict_batch,
+)
 from dice_poker_env.rules import Rules, load_rules
 
 _POSITION_KEYS = POSITION_KEYS
@@ -67,7 +73,8 @@ def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
     raise ValueError(f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, got {mode!r}")
 
 
-class DicePokerVectorEnv(VectorEnv):
+# Observations are typed Any at the env's surface, as in DicePokerEnv (an array or a dict of arrays by obs_mode).
+class DicePokerVectorEnv(VectorEnv[Any, np.ndarray, np.ndarray]):
     """``num_envs`` independent games of a Yahtzee-family dice game, batched in NumPy.
 
     ## Description
@@ -227,7 +234,7 @@ class DicePokerVectorEnv(VectorEnv):
         )
 
     # ------------------------------------------------------------------ API
-    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset all games (or those in ``options["reset_mask"]``); see the class docstring."""
         if seed is not None:
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
@@ -290,7 +297,7 @@ class DicePokerVectorEnv(VectorEnv):
         }
         return self._observe(self.state, box_state), info
 
-    def step(self, actions):
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every game; see the class docstring for autoreset and illegal actions.
 
         The state is advanced in place (:func:`~dice_poker_env.engine.game.advance`);
@@ -333,6 +340,7 @@ class DicePokerVectorEnv(VectorEnv):
 
         # the dice: one sequence index per game (fair dice), else faces from the source(s)
         keep_bits = np.take(self._keep_bits, safe)
+        faces: np.ndarray | None
         if self._sources is not None:
             faces, draw = self._scripted_faces(state, safe, legal), None
             new_roll = reroll_batch(state.roll, keep_bits, faces)
@@ -394,10 +402,13 @@ class DicePokerVectorEnv(VectorEnv):
         if self._mask is None and self._mask_index is None:
             raise gym.error.ResetNeeded("call reset() before action_masks()")
         if self._mask_index is not None:
+            assert self._masks.rows is not None  # a mask index exists with the mask table only
             return np.take(self._masks.rows, self._mask_index, axis=0)
+        assert self._mask is not None  # checked above
         return self._mask.copy()
 
-    def render(self) -> tuple[str, ...] | None:
+    # gymnasium types render() with a method-level TypeVar (RenderFrame); the frames here are texts
+    def render(self) -> tuple[str, ...] | None:  # type: ignore[override]
         """One text per game (``render_mode="ansi"``)."""
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
@@ -475,6 +486,7 @@ class DicePokerVectorEnv(VectorEnv):
             return None, None
         if self._fast_dice:
             return None, self.np_random.integers(0, N_SEQUENCES, size=games)
+        assert isinstance(self.dice_source, DiceSource)  # one source for the batch (no per-game sources)
         return np.asarray(self.dice_source.roll(self.np_random, (games, N_DICE))), None
 
     def _first_rolls(self, rows: np.ndarray, faces: np.ndarray | None, draw: np.ndarray | None) -> np.ndarray:
@@ -489,6 +501,7 @@ class DicePokerVectorEnv(VectorEnv):
             return roll_index_of_sorted(np.sort(faces, axis=1))
         if draw is not None:
             return ROLL_OF_SEQUENCE[draw]
+        assert faces is not None  # one source without a draw gives faces
         return roll_index_of_sorted(np.sort(faces, axis=1))
 
     @staticmethod
@@ -513,6 +526,7 @@ class DicePokerVectorEnv(VectorEnv):
             return mask, box_state
         index = self._masks.index(state, full)
         self._mask_index = index
+        assert self._masks.rows is not None  # tabled
         return np.take(self._masks.rows, index, axis=0), box_state
 
     def _clear_masks(self, games: np.ndarray) -> None:
@@ -520,9 +534,10 @@ class DicePokerVectorEnv(VectorEnv):
         if self._mask_index is not None:
             self._mask_index[games] = 0  # row 0 of the mask table: no legal box, no reroll left
         else:
+            assert self._mask is not None  # one of the two is set by _update_mask
             self._mask[games] = 0
 
-    def _observe(self, state: BatchState, box_state: np.ndarray):
+    def _observe(self, state: BatchState, box_state: np.ndarray) -> Observation:
         """The observations of ``state`` (``box_state``: its five-kind box state)."""
         if self.obs_mode == "dict":
             return observe_dict_batch(self.tables, state, box_state=box_state)
@@ -541,6 +556,7 @@ class DicePokerVectorEnv(VectorEnv):
         if self.obs_mode == "flat":
             final_obs[rows] = np.fromiter(ended, dtype=object, count=len(rows))
             return final_obs
+        assert isinstance(ended, dict)  # obs_mode "dict"
         keys = tuple(ended)  # DICT_KEYS
         columns = [list(value) for value in ended.values()]  # rows (views) or NumPy scalars
         games = (dict(zip(keys, values)) for values in zip(*columns))
@@ -551,7 +567,9 @@ class DicePokerVectorEnv(VectorEnv):
         """Whether each game's (in-range) action is legal now."""
         if self._mask_index is not None:  # (uint16 row index: the product is taken in int64)
             offset = np.multiply(self._mask_index, self.tables.n_actions, dtype=np.int64)
+            assert self._masks.legal is not None  # tabled
             return np.take(self._masks.legal, np.add(offset, actions, out=offset))
+        assert self._mask is not None  # one of the two is set by _update_mask
         return np.take(self._mask, self._flat_rows + actions) != 0
 
     def _reset_rows(
@@ -586,13 +604,15 @@ class DicePokerVectorEnv(VectorEnv):
         """Faces drawn game by game from per-game sources, exactly as the single env draws."""
         faces = np.ones((self.num_envs, N_DICE), dtype=np.int64)
         turns = state.turn
+        sources = self._sources
+        assert sources is not None  # called with per-game sources only
         for i in np.flatnonzero(legal & ~self._ended):
             a = int(actions[i])
             if a < N_KEEP_ACTIONS:
                 rerolled = list(REROLLED_POSITIONS[a])
-                faces[i, rerolled] = self._sources[i].roll(self.np_random, (len(rerolled),))
+                faces[i, rerolled] = sources[i].roll(self.np_random, (len(rerolled),))
             elif turns[i] + 1 < self.tables.turns:
-                faces[i] = self._sources[i].roll(self.np_random, (N_DICE,))
+                faces[i] = sources[i].roll(self.np_random, (N_DICE,))
         return faces
 
     def _info(
@@ -600,7 +620,7 @@ class DicePokerVectorEnv(VectorEnv):
         state: BatchState,
         mask: np.ndarray,
         terminated: np.ndarray | None,
-        done_rows: Sequence[int],
+        done_rows: Sequence[int] | np.ndarray,
         illegal: np.ndarray | None,
         actions: np.ndarray,
         present: np.ndarray | None = None,
@@ -635,6 +655,6 @@ class DicePokerVectorEnv(VectorEnv):
             info["illegal_action"], info["_illegal_action"] = illegal.copy(), illegal.copy()
             reasons = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(illegal):
-                reasons[i] = illegal_reason(self.tables, state.game(i), int(actions[i]))
+                reasons[i] = illegal_reason(self.tables, state.game(int(i)), int(actions[i]))
             info["illegal_reason"], info["_illegal_reason"] = reasons, illegal.copy()
         return info

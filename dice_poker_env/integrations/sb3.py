@@ -26,6 +26,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import VectorEnv
 from gymnasium.vector.vector_env import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
@@ -70,7 +71,7 @@ class DicePokerSB3VecEnv(VecEnv):
     the batched env's ``positions`` reset option.
     """
 
-    def __init__(self, venv: DicePokerVectorEnv, *, distinct_keeps: bool = False):
+    def __init__(self, venv: VectorEnv[Any, Any, Any], *, distinct_keeps: bool = False) -> None:
         base = venv.unwrapped
         if not isinstance(base, DicePokerVectorEnv):
             raise TypeError(f"expected a DicePokerVectorEnv, got {type(base).__name__}")
@@ -127,6 +128,7 @@ class DicePokerSB3VecEnv(VecEnv):
         """``(N, n_actions)`` int8 masks of all games."""
         masks = self.base.action_masks()
         if self.distinct_keeps:
+            assert self.base.state is not None  # action_masks() raised ResetNeeded otherwise
             masks = distinct_keep_mask(masks, self.base.state.roll)
         return masks
 
@@ -140,9 +142,11 @@ class DicePokerSB3VecEnv(VecEnv):
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         setattr(self.base, attr_name, value)
 
-    def env_method(
-        self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs
-    ) -> Sequence[Any]:
+    # SB3 declares list[Any]; the masks come back as one (k, n_actions) array of rows, which is what
+    # sb3-contrib's get_action_masks stacks (and the cheapest form to build)
+    def env_method(  # type: ignore[override]
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> Sequence[Any] | np.ndarray:
         """``action_masks`` returns the masks of the selected games, ``(k, n_actions)`` (a sequence of rows).
 
         Any other method is called once on the batched env and its result given for each selected game.
@@ -155,7 +159,9 @@ class DicePokerSB3VecEnv(VecEnv):
         result = getattr(self.base, method_name)(*method_args, **method_kwargs)
         return [result for _ in self._get_indices(indices)]
 
-    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper[Any, Any, Any, Any]], indices: VecEnvIndices = None
+    ) -> list[bool]:
         return [False for _ in self._get_indices(indices)]
 
     def get_images(self) -> Sequence[np.ndarray | None]:

@@ -37,13 +37,14 @@ try:  # PettingZoo is the optional ``multi`` extra; :class:`~dice_poker_env.mult
     from pettingzoo.utils import wrappers as _pz_wrappers
     from pettingzoo.utils.env_logger import EnvLogger as _EnvLogger
 except ModuleNotFoundError:  # pragma: no cover - exercised only without the extra
-    AECEnv = object  # type: ignore[assignment,misc]
+    AECEnv = object
     _pz_wrappers = _EnvLogger = None
 
 MIN_PLAYERS, MAX_PLAYERS = 2, 6
 
 
-class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
+# PettingZoo ships no type information (no py.typed, no stubs): AECEnv and its wrappers are Any to mypy.
+class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming convention; subclassing Any (above)
     """A multi-player game of a Yahtzee-family dice game (PettingZoo AEC API).
 
     ## Description
@@ -103,7 +104,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     * v0: initial release.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "dice_poker_multi_v0", "is_parallelizable": False}
+    metadata: dict[str, Any] = {
+        "render_modes": ["ansi", "human"],
+        "name": "dice_poker_multi_v0",
+        "is_parallelizable": False,
+    }
 
     def __init__(
         self,
@@ -115,7 +120,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         dice_source: DiceSource | None = None,
         render_mode: str | None = None,
         **rule_options: Any,
-    ):
+    ) -> None:
         super().__init__()
         if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)):
             raise ValueError(f"num_players must be an integer, got {num_players!r}")
@@ -135,7 +140,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.render_mode = render_mode
         self.possible_agents = [f"player_{i}" for i in range(self.num_players)]
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
-        self._action_space = spaces.Discrete(self.tables.n_actions)
+        self._action_space: spaces.Space[Any] = spaces.Discrete(self.tables.n_actions)
         self._obs_spaces = {mode: self._make_obs_space(mode) for mode in OBS_MODES}
         self.np_random, _ = seeding.np_random(None)
         #: one one-game engine state per player, in seat order
@@ -151,10 +156,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         )
 
     # ----------------------------------------------------------- spaces
-    def observation_space(self, agent: str) -> spaces.Space:
+    def observation_space(self, agent: str) -> spaces.Dict:
         return self._obs_spaces[self.obs_mode]
 
-    def action_space(self, agent: str) -> spaces.Space:
+    def action_space(self, agent: str) -> spaces.Space[Any]:
         return self._action_space
 
     # -------------------------------------------------------------- API
@@ -176,7 +181,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._start_turn(0)
         self.infos = {a: self._info(i) for i, a in enumerate(self.agents)}
 
-    def step(self, action) -> None:
+    def step(self, action: Any) -> None:
         self._require_game()
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
@@ -212,10 +217,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if self.render_mode == "human":
             self.render()
 
-    def observe(self, agent: str) -> dict[str, np.ndarray]:
+    def observe(self, agent: str) -> dict[str, Any]:
         return self.observe_as(agent, self.obs_mode)
 
-    def observe_as(self, agent: str, obs_mode: str) -> dict[str, np.ndarray]:
+    def observe_as(self, agent: str, obs_mode: str) -> dict[str, Any]:
         """``agent``'s observation in either layout (``"dict"`` or ``"flat"``)."""
         if not self.games:
             raise gym.error.ResetNeeded("call reset() before observe()")
@@ -288,7 +293,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if not self.agents:
             raise gym.error.ResetNeeded("the game is over (every agent has stepped out); call reset()")
 
-    def render(self):
+    def render(self) -> str | None:
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
             return None
@@ -355,7 +360,7 @@ def env(
     *,
     illegal_reward: float = -1.0,
     **kwargs: Any,
-):
+) -> Any:  # a PettingZoo wrapper (untyped) around raw_env
     """The wrapped PettingZoo env (classic-game wrappers), arguments as :class:`raw_env`.
 
     An illegal action ends the game for everyone with ``illegal_reward`` for the
@@ -371,7 +376,7 @@ def env(
 
 if _pz_wrappers is not None:
 
-    class _TerminateIllegalWrapper(_pz_wrappers.BaseWrapper):
+    class _TerminateIllegalWrapper(_pz_wrappers.BaseWrapper):  # type: ignore[misc]  # PettingZoo: Any (above)
         """PettingZoo's classic illegal-move handling for every kind of bad action, with no ``assert``.
 
         In place of ``TerminateIllegalWrapper`` + ``AssertOutOfBoundsWrapper``: an
@@ -380,11 +385,11 @@ if _pz_wrappers is not None:
         that agent (:meth:`raw_env.end_by_illegal_action`).
         """
 
-        def __init__(self, env: raw_env, illegal_reward: float):
+        def __init__(self, env: raw_env, illegal_reward: float) -> None:
             super().__init__(env)
             self._illegal_reward = illegal_reward
 
-        def step(self, action) -> None:
+        def step(self, action: Any) -> None:
             raw = self.env.unwrapped
             raw._require_game()
             agent = raw.agent_selection
@@ -399,7 +404,7 @@ if _pz_wrappers is not None:
         def __str__(self) -> str:
             return str(self.env)
 
-    class _OrderEnforcingWrapper(_pz_wrappers.OrderEnforcingWrapper):
+    class _OrderEnforcingWrapper(_pz_wrappers.OrderEnforcingWrapper):  # type: ignore[misc]  # PettingZoo: Any
         """PettingZoo's ``OrderEnforcingWrapper`` with ``gymnasium.error.ResetNeeded`` for calls before
         ``reset()`` (it raises ``AssertionError``) and for ``step`` after the game (it only warns)."""
 
@@ -407,20 +412,20 @@ if _pz_wrappers is not None:
             if not self._has_reset:
                 raise gym.error.ResetNeeded(f"call reset() before {call}()")
 
-        def step(self, action) -> None:
+        def step(self, action: Any) -> None:
             self._require_reset("step")
             if not self.agents:
                 raise gym.error.ResetNeeded("the game is over (every agent has stepped out); call reset()")
             super().step(action)
 
-        def observe(self, agent: str):
+        def observe(self, agent: str) -> Any:
             self._require_reset("observe")
             return super().observe(agent)
 
-        def render(self):
+        def render(self) -> Any:
             self._require_reset("render")
             return super().render()
 
-        def agent_iter(self, max_iter: int = 2**63):
+        def agent_iter(self, max_iter: int = 2**63) -> Any:
             self._require_reset("agent_iter")
             return super().agent_iter(max_iter)

@@ -8,8 +8,10 @@ scorecard, in turn order starting with the next player.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 
 from dice_poker_env.engine.state import GameState
@@ -17,7 +19,7 @@ from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.envs.observation import filled_flags, flat_scales, observation_space, observe_dict, observe_flat
 
 
-def multi_observation_space(tables: RuleTables, num_players: int, obs_mode: str) -> spaces.Space:
+def multi_observation_space(tables: RuleTables, num_players: int, obs_mode: str) -> spaces.Space[Any]:
     """The space of the ``observation`` entry of a multi-player observation.
 
     ``"dict"``: the single env's dict keys (own game) plus, for the other
@@ -34,8 +36,11 @@ def multi_observation_space(tables: RuleTables, num_players: int, obs_mode: str)
     n, others = tables.n_boxes, num_players - 1
     own = observation_space(tables, obs_mode)
     if obs_mode == "flat":
+        assert isinstance(own, spaces.Box)  # observation_space's flat layout
         return spaces.Box(-1.0, 1.0, shape=(own.shape[0] + others * (2 * n + 3),), dtype=np.float32)
+    assert isinstance(own, spaces.Dict)  # observation_space's dict layout
     upper = own["upper_total"]
+    assert isinstance(upper, spaces.Box)
     items = dict(own.spaces)
     items.update(
         opponent_filled=spaces.MultiBinary((others, n)),
@@ -60,7 +65,7 @@ def encode(
     if obs_mode == "flat":
         scale, upper_scale = flat_scales(tables)  # the single env's scaling, for the opponents' scorecards too
         span = float(max(tables.max_total - min(tables.min_total, 0), 1))
-        parts = [observe_flat(tables, games[seat])]
+        parts: list[npt.ArrayLike] = [observe_flat(tables, games[seat])]
         for j in order:
             g = games[j]
             parts += [

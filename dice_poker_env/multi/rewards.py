@@ -16,7 +16,7 @@ def default_reward_mode(rules: Rules) -> str:
     return "relative" if rules.result == "relative" else "win"
 
 
-def final_rewards(totals: Sequence[float], reward_mode: str) -> np.ndarray:
+def final_rewards(totals: Sequence[float] | np.ndarray, reward_mode: str) -> np.ndarray:
     """End-of-game rewards of every player from their final totals.
 
     ``"relative"``: own total minus the mean of all totals. ``"win"``: +1 split
@@ -24,14 +24,14 @@ def final_rewards(totals: Sequence[float], reward_mode: str) -> np.ndarray:
     everyone when all are tied. ``"score"`` pays nothing extra at the end. The
     first two sum to zero.
     """
-    totals = np.asarray(totals, dtype=np.float64)
+    values = np.asarray(totals, dtype=np.float64)
     if reward_mode == "relative":
-        return totals - totals.mean()
+        return values - values.mean()
     if reward_mode == "win":
-        best = totals == totals.max()
+        best = values == values.max()
         if best.all():
-            return np.zeros_like(totals)
+            return np.zeros_like(values)
         return np.where(best, 1.0 / best.sum(), -1.0 / (~best).sum())
     if reward_mode == "score":
-        return np.zeros_like(totals)
+        return np.zeros_like(values)
     raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")

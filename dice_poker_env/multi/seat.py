@@ -11,7 +11,7 @@ construct them there and pass them in.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -25,7 +25,13 @@ from dice_poker_env.players import RandomAgent
 from dice_poker_env.rules import Rules
 
 
-def as_agent(opponent: Any, *, seed: int | None = None):
+class Player(Protocol):
+    """What :func:`as_agent` returns: an object that picks a legal action (``reset``/``seed`` optional)."""
+
+    def act(self, observation: Any, action_mask: np.ndarray) -> int: ...
+
+
+def as_agent(opponent: Any, *, seed: int | None = None) -> Player:
     """An object with ``act(observation, action_mask)`` from an agent, a plain callable or ``"random"``.
 
     Named agents other than ``"random"`` (greedy, optimal) and trained models live
@@ -63,7 +69,7 @@ class _CallableAgent:
         pass
 
 
-class SeatEnv(gym.Env):
+class SeatEnv(gym.Env[Any, int]):
     """One seat of a multi-player game as a Gymnasium single-agent env.
 
     ## Description
@@ -153,7 +159,7 @@ class SeatEnv(gym.Env):
         """The learner's agent name in the underlying game."""
         return self.game.possible_agents[self.seat]
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         if options is not None and (not isinstance(options, Mapping) or options):
             raise ValueError(f"reset options: SeatEnv takes none (every game starts empty), got {options!r}")
         super().reset(seed=seed)
@@ -162,16 +168,17 @@ class SeatEnv(gym.Env):
             self.seat = int(self.np_random.integers(self.game.num_players))
         self.game.reset(seed=game_seed)
         for k, opponent in enumerate(self.opponents):
-            if callable(getattr(opponent, "seed", None)):  # seeded opponents: same seed, same game
-                opponent.seed(game_seed + 1 + k)
-            if callable(getattr(opponent, "reset", None)):
-                opponent.reset()
+            seed_opponent, reset_opponent = getattr(opponent, "seed", None), getattr(opponent, "reset", None)
+            if callable(seed_opponent):  # seeded opponents: same seed, same game
+                seed_opponent(game_seed + 1 + k)
+            if callable(reset_opponent):
+                reset_opponent()
         self._done = False
         self._started = True
         self._play_opponents()
         return self._observation(), self._info()
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if not self._started:
             raise gym.error.ResetNeeded("call reset() before step()")
         if self._done:
@@ -199,7 +206,8 @@ class SeatEnv(gym.Env):
             return np.zeros(self.tables.n_actions, dtype=np.int8)
         return self.game.observe_as(self.me, "dict")["action_mask"]
 
-    def render(self):
+    # gymnasium types render() with a method-level TypeVar (RenderFrame); the frame here is text
+    def render(self) -> str | None:  # type: ignore[override]
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
             return None
@@ -228,7 +236,7 @@ class SeatEnv(gym.Env):
             reward += g.rewards[self.me]
         return reward
 
-    def _observation(self):
+    def _observation(self) -> Any:
         return self.game.observe_as(self.me, self.obs_mode)["observation"]
 
     def _info(self) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -11,10 +12,10 @@ from typing import Any
 
 from dice_poker_env.rules.spec import Box, FiveOfAKind, Rules, RulesError, UpperBonus, build_rules
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 #: The rulesets that ship with the package, in the order of ``docs/rules.md``.
 RULESET_NAMES = ("yacht", "dice_poker", "school_poker", "yahtzee", "yatzy")
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 
-def read_rules_file(path: str | os.PathLike) -> dict[str, Any]:
+def read_rules_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Parse a rules file (``.toml``, ``.yaml``/``.yml`` or ``.json``) into a mapping."""
     path = Path(path)
     if not path.exists():
@@ -59,10 +60,11 @@ def read_rules_file(path: str | os.PathLike) -> dict[str, Any]:
             except ModuleNotFoundError:
                 raise RulesError(f"{path}: reading YAML rules needs PyYAML (pip install pyyaml)") from None
             with path.open() as handle:
-                data = yaml.safe_load(handle)
+                data: dict[str, Any] = yaml.safe_load(handle)
             return data
         with path.open() as handle:  # .json, the last of RULES_FILE_SUFFIXES
-            return json.load(handle)
+            loaded: dict[str, Any] = json.load(handle)
+            return loaded
     except RulesError:
         raise
     except Exception as error:  # parser errors name line and column; keep them
@@ -74,7 +76,7 @@ def _shipped_spec(name: str) -> dict[str, Any]:
     return tomllib.loads(data.read_text())
 
 
-def load_rules(rules: str | os.PathLike | Rules | Mapping[str, Any], **options: Any) -> Rules:
+def load_rules(rules: str | os.PathLike[str] | Rules | Mapping[str, Any], **options: Any) -> Rules:
     """Load a ruleset by name (``"yahtzee"``), from a rules file path, or from a mapping.
 
     Keyword arguments switch the ruleset's options, e.g.
@@ -111,7 +113,7 @@ def load_rules(rules: str | os.PathLike | Rules | Mapping[str, Any], **options: 
     raise RulesError(f"unknown ruleset {text!r}: use one of {', '.join(RULESET_NAMES)} or a path to a rules file")
 
 
-def ruleset_options(rules: str | os.PathLike | Rules) -> dict[str, dict[str, Any]]:
+def ruleset_options(rules: str | os.PathLike[str] | Rules) -> dict[str, dict[str, Any]]:
     """The options a ruleset declares: ``{name: {"default", "values", "doc"}}``."""
     from dice_poker_env.rules.spec import _parse_options
 

@@ -184,7 +184,7 @@ class Rules:
     def __hash__(self) -> int:
         return hash(self.fingerprint)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any], str, dict[str, Any]]]:
         # Pickle as the spec: the ruleset is rebuilt from it on the other side.
         return (_rules_from_spec, (dict(self.raw_spec), self.source, dict(self.options)))
 
@@ -200,7 +200,7 @@ class Rules:
         return "; ".join(parts)
 
 
-def _rules_from_spec(raw_spec: dict, source: str, options: dict) -> Rules:
+def _rules_from_spec(raw_spec: dict[str, Any], source: str, options: dict[str, Any]) -> Rules:
     return build_rules(raw_spec, source=source, chosen_options=options)
 
 
@@ -223,7 +223,7 @@ class _Reader:
         tail = f", got {got!r}" if got is not None else ""
         return RulesError(f"{self.source}: field '{self.where(key)}': expected {expected}{tail}")
 
-    def get(self, key: str, kind: type | tuple, default: Any = ..., *, expected: str | None = None) -> Any:
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ..., *, expected: str | None = None) -> Any:
         self.used.add(key)
         if key not in self.data:
             if default is ...:
@@ -239,13 +239,13 @@ class _Reader:
 
     def points(self, key: str, default: Any = ..., *, low: int = -POINTS_LIMIT) -> int:
         """An integer points field, within ``low..POINTS_LIMIT`` (the supported range)."""
-        value = self.get(key, int, default)
+        value: int = self.get(key, int, default)
         if not low <= value <= POINTS_LIMIT:
             raise self.fail(key, f"an integer in {low}..{POINTS_LIMIT} (the supported range)", value)
         return value
 
     def choice(self, key: str, choices: Sequence[str], default: Any = ...) -> str:
-        value = self.get(key, str, default, expected=f"one of {', '.join(choices)}")
+        value: str = self.get(key, str, default, expected=f"one of {', '.join(choices)}")
         if value not in choices:
             raise self.fail(key, f"one of {', '.join(choices)}", value)
         return value
@@ -306,7 +306,7 @@ def _parse_box(data: Any, source: str, index: int) -> Box:
     return Box(name=name, kind=kind, section=section, **fields)
 
 
-def _set_path(spec: dict, dotted: str, value: Any, source: str, option: str) -> None:
+def _set_path(spec: dict[str, Any], dotted: str, value: Any, source: str, option: str) -> None:
     """Apply an option's patch ``"a.b.c" = value`` (list items by box name)."""
     node: Any = spec
     keys = dotted.split(".")
@@ -339,7 +339,7 @@ def _set_path(spec: dict, dotted: str, value: Any, source: str, option: str) -> 
     node[keys[-1]] = value
 
 
-def _parse_options(spec: dict, source: str) -> dict[str, Option]:
+def _parse_options(spec: dict[str, Any], source: str) -> dict[str, Option]:
     options: dict[str, Option] = {}
     raw = spec.get("options", {})
     if not isinstance(raw, Mapping):
@@ -374,15 +374,17 @@ def _option_key(key: Any, default: Any) -> Any:
     return key
 
 
-def resolve_options(spec: Mapping[str, Any], source: str, chosen: Mapping[str, Any]) -> tuple[dict, dict]:
+def resolve_options(
+    spec: Mapping[str, Any], source: str, chosen: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Apply the chosen option values (defaults for the rest) to a copy of the spec.
 
     Returns the patched spec (without its ``options`` table) and the full option
     assignment. Unknown options and values raise :class:`RulesError` listing the
     valid ones.
     """
-    spec = copy.deepcopy(dict(spec))
-    options = _parse_options(spec, source)
+    patched = copy.deepcopy(dict(spec))
+    options = _parse_options(patched, source)
     unknown = sorted(set(chosen) - set(options))
     if unknown:
         known = ", ".join(f"{o.name} ({', '.join(map(repr, o.values))})" for o in options.values()) or "none"
@@ -395,9 +397,9 @@ def resolve_options(spec: Mapping[str, Any], source: str, chosen: Mapping[str, A
             raise RulesError(f"{source}: option {option.name!r} must be one of {list(option.values)}, got {value!r}")
         assignment[option.name] = value
         for dotted, patch in option.values[value].items():
-            _set_path(spec, dotted, patch, source, option.name)
-    spec.pop("options", None)
-    return spec, assignment
+            _set_path(patched, dotted, patch, source, option.name)
+    patched.pop("options", None)
+    return patched, assignment
 
 
 def build_rules(

@@ -17,8 +17,12 @@ import multiprocessing
 import os
 import signal
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
+from multiprocessing.pool import Pool
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.solver.allocator import roomy_malloc
@@ -50,7 +54,7 @@ def default_workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-def solve_dp(tables: RuleTables, *, chunk: int = 256, progress=None, workers: int | None = None) -> DPResult:
+def solve_dp(tables: RuleTables, *, chunk: int = 256, progress: Any = None, workers: int | None = None) -> DPResult:
     """Run the forward (reachability) and backward (values) passes for ``tables``.
 
     Args:
@@ -69,7 +73,7 @@ def solve_dp(tables: RuleTables, *, chunk: int = 256, progress=None, workers: in
 
 
 #: what forked workers inherit (set just before the pool is created)
-_SHARED: dict = {}
+_SHARED: dict[str, Any] = {}
 
 
 def _backward_task(bounds: tuple[int, int]) -> int:
@@ -78,7 +82,18 @@ def _backward_task(bounds: tuple[int, int]) -> int:
     return bounds[1] - bounds[0]
 
 
-def _solve_range(lo: int, hi: int, *, space, keys, index, value, variance, chunk, block=4096) -> None:
+def _solve_range(
+    lo: int,
+    hi: int,
+    *,
+    space: StateSpace,
+    keys: np.ndarray,
+    index: StateIndex,
+    value: np.ndarray,
+    variance: np.ndarray,
+    chunk: int,
+    block: int = 4096,
+) -> None:
     """Backward step for the states at positions ``lo..hi`` (one layer): fills value and variance.
 
     The engine is consulted once per block of ``block`` states (:class:`BlockScores`),
@@ -109,12 +124,12 @@ def _default_sigterm() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def worker_pool(context, workers: int):
+def worker_pool(context: BaseContext, workers: int) -> Pool:
     """The solver's pool of ``workers`` processes from ``context``; each ends at once on ``terminate()``."""
     return context.Pool(workers, initializer=_default_sigterm)
 
 
-def _shared_zeros(n: int, dtype=np.float64) -> np.ndarray:
+def _shared_zeros(n: int, dtype: npt.DTypeLike = np.float64) -> np.ndarray:
     """A zeroed array in anonymous shared memory (visible to forked workers)."""
     size = np.dtype(dtype).itemsize
     buffer = mmap.mmap(-1, max(size * n, size))
@@ -128,7 +143,7 @@ def _pieces(lo: int, hi: int, chunk: int, workers: int) -> list[tuple[int, int]]
     return [(start, min(hi, start + per)) for start in range(lo, hi, per)]
 
 
-def _solve_dp(tables: RuleTables, *, chunk: int, progress, workers: int) -> DPResult:
+def _solve_dp(tables: RuleTables, *, chunk: int, progress: Any, workers: int) -> DPResult:
     space = StateSpace(tables)
     if progress is not None:
         progress.reset(total=tables.turns)
@@ -141,7 +156,7 @@ def _solve_dp(tables: RuleTables, *, chunk: int, progress, workers: int) -> DPRe
     variance = _shared_zeros(len(keys)) if context else np.zeros(len(keys))
     if progress is not None:
         progress.reset(total=int(layer_start[tables.turns]))
-    shared = dict(space=space, keys=keys, index=index, value=value, variance=variance, chunk=chunk)
+    shared: dict[str, Any] = dict(space=space, keys=keys, index=index, value=value, variance=variance, chunk=chunk)
     _SHARED.clear()
     _SHARED.update(shared)
     pool = worker_pool(context, workers) if context else None

@@ -11,7 +11,8 @@ for the queries (:meth:`BlockScores.tables`), moment words for the solve
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -71,7 +72,9 @@ class _LowerTable(NamedTuple):
     value_full: np.ndarray | None  #: (m,) next-state value when the flag becomes set (None: never)
 
 
-def _lookup(index: StateIndex, keys: np.ndarray, legal: np.ndarray, value: np.ndarray, variance: np.ndarray | None):
+def _lookup(
+    index: StateIndex, keys: np.ndarray, legal: np.ndarray, value: np.ndarray, variance: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``(value, variance)`` of the next states ``keys`` (variance ``None`` when not given).
 
     A key outside the reachable set is allowed only where ``legal`` is false.
@@ -107,14 +110,14 @@ class BlockScores:
     def __init__(
         self,
         space: StateSpace,
-        filled,
-        upper,
-        full,
+        filled: np.ndarray,
+        upper: np.ndarray,
+        full: np.ndarray,
         *,
         value: np.ndarray,
         index: StateIndex,
         variance: np.ndarray | None = None,
-    ):
+    ) -> None:
         self.space = space
         #: whether the block holds the solve's moment words (else the queries' tables)
         self.second_moments = variance is not None
@@ -125,7 +128,9 @@ class BlockScores:
         center = np.full(m, np.inf)
         best_next = np.full(m, -np.inf)
         self.upper_open = [b for b in moves.open_boxes if space.tables.is_upper[b]]
-        upper_moves = upper_total = upper_variance = None
+        upper_moves: GroupedUpperMoves | None = None
+        upper_total: np.ndarray | None = None
+        upper_variance: np.ndarray | None = None
         if self.upper_open:  # all upper boxes at once, per points group (see upper_moves_grouped)
             upper_moves = moves.upper_moves_grouped(self.upper_open)
             group, legal_cp, delta_cp, reward = (
@@ -158,11 +163,15 @@ class BlockScores:
                 continue
             box_moves = moves.lower_moves(b)
             legal, reward, becomes_full = box_moves.legal, box_moves.reward, box_moves.becomes_full
-            v_same, c_same = _lookup(index, box_moves.key_same, legal.any(axis=0)[self.pair], value, variance)
+            # (NumPy's stubs type `.any(axis=...)` as "bool scalar or array": on a 2-D array it is an array)
+            legal_pairs = cast(np.ndarray, legal.any(axis=0))
+            v_same, c_same = _lookup(index, box_moves.key_same, legal_pairs[self.pair], value, variance)
             # lowest points of a legal class, per pair, for each kind of next state
             lowest_same = np.where(legal & ~becomes_full, reward, np.inf).min(axis=0)[self.pair]
             np.minimum(center, lowest_same + v_same, out=center)
             np.maximum(best_next, np.where(lowest_same < np.inf, v_same, -np.inf), out=best_next)
+            v_full: np.ndarray | None
+            c_full: np.ndarray | None
             if becomes_full.any():
                 any_full = (legal & becomes_full).any(axis=0)[self.pair]
                 v_full, c_full = _lookup(index, box_moves.key_full, any_full, value, variance)
@@ -186,6 +195,7 @@ class BlockScores:
             self._build_words(moves, upper_moves, upper_total, upper_variance, lower)
             return
         if self.upper_open:
+            assert upper_moves is not None and upper_total is not None  # set above for open upper boxes
             self.upper_q = self._upper_classes(upper_moves, upper_total - center).astype(dtype)
             #: (n_upper, pairs): whether each upper box is legal for some roll of the pair
             self.upper_pair_open = ((moves.pair_any[None, :] >> np.asarray(self.upper_open)[:, None]) & 1).astype(bool)
@@ -194,7 +204,7 @@ class BlockScores:
                 box=low.box,
                 reward=np.where(low.legal, low.reward, -np.inf).astype(dtype),
                 becomes_full=low.becomes_full,
-                pair_open=low.legal.any(axis=0),
+                pair_open=cast(np.ndarray, low.legal.any(axis=0)),  # an array (see legal_pairs above)
                 value_same=(low.value_same - center).astype(dtype),
                 value_full=None if low.value_full is None else (low.value_full - center).astype(dtype),
             )
@@ -219,8 +229,8 @@ class BlockScores:
         self,
         moves: ChunkMoves,
         upper_moves: GroupedUpperMoves | None,
-        upper_total,
-        upper_variance,
+        upper_total: np.ndarray | None,
+        upper_variance: np.ndarray | None,
         lower: list[_LowerBox],
     ) -> None:
         """The solve's candidates: per open box, ``(n_classes, block)`` moment words.
@@ -241,7 +251,7 @@ class BlockScores:
         #: box -> (words, (pairs,) whether the box is legal for some roll of the pair)
         self.words: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-        def words(value, var):
+        def words(value: np.ndarray, var: np.ndarray) -> np.ndarray:
             np.maximum(value, 0, out=value, where=value > -np.inf)
             second = np.subtract(value, shift)
             second *= second
@@ -249,6 +259,8 @@ class BlockScores:
             return moment_words(value, second)
 
         if self.upper_open:
+            # set for open upper boxes, with variances in a block built for the solve
+            assert upper_moves is not None and upper_total is not None and upper_variance is not None
             value = self._upper_classes(upper_moves, (upper_total - center).astype(dtype))
             var = upper_variance.astype(dtype)
             upper_words = words(value, var if upper_moves.delta is None else _per_class(var, upper_moves.group))
@@ -256,16 +268,18 @@ class BlockScores:
                 self.words[b] = (upper_words[i], (moves.pair_any >> b & 1).astype(bool))
         for low in lower:
             value = np.where(low.legal, low.reward, -np.inf).astype(dtype).take(self.pair, axis=1)  # (classes, states)
+            assert low.variance_same is not None  # a block built for the solve has the variances
             if low.value_full is None:
                 value += (low.value_same - center).astype(dtype)
                 var = low.variance_same.astype(dtype)
             else:
+                assert low.variance_full is not None
                 to_full = low.becomes_full.take(self.pair, axis=1)
                 value += np.where(
                     to_full, (low.value_full - center).astype(dtype), (low.value_same - center).astype(dtype)
                 )
                 var = np.where(to_full, low.variance_full.astype(dtype), low.variance_same.astype(dtype))
-            self.words[low.box] = (words(value, var), low.legal.any(axis=0))
+            self.words[low.box] = (words(value, var), cast(np.ndarray, low.legal.any(axis=0)))
         #: (boxes in ``words``, states): whether the box is legal for some roll of the state
         self._open_states = np.array([pair_open for _, pair_open in self.words.values()]).reshape(len(self.words), -1)[
             :, self.pair
@@ -284,22 +298,26 @@ class BlockScores:
         S2 = np.full((N_ROLLS, m), -np.inf, dtype=dtype) if space.doubling else S0
         B0 = np.zeros((N_ROLLS, m), dtype=np.int8)
         B2 = np.zeros((N_ROLLS, m), dtype=np.int8) if space.doubling else B0
-        candidates = []
+        candidates: list[tuple[int, Callable[[np.ndarray], np.ndarray]]] = []
         for i, b in enumerate(self.upper_open):
             if self.upper_pair_open[i, pairs_here].any():
-                candidates.append((b, lambda of, q=self.upper_q[i][:, sl]: q[of]))
+
+                def upper_cands(of: np.ndarray, q: np.ndarray = self.upper_q[i][:, sl]) -> np.ndarray:
+                    return q[of]
+
+                candidates.append((b, upper_cands))
         for low in self.lower:
             if not low.pair_open[pairs_here].any():
                 continue
 
             def cands(
-                of,
-                r_pair=low.reward,
-                becomes_full=low.becomes_full,
-                v_same=low.value_same[sl],
-                v_full=None if low.value_full is None else low.value_full[sl],
-                cache={},  # noqa: B006 (a memo shared by design within this call)
-            ):
+                of: np.ndarray,
+                r_pair: np.ndarray = low.reward,
+                becomes_full: np.ndarray = low.becomes_full,
+                v_same: np.ndarray = low.value_same[sl],
+                v_full: np.ndarray | None = None if low.value_full is None else low.value_full[sl],
+                cache: dict[str, np.ndarray] = {},  # noqa: B006 (a memo shared by design within this call)
+            ) -> np.ndarray:
                 if "q" not in cache:  # per roll class first (few rows), then rows copied per roll
                     q = r_pair.take(pair, axis=1)  # (n_classes, m)
                     if v_full is None:
@@ -311,13 +329,13 @@ class BlockScores:
 
             candidates.append((low.box, cands))
         candidates.sort(key=lambda item: item[0])  # box order: the lowest box wins ties
-        for b, cands in candidates:
+        for b, candidates_of in candidates:
             cls = space.box_classes[b]
             targets = [(S0, B0, cls.of_last)]
             if space.doubling:
                 targets.append((S2, B2, cls.of_first))
             for S, best_box, of in targets:
-                cand = cands(of)
+                cand = candidates_of(of)
                 better = np.greater(cand, S)
                 best_box += better * (np.int8(b) - best_box)
                 np.maximum(S, cand, out=S)
@@ -331,8 +349,10 @@ class BlockScores:
         them is optimal).
         """
         space = self.space
-        leaves: list = [None] * space.n_boxes  # per box: (n_classes, m) candidate words, None if closed
-        for (b, (words, _)), is_open in zip(self.words.items(), self._open_states[:, sl].any(axis=1)):
+        # per box: (n_classes, m) candidate words, None if closed
+        leaves: list[np.ndarray | None] = [None] * space.n_boxes
+        open_now = cast(np.ndarray, self._open_states[:, sl].any(axis=1))  # an array (2-D input)
+        for (b, (words, _)), is_open in zip(self.words.items(), open_now):
             if is_open:
                 leaves[b] = words[:, sl]
         out = [space.max_tree[first].evaluate(leaves) for first in ((False, True) if space.doubling else (False,))]

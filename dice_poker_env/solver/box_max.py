@@ -18,19 +18,20 @@ class BoxMaxTree:
     one max per box over all rolls, with the same result (max is order-free).
     """
 
-    def __init__(self, class_of_roll: list[np.ndarray]):
+    def __init__(self, class_of_roll: list[np.ndarray]) -> None:
         groups = [(box, np.asarray(rows, dtype=np.int64)) for box, rows in enumerate(class_of_roll)]
         #: merges in evaluation order: (left node, right node, left rows, right rows)
         self.merges: list[tuple[int, int, np.ndarray, np.ndarray]] = []
         n_leaves = len(groups)
         while len(groups) > 1:
-            best = None
+            best: tuple[int, int, int, np.ndarray] | None = None
             for i in range(len(groups)):
                 for j in range(i + 1, len(groups)):
                     code = groups[i][1] * (int(groups[j][1].max()) + 1) + groups[j][1]
-                    count = np.count_nonzero(np.bincount(code))
+                    count = int(np.count_nonzero(np.bincount(code)))
                     if best is None or count < best[0]:
                         best = (count, i, j, code)
+            assert best is not None  # two or more groups: at least one pair was scored
             _, i, j, code = best
             (left, left_map), (right, right_map) = groups[i], groups[j]
             _, first_roll, node_map = np.unique(code, return_index=True, return_inverse=True)
@@ -53,7 +54,9 @@ class BoxMaxTree:
         for a box closed to every state (no candidate). At least one box is open.
         """
         # each node's value: (array, rows) with node row u = array[rows[u]] (rows None: identity)
-        values: list = [(leaf, None) if leaf is not None else None for leaf in leaves]
+        values: list[tuple[np.ndarray, np.ndarray | None] | None] = [
+            (leaf, None) if leaf is not None else None for leaf in leaves
+        ]
         for left, right, left_rows, right_rows in self.merges:
             a, b = values[left], values[right]
             if a is None or b is None:
@@ -63,7 +66,9 @@ class BoxMaxTree:
             out = a[0].take(left_rows if a[1] is None else a[1][left_rows], axis=0)
             np.maximum(out, b[0].take(right_rows if b[1] is None else b[1][right_rows], axis=0), out=out)
             values.append((out, None))
-        array, rows = values[-1]
+        root = values[-1]
+        assert root is not None  # at least one box is open
+        array, root_rows = root
         if self.root_map is not None:
-            rows = self.root_map if rows is None else rows[self.root_map]
-        return array if rows is None else array.take(rows, axis=0)
+            root_rows = self.root_map if root_rows is None else root_rows[self.root_map]
+        return array if root_rows is None else array.take(root_rows, axis=0)

@@ -92,7 +92,7 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Non
             raise TypeError(
                 f"solver cache: array {name!r} has dtype {data.dtype.str}, expected one of {sorted(_DTYPES)}"
             )
-        raw = memoryview(data).cast("B") if data.nbytes else b""
+        raw = data.data.cast("B") if data.nbytes else b""
         entries.append(
             {"name": name, "dtype": data.dtype.str, "shape": list(data.shape), "offset": offset, "nbytes": data.nbytes}
         )
@@ -227,7 +227,7 @@ def remove_stale_temporaries(folder: Path, *, now: float | None = None) -> list[
     """
     now = time.time() if now is None else now
     host = _writer_tag().rsplit("-", 1)[0]
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:

@@ -124,8 +124,8 @@ def _sub_groups(engine_keeps: np.ndarray) -> list[tuple[int, np.ndarray]]:
     return groups
 
 
-#: per keep size 1..4: the sub-keep groups of that size block (index 0 unused)
-KEEP_SUB_GROUPS = [None] + [
+#: per keep size 1..4: the sub-keep groups of that size block (index 0 unused: the empty keep has no sub-keeps)
+KEEP_SUB_GROUPS: list[list[tuple[int, np.ndarray]]] = [[]] + [
     _sub_groups(KEEP_ORDER[int(KEEP_START[s]) : int(KEEP_START[s + 1])]) for s in range(1, N_DICE)
 ]
 #: the sub-keep groups of the rolls (internal roll order)

@@ -7,13 +7,15 @@ then solves exactly these states.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dice_poker_env.engine.game import legal_boxes, score_points
 from dice_poker_env.solver.state_space import StateSpace
 
 
-def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
+def reachable_layers(space: StateSpace, progress: Any = None) -> list[np.ndarray]:
     """Sorted state keys of every layer reachable from the empty scorecard.
 
     ``progress`` (optional, tqdm-like) is advanced by one per layer.
@@ -51,7 +53,11 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
         _, one_pair, alike_id = np.unique(alike, axis=0, return_index=True, return_inverse=True)
         alike_id = alike_id.reshape(-1)
         n_alike = len(one_pair)
-        pairs, move_ids, move_box, move_shift, move_full = [], [], [], [], []
+        pairs: list[np.ndarray] = []
+        move_ids: list[np.ndarray] = []
+        move_box: list[int] = []
+        move_shift: list[int] = []
+        move_full: list[bool] = []
         for box in range(space.n_boxes):
             if not any_legal >> box & 1:
                 continue
@@ -83,21 +89,21 @@ def reachable_layers(space: StateSpace, progress=None) -> list[np.ndarray]:
             filled, full, bits = filled[:0], full[:0], bits[:0]
         else:
             pair, move = np.concatenate(pairs), np.concatenate(move_ids)
-            move_box, move_shift, move_full = np.array(move_box), np.array(move_shift), np.array(move_full)
+            box_of, shift_of, full_of = np.array(move_box), np.array(move_shift), np.array(move_full)
             # the distinct (move, kind of pair) combinations, each shifted once
             combo = move * n_alike + alike_id[pair]
-            seen = np.zeros(len(move_box) * n_alike, dtype=bool)
+            seen = np.zeros(len(box_of) * n_alike, dtype=bool)
             seen[combo] = True
             distinct = np.flatnonzero(seen)
             row_of = np.cumsum(seen) - 1
             source = one_pair[distinct % n_alike]
             moves_d = distinct // n_alike
-            new_filled = filled[source] | (1 << move_box[moves_d])
+            new_filled = filled[source] | (1 << box_of[moves_d])
             lo, hi = space.upper_range(new_filled)
-            shifted = _shift_clip(bits[source], move_shift[moves_d], lo - space.upper_lo, hi - space.upper_lo)
+            shifted = _shift_clip(bits[source], shift_of[moves_d], lo - space.upper_lo, hi - space.upper_lo)
             moved = shifted[row_of[combo]]
             # OR the moved bitsets into their next pair, word by word, in a dense table over pair codes
-            code = (filled[pair] | (1 << move_box[move])) * 2 + move_full[move]
+            code = (filled[pair] | (1 << box_of[move])) * 2 + full_of[move]
             merged = np.zeros((n_words, 2 * space.n_masks), dtype=np.uint64)
             for word in range(n_words):
                 np.bitwise_or.at(merged[word], code, moved[:, word])

@@ -13,10 +13,11 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from dice_poker_env.engine.combinatorics import (
     KEEP_ALL,
@@ -48,7 +49,7 @@ from dice_poker_env.solver import budget
 from dice_poker_env.solver import cache as disk
 from dice_poker_env.solver.allocator import roomy_malloc
 from dice_poker_env.solver.backward import DPResult, default_workers, solve_dp
-from dice_poker_env.solver.block_scores import BlockScores
+from dice_poker_env.solver.block_scores import BlockScores, TurnTables
 from dice_poker_env.solver.keep_tables import KEEP_START
 from dice_poker_env.solver.state_space import StateIndex, StateSpace
 from dice_poker_env.solver.turn import turn_decisions, widget
@@ -59,7 +60,7 @@ _N_PROPER_KEEPS = int(KEEP_START[N_DICE])
 _KEEP_OF_ACTION_PROPER = np.ascontiguousarray(KEEP_OF_ACTION[:, :KEEP_ALL], dtype=np.int64)
 
 
-def _huge_zeros(shape: tuple, dtype) -> np.ndarray:
+def _huge_zeros(shape: tuple[int, ...], dtype: npt.DTypeLike) -> np.ndarray:
     """A zeroed array in anonymous memory backed by transparent huge pages where the OS allows.
 
     The turn cache is filled in random order a few KiB per state; with 4 KiB pages
@@ -78,6 +79,11 @@ def _huge_zeros(shape: tuple, dtype) -> np.ndarray:
         except OSError:
             pass
     return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
+
+
+#: ``(filled, upper, full, roll, rolls_left, points so far)`` of a batch of situations, as arrays (the
+#: points are ``None`` where not asked for)
+Situation = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]
 
 
 class SolverError(ValueError):
@@ -163,7 +169,7 @@ class Solution:
         )
 
     # ------------------------------------------------------------ positions
-    def _positions(self, filled, upper, full) -> np.ndarray:
+    def _positions(self, filled: npt.ArrayLike, upper: npt.ArrayLike, full: npt.ArrayLike) -> np.ndarray:
         """Positions in the value arrays of (non-canonical) between-turn states."""
         filled = np.asarray(filled, dtype=np.int64)
         if np.any((filled < 0) | (filled > self.tables.all_bits)):
@@ -286,7 +292,7 @@ class Solution:
             for start in range(0, len(block), 512):  # the widget per cache-sized chunk
                 self._fill_chunk(block[start : start + 512], scores.tables(slice(start, start + 512)))
 
-    def _fill_chunk(self, part: np.ndarray, tables) -> None:
+    def _fill_chunk(self, part: np.ndarray, tables: TurnTables) -> None:
         """Solve the turns of the positions ``part`` from their score tables and store them."""
         S0, S2, B0, B2, center = tables
         _, K1, K2 = widget(S0, S2)
@@ -314,7 +320,14 @@ class Solution:
             new[:have] = old
             setattr(self, name, new)
 
-    def best_actions(self, filled, upper, full, roll, rolls_left) -> np.ndarray:
+    def best_actions(
+        self,
+        filled: npt.ArrayLike,
+        upper: npt.ArrayLike,
+        full: npt.ArrayLike,
+        roll: npt.ArrayLike,
+        rolls_left: npt.ArrayLike,
+    ) -> np.ndarray:
         """Optimal actions of a batch of situations (fast path: one lookup per situation).
 
         Same arguments as :meth:`future_action_values`. Each visited between-turn
@@ -338,7 +351,14 @@ class Solution:
         return self._act.reshape(-1).take(at).astype(np.int64)
 
     # ------------------------------------------------------------ queries
-    def future_action_values(self, filled, upper, full, roll, rolls_left) -> np.ndarray:
+    def future_action_values(
+        self,
+        filled: npt.ArrayLike,
+        upper: npt.ArrayLike,
+        full: npt.ArrayLike,
+        roll: npt.ArrayLike,
+        rolls_left: npt.ArrayLike,
+    ) -> np.ndarray:
         """Expected points still to come after each action, batched; ``-inf`` where illegal.
 
         Args:
@@ -364,7 +384,10 @@ class Solution:
         q = np.full((batch, N_KEEP_ACTIONS + n), -np.inf)
         # score actions: points + bonus now, plus the value of the next state
         boxes = np.arange(n)[None, :]
-        col = lambda a: a[:, None]  # noqa: E731
+
+        def col(a: np.ndarray) -> np.ndarray:
+            return a[:, None]
+
         legal = (np.asarray(legal_boxes(tables, col(filled), col(full), col(roll))) >> boxes) & 1
         points, bonus, new_upper = score_points(
             tables, col(filled), col(upper), col(full), col(roll), col(rolls_left == ROLLS_PER_TURN - 1), boxes
@@ -397,10 +420,11 @@ class Solution:
         """
         situation, batched = self._situation(observation)
         filled, upper, full, roll, rolls_left, points = situation
+        assert points is not None  # _situation gives the points so far unless points=False
         q = self.future_action_values(filled, upper, full, roll, rolls_left) + points[:, None]
         return q if batched else q[0]
 
-    def best_action(self, observation: Mapping[str, Any]):
+    def best_action(self, observation: Mapping[str, Any]) -> int | np.ndarray:
         """The optimal action (an ``int``; an array for a batch of observations).
 
         Uses the fast path :meth:`best_actions`; ``argmax(action_values(...))``
@@ -423,9 +447,9 @@ class Solution:
         situation, _ = self._situation(observation)
         roll = int(situation[3][0])
         seen = set()
-        items = []
-        for a in np.flatnonzero(np.isfinite(q)):
-            a = int(a)
+        items: list[dict[str, Any]] = []
+        for index in np.flatnonzero(np.isfinite(q)):
+            a = int(index)
             if a < N_KEEP_ACTIONS:
                 keep = int(KEEP_OF_ACTION[roll, a])
                 if keep in seen:
@@ -439,7 +463,7 @@ class Solution:
         items.sort(key=lambda item: -item["value"])
         return items
 
-    def _situation(self, observation: Mapping[str, Any], *, points: bool = True):
+    def _situation(self, observation: Mapping[str, Any], *, points: bool = True) -> tuple[Situation, bool]:
         """``((filled, upper, full, roll, rolls_left, points_so_far), batched)`` as arrays.
 
         ``points=False`` skips the points so far (``None``) and the check of the
@@ -470,17 +494,17 @@ class Solution:
         filled = np.atleast_1d(np.asarray(state.filled, dtype=np.int64))
         scores = np.asarray(state.scores).reshape(1, -1)
         full = np.array([self._box_full(int(filled[0]), scores[0])])
-        points = np.atleast_1d(np.asarray(scores.sum() + np.asarray(state.bonus).sum(), dtype=np.float64))
+        so_far = np.atleast_1d(np.asarray(scores.sum() + np.asarray(state.bonus).sum(), dtype=np.float64))
         return (
             filled,
             np.atleast_1d(np.asarray(state.upper_total, dtype=np.int64)),
             full,
             np.atleast_1d(np.asarray(state.roll, dtype=np.int64)),
             np.atleast_1d(np.asarray(state.rolls_left, dtype=np.int64)),
-            points,
+            so_far,
         ), False
 
-    def _decode_observation(self, observation: Mapping[str, Any], points: bool):
+    def _decode_observation(self, observation: Mapping[str, Any], points: bool) -> tuple[Situation, bool]:
         """Decode and validate an env dict observation (one game, or a batch with a leading axis).
 
         With ``points`` (every public query) it is checked as strictly as
@@ -519,12 +543,17 @@ class Solution:
         rolls_left = _column(observation, "rolls_left", size)
         five = _column(observation, "five_kind_box", size)
         upper = _column(observation, "upper_total", size)
-        where = (lambda i: f"observation[{i}]") if batched else (lambda i: "observation")  # noqa: E731
+
+        def where(i: object) -> str:
+            return f"observation[{i}]" if batched else "observation"
+
         if size and (flags.min() < 0 or flags.max() > 1):
             i = int(np.flatnonzero(((flags < 0) | (flags > 1)).any(axis=1))[0])
             raise SolverError(f"{where(i)}: 'filled' flags must be 0 or 1, got {flags[i].tolist()}")
         bit_values = (1 << np.arange(n)).astype(np.float32 if n <= 24 else np.float64)
         filled = (flags @ bit_values).astype(np.int64)
+        scores: np.ndarray | None
+        bonus: np.ndarray | None
         if not points:
             scores = bonus = None
             over = (
@@ -541,13 +570,17 @@ class Solution:
             bonus = _column(observation, "bonus", size)
             upper_of = scores @ self._upper_weights  # the upper total the scorecard gives
             broken, bonus_rows = self._broken_rows(filled, dice, rolls_left, scores, bonus, upper_of)
-        for i in np.flatnonzero(_either(broken, bonus_rows)) if broken is not None or bonus_rows is not None else ():
-            self._engine_check(i, flags, dice, rolls_left, scores, bonus, where, batched)
-            if broken is not None and broken[i]:  # the engine accepted what the rules above reject: refuse all the same
-                raise SolverError(f"{where(i)}: not a position of these rules")
+        engine_rows = _either(broken, bonus_rows)
+        for row in np.flatnonzero(engine_rows) if engine_rows is not None else ():
+            self._engine_check(row, flags, dice, rolls_left, scores, bonus, where, batched)
+            if (
+                broken is not None and broken[row]
+            ):  # the engine accepted what the rules above reject: refuse all the same
+                raise SolverError(f"{where(row)}: not a position of these rules")
         # the fields derived from the scorecard
-        derived = [("five_kind_box", five, None)]
+        derived: list[tuple[str, np.ndarray, np.ndarray | None]] = [("five_kind_box", five, None)]
         if points:
+            assert scores is not None  # read above with the points
             if size and np.any((scores != 0) > flags):
                 i = int(np.flatnonzero(((scores != 0) > flags).any(axis=1))[0])
                 k = int(np.flatnonzero((scores[i] != 0) > flags[i])[0])
@@ -574,10 +607,13 @@ class Solution:
                 i = bad[0]
                 raise SolverError(f"{where(i)}: {key!r} is {given[i]}, but the scorecard gives {expected[i]}")
         roll = roll_index_of_faces(dice)
-        so_far = scores.sum(axis=1) + bonus.astype(np.float64) if points else None
+        so_far = None
+        if points:
+            assert scores is not None and bonus is not None  # read above with the points
+            so_far = scores.sum(axis=1) + bonus.astype(np.float64)
         return (filled, upper, five == 2, roll, rolls_left, so_far), batched
 
-    def _decode_one(self, observation: Mapping[str, Any], flags: list[int], points: bool):
+    def _decode_one(self, observation: Mapping[str, Any], flags: list[int], points: bool) -> Situation:
         """One game's observation (see :meth:`_decode_observation`), checked in plain Python:
         with ``points`` the engine's :func:`make_position` sees the position itself."""
         tables = self.tables
@@ -638,7 +674,10 @@ class Solution:
         for key, given, expected in derived:
             if given != expected:
                 raise SolverError(f"observation: {key!r} is {given}, but the scorecard gives {expected}")
-        column = lambda v: np.array([v], dtype=np.int64)  # noqa: E731
+
+        def column(v: npt.ArrayLike) -> np.ndarray:
+            return np.array([v], dtype=np.int64)
+
         return (
             column(filled),
             column(upper),
@@ -649,7 +688,13 @@ class Solution:
         )
 
     def _broken_rows(
-        self, filled, dice, rolls_left, scores, bonus, upper_of
+        self,
+        filled: np.ndarray,
+        dice: np.ndarray,
+        rolls_left: np.ndarray,
+        scores: np.ndarray,
+        bonus: np.ndarray,
+        upper_of: np.ndarray,
     ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The rows the engine must see: ``(rows that break a position rule, rows whose bonus is
         not the secured upper bonus)``, ``None`` for none (global reductions first: cheap when all is well)."""
@@ -663,7 +708,7 @@ class Solution:
             return _either(broken, outside), None
         possible = self._possible_points.take(scores + (self._possible_row - lo))  # open boxes hold 0: always possible
         if not possible.all():
-            broken = _either(broken, ~possible.all(axis=1))
+            broken = _either(broken, ~cast(np.ndarray, possible.all(axis=1)))  # 2-D: an array
         count = tables.popcount(filled)
         if len(count) and count.max() >= tables.turns:
             broken = _either(broken, count >= tables.turns)
@@ -678,7 +723,17 @@ class Solution:
         other = bonus != secured
         return None, (other if other.any() else None)
 
-    def _engine_check(self, i, flags, dice, rolls_left, scores, bonus, where, batched) -> None:
+    def _engine_check(
+        self,
+        i: int | np.integer[Any],
+        flags: np.ndarray,
+        dice: np.ndarray,
+        rolls_left: np.ndarray,
+        scores: np.ndarray | None,
+        bonus: np.ndarray | None,
+        where: Callable[[Any], str],
+        batched: bool,
+    ) -> None:
         """Row ``i`` through the engine's :func:`make_position` (its ``PositionError``, naming the row)."""
         names = self.tables.rules.box_names
         card = {names[k]: int(scores[i, k]) for k in np.flatnonzero(flags[i])} if scores is not None else None
@@ -741,7 +796,8 @@ def _outside(values: np.ndarray, low: int, high: int | None) -> np.ndarray | Non
     if not values.size or (values.min() >= low and (high is None or values.max() <= high)):
         return None
     bad = (values < low) | ((values > high) if high is not None else False)
-    return bad.any(axis=1) if bad.ndim == 2 else bad
+    # (NumPy's stubs type a comparison or .any(axis=...) as "bool scalar or array": here they are arrays)
+    return cast(np.ndarray, bad.any(axis=1) if bad.ndim == 2 else bad)
 
 
 def _either(*rows: np.ndarray | None) -> np.ndarray | None:
@@ -794,7 +850,7 @@ def _column(observation: Mapping[str, Any], key: str, size: int) -> np.ndarray:
     return array.reshape(size)
 
 
-def _progress_bar(rules: Rules, enabled: bool | None):
+def _progress_bar(rules: Rules, enabled: bool | None) -> Any:  # a tqdm bar (tqdm is untyped here) or None
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
@@ -826,7 +882,7 @@ def _resolve_workers(workers: int | None) -> int:
 
 
 def solve(
-    rules: str | os.PathLike | Rules = "yahtzee",
+    rules: str | os.PathLike[str] | Rules = "yahtzee",
     *,
     cache: bool = True,
     progress: bool | None = None,

@@ -25,10 +25,12 @@ grouped by the box's points (with the first-roll variant when the rules double).
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from dice_poker_env.engine.combinatorics import N_ROLLS
 from dice_poker_env.engine.game import legal_boxes, score_points
@@ -64,7 +66,7 @@ def box_classes(tables: RuleTables, box: int, *, doubling: bool, specials: bool 
     points class, which is right for states whose five-of-a-kind box is still
     open (no joker is active and no bonus is due there).
     """
-    reps: dict[tuple, int] = {}
+    reps: dict[tuple[str, int] | tuple[str, int, bool], int] = {}
     rep_roll: list[int] = []
     rep_first: list[bool] = []
     of = {False: np.empty(N_ROLLS, dtype=np.int64), True: np.empty(N_ROLLS, dtype=np.int64)}
@@ -77,8 +79,10 @@ def box_classes(tables: RuleTables, box: int, *, doubling: bool, specials: bool 
     for first in (False, True) if doubling else (False,):
         table = tables.score_first_roll if first else tables.score
         for r in range(N_ROLLS):
+            key: tuple[str, int] | tuple[str, int, bool]
             if special[r]:
                 key = ("five", r, first)
+
             else:
                 key = ("points", int(table[r, box]))
             if key not in reps:
@@ -145,7 +149,7 @@ class StateSpace:
         #: per box: the points group of each roll class (classes of equal points after
         #: which an upper box leads to the same next state) and a class of each group
         self.point_groups = [self._point_groups(b) for b in range(n)]
-        self._internal = {}
+        self._internal: dict[tuple[int, bool], np.ndarray] = {}
         #: the max over boxes per roll (internal roll order), after a reroll and from the first roll
         self.max_tree = {
             first: BoxMaxTree([self.internal_classes(b, first=first) for b in range(n)])
@@ -176,7 +180,7 @@ class StateSpace:
         return self._internal[key]
 
     # -- encoding
-    def upper_range(self, filled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def upper_range(self, filled: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)``: the canonical upper totals of masks ``filled`` are ``lo..hi``
         (just 0 once the total no longer matters; see the module docstring)."""
         filled = np.asarray(filled, dtype=np.int64)
@@ -186,16 +190,16 @@ class StateSpace:
         done = self.upper_done[filled]
         return np.where(done, 0, self.upper_min[filled]), np.where(done, 0, self.upper_max[filled])
 
-    def canonical_upper(self, filled: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    def canonical_upper(self, filled: npt.ArrayLike, upper: npt.ArrayLike) -> np.ndarray:
         """The canonical upper total of states (see the module docstring)."""
         return np.clip(np.asarray(upper, dtype=np.int64), *self.upper_range(filled))
 
-    def next_full(self, full, box, points) -> np.ndarray:
+    def next_full(self, full: npt.ArrayLike, box: npt.ArrayLike, points: npt.ArrayLike) -> np.ndarray:
         """Whether the five-of-a-kind box holds points after ``points`` are written in
         ``box`` (broadcasting; always false where the rules need no such flag)."""
         return np.asarray(full) | ((np.asarray(box) == self.five_box) & (np.asarray(points) > 0) & (self.n_full == 2))
 
-    def key(self, filled, upper_canonical, full) -> np.ndarray:
+    def key(self, filled: npt.ArrayLike, upper_canonical: npt.ArrayLike, full: npt.ArrayLike) -> np.ndarray:
         """State keys of canonical states."""
         filled = np.asarray(filled, dtype=np.int64)
         slot = np.asarray(upper_canonical, dtype=np.int64) - self.upper_lo
@@ -304,7 +308,10 @@ class ChunkMoves:
         groups = [space.point_groups[b] for b in boxes]
         width = max(len(c.roll) for c in classes)
         n_groups = max(len(rep) for _, rep in groups)
-        pad = lambda a, n: np.concatenate([a, np.repeat(a[:1], n - len(a))])  # noqa: E731
+
+        def pad(a: np.ndarray, n: int) -> np.ndarray:
+            return np.concatenate([a, np.repeat(a[:1], n - len(a))])
+
         rolls = np.stack([pad(c.roll, width) for c in classes])  # (nb, C)
         firsts = np.stack([pad(c.first, width) for c in classes])
         group = np.stack([pad(g, width) for g, _ in groups])  # (nb, C)
@@ -328,7 +335,15 @@ class ChunkMoves:
         reward = np.broadcast_to(np.asarray(points + bonus, dtype=np.float64), shape)
         return GroupedUpperMoves(group, legal, delta, reward, keys)
 
-    def _class_deltas(self, boxes, rolls, firsts, group, rep, shape):
+    def _class_deltas(
+        self,
+        boxes: Sequence[int],
+        rolls: np.ndarray,
+        firsts: np.ndarray,
+        group: np.ndarray,
+        rep: np.ndarray,
+        shape: tuple[int, ...],
+    ) -> np.ndarray:
         """``(nb, C, pairs)`` what each class adds to its group's reward, per pair."""
         space = self.space
         nb = np.arange(len(boxes))[:, None]
