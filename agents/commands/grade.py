@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.description = (
         "Benchmark a submitted agent (FILE.py:NAME or MODULE:NAME, with ,key=value constructor arguments) on "
-        "fixed seeds against the optimal and greedy agents, in a separate process with time and memory limits, "
+        "fixed seeds against the optimal and greedy agents, in an isolated process (Linux, bubblewrap) with time "
+        "and resource limits, "
         "and report percent of optimal (95%% CI), the exact regret split into keep and box decisions, the "
         "costliest mistakes, the score distribution, every failure of the submission, and a replay of any game."
     )
@@ -58,6 +59,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--memory-mb", type=int, help=f"memory the submission may use, MiB (default {Limits.memory_mb})"
     )
     parser.add_argument(
+        "--total-seconds",
+        type=float,
+        help=f"time the submission may use in all (default {Limits.total_seconds:g}); then its games score 0",
+    )
+    parser.add_argument(
+        "--solver",
+        choices=("allow", "flag", "forbid"),
+        help="the library's solver in the submission: allowed, reported, or refused (default allow)",
+    )
+    parser.add_argument(
+        "--unisolated",
+        action="store_true",
+        help="run the submission without isolation where none is available (trusted code only; the report says so)",
+    )
+    parser.add_argument(
         "--max-failures",
         type=int,
         help=f"failed games after which grading stops asking (default {Limits.max_failures})",
@@ -68,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from agents.commands.bench import check_out_dir, remove_empty
     from agents.grade_report import summary_text
-    from agents.grader import REPORT_FILES, grade, protect_process, settings, write_report
+    from agents.grader import LIMIT_SETTINGS, REPORT_FILES, grade, protect_process, settings, write_report
     from agents.sandbox import Limits
     from dice_poker_env.rules import load_rules
 
@@ -83,23 +99,26 @@ def run(args: argparse.Namespace) -> int:
         decision_seconds=args.decision_seconds,
         game_seconds=args.game_seconds,
         load_seconds=args.load_seconds,
+        total_seconds=args.total_seconds,
         memory_mb=args.memory_mb,
         max_failures=args.max_failures,
+        solver=args.solver,
         options=parse_rules_options(args.option),
     )
-    limits = Limits(
-        decision_seconds=chosen["decision_seconds"],
-        game_seconds=chosen["game_seconds"],
-        load_seconds=chosen["load_seconds"],
-        memory_mb=chosen["memory_mb"],
-        max_failures=chosen["max_failures"],
-    )
+    limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, REPORT_FILES, "a report") if out is not None else []
     try:
         report = grade(
-            args.submission, rules, games=chosen["games"], seed=chosen["seed"], limits=limits, progress=not args.json
+            args.submission,
+            rules,
+            games=chosen["games"],
+            seed=chosen["seed"],
+            limits=limits,
+            progress=not args.json,
+            isolated=not args.unisolated,
+            solver=chosen["solver"],
         )
     except BaseException:
         remove_empty(created)  # a failed command leaves no trace
