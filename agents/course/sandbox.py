@@ -2,21 +2,13 @@
 
 :class:`SandboxedAgent` looks like any agent (``act``, ``reset``, ``obs_mode``) to the
 benchmark, but the submission itself (``FILE.py:NAME`` or ``MODULE:NAME``, as in
-:mod:`agents.registry`) runs in a child process (:mod:`agents.sandbox_worker`).
+:mod:`agents.players.registry`) runs in a child process (:mod:`agents.course.sandbox_worker`).
 
-* **Isolation** (Linux, with bubblewrap, :func:`isolation_problem`): the worker runs in
-  its own user, mount, PID, network, IPC and UTS namespaces (no network at all, no view
-  of the grader's processes), in a new session, with an empty environment, as an
-  unprivileged user. It sees the system's ``/usr`` and the Python environment read-only,
-  the project's packages (``agents``, ``dice_poker_env``) read-only, its own submission
-  file read-only (``/submission/NAME.py``), and a private scratch folder (``/tmp``, a
-  size-limited tmpfs, also its ``$HOME``); nothing else: not the grading config, not
-  other submissions, not the solver cache, not the grader's ``/proc``. Run as root,
-  the namespaces are set up by a privileged bubblewrap that then drops to an
-  unprivileged user (:data:`SANDBOX_UID`) and starts an unprivileged one, so that the
-  submission's processes are never root outside their namespace (where the process
-  limit would not hold). Without isolation, grading refuses to run unless asked to run
-  unisolated (``isolated=False``: the worker is an ordinary child process).
+* **Isolation** (Linux, with bubblewrap: :mod:`agents.course.isolation`): its own user,
+  mount, PID, network, IPC and UTS namespaces, an empty environment, an unprivileged user,
+  a read-only view of only the Python environment, the project's packages and its own
+  file, and a private scratch folder. Without isolation, grading refuses to run unless
+  asked to run unisolated (``isolated=False``: the worker is an ordinary child process).
 * **Limits**: a time limit per decision, per game, to load, and in total (per
   submission); hard resource limits the submission cannot raise, set by the worker
   before it loads the submission (:class:`Limits`): address space, CPU time, processes,
@@ -37,21 +29,22 @@ benchmark, but the submission itself (``FILE.py:NAME`` or ``MODULE:NAME``, as in
 
 Messages between the processes are length-prefixed JSON objects; what the worker
 sends is parsed defensively (size, nesting depth, number length: :func:`receive`),
-nothing from it is unpickled or evaluated.
+nothing from it is unpickled or evaluated (:mod:`agents.course.protocol`).
+
+Size: one class, the grader's side of one worker (start, requests under every limit, the
+failure kinds, the output cap, the agent interface); the protocol and the isolation are
+their own modules.
 """
 
 from __future__ import annotations
 
 import enum
-import functools
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -62,34 +55,30 @@ from typing import Any
 
 import numpy as np
 
+from agents.course.isolation import (
+    CODE_DIR,
+    SUBMISSION_DIR,
+    isolation_problem,
+    project_dirs,
+    sandbox_command,
+    sandbox_environment,
+)
+from agents.course.protocol import (  # noqa: F401 - decode_observation is re-exported
+    ProtocolError,
+    decode_observation,
+    encode_observation,
+    receive,
+    send,
+)
 from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS
 from dice_poker_env.rules import Rules
 
-#: largest message the worker accepts from the grader (bytes)
-MAX_MESSAGE = 1 << 20
-#: largest message the grader accepts from the worker (bytes): answers are small
-MAX_REPLY = 1 << 18
-#: deepest nesting of arrays and objects the grader accepts from the worker
-MAX_DEPTH = 8
-#: longest number (characters) the grader accepts from the worker
-MAX_NUMBER = 24
 #: failures recorded in full (with tracebacks); later ones are only counted
 MAX_RECORDED_FAILURES = 20
-#: the user (outside its namespace) the submission runs as when the grader runs as root
-SANDBOX_UID = 65534
-#: the user and group ids the submission sees inside its namespace
-INSIDE_UID = 1000
-#: where the project's packages, the submission and the scratch folder are inside the sandbox
-CODE_DIR, SUBMISSION_DIR, SCRATCH_DIR = "/sandbox/code", "/submission", "/tmp"
 #: modules of the library that hold or use the exact solver (the ``solver`` policy watches them)
-SOLVER_MODULES = ("dice_poker_env.solver", "agents.optimal", "agents.players.optimal")
+SOLVER_MODULES = ("dice_poker_env.solver", "agents.players.optimal")
 #: the solver policies of a grading
 SOLVER_POLICIES = ("allow", "flag", "forbid")
-_HEADER = struct.Struct("!I")
-
-
-class ProtocolError(RuntimeError):
-    """The other side sent something that is not a message of the protocol."""
 
 
 class FailureKind(str, enum.Enum):
@@ -108,115 +97,6 @@ class FailureKind(str, enum.Enum):
     SOLVER = "solver"  #: it imported the library's solver where the grading forbids it
 
 
-# ------------------------------------------------------------------ messages
-def send(sock: socket.socket, message: dict) -> None:
-    """Send one JSON object, length-prefixed."""
-    data = json.dumps(message, separators=(",", ":")).encode()
-    if len(data) > MAX_MESSAGE:
-        raise ProtocolError(f"message of {len(data)} bytes is over the limit of {MAX_MESSAGE}")
-    sock.sendall(_HEADER.pack(len(data)) + data)
-
-
-def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            sock.settimeout(left)
-        try:
-            chunk = sock.recv(min(n - got, 1 << 16))
-        except TimeoutError:
-            raise TimeoutError from None
-        if not chunk:
-            raise EOFError("the other side closed the connection")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_OPEN = np.zeros(256, dtype=np.int8)
-_OPEN[[ord("["), ord("{")]] = 1
-_OPEN[[ord("]"), ord("}")]] = -1
-
-
-def nesting_depth(data: bytes) -> int:
-    """The deepest nesting of JSON arrays and objects in ``data`` (brackets inside strings do not count)."""
-    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
-        return MAX_DEPTH  # cannot be deeper: skip the scan (every ordinary answer)
-    bare = _STRING.sub(b'""', data)
-    steps = _OPEN[np.frombuffer(bare, dtype=np.uint8)].astype(np.int32)
-    return int(steps.cumsum().max(initial=0))
-
-
-def _bounded_number(kind: type):
-    def parse(text: str):
-        if len(text) > MAX_NUMBER:
-            raise ProtocolError(f"a number of {len(text)} characters (the limit is {MAX_NUMBER})")
-        return kind(text)
-
-    return parse
-
-
-def _no_constant(name: str):
-    raise ProtocolError(f"{name} is not a number the protocol allows")
-
-
-def receive(sock: socket.socket, deadline: float | None = None, *, untrusted: bool = False) -> dict:
-    """Receive one JSON object; ``TimeoutError`` past ``deadline`` (``time.monotonic()``), ``EOFError`` at the end.
-
-    ``untrusted``: the grader reading the worker (which the submission controls): at most
-    :data:`MAX_REPLY` bytes, nesting at most :data:`MAX_DEPTH` deep (checked before parsing),
-    numbers at most :data:`MAX_NUMBER` characters, no ``NaN``/``Infinity``.
-
-    Raises:
-        ProtocolError: an oversized, too deep or invalid message, or JSON that is not an object.
-    """
-    limit = MAX_REPLY if untrusted else MAX_MESSAGE
-    (size,) = _HEADER.unpack(_read_exact(sock, _HEADER.size, deadline))
-    if size > limit:
-        raise ProtocolError(f"a message of {size} bytes (the limit is {limit})")
-    data = _read_exact(sock, size, deadline)
-    try:
-        if untrusted:
-            depth = nesting_depth(data)
-            if depth > MAX_DEPTH:
-                raise ProtocolError(f"a message nested {depth} deep (the limit is {MAX_DEPTH})")
-            message = json.loads(
-                data,
-                parse_int=_bounded_number(int),
-                parse_float=_bounded_number(float),
-                parse_constant=_no_constant,
-            )
-        else:
-            message = json.loads(data)
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
-        raise ProtocolError(f"not JSON: {str(error)[:200]}") from None
-    if not isinstance(message, dict):
-        raise ProtocolError(f"not a JSON object: {type(message).__name__}")
-    return message
-
-
-def encode_observation(obs: Any) -> Any:
-    """An env observation (dict of arrays and NumPy scalars, or one array) as JSON."""
-    if isinstance(obs, dict):
-        return {key: encode_observation(value) for key, value in obs.items()}
-    array = np.asarray(obs)
-    return {"dtype": array.dtype.str, "shape": list(array.shape), "data": array.reshape(-1).tolist()}
-
-
-def decode_observation(data: Any) -> Any:
-    """The inverse of :func:`encode_observation`: the same arrays, dtypes and NumPy scalars."""
-    if isinstance(data, dict) and set(data) == {"dtype", "shape", "data"}:
-        dtype = np.dtype(data["dtype"])
-        if not data["shape"]:
-            return dtype.type(data["data"][0])
-        return np.asarray(data["data"], dtype=dtype).reshape(data["shape"])
-    return {key: decode_observation(value) for key, value in data.items()}
-
-
 def agent_seed(game: int) -> int:
     """The seed the submission gets for game ``game``: a hash of the game's number only.
 
@@ -225,162 +105,6 @@ def agent_seed(game: int) -> int:
     """
     digest = hashlib.sha256(f"dice-poker agent seed/{int(game)}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
-
-
-# ------------------------------------------------------------------ isolation
-def _project_dirs() -> dict[str, str]:
-    """The project's package folders the worker imports, by package name."""
-    import agents
-    import dice_poker_env
-
-    return {
-        "agents": str(Path(agents.__file__).resolve().parent),
-        "dice_poker_env": str(Path(dice_poker_env.__file__).resolve().parent),
-    }
-
-
-def _python_dirs() -> list[str]:
-    """The Python environment's folders (prefixes and site-packages), outermost first, without repeats."""
-    import site
-
-    found: list[str] = []
-    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
-    candidates += site.getsitepackages() if hasattr(site, "getsitepackages") else []
-    candidates.append(str(Path(sys.executable).resolve().parent.parent))
-    for path in sorted({str(Path(p).resolve()) for p in candidates if p and os.path.isdir(p)}, key=len):
-        if path == "/" or any(path == f or path.startswith(f.rstrip("/") + "/") for f in found):
-            continue
-        found.append(path)
-    return found
-
-
-def _parents(path: str) -> list[str]:
-    parts = Path(path).parts[1:-1]
-    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def _mounts(binds: list[tuple[str, str]], hidden: list[str], scratch_mb: int) -> list[str]:
-    """bubblewrap arguments for a root with /usr, ``binds`` (read-only, ``(source, target)``), /proc, /dev and /tmp."""
-    args = ["--ro-bind", "/usr", "/usr"]
-    for name in ("lib", "lib64", "bin", "sbin", "lib32", "libx32"):
-        if os.path.islink(f"/{name}"):
-            args += ["--symlink", os.readlink(f"/{name}"), f"/{name}"]
-        elif os.path.isdir(f"/{name}"):
-            args += ["--ro-bind", f"/{name}", f"/{name}"]
-    made = {"/usr", "/tmp", "/proc", "/dev"}
-    for source, target in binds:
-        for parent in _parents(target):
-            if parent not in made and not parent.startswith("/usr/"):
-                args += ["--perms", "0755", "--dir", parent]
-                made.add(parent)
-        args += ["--ro-bind-try", source, target]
-        made.add(target)
-    for path in hidden:  # files and folders the submission must not see (the solver, under ``forbid``)
-        args += ["--ro-bind", "/dev/null", path] if path.endswith(".py") else ["--tmpfs", path]
-    args += ["--dev", "/dev", "--perms", "1777", "--size", str(int(scratch_mb) << 20), "--tmpfs", SCRATCH_DIR]
-    return args
-
-
-_READ_ONLY_ROOT = ["--remount-ro", "/"]
-
-
-def _environment() -> dict[str, str]:
-    """The whole environment of the worker (nothing of the grader's)."""
-    return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": SCRATCH_DIR,
-        "TMPDIR": SCRATCH_DIR,
-        "LANG": "C.UTF-8",
-        "PYTHONPATH": CODE_DIR,
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "MPLCONFIGDIR": SCRATCH_DIR,
-    }
-
-
-def sandbox_command(argv: list[str], submission: str | None, *, scratch_mb: int = 64, hidden: tuple = ()) -> list[str]:
-    """The command that runs ``argv`` isolated (module docstring), the submission file at ``/submission/``.
-
-    ``hidden``: module paths inside the sandbox to cover (empty file or folder).
-    """
-    bwrap = shutil.which("bwrap") or "bwrap"
-    binds = [(d, d) for d in _python_dirs()]
-    binds += [(source, f"{CODE_DIR}/{name}") for name, source in _project_dirs().items()]
-    if submission is not None:
-        binds.append((submission, f"{SUBMISSION_DIR}/{os.path.basename(submission)}"))
-    env: list[str] = ["--clearenv"]
-    for key, value in _environment().items():
-        env += ["--setenv", key, value]
-    inner_flags = [
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
-        "--die-with-parent",
-        "--new-session",
-        "--uid",
-        str(INSIDE_UID),
-        "--gid",
-        str(INSIDE_UID),
-        "--hostname",
-        "sandbox",
-        *env,
-        "--chdir",
-        SCRATCH_DIR,
-    ]
-    if os.geteuid() != 0:  # bubblewrap as this user: the submission's processes are this user outside
-        mounts = _mounts(binds, list(hidden), scratch_mb)
-        return [bwrap, *inner_flags, *mounts, "--proc", "/proc", *_READ_ONLY_ROOT, "--", *argv]
-    # As root: a privileged bubblewrap builds the same view (it can read what root can), then
-    # drops to an unprivileged user that starts the sandbox as above, from that view.
-    setpriv = shutil.which("setpriv") or "setpriv"
-    same = [(target, target) for _, target in binds]
-    outer = [bwrap, "--unshare-pid", "--die-with-parent", *_mounts(binds, [], scratch_mb), "--bind", "/proc", "/proc"]
-    drop = [
-        setpriv,
-        f"--reuid={SANDBOX_UID}",
-        f"--regid={SANDBOX_UID}",
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-        "--",
-    ]
-    mounts = _mounts(same, list(hidden), scratch_mb)
-    inner = [bwrap, *inner_flags, *mounts, "--proc", "/proc", *_READ_ONLY_ROOT, "--", *argv]
-    return [*outer, "--", *drop, *inner]
-
-
-@functools.lru_cache(maxsize=1)
-def isolation_problem() -> str | None:
-    """Why submissions cannot be isolated on this machine (one line), or ``None`` when they can."""
-    if not sys.platform.startswith("linux"):
-        return f"isolating submissions needs Linux with bubblewrap; this is {sys.platform}"
-    if shutil.which("bwrap") is None:
-        return "isolating submissions needs bubblewrap (bwrap), which is not installed (apt-get install bubblewrap)"
-    if os.geteuid() == 0 and shutil.which("setpriv") is None:
-        return "isolating submissions as root needs setpriv (util-linux), which is not installed"
-    probe = sandbox_command([sys.executable, "-c", "import numpy"], None, scratch_mb=1)
-    try:
-        result = subprocess.run(
-            probe, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, capture_output=True, timeout=120
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"bubblewrap could not start a sandbox here ({error})"
-    if result.returncode != 0:
-        why = result.stderr.decode(errors="replace").strip().splitlines()
-        return f"bubblewrap could not start a sandbox here ({why[-1] if why else f'status {result.returncode}'})"
-    return None
-
-
-def isolation_method() -> str:
-    """The tool and version that isolates submissions (``bubblewrap 0.8.0``)."""
-    try:
-        out = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=30).stdout.split()
-    except (OSError, subprocess.TimeoutExpired):  # pragma: no cover
-        return "bubblewrap"
-    return " ".join(out[:2]) if out else "bubblewrap"
 
 
 # ------------------------------------------------------------------ the agent
@@ -531,7 +255,7 @@ class SandboxedAgent:
         isolated: bool = True,
         solver: str = "allow",
     ):
-        from agents.registry import parse_agent_spec
+        from agents.players.registry import parse_agent_spec
 
         parsed = parse_agent_spec(spec)
         if parsed is None:
@@ -581,14 +305,14 @@ class SandboxedAgent:
     # ------------------------------------------------------------ process
     def _command(self, fd: int) -> tuple[list[str], dict[str, str] | None, str | None]:
         """The worker's command line, environment and working folder."""
-        argv = [sys.executable, "-m", "agents.sandbox_worker", str(fd)]
+        argv = [sys.executable, "-m", "agents.course.sandbox_worker", str(fd)]
         if not self.isolated:
-            env = dict(os.environ, **{k: v for k, v in _environment().items() if k.endswith("_THREADS")})
+            env = dict(os.environ, **{k: v for k, v in sandbox_environment().items() if k.endswith("_THREADS")})
             env["PYTHONUNBUFFERED"] = "1"
             return argv, env, None
         hidden: list[str] = []
         if self.solver == "forbid":
-            for name, folder in _project_dirs().items():
+            for name, folder in project_dirs().items():
                 for module in SOLVER_MODULES:
                     head, _, rest = module.partition(".")
                     if head != name:

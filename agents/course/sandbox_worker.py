@@ -1,7 +1,7 @@
-"""The process a sandboxed agent runs in: ``python -m agents.sandbox_worker FD``.
+"""The process a sandboxed agent runs in: ``python -m agents.course.sandbox_worker FD``.
 
-Started by :class:`agents.sandbox.SandboxedAgent`, never by hand. ``FD`` is one end
-of a socket pair; messages both ways are length-prefixed JSON (:func:`agents.sandbox.send`).
+Started by :class:`agents.course.sandbox.SandboxedAgent`, never by hand. ``FD`` is one end
+of a socket pair; messages both ways are length-prefixed JSON (:func:`agents.course.sandbox.send`).
 The worker's standard output and error are files the grader reads, so whatever the
 agent prints never reaches the protocol. The grader sends the agent spec, the rules, the
 limits and the solver policy; before it loads the submission the worker closes every
@@ -101,7 +101,7 @@ def _failure(kind: str, error: BaseException) -> dict:
 
 
 def _answer(sock: socket.socket, message: dict) -> None:
-    from agents.sandbox import send
+    from agents.course.protocol import send
 
     if SOLVER_SEEN:
         message["solver"] = list(SOLVER_SEEN)
@@ -117,8 +117,9 @@ def main(argv: list[str]) -> int:
         pass
     import numpy as np
 
-    from agents.registry import as_action, make_agent
-    from agents.sandbox import SOLVER_MODULES, decode_observation, receive
+    from agents.course.protocol import decode_observation, receive
+    from agents.course.sandbox import SOLVER_MODULES
+    from agents.players.registry import as_action, make_agent
     from dice_poker_env.rules import load_rules
 
     sock = socket.socket(fileno=fd)
