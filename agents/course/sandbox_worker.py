@@ -77,9 +77,10 @@ class _SolverWatch:
         self.modules = modules
 
     def find_spec(self, name, path=None, target=None):  # noqa: ARG002 - the MetaPathFinder interface
-        if any(name == m or name.startswith(m + ".") for m in self.modules):
-            if name not in SOLVER_SEEN and len(SOLVER_SEEN) < 10:
-                SOLVER_SEEN.append(name)
+        module = next((m for m in self.modules if name == m or name.startswith(m + ".")), None)
+        if module is not None:
+            if module not in SOLVER_SEEN:
+                SOLVER_SEEN.append(module)
             if self.forbid:
                 raise ImportError(f"the grading forbids the solver: 'import {name}' is not allowed")
         return None
