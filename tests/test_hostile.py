@@ -296,3 +296,42 @@ def test_markup_in_names_messages_and_output_is_escaped(tmp_path):
     text = "\n".join(outside)
     assert "<script" not in text and "<img" not in text and "](javascript:" not in text and fence is None
     assert "&lt;img src=x onerror=alert" in text  # the name and the message are there, inert
+
+
+def test_an_interrupted_grading_still_writes_a_report_marked_partial(tmp_path):
+    """SIGTERM (as Ctrl-C) to the grader in the middle of a slow submission: a report all the same, status 130."""
+    out = tmp_path / "report"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agents.commands.grade",
+            f"{HOSTILE / 'slow.py'}:Agent",
+            "--rules",
+            RULES,
+            "--games",
+            "50",
+            "--memory-mb",
+            "256",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not processes_with("agents.course.sandbox_worker", wait=0) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # a few decisions in
+        process.terminate()
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "partial" and report["interrupted"] and not report["complete"]
+    assert any("interrupted" in line for line in report["problems"])
+    assert (out / "report.html").is_file() and (out / "report.md").is_file()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,6 +111,11 @@ def run(args: argparse.Namespace) -> int:
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, REPORT_FILES, "a report") if out is not None else []
+
+    def interrupt(signum, frame):  # SIGTERM as Ctrl-C: the grade ends with a partial report
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         report = grade(
             args.submission,
@@ -124,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         remove_empty(created)  # a failed command leaves no trace
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if args.json:
         print(json.dumps(report, sort_keys=True), flush=True)
     else:
@@ -139,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         if not args.json:
             print("wrote " + ", ".join(str(p) for p in written))
-    return 0
+    return 130 if report["interrupted"] else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

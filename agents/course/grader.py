@@ -37,7 +37,7 @@ import numpy as np
 
 from agents.course.isolation import isolation_method
 from agents.course.sandbox import SOLVER_POLICIES, FailureKind, Limits, SandboxedAgent
-from agents.evaluation.benchmark import benchmark, load_solution
+from agents.evaluation.benchmark import BenchmarkResult, benchmark, load_solution
 from dice_poker_env.rules import Rules, load_rules
 
 #: the report's format version
@@ -89,7 +89,10 @@ def grade(
             raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
     limits = limits or Limits()
     solution = load_solution(rules, required=True)
-    with SandboxedAgent(submission, rules, seed=seed, limits=limits, isolated=isolated, solver=solver) as agent:
+    interrupted = False
+    agent = SandboxedAgent(submission, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
+    try:
+        agent.start()
         entries: list[Any] = ([("submission", agent)] if agent.load_error is None else []) + list(REFERENCES)
         result = benchmark(
             rules,
@@ -101,6 +104,12 @@ def grade(
             progress=progress,
             record_games=agent.load_error is None,
         )
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a report all the same, marked partial
+        interrupted = True
+        empty = {"optimal_expected_score": float(solution.expected_score), "optimal_std": float(solution.score_std)}
+        result = BenchmarkResult(data={**empty, "agents": {}}, scores={}, games={})
+    finally:
+        agent.close()
     data = result.data
     for row in data["agents"].values():
         row.pop("seconds", None)  # the only field that depends on the machine
@@ -111,7 +120,7 @@ def grade(
     report: dict[str, Any] = {
         "format": REPORT_FORMAT,
         "submission": submission,
-        "agent_name": agent.agent_name if agent.load_error is None else None,
+        "agent_name": agent.agent_name if agent.load_error is None and not interrupted else None,
         "rules": rules.name,
         "rules_title": rules.title,
         "rules_options": dict(rules.options),
@@ -119,8 +128,10 @@ def grade(
         "box_names": list(rules.box_names),
         "games": int(games),
         "seed": int(seed),
-        "status": _status(agent),
-        "complete": agent.load_error is None and agent.stopped_at_game is None,
+        "status": _status(agent, interrupted),
+        "complete": agent.load_error is None and agent.stopped_at_game is None and not interrupted,
+        "interrupted": interrupted,
+        "games_asked": max(agent.game + 1, 0),
         "isolation": {"isolated": agent.isolated, "method": isolation_method() if agent.isolated else "none"},
         "solver": {"policy": agent.solver, "imported": list(agent.solver_imports)},
         "limits": asdict(limits),
@@ -140,23 +151,23 @@ def grade(
             "first_decision": agent.printed.first_decision,
             "sample": agent.printed.sample,
         },
-        "problems": _problems(agent, games),
+        "problems": _problems(agent, games, interrupted),
         "score_distribution": _distribution(result.scores),
         "replays": result.games.get("submission", []),
     }
     return report
 
 
-def _status(agent: SandboxedAgent) -> str:
+def _status(agent: SandboxedAgent, interrupted: bool = False) -> str:
     """``not_loaded``, ``partial`` (it stopped being asked before the last game), ``failures`` or ``ok``."""
     if agent.load_error is not None:
         return "not_loaded"
-    if agent.stopped_at_game is not None:
+    if agent.stopped_at_game is not None or interrupted:
         return "partial"
     return "failures" if agent.failure_count else "ok"
 
 
-def _problems(agent: SandboxedAgent, games: int) -> list[str]:
+def _problems(agent: SandboxedAgent, games: int, interrupted: bool = False) -> list[str]:
     """One line per kind of problem, for the report's summary."""
     lines = []
     if not agent.isolated:
@@ -167,6 +178,11 @@ def _problems(agent: SandboxedAgent, games: int) -> list[str]:
     if agent.solver_imports:
         verb = "tried to import (forbidden)" if agent.solver == "forbid" else "imported"
         lines.append(f"the submission {verb} the library's solver: {', '.join(agent.solver_imports)}")
+    if interrupted:
+        lines.append(
+            f"partial: the grading was interrupted during game {agent.game} of the submission's {games}; "
+            "no scores are reported"
+        )
     if agent.load_error is not None:
         error = agent.load_error
         lines.append(f"the submission did not load ({error.kind}): {error.message}; it scores 0 in every game")

@@ -228,6 +228,7 @@ class SandboxedAgent:
         isolated: run the worker isolated (module docstring); ``False`` runs it as an ordinary
             child process (only for trusted code).
         solver: ``allow``, ``flag`` or ``forbid`` the library's solver in the submission.
+        start: start the worker now (else call :meth:`start`).
 
     Raises:
         ValueError: a bad spec or solver policy, or ``isolated`` where isolation is not available.
@@ -254,6 +255,7 @@ class SandboxedAgent:
         limits: Limits | None = None,
         isolated: bool = True,
         solver: str = "allow",
+        start: bool = True,
     ):
         from agents.players.registry import parse_agent_spec
 
@@ -298,6 +300,11 @@ class SandboxedAgent:
         self._stderr = os.path.join(self._dir, "stderr")
         self._process: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start the worker and load the submission (the constructor does, unless ``start=False``)."""
         failure = self._start()
         if failure is not None:
             self.load_error = failure
