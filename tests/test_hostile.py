@@ -212,6 +212,7 @@ def test_huge_ints_floats_and_none_are_malformed():
     failures = report["failures"]["recorded"]
     assert [f["kind"] for f in failures] == ["malformed"] * 3
     assert "bits" in failures[0]["message"] and "33.0" in failures[1]["message"] and "None" in failures[2]["message"]
+    assert any("(3 malformed)" in line for line in report["problems"]), report["problems"]
     assert report["agents"]["optimal"]["games"] == 3
 
 

@@ -96,6 +96,12 @@ class FailureKind(str, enum.Enum):
     PROTOCOL = "protocol"  #: a frame that is not a message of the protocol (too big, too deep, not JSON)
     SOLVER = "solver"  #: it imported the library's solver where the grading forbids it
 
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
 
 def agent_seed(game: int) -> int:
     """The seed the submission gets for game ``game``: a hash of the game's number only.
