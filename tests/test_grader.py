@@ -497,3 +497,48 @@ def test_report_json_reads_back_as_the_report(submissions):
     assert json.loads(text) == json.loads(json.dumps(report))
     lines = [line for line in text.splitlines() if '"moves"' in line]
     assert len(lines) == len(report["replays"]) == 2  # the replays take one line a game
+
+
+def test_frames_from_the_worker_are_parsed_defensively():
+    """Whatever the submission writes on the socket is a ProtocolError, never a crash of the grader."""
+    import socket
+    import struct
+
+    from agents.course.protocol import ProtocolError, nesting_depth, receive
+
+    def frame(data: bytes) -> bytes:
+        return struct.pack("!I", len(data)) + data
+
+    bad = [
+        frame(b"[" * 100_000 + b"]" * 100_000),
+        frame(b'{"a":' * 30_000 + b"1" + b"}" * 30_000),
+        frame(b'{"ok":true,"action":1' + b"0" * 5000 + b"}"),
+        frame(b'{"ok":true,"action":1e999999}'),
+        frame(b'{"ok":true,"action":NaN}'),
+        frame(b"\xff\xfe"),
+        frame(b"[1,2]"),
+        struct.pack("!I", 1 << 30),
+    ]
+    for data in bad:
+        left, right = socket.socketpair()
+        with left, right:
+            left.sendall(data)
+            with pytest.raises(ProtocolError):
+                receive(right, untrusted=True)
+    left, right = socket.socketpair()
+    with left, right:
+        left.sendall(frame(b'{"ok":true,"action":35,"message":"[[[[[[[[[[[[[[[[[[[["}'))
+        assert receive(right, untrusted=True)["action"] == 35  # brackets in strings do not count
+    assert nesting_depth(b'{"a":[[1],{"b":"]]]]"}]}') == 8  # small: not scanned
+    assert nesting_depth(b'[[[[[[[[["x"]]]]]]]]]') == 9
+
+
+def test_grading_untrusted_code_needs_isolation_or_an_explicit_flag(submissions, monkeypatch):
+    import agents.course.sandbox as sandbox
+
+    monkeypatch.setattr(sandbox, "isolation_problem", lambda: "isolating submissions needs Linux; this is plan9")
+    with pytest.raises(ValueError, match="plan9; to grade without isolation .* pass --unisolated"):
+        run_grade(submissions, "Good", isolated=True)
+    report = run_grade(submissions, "Good", games=1, isolated=False)
+    assert report["isolation"] == {"isolated": False, "method": "none"}
+    assert report["status"] == "ok" and any("UNISOLATED" in line for line in report["problems"])

@@ -237,6 +237,7 @@ def test_frames_it_writes_itself_are_protocol_failures(attack, kind):
 def test_signals_reach_nothing_outside():
     report = grade_file("signal_parent.py", f",grader_pid={os.getpid()}")
     assert report["status"] == "ok" and report["complete"] and scores(report) == honest()
+    assert report["stdout"]["sample"].rstrip().endswith("INJECTED []"), report["stdout"]["sample"]
 
 
 def test_a_stopped_worker_times_out():

@@ -9,6 +9,7 @@ refuses ``NaN``/``Infinity``; anything else is a :class:`ProtocolError`, never a
 from __future__ import annotations
 
 import json
+import math
 import re
 import socket
 import struct
@@ -78,7 +79,10 @@ def _bounded_number(kind: type):
     def parse(text: str):
         if len(text) > MAX_NUMBER:
             raise ProtocolError(f"a number of {len(text)} characters (the limit is {MAX_NUMBER})")
-        return kind(text)
+        value = kind(text)
+        if kind is float and not math.isfinite(value):
+            raise ProtocolError(f"{text} is not a finite number")
+        return value
 
     return parse
 

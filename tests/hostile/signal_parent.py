@@ -1,4 +1,4 @@
-"""Signals its parent, process 1, every process it may (-1), its process group and the grader's real pid."""
+"""Signals its parent, process 1 and the grader's real pid; types into the grader's terminal (TIOCSTI)."""
 
 import os
 import signal
@@ -19,7 +19,22 @@ class Agent:
                     sent.append((target, int(sig)))
                 except OSError:
                     pass
-        print("SENT", sent, flush=True)
+        injected = []  # TIOCSTI: type into the grader's terminal (there is none: a new session, stdin /dev/null)
+        for fd in (0, 1, 2):
+            try:
+                import fcntl
+                import termios
+
+                fcntl.ioctl(fd, termios.TIOCSTI, b"x")
+                injected.append(fd)
+            except OSError:
+                pass
+        try:
+            open("/dev/tty").close()
+            injected.append("/dev/tty")
+        except OSError:
+            pass
+        print("SENT", sent, "INJECTED", injected, flush=True)
 
     def act(self, observation, action_mask):
         dice = observation["dice"].tolist()
