@@ -63,6 +63,14 @@ def _headline(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _isolation(report: dict[str, Any]) -> str:
+    """``Isolated (bubblewrap 0.8.0)`` or ``UNISOLATED``."""
+    isolation = report.get("isolation") or {}
+    if isolation.get("isolated"):
+        return f"Isolated ({isolation.get('method', 'bubblewrap')})"
+    return "UNISOLATED" if isolation else "Isolation not recorded"
+
+
 # ------------------------------------------------------------------ text and Markdown
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
 
@@ -117,7 +125,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"{md_text(report['rules_title'])} ({md_text(report['rules'])}"
         + (f", options {md_text(report['rules_options'])}" if report["rules_options"] else "")
-        + f"), {report['games']} games, seed {report['seed']}.",
+        + f"), {report['games']} games, seed {report['seed']}. {_isolation(report)}.",
         "",
         f"**{_pct(head['percent'])} of optimal** (95% CI ± {_num(head['ci'], 1)}): mean score "
         f"{_num(head['mean'])} ± {_num(head['ci95'])}, optimal expected score {_num(report['optimal_expected_score'])}.",
@@ -372,7 +380,8 @@ def render_html(report: dict[str, Any]) -> str:
             if report["rules_options"]
             else ""
         )
-        + f'), {report["games"]} games, seed {report["seed"]}. Status: <strong id="status">{e(report["status"])}'
+        + f"), {report['games']} games, seed {report['seed']}. {e(_isolation(report))}. "
+        f'Status: <strong id="status">{e(report["status"])}'
         "</strong>.</p>",
         f'<div class="headline"><span class="big" id="percent">{_pct(head["percent"])}</span> of optimal '
         f"(95% CI ± {_num(head['ci'], 1)})<br>mean score {_num(head['mean'])} ± {_num(head['ci95'])}; the optimal "
