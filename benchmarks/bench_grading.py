@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--grades",
         default="isolated,unisolated,baseline",
-        help="which course grades to time, comma-separated (default isolated,unisolated,baseline)",
+        help="which course grades to time, in this order, comma-separated (default isolated,unisolated,baseline)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> dict:
         runs = [("isolated", ROOT, []), ("unisolated", ROOT, ["--unisolated"])]
         if args.baseline:
             runs.append(("baseline", Path(args.baseline).resolve(), []))
-        runs = [run for run in runs if run[0] in args.grades.split(",")]
+        order = args.grades.split(",")
+        runs = sorted((run for run in runs if run[0] in order), key=lambda run: order.index(run[0]))
         _grade(ROOT, 2, ["--unisolated"])  # the solver's values into the cache first
         out["grade_seconds"] = {name: _grade(path, args.games, extra) for name, path, extra in runs}
         out["games"] = args.games
