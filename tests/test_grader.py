@@ -13,11 +13,21 @@ import pytest
 
 from agents.course.grade_report import describe, render_html, render_markdown
 from agents.course.grader import grade
-from agents.course.sandbox import Limits, SandboxedAgent, agent_seed, decode_observation, encode_observation
+from agents.course.sandbox import (
+    Limits,
+    SandboxedAgent,
+    agent_seed,
+    decode_observation,
+    encode_observation,
+    isolation_problem,
+)
 from agents.evaluation.benchmark import game_seeds
 from dice_poker_env import load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
+#: grade isolated where this machine can (Linux with bubblewrap), else unisolated (trusted test code)
+ISOLATED = isolation_problem() is None
+UNISOLATED = [] if ISOLATED else ["--unisolated"]
 GAMES = 4
 FAST = Limits(decision_seconds=20, game_seconds=120, load_seconds=120, max_failures=3)
 
@@ -126,8 +136,7 @@ class Spy(Good):
                 if isinstance(value, np.ndarray) and value.dtype.kind in "iu" and value.size > 3:
                     found.update(int(v) for v in value.reshape(-1)[:100000])
             frame = frame.f_back
-        with open(os.environ["SPY_OUT"], "a") as handle:
-            handle.write(repr(sorted(str(f) for f in found)) + "\\n")
+        print(repr(sorted(str(f) for f in found if not isinstance(f, int) or f > 1 << 20)))
         return super().act(observation, action_mask)
 '''
 
@@ -147,6 +156,7 @@ def run_grade(submissions, name, **kwargs):
     kwargs.setdefault("games", GAMES)
     kwargs.setdefault("seed", 3)
     kwargs.setdefault("limits", FAST)
+    kwargs.setdefault("isolated", ISOLATED)
     return grade(f"{submissions / 'student.py'}:{name}", "yacht", **kwargs)
 
 
@@ -168,9 +178,9 @@ def test_messages_round_trip_observations():
 
 def test_agent_seeds_do_not_reveal_the_game_seeds():
     seeds = game_seeds(3, 10)
-    given = [agent_seed(3, i) for i in range(10)]
+    given = [agent_seed(i) for i in range(10)]
     assert len(set(given)) == 10 and not set(given) & {int(s) for s in seeds}
-    assert given == [agent_seed(3, i) for i in range(10)]  # the same for every run
+    assert given == [agent_seed(i) for i in range(10)]  # the same for every run, whatever the grading seed
 
 
 def test_a_good_submission_is_graded_like_the_same_agent_in_process(submissions):
@@ -213,12 +223,11 @@ def test_the_submission_gets_its_own_seeds_never_the_games(submissions):
     assert report["stdout"]["bytes"] == 0
 
 
-def test_the_submission_cannot_find_the_game_seeds(submissions, tmp_path, monkeypatch):
-    spy = tmp_path / "spy.txt"
-    monkeypatch.setenv("SPY_OUT", str(spy))
+def test_the_submission_cannot_find_the_game_seeds(submissions):
     report = run_grade(submissions, "Spy", games=2)
     assert report["status"] == "ok"
-    seen = spy.read_text()
+    seen = report["stdout"]["sample"]  # what it found, printed
+    assert seen.startswith("[")
     assert "generator" not in seen  # no random generator exists in its process
     for seed in game_seeds(3, 2):
         assert f"'{int(seed)}'" not in seen
@@ -238,7 +247,8 @@ def test_the_submission_cannot_find_the_game_seeds(submissions, tmp_path, monkey
 )
 def test_hostile_submissions_get_a_report_that_says_so(submissions, name, kind, message):
     report = run_grade(submissions, name)
-    assert report["status"] == "failures"
+    # every game fails: after max_failures (3 of 4 games) it is no longer asked, so the run is partial
+    assert report["status"] in ("failures", "partial") and report["complete"] == (report["status"] != "partial")
     failures = report["failures"]["recorded"]
     assert failures and failures[0]["kind"] == kind, failures
     assert message in failures[0]["message"]
@@ -285,7 +295,7 @@ def test_printing_to_stdout_is_reported(submissions):
     ],
 )
 def test_a_submission_that_does_not_load_gets_a_report(submissions, spec, message):
-    report = grade(str(submissions / spec), "yacht", games=2, seed=1, limits=FAST)
+    report = grade(str(submissions / spec), "yacht", games=2, seed=1, limits=FAST, isolated=ISOLATED)
     assert report["status"] == "not_loaded"
     assert report["failures"]["recorded"][0]["kind"] == "load"
     assert message in report["failures"]["recorded"][0]["message"] + report["failures"]["recorded"][0]["traceback"]
@@ -296,13 +306,17 @@ def test_a_submission_that_does_not_load_gets_a_report(submissions, spec, messag
 
 def test_a_submission_that_takes_too_long_to_load(submissions):
     limits = Limits(load_seconds=2, decision_seconds=5, game_seconds=60)
-    report = grade(f"{submissions / 'slow_import.py'}:Agent", "yacht", games=1, seed=1, limits=limits)
+    report = grade(
+        f"{submissions / 'slow_import.py'}:Agent", "yacht", games=1, seed=1, limits=limits, isolated=ISOLATED
+    )
     assert report["status"] == "not_loaded"
     assert report["failures"]["recorded"][0]["kind"] == "timeout"
 
 
 def test_sandboxed_agent_never_forwards_the_benchmark_seed(submissions):
-    with SandboxedAgent(f"{submissions / 'student.py'}:Seeded", load_rules("yacht"), seed=5, limits=FAST) as agent:
+    with SandboxedAgent(
+        f"{submissions / 'student.py'}:Seeded", load_rules("yacht"), seed=5, limits=FAST, isolated=ISOLATED
+    ) as agent:
         assert agent.has_seed and agent.load_error is None
         agent.seed(123456)  # what the benchmark would pass: ignored
         agent.reset()
@@ -357,6 +371,7 @@ def test_command_line_writes_three_files_and_refuses_to_overwrite(submissions, t
         "9",
         "--out",
         str(out),
+        *UNISOLATED,
     ]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     first = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
@@ -394,6 +409,7 @@ def test_the_course_template_grades_its_starter_agent(tmp_path):
             "300",
             "--out",
             str(out),
+            *UNISOLATED,
         ],
         capture_output=True,
         text=True,
@@ -447,6 +463,7 @@ def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path,
             "--out",
             str(out),
             "--json",
+            *UNISOLATED,
         ]
     )
     assert code == 0
@@ -454,6 +471,7 @@ def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path,
     assert data["status"] == "ok" and data["games"] == 2 and (out / "report.html").is_file()
     code = cli.main(
         ["grade", f"{submissions / 'student.py'}:Good", "--rules", "yacht", "--games", "2", "--out", str(out)]
+        + UNISOLATED
     )
     assert code == 2 and "holds a report already" in capsys.readouterr().err
     assert cli.main(["grade", "student.py:Good", "--rules", "no_such_rules"]) == 2
@@ -479,3 +497,48 @@ def test_report_json_reads_back_as_the_report(submissions):
     assert json.loads(text) == json.loads(json.dumps(report))
     lines = [line for line in text.splitlines() if '"moves"' in line]
     assert len(lines) == len(report["replays"]) == 2  # the replays take one line a game
+
+
+def test_frames_from_the_worker_are_parsed_defensively():
+    """Whatever the submission writes on the socket is a ProtocolError, never a crash of the grader."""
+    import socket
+    import struct
+
+    from agents.course.protocol import ProtocolError, nesting_depth, receive
+
+    def frame(data: bytes) -> bytes:
+        return struct.pack("!I", len(data)) + data
+
+    bad = [
+        frame(b"[" * 100_000 + b"]" * 100_000),
+        frame(b'{"a":' * 30_000 + b"1" + b"}" * 30_000),
+        frame(b'{"ok":true,"action":1' + b"0" * 5000 + b"}"),
+        frame(b'{"ok":true,"action":1e999999}'),
+        frame(b'{"ok":true,"action":NaN}'),
+        frame(b"\xff\xfe"),
+        frame(b"[1,2]"),
+        struct.pack("!I", 1 << 30),
+    ]
+    for data in bad:
+        left, right = socket.socketpair()
+        with left, right:
+            left.sendall(data)
+            with pytest.raises(ProtocolError):
+                receive(right, untrusted=True)
+    left, right = socket.socketpair()
+    with left, right:
+        left.sendall(frame(b'{"ok":true,"action":35,"message":"[[[[[[[[[[[[[[[[[[[["}'))
+        assert receive(right, untrusted=True)["action"] == 35  # brackets in strings do not count
+    assert nesting_depth(b'{"a":[[1],{"b":"]]]]"}]}') == 8  # small: not scanned
+    assert nesting_depth(b'[[[[[[[[["x"]]]]]]]]]') == 9
+
+
+def test_grading_untrusted_code_needs_isolation_or_an_explicit_flag(submissions, monkeypatch):
+    import agents.course.sandbox as sandbox
+
+    monkeypatch.setattr(sandbox, "isolation_problem", lambda: "isolating submissions needs Linux; this is plan9")
+    with pytest.raises(ValueError, match="plan9; to grade without isolation .* pass --unisolated"):
+        run_grade(submissions, "Good", isolated=True)
+    report = run_grade(submissions, "Good", games=1, isolated=False)
+    assert report["isolation"] == {"isolated": False, "method": "none"}
+    assert report["status"] == "ok" and any("UNISOLATED" in line for line in report["problems"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.description = (
         "Benchmark a submitted agent (FILE.py:NAME or MODULE:NAME, with ,key=value constructor arguments) on "
-        "fixed seeds against the optimal and greedy agents, in a separate process with time and memory limits, "
+        "fixed seeds against the optimal and greedy agents, in an isolated process (Linux, bubblewrap) with time "
+        "and resource limits, "
         "and report percent of optimal (95%% CI), the exact regret split into keep and box decisions, the "
         "costliest mistakes, the score distribution, every failure of the submission, and a replay of any game."
     )
@@ -59,6 +61,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--memory-mb", type=int, help=f"memory the submission may use, MiB (default {Limits.memory_mb})"
     )
     parser.add_argument(
+        "--total-seconds",
+        type=float,
+        help=f"time the submission may use in all (default {Limits.total_seconds:g}); then its games score 0",
+    )
+    parser.add_argument(
+        "--solver",
+        choices=("allow", "flag", "forbid"),
+        help="the library's solver in the submission: allowed, reported, or refused (default allow)",
+    )
+    parser.add_argument(
+        "--unisolated",
+        action="store_true",
+        help="run the submission without isolation where none is available (trusted code only; the report says so)",
+    )
+    parser.add_argument(
         "--max-failures",
         type=int,
         help=f"failed games after which grading stops asking (default {Limits.max_failures})",
@@ -69,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from agents.commands.bench import check_out_dir, remove_empty
     from agents.course.grade_report import summary_text
-    from agents.course.grader import REPORT_FILES, grade, protect_process, settings, write_report
+    from agents.course.grader import LIMIT_SETTINGS, REPORT_FILES, grade, protect_process, settings, write_report
     from agents.course.sandbox import Limits
     from dice_poker_env.rules import load_rules
 
@@ -84,27 +101,37 @@ def run(args: argparse.Namespace) -> int:
         decision_seconds=args.decision_seconds,
         game_seconds=args.game_seconds,
         load_seconds=args.load_seconds,
+        total_seconds=args.total_seconds,
         memory_mb=args.memory_mb,
         max_failures=args.max_failures,
+        solver=args.solver,
         options=parse_rules_options(args.option),
     )
-    limits = Limits(
-        decision_seconds=chosen["decision_seconds"],
-        game_seconds=chosen["game_seconds"],
-        load_seconds=chosen["load_seconds"],
-        memory_mb=chosen["memory_mb"],
-        max_failures=chosen["max_failures"],
-    )
+    limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, REPORT_FILES, "a report") if out is not None else []
+
+    def interrupt(signum, frame):  # SIGTERM as Ctrl-C: the grade ends with a partial report
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         report = grade(
-            args.submission, rules, games=chosen["games"], seed=chosen["seed"], limits=limits, progress=not args.json
+            args.submission,
+            rules,
+            games=chosen["games"],
+            seed=chosen["seed"],
+            limits=limits,
+            progress=not args.json,
+            isolated=not args.unisolated,
+            solver=chosen["solver"],
         )
     except BaseException:
         remove_empty(created)  # a failed command leaves no trace
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if args.json:
         print(json.dumps(report, sort_keys=True), flush=True)
     else:
@@ -120,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         if not args.json:
             print("wrote " + ", ".join(str(p) for p in written))
-    return 0
+    return 130 if report["interrupted"] else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

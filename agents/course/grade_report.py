@@ -9,14 +9,17 @@ distribution against optimal, every failure of the submission with its traceback
 and a replay of any graded game, move by move: the dice (held dice marked), the
 scorecard, the move made, the solver's best move and the points lost.
 
-Everything that comes from the submission (names, messages, tracebacks, printed
-output) is escaped.
+Everything that comes from the submission (its file name, names, messages, tracebacks,
+printed output) is escaped: in HTML by :func:`html.escape`; in Markdown by :func:`md_text`
+(HTML's special characters as entities, Markdown's punctuation backslash-escaped, one
+line) and :func:`md_fence` (a code fence longer than any run of backticks in the text).
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
 from dice_poker_env.engine.combinatorics import kept_dice
@@ -60,9 +63,41 @@ def _headline(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _isolation(report: dict[str, Any]) -> str:
+    """``Isolated (bubblewrap 0.8.0)`` or ``UNISOLATED``."""
+    isolation = report.get("isolation") or {}
+    if isolation.get("isolated"):
+        return f"Isolated ({isolation.get('method', 'bubblewrap')})"
+    return "UNISOLATED" if isolation else "Isolation not recorded"
+
+
 # ------------------------------------------------------------------ text and Markdown
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+
+
+def md_text(value: Any) -> str:
+    """``value`` as inert Markdown text on one line: no HTML, no links, no emphasis, no table cells."""
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def md_fence(text: str, info: str = "text") -> list[str]:
+    """``text`` as a fenced code block whose fence no line of it can close."""
+    longest = max((len(run) for run in re.findall(r"`+|~+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, text.rstrip("\n"), fence]
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def summary_text(report: dict[str, Any]) -> str:
-    """A few lines for the terminal."""
+    """A few lines for the terminal (control characters, e.g. escape sequences, replaced by ``?``)."""
+    return "\n".join(_CONTROL.sub("?", line) for line in _summary(report).split("\n"))
+
+
+def _summary(report: dict[str, Any]) -> str:
     head = _headline(report)
     lines = [
         f"{report['submission']} on {report['rules']} ({report['games']} games, seed {report['seed']}): "
@@ -86,11 +121,11 @@ def render_markdown(report: dict[str, Any]) -> str:
     """The report as Markdown."""
     head = _headline(report)
     out = [
-        f"# Grade report: `{report['submission']}`",
+        f"# Grade report: {md_text(report['submission'])}",
         "",
-        f"{report['rules_title']} (`{report['rules']}`"
-        + (f", options {report['rules_options']}" if report["rules_options"] else "")
-        + f"), {report['games']} games, seed {report['seed']}.",
+        f"{md_text(report['rules_title'])} ({md_text(report['rules'])}"
+        + (f", options {md_text(report['rules_options'])}" if report["rules_options"] else "")
+        + f"), {report['games']} games, seed {report['seed']}. {_isolation(report)}.",
         "",
         f"**{_pct(head['percent'])} of optimal** (95% CI ± {_num(head['ci'], 1)}): mean score "
         f"{_num(head['mean'])} ± {_num(head['ci95'])}, optimal expected score {_num(report['optimal_expected_score'])}.",
@@ -103,7 +138,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             "",
         ]
     if report["problems"]:
-        out += ["## Problems", ""] + [f"* {line}" for line in report["problems"]] + [""]
+        out += ["## Problems", ""] + [f"* {md_text(line)}" for line in report["problems"]] + [""]
     out += [
         "## Compared with the optimal and greedy agents",
         "",
@@ -112,7 +147,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     ]
     for name, row in report["agents"].items():
         out.append(
-            f"| {name} | {_num(row['mean'])} ± {_num(row['ci95'])} | {_pct(row['percent_of_optimal'])} "
+            f"| {md_text(name)} | {_num(row['mean'])} ± {_num(row['ci95'])} | {_pct(row['percent_of_optimal'])} "
             f"| {_num(row['regret_mean'])} | {_num(row['regret_keep_mean'])} | {_num(row['regret_box_mean'])} "
             f"| {row['illegal_actions']} |"
         )
@@ -149,18 +184,16 @@ def render_markdown(report: dict[str, Any]) -> str:
         out += ["## Failures", ""]
         for f in failures:
             where = "loading" if f["game"] < 0 else f"game {f['game']}, decision {f['decision']}"
-            out += [f"### {f['kind']} ({where})", "", f["message"], ""]
+            out += [f"### {md_text(f['kind'])} ({where})", "", md_text(f["message"]), ""]
             if f["traceback"]:
-                out += ["```text", f["traceback"].rstrip("\n"), "```", ""]
+                out += [*md_fence(f["traceback"]), ""]
     if report["stdout"]["bytes"]:
         out += [
             "## Standard output",
             "",
             f"{report['stdout']['bytes']} bytes; the start:",
             "",
-            "```text",
-            report["stdout"]["sample"].rstrip("\n"),
-            "```",
+            *md_fence(report["stdout"]["sample"]),
             "",
         ]
     return "\n".join(out).rstrip("\n") + "\n"
@@ -347,7 +380,8 @@ def render_html(report: dict[str, Any]) -> str:
             if report["rules_options"]
             else ""
         )
-        + f'), {report["games"]} games, seed {report["seed"]}. Status: <strong id="status">{e(report["status"])}'
+        + f"), {report['games']} games, seed {report['seed']}. {e(_isolation(report))}. "
+        f'Status: <strong id="status">{e(report["status"])}'
         "</strong>.</p>",
         f'<div class="headline"><span class="big" id="percent">{_pct(head["percent"])}</span> of optimal '
         f"(95% CI ± {_num(head['ci'], 1)})<br>mean score {_num(head['mean'])} ± {_num(head['ci95'])}; the optimal "

@@ -3,11 +3,14 @@
 :func:`grade` benchmarks the submission (``FILE.py:NAME`` or ``MODULE:NAME`` with
 ``,key=value`` arguments, :mod:`agents.players.registry`) on fixed seeds (the same games for
 every student given the same ``seed``) against the optimal and greedy agents, with
-the exact regret of every decision it takes. The submission runs in a separate
-process under time and memory limits (:class:`agents.course.sandbox.SandboxedAgent`): one
-that raises, hangs, crashes, returns malformed or illegal actions, or prints to
-standard output gets a report that says so, with the traceback; the grader itself
-never fails because of it, and the submission never sees the game seeds.
+the exact regret of every decision it takes. The submission runs in a separate,
+isolated process under time and resource limits (:class:`agents.course.sandbox.SandboxedAgent`;
+on Linux with bubblewrap; elsewhere grading refuses unless ``isolated=False``,
+``--unisolated``, and the report then says so): one that raises, hangs, crashes,
+returns malformed or illegal actions, floods its output or prints to standard output
+gets a report that says so, with the traceback, under a failure kind of the fixed list
+:class:`agents.course.sandbox.FailureKind`; the grader itself never fails because of it, and
+the submission never sees the game seeds.
 
 The report (:mod:`agents.course.grade_report`) is written as ``report.json``, ``report.md``
 and ``report.html`` (one self-contained page, no network access: the costliest
@@ -26,13 +29,15 @@ import json
 import os
 import sys
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agents.course.sandbox import Limits, SandboxedAgent
-from agents.evaluation.benchmark import benchmark, load_solution
+from agents.course.isolation import isolation_method
+from agents.course.sandbox import SOLVER_POLICIES, FailureKind, Limits, SandboxedAgent
+from agents.evaluation.benchmark import BenchmarkResult, benchmark, load_solution
 from dice_poker_env.rules import Rules, load_rules
 
 #: the report's format version
@@ -54,6 +59,8 @@ def grade(
     limits: Limits | None = None,
     top_mistakes: int = 10,
     progress: bool = False,
+    isolated: bool = True,
+    solver: str = "allow",
 ) -> dict[str, Any]:
     """Grade ``submission`` on ``games`` seeded games of ``rules`` (module docstring).
 
@@ -65,12 +72,16 @@ def grade(
         limits: time and memory limits of the submission (:class:`agents.course.sandbox.Limits`).
         top_mistakes: how many costliest mistakes to list.
         progress: a line per finished agent on stderr.
+        isolated: run the submission isolated (:mod:`agents.course.sandbox`); ``False`` only for trusted code
+            (the report says it ran unisolated).
+        solver: the library's solver in the submission: ``allow``, ``flag`` (reported) or ``forbid``.
 
     Returns:
         The report as a JSON-ready dict (``agents.course.grade_report`` renders it).
 
     Raises:
-        ValueError: a bad argument or ruleset (never for what the submission does).
+        ValueError: a bad argument or ruleset, or no isolation here while ``isolated``
+            (never for what the submission does).
     """
     rules = load_rules(rules)
     for what, value, least in (("games", games, 1), ("seed", seed, 0), ("top_mistakes", top_mistakes, 0)):
@@ -78,7 +89,10 @@ def grade(
             raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
     limits = limits or Limits()
     solution = load_solution(rules, required=True)
-    with SandboxedAgent(submission, rules, seed=seed, limits=limits) as agent:
+    interrupted = False
+    agent = SandboxedAgent(submission, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
+    try:
+        agent.start()
         entries: list[Any] = ([("submission", agent)] if agent.load_error is None else []) + list(REFERENCES)
         result = benchmark(
             rules,
@@ -90,17 +104,23 @@ def grade(
             progress=progress,
             record_games=agent.load_error is None,
         )
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a report all the same, marked partial
+        interrupted = True
+        empty = {"optimal_expected_score": float(solution.expected_score), "optimal_std": float(solution.score_std)}
+        result = BenchmarkResult(data={**empty, "agents": {}}, scores={}, games={})
+    finally:
+        agent.close()
     data = result.data
     for row in data["agents"].values():
         row.pop("seconds", None)  # the only field that depends on the machine
     failures = ([agent.load_error] if agent.load_error is not None else []) + agent.failures
-    kinds = Counter(f.kind for f in failures)
+    kinds = Counter(FailureKind(f.kind).value for f in failures)
     if agent.failure_count > len(agent.failures):
         kinds["unrecorded"] = agent.failure_count - len(agent.failures)
     report: dict[str, Any] = {
         "format": REPORT_FORMAT,
         "submission": submission,
-        "agent_name": agent.agent_name if agent.load_error is None else None,
+        "agent_name": agent.agent_name if agent.load_error is None and not interrupted else None,
         "rules": rules.name,
         "rules_title": rules.title,
         "rules_options": dict(rules.options),
@@ -108,14 +128,13 @@ def grade(
         "box_names": list(rules.box_names),
         "games": int(games),
         "seed": int(seed),
-        "status": "not_loaded" if agent.load_error is not None else ("failures" if agent.failure_count else "ok"),
-        "limits": {
-            "decision_seconds": limits.decision_seconds,
-            "game_seconds": limits.game_seconds,
-            "load_seconds": limits.load_seconds,
-            "memory_mb": limits.memory_mb,
-            "max_failures": limits.max_failures,
-        },
+        "status": _status(agent, interrupted),
+        "complete": agent.load_error is None and agent.stopped_at_game is None and not interrupted,
+        "interrupted": interrupted,
+        "games_asked": max(agent.game + 1, 0),
+        "isolation": {"isolated": agent.isolated, "method": isolation_method() if agent.isolated else "none"},
+        "solver": {"policy": agent.solver, "imported": list(agent.solver_imports)},
+        "limits": asdict(limits),
         "optimal_expected_score": data["optimal_expected_score"],
         "optimal_std": data["optimal_std"],
         "agents": data["agents"],
@@ -123,6 +142,7 @@ def grade(
             "count": agent.failure_count + (agent.load_error is not None),
             "by_kind": dict(sorted(kinds.items())),
             "stopped_at_game": agent.stopped_at_game,
+            "stopped_because": agent.stopped_because,
             "recorded": [f.to_json() for f in failures],
         },
         "stdout": {
@@ -131,16 +151,38 @@ def grade(
             "first_decision": agent.printed.first_decision,
             "sample": agent.printed.sample,
         },
-        "problems": _problems(agent, games),
+        "problems": _problems(agent, games, interrupted),
         "score_distribution": _distribution(result.scores),
         "replays": result.games.get("submission", []),
     }
     return report
 
 
-def _problems(agent: SandboxedAgent, games: int) -> list[str]:
+def _status(agent: SandboxedAgent, interrupted: bool = False) -> str:
+    """``not_loaded``, ``partial`` (it stopped being asked before the last game), ``failures`` or ``ok``."""
+    if agent.load_error is not None:
+        return "not_loaded"
+    if agent.stopped_at_game is not None or interrupted:
+        return "partial"
+    return "failures" if agent.failure_count else "ok"
+
+
+def _problems(agent: SandboxedAgent, games: int, interrupted: bool = False) -> list[str]:
     """One line per kind of problem, for the report's summary."""
     lines = []
+    if not agent.isolated:
+        lines.append(
+            "the submission ran UNISOLATED (--unisolated): it could read and change anything the grader's user "
+            "can, so this grade is only as trustworthy as the submission"
+        )
+    if agent.solver_imports:
+        verb = "tried to import (forbidden)" if agent.solver == "forbid" else "imported"
+        lines.append(f"the submission {verb} the library's solver: {', '.join(agent.solver_imports)}")
+    if interrupted:
+        lines.append(
+            f"partial: the grading was interrupted during game {agent.game} of the submission's {games}; "
+            "no scores are reported"
+        )
     if agent.load_error is not None:
         error = agent.load_error
         lines.append(f"the submission did not load ({error.kind}): {error.message}; it scores 0 in every game")
@@ -154,8 +196,13 @@ def _problems(agent: SandboxedAgent, games: int) -> list[str]:
         )
     if agent.stopped_at_game is not None:
         left = games - agent.stopped_at_game - 1
+        why = (
+            f"its total time of {agent.limits.total_seconds:g} s was spent"
+            if agent.stopped_because == "budget"
+            else f"{agent.limits.max_failures} failures"
+        )
         lines.append(
-            f"after {agent.limits.max_failures} failures (game {agent.stopped_at_game}) no more decisions "
+            f"partial: after {why} (game {agent.stopped_at_game}) no more decisions "
             f"were asked for: the {left} remaining game(s) score 0"
         )
     if agent.printed.bytes:
@@ -218,9 +265,20 @@ SETTINGS: dict[str, tuple[Any, type]] = {
     "decision_seconds": (Limits.decision_seconds, float),
     "game_seconds": (Limits.game_seconds, float),
     "load_seconds": (Limits.load_seconds, float),
+    "total_seconds": (Limits.total_seconds, float),
     "memory_mb": (Limits.memory_mb, int),
+    "cpu_seconds": (Limits.cpu_seconds, int),
+    "processes": (Limits.processes, int),
+    "file_mb": (Limits.file_mb, int),
+    "scratch_mb": (Limits.scratch_mb, int),
+    "open_files": (Limits.open_files, int),
+    "output_kb": (Limits.output_kb, int),
     "max_failures": (Limits.max_failures, int),
+    "solver": ("allow", str),
 }
+
+#: the settings that are :class:`agents.course.sandbox.Limits`
+LIMIT_SETTINGS = tuple(name for name in SETTINGS if hasattr(Limits, name))
 
 
 def read_config(path: str | os.PathLike) -> dict[str, Any]:
@@ -250,6 +308,8 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
         number = kind is float and isinstance(value, int)
         if isinstance(value, bool) or not (isinstance(value, kind) or number):
             raise ValueError(f"--config {path}: {key} must be {kind.__name__}, got {value!r}")
+    if "solver" in data and data["solver"] not in SOLVER_POLICIES:
+        raise ValueError(f"--config {path}: solver must be one of {', '.join(SOLVER_POLICIES)}, got {data['solver']!r}")
     rules = data.get("rules")
     if rules is not None and (Path(rules).suffix or "/" in rules) and not Path(rules).is_absolute():
         data["rules"] = str(Path(path).parent / rules)

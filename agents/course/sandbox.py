@@ -1,136 +1,115 @@
-"""Run an untrusted agent (a student's submission) in a separate process, with limits.
+"""Run an untrusted agent (a student's submission) in a separate, isolated process, with limits.
 
 :class:`SandboxedAgent` looks like any agent (``act``, ``reset``, ``obs_mode``) to the
 benchmark, but the submission itself (``FILE.py:NAME`` or ``MODULE:NAME``, as in
-:mod:`agents.players.registry`) runs in a child process (:mod:`agents.course.sandbox_worker`):
+:mod:`agents.players.registry`) runs in a child process (:mod:`agents.course.sandbox_worker`).
 
-* **Limits**: a time limit per decision and per game, a time limit to load, and an
-  address-space limit (``memory_mb`` above what the worker uses before loading it).
-* **Failures never escape**: an exception (with its traceback), a hang (the worker
-  is killed), a crash or a killed process, a malformed answer (not an ``int``), an
-  illegal action, or a broken protocol each end the current game as an illegal
-  action does in the env (the points so far count) and are recorded as a
-  :class:`Failure`. The next game starts a fresh worker where needed. After
-  ``max_failures`` failures no more decisions are asked for: the remaining games
-  end at once and score 0.
-* **Output is captured**: the worker's standard output and error go to files, never
-  into the protocol; anything printed to stdout is reported (:attr:`printed`).
-* **No seeds leak**: the worker receives only observations and masks, and per game
-  an agent seed derived from the grading seed and the game number by SHA-256, from
-  which neither the seed nor the dice can be recovered. The dice are drawn in the
-  grader's process after each decision.
+* **Isolation** (Linux, with bubblewrap: :mod:`agents.course.isolation`): its own user,
+  mount, PID, network, IPC and UTS namespaces, an empty environment, an unprivileged user,
+  a read-only view of only the Python environment, the project's packages and its own
+  file, and a private scratch folder. Without isolation, grading refuses to run unless
+  asked to run unisolated (``isolated=False``: the worker is an ordinary child process).
+* **Limits**: a time limit per decision, per game, to load, and in total (per
+  submission); hard resource limits the submission cannot raise, set by the worker
+  before it loads the submission (:class:`Limits`): address space, CPU time, processes,
+  file size, open files, no core files; standard output and error are captured to
+  files and capped.
+* **Failures never escape**: everything the submission does wrong ends the current
+  game as an illegal action does in the env (the points so far count) and is recorded
+  as a :class:`Failure` whose kind comes from the fixed list :class:`FailureKind`,
+  decided by the grader (never a string the submission sends). After
+  ``max_failures`` failures, or once the total time is spent, no more decisions are
+  asked for: the remaining games end at once and score 0.
+* **Solver policy**: ``solver="allow" | "flag" | "forbid"``: the worker watches imports
+  of the library's solver and optimal agent (:data:`SOLVER_MODULES`); under ``flag`` they
+  are reported, under ``forbid`` they fail (and the files are not in the sandbox).
+* **No seeds leak**: the worker receives only observations and masks, and per game a
+  seed for its own randomness that depends on the game's number only
+  (:func:`agent_seed`), never on the grading seed. The dice are drawn in the grader.
 
-Messages between the processes are length-prefixed JSON objects (at most
-:data:`MAX_MESSAGE` bytes); nothing from the worker is unpickled or evaluated.
-The worker inherits the grader's user, environment and working folder. It shares
-no Python objects with the grader, but like any process of the same user it could
-inspect the grader through the operating system (``/proc``, a debugger), and the
-grader's command line (``--seed``) is visible to every process on the machine: for
-adversarial settings run the grader in a container or as another user, and keep
-the grading seed out of reach. (``python -m agents.commands.grade`` marks its process
-non-dumpable on Linux, which keeps other processes of its user without root out of
-its memory.)
+Messages between the processes are length-prefixed JSON objects; what the worker
+sends is parsed defensively (size, nesting depth, number length: :func:`receive`),
+nothing from it is unpickled or evaluated (:mod:`agents.course.protocol`).
+
+Size: one class, the grader's side of one worker (start, requests under every limit, the
+failure kinds, the output cap, the agent interface); the protocol and the isolation are
+their own modules.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import os
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agents.course.isolation import (
+    CODE_DIR,
+    SUBMISSION_DIR,
+    isolation_problem,
+    project_dirs,
+    sandbox_command,
+    sandbox_environment,
+)
+from agents.course.protocol import (  # noqa: F401 - decode_observation is re-exported
+    ProtocolError,
+    decode_observation,
+    encode_observation,
+    receive,
+    send,
+)
 from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS
 from dice_poker_env.rules import Rules
 
-#: largest message either side accepts (bytes)
-MAX_MESSAGE = 1 << 20
 #: failures recorded in full (with tracebacks); later ones are only counted
 MAX_RECORDED_FAILURES = 20
-_HEADER = struct.Struct("!I")
+#: modules of the library that hold or use the exact solver (the ``solver`` policy watches them)
+SOLVER_MODULES = ("dice_poker_env.solver", "agents.players.optimal")
+#: the solver policies of a grading
+SOLVER_POLICIES = ("allow", "flag", "forbid")
 
 
-class ProtocolError(RuntimeError):
-    """The other side sent something that is not a message of the protocol."""
+class FailureKind(str, enum.Enum):
+    """What went wrong, decided by the grader from what it saw (never sent by the submission)."""
+
+    LOAD = "load"  #: the submission did not load (import or constructor failed)
+    EXCEPTION = "exception"  #: act, seed or reset raised
+    MALFORMED = "malformed"  #: act returned something that is not an int (a float, None, a string, 2**100)
+    ILLEGAL = "illegal"  #: act returned an action the mask forbids
+    TIMEOUT = "timeout"  #: a decision, game or load time limit passed without an answer
+    BUDGET = "budget"  #: the submission's total time was spent
+    CRASH = "crash"  #: the worker died (exit, signal, killed by a limit)
+    RESOURCE = "resource"  #: the worker was killed for CPU time or file size
+    OUTPUT = "output"  #: it wrote more than the limit to standard output or error
+    PROTOCOL = "protocol"  #: a frame that is not a message of the protocol (too big, too deep, not JSON)
+    SOLVER = "solver"  #: it imported the library's solver where the grading forbids it
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
 
 
-# ------------------------------------------------------------------ messages
-def send(sock: socket.socket, message: dict) -> None:
-    """Send one JSON object, length-prefixed."""
-    data = json.dumps(message, separators=(",", ":")).encode()
-    if len(data) > MAX_MESSAGE:
-        raise ProtocolError(f"message of {len(data)} bytes is over the limit of {MAX_MESSAGE}")
-    sock.sendall(_HEADER.pack(len(data)) + data)
+def agent_seed(game: int) -> int:
+    """The seed the submission gets for game ``game``: a hash of the game's number only.
 
-
-def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            sock.settimeout(left)
-        try:
-            chunk = sock.recv(min(n - got, 1 << 16))
-        except TimeoutError:
-            raise TimeoutError from None
-        if not chunk:
-            raise EOFError("the other side closed the connection")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def receive(sock: socket.socket, deadline: float | None = None) -> dict:
-    """Receive one JSON object; ``TimeoutError`` past ``deadline`` (``time.monotonic()``), ``EOFError`` at the end.
-
-    Raises:
-        ProtocolError: an oversized message, invalid JSON, or JSON that is not an object.
+    It does not depend on the grading seed, so nothing about the dice can be learned from it
+    (a hash of the grading seed could be inverted by trying every small seed).
     """
-    (size,) = _HEADER.unpack(_read_exact(sock, _HEADER.size, deadline))
-    if size > MAX_MESSAGE:
-        raise ProtocolError(f"a message of {size} bytes (the limit is {MAX_MESSAGE})")
-    try:
-        message = json.loads(_read_exact(sock, size, deadline))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ProtocolError(f"not JSON: {error}") from None
-    if not isinstance(message, dict):
-        raise ProtocolError(f"not a JSON object: {type(message).__name__}")
-    return message
-
-
-def encode_observation(obs: Any) -> Any:
-    """An env observation (dict of arrays and NumPy scalars, or one array) as JSON."""
-    if isinstance(obs, dict):
-        return {key: encode_observation(value) for key, value in obs.items()}
-    array = np.asarray(obs)
-    return {"dtype": array.dtype.str, "shape": list(array.shape), "data": array.reshape(-1).tolist()}
-
-
-def decode_observation(data: Any) -> Any:
-    """The inverse of :func:`encode_observation`: the same arrays, dtypes and NumPy scalars."""
-    if isinstance(data, dict) and set(data) == {"dtype", "shape", "data"}:
-        dtype = np.dtype(data["dtype"])
-        if not data["shape"]:
-            return dtype.type(data["data"][0])
-        return np.asarray(data["data"], dtype=dtype).reshape(data["shape"])
-    return {key: decode_observation(value) for key, value in data.items()}
-
-
-def agent_seed(seed: int, game: int) -> int:
-    """The seed the submission gets for game ``game`` of a grading with ``seed`` (a one-way hash of both)."""
-    digest = hashlib.sha256(f"dice-poker agent seed/{int(seed)}/{int(game)}".encode()).digest()
+    digest = hashlib.sha256(f"dice-poker agent seed/{int(game)}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 
@@ -143,18 +122,33 @@ class Limits:
         decision_seconds: wall-clock time for one decision (one ``act`` call).
         game_seconds: wall-clock time for all the decisions of one game.
         load_seconds: time to start the process and load the submission.
+        total_seconds: wall-clock time for everything the submission does in a grading (loads,
+            resets and decisions); once spent, the remaining games score 0.
         memory_mb: address space the submission may add to the worker's (``None``: no limit).
+        cpu_seconds: CPU time of one worker process (a hard limit: the process is killed).
+        processes: processes and threads the submission may have at once.
+        file_mb: largest file it may write (its scratch files, standard output and error).
+        scratch_mb: size of its private scratch folder (``/tmp``, isolated only).
+        open_files: files it may have open at once.
+        output_kb: standard output or error beyond this is an ``output`` failure.
         max_failures: failed games after which no more decisions are asked for.
     """
 
     decision_seconds: float = 5.0
     game_seconds: float = 120.0
     load_seconds: float = 60.0
+    total_seconds: float = 3600.0
     memory_mb: int | None = 4096
+    cpu_seconds: int = 3600
+    processes: int = 64
+    file_mb: int = 64
+    scratch_mb: int = 64
+    open_files: int = 256
+    output_kb: int = 1024
     max_failures: int = 10
 
     def __post_init__(self) -> None:
-        for name in ("decision_seconds", "game_seconds", "load_seconds"):
+        for name in ("decision_seconds", "game_seconds", "load_seconds", "total_seconds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
@@ -162,8 +156,31 @@ class Limits:
             isinstance(self.memory_mb, bool) or not isinstance(self.memory_mb, int) or self.memory_mb < 16
         ):
             raise ValueError(f"memory_mb must be an integer >= 16 (or None), got {self.memory_mb!r}")
-        if isinstance(self.max_failures, bool) or not isinstance(self.max_failures, int) or self.max_failures < 1:
-            raise ValueError(f"max_failures must be an integer >= 1, got {self.max_failures!r}")
+        for name, least in (
+            ("cpu_seconds", 1),
+            ("processes", 4),
+            ("file_mb", 1),
+            ("scratch_mb", 1),
+            ("open_files", 32),
+            ("output_kb", 1),
+            ("max_failures", 1),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= 1 << 40:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+
+    def for_worker(self, isolated: bool = True) -> dict[str, Any]:
+        """The hard limits the worker sets on itself before it loads the submission.
+
+        Unisolated, the process limit would count every process of the grader's user: it is not set.
+        """
+        return {
+            "memory_mb": self.memory_mb,
+            "cpu_seconds": self.cpu_seconds,
+            "processes": self.processes if isolated else None,
+            "file_mb": self.file_mb,
+            "open_files": self.open_files,
+        }
 
 
 @dataclass
@@ -173,19 +190,21 @@ class Failure:
     Attributes:
         game: the game's number (0-based) in the grading.
         decision: the decision's number within the game (0-based; -1 at the game's start).
-        kind: ``load``, ``exception``, ``timeout``, ``crash``, ``malformed``, ``illegal`` or ``protocol``.
+        kind: a :class:`FailureKind`.
         message: one line saying what happened.
         traceback: the submission's traceback, or the tail of its standard error for a crash.
     """
 
     game: int
     decision: int
-    kind: str
+    kind: FailureKind
     message: str
     traceback: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["kind"] = FailureKind(self.kind).value
+        return data
 
 
 @dataclass
@@ -198,36 +217,73 @@ class Printed:
     sample: str = ""
 
 
+def _text(value: Any, limit: int, tail: bool = False) -> str:
+    """A string from the worker, whatever it sent, cut to ``limit`` characters."""
+    text = value if isinstance(value, str) else ("" if value is None else json.dumps(value)[: limit + 1])
+    return text[-limit:] if tail else text[:limit]
+
+
 class SandboxedAgent:
     """An agent spec played in a separate process under :class:`Limits` (module docstring).
 
     Args:
         spec: ``FILE.py:NAME[,key=value...]`` or ``MODULE:NAME[,...]``.
         rules: the ruleset played (given to the submission's constructor as ``rules``).
-        seed: the grading seed; the submission gets :func:`agent_seed` of it per game.
+        seed: the grading seed (kept here: the submission gets :func:`agent_seed` per game).
         limits: the limits.
+        isolated: run the worker isolated (module docstring); ``False`` runs it as an ordinary
+            child process (only for trusted code).
+        solver: ``allow``, ``flag`` or ``forbid`` the library's solver in the submission.
+        start: start the worker now (else call :meth:`start`).
+
+    Raises:
+        ValueError: a bad spec or solver policy, or ``isolated`` where isolation is not available.
 
     Attributes:
         load_error: the :class:`Failure` of a submission that could not be loaded, else None.
         failures: the recorded failures (at most :data:`MAX_RECORDED_FAILURES`).
         failure_count: all failures, recorded or not.
-        stopped_at_game: the game at which ``max_failures`` was reached, else None.
+        stopped_at_game: the game at which no more decisions were asked for, else None.
+        stopped_because: ``max_failures`` or ``budget`` (with ``stopped_at_game``).
         printed: what the submission wrote to standard output.
+        solver_imports: the solver modules the submission imported (or tried to, under ``forbid``).
+        seconds: the wall-clock time the submission has used (its total budget's part spent).
     """
 
     name = "submission"
 
-    def __init__(self, spec: str, rules: Rules, *, seed: int = 0, limits: Limits | None = None):
+    def __init__(
+        self,
+        spec: str,
+        rules: Rules,
+        *,
+        seed: int = 0,
+        limits: Limits | None = None,
+        isolated: bool = True,
+        solver: str = "allow",
+        start: bool = True,
+    ):
         from agents.players.registry import parse_agent_spec
 
         parsed = parse_agent_spec(spec)
         if parsed is None:
             raise ValueError(f"submission {spec!r}: expected FILE.py:NAME or MODULE:NAME (with ,key=value arguments)")
+        if solver not in SOLVER_POLICIES:
+            raise ValueError(f"solver must be one of {', '.join(SOLVER_POLICIES)}, got {solver!r}")
+        if isolated:
+            problem = isolation_problem()
+            if problem is not None:
+                raise ValueError(f"{problem}; to grade without isolation (trusted code only) pass --unisolated")
+        self._file: str | None = None
         if parsed.is_file:  # the worker resolves it the same wherever it starts
-            spec = os.path.abspath(parsed.source) + spec[len(parsed.source) :]
+            self._file = os.path.abspath(parsed.source)
+            inside = f"{SUBMISSION_DIR}/{os.path.basename(self._file)}" if isolated else self._file
+            spec = inside + spec[len(parsed.source) :]
         self.spec = spec
         self.rules = rules
         self.limits = limits or Limits()
+        self.isolated = bool(isolated)
+        self.solver = solver
         self.seed_base = int(seed)
         self.obs_mode = "dict"
         self.agent_name = spec
@@ -236,34 +292,67 @@ class SandboxedAgent:
         self.failures: list[Failure] = []
         self.failure_count = 0
         self.stopped_at_game: int | None = None
+        self.stopped_because: str | None = None
         self.printed = Printed()
+        self.solver_imports: list[str] = []
+        self.seconds = 0.0
         self.game = -1
         self._decision = 0
         self._game_time = 0.0
         self._game_failed = False
+        self._output_seen = 0
         self._dir = tempfile.mkdtemp(prefix="dice-poker-sandbox-")
         self._stdout = os.path.join(self._dir, "stdout")
         self._stderr = os.path.join(self._dir, "stderr")
         self._process: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Start the worker and load the submission (the constructor does, unless ``start=False``)."""
         failure = self._start()
         if failure is not None:
             self.load_error = failure
 
     # ------------------------------------------------------------ process
+    def _command(self, fd: int) -> tuple[list[str], dict[str, str] | None, str | None]:
+        """The worker's command line, environment and working folder."""
+        argv = [sys.executable, "-m", "agents.course.sandbox_worker", str(fd)]
+        if not self.isolated:
+            env = dict(os.environ, **{k: v for k, v in sandbox_environment().items() if k.endswith("_THREADS")})
+            env["PYTHONUNBUFFERED"] = "1"
+            return argv, env, None
+        hidden: list[str] = []
+        if self.solver == "forbid":
+            for name, folder in project_dirs().items():
+                for module in SOLVER_MODULES:
+                    head, _, rest = module.partition(".")
+                    if head != name:
+                        continue
+                    path = Path(folder, *rest.split("."))
+                    if path.is_dir():
+                        hidden.append(f"{CODE_DIR}/{name}/{'/'.join(rest.split('.'))}")
+                    elif path.with_suffix(".py").is_file():
+                        hidden.append(f"{CODE_DIR}/{name}/{'/'.join(rest.split('.'))}.py")
+        command = sandbox_command(argv, self._file, scratch_mb=self.limits.scratch_mb, hidden=tuple(hidden))
+        # bubblewrap's own environment is visible to the sandbox (/proc/1/environ): give it nothing
+        return command, {"PATH": "/usr/bin:/bin"}, "/"
+
     def _start(self) -> Failure | None:
         """Start a worker and load the submission; the failure if it does not load."""
         parent, child = socket.socketpair()
-        env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        command, env, cwd = self._command(child.fileno())
         with open(self._stdout, "ab") as out, open(self._stderr, "ab") as err:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "agents.course.sandbox_worker", str(child.fileno())],
+                command,
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
                 env=env,
+                cwd=cwd,
             )
         child.close()
         self._sock = parent
@@ -271,24 +360,27 @@ class SandboxedAgent:
             "spec": self.spec,
             "rules": dict(self.rules.raw_spec),
             "options": dict(self.rules.options),
-            "memory_mb": self.limits.memory_mb,
+            "limits": self.limits.for_worker(self.isolated),
+            "solver": self.solver,
         }
         reply, failure = self._request(hello, self.limits.load_seconds, "loading the submission")
         if failure is not None:
+            failure.kind = FailureKind.LOAD if failure.kind == FailureKind.EXCEPTION else failure.kind
             return failure
-        if not reply.get("ok"):
+        if reply.get("ok") is not True:
             self._kill()
+            forbidden = self.solver == "forbid" and self.solver_imports
             return Failure(
                 self.game,
                 -1,
-                "load",
-                str(reply.get("message", "the submission did not load"))[:2000],
-                str(reply.get("traceback", ""))[-8000:],
+                FailureKind.SOLVER if forbidden else FailureKind.LOAD,
+                _text(reply.get("message", "the submission did not load"), 2000),
+                _text(reply.get("traceback", ""), 8000, tail=True),
             )
         obs_mode = reply.get("obs_mode")
         self.obs_mode = obs_mode if obs_mode in ("dict", "flat") else "dict"
-        self.agent_name = str(reply.get("name", self.spec))[:200]
-        self.has_seed = bool(reply.get("has_seed"))
+        self.agent_name = _text(reply.get("name", self.spec), 200)
+        self.has_seed = reply.get("has_seed") is True
         return None
 
     def _kill(self) -> None:
@@ -314,56 +406,140 @@ class SandboxedAgent:
             return ""
 
     def _request(self, message: dict, seconds: float, what: str) -> tuple[dict, Failure | None]:
-        """Send ``message`` and wait at most ``seconds`` for the answer; a failure kills the worker."""
-        deadline = time.monotonic() + seconds
+        """Send ``message`` and wait at most ``seconds`` (and what is left of the total) for the answer.
+
+        A failure kills the worker; an answer that is not ``ok`` is returned as it is (no failure).
+        """
+        left = self.limits.total_seconds - self.seconds
+        budget = left < seconds
+        seconds = max(min(seconds, left), 1e-3)
+        start = time.monotonic()
         try:
             send(self._sock, message)
-            return receive(self._sock, deadline), None
+            reply = receive(self._sock, start + seconds, untrusted=True)
+            failure = None
         except TimeoutError:
             self._kill()
-            return {}, Failure(self.game, self._decision, "timeout", f"no answer within {seconds:g} s ({what})")
+            reply, failure = (
+                {},
+                (
+                    Failure(
+                        self.game,
+                        self._decision,
+                        FailureKind.BUDGET,
+                        f"the submission's total time of {self.limits.total_seconds:g} s is spent ({what})",
+                    )
+                    if budget
+                    else Failure(
+                        self.game, self._decision, FailureKind.TIMEOUT, f"no answer within {seconds:g} s ({what})"
+                    )
+                ),
+            )
         except ProtocolError as error:
             self._kill()
-            return {}, Failure(self.game, self._decision, "protocol", f"{what}: {error}")
+            reply, failure = {}, Failure(self.game, self._decision, FailureKind.PROTOCOL, f"{what}: {error}")
         except (EOFError, OSError):
             code = self._process.wait() if self._process is not None else None
             self._process = None
             self._kill()
-            if code is not None and code < 0:
-                how = (
-                    f"was killed by signal {-code} ({signal.Signals(-code).name})"
-                    if -code in signal.valid_signals()
-                    else f"was killed by signal {-code}"
-                )
-            else:
-                how = f"exited with status {code}"
-            return {}, Failure(
-                self.game, self._decision, "crash", f"the submission's process {how} ({what})", self._stderr_tail()
+            reply, failure = {}, self._ended(code, what)
+        finally:
+            self.seconds += time.monotonic() - start
+        imports = reply.get("solver")
+        if isinstance(imports, list):
+            for name in imports[:10]:
+                if isinstance(name, str) and name not in self.solver_imports and len(self.solver_imports) < 10:
+                    self.solver_imports.append(name[:100])
+        output = self._check_output(what)
+        if output is not None:
+            self._kill()
+            failure = output
+        return reply, failure
+
+    def _ended(self, code: int | None, what: str) -> Failure:
+        """The failure of a worker that ended with ``code`` (bubblewrap reports a signal N as 128 + N)."""
+        signum = (
+            -code if code is not None and code < 0 else (code - 128 if self.isolated and code and code > 128 else 0)
+        )
+        if signum in (signal.SIGXCPU, signal.SIGXFSZ):
+            which = "CPU time" if signum == signal.SIGXCPU else "file size"
+            return Failure(
+                self.game,
+                self._decision,
+                FailureKind.RESOURCE,
+                f"the submission's process went over its {which} limit ({what})",
+                self._stderr_tail(),
             )
+        if signum:
+            name = signal.Signals(signum).name if signum in signal.valid_signals() else str(signum)
+            how = f"was killed by signal {signum} ({name})"
+        else:
+            how = f"exited with status {code}"
+        return Failure(
+            self.game,
+            self._decision,
+            FailureKind.CRASH,
+            f"the submission's process {how} ({what})",
+            self._stderr_tail(),
+        )
+
+    def _check_output(self, what: str) -> Failure | None:
+        """Note what it printed; an ``output`` failure once stdout or stderr grows past the limit."""
+        try:
+            out, err = os.path.getsize(self._stdout), os.path.getsize(self._stderr)
+        except OSError:  # pragma: no cover
+            return None
+        if out > self.printed.bytes:
+            if self.printed.first_game is None:
+                self.printed.first_game, self.printed.first_decision = self.game, self._decision
+            self.printed.bytes = out
+        total = out + err
+        if total > self._output_seen and max(out, err) > self.limits.output_kb * 1024:
+            self._output_seen = total
+            return Failure(
+                self.game,
+                self._decision,
+                FailureKind.OUTPUT,
+                f"the submission wrote {out} bytes to standard output and {err} to standard error, over the "
+                f"limit of {self.limits.output_kb} KiB ({what})",
+            )
+        self._output_seen = total
+        return None
 
     def _fail(self, failure: Failure) -> None:
         self._game_failed = True
         self.failure_count += 1
         if len(self.failures) < MAX_RECORDED_FAILURES:
             self.failures.append(failure)
-        if self.failure_count >= self.limits.max_failures and self.stopped_at_game is None:
-            self.stopped_at_game = self.game
+        if failure.kind == FailureKind.BUDGET and self.stopped_at_game is None:
+            self.stopped_at_game, self.stopped_because = self.game, "budget"
+            self._kill()
+        elif self.failure_count >= self.limits.max_failures and self.stopped_at_game is None:
+            self.stopped_at_game, self.stopped_because = self.game, "max_failures"
             self._kill()
 
-    def _check_stdout(self) -> None:
-        try:
-            size = os.path.getsize(self._stdout)
-        except OSError:  # pragma: no cover
-            return
-        if size > self.printed.bytes:
-            if self.printed.first_game is None:
-                self.printed.first_game, self.printed.first_decision = self.game, self._decision
-            self.printed.bytes = size
+    def _reply_failure(self, reply: dict, decision: int) -> Failure:
+        """The failure an answer that is not ``ok`` reports (its kind decided here)."""
+        forbidden = self.solver == "forbid" and self.solver_imports
+        kind = (
+            FailureKind.SOLVER
+            if forbidden
+            else FailureKind.MALFORMED
+            if reply.get("error") == "malformed"
+            else FailureKind.EXCEPTION
+        )
+        return Failure(
+            self.game,
+            decision,
+            kind,
+            _text(reply.get("message", ""), 2000),
+            _text(reply.get("traceback", ""), 8000, tail=True),
+        )
 
     # ------------------------------------------------------------ agent interface
     @property
     def playing(self) -> bool:
-        """Whether decisions are still asked for (loaded, and fewer than ``max_failures`` failures)."""
+        """Whether decisions are still asked for (loaded, fewer than ``max_failures`` failures, time left)."""
         return self.load_error is None and self.stopped_at_game is None
 
     def seed(self, game_seed: int | None) -> None:
@@ -383,24 +559,17 @@ class SandboxedAgent:
                 failure.game = self.game
                 self._fail(failure)
                 return
-        seed = agent_seed(self.seed_base, self.game) if self.has_seed else None
+        seed = agent_seed(self.game) if self.has_seed else None
         start = time.monotonic()
         reply, failure = self._request(
             {"op": "reset", "seed": seed}, self.limits.decision_seconds, "the agent's seed()/reset()"
         )
         self._game_time += time.monotonic() - start
-        if failure is None and not reply.get("ok"):
-            failure = Failure(
-                self.game,
-                -1,
-                str(reply.get("kind", "exception"))[:20],
-                str(reply.get("message", ""))[:2000],
-                str(reply.get("traceback", ""))[-8000:],
-            )
+        if failure is None and reply.get("ok") is not True:
+            failure = self._reply_failure(reply, -1)
         if failure is not None:
             self._fail(failure)
         self._decision = 0
-        self._check_stdout()
 
     def act(self, observation: Any, action_mask: np.ndarray) -> int:
         """The submission's action, or ``-1`` (an illegal action: the game ends) once this game has failed."""
@@ -420,23 +589,23 @@ class SandboxedAgent:
             f"{what}, decision {self._decision} of game {self.game}",
         )
         self._game_time += time.monotonic() - start
-        self._check_stdout()
-        if failure is None and not reply.get("ok"):
-            failure = Failure(
-                self.game,
-                self._decision,
-                str(reply.get("kind", "exception"))[:20],
-                str(reply.get("message", ""))[:2000],
-                str(reply.get("traceback", ""))[-8000:],
-            )
+        if failure is None and reply.get("ok") is not True:
+            failure = self._reply_failure(reply, self._decision)
         action = reply.get("action") if failure is None else None
         if failure is None and (isinstance(action, bool) or not isinstance(action, int)):
-            failure = Failure(self.game, self._decision, "protocol", f"the worker answered {action!r}, not an action")
+            failure = Failure(
+                self.game, self._decision, FailureKind.PROTOCOL, f"the worker answered {action!r:.100}, not an action"
+            )
         if failure is not None:
             self._fail(failure)
             return -1
         if not (0 <= action < len(mask) and mask[action]):
-            self._fail(Failure(self.game, self._decision, "illegal", self._explain_illegal(observation, mask, action)))
+            self._fail(
+                Failure(
+                    self.game, self._decision, FailureKind.ILLEGAL, self._explain_illegal(observation, mask, action)
+                )
+            )
+            action = action if -(1 << 31) <= action < 1 << 31 else -1  # the benchmark records it
         self._decision += 1
         return action
 

@@ -3,48 +3,90 @@
 Started by :class:`agents.course.sandbox.SandboxedAgent`, never by hand. ``FD`` is one end
 of a socket pair; messages both ways are length-prefixed JSON (:func:`agents.course.sandbox.send`).
 The worker's standard output and error are files the grader reads, so whatever the
-agent prints never reaches the protocol. The grader sends the agent spec, the rules and
-the memory limit; the worker applies the limit, loads the agent and answers
-``{"ok": true, "obs_mode", "name", "has_seed"}`` or the load error. Then, per message:
+agent prints never reaches the protocol. The grader sends the agent spec, the rules, the
+limits and the solver policy; before it loads the submission the worker closes every
+file descriptor but the socket and its standard streams, sets its hard resource limits
+(soft = hard, so the submission cannot raise them: address space, CPU time, processes,
+file size, open files, no core files) and installs the solver policy's import hook.
+It answers ``{"ok": true, "obs_mode", "name", "has_seed"}`` or the load error. Then,
+per message:
 
 * ``{"op": "act", "obs": ..., "mask": [...]}``: ``{"ok": true, "action": int}``, or
-  ``{"ok": false, "kind": "exception" | "malformed", "message", "traceback"}``;
+  ``{"ok": false, "error": "exception" | "malformed", "message", "traceback"}``;
 * ``{"op": "reset", "seed": int | None}``: calls the agent's ``seed(seed)`` (when it
   has one and a seed is given) and ``reset()``; answers like ``act``;
 * ``{"op": "close"}``: exits.
 
-The worker never receives the grader's game seeds: only observations, masks, and the
-per-game agent seeds derived from them by a one-way hash.
+Every answer carries ``"solver": [modules]`` once the submission has imported (or, under
+``forbid``, tried to import) the library's solver. The grader decides the failure kinds;
+what the worker says is only evidence (the submission runs in this process and could
+say anything).
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import traceback
 
+#: solver modules the submission imported or tried to (reported in every answer)
+SOLVER_SEEN: list[str] = []
 
-def _limit_memory(megabytes: int | None) -> None:
-    """Cap the address space at what the process uses now plus ``megabytes`` (Linux, macOS)."""
-    if not megabytes:
-        return
+
+def _limit(limits: dict) -> None:
+    """Hard resource limits (soft = hard; Linux, macOS): the submission cannot raise them."""
     try:
         import resource
-    except ImportError:  # pragma: no cover - Windows: no limit
+    except ImportError:  # pragma: no cover - Windows: no limits
         return
-    current = 0
-    try:
-        with open("/proc/self/status") as handle:
-            for line in handle:
-                if line.startswith("VmSize:"):
-                    current = int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - no /proc
-        pass
-    limit = current + int(megabytes) * 1024 * 1024
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+    def hard(which: int, value: int) -> None:
+        _, old = resource.getrlimit(which)
+        if old != resource.RLIM_INFINITY:
+            value = min(value, old)
+        resource.setrlimit(which, (value, value))
+
+    megabytes = limits.get("memory_mb")
+    if megabytes:
+        current = 0
+        try:
+            with open("/proc/self/status") as handle:
+                for line in handle:
+                    if line.startswith("VmSize:"):
+                        current = int(line.split()[1]) * 1024
+        except OSError:  # pragma: no cover - no /proc
+            pass
+        hard(resource.RLIMIT_AS, current + int(megabytes) * 1024 * 1024)
+    cpu = int(limits["cpu_seconds"])
+    _, old = resource.getrlimit(resource.RLIMIT_CPU)
+    # SIGXCPU at the soft limit, SIGKILL one second later (if the submission ignores SIGXCPU)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1) if old == resource.RLIM_INFINITY else (old, old))
+    hard(resource.RLIMIT_FSIZE, int(limits["file_mb"]) << 20)
+    hard(resource.RLIMIT_NOFILE, int(limits["open_files"]))
+    hard(resource.RLIMIT_CORE, 0)
+    if hasattr(resource, "RLIMIT_NPROC") and limits.get("processes"):
+        hard(resource.RLIMIT_NPROC, int(limits["processes"]))
+
+
+class _SolverWatch:
+    """An import hook: notes (``flag``) or refuses (``forbid``) the library's solver modules."""
+
+    def __init__(self, forbid: bool, modules: tuple[str, ...]):
+        self.forbid = forbid
+        self.modules = modules
+
+    def find_spec(self, name, path=None, target=None):  # noqa: ARG002 - the MetaPathFinder interface
+        module = next((m for m in self.modules if name == m or name.startswith(m + ".")), None)
+        if module is not None:
+            if module not in SOLVER_SEEN:
+                SOLVER_SEEN.append(module)
+            if self.forbid:
+                raise ImportError(f"the grading forbids the solver: 'import {name}' is not allowed")
+        return None
+
+    def find_module(self, name, path=None):  # pragma: no cover - Python < 3.4 interface
+        return None
 
 
 def _failure(kind: str, error: BaseException) -> dict:
@@ -53,38 +95,55 @@ def _failure(kind: str, error: BaseException) -> dict:
     message = "".join(traceback.format_exception_only(type(error), error)).strip().splitlines()
     return {
         "ok": False,
-        "kind": kind,
-        "message": message[-1] if message else type(error).__name__,
+        "error": kind,
+        "message": (message[-1] if message else type(error).__name__)[:2000],
         "traceback": text[-8000:],
     }
 
 
+def _answer(sock: socket.socket, message: dict) -> None:
+    from agents.course.protocol import send
+
+    if SOLVER_SEEN:
+        message["solver"] = list(SOLVER_SEEN)
+    send(sock, message)
+
+
 def main(argv: list[str]) -> int:
+    fd = int(argv[0])
+    try:  # nothing but the socket and the standard streams reaches the submission
+        os.closerange(3, fd)
+        os.closerange(fd + 1, 1 << 16)
+    except OSError:  # pragma: no cover
+        pass
     import numpy as np
 
-    from agents.course.sandbox import decode_observation, receive, send
+    from agents.course.protocol import decode_observation, receive
+    from agents.course.sandbox import SOLVER_MODULES
     from agents.players.registry import as_action, make_agent
     from dice_poker_env.rules import load_rules
 
-    sock = socket.socket(fileno=int(argv[0]))
+    sock = socket.socket(fileno=fd)
     hello = receive(sock)
     rules = load_rules(hello["rules"], **hello["options"])
-    _limit_memory(hello.get("memory_mb"))
+    _limit(hello["limits"])
+    if hello.get("solver") in ("flag", "forbid"):
+        sys.meta_path.insert(0, _SolverWatch(hello["solver"] == "forbid", SOLVER_MODULES))
     try:
         agent = make_agent(hello["spec"], rules)
     except BaseException as error:  # noqa: BLE001 - everything the submission does is reported
         failure = _failure("load", error)
         if error.__cause__ is not None:  # an AgentLoadError: its message, and the submission's traceback
             failure["traceback"] = _failure("load", error.__cause__)["traceback"]
-        send(sock, failure)
+        _answer(sock, failure)
         return 0
     inner = agent.agent
-    send(
+    _answer(
         sock,
         {
             "ok": True,
             "obs_mode": str(agent.obs_mode),
-            "name": str(agent.name),
+            "name": str(agent.name)[:200],
             "has_seed": callable(getattr(inner, "seed", None)),
         },
     )
@@ -101,20 +160,25 @@ def main(argv: list[str]) -> int:
                 if message.get("seed") is not None:
                     agent.seed(int(message["seed"]))
                 agent.reset()
-                send(sock, {"ok": True})
+                _answer(sock, {"ok": True})
                 continue
             obs = decode_observation(message["obs"])
             mask = np.asarray(message["mask"], dtype=np.int8)
             raw = inner.act(obs, mask)
         except BaseException as error:  # noqa: BLE001 - SystemExit, MemoryError, anything
-            send(sock, _failure("exception", error))
+            _answer(sock, _failure("exception", error))
             continue
         try:
             action = as_action(raw, "the agent")
+            if not -(1 << 62) <= action < 1 << 62:
+                raise TypeError(f"the agent returned an int of {action.bit_length()} bits, not an action index")
         except TypeError as error:
-            send(sock, {"ok": False, "kind": "malformed", "message": str(error), "traceback": ""})
+            _answer(sock, {"ok": False, "error": "malformed", "message": str(error)[:2000], "traceback": ""})
             continue
-        send(sock, {"ok": True, "action": action})
+        except BaseException as error:  # noqa: BLE001 - a hostile __int__ or __repr__
+            _answer(sock, _failure("exception", error))
+            continue
+        _answer(sock, {"ok": True, "action": action})
 
 
 if __name__ == "__main__":

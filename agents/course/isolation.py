@@ -1,0 +1,189 @@
+"""Isolating a submission on Linux with bubblewrap (``bwrap``): the command that starts the worker.
+
+The worker runs in its own user, mount, PID, network, IPC and UTS namespaces (no network at
+all, no view of the grader's processes), in a new session (no terminal to inject into, no
+signal to the grader's session), with an empty environment, as an unprivileged user, on a
+read-only root that holds only: the system's ``/usr``, the Python environment (its prefixes
+and site-packages) and the project's packages ``agents`` and ``dice_poker_env``
+(:data:`CODE_DIR`), all read-only; the submission's file read-only (:data:`SUBMISSION_DIR`);
+a fresh ``/proc`` of its own PID namespace, a minimal ``/dev``; and a private, size-limited
+tmpfs scratch folder (:data:`SCRATCH_DIR`, also its ``$HOME``). Nested user namespaces are
+disabled inside.
+
+Run as root, a privileged bubblewrap builds that view first (it can read what root can,
+e.g. a Python under ``/root``), drops to the unprivileged :data:`SANDBOX_UID` with
+``setpriv`` and starts an unprivileged bubblewrap from that view: the submission's
+processes are then never root outside their namespace (for root the kernel does not
+enforce the process limit). Run as another user, bubblewrap is started directly.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+#: the user (outside its namespace) the submission runs as when the grader runs as root
+SANDBOX_UID = 65534
+#: the user and group ids the submission sees inside its namespace
+INSIDE_UID = 1000
+#: where the project's packages, the submission and the scratch folder are inside the sandbox
+CODE_DIR, SUBMISSION_DIR, SCRATCH_DIR = "/sandbox/code", "/submission", "/tmp"
+
+
+def project_dirs() -> dict[str, str]:
+    """The project's package folders the worker imports, by package name."""
+    import agents
+    import dice_poker_env
+
+    return {
+        "agents": str(Path(agents.__file__).resolve().parent),
+        "dice_poker_env": str(Path(dice_poker_env.__file__).resolve().parent),
+    }
+
+
+def _python_dirs() -> list[str]:
+    """The Python environment's folders (prefixes and site-packages), outermost first, without repeats."""
+    import site
+
+    found: list[str] = []
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    candidates += site.getsitepackages() if hasattr(site, "getsitepackages") else []
+    candidates.append(str(Path(sys.executable).resolve().parent.parent))
+    for path in sorted({str(Path(p).resolve()) for p in candidates if p and os.path.isdir(p)}, key=len):
+        if path == "/" or any(path == f or path.startswith(f.rstrip("/") + "/") for f in found):
+            continue
+        found.append(path)
+    return found
+
+
+def _parents(path: str) -> list[str]:
+    parts = Path(path).parts[1:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _mounts(binds: list[tuple[str, str]], hidden: list[str], scratch_mb: int) -> list[str]:
+    """bubblewrap arguments for a root with /usr, ``binds`` (read-only, ``(source, target)``), /proc, /dev and /tmp."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("lib", "lib64", "bin", "sbin", "lib32", "libx32"):
+        if os.path.islink(f"/{name}"):
+            args += ["--symlink", os.readlink(f"/{name}"), f"/{name}"]
+        elif os.path.isdir(f"/{name}"):
+            args += ["--ro-bind", f"/{name}", f"/{name}"]
+    made = {"/usr", "/tmp", "/proc", "/dev"}
+    for source, target in binds:
+        for parent in _parents(target):
+            if parent not in made and not parent.startswith("/usr/"):
+                args += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
+        args += ["--ro-bind-try", source, target]
+        made.add(target)
+    for path in hidden:  # files and folders the submission must not see (the solver, under ``forbid``)
+        args += ["--ro-bind", "/dev/null", path] if path.endswith(".py") else ["--tmpfs", path]
+    args += ["--dev", "/dev", "--perms", "1777", "--size", str(int(scratch_mb) << 20), "--tmpfs", SCRATCH_DIR]
+    return args
+
+
+_READ_ONLY_ROOT = ["--remount-ro", "/"]
+
+
+def sandbox_environment() -> dict[str, str]:
+    """The whole environment of the worker (nothing of the grader's)."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": SCRATCH_DIR,
+        "TMPDIR": SCRATCH_DIR,
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": CODE_DIR,
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "MPLCONFIGDIR": SCRATCH_DIR,
+    }
+
+
+def sandbox_command(argv: list[str], submission: str | None, *, scratch_mb: int = 64, hidden: tuple = ()) -> list[str]:
+    """The command that runs ``argv`` isolated (module docstring), the submission file at ``/submission/``.
+
+    ``hidden``: module paths inside the sandbox to cover (empty file or folder).
+    """
+    bwrap = shutil.which("bwrap") or "bwrap"
+    binds = [(d, d) for d in _python_dirs()]
+    binds += [(source, f"{CODE_DIR}/{name}") for name, source in project_dirs().items()]
+    if submission is not None:
+        binds.append((submission, f"{SUBMISSION_DIR}/{os.path.basename(submission)}"))
+    env: list[str] = ["--clearenv"]
+    for key, value in sandbox_environment().items():
+        env += ["--setenv", key, value]
+    inner_flags = [
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--uid",
+        str(INSIDE_UID),
+        "--gid",
+        str(INSIDE_UID),
+        "--hostname",
+        "sandbox",
+        *env,
+        "--chdir",
+        SCRATCH_DIR,
+    ]
+    if os.geteuid() != 0:  # bubblewrap as this user: the submission's processes are this user outside
+        mounts = _mounts(binds, list(hidden), scratch_mb)
+        return [bwrap, *inner_flags, *mounts, "--proc", "/proc", *_READ_ONLY_ROOT, "--", *argv]
+    # As root: a privileged bubblewrap builds the same view (it can read what root can), then
+    # drops to an unprivileged user that starts the sandbox as above, from that view.
+    setpriv = shutil.which("setpriv") or "setpriv"
+    same = [(target, target) for _, target in binds]
+    outer = [bwrap, "--unshare-pid", "--die-with-parent", *_mounts(binds, [], scratch_mb), "--bind", "/proc", "/proc"]
+    drop = [
+        setpriv,
+        f"--reuid={SANDBOX_UID}",
+        f"--regid={SANDBOX_UID}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]
+    mounts = _mounts(same, list(hidden), scratch_mb)
+    inner = [bwrap, *inner_flags, *mounts, "--proc", "/proc", *_READ_ONLY_ROOT, "--", *argv]
+    return [*outer, "--", *drop, *inner]
+
+
+@functools.lru_cache(maxsize=1)
+def isolation_problem() -> str | None:
+    """Why submissions cannot be isolated on this machine (one line), or ``None`` when they can."""
+    if not sys.platform.startswith("linux"):
+        return f"isolating submissions needs Linux with bubblewrap; this is {sys.platform}"
+    if shutil.which("bwrap") is None:
+        return "isolating submissions needs bubblewrap (bwrap), which is not installed (apt-get install bubblewrap)"
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        return "isolating submissions as root needs setpriv (util-linux), which is not installed"
+    probe = sandbox_command([sys.executable, "-c", "import numpy"], None, scratch_mb=1)
+    try:
+        result = subprocess.run(
+            probe, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, capture_output=True, timeout=120
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bubblewrap could not start a sandbox here ({error})"
+    if result.returncode != 0:
+        why = result.stderr.decode(errors="replace").strip().splitlines()
+        return f"bubblewrap could not start a sandbox here ({why[-1] if why else f'status {result.returncode}'})"
+    return None
+
+
+def isolation_method() -> str:
+    """The tool and version that isolates submissions (``bubblewrap 0.8.0``)."""
+    try:
+        out = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=30).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):  # pragma: no cover
+        return "bubblewrap"
+    return " ".join(out[:2]) if out else "bubblewrap"

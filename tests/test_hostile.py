@@ -1,0 +1,341 @@
+"""Hostile submissions (tests/hostile/, one file per attack) against the isolated grader.
+
+Each is graded on a few games; the test checks that its grade is the true one (the scores
+of the honest strategy it also plays, on the same games), that nothing it tried escaped
+(no file written outside its scratch folder, no secret in what it printed, no connection,
+no process left running) and the kind of every failure. Skipped only where this machine
+cannot isolate submissions (no bubblewrap, no user namespaces, not Linux).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from agents.course.grade_report import render_html, render_markdown
+from agents.course.grader import grade
+from agents.course.isolation import isolation_problem
+from agents.course.sandbox import Limits
+from agents.evaluation.benchmark import benchmark, load_solution
+from agents.players.registry import make_agent
+from dice_poker_env import load_rules
+
+PROBLEM = isolation_problem()
+pytestmark = pytest.mark.skipif(PROBLEM is not None, reason=f"no isolation on this machine: {PROBLEM}")
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = ROOT / "tests" / "hostile"
+RULES = "yacht"
+SEED = 5
+LIMITS = Limits(
+    decision_seconds=10,
+    game_seconds=60,
+    load_seconds=60,
+    total_seconds=120,
+    memory_mb=256,
+    processes=32,
+    output_kb=64,
+    max_failures=3,
+)
+
+
+def grade_file(name: str, args: str = "", games: int = 2, **kwargs):
+    kwargs.setdefault("limits", LIMITS)
+    return grade(f"{HOSTILE / name}:Agent{args}", RULES, games=games, seed=kwargs.pop("seed", SEED), **kwargs)
+
+
+def honest(games: int = 2, seed: int = SEED) -> list[int]:
+    """The true scores: the honest strategy, played in this process on the same games."""
+    agent = make_agent(f"{HOSTILE / 'honest.py'}:Agent", RULES)
+    return benchmark(RULES, [("x", agent)], games=games, seed=seed, regret=False).scores["x"].tolist()
+
+
+def scores(report) -> list[int]:
+    return [game["score"] for game in report["replays"]]
+
+
+def processes_with(marker: str, wait: float = 5.0) -> list[str]:
+    """Command lines of the processes on this machine that hold ``marker`` (after up to ``wait`` s for
+    processes being killed to go)."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = _processes_with(marker)
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+def _processes_with(marker: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                line = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        if marker in line:
+            found.append(line.replace("\0", " "))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_worker_survives():
+    yield
+    # the sandboxes of this file (bubblewrap's command line names the submission; its worker lives in its
+    # PID namespace, so it cannot outlive it); other graders on the machine are not this test's business
+    assert processes_with(str(HOSTILE)) == []
+
+
+def test_the_grader_command_line_config_and_environment_are_out_of_reach(tmp_path):
+    """proc_spy.py through ``python -m agents.commands.grade --seed ... --config ...`` with a token in its environment."""
+    config = tmp_path / "grading.toml"
+    config.write_text("rules = 'yacht'\ngames = 2\nseed = 5\ndecision_seconds = 10\nmemory_mb = 256\n")
+    env = dict(os.environ, INSTRUCTOR_TOKEN="secret-token-4711", PYTHONPATH=str(ROOT))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agents.commands.grade",
+            f"{HOSTILE / 'proc_spy.py'}:Agent,config={str(config)!r}",
+            "--config",
+            str(config),
+            "--seed",
+            str(SEED),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["stdout"]["sample"].startswith("FOUND []"), report["stdout"]["sample"]
+    assert report["status"] == "ok" and scores(report) == honest()
+
+
+def test_the_grader_environment_is_out_of_reach(monkeypatch):
+    monkeypatch.setenv("INSTRUCTOR_TOKEN", "secret-token-4712")
+    report = grade_file("env_reader.py")
+    sample = report["stdout"]["sample"]
+    assert sample.startswith("ENV") and "secret-token-4712" not in sample and "INSTRUCTOR" not in sample
+    assert report["status"] == "ok" and scores(report) == honest()
+
+
+def test_the_solver_cache_cannot_be_poisoned():
+    cache = Path(os.environ["DICE_POKER_CACHE"])
+    expected = load_solution(load_rules(RULES), required=True).expected_score  # solved into the cache
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in cache.iterdir()}
+    assert before
+    report = grade_file("cache_poison.py", f",cache={str(cache)!r}")
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in cache.iterdir()}
+    assert after == before and report["stdout"]["sample"].startswith("POISONED []")
+    assert report["optimal_expected_score"] == pytest.approx(expected)
+    assert report["status"] == "ok" and scores(report) == honest()
+
+
+def test_nothing_is_written_outside_the_scratch_folder(tmp_path):
+    outside = [ROOT / f"hostile-{uuid.uuid4().hex}.txt", Path.home() / f"hostile-{uuid.uuid4().hex}.txt"]
+    outside += [tmp_path / "hostile.txt", Path("/tmp/hostile-scratch.txt")]
+    for path in outside:
+        assert not path.exists()
+    try:
+        report = grade_file("writer.py", f",targets={'|'.join(map(str, outside))!r}")
+        assert [path for path in outside if path.exists()] == []
+    finally:
+        for path in outside:
+            path.unlink(missing_ok=True)
+    # it could write only in its own scratch folder (its /tmp, also its $HOME), gone now
+    wrote = report["stdout"]["sample"]
+    assert wrote.startswith("WROTE") and "/tmp/hostile-scratch.txt" in wrote and str(ROOT) not in wrote
+    assert report["status"] == "ok" and scores(report) == honest()
+
+
+def test_other_submissions_are_out_of_reach(tmp_path):
+    other = tmp_path / "other_student.py"
+    other.write_text("SECRET = 'the other student's work 4713'\n")
+    report = grade_file("reader.py", f",other={str(other)!r}")
+    sample = report["stdout"]["sample"]
+    assert "4713" not in sample and "['reader.py']" in sample  # its folder holds only itself
+    assert report["status"] == "ok" and scores(report) == honest()
+
+
+def test_no_network():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.setblocking(False)
+        report = grade_file("network.py", f",port={listener.getsockname()[1]}")
+        with pytest.raises(BlockingIOError):  # nobody connected
+            listener.accept()
+    assert report["stdout"]["sample"].startswith("NO NETWORK")
+    assert report["status"] == "ok" and scores(report) == honest()
+
+
+def test_hard_limits_cannot_be_raised():
+    report = grade_file("rlimit_raise.py")
+    failures = report["failures"]["recorded"]
+    assert [f["kind"] for f in failures] == ["exception", "exception"]
+    assert all("MemoryError" in f["message"] for f in failures)
+    soft_hard, after = report["stdout"]["sample"][len("LIMITS ") :].split(") (")
+    assert after.startswith(soft_hard.split(", ")[0].lstrip("("))  # still the limit the worker set
+
+
+def test_no_process_outlives_its_worker():
+    marker = f"hostile-{uuid.uuid4().hex}"
+    report = grade_file("fork_leave.py", f",marker={marker!r}")
+    assert report["status"] == "ok" and scores(report) == honest()
+    assert processes_with(marker) == []
+
+
+def test_a_fork_bomb_is_stopped_by_the_process_limit():
+    marker = f"hostile-{uuid.uuid4().hex}"
+    report = grade_file("fork_bomb.py", f",marker={marker!r}")
+    forked = int(report["stdout"]["sample"].split()[1])
+    assert forked < LIMITS.processes
+    assert report["status"] == "ok" and scores(report) == honest()
+    assert processes_with(marker) == []
+
+
+def test_huge_ints_floats_and_none_are_malformed():
+    report = grade_file("huge_int.py", games=3)
+    failures = report["failures"]["recorded"]
+    assert [f["kind"] for f in failures] == ["malformed"] * 3
+    assert "bits" in failures[0]["message"] and "33.0" in failures[1]["message"] and "None" in failures[2]["message"]
+    assert any("(3 malformed)" in line for line in report["problems"]), report["problems"]
+    assert report["agents"]["optimal"]["games"] == 3
+
+
+@pytest.mark.parametrize(
+    "attack, kind",
+    [
+        ("deep", "protocol"),
+        ("deep_object", "protocol"),
+        ("bignum", "protocol"),
+        ("kind", "exception"),  # a "kind" it sends is not taken: an answer that is not ok is its exception
+        ("oversize", "protocol"),
+        ("garbage", "protocol"),
+        ("nan", "protocol"),
+    ],
+)
+def test_frames_it_writes_itself_are_protocol_failures(attack, kind):
+    report = grade_file("raw_frames.py", f",attack={attack!r}", games=1)
+    assert [f["kind"] for f in report["failures"]["recorded"]] == [kind]
+    assert report["agents"]["optimal"]["games"] == 1
+
+
+def test_signals_reach_nothing_outside():
+    report = grade_file("signal_parent.py", f",grader_pid={os.getpid()}")
+    assert report["status"] == "ok" and report["complete"] and scores(report) == honest()
+    assert report["stdout"]["sample"].rstrip().endswith("INJECTED []"), report["stdout"]["sample"]
+
+
+def test_a_stopped_worker_times_out():
+    limits = Limits(decision_seconds=1.5, game_seconds=60, load_seconds=60, memory_mb=256, max_failures=3)
+    report = grade_file("sigstop.py", limits=limits)
+    assert [f["kind"] for f in report["failures"]["recorded"]] == ["timeout", "timeout"]
+
+
+@pytest.mark.parametrize("stream", [1, 2])
+def test_an_output_flood_is_a_failure(stream):
+    report = grade_file("flood.py", f",stream={stream}", games=1)
+    assert [f["kind"] for f in report["failures"]["recorded"]] == ["output"]
+    assert report["stdout"]["bytes"] <= LIMITS.file_mb << 20
+
+
+def test_the_total_time_budget_ends_a_slow_submission():
+    limits = Limits(decision_seconds=5, game_seconds=60, load_seconds=60, total_seconds=3, memory_mb=256)
+    start = time.monotonic()
+    report = grade_file("slow.py", games=3, limits=limits)
+    assert time.monotonic() - start < 60
+    assert report["status"] == "partial" and not report["complete"]
+    assert report["failures"]["stopped_because"] == "budget"
+    assert [f["kind"] for f in report["failures"]["recorded"]] == ["budget"]
+    assert scores(report)[1:] == [0, 0]
+
+
+def test_the_solver_policy():
+    forbidden = grade_file("solver_user.py", solver="forbid", games=1)
+    assert forbidden["status"] == "not_loaded"
+    assert forbidden["failures"]["recorded"][0]["kind"] == "solver"
+    assert "forbids the solver" in forbidden["failures"]["recorded"][0]["message"]
+    flagged = grade_file("solver_user.py", solver="flag", games=1)
+    assert flagged["status"] == "ok" and flagged["solver"]["imported"] == ["dice_poker_env.solver"]
+    assert any("solver" in line for line in flagged["problems"])
+    honest_flagged = grade_file("honest.py", solver="flag", games=1)
+    assert honest_flagged["solver"]["imported"] == [] and honest_flagged["problems"] == []
+
+
+def test_markup_in_names_messages_and_output_is_escaped(tmp_path):
+    evil = tmp_path / "<img src=x onerror=alert('file')>.py"
+    evil.write_text((HOSTILE / "injection.py").read_text())
+    report = grade(f"{evil}:Agent", RULES, games=1, seed=SEED, limits=LIMITS)
+    assert report["failures"]["recorded"][0]["kind"] == "exception"
+    markdown, page = render_markdown(report), render_html(report)
+    page = page.replace('<script type="application/json" id="replay-data">', "").replace("<script>\n(function", "")
+    assert "<script" not in page and "<img" not in page
+    # Markdown: the text outside code blocks holds no markup, and no code block ends early
+    outside, fence = [], None
+    for line in markdown.splitlines():
+        if fence is None and line.startswith("```"):
+            fence = line[: len(line) - len(line.lstrip("`"))]
+        elif fence is not None and line == fence:
+            fence = None
+        elif fence is None:
+            outside.append(line)
+        else:
+            assert not line.startswith(fence)
+    text = "\n".join(outside)
+    assert "<script" not in text and "<img" not in text and "](javascript:" not in text and fence is None
+    assert "&lt;img src=x onerror=alert" in text  # the name and the message are there, inert
+
+
+def test_an_interrupted_grading_still_writes_a_report_marked_partial(tmp_path):
+    """SIGTERM (as Ctrl-C) to the grader in the middle of a slow submission: a report all the same, status 130."""
+    out = tmp_path / "report"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agents.commands.grade",
+            f"{HOSTILE / 'slow.py'}:Agent",
+            "--rules",
+            RULES,
+            "--games",
+            "50",
+            "--memory-mb",
+            "256",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not processes_with("/submission/slow.py", wait=0) and time.monotonic() < deadline:  # its sandbox
+            time.sleep(0.2)
+        time.sleep(1.0)  # a few decisions in
+        process.terminate()
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "partial" and report["interrupted"] and not report["complete"]
+    assert any("interrupted" in line for line in report["problems"])
+    assert (out / "report.html").is_file() and (out / "report.md").is_file()
