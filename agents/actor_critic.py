@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -108,6 +109,20 @@ def resolve_precision(precision: str, device: str | torch.device = "cpu") -> str
     return "bfloat16" if cpu_has_bf16_units() else "float32"
 
 
+def check_network_fields(net_arch: Any, activation: Any, keep_head: Any = 0) -> None:
+    """A one-line ``ValueError`` naming the field for a ``net_arch``, ``activation`` or ``keep_head`` the
+    network cannot be built from (``train.py`` calls it before training)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+    if isinstance(keep_head, bool) or not isinstance(keep_head, (int, np.integer)) or keep_head < 0:
+        raise ValueError(f"keep_head must be an integer >= 0 (units of the keep head's layer), got {keep_head!r}")
+    if isinstance(net_arch, (str, bytes)) or not hasattr(net_arch, "__iter__"):
+        raise ValueError(f"net_arch must be a list of layer sizes, got {net_arch!r}")
+    sizes = list(net_arch)
+    if not sizes or any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1 for n in sizes):
+        raise ValueError(f"net_arch must be a non-empty list of integers >= 1, got {sizes!r}")
+
+
 def mlp(sizes: Sequence[int], activation: str) -> nn.Sequential:
     """Linear layers with ``activation`` between them (none after the last)."""
     layers: list[nn.Module] = []
@@ -188,6 +203,7 @@ class ActorCritic(nn.Module):
         upper_total: int | None = None,
     ):
         super().__init__()
+        check_network_fields(hidden, activation, keep_head)
         if keep_points and keep_head:
             raise ValueError("keep_points and keep_head are two ways of scoring keeps: use one")
         if keep_points and any(v is None for v in (potential_points, face_counts, filled, expected_points)):

@@ -89,6 +89,16 @@ def load_solution(rules: Rules, required: bool = False):
         return None
 
 
+def cached_solution(rules: Rules):
+    """The solution of ``rules`` if the solver's disk cache holds it (loaded and checked), else ``None``;
+    never solves (what ``bench --no-regret`` without the optimal agent uses for the percent of optimal)."""
+    try:
+        from dice_poker_env.solver import cached
+    except ImportError:
+        return None
+    return cached(rules)
+
+
 class SolutionUnavailableWarning(RuntimeWarning):
     """The solver refused a ruleset (too large): results come without the optimal reference."""
 
@@ -682,10 +692,27 @@ def benchmark(
             from agents.sb3_agent import check_ruleset, read_metadata
 
             path = spec[len("model:") :]
-            check_ruleset(read_metadata(path), rules, source=f"model {path}")
+            metadata = read_metadata(path)
+            check_ruleset(metadata, rules, source=f"model {path}")
+            if path.endswith(".npz"):
+                from agents.policy_agent import PolicyAgent
+
+                PolicyAgent.load(path, rules)  # weights checked (finite, sizes) before any game
+            else:
+                from agents.sb3_agent import safe_custom_objects, trusted_by_default
+
+                if not trusted_by_default():  # nothing from the file would run: refused now, not after the solve
+                    safe_custom_objects(path, str(metadata.get("algorithm")), rules, str(metadata.get("obs_mode")))
+        elif spec == "trained":
+            from agents.policy_agent import shipped_policy
+
+            shipped_policy(rules)  # a missing or damaged shipped policy: refused before any work
         else:
             check_agent(spec)  # a custom agent's module is imported here, before any game
-    if solution is None:
+    needs_values = regret or any(spec == "optimal" for _, spec in named)
+    if solution is None and not needs_values:  # no regret, no optimal agent: a cached solution or none, no solve
+        solution = cached_solution(rules)
+    elif solution is None:
         solution = load_solution(rules)
     elif solution is False:  # explicitly without the solver
         solution = None

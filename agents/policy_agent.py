@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -59,16 +61,43 @@ def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], meta
 
 def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The weights (name -> array, as :meth:`agents.actor_critic.ActorCritic.export` writes them) and the
-    metadata of a policy file (clear errors otherwise)."""
+    metadata of a policy file.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: one line naming the file and what is wrong: truncated or damaged (every member's CRC is
+            checked), metadata that is not a JSON object, object arrays, weights that are not finite numbers.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such policy file")
     try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+        if bad is not None:
+            raise ValueError(f"the member {bad} fails its checksum")
         with np.load(path, allow_pickle=False) as data:
-            metadata = json.loads(str(data["metadata"]))
-            weights = {name: data[name].astype(np.float32) for name in data.files if name != "metadata"}
-    except (OSError, ValueError, KeyError, EOFError) as error:
-        raise ValueError(f"{path}: not a readable policy file ({error})") from None
+            if "metadata" not in data.files:
+                raise ValueError("no metadata")
+            text = data["metadata"]
+            if text.dtype.kind not in "US" or text.shape != ():
+                raise ValueError("its metadata is not a text")
+            metadata = json.loads(str(text))
+            raw = {name: data[name] for name in data.files if name != "metadata"}
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not a readable policy file (its metadata is not valid JSON: {error.msg})") from None
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError) as error:
+        text = " ".join(str(error).split())[:200] or type(error).__name__
+        raise ValueError(f"{path}: not a readable policy file, truncated or damaged ({text})") from None
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{path}: not a readable policy file (its metadata is not a JSON object)")
+    weights = {}
+    for name, array in raw.items():
+        if array.dtype.kind not in "biuf":
+            raise ValueError(f"{path}: weights {name} are not numbers (dtype {array.dtype})")
+        weights[name] = array.astype(np.float32)
+        if not np.all(np.isfinite(weights[name])):
+            raise ValueError(f"{path}: weights {name} are not finite (NaN or infinite values)")
     if "w0" not in weights or metadata.get("policy_format") != POLICY_FORMAT:
         raise ValueError(f"{path}: not a policy file of format {POLICY_FORMAT}")
     return weights, metadata
@@ -110,13 +139,18 @@ class PolicyAgent:
         check_ruleset(self.metadata, self.rules)
         self.name = name
         self.layers = _layers(weights)
-        self.activation = _ACTIVATIONS[self.metadata.get("activation", "tanh")]
+        activation, keep_head = self.metadata.get("activation", "tanh"), self.metadata.get("keep_head", 0)
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"policy {name}: activation must be one of {', '.join(_ACTIVATIONS)}, got {activation!r}")
+        if isinstance(keep_head, bool) or not isinstance(keep_head, int) or keep_head < 0:
+            raise ValueError(f"policy {name}: keep_head must be an integer >= 0, got {keep_head!r}")
+        self.activation = _ACTIVATIONS[activation]
         self.inputs = PolicyInputs(self.rules, features=bool(self.metadata.get("features", False)))
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
         tables = compile_rules(self.rules)
         layout = flat_layout(tables)
         self._face_counts, self._dice = layout["face_counts"], layout["dice_one_hot"]
-        self.keep_head = int(self.metadata.get("keep_head", 0))
+        self.keep_head = keep_head
         n_out = tables.n_actions - (N_KEEP_ACTIONS if self.keep_head else 0)
         if not self.layers or self.layers[0][0].shape[0] != self.inputs.size or self.layers[-1][0].shape[1] != n_out:
             sizes = f"{self.layers[0][0].shape[0]} -> {self.layers[-1][0].shape[1]}" if self.layers else "no layers"

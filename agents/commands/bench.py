@@ -42,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="also play a trained SB3/sb3-contrib model saved by train.py (as agent 'model'; repeatable)",
     )
+    parser.add_argument(
+        "--trust-model-files",
+        action="store_true",
+        help="load model zips that hold pickled objects (which run code when loaded); only for files you trust",
+    )
     parser.add_argument("--games", type=int, default=10_000, help="games per agent (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="benchmark seed (default 0)")
     parser.add_argument(
@@ -135,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--top-mistakes must be >= 0, got {args.top_mistakes}")
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
+    if args.trust_model_files:  # read by agents.sb3_agent here and in the worker processes
+        from agents.sb3_agent import TRUST_ENV
+
+        os.environ[TRUST_ENV] = "1"
     rules = load_rules_from(args)
     agents = list(args.agents)
     models = list(args.model)

@@ -910,6 +910,22 @@ def solve(
     return solution
 
 
+def cached(rules: str | os.PathLike | Rules = "yahtzee", **options: Any) -> Solution | None:
+    """The solution of ``rules`` from the disk cache, or ``None`` if it holds none (or an unusable file,
+    reported with a :class:`~dice_poker_env.solver.CacheWarning`); never solves."""
+    rules = load_rules(rules, **options)
+    start = time.perf_counter()
+    path = disk.cache_path(rules.name, rules.fingerprint)
+    loaded = disk.load(path)
+    if loaded is None:
+        return None
+    try:
+        return _from_cache(rules, *loaded, seconds=time.perf_counter() - start)
+    except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is not used
+        warnings.warn(f"solver cache {path} does not fit these rules ({error})", disk.CacheWarning, stacklevel=2)
+        return None
+
+
 #: the arrays of a cached solution and their dtypes
 _CACHED_ARRAYS = {
     "keys": np.dtype(np.int64),
