@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.policy_agent import SHIPPED_DIR, PolicyAgent, load_policy
+from agents.policy.player import SHIPPED_DIR, PolicyAgent, load_policy
 from dice_poker_env import load_rules
 
 
@@ -30,13 +30,13 @@ def _trained_zip(tmp_path: Path, algo: str = "maskable_ppo", obs_mode: str = "fl
     pytest.importorskip("sb3_contrib")
     import torch
 
-    from agents.sb3_agent import algorithm_class, model_metadata, save_model
+    from agents.players.sb3_agent import algorithm_class, model_metadata, save_model
     from dice_poker_env.envs.single import DicePokerEnv
 
     rules = load_rules("yacht")
     env = DicePokerEnv(rules, obs_mode=obs_mode)
     if algo == "dqn":
-        from agents.wrappers import LegalActionWrapper
+        from agents.training.wrappers import LegalActionWrapper
 
         env = LegalActionWrapper(env)
     kwargs = dict(n_steps=32, batch_size=32) if algo != "dqn" else dict(learning_starts=0, buffer_size=100)
@@ -80,7 +80,7 @@ def _payload(marker: Path) -> dict:
 def test_models_saved_by_train_py_load_and_play_without_unpickling(tmp_path, monkeypatch, algo, obs_mode, learn):
     import cloudpickle
 
-    from agents.sb3_agent import SB3Agent
+    from agents.players.sb3_agent import SB3Agent
 
     path = _trained_zip(tmp_path, algo, obs_mode, learn)
 
@@ -99,7 +99,7 @@ def test_models_saved_by_train_py_load_and_play_without_unpickling(tmp_path, mon
 
 @pytest.mark.parametrize("key", ["lr_schedule", "policy_class", "observation_space", "unknown_entry"])
 def test_a_malicious_model_zip_runs_no_code(tmp_path, key, capsys):
-    from agents.sb3_agent import SB3Agent, UntrustedModelError
+    from agents.players.sb3_agent import SB3Agent, UntrustedModelError
     from dice_poker_env.cli import main
 
     marker = tmp_path / "pwned"
@@ -116,7 +116,7 @@ def test_a_malicious_model_zip_runs_no_code(tmp_path, key, capsys):
 
 
 def test_a_hostile_policy_kwargs_entry_is_refused(tmp_path):
-    from agents.sb3_agent import SB3Agent, UntrustedModelError
+    from agents.players.sb3_agent import SB3Agent, UntrustedModelError
 
     marker = tmp_path / "pwned"
 
@@ -133,7 +133,7 @@ def test_a_hostile_policy_kwargs_entry_is_refused(tmp_path):
 
 def test_trusted_files_load_with_sb3s_unpickling(tmp_path, monkeypatch):
     """The opt-in is explicit, and it does unpickle (so the flag means what it says)."""
-    from agents.sb3_agent import TRUST_ENV, SB3Agent
+    from agents.players.sb3_agent import TRUST_ENV, SB3Agent
 
     marker = tmp_path / "ran"
     evil = _with_data(_trained_zip(tmp_path), tmp_path / "evil.zip", lambda d: d.update(extra=_payload(marker)))
@@ -169,7 +169,7 @@ def test_truncated_or_flipped_policy_files_are_one_line_errors(tmp_path):
 
 
 def test_trained_agent_reports_a_damaged_shipped_policy_in_one_line(tmp_path, monkeypatch, capsys):
-    import agents.policy_agent as policy_agent
+    import agents.policy.player as policy_agent
     from dice_poker_env.cli import main
 
     source = _shipped()
@@ -197,7 +197,7 @@ def test_policy_metadata_that_is_not_a_json_object_is_a_one_line_error(tmp_path,
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_weights_are_refused(tmp_path, bad):
-    from agents.policy_agent import save_policy
+    from agents.policy.player import save_policy
 
     weights, metadata = load_policy(_shipped())
     weights["w0"] = weights["w0"].copy()

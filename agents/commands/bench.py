@@ -1,6 +1,6 @@
 """``dice-poker bench``: benchmark agents against the exact solver.
 
-The logic lives in :mod:`agents.benchmark`; this module only parses arguments
+The logic lives in :mod:`agents.evaluation.benchmark`; this module only parses arguments
 and prints. ``torch`` is imported only when ``--model`` is given.
 
 ``--out DIR`` is checked before the first game (it must be a writable folder
@@ -119,7 +119,7 @@ def write_results(result, out: Path) -> list[Path]:
     os.replace(partial, path)
     written = [path]
     try:
-        from agents.plots import plot_score_distributions
+        from agents.evaluation.plots import plot_score_distributions
     except ModuleNotFoundError as error:  # matplotlib is optional
         print(f"dice-poker bench: no plot ({error.name} is not installed)", file=sys.stderr)
         return written
@@ -128,7 +128,7 @@ def write_results(result, out: Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.benchmark import benchmark, render_table
+    from agents.evaluation.benchmark import benchmark, render_table
 
     if args.games < 1:
         raise ValueError("--games must be at least 1")
@@ -140,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--top-mistakes must be >= 0, got {args.top_mistakes}")
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
-    if args.trust_model_files:  # read by agents.sb3_agent here and in the worker processes
-        from agents.sb3_agent import TRUST_ENV
+    if args.trust_model_files:  # read by agents.players.sb3_agent here and in the worker processes
+        from agents.players.sb3_agent import TRUST_ENV
 
         os.environ[TRUST_ENV] = "1"
     rules = load_rules_from(args)
