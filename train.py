@@ -370,6 +370,9 @@ def _validate(c: Config) -> None:
             raise ValueError(f"{name} must be {bound}, got {value!r}")
     if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in c.net_arch):
         raise ValueError(f"net_arch must list positive layer sizes (integers), got {c.net_arch!r}")
+    from agents.evaluation.limits import MAX_GAMES, check_count
+
+    check_count("bench_games", c.bench_games, least=0, most=MAX_GAMES)
     for agent in c.bench_agents:
         try:
             check_agent(agent)

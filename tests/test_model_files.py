@@ -206,3 +206,64 @@ def test_non_finite_weights_are_refused(tmp_path, bad):
     with pytest.raises(ValueError, match="w0.*not finite") as info:
         load_policy(path)
     assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [("activation", "gelu", "activation must be one of tanh, relu, got 'gelu'"), ("keep_head", "x", "keep_head must")],
+)
+def test_unclear_policy_metadata_is_a_clear_one_line_error(tmp_path, capsys, field, value, match):
+    from agents.policy.player import save_policy
+    from dice_poker_env.cli import main
+
+    weights, metadata = load_policy(_shipped())
+    path = save_policy(tmp_path / "odd.npz", weights, {**metadata, field: value})
+    rules = metadata["rules"]
+    assert main(["bench", rules, "--agents", f"model:{path}", "--games", "2", "--no-regret"]) == 2
+    err = capsys.readouterr().err
+    assert match in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_agent_returning_none_is_a_one_line_error_naming_it(tmp_path, capsys):
+    from dice_poker_env.cli import main
+
+    source = tmp_path / "lazy.py"
+    source.write_text(
+        "class Lazy:\n    def reset(self):\n        pass\n\n    def act(self, observation, mask):\n        return None\n"
+    )
+    assert main(["bench", "yacht", "--agents", f"{source}:Lazy", "--games", "2", "--no-regret"]) == 2
+    err = capsys.readouterr().err
+    assert "Lazy returned None" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "yacht", "--agents", "greedy", "--games", "100000000000"],
+        ["dataset", "yacht", "--agent", "greedy", "--episodes", "100000000000"],
+        ["grade", "nothing.py", "--rules", "yacht", "--games", "100000000000"],
+    ],
+)
+def test_counts_beyond_the_limit_are_refused_before_any_work(argv, capsys, monkeypatch):
+    import dice_poker_env.solver.solution as solution
+
+    monkeypatch.setattr(solution, "solve_dp", lambda *a, **k: pytest.fail("solved before refusing the count"))
+    assert main_status(argv) == 2
+    err = capsys.readouterr().err
+    assert "beyond the limit of" in err and len(err.strip().splitlines()) == 1
+
+
+def main_status(argv):
+    from dice_poker_env.cli import main
+
+    return main(argv)
+
+
+def test_check_count_states_its_limit():
+    from agents.evaluation.limits import MAX_GAMES, check_count
+
+    assert check_count("games", 5) == 5 and check_count("games", 10.0) == 10
+    assert check_count("games", MAX_GAMES) == MAX_GAMES
+    for bad, match in ((MAX_GAMES + 1, "beyond the limit"), (0, "integer >= 1"), (2.5, "integer"), (True, "integer")):
+        with pytest.raises(ValueError, match=match):
+            check_count("games", bad)

@@ -129,9 +129,11 @@ def write_results(result, out: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from agents.evaluation.benchmark import benchmark, render_table
+    from agents.evaluation.limits import MAX_GAMES, check_count
 
     if args.games < 1:
         raise ValueError("--games must be at least 1")
+    check_count("--games", args.games, most=MAX_GAMES)
     if args.workers < 1:
         raise ValueError("--workers must be at least 1")
     if args.seed < 0:

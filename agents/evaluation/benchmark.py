@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.evaluation.limits import MAX_GAMES, check_count
 from agents.players.optimal import VALUE_TOLERANCE
 from agents.players.registry import check_agent, is_batch_agent, parse_agent_spec
 from dice_poker_env.dice_sources import RandomDice
@@ -679,6 +680,7 @@ def benchmark(
     import sys
 
     rules = load_rules(rules)
+    check_count("games", games, most=MAX_GAMES)
     for what, value, least in (
         ("games", games, 1),
         ("seed", seed, 0),

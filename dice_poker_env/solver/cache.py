@@ -184,8 +184,9 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Non
         raise
 
 
-def load(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
-    """Read a cache file; ``None`` if absent. An unusable file warns and returns ``None``.
+def load(path: Path, then: str = "solving again") -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+    """Read a cache file; ``None`` if absent. An unusable file warns (``then``: what happens next) and
+    returns ``None``.
 
     Never blocks: a FIFO or device at ``path`` is opened without waiting and
     rejected as not a regular file.
@@ -195,17 +196,17 @@ def load(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        warnings.warn(f"solver cache {path}: unreadable ({error}); solving again", CacheWarning, stacklevel=3)
+        warnings.warn(f"solver cache {path}: unreadable ({error}); {then}", CacheWarning, stacklevel=3)
         return None
     try:
         key = cache_key()
     except OSError as error:
-        warnings.warn(f"solver cache {path} cannot be verified ({error}); solving again", CacheWarning, stacklevel=3)
+        warnings.warn(f"solver cache {path} cannot be verified ({error}); {then}", CacheWarning, stacklevel=3)
         return None
     try:
         return _parse(data, key)
     except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is not used
-        warnings.warn(f"solver cache {path} is damaged ({error}); solving again", CacheWarning, stacklevel=3)
+        warnings.warn(f"solver cache {path} is damaged ({error}); {then}", CacheWarning, stacklevel=3)
         return None
 
 

@@ -916,7 +916,7 @@ def cached(rules: str | os.PathLike | Rules = "yahtzee", **options: Any) -> Solu
     rules = load_rules(rules, **options)
     start = time.perf_counter()
     path = disk.cache_path(rules.name, rules.fingerprint)
-    loaded = disk.load(path)
+    loaded = disk.load(path, then="not used")
     if loaded is None:
         return None
     try:
