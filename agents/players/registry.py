@@ -341,7 +341,7 @@ class ImportedAgent:
         self.obs_mode = getattr(agent, "obs_mode", "dict")
 
     def act(self, observation: Any, action_mask: np.ndarray) -> int:
-        return as_action(self.agent.act(observation, action_mask), self.name)
+        return as_action(self.agent.act(observation, action_mask), f"agent {self.name}")
 
     def reset(self) -> None:
         reset = getattr(self.agent, "reset", None)
@@ -375,5 +375,5 @@ def as_action(value: Any, who: str = "agent") -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         text = repr(value)
         text = text if len(text) <= 80 else text[:77] + "..."
-        raise BadActionError(f"agent {who} returned {text} ({type(value).__name__}), not an action index (an int)")
+        raise BadActionError(f"{who} returned {text} ({type(value).__name__}), not an action index (an int)")
     return int(value)
