@@ -352,6 +352,9 @@ def _validate(c: Config) -> None:
             raise ValueError(f"{name} must be {bound}, got {value!r}")
     if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in c.net_arch):
         raise ValueError(f"net_arch must list positive layer sizes (integers), got {c.net_arch!r}")
+    from agents.evaluation.limits import MAX_GAMES, check_count
+
+    check_count("bench_games", c.bench_games, least=0, most=MAX_GAMES)
     for agent in c.bench_agents:
         try:
             check_agent(agent)
@@ -440,9 +443,19 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, Confi
         "(refused otherwise; only once every check has passed)",
     )
     parser.add_argument(
+        "--trust-model-files",
+        action="store_true",
+        help="--resume: load SB3 checkpoints holding pickled objects, and DQN replay buffers (pickle files), which "
+        "run code when loaded; only for files you trust",
+    )
+    parser.add_argument(
         "overrides", nargs="*", metavar="key=value", help="config overrides, e.g. total_timesteps=200000"
     )
     args = parser.parse_args(argv)
+    if args.trust_model_files:  # read by agents.players.sb3_agent.load_model
+        from agents.players.sb3_agent import TRUST_ENV
+
+        os.environ[TRUST_ENV] = "1"
     if args.resume and "=" in args.resume and not args.resume.endswith(".zip"):
         args.overrides.insert(0, args.resume)  # "--resume key=value": a bare --resume then an override
         args.resume = "latest"
@@ -1111,7 +1124,7 @@ def sb3_model(config: Config, rules, run_dir: Path, resume_from: Path | None):
     """SB3's training envs and model (fresh, or loaded from a checkpoint); nothing written yet."""
     from stable_baselines3.common.utils import set_random_seed
 
-    from agents.players.sb3_agent import algorithm_class, model_metadata
+    from agents.players.sb3_agent import load_model, model_metadata, trusted_by_default
 
     set_random_seed(config.seed)
     try:
@@ -1123,10 +1136,31 @@ def sb3_model(config: Config, rules, run_dir: Path, resume_from: Path | None):
     )
     try:
         if resume_from is not None:
-            model = algorithm_class(config.algo).load(
-                resume_from, env=env, device=config.device, tensorboard_log=str(run_dir / "tb")
-            )
             replay = resume_from.with_suffix(".replay.pkl")
+            if replay.is_file() and config.algo == "dqn" and not trusted_by_default():
+                env.close()
+                fail(
+                    f"--resume: {replay} is a pickle file, which runs code when loaded; pass --trust-model-files "
+                    "if you trust it, or remove it to resume without the replay buffer"
+                )
+            lr: Any = config.learning_rate
+            if config.lr_schedule == "linear":
+                lr = lambda progress: config.learning_rate * progress  # noqa: E731 - as build_model's
+            schedules = {"learning_rate": lr, "lr_schedule": lr}
+            if config.algo in ("maskable_ppo", "ppo"):
+                schedules["clip_range"] = config.clip_range
+            if config.algo == "dqn":
+                schedules["train_freq"] = config.train_freq
+            model = load_model(
+                resume_from,
+                config.algo,
+                rules,
+                config.obs_mode,
+                overrides=schedules,
+                env=env,
+                device=config.device,
+                tensorboard_log=str(run_dir / "tb"),
+            )
             if replay.is_file() and hasattr(model, "load_replay_buffer"):
                 model.load_replay_buffer(replay)
         else:

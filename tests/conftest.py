@@ -4,7 +4,8 @@ Every test session gets its own temporary folders for what the library and its
 dependencies would otherwise write under the user's home or the current folder:
 
 * the solver's disk cache (``DICE_POKER_CACHE``), so no test module reads or
-  solves into the user's real cache, whichever module runs first;
+  solves into the user's real cache, whichever module runs first, and the cache's
+  secret key (``DICE_POKER_KEY_DIR``);
 * matplotlib's config and font cache (``MPLCONFIGDIR``);
 * hypothesis' storage (``HYPOTHESIS_STORAGE_DIRECTORY``, instead of
   ``.hypothesis/`` in the working directory) and its example database (in memory);
@@ -27,6 +28,7 @@ import pytest
 #: environment variable -> folder name under the session's temporary folder
 ISOLATED = {
     "DICE_POKER_CACHE": "solver-cache",
+    "DICE_POKER_KEY_DIR": "solver-key",
     "MPLCONFIGDIR": "matplotlib",
     "HYPOTHESIS_STORAGE_DIRECTORY": "hypothesis",
 }

@@ -175,8 +175,11 @@ def rllib_run(tmp_path_factory):
         "recipe=rllib_smoke",
     ]
     try:
+        from test_ray_reaper import loopback_only
+
         out = subprocess.run(
             [
+                *loopback_only(),  # Ray's servers listen on every interface: here there is only the loopback
                 sys.executable,
                 str(ROOT / "train.py"),
                 "--config",

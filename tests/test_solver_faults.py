@@ -122,10 +122,8 @@ def test_every_single_byte_change_of_a_cache_file_is_caught_or_harmless(tiny, mo
 
 
 def _rewrite_header(path: Path, edit) -> None:
-    """Apply ``edit(header_dict)`` to a cache file and write it back with a *valid* checksum
-    (what a bug or a hand edit could produce): the checks after the checksum must catch it."""
-    import hashlib
-
+    """Apply ``edit(header_dict)`` to a cache file and write it back with a *valid* keyed checksum
+    (what a bug, or a hand edit by the key's owner, could produce): the checks after the checksum must catch it."""
     data = path.read_bytes()
     start = len(disk.MAGIC) + 65
     end = data.index(b"\n", start)
@@ -134,7 +132,7 @@ def _rewrite_header(path: Path, edit) -> None:
     edit(header)
     line = json.dumps(header).encode() + b"\n"
     body = line + payload
-    path.write_bytes(disk.MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    path.write_bytes(disk.MAGIC + disk.digest(disk.cache_key(), body) + b"\n" + body)
 
 
 @pytest.mark.parametrize(

@@ -67,9 +67,14 @@ def ray_env():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def train(args: list[str], env: dict, timeout: int = 900) -> subprocess.CompletedProcess:
+def train(args: list[str], env: dict, timeout: int = 900, *, isolate: bool = True) -> subprocess.CompletedProcess:
+    """``train.py`` with ``args``; with ``isolate``, in a network namespace holding only the loopback where
+    bubblewrap can make one, so that the Ray it starts (whose servers listen on every interface) is reachable
+    from nowhere else (a local Ray also advertises 127.0.0.1 only: sweep.py)."""
+    from test_ray_reaper import loopback_only
+
     return subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), *map(str, args)],
+        [*(loopback_only() if isolate else []), sys.executable, str(ROOT / "train.py"), *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -273,7 +278,7 @@ def test_a_sweep_runs_on_a_cluster_started_with_ray_start(tmp_path, ray_env):
         )
         assert worker.returncode == 0, worker.stdout[-2000:] + worker.stderr[-2000:]
         path = write_sweep(tmp_path, {"ppo": {"config": str(SMOKE)}}, seeds=(0, 1))
-        out = train(["--sweep", path, "--sweep-dir", tmp_path / "out", "--address", address], env)
+        out = train(["--sweep", path, "--sweep-dir", tmp_path / "out", "--address", address], env, isolate=False)
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         rows = read_csv(tmp_path / "out" / "trials.csv")
         assert [row["status"] for row in rows] == ["FINISHED", "FINISHED"]
@@ -442,3 +447,11 @@ def test_only_the_ray_modules_import_ray():
         for alias in node.names
     ]
     assert top_level and not [name for name in top_level if name.split(".")[0] in ("ray", "agents")]
+
+
+def test_a_sweep_whose_trials_all_failed_exits_non_zero(tmp_path, ray_env):
+    path = write_sweep(tmp_path, {"bad": {"config": str(SMOKE), "n_epochs": 0}}, seeds=(0,))
+    out = train(["--sweep", path, "--sweep-dir", tmp_path / "out", "--num-cpus", 1], ray_env)
+    assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
+    assert out.stderr.strip().splitlines()[-1].startswith("train.py --sweep: error: every trial of sweep")
+    assert [row["status"] for row in read_csv(tmp_path / "out" / "trials.csv")] == ["FAILED"]

@@ -599,14 +599,75 @@ def test_trained_agent_without_a_shipped_policy_is_a_clear_error():
 
 
 def test_checkpoint_holds_its_games_as_plain_data(tmp_path):
-    """No class of this package is pickled into a checkpoint, so moving or renaming modules keeps runs resumable."""
+    """No class of this package is pickled into a checkpoint, so moving or renaming modules keeps runs resumable;
+    and nothing but tensors and plain data: the file reads under ``torch.load(weights_only=True)``."""
+    import io
     import pickletools
+    import zipfile
+
+    from agents.training.trainer import CHECKPOINT_MAGIC
 
     trainer = Trainer(config(), load_rules("yacht"), tmp_path / "run")
     trainer.run(progress=False, stop_at=32 * 8)
-    rollout_bytes = trainer.state_dict()["rollout"]
-    globals_ = {arg for op, arg, _ in pickletools.genops(rollout_bytes) if isinstance(arg, str) and "." in arg}
-    assert not any("dice_poker_env" in name or "agents" in name for name in globals_), globals_
+    data = trainer.save_checkpoint().read_bytes()
+    assert data.startswith(CHECKPOINT_MAGIC)
+    payload = data[len(CHECKPOINT_MAGIC) + 65 :]
+    with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+        pickled = archive.read(next(n for n in archive.namelist() if n.endswith("data.pkl")))
+    globals_ = {arg for op, arg, _ in pickletools.genops(pickled) if isinstance(arg, str) and "." in arg}
+    assert not any("dice_poker_env" in name or "agents" in name or "numpy" in name for name in globals_), globals_
+    torch.load(io.BytesIO(payload), weights_only=True)  # raises on anything but tensors and plain data
+
+
+def test_a_checkpoint_with_one_byte_changed_is_refused_in_one_line(tmp_path):
+    trainer = Trainer(config(), load_rules("yacht"), tmp_path / "run")
+    path = trainer.save_checkpoint()
+    data = bytearray(path.read_bytes())
+    for position in (len(data) // 2, len(data) - 1):
+        flipped = tmp_path / f"flipped{position}.pt"
+        changed = bytearray(data)
+        changed[position] ^= 0x01
+        flipped.write_bytes(bytes(changed))
+        with pytest.raises(ValueError, match="checksum") as info:
+            read_checkpoint(flipped)
+        assert "\n" not in str(info.value)
+
+
+def test_a_malicious_checkpoint_runs_no_code(tmp_path):
+    """A checkpoint whose pickle would create a file when unpickled (with a valid checksum, as an attacker
+    writes it): refused, and the file is never created."""
+    import hashlib
+    import io
+    import os
+
+    from agents.training.trainer import CHECKPOINT_MAGIC
+
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    trainer = Trainer(config(), load_rules("yacht"), tmp_path / "run")
+    state = trainer.state_dict()
+    for where in ("top", "rollout"):
+        evil = dict(state, rollout=dict(state["rollout"], env=Payload())) if where == "rollout" else dict(state)
+        if where == "top":
+            evil["payload"] = Payload()
+        buffer = io.BytesIO()
+        torch.save(evil, buffer)
+        payload = buffer.getvalue()
+        for name, data in (
+            ("new.pt", CHECKPOINT_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload),
+            ("old.pt", payload),  # format 1: a bare torch.save file
+        ):
+            path = tmp_path / name
+            path.write_bytes(data)
+            with pytest.raises(ValueError, match="corrupt|older format"):
+                read_checkpoint(path)
+            with pytest.raises(ValueError):
+                Trainer(config(), load_rules("yacht"), tmp_path / "other").load_checkpoint(path)
+    assert not marker.exists()
 
 
 def test_precision_auto_picks_bfloat16_only_where_the_cpu_has_bf16_units(monkeypatch):

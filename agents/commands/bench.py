@@ -42,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="also play a trained SB3/sb3-contrib model saved by train.py (as agent 'model'; repeatable)",
     )
+    parser.add_argument(
+        "--trust-model-files",
+        action="store_true",
+        help="load model zips that hold pickled objects (which run code when loaded); only for files you trust",
+    )
     parser.add_argument("--games", type=int, default=10_000, help="games per agent (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="benchmark seed (default 0)")
     parser.add_argument(
@@ -124,9 +129,11 @@ def write_results(result, out: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     from agents.evaluation.benchmark import benchmark, render_table
+    from agents.evaluation.limits import MAX_GAMES, check_count
 
     if args.games < 1:
         raise ValueError("--games must be at least 1")
+    check_count("--games", args.games, most=MAX_GAMES)
     if args.workers < 1:
         raise ValueError("--workers must be at least 1")
     if args.seed < 0:
@@ -135,6 +142,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--top-mistakes must be >= 0, got {args.top_mistakes}")
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
+    if args.trust_model_files:  # read by agents.players.sb3_agent here and in the worker processes
+        from agents.players.sb3_agent import TRUST_ENV
+
+        os.environ[TRUST_ENV] = "1"
     rules = load_rules_from(args)
     agents = list(args.agents)
     models = list(args.model)

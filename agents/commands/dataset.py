@@ -68,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the dataset; print where and what. Returns the exit status (2: bad input)."""
+    from agents.evaluation.limits import MAX_EPISODES, check_count
+
+    try:
+        check_count("--episodes", args.episodes, most=MAX_EPISODES)
+    except ValueError as error:
+        return _fail(str(error))
     try:
         from agents.evaluation.datasets import BLOCK, DatasetError, dataset_info, write_dataset
     except ModuleNotFoundError as error:

@@ -108,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
         options=parse_rules_options(args.option),
     )
     limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
+    from agents.evaluation.limits import MAX_GAMES, check_count
+
+    check_count("games", chosen["games"], most=MAX_GAMES)  # before the solve and the submission
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, REPORT_FILES, "a report") if out is not None else []

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.evaluation.limits import MAX_GAMES, check_count
 from agents.players.optimal import VALUE_TOLERANCE
 from agents.players.registry import check_agent, is_batch_agent, parse_agent_spec
 from dice_poker_env.dice_sources import RandomDice
@@ -90,6 +91,16 @@ def load_solution(rules: Rules, required: bool = False):
             stacklevel=2,
         )
         return None
+
+
+def cached_solution(rules: Rules):
+    """The solution of ``rules`` if the solver's disk cache holds it (loaded and checked), else ``None``;
+    never solves (what ``bench --no-regret`` without the optimal agent uses for the percent of optimal)."""
+    try:
+        from dice_poker_env.solver import cached
+    except ImportError:
+        return None
+    return cached(rules)
 
 
 class SolutionUnavailableWarning(RuntimeWarning):
@@ -676,6 +687,7 @@ def benchmark(
     import sys
 
     rules = load_rules(rules)
+    check_count("games", games, most=MAX_GAMES)
     for what, value, least in (
         ("games", games, 1),
         ("seed", seed, 0),
@@ -692,10 +704,27 @@ def benchmark(
             from agents.players.sb3_agent import check_ruleset, read_metadata
 
             path = spec[len("model:") :]
-            check_ruleset(read_metadata(path), rules, source=f"model {path}")
+            metadata = read_metadata(path)
+            check_ruleset(metadata, rules, source=f"model {path}")
+            if path.endswith(".npz"):
+                from agents.policy.player import PolicyAgent
+
+                PolicyAgent.load(path, rules)  # weights checked (finite, sizes) before any game
+            else:
+                from agents.players.sb3_agent import safe_custom_objects, trusted_by_default
+
+                if not trusted_by_default():  # nothing from the file would run: refused now, not after the solve
+                    safe_custom_objects(path, str(metadata.get("algorithm")), rules, str(metadata.get("obs_mode")))
+        elif spec == "trained":
+            from agents.policy.player import shipped_policy
+
+            shipped_policy(rules)  # a missing or damaged shipped policy: refused before any work
         else:
             check_agent(spec)  # a custom agent's module is imported here, before any game
-    if solution is None:
+    needs_values = regret or any(spec == "optimal" for _, spec in named)
+    if solution is None and not needs_values:  # no regret, no optimal agent: a cached solution or none, no solve
+        solution = cached_solution(rules)
+    elif solution is None:
         solution = load_solution(rules)
     elif solution is False:  # explicitly without the solver
         solution = None

@@ -69,6 +69,7 @@ from typing import Any
 import numpy as np
 
 from agents.evaluation.benchmark import game_seeds
+from agents.evaluation.limits import MAX_EPISODES, check_count
 from agents.players.registry import AGENT_NAMES
 from dice_poker_env.dice_sources import RandomDice
 from dice_poker_env.engine import game
@@ -542,6 +543,10 @@ def write_dataset(
     from agents.evaluation.benchmark import load_solution
 
     spec = parse_agent(agent)
+    try:
+        check_count("episodes", episodes, most=MAX_EPISODES)
+    except ValueError as error:
+        raise DatasetError(str(error)) from None
     for what, value, least in (("episodes", episodes, 1), ("seed", seed, 0), ("block", block, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise DatasetError(f"{what} must be an integer >= {least}, got {value!r}")

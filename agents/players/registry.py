@@ -341,7 +341,7 @@ class ImportedAgent:
         self.obs_mode = getattr(agent, "obs_mode", "dict")
 
     def act(self, observation: Any, action_mask: np.ndarray) -> int:
-        return as_action(self.agent.act(observation, action_mask), self.name)
+        return as_action(self.agent.act(observation, action_mask), f"agent {self.name}")
 
     def reset(self) -> None:
         reset = getattr(self.agent, "reset", None)
@@ -362,10 +362,18 @@ class ImportedAgent:
         return f"ImportedAgent({self.name!r}, {self.agent!r})"
 
 
+class BadActionError(TypeError, ValueError):
+    """An agent returned something that is not an action index (a ``ValueError``, so commands print it in one
+    line, and a ``TypeError`` as before)."""
+
+
 def as_action(value: Any, who: str = "agent") -> int:
-    """``value`` as an action index; a bool, float, string, ``None`` or array of several is a ``TypeError``."""
+    """``value`` as an action index; a bool, float, string, ``None`` or array of several is a
+    :class:`BadActionError` naming the agent (``who``)."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{who} returned {value!r} ({type(value).__name__}), not an action index (an int)")
+        text = repr(value)
+        text = text if len(text) <= 80 else text[:77] + "..."
+        raise BadActionError(f"{who} returned {text} ({type(value).__name__}), not an action index (an int)")
     return int(value)

@@ -11,6 +11,16 @@ Unmasked models (PPO, A2C, DQN) may propose an illegal action; the agent then
 plays the same legal fallback as :class:`agents.training.wrappers.LegalActionWrapper`
 during training: the legal box with the most points right now.
 
+Loading a model never runs code from its file (:func:`load_model`): the zip is
+read here, every entry of its ``data`` JSON that Stable-Baselines3 would
+unpickle (cloudpickle) is replaced, through SB3's ``custom_objects``, by an
+object rebuilt from the ruleset and a fixed list of known classes (spaces,
+policy class, activation and optimizer classes, schedules), and the weights load
+with ``torch.load(weights_only=True)``. A file holding any other pickled entry
+is refused with a one-line :class:`UntrustedModelError` that names the opt-in
+for files you trust (``trusted=True``, ``--trust-model-files``,
+``$DICE_POKER_TRUST_MODEL_FILES=1``), which loads it with SB3's own unpickling.
+
 This module imports ``stable_baselines3`` / ``sb3_contrib`` (and so ``torch``)
 only inside the functions that need them.
 """
@@ -19,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -59,6 +70,142 @@ ALGORITHMS: dict[str, tuple[str, str, bool]] = {
     "a2c": ("stable_baselines3", "A2C", False),
     "dqn": ("stable_baselines3", "DQN", False),
 }
+
+
+class UntrustedModelError(ValueError):
+    """A model file holds a pickled object that loading it would run as code (see :func:`load_model`)."""
+
+
+#: the environment variable that, set to 1, trusts every model file (``--trust-model-files`` sets it)
+TRUST_ENV = "DICE_POKER_TRUST_MODEL_FILES"
+#: pickled state of the last rollout: dropped (a resumed or loaded model starts from a reset env)
+_DROPPED_ENTRIES = ("_last_obs", "_last_original_obs", "_last_episode_starts", "ep_info_buffer", "ep_success_buffer")
+#: classes a model's ``policy_kwargs`` may name (by their ``repr``), and nothing else
+_KWARGS_CLASSES = {
+    f"torch.nn.modules.activation.{name}": ("torch.nn", name)
+    for name in ("Tanh", "ReLU", "LeakyReLU", "ELU", "GELU", "SiLU", "Sigmoid", "Mish")
+} | {
+    f"torch.optim.{m}.{name}": ("torch.optim", name)
+    for m, name in (("adam", "Adam"), ("adamw", "AdamW"), ("sgd", "SGD"), ("rmsprop", "RMSprop"))
+}
+
+
+def trusted_by_default() -> bool:
+    """Whether ``$DICE_POKER_TRUST_MODEL_FILES`` trusts every model file (``1``/``true``/``yes``)."""
+    return os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def _refuse(path: str | os.PathLike, what: str) -> UntrustedModelError:
+    return UntrustedModelError(
+        f"model {os.fspath(path)}: {what}, which loading would run as code; load it only if you trust the file: "
+        f"--trust-model-files (dice-poker bench, train.py), trusted=True (Python) or {TRUST_ENV}=1"
+    )
+
+
+def safe_custom_objects(
+    path: str | os.PathLike,
+    algo: str,
+    rules: Rules,
+    obs_mode: str,
+    overrides: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """SB3 ``custom_objects`` replacing every cloudpickled entry of a model file's ``data`` (nothing unpickled).
+
+    Spaces come from the ruleset's env, the policy class from the algorithm, ``policy_kwargs`` from the
+    entry's readable description (JSON values and a fixed list of activation and optimizer classes),
+    schedules and other training state from ``overrides`` (else harmless defaults: a model that only plays
+    needs none). Raises :class:`UntrustedModelError` for any other pickled entry.
+    """
+    import importlib
+
+    import gymnasium as gym
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = json.loads(archive.read("data"))
+    except (OSError, KeyError, zipfile.BadZipFile, zlib.error, EOFError, UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"{path}: truncated or corrupt model file ({type(error).__name__})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: truncated or corrupt model file (its data is not a JSON object)")
+    overrides = dict(overrides or {})
+    env = gym.make("DicePoker/Custom-v0", rules=rules, obs_mode=obs_mode)
+    spaces = {"observation_space": env.observation_space, "action_space": env.action_space}
+    env.close()
+    cls = algorithm_class(algo)
+    policy = cls.policy_aliases["MultiInputPolicy" if obs_mode == "dict" else "MlpPolicy"]
+    custom: dict[str, Any] = {}
+    for key, entry in data.items():
+        if key in overrides:
+            custom[key] = overrides[key]
+            continue
+        if not (isinstance(entry, dict) and ":serialized:" in entry):
+            continue
+        info = {k: v for k, v in entry.items() if k != ":serialized:"}
+        if key in spaces:
+            space = spaces[key]
+            shape = info.get("_shape")
+            if shape is not None and list(shape) != list(space.shape or ()):
+                raise ValueError(f"model {path}: its {key} has shape {shape}, the ruleset's {list(space.shape)}")
+            custom[key] = space
+        elif key == "policy_class":
+            if info.get("__module__") != policy.__module__:
+                raise _refuse(path, f"its policy class comes from module {info.get('__module__')!r}")
+            custom[key] = policy
+        elif key == "policy_kwargs":
+            kwargs: dict[str, Any] = {}
+            for name, value in info.items():
+                if name == ":type:":
+                    continue
+                match = re.fullmatch(r"<class '([\w.]+)'>", value) if isinstance(value, str) else None
+                if match and match.group(1) in _KWARGS_CLASSES:
+                    module, cls_name = _KWARGS_CLASSES[match.group(1)]
+                    kwargs[name] = getattr(importlib.import_module(module), cls_name)
+                elif isinstance(value, (int, float, bool, list, dict)) or value is None:
+                    kwargs[name] = value
+                else:
+                    raise _refuse(path, f"its policy_kwargs hold {name}={str(value)[:60]!r}")
+            custom[key] = kwargs
+        elif key in _DROPPED_ENTRIES or key in ("rollout_buffer_class", "replay_buffer_class", "exploration_schedule"):
+            custom[key] = None  # SB3 rebuilds its default buffers and schedules on load / learn
+        elif key in ("learning_rate", "lr_schedule"):
+            custom[key] = 0.0  # a model that plays learns nothing; train.py --resume passes the run's own
+        elif key in ("clip_range", "clip_range_vf"):
+            value = re.fullmatch(r"ConstantSchedule\(val=([-+0-9.e]+)\)", str(info.get("value_schedule", "")))
+            custom[key] = float(value.group(1)) if value else 0.2
+        elif key == "train_freq":
+            custom[key] = 1
+        else:
+            raise _refuse(path, f"it holds a pickled {key!r}")
+    return custom
+
+
+def load_model(
+    path: str | os.PathLike,
+    algo: str,
+    rules: Rules,
+    obs_mode: str,
+    *,
+    trusted: bool | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """An SB3 model loaded without unpickling anything from its file (see the module docstring).
+
+    Args:
+        path: the model's ``.zip``.
+        algo: its config algorithm (``maskable_ppo``, ``ppo``, ``a2c``, ``dqn``).
+        rules: its ruleset; obs_mode: its observation layout (both from its metadata).
+        trusted: load with SB3's own unpickling (runs code from the file); default ``$DICE_POKER_TRUST_MODEL_FILES``.
+        overrides: ``custom_objects`` of your own (``train.py --resume``: the run's schedules).
+        **kwargs: passed to ``Algorithm.load`` (``env``, ``device``, ``tensorboard_log``, ...).
+    """
+    cls = algorithm_class(algo)
+    if trusted is None:
+        trusted = trusted_by_default()
+    if trusted:
+        return cls.load(os.fspath(path), custom_objects=dict(overrides or {}) or None, **kwargs)
+    custom = safe_custom_objects(path, algo, rules, obs_mode, overrides)
+    return cls.load(os.fspath(path), custom_objects=custom, **kwargs)
 
 
 def algorithm_class(algo: str):
@@ -192,18 +339,28 @@ class SB3Agent:
         name: str = "model",
         device: str = "cpu",
         deterministic: bool = True,
+        trusted: bool | None = None,
     ) -> SB3Agent:
-        """Load a model saved by ``train.py`` / :func:`save_model`.
+        """Load a model saved by ``train.py`` / :func:`save_model`, running no code from the file
+        (:func:`load_model`; ``trusted=True`` for a file you trust that holds other pickled objects).
 
         Raises:
             RulesetMismatchError: ``rules`` is not the ruleset the model was trained on
                 (checked before torch is even imported).
+            UntrustedModelError: the file holds a pickled object this loader does not rebuild.
         """
         metadata = read_metadata(path)
         if rules is not None:
             rules = load_rules(rules)
             check_ruleset(metadata, rules, source=f"model {os.fspath(path)}")
-        model = algorithm_class(metadata["algorithm"]).load(os.fspath(path), device=device)
+        try:
+            own = load_rules(metadata["rules"], **(metadata.get("rules_options") or {})) if rules is None else rules
+            algo, obs_mode = str(metadata["algorithm"]), str(metadata["obs_mode"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"{path}: malformed {METADATA_NAME} ({type(error).__name__}: {error})") from None
+        if algo not in ALGORITHMS:
+            raise ValueError(f"{path}: unknown algorithm {algo!r} in {METADATA_NAME}")
+        model = load_model(path, algo, own, obs_mode, trusted=trusted, device=device)
         return cls(model, metadata, rules, name=name, deterministic=deterministic)
 
     def reset(self) -> None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -78,17 +80,44 @@ def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], meta
 
 
 def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """The weights (name -> array, as :meth:`agents.training.actor_critic.ActorCritic.export` writes them) and
-    the metadata of a policy file (clear errors otherwise)."""
+    """The weights (name -> array, as :meth:`agents.training.actor_critic.ActorCritic.export` writes them) and the
+    metadata of a policy file.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: one line naming the file and what is wrong: truncated or damaged (every member's CRC is
+            checked), metadata that is not a JSON object, object arrays, weights that are not finite numbers.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such policy file")
     try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+        if bad is not None:
+            raise ValueError(f"the member {bad} fails its checksum")
         with np.load(path, allow_pickle=False) as data:
-            metadata = json.loads(str(data["metadata"]))
-            weights = {name: data[name].astype(np.float32) for name in data.files if name != "metadata"}
-    except (OSError, ValueError, KeyError, EOFError) as error:
-        raise ValueError(f"{path}: not a readable policy file ({error})") from None
+            if "metadata" not in data.files:
+                raise ValueError("no metadata")
+            text = data["metadata"]
+            if text.dtype.kind not in "US" or text.shape != ():
+                raise ValueError("its metadata is not a text")
+            metadata = json.loads(str(text))
+            raw = {name: data[name] for name in data.files if name != "metadata"}
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not a readable policy file (its metadata is not valid JSON: {error.msg})") from None
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError) as error:
+        text = " ".join(str(error).split())[:200] or type(error).__name__
+        raise ValueError(f"{path}: not a readable policy file, truncated or damaged ({text})") from None
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{path}: not a readable policy file (its metadata is not a JSON object)")
+    weights = {}
+    for name, array in raw.items():
+        if array.dtype.kind not in "biuf":
+            raise ValueError(f"{path}: weights {name} are not numbers (dtype {array.dtype})")
+        weights[name] = array.astype(np.float32)
+        if not np.all(np.isfinite(weights[name])):
+            raise ValueError(f"{path}: weights {name} are not finite (NaN or infinite values)")
     if "w0" not in weights or metadata.get("policy_format") != POLICY_FORMAT:
         raise ValueError(f"{path}: not a policy file of format {POLICY_FORMAT}")
     return weights, metadata

@@ -71,7 +71,7 @@ class PolicyAgent:
         self.layers = _layers(weights)
         activation = self.metadata.get("activation", "tanh")
         if activation not in _ACTIVATIONS:
-            raise ValueError(f"policy {name}: activation must be tanh or relu, got {activation!r}")
+            raise ValueError(f"policy {name}: activation must be one of {', '.join(_ACTIVATIONS)}, got {activation!r}")
         self.activation = _ACTIVATIONS[activation]
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
         n_actions, n_boxes = self.heads.n_actions, self.heads.n_boxes

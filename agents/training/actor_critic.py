@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -103,6 +104,18 @@ def resolve_precision(precision: str, device: str | torch.device = "cpu") -> str
     return "bfloat16" if cpu_has_bf16_units() else "float32"
 
 
+def check_network_fields(net_arch: Any, activation: Any) -> None:
+    """A one-line ``ValueError`` naming the field for a ``net_arch`` or ``activation`` the network cannot be
+    built from (``train.py`` calls it before training)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+    if isinstance(net_arch, (str, bytes)) or not hasattr(net_arch, "__iter__"):
+        raise ValueError(f"net_arch must be a list of layer sizes, got {net_arch!r}")
+    sizes = list(net_arch)
+    if not sizes or any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1 for n in sizes):
+        raise ValueError(f"net_arch must be a non-empty list of integers >= 1, got {sizes!r}")
+
+
 def mlp(sizes: Sequence[int], activation: str) -> nn.Sequential:
     """Linear layers with ``activation`` between them (none after the last)."""
     layers: list[nn.Module] = []
@@ -135,6 +148,7 @@ class ActorCritic(nn.Module):
         precision: str = "float32",
     ):
         super().__init__()
+        check_network_fields(hidden, activation)
         self.heads = heads
         options = heads.options
         self.precision = resolve_precision(precision)

@@ -348,9 +348,13 @@ class RLlibTrainer:
                     address="local",
                     num_cpus=max(int(config.num_env_runners), 1) + 1,
                     include_dashboard=False,
+                    _node_ip_address="127.0.0.1",  # a local node: advertised on the loopback only
                     log_to_driver=False,
                     logging_level="ERROR",  # type: ignore[arg-type]  # a level name (see above)
                 )
+                from agents.training.ray_reaper import reap_on_exit
+
+                reap_on_exit()  # its processes end with this driver, even if it is killed
         try:
             register_env()
             self.algo = ppo_config(config, rules).build_algo()

@@ -656,10 +656,18 @@ def main(
         from ray import tune
     except ModuleNotFoundError as error:
         fail(f"--sweep runs on Ray Tune: {error.name} is not installed (pip install -e '.[ray]')")
-    init = dict(address=address) if address else dict(address="local", num_cpus=args.num_cpus, include_dashboard=False)
+    init = (
+        dict(address=address)
+        if address
+        else dict(address="local", num_cpus=args.num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1")
+    )
     try:
         # ray.init's annotation says int; it takes a level name too (logging's own convention)
         ray.init(**init, log_to_driver=False, logging_level="WARNING")  # type: ignore[arg-type]
+        if not address:  # the local node's processes end with this driver, even if it is killed
+            from agents.training.ray_reaper import reap_on_exit
+
+            reap_on_exit()
     except (ConnectionError, ValueError, RuntimeError) as error:
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         text = " ".join(str(error).split())[:300]
@@ -729,4 +737,11 @@ def main(
         print(f"continue it: python train.py --sweep {args.sweep} --sweep-dir {sweep_dir} --resume")
     with (sweep_dir / "sweep_times.log").open("a") as handle:
         handle.write(json.dumps({"seconds": round(seconds, 1), **counts}) + "\n")
+    if counts["FAILED"] and not counts["FINISHED"] and not counts["PENDING"]:
+        print(
+            f"train.py --sweep: error: every trial of sweep {sweep.name} failed ({counts['FAILED']}); "
+            f"their errors are in {sweep_dir / 'trials.csv'}",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
     return rows

@@ -19,16 +19,24 @@ and random generator, the sampling and shuffling generators and the loop's
 counters, so a resumed run continues exactly as if it had never stopped.
 Checkpoints and policy files are written atomically (a temporary file renamed
 into place).
+
+A checkpoint never runs code when it is read: it holds only tensors, plain data
+(dicts, lists, numbers, strings) and NumPy arrays stored as raw bytes with their
+dtype and shape, and is read with ``torch.load(weights_only=True)``, which
+refuses anything else. Its first line names the format, its second holds the
+SHA-256 of the rest, checked before anything is read: a truncated or changed
+file is a one-line error (``ValueError``), never a silent resume.
 """
 
 from __future__ import annotations
 
+import copy
 import csv
+import hashlib
 import importlib
 import io
 import math
 import os
-import pickle
 import time
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
@@ -48,7 +56,13 @@ from dice_poker_env.rules import Rules
 
 #: config ``algo`` -> module holding its ``update(model, optimizer, batch, config, generator)``
 ALGORITHMS = {"batched_ppo": "agents.training.ppo", "batched_a2c": "agents.training.a2c"}
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
+#: first line of a checkpoint file; the second is the hex SHA-256 of everything after it
+CHECKPOINT_MAGIC = b"DICE-POKER-CHECKPOINT 2\n"
+#: the dtypes a NumPy array in a checkpoint may have (numbers and booleans; never objects)
+_ARRAY_KINDS = frozenset("biufc")
+#: NumPy bit generators a checkpoint's env may name
+_BIT_GENERATORS = frozenset({"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"})
 EVAL_SEED_OFFSET = 1_000_003  # evaluation games: seed + this, the same games at every evaluation
 
 
@@ -163,7 +177,7 @@ class Trainer:
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "generator": self.generator.get_state(),
-            "rollout": pickle.dumps(self.rollout.state()),
+            "rollout": to_plain(self.rollout.state()),
             "updates": self.updates,
             "best": self.best,
             "train_seconds": self.train_seconds,
@@ -172,8 +186,9 @@ class Trainer:
     def save_checkpoint(self, path: str | os.PathLike | None = None) -> Path:
         path = Path(path) if path is not None else self.run_dir / "checkpoints" / f"model_{self.num_timesteps}_steps.pt"
         buffer = io.BytesIO()
-        torch.save(self.state_dict(), buffer)
-        _atomic_write(path, buffer.getvalue())
+        torch.save(to_plain(self.state_dict()), buffer)
+        payload = buffer.getvalue()
+        _atomic_write(path, CHECKPOINT_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
         return path
 
     def load_checkpoint(self, path: str | os.PathLike) -> None:
@@ -183,18 +198,29 @@ class Trainer:
             raise ValueError(f"checkpoint {path} was written by algo {state['algo']!r}, not {self.config.algo!r}")
         if state["metadata"].get("rules_fingerprint") != self.metadata.get("rules_fingerprint"):
             raise ValueError(f"checkpoint {path} is of another ruleset ({state['metadata'].get('rules')!r})")
+        rollout = state["rollout"]
         try:
-            rollout = pickle.loads(state["rollout"])
-        except (ModuleNotFoundError, AttributeError) as error:  # env objects pickled by versions before 2026-12
-            raise ValueError(
-                f"checkpoint {path} holds its games as objects of an older dice_poker_env whose modules "
-                f"have since moved ({error}); resume it with that version"
-            ) from None
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.generator.set_state(state["generator"])
-        self.rollout.restore(rollout)
-        self.updates, self.best, self.train_seconds = state["updates"], state["best"], state["train_seconds"]
+            bit_generator = rollout["env"]["np_random"]["bit_generator"]
+            if bit_generator not in _BIT_GENERATORS:
+                raise ValueError(f"unknown random generator {bit_generator!r}")
+            counters = [state[name] for name in ("updates", "best", "train_seconds")]
+            if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in counters):
+                raise ValueError(f"counters {counters!r} are not numbers")
+            model, optimizer = copy.deepcopy(self.model.state_dict()), copy.deepcopy(self.optimizer.state_dict())
+            generator = self.generator.get_state()
+            try:
+                self.model.load_state_dict(state["model"])
+                self.optimizer.load_state_dict(state["optimizer"])
+                self.generator.set_state(state["generator"])
+                self.rollout.restore(rollout)
+            except BaseException:  # nothing half-loaded stays behind
+                self.model.load_state_dict(model)
+                self.optimizer.load_state_dict(optimizer)
+                self.generator.set_state(generator)
+                raise
+        except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
+            raise ValueError(f"checkpoint {path} does not fit this run ({type(error).__name__}: {error})") from None
+        self.updates, self.best, self.train_seconds = counters
 
     # ------------------------------------------------------------------ policy
     def agent(self) -> PolicyAgent:
@@ -308,14 +334,79 @@ def _has_row(csv_path: Path, timesteps: int) -> bool:
 
 
 def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
-    """A checkpoint's contents (a clear error for a missing, truncated or foreign file)."""
+    """A checkpoint's contents, read without running any code from the file.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: (one line) not a checkpoint of this format, truncated, changed (checksum), or holding
+            anything but tensors, plain data and NumPy arrays.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such checkpoint")
+    data = path.read_bytes()
+    if not data.startswith(CHECKPOINT_MAGIC):
+        if data.startswith(b"PK"):  # a torch.save zip: the pickled checkpoints of format 1 (before 2026-12)
+            raise ValueError(
+                f"{path}: a checkpoint of an older format (pickled objects, which can run code when loaded); "
+                "it is not read: resume it with the version that wrote it, or start a new run"
+            )
+        raise ValueError(f"{path}: truncated or corrupt checkpoint (not a batched-trainer checkpoint file)")
+    head = len(CHECKPOINT_MAGIC)
+    digest, payload = data[head : head + 65], data[head + 65 :]
+    if len(digest) != 65 or digest[-1:] != b"\n" or hashlib.sha256(payload).hexdigest().encode() != digest[:-1]:
+        raise ValueError(f"{path}: truncated or corrupt checkpoint (its SHA-256 checksum does not match its contents)")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as error:  # torch raises several types for truncated/corrupt files
-        raise ValueError(f"{path}: truncated or corrupt checkpoint ({type(error).__name__}: {error})") from None
+        state = from_plain(torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True))
+    except Exception as error:  # noqa: BLE001 - torch raises several types for refused or corrupt contents
+        text = " ".join(str(error).split())[:200]
+        raise ValueError(f"{path}: truncated or corrupt checkpoint ({type(error).__name__}: {text})") from None
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path}: not a batched-trainer checkpoint of format {CHECKPOINT_FORMAT}")
+    missing = [key for key in ("algo", "config", "metadata", "model", "optimizer", "rollout") if key not in state]
+    if missing or not isinstance(state["metadata"], dict) or not isinstance(state["rollout"], dict):
+        raise ValueError(f"{path}: truncated or corrupt checkpoint (no {', '.join(missing) or 'metadata'})")
     return state
+
+
+def to_plain(value: Any) -> Any:
+    """``value`` as what ``torch.load(weights_only=True)`` reads back: tensors and plain data, each NumPy array
+    as ``{"__ndarray__": dtype, "shape": [...], "data": uint8 tensor}`` (:func:`from_plain` undoes it)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in _ARRAY_KINDS:
+            raise TypeError(f"a checkpoint holds no arrays of dtype {value.dtype}")
+        raw = np.frombuffer(np.ascontiguousarray(value).tobytes(), dtype=np.uint8)
+        return {"__ndarray__": value.dtype.str, "shape": list(value.shape), "data": torch.from_numpy(raw.copy())}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {key: to_plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_plain(item) for item in value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"a checkpoint holds no objects of type {type(value).__name__}")
+
+
+def from_plain(value: Any) -> Any:
+    """Undo :func:`to_plain` (``ValueError`` for an array entry that does not describe an array)."""
+    if isinstance(value, dict):
+        if "__ndarray__" in value:
+            if set(value) != {"__ndarray__", "shape", "data"} or not isinstance(value["data"], torch.Tensor):
+                raise ValueError("malformed array entry")
+            dtype = np.dtype(str(value["__ndarray__"]))
+            shape = [int(n) for n in value["shape"]]
+            if dtype.kind not in _ARRAY_KINDS or value["data"].dtype != torch.uint8 or min(shape, default=0) < 0:
+                raise ValueError(f"malformed array entry (dtype {dtype}, shape {shape})")
+            raw = value["data"].numpy().tobytes()
+            if len(raw) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
+                raise ValueError(f"array entry of shape {shape} holds {len(raw)} bytes")
+            return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+        return {key: from_plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(from_plain(item) for item in value)
+    return value

@@ -31,6 +31,7 @@ import importlib
 import importlib.metadata
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     args = build_parser(only=wanted).parse_args(argv)
     try:
-        status = int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning(args.command, warnings.showwarning)
+            status = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe fails here, inside the try, not at exit
         return status
     except KeyboardInterrupt:
@@ -176,6 +179,23 @@ def main(argv: list[str] | None = None) -> int:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"dice-poker {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except MemoryError as error:  # a last line of defence: counts are checked against limits up front
+        print(f"dice-poker {args.command}: error: out of memory ({error or type(error).__name__})", file=sys.stderr)
+        return 2
+
+
+def _one_line_warning(command: str, fallback):
+    """``warnings.showwarning`` printing this package's own warnings (the solver cache's, the benchmark's)
+    as one line, ``dice-poker COMMAND: warning: ...``; other warnings as Python shows them."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.split(".")[0] in ("dice_poker_env", "agents"):
+            text = " ".join(str(message).split())
+            print(f"dice-poker {command}: warning: {text}", file=file or sys.stderr)
+        else:
+            fallback(message, category, filename, lineno, file, line)
+
+    return show
 
 
 def _silence_stdout() -> None:

@@ -9,6 +9,6 @@ See ``docs/solver.md`` for the method, the cache, the limits and the CLI.
 """
 
 from dice_poker_env.solver.cache import CacheWarning, cache_dir
-from dice_poker_env.solver.solution import Solution, SolverError, SolveTooLargeError, solve
+from dice_poker_env.solver.solution import Solution, SolverError, SolveTooLargeError, cached, solve
 
-__all__ = ["CacheWarning", "Solution", "SolveTooLargeError", "SolverError", "cache_dir", "solve"]
+__all__ = ["CacheWarning", "Solution", "SolveTooLargeError", "SolverError", "cache_dir", "cached", "solve"]

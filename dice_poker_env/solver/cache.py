@@ -4,10 +4,16 @@ Folder: ``$DICE_POKER_CACHE`` if set, else ``$XDG_CACHE_HOME/dice_poker_env`` (i
 absolute), else ``~/.cache/dice_poker_env``. One file per ruleset and solver version:
 ``solution-<name>-<fingerprint>-v<version>.bin``.
 
-File layout: a magic line naming the format, a line with the SHA-256 of
+File layout: a magic line naming the format, a line with the HMAC-SHA256 of
 everything after it, one JSON header line (array names, dtypes, shapes, byte
 offsets, metadata), then the raw array bytes. The checksum covers the header and
-the arrays, so a change to any byte of the file is detected; the header is then
+the arrays, so a change to any byte of the file is detected; it is keyed with a
+secret of this user (:func:`cache_key`: 32 random bytes in a file created with
+mode 0600 outside the cache folder, ``$DICE_POKER_KEY_DIR/cache.key``, default
+``$XDG_CONFIG_HOME/dice_poker_env`` or ``~/.config/dice_poker_env``), so a file
+rewritten by anyone without the key, with a recomputed checksum, fails it too
+(an unkeyed hash would verify any rewrite). Computing it costs what the unkeyed
+SHA-256 cost (``docs/solver.md``, "Cache"). The header is then
 checked field by field (every offset, dtype and shape), and the solver checks the
 arrays against the rules (:func:`dice_poker_env.solver.solve`). A file that fails
 any check, or is not a regular file, is reported with a :class:`CacheWarning`
@@ -23,9 +29,11 @@ whose process is gone (same host) or that are older than :data:`STALE_SECONDS`.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import socket
 import stat
 import tempfile
@@ -37,9 +45,11 @@ from typing import Any
 import numpy as np
 
 #: first line of a file; the number is the file format (bump when the layout changes)
-MAGIC = b"DICE-POKER-SOLUTION 2\n"
-#: first line of the files of the previous format (checksum over the arrays only)
-_OLD_MAGIC = b"DICE-POKER-SOLUTION\n"
+MAGIC = b"DICE-POKER-SOLUTION 3\n"
+#: first lines of the files of earlier formats (2: an unkeyed SHA-256; 1: a checksum over the arrays only)
+_OLD_MAGICS = (b"DICE-POKER-SOLUTION 2\n", b"DICE-POKER-SOLUTION\n")
+#: bytes of the secret key
+KEY_BYTES = 32
 #: bump when the DP's output format or meaning changes (invalidates old files)
 SOLVER_VERSION = 3
 #: dtypes a cache file may hold (the solver's int64 keys and float64 values)
@@ -63,6 +73,64 @@ def cache_dir() -> Path:
     if base is None or not base.is_absolute():  # the XDG specification: a relative path is ignored
         base = Path.home() / ".cache"
     return base / "dice_poker_env"
+
+
+def key_dir() -> Path:
+    """The folder of the cache's secret key: ``$DICE_POKER_KEY_DIR``, else ``$XDG_CONFIG_HOME/dice_poker_env``
+    (if absolute), else ``~/.config/dice_poker_env``; outside the cache folder, so that whoever may empty the
+    cache need not see the key."""
+    env = os.environ.get("DICE_POKER_KEY_DIR")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(xdg).expanduser() if xdg else None
+    if base is None or not base.is_absolute():
+        base = Path.home() / ".config"
+    return base / "dice_poker_env"
+
+
+def cache_key() -> bytes:
+    """This user's secret key for the cache's checksums, created on first use (mode 0600, folder 0700).
+
+    Raises:
+        OSError: the key cannot be read or created, or its file is not a regular file of this user that
+            only this user can read (then the cache is neither trusted nor written).
+    """
+    path = key_dir() / "cache.key"
+    for _ in range(3):
+        try:
+            return _read_key(path)
+        except FileNotFoundError:
+            pass
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".cache.key.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(secrets.token_bytes(KEY_BYTES))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.link(tmp, path)  # never replaces a key another process created meanwhile
+        except FileExistsError:
+            pass
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"cache key {path}: not a regular file")
+        if os.name == "posix" and (info.st_mode & 0o077 or info.st_uid != os.getuid()):
+            raise OSError(f"cache key {path}: readable or writable by others (mode {stat.filemode(info.st_mode)})")
+        key = os.read(fd, KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(key) != KEY_BYTES:
+        raise OSError(f"cache key {path}: {len(key)} bytes, not {KEY_BYTES}")
+    return key
 
 
 def cache_path(name: str, fingerprint: str) -> Path:
@@ -99,14 +167,14 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Non
         blobs.append(raw)
         offset += data.nbytes
     header = json.dumps({"version": SOLVER_VERSION, "meta": meta, "arrays": entries, "size": offset}).encode() + b"\n"
-    digest = hashlib.sha256(header)
+    mac = hmac.new(cache_key(), header, hashlib.sha256)
     for raw in blobs:
-        digest.update(raw)
+        mac.update(raw)
     fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.{_writer_tag()}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(MAGIC)
-            handle.write(digest.hexdigest().encode() + b"\n")
+            handle.write(mac.hexdigest().encode() + b"\n")
             handle.write(header)
             for raw in blobs:
                 handle.write(raw)
@@ -116,8 +184,9 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Non
         raise
 
 
-def load(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
-    """Read a cache file; ``None`` if absent. An unusable file warns and returns ``None``.
+def load(path: Path, then: str = "solving again") -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+    """Read a cache file; ``None`` if absent. An unusable file warns (``then``: what happens next) and
+    returns ``None``.
 
     Never blocks: a FIFO or device at ``path`` is opened without waiting and
     rejected as not a regular file.
@@ -127,12 +196,17 @@ def load(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        warnings.warn(f"solver cache {path}: unreadable ({error}); solving again", CacheWarning, stacklevel=3)
+        warnings.warn(f"solver cache {path}: unreadable ({error}); {then}", CacheWarning, stacklevel=3)
         return None
     try:
-        return _parse(data)
+        key = cache_key()
+    except OSError as error:
+        warnings.warn(f"solver cache {path} cannot be verified ({error}); {then}", CacheWarning, stacklevel=3)
+        return None
+    try:
+        return _parse(data, key)
     except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is not used
-        warnings.warn(f"solver cache {path} is damaged ({error}); solving again", CacheWarning, stacklevel=3)
+        warnings.warn(f"solver cache {path} is damaged ({error}); {then}", CacheWarning, stacklevel=3)
         return None
 
 
@@ -152,19 +226,26 @@ def _read_regular(path: Path) -> bytes:
         return handle.read()
 
 
-def _parse(data: bytes) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def digest(key: bytes, body: bytes | memoryview) -> bytes:
+    """The hex HMAC-SHA256 of a file's body (everything after its checksum line) under ``key``."""
+    return hmac.new(key, body, hashlib.sha256).hexdigest().encode()
+
+
+def _parse(data: bytes, key: bytes) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Arrays and metadata of a file's bytes; ``ValueError`` (or another error) if anything is off."""
-    if data.startswith(_OLD_MAGIC):
-        raise ValueError("written by an older version of the cache format")
+    if data.startswith(_OLD_MAGICS):
+        raise ValueError("written by an older version of the cache format (an unkeyed checksum)")
     if not data.startswith(MAGIC):
         raise ValueError("not a solution file")
     digest_end = len(MAGIC) + _DIGEST_LINE
-    digest = data[len(MAGIC) : digest_end]
-    if len(digest) != _DIGEST_LINE or digest[-1:] != b"\n":
+    digest_line = data[len(MAGIC) : digest_end]
+    if len(digest_line) != _DIGEST_LINE or digest_line[-1:] != b"\n":
         raise ValueError("truncated: no checksum line")
     body = memoryview(data)[digest_end:]
-    if hashlib.sha256(body).hexdigest().encode() != digest[:-1]:
-        raise ValueError("checksum mismatch (the file was changed or is truncated)")
+    if not hmac.compare_digest(digest(key, body), digest_line[:-1]):
+        raise ValueError(
+            "keyed checksum mismatch (the file was changed, truncated or written under another user's key)"
+        )
     end = data.index(b"\n", digest_end)
     header = json.loads(data[digest_end:end])
     payload = memoryview(data)[end + 1 :]

@@ -850,16 +850,58 @@ def _column(observation: Mapping[str, Any], key: str, size: int) -> np.ndarray:
     return array.reshape(size)
 
 
-def _progress_bar(rules: Rules, enabled: bool | None) -> Any:  # a tqdm bar (tqdm is untyped here) or None
+#: a solve estimated longer than this many seconds says so before it starts, and shows its progress
+LONG_SOLVE_SECONDS = 10.0
+#: seconds between two progress lines of a long solve when stderr is not a terminal (or without tqdm)
+PROGRESS_LINE_SECONDS = 15.0
+
+
+class _ProgressLines:
+    """A tqdm-like progress (``reset(total=)``, ``update(n)``, ``close()``) printing a line on stderr at most
+    every :data:`PROGRESS_LINE_SECONDS`: for logs, pipes and machines without tqdm."""
+
+    PHASES = ("finding the reachable states", "valuing the states")
+
+    def __init__(self, rules: Rules):
+        self.name, self.phase, self.total, self.done = rules.name, -1, 1, 0
+        self.start = self.last = time.perf_counter()
+
+    def reset(self, total: int | None = None) -> None:
+        self.phase, self.total, self.done = self.phase + 1, max(int(total or 1), 1), 0
+
+    def update(self, n: int = 1) -> None:
+        self.done += int(n)
+        now = time.perf_counter()
+        if now - self.last >= PROGRESS_LINE_SECONDS:
+            self.last = now
+            what = self.PHASES[min(max(self.phase, 0), len(self.PHASES) - 1)]
+            print(
+                f"solving {self.name}: {what}, {100.0 * self.done / self.total:.0f}% ({now - self.start:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(rules: Rules, enabled: bool | None, long: bool = False) -> Any:  # tqdm (untyped), lines or None
+    """A tqdm bar on a terminal, else progress lines for a long solve; ``None`` when there is no progress to
+    show (``enabled`` False, or None for a short solve off a terminal)."""
     if enabled is None:
-        enabled = sys.stderr.isatty()
+        enabled = sys.stderr.isatty() or long
     if not enabled:
         return None
-    try:
-        from tqdm.auto import tqdm
-    except ModuleNotFoundError:  # optional dependency
-        return None
-    return tqdm(total=1, desc=f"solving {rules.name}", unit="state", file=sys.stderr, leave=False, dynamic_ncols=True)
+    if sys.stderr.isatty():
+        try:
+            from tqdm.auto import tqdm
+        except ModuleNotFoundError:  # optional dependency
+            pass
+        else:
+            return tqdm(
+                total=1, desc=f"solving {rules.name}", unit="state", file=sys.stderr, leave=False, dynamic_ncols=True
+            )
+    return _ProgressLines(rules) if long else None
 
 
 def _resolve_workers(workers: int | None) -> int:
@@ -903,7 +945,10 @@ def solve(
             ``$DICE_POKER_CACHE``, default ``~/.cache/dice_poker_env``). A cache
             file that fails any check is reported with a
             :class:`~dice_poker_env.solver.CacheWarning` and rebuilt.
-        progress: show a tqdm progress bar on stderr (default: when stderr is a terminal).
+        progress: show the progress on stderr: a tqdm bar on a terminal, else (for a solve estimated longer
+            than :data:`LONG_SOLVE_SECONDS`) a line every :data:`PROGRESS_LINE_SECONDS`; default: on a
+            terminal, and for every long solve. A long solve always prints its estimate (states, memory,
+            time) on stderr before it starts.
         workers: processes sharing the work, a positive integer (default
             ``$DICE_POKER_SOLVER_WORKERS``, else 2).
         force: solve even when the estimate exceeds the available memory.
@@ -940,7 +985,15 @@ def solve(
             f"solving {estimate.describe()}, but only {budget.format_bytes(available)} is available; "
             "use fewer boxes, or force it (solve(..., force=True), dice-poker solve --force)"
         )
-    bar = _progress_bar(rules, progress)
+    long = estimate.seconds > LONG_SOLVE_SECONDS
+    if long:  # speak before a long silence
+        print(
+            f"solving {estimate.describe()} (an estimate; the solution is then "
+            f"{'cached' if cache else 'not cached: cache=False'})",
+            file=sys.stderr,
+            flush=True,
+        )
+    bar = _progress_bar(rules, progress, long)
     try:
         dp = solve_dp(tables, progress=bar, workers=workers)
     except MemoryError as error:
@@ -964,6 +1017,22 @@ def solve(
         except OSError as error:
             warnings.warn(f"could not write the solver cache {path}: {error}", disk.CacheWarning, stacklevel=2)
     return solution
+
+
+def cached(rules: str | os.PathLike | Rules = "yahtzee", **options: Any) -> Solution | None:
+    """The solution of ``rules`` from the disk cache, or ``None`` if it holds none (or an unusable file,
+    reported with a :class:`~dice_poker_env.solver.CacheWarning`); never solves."""
+    rules = load_rules(rules, **options)
+    start = time.perf_counter()
+    path = disk.cache_path(rules.name, rules.fingerprint)
+    loaded = disk.load(path, then="not used")
+    if loaded is None:
+        return None
+    try:
+        return _from_cache(rules, *loaded, seconds=time.perf_counter() - start)
+    except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is not used
+        warnings.warn(f"solver cache {path} does not fit these rules ({error})", disk.CacheWarning, stacklevel=2)
+        return None
 
 
 #: the arrays of a cached solution and their dtypes

@@ -1,0 +1,272 @@
+"""Model and policy files never run code and fail in one line: SB3 zips read without unpickling, policy files
+truncated, flipped, malformed or holding NaN weights."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.policy.player import SHIPPED_DIR, PolicyAgent, load_policy
+from dice_poker_env import load_rules
+
+
+class Marker:
+    """Unpickling this creates a marker file (as a hostile model's payload would run anything)."""
+
+    def __init__(self, path: Path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.path}",))
+
+
+def _trained_zip(tmp_path: Path, algo: str = "maskable_ppo", obs_mode: str = "flat", learn: int = 0) -> Path:
+    pytest.importorskip("sb3_contrib")
+    import torch
+
+    from agents.players.sb3_agent import algorithm_class, model_metadata, save_model
+    from dice_poker_env.envs.single import DicePokerEnv
+
+    rules = load_rules("yacht")
+    env = DicePokerEnv(rules, obs_mode=obs_mode)
+    if algo == "dqn":
+        from agents.training.wrappers import LegalActionWrapper
+
+        env = LegalActionWrapper(env)
+    kwargs = dict(n_steps=32, batch_size=32) if algo != "dqn" else dict(learning_starts=0, buffer_size=100)
+    policy = "MultiInputPolicy" if obs_mode == "dict" else "MlpPolicy"
+    model = algorithm_class(algo)(
+        policy,
+        env,
+        seed=0,
+        learning_rate=lambda progress: 1e-3 * progress,  # a lambda: cloudpickled by value
+        policy_kwargs=dict(net_arch=[8], activation_fn=torch.nn.Tanh),
+        **kwargs,
+    )
+    if learn:
+        model.learn(learn)
+    return save_model(model, tmp_path / f"{algo}_{obs_mode}.zip", model_metadata(rules, obs_mode, algo))
+
+
+def _with_data(path: Path, out: Path, change) -> Path:
+    """A copy of a model zip with its ``data`` JSON changed by ``change(dict)``."""
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(members["data"])
+    change(data)
+    members["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return out
+
+
+def _payload(marker: Path) -> dict:
+    import cloudpickle
+
+    return {
+        ":type:": "<class 'function'>",
+        ":serialized:": base64.b64encode(cloudpickle.dumps(Marker(marker))).decode(),
+    }
+
+
+@pytest.mark.parametrize(("algo", "obs_mode", "learn"), [("maskable_ppo", "flat", 64), ("dqn", "dict", 0)])
+def test_models_saved_by_train_py_load_and_play_without_unpickling(tmp_path, monkeypatch, algo, obs_mode, learn):
+    import cloudpickle
+
+    from agents.players.sb3_agent import SB3Agent
+
+    path = _trained_zip(tmp_path, algo, obs_mode, learn)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("cloudpickle.loads called on a model file")
+
+    monkeypatch.setattr(cloudpickle, "loads", refuse)
+    agent = SB3Agent.load(path)
+    from dice_poker_env.envs.single import DicePokerEnv
+
+    env = DicePokerEnv(load_rules("yacht"), obs_mode=obs_mode)
+    obs, info = env.reset(seed=0)
+    action = agent.act(obs, info["action_mask"])
+    assert info["action_mask"][action]
+
+
+@pytest.mark.parametrize("key", ["lr_schedule", "policy_class", "observation_space", "unknown_entry"])
+def test_a_malicious_model_zip_runs_no_code(tmp_path, key, capsys):
+    from agents.players.sb3_agent import SB3Agent, UntrustedModelError
+    from dice_poker_env.cli import main
+
+    marker = tmp_path / "pwned"
+    evil = _with_data(_trained_zip(tmp_path), tmp_path / "evil.zip", lambda data: data.update({key: _payload(marker)}))
+    if key in ("lr_schedule", "observation_space"):  # replaced by rebuilt objects: loads, runs nothing
+        SB3Agent.load(evil)
+    else:
+        with pytest.raises(UntrustedModelError, match="--trust-model-files"):
+            SB3Agent.load(evil)
+        assert main(["bench", "yacht", "--agents", f"model:{evil}", "--games", "2", "--no-regret"]) != 0
+        err = capsys.readouterr().err
+        assert "--trust-model-files" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not marker.exists()
+
+
+def test_a_hostile_policy_kwargs_entry_is_refused(tmp_path):
+    from agents.players.sb3_agent import SB3Agent, UntrustedModelError
+
+    marker = tmp_path / "pwned"
+
+    def change(data):
+        entry = _payload(marker)
+        entry["activation_fn"] = "<class 'os.system'>"
+        data["policy_kwargs"] = entry
+
+    evil = _with_data(_trained_zip(tmp_path), tmp_path / "evil.zip", change)
+    with pytest.raises(UntrustedModelError, match="activation_fn"):
+        SB3Agent.load(evil)
+    assert not marker.exists()
+
+
+def test_trusted_files_load_with_sb3s_unpickling(tmp_path, monkeypatch):
+    """The opt-in is explicit, and it does unpickle (so the flag means what it says)."""
+    from agents.players.sb3_agent import TRUST_ENV, SB3Agent
+
+    marker = tmp_path / "ran"
+    evil = _with_data(_trained_zip(tmp_path), tmp_path / "evil.zip", lambda d: d.update(extra=_payload(marker)))
+    monkeypatch.setenv(TRUST_ENV, "1")
+    SB3Agent.load(evil)
+    assert marker.exists()
+
+
+# ----------------------------------------------------------------------------- policy files (.npz)
+def _shipped() -> Path:
+    files = sorted(SHIPPED_DIR.glob("*.npz"))
+    if not files:
+        pytest.skip("no shipped policy")
+    return files[0]
+
+
+def test_truncated_or_flipped_policy_files_are_one_line_errors(tmp_path):
+    data = _shipped().read_bytes()
+    cases = {"truncated": data[: len(data) // 2], "empty": b"", "short": data[:10]}
+    for position in range(0, len(data), max(1, len(data) // 40)):
+        changed = bytearray(data)
+        changed[position] ^= 0x04
+        cases[f"flip{position}"] = bytes(changed)
+    for name, content in cases.items():
+        path = tmp_path / f"{name}.npz"
+        path.write_bytes(content)
+        try:
+            weights, metadata = load_policy(path)
+            PolicyAgent(weights, metadata)
+        except ValueError as error:
+            assert str(path) in str(error) and "\n" not in str(error), (name, error)
+        # a flip the zip format cannot see (e.g. in a member's name padding) loads an equal policy: fine
+
+
+def test_trained_agent_reports_a_damaged_shipped_policy_in_one_line(tmp_path, monkeypatch, capsys):
+    import agents.policy.player as policy_agent
+    from dice_poker_env.cli import main
+
+    source = _shipped()
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    (folder / source.name).write_bytes(source.read_bytes()[:-100])
+    monkeypatch.setattr(policy_agent, "SHIPPED_DIR", folder)
+    assert main(["bench", source.stem, "--agents", "trained", "--games", "2", "--no-regret"]) != 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and source.name in err
+
+
+@pytest.mark.parametrize(
+    ("metadata", "match"),
+    [("[1, 2]", "not a JSON object"), ("{", "not valid JSON"), ('"text"', "not a JSON object")],
+)
+def test_policy_metadata_that_is_not_a_json_object_is_a_one_line_error(tmp_path, metadata, match):
+    weights, _ = load_policy(_shipped())
+    path = tmp_path / "bad.npz"
+    np.savez(path, metadata=np.array(metadata), **weights)
+    with pytest.raises(ValueError, match=match) as info:
+        load_policy(path)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_weights_are_refused(tmp_path, bad):
+    from agents.policy.player import save_policy
+
+    weights, metadata = load_policy(_shipped())
+    weights["w0"] = weights["w0"].copy()
+    weights["w0"][0, 0] = bad
+    path = save_policy(tmp_path / "nan.npz", weights, metadata)
+    with pytest.raises(ValueError, match="w0.*not finite") as info:
+        load_policy(path)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("activation", "gelu", "activation must be one of tanh, relu, got 'gelu'"),
+        ("keep_head", "x", "keep_head='x' was retired"),
+    ],
+)
+def test_unclear_policy_metadata_is_a_clear_one_line_error(tmp_path, capsys, field, value, match):
+    from agents.policy.player import save_policy
+    from dice_poker_env.cli import main
+
+    weights, metadata = load_policy(_shipped())
+    path = save_policy(tmp_path / "odd.npz", weights, {**metadata, field: value})
+    rules = metadata["rules"]
+    assert main(["bench", rules, "--agents", f"model:{path}", "--games", "2", "--no-regret"]) == 2
+    err = capsys.readouterr().err
+    assert match in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_agent_returning_none_is_a_one_line_error_naming_it(tmp_path, capsys):
+    from dice_poker_env.cli import main
+
+    source = tmp_path / "lazy.py"
+    source.write_text(
+        "class Lazy:\n    def reset(self):\n        pass\n\n    def act(self, observation, mask):\n        return None\n"
+    )
+    assert main(["bench", "yacht", "--agents", f"{source}:Lazy", "--games", "2", "--no-regret"]) == 2
+    err = capsys.readouterr().err
+    assert "Lazy returned None" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "yacht", "--agents", "greedy", "--games", "100000000000"],
+        ["dataset", "yacht", "--agent", "greedy", "--episodes", "100000000000"],
+        ["grade", "nothing.py", "--rules", "yacht", "--games", "100000000000"],
+    ],
+)
+def test_counts_beyond_the_limit_are_refused_before_any_work(argv, capsys, monkeypatch):
+    import dice_poker_env.solver.solution as solution
+
+    monkeypatch.setattr(solution, "solve_dp", lambda *a, **k: pytest.fail("solved before refusing the count"))
+    assert main_status(argv) == 2
+    err = capsys.readouterr().err
+    assert "beyond the limit of" in err and len(err.strip().splitlines()) == 1
+
+
+def main_status(argv):
+    from dice_poker_env.cli import main
+
+    return main(argv)
+
+
+def test_check_count_states_its_limit():
+    from agents.evaluation.limits import MAX_GAMES, check_count
+
+    assert check_count("games", 5) == 5 and check_count("games", 10.0) == 10
+    assert check_count("games", MAX_GAMES) == MAX_GAMES
+    for bad, match in ((MAX_GAMES + 1, "beyond the limit"), (0, "integer >= 1"), (2.5, "integer"), (True, "integer")):
+        with pytest.raises(ValueError, match=match):
+            check_count("games", bad)
