@@ -60,7 +60,7 @@ from typing import Any, NoReturn
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "batched_ppo_yacht.yaml"
 #: the project's torch trainers on the batched env (agents/trainer.py); the others are SB3's
-BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c")
+BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c", "batched_pqn")
 #: behaviour cloning from a Minari dataset (agents/bc.py): imitation of the solver, not RL
 IMITATION_ALGORITHMS = ("bc",)
 #: RLlib's PPO on Ray, sampling spread over env runner processes (agents/rllib_ppo.py; the rllib extra)
@@ -126,6 +126,9 @@ class Config:
     target_update_interval: int = setting(5_000, "DQN: env steps between target network updates.")
     exploration_fraction: float = setting(0.2, "DQN: fraction of training over which epsilon decays.")
     exploration_final_eps: float = setting(0.02, "DQN: final epsilon.")
+    start_e: float = setting(1.0, "batched_pqn: epsilon at the start.")
+    end_e: float = setting(0.01, "batched_pqn: epsilon after exploration_fraction of training.")
+    layer_norm: bool = setting(False, "batched_pqn: LayerNorm in the Q-network's hidden layers.")
     dataset: str = setting(
         "", "bc: the Minari dataset id to imitate, written by `dice-poker dataset` (e.g. dice_poker/yacht/optimal-v0)."
     )
@@ -351,7 +354,10 @@ NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
         )
     },
     **{name: (0, math.inf, False) for name in ("learning_rate", "clip_range", "max_grad_norm", "reward_scale")},
-    **{name: (0, 1, True) for name in ("gamma", "gae_lambda", "exploration_fraction", "exploration_final_eps")},
+    **{
+        name: (0, 1, True)
+        for name in ("gamma", "gae_lambda", "exploration_fraction", "exploration_final_eps", "start_e", "end_e")
+    },
     "verbose": (0, 2, True),
 }
 

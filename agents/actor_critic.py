@@ -108,14 +108,21 @@ def resolve_precision(precision: str, device: str | torch.device = "cpu") -> str
     return "bfloat16" if cpu_has_bf16_units() else "float32"
 
 
-def mlp(sizes: Sequence[int], activation: str) -> nn.Sequential:
-    """Linear layers with ``activation`` between them (none after the last)."""
+def mlp(sizes: Sequence[int], activation: str, layer_norm: bool = False) -> nn.Sequential:
+    """Linear layers with ``activation`` between them (none after the last); with ``layer_norm`` each hidden
+    layer's pre-activations are normalized per sample (LayerNorm without learnt scale and shift, which
+    :class:`agents.policy_agent.PolicyAgent` mirrors)."""
     layers: list[nn.Module] = []
     for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
         layers.append(nn.Linear(a, b))
         if i < len(sizes) - 2:
-            layers.append(ACTIVATIONS[activation]())
+            layers += [*hidden_norm(b, layer_norm), ACTIVATIONS[activation]()]
     return nn.Sequential(*layers)
+
+
+def hidden_norm(size: int, layer_norm: bool) -> list[nn.Module]:
+    """``[LayerNorm(size)]`` without learnt parameters, or ``[]``."""
+    return [nn.LayerNorm(size, elementwise_affine=False)] if layer_norm else []
 
 
 class ActorCritic(nn.Module):
@@ -166,6 +173,8 @@ class ActorCritic(nn.Module):
             keeps and the upper box actions get the change in the bonus's expected points under a par model.
         upper_total: where the upper total (one value, points / ``upper_scale``) is in the inputs (needed with
             ``keep_bonus``).
+        layer_norm: the actor's hidden layers are normalized per sample before their activation (LayerNorm
+            without learnt parameters; the Q-network of :mod:`agents.training.pqn`).
     """
 
     def __init__(
@@ -186,6 +195,7 @@ class ActorCritic(nn.Module):
         rolls_left: int | None = None,
         keep_bonus: KeepBonus | None = None,
         upper_total: int | None = None,
+        layer_norm: bool = False,
     ):
         super().__init__()
         if keep_points and keep_head:
@@ -203,6 +213,9 @@ class ActorCritic(nn.Module):
         self.in_dim, self.n_actions = int(in_dim), int(n_actions)
         self.hidden = [int(h) for h in hidden]
         self.activation = activation
+        self.layer_norm = bool(layer_norm)
+        if self.layer_norm and keep_head:
+            raise ValueError("layer_norm is not available with keep_head")
         self.keep_head = int(keep_head)
         if self.keep_head:
             self.dice_one_hot = int(dice_one_hot)
@@ -223,14 +236,18 @@ class ActorCritic(nn.Module):
                 nn.init.orthogonal_(m.weight, gain=0.01)
                 nn.init.zeros_(m.bias)
         elif keep_points:
-            self.actor = nn.Sequential(mlp([self.in_dim, *self.hidden], activation), ACTIVATIONS[activation]())
+            self.actor = nn.Sequential(
+                mlp([self.in_dim, *self.hidden], activation, layer_norm),
+                *hidden_norm(self.hidden[-1], layer_norm),
+                ACTIVATIONS[activation](),
+            )
             self.actor_out = nn.Linear(self.hidden[-1], self.n_actions)
             _init(self.actor, None)
             nn.init.orthogonal_(self.actor_out.weight, gain=0.01)
             nn.init.zeros_(self.actor_out.bias)
             self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
         else:
-            self.actor = mlp([self.in_dim, *self.hidden, self.n_actions], activation)
+            self.actor = mlp([self.in_dim, *self.hidden, self.n_actions], activation, layer_norm)
             self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
             _init(self.actor, 0.01)
         _init(self.critic, 1.0)
@@ -341,7 +358,9 @@ class ActorCritic(nn.Module):
             logits, value = self.actor_logits(x), self.critic(x)
         return logits.float().masked_fill(~mask, MASKED_LOGIT), value.float().squeeze(1)
 
-    def value(self, x: torch.Tensor) -> torch.Tensor:
+    def value(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Values ``(B,)`` (float32) of policy inputs ``x`` (``mask``, the legal actions, is not needed here; a
+        Q-network's value, the best legal action's, needs it)."""
         with self._autocast(x):
             return self.critic(x).float().squeeze(1)
 

@@ -111,6 +111,7 @@ class PolicyAgent:
         self.name = name
         self.layers = _layers(weights)
         self.activation = _ACTIVATIONS[self.metadata.get("activation", "tanh")]
+        self.layer_norm = bool(self.metadata.get("layer_norm", False))  # as agents.actor_critic.hidden_norm
         self.inputs = PolicyInputs(self.rules, features=bool(self.metadata.get("features", False)))
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
         tables = compile_rules(self.rules)
@@ -184,7 +185,10 @@ class PolicyAgent:
         x = self.inputs(obs)
         h = x
         for w, b in self.layers[:-1]:
-            h = self.activation(h @ w + b)
+            h = h @ w + b
+            if self.layer_norm:
+                h = (h - h.mean(axis=1, keepdims=True)) / np.sqrt(h.var(axis=1, keepdims=True) + 1e-5)
+            h = self.activation(h)
         w, b = self.layers[-1]
         logits = np.concatenate([self._keep_logits(x, h), h @ w + b], axis=1) if self.keep_head else h @ w + b
         points = obs[:, self._points]

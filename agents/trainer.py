@@ -49,7 +49,9 @@ from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules
 
 #: config ``algo`` -> module holding its ``update(model, optimizer, batch, config, generator)``
-ALGORITHMS = {"batched_ppo": "agents.ppo", "batched_a2c": "agents.a2c"}
+#: (and optionally ``NETWORK``, the network class, default ActorCritic, and ``behaviour(config, progress)``, the
+#: rollout's action choice at a fraction of training done, default sampling from the policy)
+ALGORITHMS = {"batched_ppo": "agents.ppo", "batched_a2c": "agents.a2c", "batched_pqn": "agents.training.pqn"}
 CHECKPOINT_FORMAT = 1
 EVAL_SEED_OFFSET = 1_000_003  # evaluation games: seed + this, the same games at every evaluation
 
@@ -104,7 +106,9 @@ class Trainer:
         self.optimal, self.log = optimal, log
         self.device = torch.device(config.device)
         torch.manual_seed(config.seed)
-        self.update_rule = importlib.import_module(ALGORITHMS[config.algo]).update
+        algorithm = importlib.import_module(ALGORITHMS[config.algo])
+        self.update_rule = algorithm.update
+        self.behaviour = getattr(algorithm, "behaviour", None)
         self.rollout = Rollout(
             rules,
             config.n_envs,
@@ -123,7 +127,8 @@ class Trainer:
         keep_points = bool(getattr(config, "keep_points", False))
         keep_rerolls = int(getattr(config, "keep_points_rerolls", 1))
         keep_bonus = getattr(config, "keep_points_bonus", False)
-        self.model = ActorCritic(
+        layer_norm = bool(getattr(config, "layer_norm", False))
+        self.model = getattr(algorithm, "NETWORK", ActorCritic)(
             self.rollout.inputs.size,
             tables.n_actions,
             config.net_arch,
@@ -140,6 +145,7 @@ class Trainer:
             rolls_left=layout["rolls_left"].start,
             keep_bonus=KeepBonus(rules, par=keep_bonus == "par") if keep_bonus else None,
             upper_total=layout["upper_total"].start,
+            layer_norm=layer_norm,
         ).to(self.device)
         #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
         self.policy = Compiled(self.model) if getattr(config, "compile", False) else self.model
@@ -162,6 +168,7 @@ class Trainer:
             "keep_points": keep_points,
             **({"keep_points_rerolls": keep_rerolls} if keep_points and keep_rerolls != 1 else {}),
             **({"keep_points_bonus": keep_bonus} if keep_bonus else {}),
+            **({"layer_norm": True} if layer_norm else {}),
         }
         self.updates = 0
         self.best = -math.inf
@@ -296,7 +303,10 @@ class Trainer:
             lr = c.learning_rate * (fraction_left if c.lr_schedule == "linear" else 1.0)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
-            batch = self.rollout.collect(self.policy)
+            if self.behaviour is None:
+                batch = self.rollout.collect(self.policy)
+            else:
+                batch = self.rollout.collect(self.policy, self.behaviour(c, before / c.total_timesteps))
             stats = self.update_rule(self.model, self.optimizer, batch, c, self.generator)
             self.updates += 1
             self.train_seconds = seconds_before + time.perf_counter() - session_start
