@@ -50,7 +50,7 @@ from ray.rllib.core.columns import Columns
 from agents.policy_agent import PolicyAgent, save_policy
 from agents.policy_inputs import PolicyInputs
 from agents.sb3_agent import model_metadata
-from agents.trainer import Trainer
+from agents.training.evaluation import Evaluation, evaluate_trainer
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
@@ -360,8 +360,7 @@ class RLlibTrainer:
         self.illegal_actions = 0
         self.episodes = 0
         self.train_seconds = 0.0
-        self.best = -math.inf
-        self.csv = self.run_dir / "evaluations.csv"
+        self.evaluation = Evaluation(self.run_dir, optimal, log)  #: evaluations.csv and the best mean so far
 
     # ------------------------------------------------------------------ policy
     def agent(self) -> PolicyAgent:
@@ -388,8 +387,8 @@ class RLlibTrainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, writer=None) -> float:
-        """The batched trainers' evaluation: the same fixed games, ``evaluations.csv`` and ``best_model.npz``."""
-        return Trainer.evaluate(self, writer)
+        """The evaluation of every trainer family (:func:`agents.training.evaluation.evaluate_trainer`)."""
+        return evaluate_trainer(self, writer)
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: bool = True) -> Path:
@@ -432,7 +431,7 @@ class RLlibTrainer:
                     self.evaluate(writer)
                 if c.checkpoint_freq > 0 and step // c.checkpoint_freq > before // c.checkpoint_freq:
                     self.algo.save_to_path(str((self.run_dir / "checkpoints" / f"rllib_{step}_steps").resolve()))
-            if c.eval_freq > 0 and (not self.csv.exists() or f"\n{self.num_timesteps}," not in self.csv.read_text()):
+            if c.eval_freq > 0 and not self.evaluation.recorded(self.num_timesteps):
                 self.evaluate(writer)  # the end point of the learning curve
             self.algo.save_to_path(str((self.run_dir / "rllib_checkpoint").resolve()))
             return self.save_policy(self.run_dir / "final_model.npz")

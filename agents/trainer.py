@@ -23,10 +23,8 @@ into place).
 
 from __future__ import annotations
 
-import csv
 import importlib
 import io
-import math
 import os
 import pickle
 import time
@@ -35,7 +33,6 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from agents.actor_critic import ActorCritic, Compiled, resolve_precision
@@ -43,32 +40,17 @@ from agents.policy_agent import PolicyAgent, save_policy
 from agents.policy_inputs import KeepBonus, keep_points_tables
 from agents.rollout import Rollout
 from agents.sb3_agent import model_metadata
+from agents.training.evaluation import EVAL_SEED_OFFSET, Evaluation, evaluate, evaluate_trainer  # noqa: F401
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout
-from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules
 
 #: config ``algo`` -> module holding its ``update(model, optimizer, batch, config, generator)``
-#: (and optionally ``NETWORK``, the network class, default ActorCritic, and ``behaviour(config, progress)``, the
-#: rollout's action choice at a fraction of training done, default sampling from the policy)
+#: (and optionally ``NETWORK``, the network class, default ActorCritic; ``network_options(config)``, more keyword
+#: arguments of the network, recorded in the policy's metadata; ``behaviour(config, progress)``, the rollout's
+#: action choice at a fraction of training done, default sampling from the policy)
 ALGORITHMS = {"batched_ppo": "agents.ppo", "batched_a2c": "agents.a2c", "batched_pqn": "agents.training.pqn"}
 CHECKPOINT_FORMAT = 1
-EVAL_SEED_OFFSET = 1_000_003  # evaluation games: seed + this, the same games at every evaluation
-
-
-def evaluate(agent: PolicyAgent, rules: Rules, games: int, seed: int) -> np.ndarray:
-    """Final scores of ``games`` seeded games played by ``agent``, all at once in the batched env."""
-    env = DicePokerVectorEnv(games, rules, obs_mode="flat")
-    obs, info = env.reset(seed=seed)
-    scores = np.zeros(games, dtype=np.int64)
-    over = np.zeros(games, dtype=bool)
-    while not over.all():
-        obs, _, terminated, _, info = env.step(agent.act_batch(obs, info["action_mask"]))
-        first = terminated & ~over  # a game's later episodes (autoreset) are not counted
-        if first.any():
-            scores[first] = info["final_score"][first]
-            over |= terminated
-    return scores
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -82,7 +64,8 @@ class Trainer:
     """One batched training run (see the module docstring).
 
     Args:
-        config: ``train.Config`` (or any object with its fields).
+        config: the run's config section (:class:`agents.training.config.BatchedPPO` or
+            :class:`~agents.training.config.BatchedPQN`).
         rules: the ruleset.
         run_dir: the run folder (TensorBoard logs, checkpoints, policies, ``evaluations.csv``).
         optimal: the solver's optimal expected score (percent of optimal in logs), or None.
@@ -119,36 +102,31 @@ class Trainer:
             gamma=config.gamma,
             gae_lambda=config.gae_lambda,
             features=config.features,
-            bonus_shaping=getattr(config, "bonus_shaping", 0.0),
             device=self.device,
         )
         tables = compile_rules(rules)
         layout = flat_layout(tables)
-        keep_points = bool(getattr(config, "keep_points", False))
-        keep_rerolls = int(getattr(config, "keep_points_rerolls", 1))
-        keep_bonus = getattr(config, "keep_points_bonus", False)
-        layer_norm = bool(getattr(config, "layer_norm", False))
+        keep_points, keep_bonus = bool(config.keep_points), config.keep_points_bonus
+        options = algorithm.network_options(config) if hasattr(algorithm, "network_options") else {}
         self.model = getattr(algorithm, "NETWORK", ActorCritic)(
             self.rollout.inputs.size,
             tables.n_actions,
             config.net_arch,
             config.activation,
-            resolve_precision(getattr(config, "precision", "float32"), self.device),
-            keep_head=getattr(config, "keep_head", 0),
-            dice_one_hot=layout["dice_one_hot"].start,
-            box_points=getattr(config, "box_points", 0.0),
+            resolve_precision(config.precision, self.device),
+            box_points=config.box_points,
             potential_points=layout["potential_points"].start,
             keep_points=keep_points,
             face_counts=layout["face_counts"].start,
             filled=layout["filled"].start,
-            expected_points=keep_points_tables(rules, keep_rerolls) if keep_points else None,
+            expected_points=keep_points_tables(rules, 1) if keep_points else None,
             rolls_left=layout["rolls_left"].start,
             keep_bonus=KeepBonus(rules, par=keep_bonus == "par") if keep_bonus else None,
             upper_total=layout["upper_total"].start,
-            layer_norm=layer_norm,
+            **options,
         ).to(self.device)
         #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
-        self.policy = Compiled(self.model) if getattr(config, "compile", False) else self.model
+        self.policy = Compiled(self.model) if config.compile else self.model
         # the fused Adam kernel (CPU and CUDA): the same update rule, about 14% faster PPO updates measured here
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate, eps=1e-5, fused=True)
         self.generator = torch.Generator().manual_seed(config.seed + 1)  # minibatch order
@@ -163,16 +141,13 @@ class Trainer:
             "activation": config.activation,
             "net_arch": list(config.net_arch),
             "precision": self.model.precision,
-            "keep_head": int(getattr(config, "keep_head", 0)),
-            "box_points": float(getattr(config, "box_points", 0.0)),
+            "box_points": float(config.box_points),
             "keep_points": keep_points,
-            **({"keep_points_rerolls": keep_rerolls} if keep_points and keep_rerolls != 1 else {}),
             **({"keep_points_bonus": keep_bonus} if keep_bonus else {}),
-            **({"layer_norm": True} if layer_norm else {}),
+            **{name: value for name, value in options.items() if value},  # e.g. layer_norm (PolicyAgent reads it)
         }
         self.updates = 0
-        self.best = -math.inf
-        self.csv = self.run_dir / "evaluations.csv"
+        self.evaluation = Evaluation(self.run_dir, optimal, log)
         self.train_seconds = 0.0  # training time over all sessions of the run (resumes add up)
 
     @property
@@ -192,7 +167,7 @@ class Trainer:
             "generator": self.generator.get_state(),
             "rollout": pickle.dumps(self.rollout.state()),
             "updates": self.updates,
-            "best": self.best,
+            "best": self.evaluation.best,
             "train_seconds": self.train_seconds,
         }
 
@@ -221,7 +196,8 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.generator.set_state(state["generator"])
         self.rollout.restore(rollout)
-        self.updates, self.best, self.train_seconds = state["updates"], state["best"], state["train_seconds"]
+        self.updates, self.evaluation.best = state["updates"], state["best"]
+        self.train_seconds = state["train_seconds"]
 
     # ------------------------------------------------------------------ policy
     def agent(self) -> PolicyAgent:
@@ -233,37 +209,8 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, writer=None) -> float:
-        scores = evaluate(self.agent(), self.rules, self.config.eval_episodes, self.config.seed + EVAL_SEED_OFFSET)
-        mean, std = float(scores.mean()), float(scores.std())
-        percent = 100.0 * mean / self.optimal if self.optimal else None
-        new = not self.csv.exists()
-        self.csv.parent.mkdir(parents=True, exist_ok=True)
-        with self.csv.open("a", newline="") as handle:
-            out = csv.writer(handle)
-            if new:
-                out.writerow(["timesteps", "mean_score", "std_score", "percent_of_optimal", "seconds"])
-            out.writerow(
-                [
-                    self.num_timesteps,
-                    f"{mean:.4f}",
-                    f"{std:.4f}",
-                    "" if percent is None else f"{percent:.4f}",
-                    f"{self.train_seconds:.1f}",
-                ]
-            )
-        if writer is not None:
-            writer.add_scalar("eval/mean_score", mean, self.num_timesteps)
-            writer.add_scalar("eval/std_score", std, self.num_timesteps)
-            if percent is not None:
-                writer.add_scalar("eval/percent_of_optimal", percent, self.num_timesteps)
-        text = f"[eval] {self.num_timesteps:>11,} steps: mean score {mean:7.2f} ± {std:5.2f}"
-        if percent is not None:
-            text += f"  ({percent:5.1f}% of optimal {self.optimal:.2f})"
-        self.log(text)
-        if mean > self.best:
-            self.best = mean
-            self.save_policy(self.run_dir / "best_model.npz")
-        return mean
+        """Play the fixed evaluation games with the current policy (:func:`agents.training.evaluation.evaluate_trainer`)."""
+        return evaluate_trainer(self, writer)
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: bool = True, *, stop_at: int | None = None) -> Path | None:
@@ -326,15 +273,10 @@ class Trainer:
                 self.save_checkpoint()
         if bar is not None:
             bar.close()
-        if c.eval_freq > 0 and (not self.csv.exists() or not _has_row(self.csv, self.num_timesteps)):
+        if c.eval_freq > 0 and not self.evaluation.recorded(self.num_timesteps):
             self.evaluate(writer)  # the end point of the learning curve
         writer.close()
         return self.save_policy(self.run_dir / "final_model.npz")
-
-
-def _has_row(csv_path: Path, timesteps: int) -> bool:
-    with csv_path.open() as handle:
-        return any(row and row[0] == str(timesteps) for row in csv.reader(handle))
 
 
 def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:

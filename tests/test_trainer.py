@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,6 +18,7 @@ from agents.actor_critic import ActorCritic  # noqa: E402
 from agents.policy_agent import PolicyAgent, load_policy  # noqa: E402
 from agents.rollout import Rollout  # noqa: E402
 from agents.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
+from agents.training.config import BatchedPPO, BatchedPQN  # noqa: E402
 from dice_poker_env.engine.combinatorics import roll_index_of_counts  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.envs.observation import flat_layout  # noqa: E402
@@ -26,8 +27,8 @@ from dice_poker_env.rules import load_rules  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def config(**overrides) -> SimpleNamespace:
-    """A tiny run: 32 games x 8 steps per update."""
+def config(**overrides):
+    """A tiny run of the algo's config section: 32 games x 8 steps per update, eager float32, the plain network."""
     values = dict(
         algo="batched_ppo",
         n_envs=32,
@@ -53,16 +54,22 @@ def config(**overrides) -> SimpleNamespace:
         eval_freq=0,
         eval_episodes=10,
         checkpoint_freq=0,
+        precision="float32",
+        compile=False,
+        box_points=0.0,
+        keep_points=False,
     )
     values.update(overrides)
-    return SimpleNamespace(**values)
+    section = BatchedPQN if values["algo"] == "batched_pqn" else BatchedPPO
+    names = {f.name for f in dataclasses.fields(section)}
+    return section(**{k: v for k, v in values.items() if k in names})
 
 
 def params(trainer: Trainer) -> list:
     return [p.detach().clone() for p in trainer.model.parameters()]
 
 
-@pytest.mark.parametrize("algo", ["batched_ppo", "batched_a2c"])
+@pytest.mark.parametrize("algo", ["batched_ppo", "batched_a2c", "batched_pqn"])
 def test_seeded_runs_reproduce_the_same_updates(tmp_path, algo):
     runs = []
     for name, seed in (("a", 0), ("b", 0), ("c", 1)):
@@ -163,30 +170,26 @@ def test_bonus_shaping_sums_to_minus_the_first_potential_over_each_game():
 
 
 @pytest.mark.parametrize(
-    "keep_head, box_points, keep_points, rerolls, bonus",
+    "algo, box_points, keep_points, bonus",
     [
-        (0, 0.0, False, 1, False),
-        (16, 0.0, False, 1, False),
-        (0, 4.0, False, 1, False),
-        (16, 2.5, False, 1, False),
-        (0, 4.0, True, 1, False),
-        (0, 0.0, True, 1, False),
-        (0, 4.0, True, 2, False),
-        (0, 4.0, True, 1, True),
-        (0, 4.0, True, 1, "par"),
+        ("batched_ppo", 0.0, False, False),
+        ("batched_ppo", 4.0, False, False),
+        ("batched_ppo", 4.0, True, False),
+        ("batched_ppo", 0.0, True, False),
+        ("batched_ppo", 4.0, True, True),
+        ("batched_ppo", 4.0, True, "par"),
+        ("batched_pqn", 0.0, False, False),  # the Q-network: LayerNorm in its hidden layers
+        ("batched_pqn", 1.0, True, "par"),
     ],
 )
-def test_policy_file_plays_the_torch_networks_greedy_action(
-    tmp_path, keep_head, box_points, keep_points, rerolls, bonus
-):
+def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, algo, box_points, keep_points, bonus):
     rules = load_rules("yahtzee")
     trainer = Trainer(
         config(
+            algo=algo,
             net_arch=[64, 64],
-            keep_head=keep_head,
             box_points=box_points,
             keep_points=keep_points,
-            keep_points_rerolls=rerolls,
             keep_points_bonus=bonus,
         ),
         rules,
@@ -219,7 +222,8 @@ def test_policy_file_plays_the_torch_networks_greedy_action(
         assert (terms > 0).any(axis=(1, 2)).mean() > 0.5
     _, metadata = load_policy(path)
     assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
-    assert metadata["keep_head"] == keep_head and metadata["box_points"] == box_points
+    assert metadata["box_points"] == box_points
+    assert metadata.get("layer_norm", False) is (algo == "batched_pqn") is agent.layer_norm
     assert path.stat().st_size < 2 * 1024 * 1024
     if box_points:  # the learnt per-box weights travel with the file; without them the file is refused
         weights, metadata = load_policy(path)
@@ -228,7 +232,6 @@ def test_policy_file_plays_the_torch_networks_greedy_action(
         with pytest.raises(ValueError, match="box_points_w"):
             PolicyAgent(weights, metadata, rules)
     assert metadata["keep_points"] is keep_points
-    assert metadata.get("keep_points_rerolls", 1) == rerolls
     assert metadata.get("keep_points_bonus", False) == bonus
     if bonus:  # a mode the player does not know is refused, not played as another
         weights, metadata = load_policy(path)

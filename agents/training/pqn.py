@@ -54,6 +54,11 @@ class QNetwork(ActorCritic):
 NETWORK = QNetwork  #: the network agents.trainer.Trainer builds for this algorithm
 
 
+def network_options(config) -> dict[str, bool]:
+    """The network's options from the config (recorded in the policy file's metadata)."""
+    return {"layer_norm": bool(config.layer_norm)}
+
+
 def epsilon(config, progress: float) -> float:
     """Epsilon at ``progress`` (the fraction of ``total_timesteps`` done): linear from ``start_e`` to ``end_e``
     over the first ``exploration_fraction``, then ``end_e``."""
