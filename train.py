@@ -15,7 +15,7 @@ folder, the trainers' construction and the final benchmark are :mod:`agents.trai
 envs, model and callbacks :mod:`agents.training.sb3`; the batched torch trainers :mod:`agents.trainer` (one file
 per update rule: :mod:`agents.ppo`, :mod:`agents.a2c`, :mod:`agents.training.pqn`); behaviour cloning
 :mod:`agents.bc`; RLlib's PPO :mod:`agents.rllib_ppo`. Every family evaluates through
-:mod:`agents.training.evaluation` and ends with the same benchmark.
+:mod:`agents.training.evaluator` and ends with the same benchmark.
 
 Nothing is written to the run folder before every check has passed: the config (file and overrides, every field
 the run will need: the benchmark's agents and game counts, the dataset), the ruleset, the run folder (a fresh run

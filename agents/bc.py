@@ -44,7 +44,7 @@ from agents.actor_critic import MASKED_LOGIT, ActorCritic
 from agents.policy_agent import PolicyAgent, save_policy
 from agents.policy_inputs import PolicyInputs
 from agents.sb3_agent import model_metadata
-from agents.training.evaluation import Evaluation, evaluate_trainer
+from agents.training.evaluator import Evaluation, evaluate_trainer
 from dice_poker_env.engine.combinatorics import (
     CANONICAL_KEEP_ACTION,
     KEEP_ALL,
@@ -217,7 +217,7 @@ class BCTrainer:
         return save_policy(path, self.model.export(), {**self.metadata, "timesteps": self.num_timesteps})
 
     def evaluate(self, writer=None) -> float:
-        """The evaluation of every trainer family (:func:`agents.training.evaluation.evaluate_trainer`)."""
+        """The evaluation of every trainer family (:func:`agents.training.evaluator.evaluate_trainer`)."""
         return evaluate_trainer(self, writer)
 
     def run(self, progress: bool = True) -> Path:

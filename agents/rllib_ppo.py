@@ -50,7 +50,7 @@ from ray.rllib.core.columns import Columns
 from agents.policy_agent import PolicyAgent, save_policy
 from agents.policy_inputs import PolicyInputs
 from agents.sb3_agent import model_metadata
-from agents.training.evaluation import Evaluation, evaluate_trainer
+from agents.training.evaluator import Evaluation, evaluate_trainer
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
@@ -387,7 +387,7 @@ class RLlibTrainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, writer=None) -> float:
-        """The evaluation of every trainer family (:func:`agents.training.evaluation.evaluate_trainer`)."""
+        """The evaluation of every trainer family (:func:`agents.training.evaluator.evaluate_trainer`)."""
         return evaluate_trainer(self, writer)
 
     # ------------------------------------------------------------------ the loop

@@ -40,7 +40,7 @@ from agents.policy_agent import PolicyAgent, save_policy
 from agents.policy_inputs import KeepBonus, keep_points_tables
 from agents.rollout import Rollout
 from agents.sb3_agent import model_metadata
-from agents.training.evaluation import EVAL_SEED_OFFSET, Evaluation, evaluate, evaluate_trainer  # noqa: F401
+from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation, evaluate, evaluate_trainer  # noqa: F401
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.rules import Rules
@@ -209,7 +209,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, writer=None) -> float:
-        """Play the fixed evaluation games with the current policy (:func:`agents.training.evaluation.evaluate_trainer`)."""
+        """Play the fixed evaluation games with the current policy (:func:`agents.training.evaluator.evaluate_trainer`)."""
         return evaluate_trainer(self, writer)
 
     # ------------------------------------------------------------------ the loop

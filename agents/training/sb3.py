@@ -1,5 +1,5 @@
 """Stable-Baselines3's algorithms in ``train.py`` (``maskable_ppo``, ``ppo``, ``a2c``, ``dqn``): the envs, the
-model, the callbacks (periodic evaluation through :class:`agents.training.evaluation.Evaluation`, checkpoints,
+model, the callbacks (periodic evaluation through :class:`agents.training.evaluator.Evaluation`, checkpoints,
 the hyper-parameters to TensorBoard) and the training call.
 
 The envs: one :class:`~dice_poker_env.envs.single.DicePokerEnv` per game, with the illegal-action fallback for the
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.training.config import SB3, one_line
-from agents.training.evaluation import EVAL_SEED_OFFSET, Evaluation
+from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation
 from agents.training.run import fail
 
 
@@ -159,7 +159,7 @@ def make_callbacks(config: SB3, rules, run_dir: Path, optimal: float | None, met
 
     class ScoreEval(BaseCallback):
         """Like sb3-contrib's MaskableEvalCallback, recording game scores and % of optimal through the
-        evaluation of every trainer family (:class:`agents.training.evaluation.Evaluation`)."""
+        evaluation of every trainer family (:class:`agents.training.evaluator.Evaluation`)."""
 
         def __init__(self):
             super().__init__()
