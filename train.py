@@ -6,15 +6,15 @@
     python train.py --config configs/smoke.yaml --run-dir /tmp/smoke total_timesteps=4096 seed=3
     python train.py --run-dir runs/my_run --resume    # continue from the run's latest checkpoint
     python train.py --run-dir runs/my_run --overwrite # start runs/my_run again from scratch
-    python train.py --sweep configs/sweeps/yacht_algorithms.yaml  # many runs on Ray Tune (agents/sweep.py)
+    python train.py --sweep configs/sweeps/yacht_algorithms.yaml  # many runs on Ray Tune (agents/training/sweep.py)
     python train.py --help                            # every config field with its documentation, by algorithm
 
 The entry point only: parse, build, run, report. The config (defaults <- YAML file <- ``key=value`` overrides,
 one typed section per algorithm family) is :mod:`agents.training.config`; the checks before a run, the run
 folder, the trainers' construction and the final benchmark are :mod:`agents.training.run`; Stable-Baselines3's
-envs, model and callbacks :mod:`agents.training.sb3`; the batched torch trainers :mod:`agents.trainer` (one file
-per update rule: :mod:`agents.ppo`, :mod:`agents.a2c`, :mod:`agents.training.pqn`); behaviour cloning
-:mod:`agents.bc`; RLlib's PPO :mod:`agents.rllib_ppo`. Every family evaluates through
+envs, model and callbacks :mod:`agents.training.sb3`; the batched torch trainers :mod:`agents.training.trainer` (one file
+per update rule: :mod:`agents.training.ppo`, :mod:`agents.training.a2c`, :mod:`agents.training.pqn`); behaviour cloning
+:mod:`agents.training.bc`; RLlib's PPO :mod:`agents.training.rllib_ppo`. Every family evaluates through
 :mod:`agents.training.evaluator` and ends with the same benchmark.
 
 Nothing is written to the run folder before every check has passed: the config (file and overrides, every field
@@ -211,8 +211,8 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
 
 
 def sweep(argv: list[str]) -> list[dict[str, Any]]:
-    """``--sweep FILE``: many runs of this script on Ray Tune (agents/sweep.py; the ``ray`` extra)."""
-    from agents.sweep import main as sweep_main  # imports Ray only once the sweep file and folder are checked
+    """``--sweep FILE``: many runs of this script on Ray Tune (agents/training/sweep.py; the ``ray`` extra)."""
+    from agents.training.sweep import main as sweep_main  # imports Ray only once the sweep file and folder are checked
 
     return sweep_main(
         argv,

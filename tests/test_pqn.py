@@ -13,11 +13,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from agents.actor_critic import MASKED_LOGIT  # noqa: E402
-from agents.policy_agent import load_policy  # noqa: E402
-from agents.trainer import Trainer  # noqa: E402
+from agents.policy.player import load_policy  # noqa: E402
 from agents.training import pqn  # noqa: E402
+from agents.training.actor_critic import MASKED_LOGIT  # noqa: E402
 from agents.training.config import BatchedPQN, make_config  # noqa: E402
+from agents.training.trainer import Trainer  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ def tiny(**overrides) -> BatchedPQN:
 
 
 def test_targets_are_the_q_lambda_returns_of_the_rollout(tmp_path):
-    trainer = Trainer(tiny(), load_rules("yacht"), tmp_path)
+    trainer = Trainer(tiny(n_steps=48), load_rules("yacht"), tmp_path)  # longer than a game (12-36 steps)
     rollout, c = trainer.rollout, trainer.config
     batch = rollout.collect(trainer.policy, pqn.behaviour(c, 0.5))
     rewards, dones = rollout._rewards, rollout._dones  # (T, N), as stored by the rollout

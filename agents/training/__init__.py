@@ -1,1 +1,2 @@
-"""Training: the config sections of ``train.py``, the batched trainers' algorithms, SB3's glue, run folders."""
+"""Training: the config sections of ``train.py``, the actor-critic network, rollouts, the batched trainers (PPO,
+A2C, PQN), SB3's glue, BC, RLlib, the periodic evaluation, run folders and sweeps."""

@@ -22,8 +22,10 @@ is a one-line error naming it and the algorithm (:data:`UNUSED` lists the keys a
 ignores); a key of a retired option is a one-line error saying so (:data:`RETIRED`). Values are typed and
 converted by OmegaConf (``OmegaConf.structured``), then range-checked (:func:`validate`).
 
-Nothing here imports torch, SB3 or Ray: ``train.py --help`` and the checks before a run stay fast. The module
-is over 500 lines because every field carries its documentation (the text of ``train.py --help``).
+Nothing here imports torch, SB3 or Ray: ``train.py --help`` and the checks before a run stay fast.
+
+Size: one schema: every field of every section carries its documentation (the text of ``train.py --help``),
+and the sections, their checks and their reader belong together.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class Common:
 
     recipe: str = setting(
         "",
-        "A label for this recipe: multi-seed results (python -m agents.results) group runs by it (default: the algo).",
+        "A label for this recipe: multi-seed results (python -m agents.evaluation.results) group runs by it (default: the algo).",
     )
     rules: str = setting(
         "yacht", "Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file path."
@@ -110,7 +112,7 @@ class RL(Common):
 
 @dataclass
 class Batched(RL):
-    """The project's torch trainers on the NumPy batched env (agents/trainer.py): the batch and the network."""
+    """The project's torch trainers on the NumPy batched env (agents/training/trainer.py): the batch and the network."""
 
     n_steps: int = setting(16, "Steps per env per rollout (n_envs x n_steps samples per update).")
     batch_size: int = setting(2048, "Minibatch size.")
@@ -119,7 +121,7 @@ class Batched(RL):
     distinct_keeps: bool = setting(
         True, "Masks show each distinct keep once (bitmasks keeping equal dice are one move)."
     )
-    features: bool = setting(True, "The policy also sees progress toward the upper bonus (agents/policy_inputs.py).")
+    features: bool = setting(True, "The policy also sees progress toward the upper bonus (agents/policy/inputs.py).")
     precision: str = setting(
         "auto",
         '"float32", "bfloat16" (autocast; faster on CPUs with AMX/AVX512-BF16 and on GPUs) or "auto" '
@@ -133,24 +135,24 @@ class Batched(RL):
     box_points: float = setting(
         4.0,
         "Each box's logit also gets a learnt weight (starting at this value) times the points the box would "
-        "score now, from the observation (0: off; agents/actor_critic.py).",
+        "score now, from the observation (0: off; agents/training/actor_critic.py).",
     )
     keep_points: bool = setting(
         True,
         "The actor values each open box's points per state and adds them to the box logits (points now) and "
-        "the keep logits (expected points after one reroll, from the rules' tables; agents/actor_critic.py).",
+        "the keep logits (expected points after one reroll, from the rules' tables; agents/training/actor_critic.py).",
     )
     keep_points_bonus: bool | str = setting(
         False,
         "With keep_points: true = each keep's points for an open upper box also include the upper bonus times "
         "the chance that writing the box after the reroll reaches it; par = instead, for keeps and upper boxes, "
-        "the change in the bonus's expected points under a par model (agents/policy_inputs.py, KeepBonus).",
+        "the change in the bonus's expected points under a par model (agents/policy/inputs.py, KeepBonus).",
     )
 
 
 @dataclass
 class BatchedPPO(Batched):
-    """batched_ppo and batched_a2c (agents/ppo.py, agents/a2c.py): the shipped recipe."""
+    """batched_ppo and batched_a2c (agents/training/ppo.py, agents/training/a2c.py): the shipped recipe."""
 
     clip_range: float = setting(0.2, "PPO clip range.")
     ent_coef: float = setting(0.005, "Entropy bonus coefficient.")
@@ -160,6 +162,8 @@ class BatchedPPO(Batched):
 @dataclass
 class BatchedPQN(Batched):
     """batched_pqn (agents/training/pqn.py): Q-learning without replay buffer or target network."""
+
+    algo: str = setting("batched_pqn", Common.__dataclass_fields__["algo"].metadata["doc"])
 
     start_e: float = setting(1.0, "Epsilon (the chance of a random legal action) at the start.")
     end_e: float = setting(0.01, "Epsilon after exploration_fraction of training.")
@@ -211,6 +215,8 @@ def _legacy(name: str) -> Any:
 class SB3(RL):
     """Stable-Baselines3's maskable_ppo (sb3-contrib), ppo, a2c and dqn (agents/training/sb3.py)."""
 
+    algo: str = setting("maskable_ppo", Common.__dataclass_fields__["algo"].metadata["doc"])
+
     learning_rate: float = _legacy("learning_rate")
     lr_schedule: str = _legacy("lr_schedule")
     eval_freq: int = _legacy("eval_freq")
@@ -253,7 +259,9 @@ class SB3(RL):
 
 @dataclass
 class BC(Common):
-    """Behaviour cloning from a Minari dataset of the solver's games (agents/bc.py): imitation, not RL."""
+    """Behaviour cloning from a Minari dataset of the solver's games (agents/training/bc.py): imitation, not RL."""
+
+    algo: str = setting("bc", Common.__dataclass_fields__["algo"].metadata["doc"])
 
     dataset: str = setting(
         "", "The Minari dataset id to imitate, written by `dice-poker dataset` (e.g. dice_poker/yacht/optimal-v0)."
@@ -263,7 +271,7 @@ class BC(Common):
     distinct_keeps: bool = setting(
         False, "The policy sees each distinct keep once (bitmasks keeping equal dice are one move)."
     )
-    features: bool = setting(True, "The policy also sees progress toward the upper bonus (agents/policy_inputs.py).")
+    features: bool = setting(True, "The policy also sees progress toward the upper bonus (agents/policy/inputs.py).")
     learning_rate: float = _legacy("learning_rate")
     lr_schedule: str = _legacy("lr_schedule")
     eval_freq: int = _legacy("eval_freq")
@@ -274,7 +282,9 @@ class BC(Common):
 
 @dataclass
 class RLlibPPO(RL):
-    """RLlib's PPO with action masking, sampling spread over env runner processes (agents/rllib_ppo.py)."""
+    """RLlib's PPO with action masking, sampling spread over env runner processes (agents/training/rllib_ppo.py)."""
+
+    algo: str = setting("rllib_ppo", Common.__dataclass_fields__["algo"].metadata["doc"])
 
     learning_rate: float = _legacy("learning_rate")
     lr_schedule: str = _legacy("lr_schedule")
@@ -295,7 +305,7 @@ class RLlibPPO(RL):
     distinct_keeps: bool = setting(
         False, "Masks show each distinct keep once (bitmasks keeping equal dice are one move)."
     )
-    features: bool = setting(True, "The policy also sees progress toward the upper bonus (agents/policy_inputs.py).")
+    features: bool = setting(True, "The policy also sees progress toward the upper bonus (agents/policy/inputs.py).")
     num_env_runners: int = setting(
         0, "RLlib env runner processes sampling in parallel, n_envs / num_env_runners games each (0: in-process)."
     )
@@ -549,7 +559,7 @@ def validate(c: Common) -> None:
     Raises:
         ValueError: one line naming the field and the problem.
     """
-    from agents.registry import check_agent
+    from agents.players.registry import check_agent
 
     for name, (low, high, low_ok) in NUMERIC_RANGES.items():
         if not hasattr(c, name):

@@ -5,7 +5,7 @@ the same games at every evaluation) with its greedy policy and hands the final s
 :meth:`Evaluation.record`, which writes the learning curve's row to ``evaluations.csv``, the scalars to
 TensorBoard (or SB3's logger), one line to the console, and says whether the policy is the best so far (the
 trainer then saves it as ``best_model``). The batched trainers, behaviour cloning and RLlib's PPO export a NumPy
-:class:`~agents.policy_agent.PolicyAgent` and call :func:`evaluate_trainer` (their games: :func:`play`, all at
+:class:`~agents.policy.player.PolicyAgent` and call :func:`evaluate_trainer` (their games: :func:`play`, all at
 once in the batched env); SB3's callback plays its own model and records through the same
 :meth:`Evaluation.record` (``agents/training/sb3.py``).
 """

@@ -4,14 +4,14 @@ Gallici et al. 2024, "Simplifying Deep Temporal Difference Learning" (CleanRL's 
 file). Q-learning made stable by two things instead of a replay buffer and a target network: the ``n_envs`` games
 played in parallel decorrelate the samples of a rollout, and LayerNorm in the Q-network keeps the bootstrapped
 targets from diverging. Selected with ``algo: batched_pqn`` (``configs/batched_pqn_yacht.yaml``); everything but
-the lines below is shared with batched PPO and A2C (:class:`agents.trainer.Trainer`):
+the lines below is shared with batched PPO and A2C (:class:`agents.training.trainer.Trainer`):
 
-- the network is the actor of :class:`agents.actor_critic.ActorCritic` (its ``box_points`` and ``keep_points``
+- the network is the actor of :class:`agents.training.actor_critic.ActorCritic` (its ``box_points`` and ``keep_points``
   heads included) read as ``Q(s, a)`` for every action, with ``layer_norm`` on, and no critic
   (:class:`QNetwork`); its weights export to the same policy file, which the NumPy
-  :class:`~agents.policy_agent.PolicyAgent` plays greedily (the legal action of highest Q), so evaluation,
+  :class:`~agents.policy.player.PolicyAgent` plays greedily (the legal action of highest Q), so evaluation,
   benchmark and results are the other trainers' own;
-- the rollout is :class:`agents.rollout.Rollout` with an epsilon-greedy choice over the legal actions
+- the rollout is :class:`agents.training.rollout.Rollout` with an epsilon-greedy choice over the legal actions
   (:func:`behaviour`; epsilon decays linearly from ``start_e`` to ``end_e`` over the first
   ``exploration_fraction`` of training). The rollout's "value" of a state is ``max_a Q(s, a)`` over its legal
   actions, so its GAE returns (advantages + values) are exactly the Q(lambda) targets of the paper:
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import torch
 
-from agents.actor_critic import MASKED_LOGIT, ActorCritic, Compiled, gradient_step, sample
-from agents.rollout import Batch, Choose
+from agents.training.actor_critic import MASKED_LOGIT, ActorCritic, Compiled, gradient_step, sample
+from agents.training.rollout import Batch, Choose
 
 STATS = ("q_loss", "q_taken", "target")
 
@@ -51,7 +51,7 @@ class QNetwork(ActorCritic):
         return self(x, mask)[1]
 
 
-NETWORK = QNetwork  #: the network agents.trainer.Trainer builds for this algorithm
+NETWORK = QNetwork  #: the network agents.training.trainer.Trainer builds for this algorithm
 
 
 def network_options(config) -> dict[str, bool]:
@@ -93,7 +93,7 @@ def loss(
     return total, stats
 
 
-_compiled_loss: Compiled | None = None  #: the compiled loss, one per process (as agents.ppo's)
+_compiled_loss: Compiled | None = None  #: the compiled loss, one per process (as agents.training.ppo's)
 
 
 def update(

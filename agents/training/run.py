@@ -97,10 +97,10 @@ def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
 def checkpoint_metadata(path: Path) -> dict[str, Any]:
     """The metadata of a checkpoint: SB3's ``.zip`` or a batched trainer's ``.pt`` (checked whole)."""
     if path.suffix == ".pt":
-        from agents.trainer import read_checkpoint
+        from agents.training.trainer import read_checkpoint
 
         return read_checkpoint(path)["metadata"]
-    from agents.sb3_agent import read_metadata
+    from agents.players.sb3_agent import read_metadata
 
     return read_metadata(path)
 
@@ -212,7 +212,7 @@ def clear_run(run_dir: Path) -> None:
 
 def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rules) -> Path:
     """The checkpoint ``--resume`` continues from, checked whole and against the config."""
-    from agents.sb3_agent import check_ruleset
+    from agents.players.sb3_agent import check_ruleset
 
     checkpoint = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)
     if checkpoint is None:
@@ -250,7 +250,7 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
 
 def exact_solution(config: Common, rules):
     """The solver's solution (the yardstick), or ``None`` when ``solver`` is off or the solve is refused."""
-    from agents.benchmark import load_solution
+    from agents.evaluation.benchmark import load_solution
 
     if config.solver == "off":
         print("solver=off: no exact solve; evaluation and benchmark in raw scores (no % of optimal, no regret)")
@@ -297,8 +297,8 @@ def run_metadata(config: Common) -> dict[str, Any]:
 
 
 def batched_trainer(config: Common, rules, run_dir: Path, optimal: float | None, resume_from: Path | None):
-    """The project's batched torch trainer (agents/trainer.py), resumed if asked; nothing written yet."""
-    from agents.trainer import Trainer
+    """The project's batched torch trainer (agents/training/trainer.py), resumed if asked; nothing written yet."""
+    from agents.training.trainer import Trainer
 
     try:
         trainer = Trainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
@@ -313,9 +313,9 @@ def batched_trainer(config: Common, rules, run_dir: Path, optimal: float | None,
 
 
 def rllib_trainer(config: Common, rules, run_dir: Path, optimal: float | None):
-    """RLlib's PPO with action masking (agents/rllib_ppo.py): Ray and the algorithm built, nothing written yet."""
+    """RLlib's PPO with action masking (agents/training/rllib_ppo.py): Ray and the algorithm built, nothing written yet."""
     try:
-        from agents.rllib_ppo import RLlibTrainer
+        from agents.training.rllib_ppo import RLlibTrainer
     except ModuleNotFoundError as error:
         fail(f"{config.algo} runs on RLlib: {error.name} is not installed (pip install -e '.[rllib]')")
     try:
@@ -325,8 +325,8 @@ def rllib_trainer(config: Common, rules, run_dir: Path, optimal: float | None):
 
 
 def imitation_trainer(config: Common, rules, run_dir: Path, optimal: float | None):
-    """Behaviour cloning from ``config.dataset`` (agents/bc.py); the dataset is read and checked, nothing written yet."""
-    from agents.bc import BCTrainer
+    """Behaviour cloning from ``config.dataset`` (agents/training/bc.py); the dataset is read and checked, nothing written yet."""
+    from agents.training.bc import BCTrainer
 
     try:
         return BCTrainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
@@ -339,7 +339,7 @@ def imitation_trainer(config: Common, rules, run_dir: Path, optimal: float | Non
 def algo_label(config: Common) -> str:
     """The algorithm as reported: behaviour cloning is named as the imitation of the solver it is."""
     if config.algo in IMITATION_ALGORITHMS:
-        from agents.bc import LABEL
+        from agents.training.bc import LABEL
 
         return f"{config.algo} ({LABEL})"
     return config.algo
@@ -357,7 +357,7 @@ def finish(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Benchmark the trained agent against the solver, greedy and random; ``results.json``; plots."""
-    from agents.benchmark import benchmark, render_table
+    from agents.evaluation.benchmark import benchmark, render_table
 
     # 4. benchmark the trained agent against the solver, greedy and random
     results: dict[str, Any] = {
@@ -392,7 +392,7 @@ def finish(
 
     # 5. plots (matplotlib is part of the train extra; skip quietly without it)
     try:
-        from agents.plots import plot_learning_curve, plot_score_distributions
+        from agents.evaluation.plots import plot_learning_curve, plot_score_distributions
 
         if (run_dir / "evaluations.csv").is_file():
             plot_learning_curve(

@@ -3,7 +3,7 @@ model, the callbacks (periodic evaluation through :class:`agents.training.evalua
 the hyper-parameters to TensorBoard) and the training call.
 
 The envs: one :class:`~dice_poker_env.envs.single.DicePokerEnv` per game, with the illegal-action fallback for the
-unmasked algorithms (:class:`agents.wrappers.LegalActionWrapper`), SB3's Monitor (raw scores) and the reward
+unmasked algorithms (:class:`agents.training.wrappers.LegalActionWrapper`), SB3's Monitor (raw scores) and the reward
 scale, stepped by SB3's DummyVecEnv or SubprocVecEnv, or all games in the NumPy batched env (``vec_env:
 batched``, masked algorithms only). SB3 and sb3-contrib are imported inside the functions (the ``train`` extra).
 """
@@ -26,8 +26,8 @@ def make_env(config: SB3, rules, rank: int, *, training: bool):
     algorithms, SB3's Monitor (raw scores), and (training only) the reward scale."""
     from stable_baselines3.common.monitor import Monitor
 
-    from agents.sb3_agent import ALGORITHMS
-    from agents.wrappers import DistinctKeepWrapper, LegalActionWrapper, ScaleReward
+    from agents.players.sb3_agent import ALGORITHMS
+    from agents.training.wrappers import DistinctKeepWrapper, LegalActionWrapper, ScaleReward
     from dice_poker_env.envs.single import DicePokerEnv
 
     masked = ALGORITHMS[config.algo][2]
@@ -69,7 +69,7 @@ def _batched_vec_env(config: SB3, rules, n_envs: int, seed: int, *, training: bo
     """
     from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
-    from agents.sb3_agent import ALGORITHMS
+    from agents.players.sb3_agent import ALGORITHMS
     from dice_poker_env.integrations.sb3 import make_sb3_vec_env
 
     if not ALGORITHMS[config.algo][2]:
@@ -102,7 +102,7 @@ def _batched_vec_env(config: SB3, rules, n_envs: int, seed: int, *, training: bo
 def build_model(config: SB3, env, run_dir: Path):
     import torch
 
-    from agents.sb3_agent import algorithm_class
+    from agents.players.sb3_agent import algorithm_class
 
     cls = algorithm_class(config.algo)
     activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.activation]
@@ -153,7 +153,7 @@ def make_callbacks(config: SB3, rules, run_dir: Path, optimal: float | None, met
     evaluations.csv, best_model.zip) and checkpoints (with the ruleset metadata)."""
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from agents.sb3_agent import ALGORITHMS, save_model
+    from agents.players.sb3_agent import ALGORITHMS, save_model
 
     masked = ALGORITHMS[config.algo][2]
 
@@ -260,7 +260,7 @@ def sb3_model(config: SB3, rules, run_dir: Path, resume_from: Path | None):
     """SB3's training envs and model (fresh, or loaded from a checkpoint); nothing written yet."""
     from stable_baselines3.common.utils import set_random_seed
 
-    from agents.sb3_agent import algorithm_class, model_metadata
+    from agents.players.sb3_agent import algorithm_class, model_metadata
 
     set_random_seed(config.seed)
     try:
@@ -291,7 +291,7 @@ def sb3_learn(
     config: SB3, rules, run_dir: Path, optimal: float | None, env, model, metadata: dict, *, resumed: bool
 ) -> tuple[Path, int, float]:
     """Train an SB3 model with the evaluation and checkpoint callbacks; save the final model."""
-    from agents.sb3_agent import save_model
+    from agents.players.sb3_agent import save_model
 
     callbacks, evaluator = make_callbacks(config, rules, run_dir, optimal, metadata)
     remaining = max(config.total_timesteps - model.num_timesteps, 0)
