@@ -50,6 +50,7 @@ from agents.training.config import (  # noqa: F401 - make_config, field_docs, Co
 from agents.training.run import (
     UsageError,
     batched_trainer,
+    check_bench_agents,
     check_run_dir,
     clear_run,
     exact_solution,
@@ -156,6 +157,7 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
 
     # 1. every check before anything is written: ruleset, run folder, checkpoint, solve, envs and model
     rules = load_config_rules(config)
+    check_bench_agents(config, rules)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = args.run_dir or Path(config.runs_dir) / f"{rules.name}__{config.algo}__s{config.seed}__{stamp}"
     check_run_dir(run_dir, resume=bool(args.resume), overwrite=args.overwrite)

@@ -432,6 +432,9 @@ def test_numeric_fields_are_range_checked(numeric):
         ("net_arch=[-5]", "net_arch must list positive layer sizes"),
         ("solver=maybe", "solver must be auto, on or off"),
         ("bench_agents=[optimal, wizard]", "unknown agent 'wizard'"),
+        ("bench_agents=[greedy, model:nowhere.npz]", "bench_agents: model:nowhere.npz: nowhere.npz: no such policy"),
+        ("bench_games=100000000000", "bench_games must be in [0, 1,000,000]"),
+        ("bench_workers=100000", "bench_workers must be in [1, 256]"),
         (["vec_env=batched", "algo=ppo", "distinct_keeps=false"], "vec_env='batched' supports masked algorithms only"),
     ],
 )

@@ -520,10 +520,10 @@ NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
             "train_freq",
             "target_update_interval",
             "torch_threads",
-            "bench_workers",
             "bc_epochs",
         )
     },
+    "bench_workers": (1, 256, True),
     "eval_episodes": (1, MAX_GAMES, True),
     "bench_games": (0, MAX_GAMES, True),
     **{

@@ -177,6 +177,23 @@ def load_config_rules(config: Common):
         fail(f"rules={config.rules!r}{options}: {error}")
 
 
+def check_bench_agents(config: Common, rules) -> None:
+    """Every agent of the final benchmark loads for this ruleset before training starts: model files (present,
+    readable, of this ruleset), the shipped policy of ``trained``, custom agents (``optimal`` needs the solve,
+    and is left out of the benchmark without one)."""
+    from agents.players.registry import make_agent
+
+    if config.bench_games == 0:
+        return
+    for name in config.bench_agents:
+        if name == "optimal":
+            continue
+        try:
+            make_agent(name, rules, seed=config.seed)
+        except (ValueError, OSError, ImportError) as error:
+            fail(f"bench_agents: {name}: {one_line(error)}")
+
+
 def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
     """A fresh run needs a new or empty folder, or ``--overwrite`` of an earlier run's folder."""
     if run_dir.exists() and not run_dir.is_dir():
