@@ -65,7 +65,7 @@ _LOWEST = torch.finfo(torch.float32).min
 
 
 def env_config(config: Any) -> dict[str, Any]:
-    """What the envs need of a ``train.Config``: the ruleset, masks, features and reward scale."""
+    """What the envs need of the ``rllib_ppo`` config section (:class:`agents.training.config.RLlibPPO`): the ruleset, masks, features and reward scale."""
     return {
         "rules": config.rules,
         "rules_options": dict(config.rules_options),
@@ -249,7 +249,7 @@ class IllegalActionCount(RLlibCallback):
 
 
 def ppo_config(config: Any, rules: Rules):
-    """RLlib's ``PPOConfig`` for a ``train.Config`` (hyper-parameters mapped one to one)."""
+    """RLlib's ``PPOConfig`` for the ``rllib_ppo`` config section (hyper-parameters mapped one to one)."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
