@@ -24,30 +24,97 @@ def load_train():
 
 
 def test_every_config_field_is_documented():
+    import dataclasses
+
     train = load_train()
-    docs = train.field_docs()
+    for section in config_sections():
+        docs = train.field_docs(section)
+        missing = [f.name for f in dataclasses.fields(section) if not docs.get(f.name)]
+        assert not missing, f"{section.__name__}: fields without a docstring: {missing}"
+
+
+def config_sections():
+    from agents.training.config import FAMILIES
+
+    return list(FAMILIES)
+
+
+def test_help_lists_every_field_with_its_type_default_and_doc_by_section(capsys):
     import dataclasses
 
-    missing = [f.name for f in dataclasses.fields(train.Config) if not docs.get(f.name)]
-    assert not missing, f"fields without a docstring: {missing}"
-
-
-def test_help_lists_every_field_with_its_type_default_and_doc(capsys):
-    import dataclasses
+    from agents.training.config import Common
 
     train = load_train()
     with pytest.raises(SystemExit) as exit_info:
         train.parse_args(["--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    defaults = train.Config()
-    for f in dataclasses.fields(train.Config):
-        assert f"  {f.name}: {f.type} = {getattr(defaults, f.name)!r}\n      {f.metadata['doc']}\n" in out, f.name
+    common = {f.name for f in dataclasses.fields(Common)}
+    for section in config_sections():
+        defaults = section()
+        for f in dataclasses.fields(section):
+            if f.name in common:
+                continue
+            line = f"  {f.name}: {f.type} = {getattr(defaults, f.name)!r}\n      {f.metadata['doc']}\n"
+            assert line in out, (section.__name__, f.name)
+    recipe = train.Config()
+    for f in dataclasses.fields(Common):
+        assert f"  {f.name}: {f.type} = {getattr(recipe, f.name)!r}\n      {f.metadata['doc']}\n" in out, f.name
+
+
+def test_the_defaults_are_the_shipped_recipe():
+    import yaml
+
+    train = load_train()
+    recipe = train.make_config(yaml.safe_load((ROOT / "configs" / "batched_ppo_yacht.yaml").read_text()))
+    assert train.make_config({}) == train.Config() == type(recipe)(**{**vars(recipe), "recipe": ""})
+    assert type(recipe).__name__ == "BatchedPPO" and recipe.algo == "batched_ppo"
+
+
+def test_a_field_the_algorithm_does_not_use_is_a_one_line_error():
+    train = load_train()
+    with pytest.raises(ValueError, match=r"config field 'buffer_size' is not used by algo batched_ppo"):
+        train.make_config({"buffer_size": 1000})
+    with pytest.raises(ValueError, match=r"config field 'clip_range' is not used by algo batched_a2c"):
+        train.make_config({"algo": "batched_a2c"}, ["clip_range=0.1"])
+    with pytest.raises(ValueError, match=r"config field 'keep_points' is not used by algo maskable_ppo"):
+        train.make_config({"algo": "maskable_ppo", "keep_points": True})
+    with pytest.raises(ValueError, match=r"config field 'n_steps' is not used by algo dqn"):
+        train.make_config({"algo": "dqn", "n_steps": 8})
+    # the algo of an override picks the section: the file's keys are checked against it
+    with pytest.raises(ValueError, match=r"config field 'ent_coef' is not used by algo batched_pqn"):
+        train.make_config({"algo": "batched_ppo", "ent_coef": 0.01}, ["algo=pqn"])
+    assert train.make_config({}, ["algo=pqn"]).algo == "batched_pqn"  # pqn: another name of batched_pqn
+
+
+@pytest.mark.parametrize("option", ["keep_head", "keep_points_rerolls", "bonus_shaping"])
+def test_a_retired_option_is_a_one_line_error(option):
+    train = load_train()
+    with pytest.raises(ValueError, match=rf"option '{option}' was retired \("):
+        train.make_config({option: 1})
+
+
+def test_a_run_folder_config_of_the_flat_config_still_resumes():
+    import dataclasses
+
+    from agents.training.config import saved_run_config
+
+    train = load_train()
+    old = {**{f.name: getattr(train.Config(), f.name) for f in dataclasses.fields(train.Config)}}
+    old.update(buffer_size=200_000, vec_env="dummy", keep_head=0, keep_points_rerolls=1, bonus_shaping=0.0)
+    assert train.make_config(saved_run_config(old)) == train.Config()
+    with pytest.raises(ValueError, match="'keep_head' was retired"):
+        train.make_config(saved_run_config({**old, "keep_head": 32}))
 
 
 def test_overrides_replace_whole_values_and_dotted_keys_reach_into_mappings():
     train = load_train()
-    base = {"rules": "yahtzee", "rules_options": {"joker": "free"}, "algo_kwargs": {"target_kl": 0.02}}
+    base = {
+        "algo": "maskable_ppo",
+        "rules": "yahtzee",
+        "rules_options": {"joker": "free"},
+        "algo_kwargs": {"target_kl": 0.02},
+    }
     config = train.make_config(base, ["algo_kwargs={}", "rules_options.joker=none", "learning_rate=1e-3"])
     assert config.algo_kwargs == {} and config.rules_options == {"joker": "none"} and config.learning_rate == 0.001
     assert train.make_config(base).algo_kwargs == {"target_kl": 0.02}
@@ -333,7 +400,11 @@ def test_solver_field_reads_yaml_on_off():
         "total_timesteps=0",
         "bench_workers=0",
         "exploration_final_eps=1.5",
+        "start_e=1.5",
+        "end_e=-0.1",
         "n_envs=true",
+        "bench_games=100000000000",
+        "eval_episodes=100000000000",
         "box_points=-1",
         "box_points=.nan",
         "box_points=true",
@@ -347,8 +418,9 @@ def test_solver_field_reads_yaml_on_off():
 def test_numeric_fields_are_range_checked(numeric):
     train = load_train()
     name = numeric.partition("=")[0]
-    with pytest.raises(ValueError, match=name):
-        train.make_config({}, [numeric])
+    algo = {"exploration_final_eps": "dqn", "start_e": "batched_pqn", "end_e": "batched_pqn"}.get(name, "batched_ppo")
+    with pytest.raises(ValueError, match=rf"{name}'? (must|expects)"):
+        train.make_config({"algo": algo}, [numeric])
 
 
 @pytest.mark.parametrize(
@@ -360,6 +432,9 @@ def test_numeric_fields_are_range_checked(numeric):
         ("net_arch=[-5]", "net_arch must list positive layer sizes"),
         ("solver=maybe", "solver must be auto, on or off"),
         ("bench_agents=[optimal, wizard]", "unknown agent 'wizard'"),
+        ("bench_agents=[greedy, model:nowhere.npz]", "bench_agents: model:nowhere.npz: nowhere.npz: no such policy"),
+        ("bench_games=100000000000", "bench_games must be in [0, 1,000,000]"),
+        ("bench_workers=100000", "bench_workers must be in [1, 256]"),
         (["vec_env=batched", "algo=ppo", "distinct_keeps=false"], "vec_env='batched' supports masked algorithms only"),
     ],
 )

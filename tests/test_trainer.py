@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 from agents.policy.heads import PolicyHeads, PolicyOptions  # noqa: E402
 from agents.policy.player import PolicyAgent, load_policy  # noqa: E402
 from agents.training.actor_critic import ActorCritic  # noqa: E402
+from agents.training.config import BatchedPPO, BatchedPQN  # noqa: E402
 from agents.training.rollout import Rollout  # noqa: E402
 from agents.training.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
 from dice_poker_env.engine.combinatorics import roll_index_of_counts  # noqa: E402
@@ -27,8 +28,8 @@ from dice_poker_env.rules import load_rules  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def config(**overrides) -> SimpleNamespace:
-    """A tiny run: 32 games x 8 steps per update."""
+def config(**overrides):
+    """A tiny run of the algo's config section: 32 games x 8 steps per update, eager float32, the plain network."""
     values = dict(
         algo="batched_ppo",
         n_envs=32,
@@ -54,16 +55,22 @@ def config(**overrides) -> SimpleNamespace:
         eval_freq=0,
         eval_episodes=10,
         checkpoint_freq=0,
+        precision="float32",
+        compile=False,
+        box_points=0.0,
+        keep_points=False,
     )
     values.update(overrides)
-    return SimpleNamespace(**values)
+    section = BatchedPQN if values["algo"] == "batched_pqn" else BatchedPPO
+    names = {f.name for f in dataclasses.fields(section)}
+    return section(**{k: v for k, v in values.items() if k in names})
 
 
 def params(trainer: Trainer) -> list:
     return [p.detach().clone() for p in trainer.model.parameters()]
 
 
-@pytest.mark.parametrize("algo", ["batched_ppo", "batched_a2c"])
+@pytest.mark.parametrize("algo", ["batched_ppo", "batched_a2c", "batched_pqn"])
 def test_seeded_runs_reproduce_the_same_updates(tmp_path, algo):
     runs = []
     for name, seed in (("a", 0), ("b", 0), ("c", 1)):
@@ -135,21 +142,23 @@ def test_par_chance_is_the_binomial_chance_of_the_open_boxes():
 
 
 @pytest.mark.parametrize(
-    "box_points, keep_points, bonus",
+    "algo, box_points, keep_points, bonus",
     [
-        (0.0, False, False),
-        (4.0, False, False),
-        (2.5, False, False),
-        (4.0, True, False),
-        (0.0, True, False),
-        (4.0, True, True),
-        (4.0, True, "par"),
+        ("batched_ppo", 0.0, False, False),
+        ("batched_ppo", 4.0, False, False),
+        ("batched_ppo", 4.0, True, False),
+        ("batched_ppo", 0.0, True, False),
+        ("batched_ppo", 4.0, True, True),
+        ("batched_ppo", 4.0, True, "par"),
+        ("batched_pqn", 0.0, False, False),  # the Q-network: LayerNorm in its hidden layers
+        ("batched_pqn", 1.0, True, "par"),
     ],
 )
-def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, box_points, keep_points, bonus):
+def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, algo, box_points, keep_points, bonus):
     rules = load_rules("yahtzee")
     trainer = Trainer(
         config(
+            algo=algo,
             net_arch=[64, 64],
             box_points=box_points,
             keep_points=keep_points,
@@ -186,6 +195,7 @@ def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, box_points
     _, metadata = load_policy(path)
     assert metadata["rules_fingerprint"] == rules.fingerprint and metadata["features"] is True
     assert "keep_head" not in metadata and metadata["box_points"] == box_points
+    assert metadata.get("layer_norm", False) is (algo == "batched_pqn") is agent.layer_norm
     assert path.stat().st_size < 2 * 1024 * 1024
     if box_points:  # the learnt per-box weights travel with the file; without them the file is refused
         weights, metadata = load_policy(path)

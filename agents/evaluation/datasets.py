@@ -109,8 +109,10 @@ class DatasetError(ValueError):
 
 # ----------------------------------------------------------------------- agents
 @dataclasses.dataclass(frozen=True)
-class AgentSpec:
-    """An agent of a dataset: a base agent, with a probability of a random legal action instead."""
+class DatasetAgentSpec:
+    """An agent of a dataset: a base agent, with a probability of a random legal action instead (the spec syntax
+    ``NAME[:eps=E]`` of ``dice-poker dataset --agent``; not :class:`agents.registry.AgentSpec`, the benchmark's
+    agent names and files)."""
 
     text: str  #: as given, e.g. ``optimal:eps=0.2``
     base: str  #: ``optimal``, ``greedy``, ``random``, ``trained`` or ``model:PATH``
@@ -126,7 +128,7 @@ class AgentSpec:
         return re.sub(r"[^A-Za-z0-9_-]+", "_", text.replace(".", "_"))
 
 
-def parse_agent(text: str) -> AgentSpec:
+def parse_agent(text: str) -> DatasetAgentSpec:
     """``optimal``, ``greedy``, ``random``, ``trained``, ``model:PATH``, each optionally ``:eps=E``.
 
     Raises:
@@ -147,10 +149,10 @@ def parse_agent(text: str) -> AgentSpec:
             f"unknown agent {text!r}: use one of {', '.join(AGENT_NAMES)} or model:PATH, "
             "optionally with :eps=E (e.g. optimal:eps=0.2)"
         )
-    return AgentSpec(str(text), base, eps)
+    return DatasetAgentSpec(str(text), base, eps)
 
 
-def default_dataset_id(rules: Rules, agent: AgentSpec | str) -> str:
+def default_dataset_id(rules: Rules, agent: DatasetAgentSpec | str) -> str:
     """``dice_poker/<ruleset>/<agent>-v0`` (the ruleset's name; its options are in the metadata)."""
     agent = parse_agent(agent) if isinstance(agent, str) else agent
     ruleset = re.sub(r"[^A-Za-z0-9_-]+", "_", rules.name)
@@ -161,7 +163,7 @@ def default_dataset_id(rules: Rules, agent: AgentSpec | str) -> str:
 Policy = Callable[[BatchState, Callable[[str], Any], np.ndarray], np.ndarray]
 
 
-def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Policy:
+def make_policy(spec: DatasetAgentSpec, rules: Rules, solution: Any, seed: int) -> Policy:
     """The batched policy of ``spec`` (see the module docstring for which agents are batched).
 
     The policy is called with the engine state of the live games, a function

@@ -73,6 +73,7 @@ class PolicyAgent:
         if activation not in _ACTIVATIONS:
             raise ValueError(f"policy {name}: activation must be one of {', '.join(_ACTIVATIONS)}, got {activation!r}")
         self.activation = _ACTIVATIONS[activation]
+        self.layer_norm = bool(self.metadata.get("layer_norm", False))  # as agents.training.actor_critic.hidden_norm
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
         n_actions, n_boxes = self.heads.n_actions, self.heads.n_boxes
         if (
@@ -115,7 +116,10 @@ class PolicyAgent:
         x = self.inputs(np.asarray(observations, dtype=np.float32).reshape(-1, self.inputs.obs_size))
         h = x
         for w, b in self.layers[:-1]:
-            h = self.activation(h @ w + b)
+            h = h @ w + b
+            if self.layer_norm:
+                h = (h - h.mean(axis=1, keepdims=True)) / np.sqrt(h.var(axis=1, keepdims=True) + 1e-5)
+            h = self.activation(h)
         w, b = self.layers[-1]
         u = h @ self._box_values[0] + self._box_values[1] if self._box_values is not None else None
         return self.heads.logits(self.heads.tables, x, h @ w + b, u, self._box_points)

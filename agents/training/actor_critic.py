@@ -116,14 +116,21 @@ def check_network_fields(net_arch: Any, activation: Any) -> None:
         raise ValueError(f"net_arch must be a non-empty list of integers >= 1, got {sizes!r}")
 
 
-def mlp(sizes: Sequence[int], activation: str) -> nn.Sequential:
-    """Linear layers with ``activation`` between them (none after the last)."""
+def mlp(sizes: Sequence[int], activation: str, layer_norm: bool = False) -> nn.Sequential:
+    """Linear layers with ``activation`` between them (none after the last); with ``layer_norm`` each hidden
+    layer's pre-activations are normalized per sample (LayerNorm without learnt scale and shift, which
+    :class:`agents.policy.player.PolicyAgent` mirrors)."""
     layers: list[nn.Module] = []
     for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
         layers.append(nn.Linear(a, b))
         if i < len(sizes) - 2:
-            layers.append(ACTIVATIONS[activation]())
+            layers += [*hidden_norm(b, layer_norm), ACTIVATIONS[activation]()]
     return nn.Sequential(*layers)
+
+
+def hidden_norm(size: int, layer_norm: bool) -> list[nn.Module]:
+    """``[LayerNorm(size)]`` without learnt parameters, or ``[]``."""
+    return [nn.LayerNorm(size, elementwise_affine=False)] if layer_norm else []
 
 
 class ActorCritic(nn.Module):
@@ -138,6 +145,8 @@ class ActorCritic(nn.Module):
         hidden: hidden layer sizes of each network, e.g. ``(256, 256)``.
         activation: ``"tanh"`` or ``"relu"``.
         precision: ``"float32"``, ``"bfloat16"`` or ``"auto"`` (:data:`PRECISIONS`).
+        layer_norm: the actor's hidden layers are normalized per sample before their activation (LayerNorm
+            without learnt parameters; the Q-network of :mod:`agents.training.pqn`).
     """
 
     def __init__(
@@ -146,6 +155,7 @@ class ActorCritic(nn.Module):
         hidden: Sequence[int] = (256, 256),
         activation: str = "tanh",
         precision: str = "float32",
+        layer_norm: bool = False,
     ):
         super().__init__()
         check_network_fields(hidden, activation)
@@ -155,15 +165,20 @@ class ActorCritic(nn.Module):
         self.in_dim, self.n_actions = heads.in_dim, heads.n_actions
         self.hidden = [int(h) for h in hidden]
         self.activation = activation
+        self.layer_norm = bool(layer_norm)
         if options.keep_points:  # the last hidden layer also feeds the box values' head
-            self.actor = nn.Sequential(mlp([self.in_dim, *self.hidden], activation), ACTIVATIONS[activation]())
+            self.actor = nn.Sequential(
+                mlp([self.in_dim, *self.hidden], activation, layer_norm),
+                *hidden_norm(self.hidden[-1], layer_norm),
+                ACTIVATIONS[activation](),
+            )
             self.actor_out = nn.Linear(self.hidden[-1], self.n_actions)
             _init(self.actor, None)
             nn.init.orthogonal_(self.actor_out.weight, gain=0.01)
             nn.init.zeros_(self.actor_out.bias)
             self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
         else:
-            self.actor = mlp([self.in_dim, *self.hidden, self.n_actions], activation)
+            self.actor = mlp([self.in_dim, *self.hidden, self.n_actions], activation, layer_norm)
             self.critic = mlp([self.in_dim, *self.hidden, 1], activation)
             _init(self.actor, 0.01)
         _init(self.critic, 1.0)
@@ -218,7 +233,9 @@ class ActorCritic(nn.Module):
             logits, value = self.actor_logits(x), self.critic(x)
         return logits.float().masked_fill(~mask, MASKED_LOGIT), value.float().squeeze(1)
 
-    def value(self, x: torch.Tensor) -> torch.Tensor:
+    def value(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Values ``(B,)`` (float32) of policy inputs ``x`` (``mask``, the legal actions, is not needed here; a
+        Q-network's value, the best legal action's, needs it)."""
         with self._autocast(x):
             return self.critic(x).float().squeeze(1)
 

@@ -28,7 +28,6 @@ same dice count as that one.
 from __future__ import annotations
 
 import functools
-import math
 import os
 import time
 from collections.abc import Callable
@@ -47,6 +46,7 @@ from agents.policy.inputs import PolicyInputs
 from agents.policy.observation import FlatObservation
 from agents.policy.player import PolicyAgent, save_policy
 from agents.training.actor_critic import MASKED_LOGIT, ActorCritic
+from agents.training.evaluator import Evaluation, evaluate_trainer
 from dice_poker_env.engine.combinatorics import (
     CANONICAL_KEEP_ACTION,
     KEEP_ALL,
@@ -149,7 +149,7 @@ class BCTrainer:
     """One behaviour-cloning run (see the module docstring); the interface of :class:`agents.training.trainer.Trainer`.
 
     Args:
-        config: ``train.Config`` (``dataset``, ``bc_epochs``, ``batch_size``,
+        config: the ``bc`` config section, :class:`agents.training.config.BC` (``dataset``, ``bc_epochs``, ``batch_size``,
             ``learning_rate``, ``lr_schedule``, ``max_grad_norm``, ``net_arch``,
             ``activation``, ``features``, ``distinct_keeps``, ``eval_freq``,
             ``eval_episodes``, ``seed``, ``device``).
@@ -199,8 +199,7 @@ class BCTrainer:
             "net_arch": list(config.net_arch),
         }
         self.samples = 0  #: dataset decisions trained on (epochs times the dataset's steps)
-        self.best = -math.inf
-        self.csv = self.run_dir / "evaluations.csv"
+        self.evaluation = Evaluation(self.run_dir, optimal, log)  #: evaluations.csv and the best mean so far
         self.train_seconds = 0.0
 
     @property
@@ -216,10 +215,8 @@ class BCTrainer:
         return save_policy(path, self.model.export(), {**self.metadata, "timesteps": self.num_timesteps})
 
     def evaluate(self, writer=None) -> float:
-        """The batched trainers' evaluation: the same fixed games, ``evaluations.csv`` and ``best_model.npz``."""
-        from agents.training.trainer import Trainer
-
-        return Trainer.evaluate(self, writer)  # type: ignore[arg-type]  # borrowed: BCTrainer has what it reads
+        """The evaluation of every trainer family (:func:`agents.training.evaluator.evaluate_trainer`)."""
+        return evaluate_trainer(self, writer)
 
     def run(self, progress: bool = True) -> Path:
         """Train ``bc_epochs`` passes over the dataset; returns the final policy file (``final_model.npz``).

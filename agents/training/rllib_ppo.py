@@ -50,7 +50,7 @@ from ray.rllib.core.columns import Columns
 from agents.players.sb3_agent import model_metadata
 from agents.policy.inputs import PolicyInputs
 from agents.policy.player import PolicyAgent, save_policy
-from agents.training.trainer import Trainer
+from agents.training.evaluator import Evaluation, evaluate_trainer
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
@@ -65,7 +65,7 @@ _LOWEST = torch.finfo(torch.float32).min
 
 
 def env_config(config: Any) -> dict[str, Any]:
-    """What the envs need of a ``train.Config``: the ruleset, masks, features and reward scale."""
+    """What the envs need of the ``rllib_ppo`` config section (:class:`agents.training.config.RLlibPPO`): the ruleset, masks, features and reward scale."""
     return {
         "rules": config.rules,
         "rules_options": dict(config.rules_options),
@@ -250,7 +250,7 @@ class IllegalActionCount(RLlibCallback):
 
 
 def ppo_config(config: Any, rules: Rules):
-    """RLlib's ``PPOConfig`` for a ``train.Config`` (hyper-parameters mapped one to one)."""
+    """RLlib's ``PPOConfig`` for the ``rllib_ppo`` config section (hyper-parameters mapped one to one)."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
@@ -366,8 +366,7 @@ class RLlibTrainer:
         self.illegal_actions = 0
         self.episodes = 0
         self.train_seconds = 0.0
-        self.best = -math.inf
-        self.csv = self.run_dir / "evaluations.csv"
+        self.evaluation = Evaluation(self.run_dir, optimal, log)  #: evaluations.csv and the best mean so far
 
     # ------------------------------------------------------------------ policy
     def agent(self) -> PolicyAgent:
@@ -394,8 +393,8 @@ class RLlibTrainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, writer=None) -> float:
-        """The batched trainers' evaluation: the same fixed games, ``evaluations.csv`` and ``best_model.npz``."""
-        return Trainer.evaluate(self, writer)  # type: ignore[arg-type]  # borrowed: RLlibTrainer has what it reads
+        """The evaluation of every trainer family (:func:`agents.training.evaluator.evaluate_trainer`)."""
+        return evaluate_trainer(self, writer)
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: bool = True) -> Path:
@@ -438,7 +437,7 @@ class RLlibTrainer:
                     self.evaluate(writer)
                 if c.checkpoint_freq > 0 and step // c.checkpoint_freq > before // c.checkpoint_freq:
                     self.algo.save_to_path(str((self.run_dir / "checkpoints" / f"rllib_{step}_steps").resolve()))
-            if c.eval_freq > 0 and (not self.csv.exists() or f"\n{self.num_timesteps}," not in self.csv.read_text()):
+            if c.eval_freq > 0 and not self.evaluation.recorded(self.num_timesteps):
                 self.evaluate(writer)  # the end point of the learning curve
             self.algo.save_to_path(str((self.run_dir / "rllib_checkpoint").resolve()))
             return self.save_policy(self.run_dir / "final_model.npz")

@@ -10,6 +10,7 @@ Python loop over games.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,9 @@ from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules
+
+#: picks one action per row from masked logits ``(B, n_actions)`` with a generator (or None on a GPU)
+Choose = Callable[[torch.Tensor, "torch.Generator | None"], torch.Tensor]
 
 
 @dataclass
@@ -100,14 +104,16 @@ class Rollout:
         return mask.astype(bool)
 
     @torch.no_grad()
-    def collect(self, model: ActorCritic | Compiled) -> Batch:
-        """Play ``n_steps`` steps of every game with ``model``'s sampled actions."""
+    def collect(self, model: ActorCritic | Compiled, choose: Choose = sample) -> Batch:
+        """Play ``n_steps`` steps of every game with ``model``: ``choose`` picks the actions from its masked
+        logits (default: sampled from the softmax, as policy gradients do; :mod:`agents.training.pqn` passes
+        epsilon-greedy over its Q-values, its "values" then the best legal action's)."""
         for t in range(self.n_steps):
             self._inputs[t] = self._obs
             self._masks[t] = self._mask
             x = torch.from_numpy(self._obs).to(self.device)
             logits, value = model(x, torch.from_numpy(self._mask).to(self.device))
-            action = sample(logits, self.generator if self.device.type == "cpu" else None)
+            action = choose(logits, self.generator if self.device.type == "cpu" else None)
             self._log_probs[t] = torch.log_softmax(logits, dim=1).gather(1, action[:, None]).squeeze(1).cpu()
             self._values[t] = value.cpu()
             self._actions[t] = action.cpu()
@@ -122,7 +128,9 @@ class Rollout:
                     self.illegal += int(np.count_nonzero(final["illegal_action"]))
             self._obs, self._mask = self.inputs(obs), self._policy_mask(info["action_mask"])
         self.steps += self.n_steps * self.n_envs
-        last_value = model.value(torch.from_numpy(self._obs).to(self.device)).cpu()
+        last_value = model.value(
+            torch.from_numpy(self._obs).to(self.device), torch.from_numpy(self._mask).to(self.device)
+        ).cpu()
         advantages = self._gae(last_value)
         returns = advantages + self._values
         flat = lambda a: a.reshape(self.n_steps * self.n_envs, *a.shape[2:])  # noqa: E731

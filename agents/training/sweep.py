@@ -9,6 +9,7 @@ A sweep file (YAML) names the configurations to compare and the seeds::
     configurations:              # label -> a train.py config file and fields set on top of it
       batched_ppo: {config: configs/batched_ppo_yacht.yaml}
       batched_a2c: {config: configs/batched_a2c_yacht.yaml, learning_rate: 0.001}
+      batched_pqn: {config: configs/batched_pqn_yacht.yaml}
     set: {bench_games: 500}      # fields of every trial
     grid: {n_epochs: [2, 4]}     # every combination of these values (x every configuration)
     random:                      # `samples` random points (each with every seed)

@@ -31,11 +31,9 @@ file is a one-line error (``ValueError``), never a silent resume.
 from __future__ import annotations
 
 import copy
-import csv
 import hashlib
 import importlib
 import io
-import math
 import os
 import time
 from collections.abc import Callable
@@ -50,12 +48,19 @@ from agents.players.sb3_agent import model_metadata
 from agents.policy.heads import PolicyHeads, PolicyOptions
 from agents.policy.player import PolicyAgent, save_policy
 from agents.training.actor_critic import ActorCritic, Compiled, resolve_precision
+from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation, evaluate, evaluate_trainer  # noqa: F401
 from agents.training.rollout import Rollout
-from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules
 
 #: config ``algo`` -> module holding its ``update(model, optimizer, batch, config, generator)``
-ALGORITHMS = {"batched_ppo": "agents.training.ppo", "batched_a2c": "agents.training.a2c"}
+#: (and optionally ``NETWORK``, the network class, default ActorCritic; ``network_options(config)``, more keyword
+#: arguments of the network, recorded in the policy's metadata; ``behaviour(config, progress)``, the rollout's
+#: action choice at a fraction of training done, default sampling from the policy)
+ALGORITHMS = {
+    "batched_ppo": "agents.training.ppo",
+    "batched_a2c": "agents.training.a2c",
+    "batched_pqn": "agents.training.pqn",
+}
 CHECKPOINT_FORMAT = 2
 #: first line of a checkpoint file; the second is the hex SHA-256 of everything after it
 CHECKPOINT_MAGIC = b"DICE-POKER-CHECKPOINT 2\n"
@@ -63,22 +68,6 @@ CHECKPOINT_MAGIC = b"DICE-POKER-CHECKPOINT 2\n"
 _ARRAY_KINDS = frozenset("biufc")
 #: NumPy bit generators a checkpoint's env may name
 _BIT_GENERATORS = frozenset({"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"})
-EVAL_SEED_OFFSET = 1_000_003  # evaluation games: seed + this, the same games at every evaluation
-
-
-def evaluate(agent: PolicyAgent, rules: Rules, games: int, seed: int) -> np.ndarray:
-    """Final scores of ``games`` seeded games played by ``agent``, all at once in the batched env."""
-    env = DicePokerVectorEnv(games, rules, obs_mode="flat")
-    obs, info = env.reset(seed=seed)
-    scores = np.zeros(games, dtype=np.int64)
-    over = np.zeros(games, dtype=bool)
-    while not over.all():
-        obs, _, terminated, _, info = env.step(agent.act_batch(obs, info["action_mask"]))
-        first = terminated & ~over  # a game's later episodes (autoreset) are not counted
-        if first.any():
-            scores[first] = info["final_score"][first]
-            over |= terminated
-    return scores
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -92,7 +81,8 @@ class Trainer:
     """One batched training run (see the module docstring).
 
     Args:
-        config: ``train.Config`` (or any object with its fields).
+        config: the run's config section (:class:`agents.training.config.BatchedPPO` or
+            :class:`~agents.training.config.BatchedPQN`).
         rules: the ruleset.
         run_dir: the run folder (TensorBoard logs, checkpoints, policies, ``evaluations.csv``).
         optimal: the solver's optimal expected score (percent of optimal in logs), or None.
@@ -116,7 +106,9 @@ class Trainer:
         self.optimal, self.log = optimal, log
         self.device = torch.device(config.device)
         torch.manual_seed(config.seed)
-        self.update_rule = importlib.import_module(ALGORITHMS[config.algo]).update
+        algorithm = importlib.import_module(ALGORITHMS[config.algo])
+        self.update_rule = algorithm.update
+        self.behaviour = getattr(algorithm, "behaviour", None)
         self.rollout = Rollout(
             rules,
             config.n_envs,
@@ -130,14 +122,16 @@ class Trainer:
             device=self.device,
         )
         options = PolicyOptions.from_config(config)
-        self.model = ActorCritic(
+        network_options = algorithm.network_options(config) if hasattr(algorithm, "network_options") else {}
+        self.model = getattr(algorithm, "NETWORK", ActorCritic)(
             PolicyHeads(rules, options),
             config.net_arch,
             config.activation,
-            resolve_precision(getattr(config, "precision", "float32"), self.device),
+            resolve_precision(config.precision, self.device),
+            **network_options,
         ).to(self.device)
         #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
-        self.policy = Compiled(self.model) if getattr(config, "compile", False) else self.model
+        self.policy = Compiled(self.model) if config.compile else self.model
         # the fused Adam kernel (CPU and CUDA): the same update rule, about 14% faster PPO updates measured here
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate, eps=1e-5, fused=True)
         self.generator = torch.Generator().manual_seed(config.seed + 1)  # minibatch order
@@ -152,10 +146,12 @@ class Trainer:
             "net_arch": list(config.net_arch),
             "precision": self.model.precision,
             **options.metadata(),
+            **{
+                name: value for name, value in network_options.items() if value
+            },  # e.g. layer_norm (PolicyAgent reads it)
         }
         self.updates = 0
-        self.best = -math.inf
-        self.csv = self.run_dir / "evaluations.csv"
+        self.evaluation = Evaluation(self.run_dir, optimal, log)
         self.train_seconds = 0.0  # training time over all sessions of the run (resumes add up)
 
     @property
@@ -179,7 +175,7 @@ class Trainer:
             "generator": self.generator.get_state(),
             "rollout": to_plain(self.rollout.state()),
             "updates": self.updates,
-            "best": self.best,
+            "best": self.evaluation.best,
             "train_seconds": self.train_seconds,
         }
 
@@ -220,7 +216,7 @@ class Trainer:
                 raise
         except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
             raise ValueError(f"checkpoint {path} does not fit this run ({type(error).__name__}: {error})") from None
-        self.updates, self.best, self.train_seconds = counters
+        self.updates, self.evaluation.best, self.train_seconds = counters
 
     # ------------------------------------------------------------------ policy
     def agent(self) -> PolicyAgent:
@@ -232,37 +228,8 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, writer=None) -> float:
-        scores = evaluate(self.agent(), self.rules, self.config.eval_episodes, self.config.seed + EVAL_SEED_OFFSET)
-        mean, std = float(scores.mean()), float(scores.std())
-        percent = 100.0 * mean / self.optimal if self.optimal else None
-        new = not self.csv.exists()
-        self.csv.parent.mkdir(parents=True, exist_ok=True)
-        with self.csv.open("a", newline="") as handle:
-            out = csv.writer(handle)
-            if new:
-                out.writerow(["timesteps", "mean_score", "std_score", "percent_of_optimal", "seconds"])
-            out.writerow(
-                [
-                    self.num_timesteps,
-                    f"{mean:.4f}",
-                    f"{std:.4f}",
-                    "" if percent is None else f"{percent:.4f}",
-                    f"{self.train_seconds:.1f}",
-                ]
-            )
-        if writer is not None:
-            writer.add_scalar("eval/mean_score", mean, self.num_timesteps)
-            writer.add_scalar("eval/std_score", std, self.num_timesteps)
-            if percent is not None:
-                writer.add_scalar("eval/percent_of_optimal", percent, self.num_timesteps)
-        text = f"[eval] {self.num_timesteps:>11,} steps: mean score {mean:7.2f} ± {std:5.2f}"
-        if percent is not None:
-            text += f"  ({percent:5.1f}% of optimal {self.optimal:.2f})"
-        self.log(text)
-        if mean > self.best:
-            self.best = mean
-            self.save_policy(self.run_dir / "best_model.npz")
-        return mean
+        """Play the fixed evaluation games with the current policy (:func:`agents.training.evaluator.evaluate_trainer`)."""
+        return evaluate_trainer(self, writer)
 
     # ------------------------------------------------------------------ the loop
     def run(self, progress: bool = True, *, stop_at: int | None = None) -> Path | None:
@@ -302,7 +269,10 @@ class Trainer:
             lr = c.learning_rate * (fraction_left if c.lr_schedule == "linear" else 1.0)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
-            batch = self.rollout.collect(self.policy)
+            if self.behaviour is None:
+                batch = self.rollout.collect(self.policy)
+            else:
+                batch = self.rollout.collect(self.policy, self.behaviour(c, before / c.total_timesteps))
             stats = self.update_rule(self.model, self.optimizer, batch, c, self.generator)
             self.updates += 1
             self.train_seconds = seconds_before + time.perf_counter() - session_start
@@ -322,15 +292,10 @@ class Trainer:
                 self.save_checkpoint()
         if bar is not None:
             bar.close()
-        if c.eval_freq > 0 and (not self.csv.exists() or not _has_row(self.csv, self.num_timesteps)):
+        if c.eval_freq > 0 and not self.evaluation.recorded(self.num_timesteps):
             self.evaluate(writer)  # the end point of the learning curve
         writer.close()
         return self.save_policy(self.run_dir / "final_model.npz")
-
-
-def _has_row(csv_path: Path, timesteps: int) -> bool:
-    with csv_path.open() as handle:
-        return any(row and row[0] == str(timesteps) for row in csv.reader(handle))
 
 
 def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:

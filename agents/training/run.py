@@ -1,0 +1,423 @@
+"""A ``train.py`` run's folder and lifecycle: the checks before it, its trainer, and the final benchmark.
+
+Read in the order ``train.py`` calls it: the config file (:func:`read_config_file`), the ruleset
+(:func:`load_config_rules`), the run folder (:func:`check_run_dir`: a fresh run refuses a non-empty one unless
+``--overwrite``), the checkpoint of a ``--resume`` (:func:`find_checkpoint`: complete, same ruleset, algorithm,
+observation layout and network), the exact solve (:func:`exact_solution`), the trainer of the config's family
+(:func:`batched_trainer`, :func:`imitation_trainer`, :func:`rllib_trainer`; SB3's in :mod:`agents.training.sb3`),
+and after training :func:`finish`: the benchmark of the trained agent against the solver and the other agents,
+``results.json`` and the plots.
+
+A run folder holds ``config.yaml`` (the resolved config), ``tb/`` (TensorBoard), ``checkpoints/``,
+``final_model.zip`` (SB3; ``final_model.npz``, a NumPy policy file, for the others), ``evaluations.csv``,
+``learning_curve.png``, ``score_distribution.png`` and ``results.json`` (the trained agent's benchmark fields at
+the top level plus ``algorithm``, ``rules`` and ``timesteps``; every agent under ``agents``).
+
+Bad input is a :class:`UsageError` (``train.py`` prints it as one line and exits with code 2), raised before
+anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from agents.training.config import (
+    BATCHED_ALGORITHMS,
+    IMITATION_ALGORITHMS,
+    Common,
+    as_dict,
+    make_config,
+    one_line,
+    saved_run_config,
+    yaml_problem,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class UsageError(Exception):
+    """Bad input to ``train.py``: one line, exit code 2, nothing written."""
+
+
+def fail(message: str) -> NoReturn:
+    """Raise a :class:`UsageError` with ``message``."""
+    raise UsageError(message)
+
+
+def run_config_of(checkpoint: Path, run_dir: Path | None) -> Path | None:
+    """The ``config.yaml`` of the run a resumed checkpoint belongs to: ``run_dir``'s,
+    else the one beside the checkpoint (``final_model.zip``) or above it
+    (``checkpoints/model_N_steps.zip``); ``None`` if there is none."""
+    candidates = [run_dir / "config.yaml"] if run_dir is not None else []
+    candidates += [checkpoint.parent / "config.yaml", checkpoint.parent.parent / "config.yaml"]
+    return next((path for path in candidates if path.is_file()), None)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The mapping of config fields in a YAML file (a one-line error otherwise)."""
+    import yaml
+
+    if not path.is_file():
+        fail(f"no such config file: {path}")
+    try:
+        base = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError:
+        fail(f"{path}: not a text file (a YAML mapping of config fields expected)")
+    except yaml.YAMLError as error:
+        fail(f"{path}: not valid YAML ({yaml_problem(error)})")
+    except OSError as error:
+        fail(f"{path}: cannot read it ({error.strerror or error})")
+    if not isinstance(base, dict):
+        fail(f"{path}: expected a mapping of config fields")
+    return base
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint with the most timesteps in ``run_dir/checkpoints`` (``None`` if there is none)."""
+    return max(checkpoints(run_dir))[1] if checkpoints(run_dir) else None
+
+
+def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    """``(timesteps, path)`` of every checkpoint of the run (SB3 ``.zip``, batched trainers ``.pt``)."""
+    return [
+        (int(match.group(1)), path)
+        for path in (run_dir / "checkpoints").glob("model_*_steps.*")
+        if (match := re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", path.name))
+    ]
+
+
+def checkpoint_metadata(path: Path) -> dict[str, Any]:
+    """The metadata of a checkpoint: SB3's ``.zip`` or a batched trainer's ``.pt`` (checked whole)."""
+    if path.suffix == ".pt":
+        from agents.training.trainer import read_checkpoint
+
+        return read_checkpoint(path)["metadata"]
+    from agents.players.sb3_agent import read_metadata
+
+    return read_metadata(path)
+
+
+# ----------------------------------------------------------------------------- checks before the run
+#: what a run leaves in its folder; ``--overwrite`` removes these (and nothing else)
+RUN_ARTIFACTS = (
+    "config.yaml",
+    "tb",
+    "checkpoints",
+    "best_model.zip",
+    "final_model.zip",
+    "best_model.npz",
+    "final_model.npz",
+    "evaluations.csv",
+    "rllib_checkpoint",
+    "learning_curve.png",
+    "score_distribution.png",
+    "results.json",
+)
+
+#: config fields a resumed model keeps from its checkpoint: changing one on --resume is refused
+RESUME_FIXED = (
+    "rules",
+    "rules_options",
+    "obs_mode",
+    "algo",
+    "distinct_keeps",
+    "net_arch",
+    "activation",
+    "algo_kwargs",
+    "learning_rate",
+    "lr_schedule",
+    "gamma",
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "gae_lambda",
+    "clip_range",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "buffer_size",
+    "learning_starts",
+    "train_freq",
+    "target_update_interval",
+    "exploration_fraction",
+    "exploration_final_eps",
+)
+#: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
+BATCHED_RESUME_FIXED = (
+    "features",
+    "n_envs",
+    "reward_scale",
+    "precision",
+    "box_points",
+    "keep_points",
+    "keep_points_bonus",
+    "layer_norm",
+)
+
+
+def load_config_rules(config: Common):
+    """The ruleset of the config (a one-line error if it does not load or compile)."""
+    from dice_poker_env.engine.tables import compile_rules
+    from dice_poker_env.rules import load_rules
+
+    try:
+        rules = load_rules(config.rules, **config.rules_options)
+        compile_rules(rules)  # what needs the score tables (the upper-bonus threshold) is checked here
+        return rules
+    except (ValueError, TypeError, KeyError, OSError) as error:
+        options = f" rules_options={config.rules_options!r}" if config.rules_options else ""
+        fail(f"rules={config.rules!r}{options}: {error}")
+
+
+def check_bench_agents(config: Common, rules) -> None:
+    """Every agent of the final benchmark loads for this ruleset before training starts: model files (present,
+    readable, of this ruleset), the shipped policy of ``trained``, custom agents (``optimal`` needs the solve,
+    and is left out of the benchmark without one)."""
+    from agents.players.registry import make_agent
+
+    if config.bench_games == 0:
+        return
+    for name in config.bench_agents:
+        if name == "optimal":
+            continue
+        try:
+            make_agent(name, rules, seed=config.seed)
+        except (ValueError, OSError, ImportError) as error:
+            fail(f"bench_agents: {name}: {one_line(error)}")
+
+
+def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
+    """A fresh run needs a new or empty folder, or ``--overwrite`` of an earlier run's folder."""
+    if run_dir.exists() and not run_dir.is_dir():
+        fail(f"--run-dir {run_dir}: exists and is not a folder")
+    parent = next(folder for folder in (run_dir, *run_dir.parents) if folder.exists())
+    if not parent.is_dir():
+        fail(f"run folder {run_dir}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        fail(f"run folder {run_dir}: {parent} is not writable")
+    if resume or not run_dir.is_dir() or not any(run_dir.iterdir()):
+        return
+    if not overwrite:
+        fail(
+            f"--run-dir {run_dir} holds an earlier run; continue it with --resume, "
+            "start it again with --overwrite, or choose a new folder"
+        )
+    if not (run_dir / "config.yaml").is_file():
+        fail(
+            f"--run-dir {run_dir} is not empty and is not a train.py run folder (no config.yaml): "
+            "--overwrite only replaces runs; choose a new or empty folder"
+        )
+
+
+def clear_run(run_dir: Path) -> None:
+    """Remove an earlier run's artifacts (``--overwrite``), so no file of it mixes with the new run."""
+    for name in RUN_ARTIFACTS:
+        path = run_dir / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
+def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rules) -> Path:
+    """The checkpoint ``--resume`` continues from, checked whole and against the config."""
+    from agents.players.sb3_agent import check_ruleset
+
+    checkpoint = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)
+    if checkpoint is None:
+        fail(f"--resume: no checkpoint in {run_dir / 'checkpoints'}")
+    try:
+        metadata = checkpoint_metadata(checkpoint)
+        check_ruleset(metadata, rules, source=f"checkpoint {checkpoint}")
+    except (ValueError, OSError) as error:
+        earlier = [p for _, p in checkpoints(run_dir) if p != checkpoint]
+        hint = "; an earlier checkpoint can be given as --resume PATH" if args.resume == "latest" and earlier else ""
+        fail(f"--resume: {error}{hint}")
+    for name in ("algo", "obs_mode", "distinct_keeps"):
+        saved = metadata.get("algorithm" if name == "algo" else name, False if name == "distinct_keeps" else None)
+        if saved != getattr(config, name):
+            fail(
+                f"--resume: checkpoint {checkpoint} was trained with {name}={saved!r}, the config says "
+                f"{name}={getattr(config, name)!r}; resume with the run's own {name} or start a new run"
+            )
+    saved_config = run_config_of(checkpoint, run_dir)
+    reference = saved_run_config(read_config_file(saved_config)) if saved_config is not None else args.base
+    try:
+        before = make_config(reference)
+    except ValueError as error:
+        fail(f"--resume: {saved_config or args.config}: {error}")
+    fixed = RESUME_FIXED + (BATCHED_RESUME_FIXED if config.algo in BATCHED_ALGORITHMS else ())
+    changed = [name for name in fixed if getattr(config, name, None) != getattr(before, name, None)]
+    if changed:
+        fail(
+            f"--resume: {', '.join(f'{n}={getattr(config, n)!r}' for n in changed)} differs from the run's "
+            f"{', '.join(f'{n}={getattr(before, n)!r}' for n in changed)}; a resumed model keeps its own "
+            "(start a new run to change it)"
+        )
+    return checkpoint
+
+
+def exact_solution(config: Common, rules):
+    """The solver's solution (the yardstick), or ``None`` when ``solver`` is off or the solve is refused."""
+    from agents.evaluation.benchmark import load_solution
+
+    if config.solver == "off":
+        print("solver=off: no exact solve; evaluation and benchmark in raw scores (no % of optimal, no regret)")
+        return None
+    try:
+        return load_solution(rules, required=True)
+    except (ImportError, MemoryError) as error:  # MemoryError: the solver refuses a ruleset too large to solve
+        reason = str(error) or type(error).__name__
+        if config.solver == "on":
+            fail(
+                f"solver=on: the exact solve of {rules.name!r} is not possible ({reason}); "
+                "use solver=auto or solver=off to train without it"
+            )
+        print(
+            f"solver=auto: the exact solve of {rules.name!r} is not possible ({reason}); training without it: "
+            "evaluation and benchmark in raw scores (no % of optimal, no regret)",
+            flush=True,
+        )
+        return None
+
+
+def run_metadata(config: Common) -> dict[str, Any]:
+    """What every policy file of a run records so that it can be reproduced: the config, the command (when
+    run as ``train.py``), the library's version and, in a git checkout, the commit of the code (``-dirty``
+    where the files differ from it)."""
+    import dice_poker_env
+
+    command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
+    try:
+        commit = (
+            subprocess.run(
+                ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout.strip()
+            or None
+        )
+    except (OSError, subprocess.SubprocessError):  # no git, or not a checkout
+        commit = None
+    return {"config": as_dict(config), "command": command, "version": dice_poker_env.__version__, "git_commit": commit}
+
+
+def batched_trainer(config: Common, rules, run_dir: Path, optimal: float | None, resume_from: Path | None):
+    """The project's batched torch trainer (agents/training/trainer.py), resumed if asked; nothing written yet."""
+    from agents.training.trainer import Trainer
+
+    try:
+        trainer = Trainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
+        if resume_from is not None:
+            trainer.load_checkpoint(resume_from)
+    except Exception as error:  # noqa: BLE001 - whatever torch raises, the run has not started
+        what = (
+            f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the trainer cannot be built"
+        )
+        fail(f"{what}: {type(error).__name__}: {one_line(error)}")
+    return trainer
+
+
+def rllib_trainer(config: Common, rules, run_dir: Path, optimal: float | None):
+    """RLlib's PPO with action masking (agents/training/rllib_ppo.py): Ray and the algorithm built, nothing written yet."""
+    try:
+        from agents.training.rllib_ppo import RLlibTrainer
+    except ModuleNotFoundError as error:
+        fail(f"{config.algo} runs on RLlib: {error.name} is not installed (pip install -e '.[rllib]')")
+    try:
+        return RLlibTrainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
+    except Exception as error:  # noqa: BLE001 - whatever Ray or RLlib raise, the run has not started
+        fail(f"RLlib's PPO cannot be built: {type(error).__name__}: {one_line(error)}")
+
+
+def imitation_trainer(config: Common, rules, run_dir: Path, optimal: float | None):
+    """Behaviour cloning from ``config.dataset`` (agents/training/bc.py); the dataset is read and checked, nothing written yet."""
+    from agents.training.bc import BCTrainer
+
+    try:
+        return BCTrainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
+    except ModuleNotFoundError as error:
+        fail(f"{config.algo} reads Minari datasets: {error.name} is not installed (pip install -e '.[datasets]')")
+    except (ValueError, OSError) as error:
+        fail(f"dataset={config.dataset!r}: {one_line(error)}")
+
+
+def algo_label(config: Common) -> str:
+    """The algorithm as reported: behaviour cloning is named as the imitation of the solver it is."""
+    if config.algo in IMITATION_ALGORITHMS:
+        from agents.training.bc import LABEL
+
+        return f"{config.algo} ({LABEL})"
+    return config.algo
+
+
+def finish(
+    config: Common,
+    rules,
+    run_dir: Path,
+    solution,
+    optimal: float | None,
+    final_path: Path,
+    timesteps: int,
+    train_seconds: float,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Benchmark the trained agent against the solver, greedy and random; ``results.json``; plots."""
+    from agents.evaluation.benchmark import benchmark, render_table
+
+    # 4. benchmark the trained agent against the solver, greedy and random
+    results: dict[str, Any] = {
+        "algorithm": config.algo,
+        "rules": rules.name,
+        "rules_options": dict(rules.options),
+        "timesteps": int(timesteps),
+        "train_seconds": round(train_seconds, 1),
+        "optimal_expected_score": optimal,
+    }
+    label = algo_label(config)
+    if label != config.algo:
+        results["label"] = label
+    results.update(extra or {})
+    if config.bench_games > 0:
+        agents = [a for a in config.bench_agents if not (a == "optimal" and solution is None)]
+        name = "model" if label == config.algo else label  # the trained agent's row
+        bench = benchmark(
+            rules,
+            [*agents, (name, f"model:{final_path}")],
+            games=config.bench_games,
+            seed=config.seed + 2_000_003,
+            workers=config.bench_workers,
+            solution=solution if solution is not None else False,
+        )
+        results.update(bench.data["agents"][name])
+        results["agents"] = bench.data["agents"]
+        results["bench_games"] = config.bench_games
+        render_table({**bench.data})
+    results["config"] = as_dict(config)
+    (run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+
+    # 5. plots (matplotlib is part of the train extra; skip quietly without it)
+    try:
+        from agents.evaluation.plots import plot_learning_curve, plot_score_distributions
+
+        if (run_dir / "evaluations.csv").is_file():
+            plot_learning_curve(
+                run_dir / "evaluations.csv", run_dir / "learning_curve.png", optimal, title=f"{label} on {rules.name}"
+            )
+        if config.bench_games > 0:
+            plot_score_distributions(bench, run_dir / "score_distribution.png")
+    except ModuleNotFoundError as error:
+        print(f"no plots ({error.name} is not installed)")
+    print(f"results: {run_dir / 'results.json'}")
+    return results
