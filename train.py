@@ -37,8 +37,10 @@ from typing import Any, NoReturn
 
 from agents.training.config import (  # noqa: F401 - make_config, field_docs, Config: the config API of train.py
     BATCHED_ALGORITHMS,
+    BC,
     IMITATION_ALGORITHMS,
     RLLIB_ALGORITHMS,
+    SB3,
     Common,
     Config,
     all_fields,
@@ -191,10 +193,12 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
     if config.algo in BATCHED_ALGORITHMS:
         trainer = batched_trainer(config, rules, run_dir, optimal, resume_from)
     elif config.algo in IMITATION_ALGORITHMS:
+        assert isinstance(config, BC)
         trainer = imitation_trainer(config, rules, run_dir, optimal)
     elif config.algo in RLLIB_ALGORITHMS:
         trainer = rllib_trainer(config, rules, run_dir, optimal)
     else:
+        assert isinstance(config, SB3)
         env, model, metadata = sb3_model(config, rules, run_dir, resume_from)
 
     # 2. the run folder (an earlier run's artifacts go only now, with --overwrite)
@@ -215,6 +219,7 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
         final_path = trainer.run(progress=config.progress_bar)
         timesteps, train_seconds = trainer.num_timesteps, trainer.train_seconds
     else:
+        assert isinstance(config, SB3)
         final_path, timesteps, train_seconds = sb3_learn(
             config, rules, run_dir, optimal, env, model, metadata, resumed=resume_from is not None
         )

@@ -414,6 +414,7 @@ class SandboxedAgent:
         budget = left < seconds
         seconds = max(min(seconds, left), 1e-3)
         start = time.monotonic()
+        assert self._sock is not None, "_request runs only with a started worker"
         try:
             send(self._sock, message)
             reply = receive(self._sock, start + seconds, untrusted=True)
@@ -599,6 +600,7 @@ class SandboxedAgent:
         if failure is not None:
             self._fail(failure)
             return -1
+        assert isinstance(action, int)  # checked above: a failure otherwise
         if not (0 <= action < len(mask) and mask[action]):
             self._fail(
                 Failure(

@@ -145,7 +145,7 @@ def safe_custom_objects(
             space = spaces[key]
             shape = info.get("_shape")
             if shape is not None and list(shape) != list(space.shape or ()):
-                raise ValueError(f"model {path}: its {key} has shape {shape}, the ruleset's {list(space.shape)}")
+                raise ValueError(f"model {path}: its {key} has shape {shape}, the ruleset's {list(space.shape or ())}")
             custom[key] = space
         elif key == "policy_class":
             if info.get("__module__") != policy.__module__:

@@ -74,7 +74,7 @@ def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], meta
     meta = {**metadata, "policy_format": POLICY_FORMAT}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as handle:
-        np.savez(handle, metadata=np.array(json.dumps(meta, default=str)), **weights)
+        np.savez(handle, metadata=np.array(json.dumps(meta, default=str)), **dict(weights))  # type: ignore[arg-type]  # numpy's stub types **kwds as its allow_pickle
     os.replace(tmp, path)
     return path
 

@@ -99,10 +99,10 @@ class KeepBonus:
         self.combo = kept * (N_DICE + 1) + rolled[:, :, None]  # (252, 32, U)
         # combo_chance[6 k + n, c]: n dice rolled beside k kept of the face end with c of it
         combo_chance = np.zeros(((N_DICE + 1) ** 2, N_DICE + 1), dtype=np.float32)
-        for k in range(N_DICE + 1):
-            for n in range(N_DICE + 1 - k):
+        for kept_n in range(N_DICE + 1):
+            for n in range(N_DICE + 1 - kept_n):
                 for j in range(n + 1):
-                    combo_chance[k * (N_DICE + 1) + n, k + j] = comb(n, j) * (1 / 6) ** j * (5 / 6) ** (n - j)
+                    combo_chance[kept_n * (N_DICE + 1) + n, kept_n + j] = comb(n, j) * (1 / 6) ** j * (5 / 6) ** (n - j)
         self.combo_chance = combo_chance
         self.points = float(tables.upper_bonus_points) / scale  # in the units of potential_points
         self.threshold = float(tables.upper_bonus_threshold)

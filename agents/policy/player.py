@@ -13,7 +13,7 @@ It refuses a ruleset other than its own (:class:`~agents.policy.files.RulesetMis
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,11 @@ __all__ = ["POLICY_FORMAT", "SHIPPED_DIR", "PolicyAgent", "load_policy", "save_p
 
 #: the policies shipped with the package: ``<ruleset>.npz``, trained on the ruleset's default options
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "policies"
-_ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
+_ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
 
 
 def _layers(weights: Mapping[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
-    layers = []
+    layers: list[tuple[np.ndarray, np.ndarray]] = []
     while f"w{len(layers)}" in weights:
         i = len(layers)
         layers.append((np.asarray(weights[f"w{i}"], np.float32), np.asarray(weights[f"b{i}"], np.float32)))

@@ -270,7 +270,7 @@ def _init(net: nn.Module, last_gain: float | None) -> None:
     linears = [m for m in net.modules() if isinstance(m, nn.Linear)]
     for m in linears:
         last = last_gain is not None and m is linears[-1]
-        nn.init.orthogonal_(m.weight, gain=last_gain if last else np.sqrt(2))
+        nn.init.orthogonal_(m.weight, gain=float(last_gain) if last and last_gain is not None else float(np.sqrt(2)))
         nn.init.zeros_(m.bias)
 
 

@@ -345,7 +345,13 @@ FAMILIES: dict[type[Common], tuple[str, ...]] = {
     BC: IMITATION_ALGORITHMS,
     RLlibPPO: RLLIB_ALGORITHMS,
 }
-_DQN_ONLY = ("buffer_size", "learning_starts", "train_freq", "target_update_interval", "exploration_fraction")
+_DQN_ONLY: tuple[str, ...] = (
+    "buffer_size",
+    "learning_starts",
+    "train_freq",
+    "target_update_interval",
+    "exploration_fraction",
+)
 _DQN_ONLY += ("exploration_final_eps", "save_replay_buffer")
 _ON_POLICY = ("n_steps", "gae_lambda", "ent_coef", "vf_coef")
 #: keys of its section that an algorithm does not use
@@ -401,7 +407,7 @@ def help_text() -> str:
     for cls, algos in FAMILIES.items():
         own = [f.name for f in dataclasses.fields(cls) if f.name not in common]
         changed = [n for n in common if getattr(cls(), n) != getattr(BatchedPPO(), n)]
-        text += f"\n\nalgo: {' | '.join(algos)}  ({cls.__doc__.strip()})\n" + lines(cls, own)
+        text += f"\n\nalgo: {' | '.join(algos)}  ({(cls.__doc__ or '').strip()})\n" + lines(cls, own)
         if changed:
             text += "\n  defaults changed: " + ", ".join(f"{n}={getattr(cls(), n)!r}" for n in changed)
         for algo in algos:
@@ -457,6 +463,7 @@ def make_config(base: dict[str, Any] | None = None, overrides: list[str] | None 
         result = OmegaConf.to_object(config)
     except OmegaConfBaseException as error:  # e.g. ${...} in a value that does not resolve
         raise ValueError(one_line(error)) from None
+    assert isinstance(result, Common)  # a structured config of a Common subclass
     validate(result)
     return result
 

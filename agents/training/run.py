@@ -31,6 +31,7 @@ from typing import Any, NoReturn
 
 from agents.training.config import (
     BATCHED_ALGORITHMS,
+    BC,
     IMITATION_ALGORITHMS,
     Common,
     as_dict,
@@ -341,7 +342,7 @@ def rllib_trainer(config: Common, rules, run_dir: Path, optimal: float | None):
         fail(f"RLlib's PPO cannot be built: {type(error).__name__}: {one_line(error)}")
 
 
-def imitation_trainer(config: Common, rules, run_dir: Path, optimal: float | None):
+def imitation_trainer(config: BC, rules, run_dir: Path, optimal: float | None):
     """Behaviour cloning from ``config.dataset`` (agents/training/bc.py); the dataset is read and checked, nothing written yet."""
     from agents.training.bc import BCTrainer
 

@@ -54,7 +54,7 @@ def make_vec_env(config: SB3, rules, n_envs: int, seed: int, *, training: bool):
         return _batched_vec_env(config, rules, n_envs, seed, training=training)
     thunks = [make_env(config, rules, rank, training=training) for rank in range(n_envs)]
     if config.vec_env == "subproc" and n_envs > 1:
-        vec = SubprocVecEnv(thunks, start_method="spawn")
+        vec: DummyVecEnv | SubprocVecEnv = SubprocVecEnv(thunks, start_method="spawn")
     else:
         vec = DummyVecEnv(thunks)
     vec.seed(seed)
@@ -189,6 +189,7 @@ def make_callbacks(config: SB3, rules, run_dir: Path, optimal: float | None, met
                     training=False,
                 )
             self.eval_env.seed(config.seed + EVAL_SEED_OFFSET)  # the same games at every evaluation
+            evaluate_policy: Any  # sb3-contrib's (masked) or SB3's: the same call
             if masked:
                 from sb3_contrib.common.maskable.evaluation import evaluate_policy
 

@@ -184,11 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _one_line_warning(command: str, fallback):
+def _one_line_warning(command: str, fallback: Any) -> Any:
     """``warnings.showwarning`` printing this package's own warnings (the solver cache's, the benchmark's)
     as one line, ``dice-poker COMMAND: warning: ...``; other warnings as Python shows them."""
 
-    def show(message, category, filename, lineno, file=None, line=None):
+    def show(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None) -> None:
         if category.__module__.split(".")[0] in ("dice_poker_env", "agents"):
             text = " ".join(str(message).split())
             print(f"dice-poker {command}: warning: {text}", file=file or sys.stderr)

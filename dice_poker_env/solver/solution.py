@@ -1019,7 +1019,7 @@ def solve(
     return solution
 
 
-def cached(rules: str | os.PathLike | Rules = "yahtzee", **options: Any) -> Solution | None:
+def cached(rules: str | os.PathLike[str] | Rules = "yahtzee", **options: Any) -> Solution | None:
     """The solution of ``rules`` from the disk cache, or ``None`` if it holds none (or an unusable file,
     reported with a :class:`~dice_poker_env.solver.CacheWarning`); never solves."""
     rules = load_rules(rules, **options)
