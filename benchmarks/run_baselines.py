@@ -79,7 +79,12 @@ class Suite:
     seeds: tuple[int, ...] = SEEDS
     #: the policy file train.py writes (batched trainers: .npz; SB3: .zip)
     final: str = "final_model.npz"
+    #: extra ``key=value`` overrides per ruleset
+    overrides: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
+
+#: keep_points_bonus: par needs an upper bonus paid at a face-sum total (not yacht's, none; not school_poker's)
+NO_PAR_BONUS = (("yacht", ("keep_points_bonus=false",)), ("school_poker", ("keep_points_bonus=false",)))
 
 SUITES: dict[str, Suite] = {
     "raw_ppo_1m": Suite("raw_batched_ppo_1m.yaml", 1_000_000),
@@ -93,12 +98,18 @@ SUITES: dict[str, Suite] = {
         "raw_batched_ppo_100m.yaml", 100_000_000, ("yacht", "yatzy", "dice_poker", "school_poker"), SEEDS[:3]
     ),
     "raw_maskable_ppo_1m": Suite("raw_maskable_ppo_1m.yaml", 1_000_000, final="final_model.zip"),
-    "rules_ppo_10m": Suite("rules_batched_ppo_10m.yaml", 10_000_000),
-    "rules_ppo_100m": Suite("rules_batched_ppo_100m.yaml", 100_000_000, ("yahtzee",), SEEDS[:5]),
+    "rules_ppo_10m": Suite("rules_batched_ppo_10m.yaml", 10_000_000, overrides=NO_PAR_BONUS),
+    "rules_ppo_100m": Suite(
+        "rules_batched_ppo_100m.yaml", 100_000_000, ("yahtzee",), SEEDS[:5], overrides=NO_PAR_BONUS
+    ),
     **{
         f"ablation_{step}_10m": Suite(f"ablation_{step}_10m.yaml", 10_000_000, ("yahtzee", "yacht"), SEEDS[:5])
-        for step in ("1_features", "2_box_points", "3_keep_points", "4_keep_points_bonus")
+        for step in ("1_features", "2_box_points", "3_keep_points")
     },
+    # yacht has no upper bonus: its ablation ends at step 3
+    "ablation_4_keep_points_bonus_10m": Suite(
+        "ablation_4_keep_points_bonus_10m.yaml", 10_000_000, ("yahtzee",), SEEDS[:5]
+    ),
     "bc_yahtzee": Suite("solver_bc_yahtzee.yaml", 0, ("yahtzee",), SEEDS[:5]),
 }
 
@@ -197,6 +208,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
         str(run_dir),
         f"rules={ruleset}",
         f"seed={seed}",
+        *dict(suite.overrides).get(ruleset, ()),
     ]
     final = run_dir / suite.final
     wall_file = RUNS / name / ruleset / f"s{seed}.wall.json"
