@@ -6,7 +6,7 @@
     python train.py --config configs/smoke.yaml --run-dir /tmp/smoke total_timesteps=4096 seed=3
     python train.py --run-dir runs/my_run --resume    # continue from the run's latest checkpoint
     python train.py --run-dir runs/my_run --overwrite # start runs/my_run again from scratch
-    python train.py --sweep configs/sweeps/yacht_algorithms.yaml  # many runs on Ray Tune (agents/sweep.py)
+    python train.py --sweep configs/sweeps/yacht_algorithms.yaml  # many runs on Ray Tune (agents/training/sweep.py)
     python train.py --help                            # every config field with its documentation
 
 Read top to bottom (CleanRL style): a typed :class:`Config` (every field documented),
@@ -16,10 +16,10 @@ score, checkpoints), training, the final model, and the benchmark of the trained
 agent against the solver, the greedy and the random agent.
 
 Two families of algorithms: the project's batched torch trainers (``batched_ppo``,
-``batched_a2c``: :mod:`agents.trainer` with one file per update rule, on the NumPy
+``batched_a2c``: :mod:`agents.training.trainer` with one file per update rule, on the NumPy
 batched env) and Stable-Baselines3's (``maskable_ppo``, ``ppo``, ``a2c``, ``dqn``).
 Both write the same run folder and end with the same benchmark, as does ``bc``
-(:mod:`agents.bc`: behaviour cloning from a Minari dataset of the solver's games,
+(:mod:`agents.training.bc`: behaviour cloning from a Minari dataset of the solver's games,
 reported as "imitation of the solver", not RL).
 
 A run folder holds ``config.yaml`` (the resolved config), ``tb/`` (TensorBoard),
@@ -37,6 +37,9 @@ solve. Bad input is a one-line ``train.py: error: ...`` with exit code 2.
 
 Layering: this script is the top layer (training); it imports ``agents`` and the
 core package, never the other way round. ``torch`` comes with the ``train`` extra.
+
+Size: an allowance for now: train.py is being rewritten into a thin entry point (issue 27,
+item 3); this line goes with that rewrite.
 """
 
 from __future__ import annotations
@@ -59,11 +62,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "batched_ppo_yacht.yaml"
-#: the project's torch trainers on the batched env (agents/trainer.py); the others are SB3's
+#: the project's torch trainers on the batched env (agents/training/trainer.py); the others are SB3's
 BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c")
-#: behaviour cloning from a Minari dataset (agents/bc.py): imitation of the solver, not RL
+#: behaviour cloning from a Minari dataset (agents/training/bc.py): imitation of the solver, not RL
 IMITATION_ALGORITHMS = ("bc",)
-#: RLlib's PPO on Ray, sampling spread over env runner processes (agents/rllib_ppo.py; the rllib extra)
+#: RLlib's PPO on Ray, sampling spread over env runner processes (agents/training/rllib_ppo.py; the rllib extra)
 RLLIB_ALGORITHMS = ("rllib_ppo",)
 
 
@@ -86,7 +89,7 @@ class Config:
     # --- what to train on
     recipe: str = setting(
         "",
-        "A label for this recipe: multi-seed results (python -m agents.results) group runs by it (default: the algo).",
+        "A label for this recipe: multi-seed results (python -m agents.evaluation.results) group runs by it (default: the algo).",
     )
     rules: str = setting(
         "yacht", "Ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file path."
@@ -101,12 +104,12 @@ class Config:
     algo: str = setting(
         "maskable_ppo",
         "batched_ppo or batched_a2c (the project's torch trainers on the batched "
-        "env, masked; agents/ppo.py, agents/a2c.py), or SB3's: maskable_ppo "
+        "env, masked; agents/training/ppo.py, agents/training/a2c.py), or SB3's: maskable_ppo "
         "(sb3-contrib, uses action masks), ppo, a2c or dqn (unmasked: illegal "
         "actions are replaced); or bc (behaviour cloning from a dataset: "
-        "imitation of the solver, agents/bc.py); or rllib_ppo (RLlib's PPO with "
+        "imitation of the solver, agents/training/bc.py); or rllib_ppo (RLlib's PPO with "
         "action masking, sampling spread over num_env_runners processes, "
-        "agents/rllib_ppo.py).",
+        "agents/training/rllib_ppo.py).",
     )
     total_timesteps: int = setting(600_000, "Environment steps to train for (a yacht game is about 30 steps).")
     learning_rate: float = setting(3e-4, "Optimizer learning rate.")
@@ -143,7 +146,7 @@ class Config:
         False, "Masked algorithms: masks show each distinct keep once (bitmasks keeping equal dice are one move)."
     )
     features: bool = setting(
-        True, "Batched algorithms: the policy also sees progress toward the upper bonus (agents/policy_inputs.py)."
+        True, "Batched algorithms: the policy also sees progress toward the upper bonus (agents/policy/inputs.py)."
     )
     precision: str = setting(
         "float32",
@@ -153,7 +156,7 @@ class Config:
     keep_head: int = setting(
         0,
         "Batched algorithms: units of the actor's keep head, which scores each keep by the "
-        "dice it keeps (0: one linear output per action; agents/actor_critic.py).",
+        "dice it keeps (0: one linear output per action; agents/training/actor_critic.py).",
     )
     compile: bool = setting(
         False,
@@ -165,19 +168,19 @@ class Config:
         0.0,
         "Batched algorithms: each box's logit also gets a learnt weight (starting at "
         "this value) times the points the box would score now, from the observation "
-        "(0: off; agents/actor_critic.py).",
+        "(0: off; agents/training/actor_critic.py).",
     )
     keep_points: bool = setting(
         False,
         "Batched algorithms: the actor values each open box's points per state and "
         "adds them to the box logits (points now) and the keep logits (expected "
-        "points after one reroll, from the rules' tables; agents/actor_critic.py).",
+        "points after one reroll, from the rules' tables; agents/training/actor_critic.py).",
     )
     keep_points_rerolls: int = setting(
         1,
         "With keep_points: 1 = the keeps' expected points after one reroll; 2 = "
         "where two rerolls are left, after two (the second keep each box's own "
-        "best; agents/policy_inputs.py).",
+        "best; agents/policy/inputs.py).",
     )
     keep_points_bonus: bool | str = setting(
         False,
@@ -186,13 +189,13 @@ class Config:
         "box after the reroll reaches it (as a box's points do when "
         "writing it reaches it now); par = instead, for keeps and upper "
         "boxes, the change in the bonus's expected points under a par "
-        "model (agents/policy_inputs.py, KeepBonus).",
+        "model (agents/policy/inputs.py, KeepBonus).",
     )
     bonus_shaping: float = setting(
         0.0,
         "Batched algorithms: weight of potential-based reward shaping toward the "
         "upper bonus (0: off; 1: the bonus's points times a par-based chance of "
-        "reaching it; leaves the best policy unchanged; agents/shaping.py).",
+        "reaching it; leaves the best policy unchanged; agents/training/shaping.py).",
     )
 
     # --- envs and hardware
@@ -357,15 +360,15 @@ NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
 
 
 def _validate(c: Config) -> None:
-    from agents.registry import check_agent
-    from agents.sb3_agent import ALGORITHMS
+    from agents.players.registry import check_agent
+    from agents.players.sb3_agent import ALGORITHMS
 
     for name, (low, high, low_ok) in NUMERIC_RANGES.items():
         value = getattr(c, name)
         if not (math.isfinite(value) and (value >= low if low_ok else value > low) and value <= high):
             bound = f"{'>=' if low_ok else '>'} {low}" if high == math.inf else f"in [{low}, {high}]"
             raise ValueError(f"{name} must be {bound}, got {value!r}")
-    from agents.protocol import check_training_seed
+    from agents.evaluation.protocol import check_training_seed
 
     check_training_seed(c.seed)  # the benchmark's evaluation set lies above every training seed
     if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in c.net_arch):
@@ -532,8 +535,8 @@ def make_env(config: Config, rules, rank: int, *, training: bool):
     algorithms, SB3's Monitor (raw scores), and (training only) the reward scale."""
     from stable_baselines3.common.monitor import Monitor
 
-    from agents.sb3_agent import ALGORITHMS
-    from agents.wrappers import DistinctKeepWrapper, LegalActionWrapper, ScaleReward
+    from agents.players.sb3_agent import ALGORITHMS
+    from agents.training.wrappers import DistinctKeepWrapper, LegalActionWrapper, ScaleReward
     from dice_poker_env.envs.single import DicePokerEnv
 
     masked = ALGORITHMS[config.algo][2]
@@ -575,7 +578,7 @@ def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training:
     """
     from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
-    from agents.sb3_agent import ALGORITHMS
+    from agents.players.sb3_agent import ALGORITHMS
     from dice_poker_env.integrations.sb3 import make_sb3_vec_env
 
     if not ALGORITHMS[config.algo][2]:
@@ -608,7 +611,7 @@ def _batched_vec_env(config: Config, rules, n_envs: int, seed: int, *, training:
 def build_model(config: Config, env, run_dir: Path):
     import torch
 
-    from agents.sb3_agent import algorithm_class
+    from agents.players.sb3_agent import algorithm_class
 
     cls = algorithm_class(config.algo)
     activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[config.activation]
@@ -659,7 +662,7 @@ def make_callbacks(config: Config, rules, run_dir: Path, optimal: float | None, 
     evaluations.csv, best_model.zip) and checkpoints (with the ruleset metadata)."""
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from agents.sb3_agent import ALGORITHMS, save_model
+    from agents.players.sb3_agent import ALGORITHMS, save_model
 
     masked = ALGORITHMS[config.algo][2]
 
@@ -807,10 +810,10 @@ def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
 def checkpoint_metadata(path: Path) -> dict[str, Any]:
     """The metadata of a checkpoint: SB3's ``.zip`` or a batched trainer's ``.pt`` (checked whole)."""
     if path.suffix == ".pt":
-        from agents.trainer import read_checkpoint
+        from agents.training.trainer import read_checkpoint
 
         return read_checkpoint(path)["metadata"]
-    from agents.sb3_agent import read_metadata
+    from agents.players.sb3_agent import read_metadata
 
     return read_metadata(path)
 
@@ -924,7 +927,7 @@ def clear_run(run_dir: Path) -> None:
 
 def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Config, rules) -> Path:
     """The checkpoint ``--resume`` continues from, checked whole and against the config."""
-    from agents.sb3_agent import check_ruleset
+    from agents.players.sb3_agent import check_ruleset
 
     checkpoint = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)
     if checkpoint is None:
@@ -962,7 +965,7 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Config, rul
 
 def exact_solution(config: Config, rules):
     """The solver's solution (the yardstick), or ``None`` when ``solver`` is off or the solve is refused."""
-    from agents.benchmark import load_solution
+    from agents.evaluation.benchmark import load_solution
 
     if config.solver == "off":
         print("solver=off: no exact solve; evaluation and benchmark in raw scores (no % of optimal, no regret)")
@@ -1057,8 +1060,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def sweep(argv: list[str]) -> list[dict[str, Any]]:
-    """``--sweep FILE``: many runs of this script on Ray Tune (agents/sweep.py; the ``ray`` extra)."""
-    from agents.sweep import main as sweep_main  # imports Ray only once the sweep file and folder are checked
+    """``--sweep FILE``: many runs of this script on Ray Tune (agents/training/sweep.py; the ``ray`` extra)."""
+    from agents.training.sweep import main as sweep_main  # imports Ray only once the sweep file and folder are checked
 
     return sweep_main(
         argv,
@@ -1095,8 +1098,8 @@ def run_metadata(config: Config) -> dict[str, Any]:
 
 
 def batched_trainer(config: Config, rules, run_dir: Path, optimal: float | None, resume_from: Path | None):
-    """The project's batched torch trainer (agents/trainer.py), resumed if asked; nothing written yet."""
-    from agents.trainer import Trainer
+    """The project's batched torch trainer (agents/training/trainer.py), resumed if asked; nothing written yet."""
+    from agents.training.trainer import Trainer
 
     try:
         trainer = Trainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
@@ -1111,9 +1114,9 @@ def batched_trainer(config: Config, rules, run_dir: Path, optimal: float | None,
 
 
 def rllib_trainer(config: Config, rules, run_dir: Path, optimal: float | None):
-    """RLlib's PPO with action masking (agents/rllib_ppo.py): Ray and the algorithm built, nothing written yet."""
+    """RLlib's PPO with action masking (agents/training/rllib_ppo.py): Ray and the algorithm built, nothing written yet."""
     try:
-        from agents.rllib_ppo import RLlibTrainer
+        from agents.training.rllib_ppo import RLlibTrainer
     except ModuleNotFoundError as error:
         fail(f"{config.algo} runs on RLlib: {error.name} is not installed (pip install -e '.[rllib]')")
     try:
@@ -1123,8 +1126,8 @@ def rllib_trainer(config: Config, rules, run_dir: Path, optimal: float | None):
 
 
 def imitation_trainer(config: Config, rules, run_dir: Path, optimal: float | None):
-    """Behaviour cloning from ``config.dataset`` (agents/bc.py); the dataset is read and checked, nothing written yet."""
-    from agents.bc import BCTrainer
+    """Behaviour cloning from ``config.dataset`` (agents/training/bc.py); the dataset is read and checked, nothing written yet."""
+    from agents.training.bc import BCTrainer
 
     try:
         return BCTrainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
@@ -1138,7 +1141,7 @@ def sb3_model(config: Config, rules, run_dir: Path, resume_from: Path | None):
     """SB3's training envs and model (fresh, or loaded from a checkpoint); nothing written yet."""
     from stable_baselines3.common.utils import set_random_seed
 
-    from agents.sb3_agent import algorithm_class, model_metadata
+    from agents.players.sb3_agent import algorithm_class, model_metadata
 
     set_random_seed(config.seed)
     try:
@@ -1169,7 +1172,7 @@ def sb3_learn(
     config: Config, rules, run_dir: Path, optimal: float | None, env, model, metadata: dict, *, resumed: bool
 ) -> tuple[Path, int, float]:
     """Train an SB3 model with the evaluation and checkpoint callbacks; save the final model."""
-    from agents.sb3_agent import save_model
+    from agents.players.sb3_agent import save_model
 
     callbacks, evaluator = make_callbacks(config, rules, run_dir, optimal, metadata)
     remaining = max(config.total_timesteps - model.num_timesteps, 0)
@@ -1195,7 +1198,7 @@ def sb3_learn(
 def algo_label(config: Config) -> str:
     """The algorithm as reported: behaviour cloning is named as the imitation of the solver it is."""
     if config.algo in IMITATION_ALGORITHMS:
-        from agents.bc import LABEL
+        from agents.training.bc import LABEL
 
         return f"{config.algo} ({LABEL})"
     return config.algo
@@ -1213,7 +1216,7 @@ def finish(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Benchmark the trained agent against the solver, greedy and random; ``results.json``; plots."""
-    from agents.benchmark import benchmark, render_table
+    from agents.evaluation.benchmark import benchmark, render_table
 
     # 4. benchmark the trained agent against the solver, greedy and random
     results: dict[str, Any] = {
@@ -1248,7 +1251,7 @@ def finish(
 
     # 5. plots (matplotlib is part of the train extra; skip quietly without it)
     try:
-        from agents.plots import plot_learning_curve, plot_score_distributions
+        from agents.evaluation.plots import plot_learning_curve, plot_score_distributions
 
         if (run_dir / "evaluations.csv").is_file():
             plot_learning_curve(

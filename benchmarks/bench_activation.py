@@ -1,6 +1,6 @@
 """The policy's tanh layers under ``torch.compile``: ``torch.tanh`` against the trainer's :class:`Tanh`, side by side.
 
-Under ``torch.compile`` the trainer's tanh layers (``agents.actor_critic.Tanh``) compute
+Under ``torch.compile`` the trainer's tanh layers (``agents.training.actor_critic.Tanh``) compute
 ``1 - 2 / (exp(2x) + 1)`` with the gradient ``1 - y^2`` from the output. This script times,
 for a batch of ``--rows`` (default 1,024, the trainer's) on one torch thread, in bfloat16
 and float32 as the CPU has them:
@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
     from torch import nn
 
-    from agents import actor_critic, ppo
-    from agents.policy_inputs import PolicyInputs
+    from agents.policy.inputs import PolicyInputs
+    from agents.training import actor_critic, ppo
     from dice_poker_env.engine.tables import compile_rules
     from dice_poker_env.envs.observation import flat_layout
     from dice_poker_env.rules import load_rules

@@ -1,6 +1,6 @@
 """Speed of ``dice-poker bench`` itself: the lockstep path against the one-by-one path, side by side.
 
-``agents.benchmark.play_games`` plays the project's NumPy batch agents (optimal,
+``agents.evaluation.benchmark.play_games`` plays the project's NumPy batch agents (optimal,
 greedy, policy files) all at once in lockstep on the engine's batched step, each
 game with the dice the single env deals for its seed; any other agent plays game
 by game through the single env. Both give the same games and the same results
@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.games < 1:
         parser.error("--games must be at least 1")
 
-    from agents.benchmark import game_seeds, load_solution, play_games
-    from agents.registry import make_agent
+    from agents.evaluation.benchmark import game_seeds, load_solution, play_games
+    from agents.players.registry import make_agent
     from dice_poker_env.rules import load_rules
 
     rules = load_rules(args.rules)

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> dict:
     root = tempfile.mkdtemp(prefix="bench-dataset-")
     os.environ["MINARI_DATASETS_PATH"] = root
     try:
-        from agents.datasets import write_dataset
+        from agents.evaluation.datasets import write_dataset
         from dice_poker_env.rules import load_rules
         from dice_poker_env.solver import solve
 

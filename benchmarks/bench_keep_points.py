@@ -1,6 +1,6 @@
 """``keep_points``' keep term under ``torch.compile``: the table's two layouts, side by side.
 
-The actor's ``keep_points`` term (``agents.actor_critic.ActorCritic._points_logits``) sums,
+The actor's ``keep_points`` term (``agents.training.actor_critic.ActorCritic._points_logits``) sums,
 for every row and each of the 32 keeps, the table's expected points of the row's roll times
 the row's open boxes' values: ``keeps[i, a] = sum_b table[roll_i, a, b] * v[i, b]``. The
 model stores the table boxes before keeps, ``(252, n_boxes, 32)``, so that the compiled sum
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
     from bench_activation import fastest  # milliseconds of the fastest call
 
-    from agents.policy_inputs import keep_expected_points
+    from agents.policy.inputs import keep_expected_points
     from dice_poker_env.rules import load_rules
 
     torch.set_num_threads(1)

@@ -18,7 +18,7 @@ skipped (reported as missing) when the package is not installed
 (``pip install yatzy-solver`` or the ``bench`` extra).
 
 Then the optimal agent's play speed on ``yahtzee``: games per second batched
-(:func:`agents.optimal.play_games`) and one game at a time through the env.
+(:func:`agents.players.optimal.play_games`) and one game at a time through the env.
 
 Usage::
 
@@ -131,7 +131,7 @@ def bench_solve(repeat: int) -> list[dict]:
 
 def bench_play(games: int) -> dict:
     """Optimal agent on yahtzee: batched games/s (cold and warm turn cache) and env games/s."""
-    from agents.optimal import OptimalAgent, play_games
+    from agents.players.optimal import OptimalAgent, play_games
     from dice_poker_env.envs.single import DicePokerEnv
 
     agent = OptimalAgent("yahtzee", progress=False)

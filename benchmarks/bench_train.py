@@ -6,7 +6,7 @@ load affects both alike; the report is each one's median):
 * SB3 / sb3-contrib ``MaskablePPO`` with today's default config
   (``configs/maskable_ppo_yacht.yaml``: 128 batched games, 128 steps each per
   rollout, 10 epochs of minibatches of 1,024), built by ``train.py`` itself;
-* the project's batched PPO trainer (``agents/trainer.py`` + ``agents/ppo.py``)
+* the project's batched PPO trainer (``agents/training/trainer.py`` + ``agents/training/ppo.py``)
   with its recipe config as it is (default ``configs/batched_ppo_yacht.yaml``:
   ``precision: auto``, i.e. bfloat16 on CPUs with bf16 matrix units, and
   ``compile: true``), and the same in float32 without ``torch.compile`` (what
@@ -75,7 +75,7 @@ def time_sb3(train, config, updates: int) -> float:
 
 def time_batched(config, updates: int) -> float:
     """Env steps/s of the batched trainer over ``updates`` rollouts (after one warm-up rollout)."""
-    from agents.trainer import Trainer
+    from agents.training.trainer import Trainer
     from dice_poker_env.rules import load_rules
 
     rules = load_rules(config.rules, **config.rules_options)
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     import torch
 
-    from agents.actor_critic import resolve_precision
+    from agents.training.actor_critic import resolve_precision
 
     torch.set_num_threads(1)
     train = load_train()

@@ -232,7 +232,7 @@ def optimal(n_games: int, num_envs: int = 20_000) -> dict[str, object]:
     import gymnasium as gym
 
     import dice_poker_env  # noqa: F401
-    from agents.optimal import OptimalAgent
+    from agents.players.optimal import OptimalAgent
 
     start = time.perf_counter()
     agent = OptimalAgent("yahtzee", progress=False)

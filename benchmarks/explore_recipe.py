@@ -1,7 +1,7 @@
 """The exploratory loop behind the batched PPO recipe (docs/training.md, "How the recipe was found").
 
-A bare loop over the trainers' own pieces (:class:`agents.rollout.Rollout`,
-:func:`agents.ppo.update`, :func:`agents.a2c.update`, :class:`agents.actor_critic.ActorCritic`)
+A bare loop over the trainers' own pieces (:class:`agents.training.rollout.Rollout`,
+:func:`agents.training.ppo.update`, :func:`agents.training.a2c.update`, :class:`agents.training.actor_critic.ActorCritic`)
 with no evaluation, checkpoints or logging, so that a variant costs nothing but its
 training. Every 262,144 steps it prints the steps, seconds, steps per second (and
 the rollout's alone), the mean final score of the games finished since the last
@@ -26,9 +26,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents import a2c, ppo  # noqa: E402
-from agents.actor_critic import ActorCritic  # noqa: E402
-from agents.rollout import Rollout  # noqa: E402
+from agents.training import a2c, ppo  # noqa: E402
+from agents.training.actor_critic import ActorCritic  # noqa: E402
+from agents.training.rollout import Rollout  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import load_rules  # noqa: E402
 

@@ -198,7 +198,7 @@ def improvements(rows: list[dict], reps: int) -> list[dict]:
 
 def reference(games: int) -> list[dict]:
     """Evaluate the non-learned agents (and the shipped policies) on every ruleset's evaluation set."""
-    from agents.protocol import evaluate
+    from agents.evaluation.protocol import evaluate
 
     rows = []
     for ruleset in RULESETS:

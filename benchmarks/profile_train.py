@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> dict:
     from bench_train import config_from, load_train
     from torch.profiler import ProfilerActivity, profile
 
-    from agents.trainer import Trainer
+    from agents.training.trainer import Trainer
     from dice_poker_env.rules import load_rules
 
     torch.set_num_threads(1)

@@ -3,7 +3,7 @@
 :class:`RandomAgent` is the one random agent of the project: the default
 opponent of :class:`~dice_poker_env.multi.seat.SeatEnv`, the stand-in the
 terminal game seats for a player that fails, and the benchmark's baseline floor
-(``agents.random_agent`` re-exports it). Other agents (greedy, optimal, trained
+(``agents.players.random_agent`` re-exports it). Other agents (greedy, optimal, trained
 models) live in the ``agents`` package, above this one.
 """
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.greedy import GreedyAgent, best_box_action, state_from_observation
-from agents.random_agent import RandomAgent
-from agents.registry import make_agent
-from agents.wrappers import DistinctKeepWrapper, LegalActionWrapper
+from agents.players.greedy import GreedyAgent, best_box_action, state_from_observation
+from agents.players.random_agent import RandomAgent
+from agents.players.registry import make_agent
+from agents.training.wrappers import DistinctKeepWrapper, LegalActionWrapper
 from dice_poker_env import RULESET_NAMES, load_rules
 from dice_poker_env.engine.combinatorics import KEEP_OF_ACTION, N_KEEP_ACTIONS, N_ROLLS, distinct_keep_mask, roll_index
 from dice_poker_env.envs.single import DicePokerEnv
@@ -50,7 +50,7 @@ def test_optimal_agent_only_takes_legal_actions():
 def test_optimal_agent_is_optimal_within_the_value_tolerance(rules):
     """The agent's fast path (float32) picks an action whose exact float64 value is
     the maximum to within VALUE_TOLERANCE, in positions random play reaches."""
-    from agents.optimal import VALUE_TOLERANCE, OptimalAgent
+    from agents.players.optimal import VALUE_TOLERANCE, OptimalAgent
 
     agent = OptimalAgent(rules, progress=False)
     env = DicePokerEnv(rules)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import agents
-from agents.benchmark import benchmark, game_seeds
-from agents.optimal import VALUE_TOLERANCE
+from agents.evaluation.benchmark import benchmark, game_seeds
+from agents.players.optimal import VALUE_TOLERANCE
 
 PER_AGENT_KEYS = {
     "mean",
@@ -142,7 +142,7 @@ class FirstLegalCostsGap:
 
 @pytest.mark.parametrize("gap", [VALUE_TOLERANCE / 2, VALUE_TOLERANCE * 3])
 def test_a_loss_within_the_value_tolerance_is_no_regret(gap):
-    from agents.benchmark import play_games
+    from agents.evaluation.benchmark import play_games
     from dice_poker_env import load_rules
 
     part = play_games(load_rules("yacht"), FirstLegal(), [1, 2], solution=FirstLegalCostsGap(gap))
@@ -160,8 +160,8 @@ def test_batched_regret_equals_one_action_values_call_per_decision(solution):
     """The regret is valued in batches after the games; replaying each recorded game
     and asking the solver one decision at a time gives the same best actions and losses,
     whatever the batch size."""
-    from agents.benchmark import play_games
-    from agents.greedy import GreedyAgent
+    from agents.evaluation.benchmark import play_games
+    from agents.players.greedy import GreedyAgent
     from dice_poker_env import DicePokerEnv, load_rules
 
     rules = load_rules("yacht")
@@ -198,7 +198,7 @@ class IllegalOnTurnThree:
     obs_mode = "dict"
 
     def __init__(self, rules):
-        from agents.greedy import GreedyAgent
+        from agents.players.greedy import GreedyAgent
 
         self.greedy = GreedyAgent(rules)
 
@@ -212,8 +212,8 @@ class IllegalOnTurnThree:
 def test_a_batch_agent_is_one_by_name_and_as_built(solution):
     """One owner decides which agents play in lockstep: a name says so exactly when the agent it builds
     does; a subclass (which may keep state) and the other agents play one by one."""
-    from agents.greedy import GreedyAgent
-    from agents.registry import AGENT_NAMES, is_batch_agent, make_agent
+    from agents.players.greedy import GreedyAgent
+    from agents.players.registry import AGENT_NAMES, is_batch_agent, make_agent
     from dice_poker_env import load_rules
 
     rules = load_rules("yacht")
@@ -234,8 +234,8 @@ def test_a_batch_agent_is_one_by_name_and_as_built(solution):
 def test_lockstep_games_are_the_single_env_games(rules_name):
     """The batch agents play all games at once with each seed's dice as the single env deals
     them: every score, box, decision, regret and mistake is the one-by-one path's."""
-    from agents.benchmark import _Partial, play_games
-    from agents.registry import make_agent
+    from agents.evaluation.benchmark import _Partial, play_games
+    from agents.players.registry import make_agent
     from dice_poker_env import load_rules, solver
 
     rules = load_rules(rules_name)
@@ -284,7 +284,7 @@ def test_bench_cli_writes_results_and_plot(tmp_path):
 
 
 def test_agent_names_are_distinct_and_recognisable():
-    from agents.benchmark import agent_names
+    from agents.evaluation.benchmark import agent_names
 
     assert agent_names(
         ["optimal", "model:runs/a/final_model.zip", "model:runs/b/final_model.zip", "model:runs/b/best_model.zip"]
@@ -302,7 +302,7 @@ def two_models(tmp_path_factory):
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from agents.sb3_agent import model_metadata, save_model
+    from agents.players.sb3_agent import model_metadata, save_model
     from dice_poker_env import load_rules
     from dice_poker_env.envs.single import DicePokerEnv
 
@@ -430,7 +430,7 @@ def test_bench_results_reach_stdout_when_writing_fails_at_the_end(as_json, tmp_p
 def test_a_refused_solve_means_no_optimal_reference(monkeypatch):
     """A ruleset the solver refuses (a MemoryError such as SolveTooLargeError) is benchmarked in raw scores."""
     import dice_poker_env.solver as solver
-    from agents.benchmark import SolutionUnavailableWarning
+    from agents.evaluation.benchmark import SolutionUnavailableWarning
 
     def too_large(rules, *args, **kwargs):
         raise MemoryError("the solve needs about 80 GB, 16 GB are available")

@@ -13,8 +13,8 @@ import sys
 import numpy as np
 import pytest
 
-from agents.benchmark import agent_names, benchmark
-from agents.registry import AgentLoadError, ImportedAgent, as_action, make_agent, parse_agent_spec
+from agents.evaluation.benchmark import agent_names, benchmark
+from agents.players.registry import AgentLoadError, ImportedAgent, as_action, make_agent, parse_agent_spec
 from dice_poker_env import load_rules
 
 AGENT_SOURCE = '''

@@ -13,9 +13,9 @@ import pytest
 minari = pytest.importorskip("minari")
 pytest.importorskip("h5py")
 
-from agents import datasets  # noqa: E402
 from agents.commands.dataset import main  # noqa: E402
-from agents.optimal import VALUE_TOLERANCE  # noqa: E402
+from agents.evaluation import datasets  # noqa: E402
+from agents.players.optimal import VALUE_TOLERANCE  # noqa: E402
 from dice_poker_env import load_rules  # noqa: E402
 from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
@@ -73,9 +73,9 @@ def replay(dataset, episode, seed, **kwargs):
 @pytest.fixture(scope="module")
 def npz_policy(tmp_path_factory):
     """A policy file of the batched trainers' format (random weights), for ``model:PATH.npz`` and ``trained``."""
-    from agents.policy_agent import save_policy
-    from agents.policy_inputs import PolicyInputs
-    from agents.sb3_agent import model_metadata
+    from agents.players.sb3_agent import model_metadata
+    from agents.policy.inputs import PolicyInputs
+    from agents.policy.player import save_policy
 
     rules = load_rules("yacht")
     rng = np.random.default_rng(0)
@@ -96,7 +96,7 @@ def sb3_model(tmp_path_factory):
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from agents.sb3_agent import model_metadata, save_model
+    from agents.players.sb3_agent import model_metadata, save_model
     from dice_poker_env.envs.single import DicePokerEnv
 
     rules = load_rules("yacht")
@@ -118,7 +118,7 @@ def sb3_model(tmp_path_factory):
 )
 def test_a_dataset_of_each_agent_kind_reads_back_and_replays(agent, npz_policy, sb3_model, monkeypatch):
     if agent == "trained":
-        monkeypatch.setattr("agents.policy_agent.SHIPPED_DIR", npz_policy.parent)
+        monkeypatch.setattr("agents.policy.player.SHIPPED_DIR", npz_policy.parent)
     agent = {"model:npz": f"model:{npz_policy}", "model:zip": f"model:{sb3_model}"}.get(agent, agent)
     assert write("yacht", "--agent", agent, "--episodes", "6", "--seed", "4", "--id", "t/yacht/a-v0") == 0
     dataset = minari.load_dataset("t/yacht/a-v0")
@@ -188,7 +188,9 @@ def test_imperfect_agents_have_positive_regret_that_telescopes_to_the_score_gap(
 
 
 def test_options_and_dict_observations_replay_and_the_same_seed_gives_the_same_data(datasets_root, monkeypatch):
-    monkeypatch.setattr("agents.benchmark.load_solution", lambda rules, required=False: None)  # no 12 s solve here
+    monkeypatch.setattr(
+        "agents.evaluation.benchmark.load_solution", lambda rules, required=False: None
+    )  # no 12 s solve here
     for name in ("a", "b"):
         assert (
             write(
@@ -236,7 +238,7 @@ def test_the_writer_stores_what_minaris_own_writer_stores(tmp_path):
     from minari.data_collector.episode_buffer import EpisodeBuffer
     from minari.dataset.minari_storage import MinariStorage
 
-    from agents.benchmark import game_seeds
+    from agents.evaluation.benchmark import game_seeds
     from dice_poker_env.envs.observation import observation_space
     from dice_poker_env.solver import solve
 
@@ -412,7 +414,7 @@ def test_bc_trains_from_a_dataset_into_the_usual_run_folder(tmp_path):
     pytest.importorskip("torch")
     from pathlib import Path
 
-    from agents.policy_agent import PolicyAgent
+    from agents.policy.player import PolicyAgent
 
     assert write("yacht", "--agent", "optimal", "--episodes", "60") == 0
     train = load_train()
@@ -461,7 +463,7 @@ def test_bc_refuses_a_missing_or_unfit_dataset_before_the_run_folder(
     pytest.importorskip("torch")
     from pathlib import Path
 
-    monkeypatch.setattr("agents.benchmark.load_solution", lambda rules, required=False: None)
+    monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False: None)
     if setup:
         assert write(*setup) == 0
     train = load_train()
@@ -476,7 +478,7 @@ def test_bc_refuses_a_missing_or_unfit_dataset_before_the_run_folder(
 
 
 def test_canonical_actions_keep_the_same_dice_with_the_lowest_bitmask():
-    from agents.bc import canonical_actions
+    from agents.training.bc import canonical_actions
     from dice_poker_env.engine.combinatorics import CANONICAL_KEEP_ACTION, KEEP_OF_ACTION, N_ROLLS
 
     rng = np.random.default_rng(0)
@@ -492,7 +494,7 @@ def test_canonical_actions_keep_the_same_dice_with_the_lowest_bitmask():
 
 @pytest.mark.parametrize("obs_mode", ["flat", "dict"])
 def test_load_transitions_reads_what_iterate_episodes_reads(obs_mode, monkeypatch):
-    monkeypatch.setattr("agents.benchmark.load_solution", lambda rules, required=False: None)
+    monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False: None)
     assert write("yacht", "--agent", "greedy:eps=0.5", "--episodes", "7", "--obs-mode", obs_mode) == 0
     steps = datasets.load_transitions("dice_poker/yacht/greedy-eps0_5-v0")
     episodes = list(minari.load_dataset("dice_poker/yacht/greedy-eps0_5-v0").iterate_episodes())

@@ -53,7 +53,7 @@ def test_the_site_builds_strict(tmp_path):
     for tutorial in TUTORIALS:
         assert (site / "tutorials" / tutorial.stem / "index.html").is_file(), tutorial.name
     # the API reference is generated from the docstrings, the figures come from the README
-    assert 'id="agents.registry.make_agent"' in (site / "api/agents/index.html").read_text(encoding="utf-8")
+    assert 'id="agents.players.registry.make_agent"' in (site / "api/agents/index.html").read_text(encoding="utf-8")
     assert 'id="dice_poker_env.solver.solve"' in (site / "api/solver/index.html").read_text(encoding="utf-8")
     assert "bench_env.py" in (site / "figures/index.html").read_text(encoding="utf-8")
 

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from agents.protocol import (
+from agents.evaluation.protocol import (
     EVAL_GAMES,
     EVAL_SEED_BASE,
     TRAIN_SEED_LIMIT,
@@ -40,8 +40,8 @@ def test_same_agent_twice_gives_identical_numbers():
 
 def test_every_agent_plays_the_same_games():
     """A prefix of the set is the start of the whole set: the optimal agent's scores agree game by game."""
-    from agents.benchmark import load_solution, play_games
-    from agents.optimal import OptimalAgent
+    from agents.evaluation.benchmark import load_solution, play_games
+    from agents.players.optimal import OptimalAgent
     from dice_poker_env.rules import load_rules
 
     rules = load_rules(RULES)

@@ -1,4 +1,4 @@
-"""The grader (``python -m agents.grader`` / ``dice-poker grade``): hostile submissions, reports, reproducibility."""
+"""The grader (``python -m agents.commands.grade`` / ``dice-poker grade``): hostile submissions, reports, reproducibility."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.benchmark import game_seeds
-from agents.grade_report import describe, render_html, render_markdown
-from agents.grader import grade
-from agents.sandbox import Limits, SandboxedAgent, agent_seed, decode_observation, encode_observation
+from agents.course.grade_report import describe, render_html, render_markdown
+from agents.course.grader import grade
+from agents.course.sandbox import Limits, SandboxedAgent, agent_seed, decode_observation, encode_observation
+from agents.evaluation.benchmark import game_seeds
 from dice_poker_env import load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,8 +188,8 @@ def test_a_good_submission_is_graded_like_the_same_agent_in_process(submissions)
     for game, score in zip(report["replays"], np.asarray([g["score"] for g in report["replays"]])):
         assert sum(move[5] for move in game["moves"]) == score
     # the same games, played in this process by the same code, give the same scores
-    from agents.benchmark import benchmark
-    from agents.registry import make_agent
+    from agents.evaluation.benchmark import benchmark
+    from agents.players.registry import make_agent
 
     direct = benchmark(
         "yacht", [("x", make_agent(f"{submissions / 'student.py'}:Good", "yacht"))], games=GAMES, seed=3, regret=False
@@ -347,7 +347,7 @@ def test_command_line_writes_three_files_and_refuses_to_overwrite(submissions, t
     command = [
         sys.executable,
         "-m",
-        "agents.grader",
+        "agents.commands.grade",
         f"{submissions / 'student.py'}:Good",
         "--rules",
         "yacht",
@@ -382,7 +382,7 @@ def test_the_course_template_grades_its_starter_agent(tmp_path):
         [
             sys.executable,
             "-m",
-            "agents.grader",
+            "agents.commands.grade",
             f"{course / 'my_agent.py'}:MyAgent",
             "--config",
             str(course / "grading.toml"),
@@ -408,7 +408,7 @@ def test_the_course_template_grades_its_starter_agent(tmp_path):
 
 
 def test_grading_config_errors(tmp_path):
-    from agents.grader import read_config
+    from agents.course.grader import read_config
 
     path = tmp_path / "grading.toml"
     for text, message in [
@@ -460,7 +460,7 @@ def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path,
 
 
 def test_settings_merge_defaults_config_and_command_line(tmp_path):
-    from agents.grader import settings
+    from agents.course.grader import settings
 
     config = tmp_path / "grading.toml"
     config.write_text("rules = 'my_rules.toml'\ngames = 50\noptions = { joker = 'free' }\nseed = 4\n")
@@ -472,7 +472,7 @@ def test_settings_merge_defaults_config_and_command_line(tmp_path):
 
 
 def test_report_json_reads_back_as_the_report(submissions):
-    from agents.grader import report_json
+    from agents.course.grader import report_json
 
     report = run_grade(submissions, "Good", games=2)
     text = report_json(report)

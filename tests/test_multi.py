@@ -12,7 +12,7 @@ pytest.importorskip("pettingzoo")
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 from pettingzoo.test import api_test, seed_test  # noqa: E402
 
-from agents.sb3_agent import SB3Agent, model_metadata  # noqa: E402
+from agents.players.sb3_agent import SB3Agent, model_metadata  # noqa: E402
 from dice_poker_env import RULESET_NAMES, ScriptedDice, load_rules, multi  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.envs import IllegalActionError  # noqa: E402
@@ -266,7 +266,7 @@ def test_seat_env_accepts_agents_models_and_callables():
 
 
 def test_seat_env_with_greedy_opponent():
-    from agents import greedy
+    from agents.players import greedy
 
     env = multi.SeatEnv("yahtzee", [greedy.GreedyAgent(load_rules("yahtzee"))])
     env.reset(seed=0)

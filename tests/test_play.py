@@ -239,7 +239,7 @@ def test_a_shared_prefix_picks_the_only_open_box():
 def test_an_opponent_without_its_dependencies_is_replaced_by_a_random_player(monkeypatch):
     """``model:PATH`` without the ``train`` extra (an ImportError) seats a random player, and says so."""
     from agents.commands import play
-    from agents.random_agent import RandomAgent
+    from agents.players.random_agent import RandomAgent
 
     class Screen:
         def __init__(self):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.grade_report import describe, render_html
+from agents.course.grade_report import describe, render_html
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 BROWSER = next((path for path in map(shutil.which, BROWSERS) if path), None)
@@ -195,8 +195,8 @@ def check(shown: dict, want: dict) -> None:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from agents.grader import grade
-    from agents.sandbox import Limits
+    from agents.course.grader import grade
+    from agents.course.sandbox import Limits
 
     folder = tmp_path_factory.mktemp("browser")
     (folder / "student.py").write_text(

@@ -1,4 +1,4 @@
-"""RLlib's PPO with action masking (agents/rllib_ppo.py, ``algo: rllib_ppo``): the masked envs, the masked
+"""RLlib's PPO with action masking (agents/training/rllib_ppo.py, ``algo: rllib_ppo``): the masked envs, the masked
 module and its exported policy, and a few iterations on yacht through train.py (a Ray of its own, in a
 temporary folder) with no illegal action and a complete run folder."""
 
@@ -21,8 +21,8 @@ pytest.importorskip("ray.rllib")
 
 import torch  # noqa: E402
 
-from agents.policy_agent import PolicyAgent, load_policy  # noqa: E402
-from agents.rllib_ppo import (  # noqa: E402
+from agents.policy.player import PolicyAgent, load_policy  # noqa: E402
+from agents.training.rllib_ppo import (  # noqa: E402
     IllegalActionCount,
     MaskedDiceEnv,
     MaskedDiceVectorEnv,

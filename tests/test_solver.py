@@ -381,7 +381,7 @@ GAME_MEANS = [
 
 @pytest.mark.parametrize("spec", GAME_MEANS)
 def test_mean_of_20000_games_matches_expected_score(spec):
-    from agents.optimal import OptimalAgent, play_games
+    from agents.players.optimal import OptimalAgent, play_games
 
     solution = _solved(spec)
     scores = play_games(OptimalAgent(solution), 20_000, seed=11)
@@ -392,7 +392,7 @@ def test_mean_of_20000_games_matches_expected_score(spec):
 
 @pytest.mark.parametrize("spec", ["yacht", "school_poker", "yahtzee:forced"])
 def test_optimal_agent_plays_the_env(spec):
-    from agents.optimal import OptimalAgent
+    from agents.players.optimal import OptimalAgent
 
     solution = _solved(spec)
     agent = OptimalAgent(solution)
@@ -491,7 +491,7 @@ def test_cli_advise_lists_distinct_actions_best_first():
 
 def test_small_turn_cache_plays_the_same_games():
     """The agent's per-state turn cache may be emptied mid-batch without changing any decision."""
-    from agents.optimal import OptimalAgent, play_games
+    from agents.players.optimal import OptimalAgent, play_games
 
     big = _solved("yacht")
     small = solve(big.rules, progress=False)
@@ -528,7 +528,7 @@ def test_worker_processes_give_the_same_values():
 
 
 def test_act_batch_obeys_the_mask_it_is_given():
-    from agents.optimal import OptimalAgent
+    from agents.players.optimal import OptimalAgent
     from dice_poker_env.engine.masks import action_masks
     from dice_poker_env.envs.observation import observe_dict_batch
 

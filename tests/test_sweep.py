@@ -1,4 +1,4 @@
-"""Sweeps on Ray Tune (``train.py --sweep``, agents/sweep.py): a small sweep, its tables, a failed trial,
+"""Sweeps on Ray Tune (``train.py --sweep``, agents/training/sweep.py): a small sweep, its tables, a failed trial,
 an interruption and its resume, a Ray cluster started with ``ray start``, and bad sweep files.
 
 Every Ray here is started in a temporary folder (``RAY_TMPDIR``) and stopped before the test ends.
@@ -150,7 +150,7 @@ def test_sweep_compares_the_configurations_over_seeds(sweep):
         regrets = [float(t["regret_mean"]) for t in trials if t["label"] == label]
         assert float(row["regret_mean"]) == pytest.approx(sum(regrets) / 2, abs=1e-3)
         assert json.loads(row["regret_mean_ci95"])[0] <= float(row["regret_mean"])
-    assert (sweep_dir / "results" / "training.json").is_file()  # agents.results' own outputs
+    assert (sweep_dir / "results" / "training.json").is_file()  # agents.evaluation.results' own outputs
     assert (sweep_dir / "results" / "learning_curves.png").stat().st_size > 1000
     assert "configuration" in stdout and "ppo" in stdout and "a2c" in stdout
 
@@ -332,7 +332,7 @@ def test_resume_needs_the_same_sweep(tmp_path):
 def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
     import yaml
 
-    from agents.sweep import load_sweep
+    from agents.training.sweep import load_sweep
 
     path = tmp_path / "s.yaml"
     path.write_text(
@@ -373,7 +373,7 @@ def test_shipped_sweeps_load_and_their_trials_are_valid_configs(path):
 
     import yaml
 
-    from agents.sweep import load_sweep
+    from agents.training.sweep import load_sweep
 
     spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
     train = importlib.util.module_from_spec(spec)
@@ -410,7 +410,7 @@ def test_plain_train_py_never_imports_ray(tmp_path):
 
 
 def test_only_the_ray_modules_import_ray():
-    """Ray is imported by agents/sweep.py and agents/rllib_ppo.py alone; train.py reaches them only inside functions."""
+    """Ray is imported by agents/training/sweep.py and agents/training/rllib_ppo.py alone; train.py reaches them only inside functions."""
     import ast
 
     importers = []
@@ -424,9 +424,12 @@ def test_only_the_ray_modules_import_ray():
                 if isinstance(node, ast.ImportFrom) and not node.level
                 else []
             )
-            if any(n == "ray" or n.startswith("ray.") or n in ("agents.sweep", "agents.rllib_ppo") for n in names):
+            if any(
+                n == "ray" or n.startswith("ray.") or n in ("agents.training.sweep", "agents.training.rllib_ppo")
+                for n in names
+            ):
                 importers.append(str(path.relative_to(ROOT)))
-    assert set(importers) == {"agents/sweep.py", "agents/rllib_ppo.py", "train.py"}
+    assert set(importers) == {"agents/training/sweep.py", "agents/training/rllib_ppo.py", "train.py"}
     top_level = [
         alias.name if isinstance(node, ast.Import) else node.module
         for node in ast.parse((ROOT / "train.py").read_text()).body

@@ -173,7 +173,7 @@ def test_saved_model_reloads_and_reproduces_its_actions(tmp_path):
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from agents.sb3_agent import SB3Agent, model_metadata, save_model
+    from agents.players.sb3_agent import SB3Agent, model_metadata, save_model
     from dice_poker_env import load_rules
     from dice_poker_env.envs.single import DicePokerEnv
 
@@ -198,8 +198,8 @@ def test_distinct_keeps_model_only_picks_the_lowest_bitmask_of_a_keep():
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from agents.sb3_agent import SB3Agent, model_metadata
-    from agents.wrappers import DistinctKeepWrapper
+    from agents.players.sb3_agent import SB3Agent, model_metadata
+    from agents.training.wrappers import DistinctKeepWrapper
     from dice_poker_env import load_rules
     from dice_poker_env.engine.combinatorics import CANONICAL_KEEP_ACTION, N_KEEP_ACTIONS
     from dice_poker_env.envs.single import DicePokerEnv
@@ -235,8 +235,8 @@ def test_model_refuses_another_ruleset(tmp_path):
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from agents.registry import make_agent
-    from agents.sb3_agent import RulesetMismatchError, SB3Agent, model_metadata, save_model
+    from agents.players.registry import make_agent
+    from agents.players.sb3_agent import RulesetMismatchError, SB3Agent, model_metadata, save_model
     from dice_poker_env import load_rules
     from dice_poker_env.envs.single import DicePokerEnv
 
@@ -586,7 +586,7 @@ def test_solver_auto_trains_in_raw_scores_when_the_solve_is_refused(tmp_path, mo
 
 @pytest.mark.parametrize("cut", [0.1, 0.5, 0.9, 0.999])
 def test_a_truncated_model_file_is_reported_as_such(smoke_run, tmp_path, cut):
-    from agents.sb3_agent import read_metadata
+    from agents.players.sb3_agent import read_metadata
 
     data = (smoke_run[0] / "final_model.zip").read_bytes()
     damaged = tmp_path / "model.zip"

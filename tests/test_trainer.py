@@ -1,4 +1,4 @@
-"""The batched torch trainers (agents/trainer.py, agents/ppo.py, agents/a2c.py) and their policies."""
+"""The batched torch trainers (agents/training/trainer.py, agents/training/ppo.py, agents/training/a2c.py) and their policies."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from agents.actor_critic import ActorCritic  # noqa: E402
-from agents.policy_agent import PolicyAgent, load_policy  # noqa: E402
-from agents.rollout import Rollout  # noqa: E402
-from agents.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
+from agents.policy.player import PolicyAgent, load_policy  # noqa: E402
+from agents.training.actor_critic import ActorCritic  # noqa: E402
+from agents.training.rollout import Rollout  # noqa: E402
+from agents.training.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
 from dice_poker_env.engine.combinatorics import roll_index_of_counts  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.envs.observation import flat_layout  # noqa: E402
@@ -116,7 +116,7 @@ def test_rollouts_only_take_legal_actions(rules_name):
 
 
 def test_bonus_potential_is_the_par_chance_of_the_open_boxes():
-    from agents.shaping import BonusPotential
+    from agents.training.shaping import BonusPotential
     from dice_poker_env.envs.vector import DicePokerVectorEnv
 
     rules = load_rules("yahtzee")
@@ -139,7 +139,7 @@ def test_bonus_potential_is_the_par_chance_of_the_open_boxes():
 
 def test_bonus_shaping_sums_to_minus_the_first_potential_over_each_game():
     """Potential-based shaping (gamma 1): a game's shaping terms sum to -phi(its first state), whatever is played."""
-    from agents.shaping import BonusPotential
+    from agents.training.shaping import BonusPotential
 
     rules = load_rules("yahtzee")
     plain, shaped = (
@@ -249,7 +249,7 @@ def test_keep_expected_points_match_a_naive_enumeration_of_the_reroll(rules_name
 
     from naive_rules import NAIVE
 
-    from agents.policy_inputs import keep_expected_points
+    from agents.policy.inputs import keep_expected_points
     from dice_poker_env.engine.combinatorics import ROLL_DICE
     from dice_poker_env.envs.observation import flat_scales
 
@@ -275,7 +275,7 @@ def test_keep_bonus_is_the_chance_a_reroll_reaches_the_upper_bonus(rules_name):
 
     from naive_rules import NAIVE
 
-    from agents.policy_inputs import KeepBonus
+    from agents.policy.inputs import KeepBonus
     from dice_poker_env.engine.combinatorics import ROLL_DICE
     from dice_poker_env.envs.observation import flat_scales
 
@@ -337,8 +337,8 @@ def test_keep_bonus_par_is_the_change_in_the_par_potential(rules_name):
 
     from naive_rules import NAIVE
 
-    from agents.policy_inputs import KeepBonus
-    from agents.shaping import BonusPotential
+    from agents.policy.inputs import KeepBonus
+    from agents.training.shaping import BonusPotential
     from dice_poker_env.engine.combinatorics import ROLL_DICE
 
     rules = load_rules(rules_name)
@@ -390,7 +390,7 @@ def test_two_reroll_keep_points_are_one_reroll_then_each_boxs_best_keep(rules_na
     scorer above)."""
     import itertools
 
-    from agents.policy_inputs import keep_expected_points, keep_points_tables
+    from agents.policy.inputs import keep_expected_points, keep_points_tables
     from dice_poker_env.engine.combinatorics import ROLL_DICE, roll_index_of_counts
 
     rules = load_rules(rules_name)
@@ -417,7 +417,7 @@ def test_two_reroll_keep_points_are_one_reroll_then_each_boxs_best_keep(rules_na
 def test_keep_points_weigh_each_keeps_expected_points_by_the_box_values():
     """With keep_points the keep logits gain sum_b open_b u_b E_ab and the box logits u_b p_b; with u = 0 (the
     start) the network is unchanged."""
-    from agents.policy_inputs import keep_expected_points
+    from agents.policy.inputs import keep_expected_points
     from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, roll_index_of_counts
     from dice_poker_env.envs.observation import flat_layout
 
@@ -547,7 +547,7 @@ def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
     assert any((run / "tb").rglob("events.out.tfevents.*"))
     rows = (run / "evaluations.csv").read_text().splitlines()
     assert rows[0].startswith("timesteps,") and [r.split(",")[0] for r in rows[1:]] == ["2048", "4096"]
-    from agents.policy_agent import PolicyAgent
+    from agents.policy.player import PolicyAgent
     from dice_poker_env import __version__
 
     metadata = PolicyAgent.load(run / "final_model.npz").metadata  # what reproduces the policy
@@ -563,7 +563,7 @@ def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
 
 def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     pytest.importorskip("rliable")
-    from agents import results as results_module
+    from agents.evaluation import results as results_module
 
     runs = []
     for seed, percent in ((0, 90.0), (1, 92.0), (2, 91.0)):
@@ -643,8 +643,8 @@ def test_bfloat16_precision_trains_and_plays_through_the_float32_policy_file(tmp
 
 @pytest.mark.parametrize("path", sorted((ROOT / "agents" / "policies").glob("*.npz")), ids=lambda p: p.stem)
 def test_shipped_policies_load_without_torch_and_play_their_ruleset_well(path):
-    from agents.policy_agent import shipped_policy
-    from agents.registry import make_agent
+    from agents.players.registry import make_agent
+    from agents.policy.player import shipped_policy
 
     _, metadata = load_policy(path)
     rules = load_rules(path.stem)
@@ -676,7 +676,7 @@ def _other_options(name: str) -> dict:
 
 
 def test_trained_agent_without_a_shipped_policy_is_a_clear_error():
-    from agents.policy_agent import SHIPPED_DIR, shipped_policy
+    from agents.policy.player import SHIPPED_DIR, shipped_policy
 
     missing = [
         name
@@ -701,7 +701,7 @@ def test_checkpoint_holds_its_games_as_plain_data(tmp_path):
 
 
 def test_precision_auto_picks_bfloat16_only_where_the_cpu_has_bf16_units(monkeypatch):
-    from agents import actor_critic
+    from agents.training import actor_critic
 
     monkeypatch.setattr(actor_critic, "cpu_has_bf16_units", lambda: False)
     assert actor_critic.resolve_precision("auto") == "float32"
@@ -736,7 +736,7 @@ def test_compiled_training_follows_the_eager_run(tmp_path, monkeypatch):
 
 def test_compiled_tanh_is_tanh_with_its_gradient(tmp_path, monkeypatch):
     """The tanh layers' faster formula under torch.compile is tanh, values and gradients, far into both tails."""
-    from agents.actor_critic import Tanh
+    from agents.training.actor_critic import Tanh
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     x = torch.cat([torch.linspace(-100, 100, 4001), torch.linspace(-1e-3, 1e-3, 101)]).requires_grad_(True)
@@ -752,8 +752,8 @@ def test_compiled_tanh_is_tanh_with_its_gradient(tmp_path, monkeypatch):
 def test_compile_falls_back_to_eager_with_one_warning(tmp_path, monkeypatch):
     """Where torch.compile cannot build its kernels (no C++ compiler), the run goes on eagerly, identical to an
     eager run, after one warning per compiled function."""
-    import agents.actor_critic
-    import agents.ppo
+    import agents.training.actor_critic
+    import agents.training.ppo
 
     def broken(target):
         def call(*args, **kwargs):
@@ -761,8 +761,8 @@ def test_compile_falls_back_to_eager_with_one_warning(tmp_path, monkeypatch):
 
         return call
 
-    monkeypatch.setattr(agents.actor_critic.torch, "compile", broken)
-    monkeypatch.setattr(agents.ppo, "_compiled_loss", None)
+    monkeypatch.setattr(agents.training.actor_critic.torch, "compile", broken)
+    monkeypatch.setattr(agents.training.ppo, "_compiled_loss", None)
     rules = load_rules("yacht")
     eager = Trainer(config(), rules, tmp_path / "eager")
     eager.run(progress=False)

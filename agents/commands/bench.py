@@ -1,6 +1,6 @@
 """``dice-poker bench``: benchmark agents against the exact solver.
 
-The logic lives in :mod:`agents.benchmark`; this module only parses arguments
+The logic lives in :mod:`agents.evaluation.benchmark`; this module only parses arguments
 and prints. ``torch`` is imported only when ``--model`` is given.
 
 ``--out DIR`` is checked before the first game (it must be a writable folder
@@ -114,7 +114,7 @@ def write_results(result, out: Path) -> list[Path]:
     os.replace(partial, path)
     written = [path]
     try:
-        from agents.plots import plot_score_distributions
+        from agents.evaluation.plots import plot_score_distributions
     except ModuleNotFoundError as error:  # matplotlib is optional
         print(f"dice-poker bench: no plot ({error.name} is not installed)", file=sys.stderr)
         return written
@@ -123,7 +123,7 @@ def write_results(result, out: Path) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.benchmark import benchmark, render_table
+    from agents.evaluation.benchmark import benchmark, render_table
 
     if args.games < 1:
         raise ValueError("--games must be at least 1")

@@ -4,7 +4,7 @@
     dice-poker dataset yahtzee --option joker=free --agent optimal:eps=0.2 --episodes 50000 --seed 1
     dice-poker dataset yacht --agent model:runs/x/final_model.npz --episodes 1000 --id me/yacht/ppo-v0
 
-The logic lives in :mod:`agents.datasets`; this module parses arguments and
+The logic lives in :mod:`agents.evaluation.datasets`; this module parses arguments and
 prints. Every check (agent, counts, dataset id, datasets folder, model, solve)
 comes before the first game; bad input is one line on stderr with exit code 2,
 and an existing dataset is replaced only with ``--overwrite`` and only once the
@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the dataset; print where and what. Returns the exit status (2: bad input)."""
     try:
-        from agents.datasets import BLOCK, DatasetError, dataset_info, write_dataset
+        from agents.evaluation.datasets import BLOCK, DatasetError, dataset_info, write_dataset
     except ModuleNotFoundError as error:
         return _fail(f"{error.name} is not installed: pip install 'dice-poker-env[datasets]'")
     try:

@@ -4,7 +4,7 @@ Plays the ruleset's fixed evaluation set (10,000 games whose dice are fixed by t
 seeds ``2**40 + i``) and prints the luck-free percent of optimal with its 95% interval, the mean
 score with its interval, the median, the upper bonus rate, the track and what the result was
 measured on (env id, observation layout version, ruleset fingerprint, library version). The logic
-lives in :mod:`agents.protocol`.
+lives in :mod:`agents.evaluation.protocol`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.protocol import EVAL_GAMES, evaluate
+    from agents.evaluation.protocol import EVAL_GAMES, evaluate
 
     games = EVAL_GAMES if args.games is None else args.games
     if not 1 <= games <= EVAL_GAMES:

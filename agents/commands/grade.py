@@ -1,4 +1,4 @@
-"""``dice-poker grade``: grade a submitted agent for a course (:mod:`agents.grader`).
+"""``dice-poker grade``: grade a submitted agent for a course (:mod:`agents.course.grader`).
 
 ``dice-poker grade SUBMISSION --rules yahtzee [--games 2000] [--seed S] [--out DIR]``,
 ``SUBMISSION`` an agent spec (``student.py:MyAgent``). Settings may come from a
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from dice_poker_env.cli.rules_arguments import parse_rules_options
@@ -20,7 +21,7 @@ HELP = "grade a submitted agent against the optimal and greedy agents (Markdown,
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from agents.sandbox import Limits
+    from agents.course.sandbox import Limits
 
     parser.description = (
         "Benchmark a submitted agent (FILE.py:NAME or MODULE:NAME, with ,key=value constructor arguments) on "
@@ -67,9 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agents.commands.bench import check_out_dir, remove_empty
-    from agents.grade_report import summary_text
-    from agents.grader import REPORT_FILES, grade, protect_process, settings, write_report
-    from agents.sandbox import Limits
+    from agents.course.grade_report import summary_text
+    from agents.course.grader import REPORT_FILES, grade, protect_process, settings, write_report
+    from agents.course.sandbox import Limits
     from dice_poker_env.rules import load_rules
 
     protect_process()
@@ -120,3 +121,22 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agents.commands.grade ...`` (the same as ``dice-poker grade ...``); bad input is a one-line error, status 2."""
+    parser = argparse.ArgumentParser(prog="python -m agents.commands.grade")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, KeyError, OSError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"grade: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,7 +1,7 @@
 """``dice-poker play``: play a dice game in the terminal against the agents.
 
 The human sits in the first seat of a :class:`dice_poker_env.multi.raw_env` game;
-each other seat is an agent built by name (:func:`agents.registry.make_agent`:
+each other seat is an agent built by name (:func:`agents.players.registry.make_agent`:
 ``random``, ``greedy``, ``optimal``, ``trained``, ``model:PATH``).
 Commands, typed naturally::
 
@@ -17,6 +17,9 @@ shown before each decision, and at the end every decision is graded against the
 solver (expected points lost), unless the solver cannot solve the ruleset (a
 ruleset too large for the machine's memory): then the game goes on without them.
 Input may come from a script on standard input (each line is echoed).
+
+Size: one interactive command: the parser of typed moves, the screen, the solver's coach
+and the game loop, which are only used together.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.random_agent import RandomAgent
-from agents.registry import make_agent
+from agents.players.random_agent import RandomAgent
+from agents.players.registry import make_agent
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import KEEP_ALL, N_DICE, N_KEEP_ACTIONS

@@ -5,7 +5,7 @@ Every game of the batch is the single :class:`~dice_poker_env.envs.single.DicePo
 a fixed number of array operations over the whole batch, with no Python loop
 over games on the default path.
 
-Why this module is long: it is one class, and each of its parts (reset with
+Size: it is one class, and each of its parts (reset with
 positions and masks, the three autoreset modes, illegal actions per game,
 Gymnasium's paired info keys, per-game dice sources) works on the same batch
 state, advanced in place; the rules themselves are the engine's.

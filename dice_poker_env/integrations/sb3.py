@@ -63,7 +63,7 @@ class DicePokerSB3VecEnv(VecEnv):
             The env still accepts the others (they are the same move); a masked
             policy then has one action per keep, which measurably helps MaskablePPO
             (docs/training.md). Models trained so record it (``train.py``) and
-            :class:`agents.sb3_agent.SB3Agent` applies the same mask when playing.
+            :class:`agents.players.sb3_agent.SB3Agent` applies the same mask when playing.
 
     Seeding: ``seed(s)`` (SB3's API) makes the next ``reset()`` seed the batch
     with ``s``, which fixes all N games. Per-game ``set_options`` entries become

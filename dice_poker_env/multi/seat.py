@@ -30,22 +30,22 @@ def as_agent(opponent: Any, *, seed: int | None = None):
 
     Named agents other than ``"random"`` (greedy, optimal) and trained models live
     in the ``agents`` package, which sits above this one: construct them there
-    and pass them in (a model as ``agents.registry.make_agent("model:PATH", rules)``
-    or ``agents.sb3_agent.SB3Agent(model, metadata)``).
+    and pass them in (a model as ``agents.players.registry.make_agent("model:PATH", rules)``
+    or ``agents.players.sb3_agent.SB3Agent(model, metadata)``).
     """
     if isinstance(opponent, str):
         if opponent == "random":
             return RandomAgent(seed)
         raise ValueError(
             f"opponent {opponent!r}: only 'random' is built in; pass an agent object "
-            "(e.g. agents.greedy.GreedyAgent(...) or agents.optimal.OptimalAgent(...))"
+            "(e.g. agents.players.greedy.GreedyAgent(...) or agents.players.optimal.OptimalAgent(...))"
         )
     if hasattr(opponent, "act"):
         return opponent
     if hasattr(opponent, "predict"):
         raise TypeError(
             f"opponent {opponent!r} is a model (it has predict(), not act()): play it through an agent, "
-            "e.g. agents.registry.make_agent('model:PATH', rules) or agents.sb3_agent.SB3Agent(model, metadata)"
+            "e.g. agents.players.registry.make_agent('model:PATH', rules) or agents.players.sb3_agent.SB3Agent(model, metadata)"
         )
     if callable(opponent):
         return _CallableAgent(opponent)
@@ -70,8 +70,8 @@ class SeatEnv(gym.Env):
     The learner plays seat ``seat`` of a :class:`raw_env` game; the other seats
     are played by ``opponents``, ``opponents[k]`` taking the ``k``-th seat after
     the learner's in turn order (so their order does not depend on ``seat``): agents
-    with ``act(observation, action_mask)`` (``agents.greedy.GreedyAgent``,
-    ``agents.optimal.OptimalAgent``, trained models through ``agents.registry.make_agent``),
+    with ``act(observation, action_mask)`` (``agents.players.greedy.GreedyAgent``,
+    ``agents.players.optimal.OptimalAgent``, trained models through ``agents.players.registry.make_agent``),
     plain callables ``(observation, action_mask) -> action``, or ``"random"``
     (:class:`~dice_poker_env.players.RandomAgent`). An opponent gets its seat's
     observation in the layout it reads (:meth:`raw_env.observe_for`: by default

@@ -1,6 +1,6 @@
 """The solved game: optimal values of states and actions, and the ``solve`` entry point.
 
-Why this module is long: every query of :class:`Solution` takes env observations
+Size: every query of :class:`Solution` takes env observations
 (one game or a batch) and checks them as strictly as ``env.reset(options=...)``
 checks a position; that validation (a third of the module) sits next to the
 queries that decode the observations it checks.

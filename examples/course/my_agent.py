@@ -4,7 +4,7 @@ Check it locally with the same grader the course uses:
 
     dice-poker grade my_agent.py:MyAgent --config grading.toml --games 200
 
-(or ``python -m agents.grader ...``, the same command).
+(or ``python -m agents.commands.grade ...``, the same command).
 """
 
 import numpy as np

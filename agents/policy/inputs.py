@@ -1,7 +1,7 @@
 """What a trained policy network sees: the flat observation plus a few features of it.
 
-The batched trainers (``agents/ppo.py``, ``agents/a2c.py``) and the NumPy player of
-their policies (:class:`agents.policy_agent.PolicyAgent`) both call
+The batched trainers (``agents/training/ppo.py``, ``agents/training/a2c.py``) and the NumPy player of
+their policies (:class:`agents.policy.player.PolicyAgent`) both call
 :class:`PolicyInputs`, so training and play feed a network the same numbers.
 NumPy only: the features carry no gradient, so they are computed once per
 step on the env's observations.
@@ -39,7 +39,7 @@ def keep_expected_points(rules: Rules, rerolls: int = 1) -> np.ndarray:
     Read from the rules' score table and the dice's transition probabilities: what a player can work out from
     the rules alone (the box's plain score: no joker, no first-roll bonus), not the solver's values, which
     weigh every box of the scorecard at once. The ``keep_points`` option of
-    :class:`agents.actor_critic.ActorCritic` weighs these per state.
+    :class:`agents.training.actor_critic.ActorCritic` weighs these per state.
     """
     return _keep_tables(rules, rerolls)[-1]
 
@@ -69,7 +69,7 @@ def keep_points_tables(rules: Rules, rerolls: int = 1) -> np.ndarray:
 
 class KeepBonus:
     """The upper bonus in the points that ``keep_points`` weighs: option ``keep_points_bonus`` of
-    :class:`agents.actor_critic.ActorCritic`.
+    :class:`agents.training.actor_critic.ActorCritic`.
 
     A box action's points (the observation's ``potential_points``) include the upper bonus where writing the
     box reaches it now; :func:`keep_expected_points` counts each box's plain score only. So with the bonus
@@ -83,7 +83,7 @@ class KeepBonus:
     ``par=True`` (``keep_points_bonus: par``): what writing an upper box does to the bonus's expected points,
     for the box actions and, after one reroll, for the keeps: the bonus's points times the chance that the
     other open upper boxes then bring the points still needed (1 where the box reaches the threshold), minus
-    that chance now, the chances of :class:`agents.shaping.BonusPotential`'s par model (each open box
+    that chance now, the chances of :class:`agents.training.shaping.BonusPotential`'s par model (each open box
     ``Binomial(5, 0.6)`` of its face). Writing three sixes early is then worth a little more than 18 points,
     two sixes a good deal less than 12.
 
@@ -126,7 +126,7 @@ class KeepBonus:
         self.on_complete = bool(tables.upper_bonus_on_complete)
         self.par = bool(par)
         if self.par:  # chance[open upper boxes' bitmask, points needed]: they bring them at par
-            from agents.shaping import BonusPotential
+            from agents.training.shaping import BonusPotential
 
             if self.on_complete:
                 raise ValueError(

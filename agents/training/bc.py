@@ -1,8 +1,8 @@
 """Behaviour cloning from a Minari dataset: the imitation of the solver (CleanRL style, one file).
 
 ``train.py`` runs it for ``algo: bc``: a policy network of the batched
-trainers' shape (:class:`agents.actor_critic.ActorCritic`'s actor over
-:class:`agents.policy_inputs.PolicyInputs`) learns to pick the action a
+trainers' shape (:class:`agents.training.actor_critic.ActorCritic`'s actor over
+:class:`agents.policy.inputs.PolicyInputs`) learns to pick the action a
 dataset's agent took (written by ``dice-poker dataset``, usually the optimal
 agent), by cross-entropy over the legal actions. Trained on the solver's own
 decisions, it is the reference line of what a policy network of that size can
@@ -18,7 +18,7 @@ Read top to bottom:
    ``batch_size``, Adam, gradient clipping; after each pass the policy plays
    ``eval_episodes`` fixed games (``evaluations.csv``, ``best_model.npz``, the
    batched trainers' evaluation); at the end ``final_model.npz``, a policy file
-   that :class:`agents.policy_agent.PolicyAgent` plays in NumPy like any other.
+   that :class:`agents.policy.player.PolicyAgent` plays in NumPy like any other.
 
 With ``distinct_keeps`` the policy sees each distinct keep once (the lowest
 bitmask keeping those dice, the one the solver names) and actions that keep the
@@ -41,10 +41,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from agents.actor_critic import MASKED_LOGIT, ActorCritic
-from agents.policy_agent import PolicyAgent, save_policy
-from agents.policy_inputs import PolicyInputs
-from agents.sb3_agent import model_metadata
+from agents.players.sb3_agent import model_metadata
+from agents.policy.inputs import PolicyInputs
+from agents.policy.player import PolicyAgent, save_policy
+from agents.training.actor_critic import MASKED_LOGIT, ActorCritic
 from dice_poker_env.engine.combinatorics import (
     CANONICAL_KEEP_ACTION,
     KEEP_ALL,
@@ -103,7 +103,7 @@ def load_data(dataset_id: str, rules: Rules, *, features: bool, distinct_keeps: 
     """
     import minari
 
-    from agents.datasets import DatasetError, dataset_info, load_transitions
+    from agents.evaluation.datasets import DatasetError, dataset_info, load_transitions
 
     try:
         dataset = minari.load_dataset(dataset_id)
@@ -147,7 +147,7 @@ def load_data(dataset_id: str, rules: Rules, *, features: bool, distinct_keeps: 
 
 
 class BCTrainer:
-    """One behaviour-cloning run (see the module docstring); the interface of :class:`agents.trainer.Trainer`.
+    """One behaviour-cloning run (see the module docstring); the interface of :class:`agents.training.trainer.Trainer`.
 
     Args:
         config: ``train.Config`` (``dataset``, ``bc_epochs``, ``batch_size``,
@@ -219,7 +219,7 @@ class BCTrainer:
 
     def evaluate(self, writer=None) -> float:
         """The batched trainers' evaluation: the same fixed games, ``evaluations.csv`` and ``best_model.npz``."""
-        from agents.trainer import Trainer
+        from agents.training.trainer import Trainer
 
         return Trainer.evaluate(self, writer)
 

@@ -2,7 +2,7 @@
 
 :class:`SandboxedAgent` looks like any agent (``act``, ``reset``, ``obs_mode``) to the
 benchmark, but the submission itself (``FILE.py:NAME`` or ``MODULE:NAME``, as in
-:mod:`agents.registry`) runs in a child process (:mod:`agents.sandbox_worker`):
+:mod:`agents.players.registry`) runs in a child process (:mod:`agents.course.sandbox_worker`):
 
 * **Limits**: a time limit per decision and per game, a time limit to load, and an
   address-space limit (``memory_mb`` above what the worker uses before loading it).
@@ -27,7 +27,7 @@ no Python objects with the grader, but like any process of the same user it coul
 inspect the grader through the operating system (``/proc``, a debugger), and the
 grader's command line (``--seed``) is visible to every process on the machine: for
 adversarial settings run the grader in a container or as another user, and keep
-the grading seed out of reach. (``python -m agents.grader`` marks its process
+the grading seed out of reach. (``python -m agents.commands.grade`` marks its process
 non-dumpable on Linux, which keeps other processes of its user without root out of
 its memory.)
 """
@@ -218,7 +218,7 @@ class SandboxedAgent:
     name = "submission"
 
     def __init__(self, spec: str, rules: Rules, *, seed: int = 0, limits: Limits | None = None):
-        from agents.registry import parse_agent_spec
+        from agents.players.registry import parse_agent_spec
 
         parsed = parse_agent_spec(spec)
         if parsed is None:
@@ -257,7 +257,7 @@ class SandboxedAgent:
         env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         with open(self._stdout, "ab") as out, open(self._stderr, "ab") as err:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "agents.sandbox_worker", str(child.fileno())],
+                [sys.executable, "-m", "agents.course.sandbox_worker", str(child.fileno())],
                 pass_fds=(child.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=out,

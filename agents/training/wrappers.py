@@ -6,7 +6,7 @@ Unmasked ones (PPO, A2C, DQN) do, and the raw env would end the episode there
 documented way this project lets them cope is :class:`LegalActionWrapper`:
 
 * an illegal action is **replaced** by a legal fallback, the score action of the
-  legal box with the most points right now (what :class:`agents.greedy.GreedyAgent`
+  legal box with the most points right now (what :class:`agents.players.greedy.GreedyAgent`
   scores; always legal before the game ends). This is the natural reading of the
   common illegal actions: action 31 "keep all dice" and a keep with no rerolls
   left both mean "stop rolling", and scoring a filled box is corrected to the best
@@ -19,7 +19,7 @@ documented way this project lets them cope is :class:`LegalActionWrapper`:
   ``info["illegal_action_taken"]`` holds the original action.
 
 The same fallback is applied when a trained unmasked model is played by
-:class:`agents.sb3_agent.SB3Agent`, so evaluation and training agree.
+:class:`agents.players.sb3_agent.SB3Agent`, so evaluation and training agree.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agents.greedy import best_box_action
+from agents.players.greedy import best_box_action
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 
 

@@ -18,7 +18,7 @@ from dice_poker_env.solver import Solution, solve
 #: float32), the exact values are float64 (``action_values``); the two differ by
 #: up to about 1e-5 points, depending on the CPU's arithmetic. So the float64 value
 #: of the action the agent takes is the maximum to within this tolerance, and the
-#: benchmark (:mod:`agents.benchmark`) counts a decision losing no more than it as
+#: benchmark (:mod:`agents.evaluation.benchmark`) counts a decision losing no more than it as
 #: optimal (zero regret, not a mistake). The one place this tolerance is defined.
 VALUE_TOLERANCE = 1e-4
 
@@ -87,7 +87,7 @@ class OptimalAgent:
         :class:`~dice_poker_env.engine.game.GameState`'s ``filled``, ``upper_total``,
         :func:`~dice_poker_env.engine.game.five_kind_box_full`, ``roll`` and
         ``rolls_left``), for callers that step the engine themselves (the dataset
-        writer, :mod:`agents.datasets`) and need no observation decoded.
+        writer, :mod:`agents.evaluation.datasets`) and need no observation decoded.
         """
         situation = (filled, upper, full, roll, rolls_left)
         actions = self.solution.best_actions(*situation)

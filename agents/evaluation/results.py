@@ -1,7 +1,7 @@
 """Multi-seed training results: collect runs, aggregate over seeds with rliable, plot learning curves.
 
-    python -m agents.results                       # regenerate results/ from results/runs/
-    python -m agents.results runs/a runs/b ...     # first copy these run folders' results in
+    python -m agents.evaluation.results                       # regenerate results/ from results/runs/
+    python -m agents.evaluation.results runs/a runs/b ...     # first copy these run folders' results in
 
 A run folder (``train.py``) contributes its ``results.json`` (the final
 benchmark), ``evaluations.csv`` (the learning curve) and ``config.yaml``; they
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "results"
 _KEPT = ("results.json", "evaluations.csv", "config.yaml")
 
@@ -55,7 +55,7 @@ def collect(run_dirs: list[Path], out: Path, group: str | None = None) -> list[P
     for run in run_dirs:
         results = run / "results.json"
         if not results.is_file():
-            raise SystemExit(f"agents.results: error: {run}: no results.json (is the run finished?)")
+            raise SystemExit(f"agents.evaluation.results: error: {run}: no results.json (is the run finished?)")
         rules = json.loads(results.read_text())["rules"]
         target = out / "runs" / rules / run.name
         target.mkdir(parents=True, exist_ok=True)
@@ -189,7 +189,7 @@ def previous_rows(out: Path) -> list[dict[str, Any]]:
             raise ValueError("not a list of rows with rules and group")
     except (ValueError, OSError) as error:
         raise SystemExit(
-            f"agents.results: error: {path} is not a results table ({error}); "
+            f"agents.evaluation.results: error: {path} is not a results table ({error}); "
             "move it away to rebuild the table from the runs alone"
         ) from None
     return rows
@@ -268,7 +268,7 @@ def write(rows: list[dict[str, Any]], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    parser = argparse.ArgumentParser(prog="python -m agents.results", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m agents.evaluation.results", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="*", type=Path, help="run folders to copy into OUT/runs first")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})")
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     collect(args.runs, args.out, args.group)
     runs = load_runs(args.out)
     if not runs and not previous:
-        raise SystemExit(f"agents.results: error: no runs under {args.out / 'runs'}")
+        raise SystemExit(f"agents.evaluation.results: error: no runs under {args.out / 'runs'}")
     np.random.seed(0)  # rliable's bootstrap draws from NumPy's global generator: same runs, same intervals
     rows = aggregate(runs, reps=args.reps) if runs else []
     present = {(r["rules"], r["group"]) for r in rows}

@@ -24,7 +24,7 @@ Each episode's ``seed`` (Minari's episode metadata) replays it:
 ``env = dataset.recover_environment()`` (this library's env, same rules, options
 and observation layout), ``env.reset(seed=seed)``, then the stored actions give
 the stored observations and rewards. Episode ``i`` gets the ``i``-th word of
-``numpy.random.SeedSequence(seed)`` (:func:`agents.benchmark.game_seeds`, the
+``numpy.random.SeedSequence(seed)`` (:func:`agents.evaluation.benchmark.game_seeds`, the
 benchmark's games). The dataset's metadata holds, under ``"dice_poker"``, the
 ruleset (name, options, fingerprint), the agent, the seed, the library version
 and the optimal expected score (also Minari's ``ref_max_score``; ``ref_min_score``
@@ -48,6 +48,9 @@ since offline RL needs imperfect data too.
 
 Layering: the core package never imports this module; Minari and h5py (the
 ``datasets`` extra) are imported only when a dataset is written or read.
+
+Size: one file format: the writer (play blocks, the Minari episode writer, the atomic
+replace) and the readers (dataset_info, load_transitions) share the layout above.
 """
 
 from __future__ import annotations
@@ -66,8 +69,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.benchmark import game_seeds
-from agents.registry import AGENT_NAMES
+from agents.evaluation.benchmark import game_seeds
+from agents.players.registry import AGENT_NAMES
 from dice_poker_env.dice_sources import RandomDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, REROLLED_POSITIONS, roll_index_of_faces
@@ -165,12 +168,12 @@ def make_policy(spec: AgentSpec, rules: Rules, solution: Any, seed: int) -> Poli
     giving their observations in a layout (``"dict"`` or ``"flat"``, computed once
     per step) and their masks, and returns their actions.
     """
-    from agents.random_agent import RandomAgent
-    from agents.registry import make_agent
+    from agents.players.random_agent import RandomAgent
+    from agents.players.registry import make_agent
 
     rng = np.random.default_rng([int(seed), 1])  # exploration and the random agent: seeded, apart from the dice
     if spec.base == "optimal":
-        from agents.optimal import OptimalAgent
+        from agents.players.optimal import OptimalAgent
 
         agent = OptimalAgent(solution)
         tables = compile_rules(rules)
@@ -536,7 +539,7 @@ def write_dataset(
     import minari  # the datasets extra: fail before any work without it
     from minari.dataset.minari_storage import MinariStorage
 
-    from agents.benchmark import load_solution
+    from agents.evaluation.benchmark import load_solution
 
     spec = parse_agent(agent)
     for what, value, least in (("episodes", episodes, 1), ("seed", seed, 0), ("block", block, 1)):
@@ -694,8 +697,8 @@ RANDOM_REFERENCE_GAMES = 10_000
 
 @functools.lru_cache(maxsize=16)
 def _random_play_score(rules: Rules, games: int) -> float:
-    from agents.benchmark import game_seeds, play_games
-    from agents.random_agent import RandomAgent
+    from agents.evaluation.benchmark import game_seeds, play_games
+    from agents.players.random_agent import RandomAgent
 
     part = play_games(rules, RandomAgent(seed=0), game_seeds(0, games).tolist(), None, lockstep=True)
     return float(np.mean(part.scores))
@@ -789,7 +792,7 @@ def episode_regret(episode: Any) -> np.ndarray:
     """``(T,)`` the regret of each action of a stored episode: best action's value minus the taken one's.
 
     ``episode``: a Minari ``EpisodeData`` of a dataset written ``with_values``
-    (float32 values: a loss below :data:`agents.optimal.VALUE_TOLERANCE` is no loss).
+    (float32 values: a loss below :data:`agents.players.optimal.VALUE_TOLERANCE` is no loss).
     """
     infos = episode.infos if hasattr(episode, "infos") else episode["infos"]
     actions = np.asarray(episode.actions if hasattr(episode, "actions") else episode["actions"])

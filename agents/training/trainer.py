@@ -1,15 +1,15 @@
 """The loop of the batched torch trainers: rollouts, updates, evaluation, checkpoints, resume.
 
-``train.py`` runs it for ``algo: batched_ppo`` (:mod:`agents.ppo`) and
-``algo: batched_a2c`` (:mod:`agents.a2c`); each algorithm file holds only its
+``train.py`` runs it for ``algo: batched_ppo`` (:mod:`agents.training.ppo`) and
+``algo: batched_a2c`` (:mod:`agents.training.a2c`); each algorithm file holds only its
 update rule. The loop, read top to bottom in :meth:`Trainer.run`:
 
 1. collect a rollout of ``n_steps`` steps of ``n_envs`` games in the NumPy
-   batched env (:class:`agents.rollout.Rollout`), one policy forward per step
+   batched env (:class:`agents.training.rollout.Rollout`), one policy forward per step
    for all games;
 2. update the network with the algorithm's rule;
 3. log to TensorBoard; every ``eval_freq`` steps play ``eval_episodes`` fixed
-   games with the greedy policy (the NumPy :class:`~agents.policy_agent.PolicyAgent`
+   games with the greedy policy (the NumPy :class:`~agents.policy.player.PolicyAgent`
    that the benchmark and the shipped policies use) and write ``evaluations.csv``
    and ``best_model.npz``; every ``checkpoint_freq`` steps write a checkpoint.
 
@@ -38,18 +38,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.actor_critic import ActorCritic, Compiled, resolve_precision
-from agents.policy_agent import PolicyAgent, save_policy
-from agents.policy_inputs import KeepBonus, keep_points_tables
-from agents.rollout import Rollout
-from agents.sb3_agent import model_metadata
+from agents.players.sb3_agent import model_metadata
+from agents.policy.inputs import KeepBonus, keep_points_tables
+from agents.policy.player import PolicyAgent, save_policy
+from agents.training.actor_critic import ActorCritic, Compiled, resolve_precision
+from agents.training.rollout import Rollout
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules
 
 #: config ``algo`` -> module holding its ``update(model, optimizer, batch, config, generator)``
-ALGORITHMS = {"batched_ppo": "agents.ppo", "batched_a2c": "agents.a2c"}
+ALGORITHMS = {"batched_ppo": "agents.training.ppo", "batched_a2c": "agents.training.a2c"}
 CHECKPOINT_FORMAT = 1
 EVAL_SEED_OFFSET = 1_000_003  # evaluation games: seed + this, the same games at every evaluation
 

@@ -1,15 +1,15 @@
-"""Grade a submitted agent for a course: ``python -m agents.grader student.py:MyAgent --rules yahtzee``.
+"""Grade a submitted agent for a course: ``python -m agents.commands.grade student.py:MyAgent --rules yahtzee``.
 
 :func:`grade` benchmarks the submission (``FILE.py:NAME`` or ``MODULE:NAME`` with
-``,key=value`` arguments, :mod:`agents.registry`) on fixed seeds (the same games for
+``,key=value`` arguments, :mod:`agents.players.registry`) on fixed seeds (the same games for
 every student given the same ``seed``) against the optimal and greedy agents, with
 the exact regret of every decision it takes. The submission runs in a separate
-process under time and memory limits (:class:`agents.sandbox.SandboxedAgent`): one
+process under time and memory limits (:class:`agents.course.sandbox.SandboxedAgent`): one
 that raises, hangs, crashes, returns malformed or illegal actions, or prints to
 standard output gets a report that says so, with the traceback; the grader itself
 never fails because of it, and the submission never sees the game seeds.
 
-The report (:mod:`agents.grade_report`) is written as ``report.json``, ``report.md``
+The report (:mod:`agents.course.grade_report`) is written as ``report.json``, ``report.md``
 and ``report.html`` (one self-contained page, no network access: the costliest
 mistakes with pictures of the dice, the score distribution against optimal, and a
 replay of any graded game move by move). The same seed gives the same report,
@@ -17,24 +17,22 @@ byte for byte, for a submission that plays the same way (nothing in it depends o
 time, except a failure that *is* a time limit).
 
 The command line is :mod:`agents.commands.grade` (``dice-poker grade``, and
-``python -m agents.grader`` where the command is not installed).
+``python -m agents.commands.grade`` where the command is not installed).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agents.benchmark import benchmark, load_solution
-from agents.sandbox import Limits, SandboxedAgent
+from agents.course.sandbox import Limits, SandboxedAgent
+from agents.evaluation.benchmark import benchmark, load_solution
 from dice_poker_env.rules import Rules, load_rules
 
 #: the report's format version
@@ -64,12 +62,12 @@ def grade(
         rules: ruleset name, rules file or :class:`Rules`.
         games: games per agent (at least 1).
         seed: the grading seed: the same seed, the same games.
-        limits: time and memory limits of the submission (:class:`agents.sandbox.Limits`).
+        limits: time and memory limits of the submission (:class:`agents.course.sandbox.Limits`).
         top_mistakes: how many costliest mistakes to list.
         progress: a line per finished agent on stderr.
 
     Returns:
-        The report as a JSON-ready dict (``agents.grade_report`` renders it).
+        The report as a JSON-ready dict (``agents.course.grade_report`` renders it).
 
     Raises:
         ValueError: a bad argument or ruleset (never for what the submission does).
@@ -195,7 +193,7 @@ def report_json(report: dict[str, Any]) -> str:
 
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:
     """``report.json``, ``report.md`` and ``report.html`` in ``out``, each written whole, then renamed into place."""
-    from agents.grade_report import render_html, render_markdown
+    from agents.course.grade_report import render_html, render_markdown
 
     texts = {
         "report.json": report_json(report),
@@ -286,24 +284,3 @@ def protect_process() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
     except (OSError, AttributeError):  # pragma: no cover - no libc
         pass
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agents.grader ...`` (the same as ``dice-poker grade ...``); bad input is a one-line error, status 2."""
-    from agents.commands import grade as command
-
-    parser = argparse.ArgumentParser(prog="python -m agents.grader")
-    command.add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return command.run(args)
-    except KeyboardInterrupt:
-        return 130
-    except (ValueError, KeyError, OSError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"grade: error: {message}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,7 +9,7 @@ The optimizer and the critic are not in it (they live in the run's
 checkpoints), so a file is small (about 0.4 MB for 256 x 256 layers).
 
 :class:`PolicyAgent` plays the most probable legal action. It refuses a
-ruleset other than its own (:class:`~agents.sb3_agent.RulesetMismatchError`).
+ruleset other than its own (:class:`~agents.players.sb3_agent.RulesetMismatchError`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.policy_inputs import KeepBonus, PolicyInputs, keep_points_tables
-from agents.sb3_agent import check_ruleset
+from agents.players.sb3_agent import check_ruleset
+from agents.policy.inputs import KeepBonus, PolicyInputs, keep_points_tables
 from dice_poker_env.engine.combinatorics import (
     KEEP_BITS,
     N_DICE,
@@ -39,7 +39,7 @@ from dice_poker_env.rules import Rules, load_rules
 #: file format version of policy files
 POLICY_FORMAT = 1
 #: the policies shipped with the package: ``<ruleset>.npz``, trained on the ruleset's default options
-SHIPPED_DIR = Path(__file__).resolve().parent / "policies"
+SHIPPED_DIR = Path(__file__).resolve().parent.parent / "policies"
 _ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
 
 
@@ -58,7 +58,7 @@ def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], meta
 
 
 def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """The weights (name -> array, as :meth:`agents.actor_critic.ActorCritic.export` writes them) and the
+    """The weights (name -> array, as :meth:`agents.training.actor_critic.ActorCritic.export` writes them) and the
     metadata of a policy file (clear errors otherwise)."""
     path = Path(path)
     if not path.is_file():
@@ -83,10 +83,10 @@ def _layers(weights: Mapping[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndar
 
 
 class PolicyAgent:
-    """A trained policy network as an :class:`agents.base.Agent` (flat observations).
+    """A trained policy network as an :class:`agents.players.base.Agent` (flat observations).
 
     Args:
-        weights: the actor's weights (:meth:`agents.actor_critic.ActorCritic.export`).
+        weights: the actor's weights (:meth:`agents.training.actor_critic.ActorCritic.export`).
         metadata: the policy file's metadata (ruleset, activation, features, ...).
         rules: the ruleset to play (checked against the metadata); default the policy's own.
         name: the agent's name in benchmarks.

@@ -25,7 +25,7 @@ are those of any training run. A trial that fails (a bad value in one grid
 point, a crash) is reported FAILED with its error; the others go on. Ray Tune
 records the sweep's state in ``SWEEP/tune``; an interrupted sweep continues
 with ``--resume`` and reruns no finished trial (a trial cut off mid-run continues
-from its last checkpoint). At the end, :mod:`agents.results` aggregates the
+from its last checkpoint). At the end, :mod:`agents.evaluation.results` aggregates the
 finished trials by configuration label (IQM and mean with 95% bootstrap
 intervals over seeds, the mean regret with its interval, learning curves with
 the seeds shaded) into ``SWEEP/results/``, and the sweep's tables are written
@@ -37,6 +37,9 @@ missing config files: a one-line error, exit code 2); the values of config
 fields are checked by each trial's ``train.py``. Layering: ``train.py`` calls
 :func:`main` with its config fields and script path; this module never imports
 ``train``. Ray is imported only when a sweep runs (the ``ray`` extra).
+
+Size: one command: the sweep file's schema and its validation (a third of the module),
+the trial runner and the tables of the results.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: the keys of a sweep file
 SWEEP_KEYS = (
     "name",
@@ -524,10 +527,10 @@ def write_csv(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...]) 
 
 
 def summarize(sweep: Sweep, sweep_dir: Path, rows: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, Any]]:
-    """Aggregate the finished trials by label with :mod:`agents.results` (table, plot) into ``SWEEP/results``."""
+    """Aggregate the finished trials by label with :mod:`agents.evaluation.results` (table, plot) into ``SWEEP/results``."""
     import numpy as np
 
-    from agents import results as aggregator
+    from agents.evaluation import results as aggregator
 
     finished = [
         sweep_dir / "runs" / r["trial"]

@@ -9,18 +9,21 @@ play, the sum telescopes: its mean over games is an unbiased estimate of
 ``optimal_expected_score - E[agent's score]`` with far lower variance than the
 raw gap of the means (the dice luck cancels). An illegal action ends the game
 (the env's default), so its loss is ``Q(best)`` minus the score so far.
-A decision losing no more than :data:`agents.optimal.VALUE_TOLERANCE` points
+A decision losing no more than :data:`agents.players.optimal.VALUE_TOLERANCE` points
 counts as optimal (loss 0, not a mistake): the solver's values are floats, and
 the optimal agent's fast path agrees with them only to within that tolerance.
 
 Games are seeded per game from ``seed`` (game ``i`` gets the ``i``-th word of
 ``numpy.random.SeedSequence(seed)``), so results do not depend on how many
 worker processes share the games. Workers rebuild agents by name
-(:func:`agents.registry.make_agent`) and load the solution from the solver's disk
+(:func:`agents.players.registry.make_agent`) and load the solution from the solver's disk
 cache.
 
 Layering: imports the core package and agents only. ``torch`` is imported only
 when a ``model:PATH`` agent is played.
+
+Size: one measurement: its three ways of playing the games (one by one, lockstep batches,
+worker processes) feed the same exact-regret tally, summary and table.
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.optimal import VALUE_TOLERANCE
-from agents.registry import check_agent, is_batch_agent, parse_agent_spec
+from agents.players.optimal import VALUE_TOLERANCE
+from agents.players.registry import check_agent, is_batch_agent, parse_agent_spec
 from dice_poker_env.dice_sources import RandomDice
 from dice_poker_env.engine.combinatorics import (
     N_DICE,
@@ -474,7 +477,7 @@ def _worker(rules: Rules, agent_name: str, seeds: np.ndarray, with_regret: bool)
 
 
 def _build(agent_name: str, rules: Rules, solution):
-    from agents.registry import make_agent
+    from agents.players.registry import make_agent
 
     if agent_name == "optimal" and solution is None:
         raise ValueError("the optimal agent needs the exact solver (dice_poker_env.solver), which is not available")
@@ -640,7 +643,7 @@ def benchmark(
         rules: ruleset name, rules file or :class:`Rules`.
         agents: agent names (``"optimal"``, ``"greedy"``, ``"random"``,
             ``"model:PATH"``, your own ``"FILE.py:NAME"`` or ``"MODULE:NAME"``
-            with ``,key=value`` arguments; see :mod:`agents.registry`) or agent
+            with ``,key=value`` arguments; see :mod:`agents.players.registry`) or agent
             objects (anything with ``act(observation, action_mask)``); a
             pair ``(name, agent_or_name)`` renames it. Each is reported under the
             distinct name :func:`agent_names` gives it (a model: its file's stem).
@@ -679,7 +682,7 @@ def benchmark(
         if not isinstance(spec, str):
             continue
         if spec.startswith("model:"):
-            from agents.sb3_agent import check_ruleset, read_metadata
+            from agents.players.sb3_agent import check_ruleset, read_metadata
 
             path = spec[len("model:") :]
             check_ruleset(read_metadata(path), rules, source=f"model {path}")

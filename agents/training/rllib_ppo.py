@@ -6,7 +6,7 @@ training process. What this module adds to RLlib:
 
 * :class:`MaskedDiceEnv`: one game whose observation is a ``Dict`` of
   ``"observations"`` (the flat observation plus the policy features of
-  :class:`agents.policy_inputs.PolicyInputs`, what the batched trainers' networks see)
+  :class:`agents.policy.inputs.PolicyInputs`, what the batched trainers' networks see)
   and ``"action_mask"`` (the legal actions, each distinct keep once with
   ``distinct_keeps``); :class:`MaskedDiceVectorEnv` is the same over the
   project's NumPy batched env, used as RLlib's vector env (``vec_env: batched``;
@@ -19,10 +19,10 @@ training process. What this module adds to RLlib:
   :class:`IllegalActionCount` callback counts the episodes ended by an illegal
   action anyway (they must be zero).
 * :class:`RLlibTrainer`: the loop ``train.py`` runs, with the interface of
-  :class:`agents.trainer.Trainer`: PPO iterations to ``total_timesteps``, an
+  :class:`agents.training.trainer.Trainer`: PPO iterations to ``total_timesteps``, an
   evaluation every ``eval_freq`` steps in percent of optimal, RLlib checkpoints,
   and the policy exported as a NumPy policy file (``final_model.npz``,
-  :mod:`agents.policy_agent`), so the evaluation and the final benchmark play
+  :mod:`agents.policy.player`), so the evaluation and the final benchmark play
   the network exactly as they play the batched trainers' policies.
 
 Needs the ``rllib`` extra (``ray[rllib]``, torch); imported only for ``algo: rllib_ppo``.
@@ -47,10 +47,10 @@ from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPP
 from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.columns import Columns
 
-from agents.policy_agent import PolicyAgent, save_policy
-from agents.policy_inputs import PolicyInputs
-from agents.sb3_agent import model_metadata
-from agents.trainer import Trainer
+from agents.players.sb3_agent import model_metadata
+from agents.policy.inputs import PolicyInputs
+from agents.policy.player import PolicyAgent, save_policy
+from agents.training.trainer import Trainer
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
@@ -223,7 +223,7 @@ class MaskedPPOModule(DefaultPPOTorchRLModule):
 
 def actor_weights(module: Any) -> dict[str, np.ndarray]:
     """The actor network of a :class:`MaskedPPOModule` as policy-file weights ``w0, b0, w1, b1, ...``
-    (``x @ w + b``; :class:`agents.policy_agent.PolicyAgent`'s layout)."""
+    (``x @ w + b``; :class:`agents.policy.player.PolicyAgent`'s layout)."""
     encoder = module.encoder
     actor = getattr(encoder, "actor_encoder", encoder)
     linears = [m for m in actor.modules() if isinstance(m, torch.nn.Linear)]
@@ -305,7 +305,7 @@ def ppo_config(config: Any, rules: Rules):
 
 
 class RLlibTrainer:
-    """One ``rllib_ppo`` run (the interface of :class:`agents.trainer.Trainer`; see the module docstring).
+    """One ``rllib_ppo`` run (the interface of :class:`agents.training.trainer.Trainer`; see the module docstring).
 
     Building it starts Ray (``config.ray_address``: a cluster; empty: a local Ray
     sized for the env runners) and RLlib's algorithm; nothing is written to the

@@ -3,15 +3,15 @@
 Names the benchmark, the CLI and ``train.py`` understand:
 
 ===============  ===========================================================
-``random``       :class:`agents.random_agent.RandomAgent` (keyword ``seed``)
-``greedy``       :class:`agents.greedy.GreedyAgent`
-``optimal``      :class:`agents.optimal.OptimalAgent` (the exact solver; keyword
+``random``       :class:`agents.players.random_agent.RandomAgent` (keyword ``seed``)
+``greedy``       :class:`agents.players.greedy.GreedyAgent`
+``optimal``      :class:`agents.players.optimal.OptimalAgent` (the exact solver; keyword
                  ``solution`` reuses an already solved one)
-``trained``      :class:`agents.policy_agent.PolicyAgent`: the policy shipped with
+``trained``      :class:`agents.policy.player.PolicyAgent`: the policy shipped with
                  the package for the ruleset (default options; NumPy only)
 ``model:PATH``   a ``.npz`` policy file of the batched trainers
-                 (:class:`agents.policy_agent.PolicyAgent`, NumPy only), or an SB3
-                 ``.zip`` (:class:`agents.sb3_agent.SB3Agent`, needs the ``train``
+                 (:class:`agents.policy.player.PolicyAgent`, NumPy only), or an SB3
+                 ``.zip`` (:class:`agents.players.sb3_agent.SB3Agent`, needs the ``train``
                  extra: torch, imported only here). Either refuses a ruleset
                  other than the one it was trained on.
 ``FILE.py:NAME`` your own agent: ``NAME`` (a class, a factory function or an
@@ -82,28 +82,28 @@ def make_agent(name: str, rules: str | Rules, **kwargs: Any):
     if custom is not None:
         return custom.build(rules, seed=kwargs.get("seed"), name=kwargs.get("agent_name"))
     if name == "random":
-        from agents.random_agent import RandomAgent
+        from agents.players.random_agent import RandomAgent
 
         return RandomAgent(seed=kwargs.get("seed"))
     if name == "greedy":
-        from agents.greedy import GreedyAgent
+        from agents.players.greedy import GreedyAgent
 
         return GreedyAgent(rules)
     if name == "optimal":
-        from agents.optimal import OptimalAgent
+        from agents.players.optimal import OptimalAgent
 
         solution = kwargs.get("solution")
         return OptimalAgent(solution if solution is not None else rules)
     if name == "trained":
-        from agents.policy_agent import shipped_policy
+        from agents.policy.player import shipped_policy
 
         return shipped_policy(rules, name=kwargs.get("agent_name", "trained"))
     if name.startswith("model:") and name.endswith(".npz"):  # a batched trainer's policy: NumPy, no torch
-        from agents.policy_agent import PolicyAgent
+        from agents.policy.player import PolicyAgent
 
         return PolicyAgent.load(name[len("model:") :], rules=rules, name=kwargs.get("agent_name", "model"))
     if name.startswith("model:"):
-        from agents.sb3_agent import SB3Agent
+        from agents.players.sb3_agent import SB3Agent
 
         return SB3Agent.load(name[len("model:") :], rules=rules, name=kwargs.get("agent_name", "model"))
     raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
@@ -117,9 +117,9 @@ def is_batch_agent(agent: Any) -> bool:
     (a subclass may keep state)."""
     if isinstance(agent, str):
         return agent in ("optimal", "greedy", "trained") or (agent.startswith("model:") and agent.endswith(".npz"))
-    from agents.greedy import GreedyAgent
-    from agents.optimal import OptimalAgent
-    from agents.policy_agent import PolicyAgent
+    from agents.players.greedy import GreedyAgent
+    from agents.players.optimal import OptimalAgent
+    from agents.policy.player import PolicyAgent
 
     return type(agent) in (GreedyAgent, OptimalAgent, PolicyAgent)
 

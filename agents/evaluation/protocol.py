@@ -7,11 +7,11 @@ whatever the ruleset (the ruleset decides how many dice a turn uses). Training s
 in-training benchmark is ever seeded inside the evaluation range.
 
 The primary metric is the **luck-free percent of optimal**, ``100 * (1 - mean regret / optimal
-expected score)``, with the exact regret of :mod:`agents.benchmark` (the solver's value lost at each
+expected score)``, with the exact regret of :mod:`agents.evaluation.benchmark` (the solver's value lost at each
 decision, summed per game): the dice luck cancels, so its 95% interval is far narrower than the mean
 score's. The optimal agent scores exactly 100 (regret exactly 0).
 
-Layering: imports :mod:`agents.benchmark` and the core package; ``torch`` only for an SB3 model.
+Layering: imports :mod:`agents.evaluation.benchmark` and the core package; ``torch`` only for an SB3 model.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.benchmark import Z95, _build, load_solution, play_games, summarize
-from agents.registry import check_agent
+from agents.evaluation.benchmark import Z95, _build, load_solution, play_games, summarize
+from agents.players.registry import check_agent
 from dice_poker_env.rules import Rules, load_rules
 
 #: the evaluation set's version: bumped (with a new seed range) if the set ever changes
@@ -119,7 +119,7 @@ def evaluate(
     solution: Any = None,
     track: str | None = None,
 ) -> dict[str, Any]:
-    """Play the evaluation set with ``agent`` (an agent spec of :mod:`agents.registry`) and return the
+    """Play the evaluation set with ``agent`` (an agent spec of :mod:`agents.players.registry`) and return the
     protocol's metrics.
 
     Args:

@@ -25,7 +25,7 @@ def _pyplot():
 
 
 def plot_score_distributions(result: Any, path: str | Path) -> Path:
-    """Histogram of every agent's scores (a :class:`agents.benchmark.BenchmarkResult`)."""
+    """Histogram of every agent's scores (a :class:`agents.evaluation.benchmark.BenchmarkResult`)."""
     plt = _pyplot()
     data, scores = result.data, result.scores
     fig, ax = plt.subplots(figsize=(9, 5))

@@ -1,4 +1,4 @@
-"""Play a trained Stable-Baselines3 / sb3-contrib model as an :class:`agents.base.Agent`.
+"""Play a trained Stable-Baselines3 / sb3-contrib model as an :class:`agents.players.base.Agent`.
 
 A model saved with :func:`save_model` carries, inside its ``.zip``, a small
 ``dice_poker_env.json`` with the ruleset it was trained on (name, options and
@@ -8,7 +8,7 @@ A model saved with :func:`save_model` carries, inside its ``.zip``, a small
 game (the action and observation sizes of two rulesets can coincide).
 
 Unmasked models (PPO, A2C, DQN) may propose an illegal action; the agent then
-plays the same legal fallback as :class:`agents.wrappers.LegalActionWrapper`
+plays the same legal fallback as :class:`agents.training.wrappers.LegalActionWrapper`
 during training: the legal box with the most points right now.
 
 This module imports ``stable_baselines3`` / ``sb3_contrib`` (and so ``torch``)
@@ -119,7 +119,7 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such model file")
     if path.suffix == ".npz":  # a policy file of the batched trainers
-        from agents.policy_agent import load_policy
+        from agents.policy.player import load_policy
 
         return load_policy(path)[1]
     damaged = f"{path}: truncated or corrupt model file"
@@ -134,7 +134,7 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
                 raise ValueError(f"{damaged}: the member {bad} fails its checksum")
             if METADATA_NAME not in names:
                 raise ValueError(
-                    f"{path}: no {METADATA_NAME} inside; save models with agents.sb3_agent.save_model "
+                    f"{path}: no {METADATA_NAME} inside; save models with agents.players.sb3_agent.save_model "
                     "(train.py does) so the ruleset they were trained on is known"
                 )
             metadata = json.loads(archive.read(METADATA_NAME))
@@ -254,7 +254,7 @@ class SB3Agent:
         """The legal box with the most points now (the training wrapper's fallback)."""
         tables = compile_rules(self.rules)
         if isinstance(observation, Mapping):
-            from agents.greedy import best_box_action, state_from_observation
+            from agents.players.greedy import best_box_action, state_from_observation
 
             return best_box_action(tables, state_from_observation(tables, observation), mask)
         points = np.asarray(observation, dtype=np.float64)[self._flat_layout["potential_points"]]

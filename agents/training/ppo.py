@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from agents.actor_critic import ActorCritic, Compiled, evaluate_actions, gradient_step, normalized
-from agents.rollout import Batch
+from agents.training.actor_critic import ActorCritic, Compiled, evaluate_actions, gradient_step, normalized
+from agents.training.rollout import Batch
 
 STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 

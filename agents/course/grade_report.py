@@ -1,4 +1,4 @@
-"""Render a grade report (:func:`agents.grader.grade`) as text, Markdown and one self-contained HTML page.
+"""Render a grade report (:func:`agents.course.grader.grade`) as text, Markdown and one self-contained HTML page.
 
 The HTML page needs no server and no network: its styles, pictures (inline SVG) and
 script are in the file, and the games are embedded as JSON. It shows the headline

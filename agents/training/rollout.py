@@ -16,9 +16,9 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
-from agents.actor_critic import ActorCritic, sample
-from agents.policy_inputs import PolicyInputs
-from agents.shaping import BonusPotential
+from agents.policy.inputs import PolicyInputs
+from agents.training.actor_critic import ActorCritic, sample
+from agents.training.shaping import BonusPotential
 from dice_poker_env.engine.combinatorics import distinct_keep_mask
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.vector import DicePokerVectorEnv
@@ -51,7 +51,7 @@ class Rollout:
         gamma, gae_lambda: discount and GAE lambda.
         features: policy inputs with the upper-bonus features (:class:`PolicyInputs`).
         bonus_shaping: weight of the potential-based shaping toward the upper bonus
-            (:class:`agents.shaping.BonusPotential`; 0: none): each training reward gets
+            (:class:`agents.training.shaping.BonusPotential`; 0: none): each training reward gets
             ``bonus_shaping * (gamma * phi(s') - phi(s))``, ``phi`` 0 after a game's last step. The scores
             the rollout records are the env's own.
     """

@@ -1,7 +1,7 @@
-"""The process a sandboxed agent runs in: ``python -m agents.sandbox_worker FD``.
+"""The process a sandboxed agent runs in: ``python -m agents.course.sandbox_worker FD``.
 
-Started by :class:`agents.sandbox.SandboxedAgent`, never by hand. ``FD`` is one end
-of a socket pair; messages both ways are length-prefixed JSON (:func:`agents.sandbox.send`).
+Started by :class:`agents.course.sandbox.SandboxedAgent`, never by hand. ``FD`` is one end
+of a socket pair; messages both ways are length-prefixed JSON (:func:`agents.course.sandbox.send`).
 The worker's standard output and error are files the grader reads, so whatever the
 agent prints never reaches the protocol. The grader sends the agent spec, the rules and
 the memory limit; the worker applies the limit, loads the agent and answers
@@ -62,8 +62,8 @@ def _failure(kind: str, error: BaseException) -> dict:
 def main(argv: list[str]) -> int:
     import numpy as np
 
-    from agents.registry import as_action, make_agent
-    from agents.sandbox import decode_observation, receive, send
+    from agents.course.sandbox import decode_observation, receive, send
+    from agents.players.registry import as_action, make_agent
     from dice_poker_env.rules import load_rules
 
     sock = socket.socket(fileno=int(argv[0]))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from agents.actor_critic import ActorCritic, evaluate_actions, gradient_step, normalized
-from agents.rollout import Batch
+from agents.training.actor_critic import ActorCritic, evaluate_actions, gradient_step, normalized
+from agents.training.rollout import Batch
 
 
 def update(

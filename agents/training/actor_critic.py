@@ -1,4 +1,4 @@
-"""The actor-critic network of the batched trainers (``agents/ppo.py``, ``agents/a2c.py``).
+"""The actor-critic network of the batched trainers (``agents/training/ppo.py``, ``agents/training/a2c.py``).
 
 Two multilayer perceptrons over the env's flat observation, as in Stable-Baselines3's
 ``MlpPolicy`` with separate ``pi`` and ``vf`` networks: the actor gives one logit
@@ -7,12 +7,12 @@ rest of the game's (scaled) score. Illegal actions get a logit of
 :data:`MASKED_LOGIT`, so they are never sampled and carry no probability mass,
 without the NaNs a ``-inf`` would bring into entropy terms.
 
-The input is :class:`agents.policy_inputs.PolicyInputs`: the flat observation
+The input is :class:`agents.policy.inputs.PolicyInputs`: the flat observation
 followed by a few features of it (progress toward the upper bonus), computed in
 NumPy on the env's observations.
 
 The trained weights are exported as plain NumPy arrays (:meth:`ActorCritic.export`),
-which :class:`agents.policy_agent.PolicyAgent` plays without torch.
+which :class:`agents.policy.player.PolicyAgent` plays without torch.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agents.policy_inputs import KeepBonus
+from agents.policy.inputs import KeepBonus
 from dice_poker_env.engine.combinatorics import (
     KEEP_BITS,
     N_DICE,
@@ -131,7 +131,7 @@ class ActorCritic(nn.Module):
     actions keep a linear head on ``h``.
 
     Args:
-        in_dim: size of the inputs (:attr:`agents.policy_inputs.PolicyInputs.size`).
+        in_dim: size of the inputs (:attr:`agents.policy.inputs.PolicyInputs.size`).
         n_actions: ``32 + n_boxes``.
         hidden: hidden layer sizes of each network, e.g. ``(256, 256)``.
         activation: ``"tanh"`` or ``"relu"``.
@@ -149,17 +149,17 @@ class ActorCritic(nn.Module):
             a linear head on its last hidden layer ``h``, starting at 0), and adds to each box action's logit
             ``u_b p_b`` (the points box ``b`` would score now) and to each keep's logit ``sum_b open_b u_b E_ab``,
             ``E_ab`` the points box ``b`` would score on average after rerolling the dice that keep ``a`` does not
-            keep (:func:`agents.policy_inputs.keep_expected_points`). Box and keep actions are then compared in
+            keep (:func:`agents.policy.inputs.keep_expected_points`). Box and keep actions are then compared in
             the same currency: keeping a pair of twos and rerolling scores more twos on average than writing the
             pair now, which the plain network must discover from the dice alone.
         face_counts: where the face counts (6, each count / 5) start in the inputs (needed with ``keep_points``).
         filled: where the filled flags (one per box) start in the inputs (needed with ``keep_points``).
-        expected_points: the ``(252, 32, n_boxes)`` table of :func:`agents.policy_inputs.keep_expected_points`
-            (needed with ``keep_points``), or the two tables of :func:`agents.policy_inputs.keep_points_tables`
+        expected_points: the ``(252, 32, n_boxes)`` table of :func:`agents.policy.inputs.keep_expected_points`
+            (needed with ``keep_points``), or the two tables of :func:`agents.policy.inputs.keep_points_tables`
             with ``rerolls=2`` ``(2, 252, 32, n_boxes)``: the keeps then read the two-reroll table where two
             rerolls are left.
         rolls_left: where the rolls-left one-hot (3) starts in the inputs (needed with two tables).
-        keep_bonus: with ``keep_points`` (one table), a :class:`agents.policy_inputs.KeepBonus` of the ruleset
+        keep_bonus: with ``keep_points`` (one table), a :class:`agents.policy.inputs.KeepBonus` of the ruleset
             (option ``keep_points_bonus``): each keep's points for each open upper box then also include the
             upper bonus's points times the chance that writing the box after the reroll reaches it, as the box
             actions' points include it where writing the box reaches it now; with its ``par`` mode, instead, the

@@ -1,0 +1,1 @@
+"""Measuring players: the benchmark against the optimum, datasets of games, multi-seed results and plots."""
