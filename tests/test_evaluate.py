@@ -138,3 +138,18 @@ def test_cli_bad_arguments_are_one_line_errors(args, message, capsys):
     base = [RULES, "--agent", "greedy", "--games", "5"]
     code, _, err = run_cli([*base, *args], capsys)
     assert code != 0 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_shipped_policy_is_a_rules_track_agent_and_evaluates_reproducibly():
+    first = evaluate(RULES, "trained", games=100)
+    assert first["track"] == "rules"  # its network sees rules-derived inputs (keep_points and the like)
+    assert 90.0 < first["luck_free_percent"] < 100.0
+    assert evaluate(RULES, "trained", games=100) == first
+
+
+def test_the_rules_heuristic_beats_greedy_and_declares_the_rules_track():
+    spec = "agents.players.heuristic:LookaheadAgent"
+    heuristic = evaluate(RULES, spec, games=100)
+    greedy = evaluate(RULES, "greedy", games=100)
+    assert heuristic["track"] == "rules" and heuristic["illegal_actions"] == 0
+    assert heuristic["luck_free_percent"] > greedy["luck_free_percent"] + 10
