@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[f"benchmarks_{name}"] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -66,3 +68,19 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     first = text
     assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
     assert out.read_text() == first  # seeded bootstrap: the same rows give the same page
+
+
+def test_run_baselines_skips_recorded_runs_and_refuses_unknown_suites(tmp_path, monkeypatch, capsys):
+    driver = load("run_baselines")
+    monkeypatch.setattr(driver, "RESULTS", tmp_path)
+    todo = driver.plan(["raw_ppo_1m"])
+    assert len(todo) == 50 and todo[0][2:] == ("yahtzee", 1000)  # seed-major: every ruleset gets seed 1000 first
+    assert all(seed < 2**32 for *_, seed in todo)  # training seeds stay below the evaluation set
+    driver.add_row({"suite": "raw_ppo_1m", "ruleset": "yahtzee", "seed": 1000, "luck_free_percent": 80.0})
+    assert ("raw_ppo_1m", "yahtzee", 1000) not in {(n, r, s) for n, _, r, s in driver.plan(["raw_ppo_1m"])}
+    assert (tmp_path / "runs.csv").read_text().startswith("suite,track,algorithm,ruleset,budget,steps,seed,")
+    with pytest.raises(SystemExit):
+        driver.main(["no_such_suite"])
+    assert "unknown suite" in capsys.readouterr().err
+    for suite in driver.SUITES.values():  # every suite's config exists
+        assert (ROOT / "configs" / "benchmark" / suite.config).is_file(), suite.config
