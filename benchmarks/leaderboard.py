@@ -35,7 +35,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "benchmark"
 RULESETS = ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
-REFERENCE_AGENTS = ("random", "greedy", "agents.players.heuristic:LookaheadAgent", "trained", "optimal")
+#: the slowest last (random plays game by game through the single env)
+REFERENCE_AGENTS = ("greedy", "agents.players.heuristic:LookaheadAgent", "trained", "optimal", "random")
 
 #: published Yahtzee results, only with figures found in this repository's docs or issue 28's text
 PUBLISHED = [
@@ -196,20 +197,25 @@ def improvements(rows: list[dict], reps: int) -> list[dict]:
     return out
 
 
-def reference(games: int) -> list[dict]:
-    """Evaluate the non-learned agents (and the shipped policies) on every ruleset's evaluation set."""
+def reference(games: int, path: Path) -> list[dict]:
+    """Evaluate the non-learned agents (and the shipped policies) on every ruleset's evaluation set into
+    ``path`` (JSON list), row by row; rows already there (same ruleset, agent, games) are kept."""
     from agents.evaluation.protocol import evaluate
 
-    rows = []
-    for ruleset in RULESETS:
-        for agent in REFERENCE_AGENTS:
+    rows = json.loads(path.read_text()) if path.exists() else []
+    done = {(r["rules"], r["agent"], r["games"]) for r in rows}
+    for agent in REFERENCE_AGENTS:
+        for ruleset in RULESETS:
+            if (ruleset, agent, games) in done:
+                continue
             try:
                 result = evaluate(ruleset, agent, games=games)
             except ValueError as error:  # e.g. no shipped policy for a ruleset
                 print(f"leaderboard: {ruleset} {agent}: skipped ({error})", file=sys.stderr)
                 continue
             rows.append(result)
-            print(f"leaderboard: {ruleset} {agent}: {result['luck_free_percent']:.2f}%", file=sys.stderr)
+            path.write_text(json.dumps(rows, indent=1) + "\n")
+            print(f"leaderboard: {ruleset} {agent}: {result['luck_free_percent']:.2f}%", file=sys.stderr, flush=True)
     return rows
 
 
@@ -386,10 +392,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.reference:
-        (RESULTS / "reference.json").write_text(json.dumps(reference(args.games), indent=1) + "\n")
+        reference(args.games, RESULTS / "reference.json")
     collect_curves()
     rows = load_rows()
     refs = json.loads((RESULTS / "reference.json").read_text()) if (RESULTS / "reference.json").exists() else []
+    order = {agent: k for k, agent in enumerate(("random", "greedy", REFERENCE_AGENTS[1], "trained", "optimal"))}
+    refs.sort(key=lambda r: (RULESETS.index(r["rules"]) if r["rules"] in RULESETS else 99, order.get(r["agent"], 99)))
     agg = aggregate(rows, args.reps)
     poi = improvements(rows, args.reps)
     (RESULTS / "aggregate.json").write_text(json.dumps(agg, indent=1) + "\n")

@@ -153,3 +153,15 @@ def test_the_rules_heuristic_beats_greedy_and_declares_the_rules_track():
     greedy = evaluate(RULES, "greedy", games=100)
     assert heuristic["track"] == "rules" and heuristic["illegal_actions"] == 0
     assert heuristic["luck_free_percent"] > greedy["luck_free_percent"] + 10
+
+
+def test_the_rules_heuristic_plays_the_same_in_lockstep_and_one_by_one():
+    from agents.evaluation.benchmark import play_games
+    from agents.players.heuristic import LookaheadAgent
+    from dice_poker_env.rules import load_rules
+
+    rules = load_rules("yahtzee")
+    seeds = eval_seeds(12).tolist()
+    batch = play_games(rules, LookaheadAgent(rules), seeds, lockstep=True)
+    single = play_games(rules, LookaheadAgent(rules), seeds, lockstep=False)
+    assert batch.scores == single.scores

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from agents.players.greedy import state_from_observation
+from agents.players.greedy import states_from_observations
 from dice_poker_env.engine.combinatorics import FIRST_ROLL_PROBABILITY, KEEP_OF_ACTION, N_KEEP_ACTIONS, TRANSITION
 from dice_poker_env.engine.state import ROLLS_PER_TURN
 from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.envs.observation import potential_points
+from dice_poker_env.envs.observation import potential_points_batch
 from dice_poker_env.rules import Rules, load_rules
 
 
@@ -64,34 +64,60 @@ class LookaheadAgent:
             else 0.0
         )
 
+        # the box values of every roll's plain points, with the bonus term (bonus open) and without
+        self._table_open = self._values(self.score[None], np.ones(1, dtype=bool))[0].astype(np.float32)
+        self._table_closed = self._values(self.score[None], np.zeros(1, dtype=bool))[0].astype(np.float32)
+        self._transition_t = np.ascontiguousarray(TRANSITION.T, dtype=np.float32)
+
     def reset(self) -> None:
         """Nothing is kept between moves."""
 
-    def _values(self, points: np.ndarray, bonus_open: bool) -> np.ndarray:
-        """Box values of ``points`` (any leading axes, boxes last): points above par, plus the bonus term."""
+    def _values(self, points: np.ndarray, bonus_open: np.ndarray) -> np.ndarray:
+        """Box values of ``points`` (``(B, ..., n_boxes)``): points above par, plus the bonus term where
+        ``bonus_open`` (``(B,)``) holds."""
         value = points - self.par
-        if bonus_open and self.bonus_rate:
-            value = value + self.upper * self.bonus_rate * (points - self.upper_par)
+        if self.bonus_rate:
+            open_ = bonus_open.reshape(bonus_open.shape + (1,) * (points.ndim - 1))
+            value = value + open_ * self.upper * self.bonus_rate * (points - self.upper_par)
         return value
 
     def act(self, observation: Mapping[str, Any], action_mask: np.ndarray) -> int:
         """The action for one game's ``obs_mode="dict"`` observation."""
+        batch = {key: np.asarray(value)[None] for key, value in observation.items()}
+        return int(self.act_batch(batch, np.asarray(action_mask)[None])[0])
+
+    def act_batch(self, observations: Mapping[str, Any], action_masks: np.ndarray) -> np.ndarray:
+        """:meth:`act` for a batch of dict observations and masks: ``(B,)`` int64 actions, the same rule."""
         tables = self.tables
-        state = state_from_observation(tables, observation)
-        mask = np.asarray(action_mask).astype(bool)
-        legal_boxes = mask[N_KEEP_ACTIONS:]
-        open_boxes = ((state.filled >> np.arange(tables.n_boxes)) & 1) == 0
-        bonus_open = tables.has_upper_bonus and state.upper_total < tables.upper_bonus_threshold
-        now = self._values(potential_points(tables, state).astype(np.float64), bonus_open)
-        box = int(np.argmax(np.where(legal_boxes, now, -np.inf))) if legal_boxes.any() else -1
-        keeps = mask[:N_KEEP_ACTIONS]
-        if state.rolls_left == 0 or not keeps.any():
-            return N_KEEP_ACTIONS + box
-        values = np.where(open_boxes, self._values(self.score, bonus_open), -np.inf).max(axis=1)  # (252,)
-        for _ in range(state.rolls_left - 1):
-            values = np.maximum(values, (TRANSITION @ values)[KEEP_OF_ACTION].max(axis=1))
-        keep_values = np.where(keeps, (TRANSITION @ values)[KEEP_OF_ACTION[state.roll]], -np.inf)
-        keep = int(np.argmax(keep_values))
-        if box >= 0 and now[box] >= keep_values[keep]:
-            return N_KEEP_ACTIONS + box
-        return keep
+        state = states_from_observations(tables, observations)
+        b = len(state.roll)
+        masks = np.asarray(action_masks).reshape(b, -1) != 0
+        legal_boxes = masks[:, N_KEEP_ACTIONS:]
+        if not legal_boxes.any(axis=1).all():
+            raise ValueError("no box can be scored: the game is over (call env.reset())")
+        open_boxes = ((state.filled[:, None] >> np.arange(tables.n_boxes)) & 1) == 0  # (B, n)
+        bonus_open = np.asarray(tables.has_upper_bonus & (state.upper_total < tables.upper_bonus_threshold))
+        bonus_open = np.broadcast_to(bonus_open, (b,))
+        now = self._values(potential_points_batch(tables, state).astype(np.float64), bonus_open)
+        now = np.where(legal_boxes, now, -np.inf)
+        box = np.argmax(now, axis=1)
+        box_value = now[np.arange(b), box]
+        keeps = masks[:, :N_KEEP_ACTIONS]
+        # the best box value from each roll (B, 252), then back through the rerolls left
+        rolls_left = np.asarray(state.rolls_left)
+        reroll_ok = (rolls_left > 0) & keeps.any(axis=1)
+        after_keep = np.zeros((b, TRANSITION.shape[0]))
+        if reroll_ok.any():
+            rows = np.flatnonzero(reroll_ok)
+            table = np.where(bonus_open[rows, None, None], self._table_open, self._table_closed)  # (R, 252, n)
+            values = np.where(open_boxes[rows, None, :], table, -np.inf).max(axis=2)  # (R, 252)
+            for r in range(1, int(rolls_left[rows].max())):
+                deeper = rolls_left[rows] > r
+                if deeper.any():
+                    more = (values[deeper] @ self._transition_t)[:, KEEP_OF_ACTION].max(axis=2)
+                    values[deeper] = np.maximum(values[deeper], more)
+            after_keep[rows] = values @ self._transition_t  # expected value after rolling the dice not kept
+        keep_values = np.where(keeps, after_keep[np.arange(b)[:, None], KEEP_OF_ACTION[state.roll]], -np.inf)
+        keep = np.argmax(keep_values, axis=1)
+        reroll = reroll_ok & (keep_values[np.arange(b), keep] > box_value)
+        return np.where(reroll, keep, N_KEEP_ACTIONS + box).astype(np.int64)

@@ -118,10 +118,11 @@ def is_batch_agent(agent: Any) -> bool:
     if isinstance(agent, str):
         return agent in ("optimal", "greedy", "trained") or (agent.startswith("model:") and agent.endswith(".npz"))
     from agents.players.greedy import GreedyAgent
+    from agents.players.heuristic import LookaheadAgent
     from agents.players.optimal import OptimalAgent
     from agents.policy.player import PolicyAgent
 
-    return type(agent) in (GreedyAgent, OptimalAgent, PolicyAgent)
+    return type(agent) in (GreedyAgent, LookaheadAgent, OptimalAgent, PolicyAgent)
 
 
 def check_agent(name: Any) -> None:
