@@ -84,3 +84,20 @@ def test_run_baselines_skips_recorded_runs_and_refuses_unknown_suites(tmp_path, 
     assert "unknown suite" in capsys.readouterr().err
     for suite in driver.SUITES.values():  # every suite's config exists
         assert (ROOT / "configs" / "benchmark" / suite.config).is_file(), suite.config
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs" / "benchmark").glob("*.yaml")), ids=lambda p: p.stem)
+def test_benchmark_configs_load_and_the_raw_ones_use_no_rules_knowledge(path):
+    import yaml
+
+    import train
+
+    config = train.make_config(yaml.safe_load(path.read_text()), ["rules=yahtzee"])
+    assert 0 <= config.seed < 2**32
+    if path.stem.startswith("raw_"):
+        assert not config.features and not config.box_points and not config.keep_points
+        assert not config.keep_points_bonus and not config.bonus_shaping and not config.keep_head
+    budget = {"1m": 1_000_000, "10m": 10_000_000, "100m": 100_000_000}.get(path.stem.rsplit("_", 1)[-1])
+    if budget is not None:  # the budget bounds the steps trained (whole rollouts)
+        assert config.total_timesteps <= budget
+        assert config.total_timesteps % (config.n_envs * config.n_steps) == 0
