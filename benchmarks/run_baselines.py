@@ -6,11 +6,11 @@ resumable: a run with a row in ``results/benchmark/runs.json`` is skipped; a run
 is only evaluated; a run with checkpoints continues with ``train.py --resume``; anything else starts
 afresh. The final metric always comes from ``dice-poker evaluate`` on the fixed evaluation set.
 
-    nohup nice -n 10 python benchmarks/run_baselines.py raw_ppo_1m raw_a2c_1m raw_ppo_10m --jobs 2 &
+    nohup python benchmarks/run_baselines.py raw_ppo_1m raw_a2c_1m raw_ppo_10m --jobs 2 &
     python benchmarks/run_baselines.py --list             # the suites and how many runs each has done
 
 Training runs get one torch thread each (``torch_threads: 1`` and ``OMP_NUM_THREADS=1``) and run
-under ``nice -n 10``. Training seeds are 1000 + k (k = 0..9): never used while the recipes were developed
+at niceness 10 (``nice``; not added twice when the driver itself runs under ``nice``). Training seeds are 1000 + k (k = 0..9): never used while the recipes were developed
 (seeds 0-2), and far below the evaluation set's env seeds (2**40 + i).
 """
 
@@ -114,6 +114,8 @@ SUITES: dict[str, Suite] = {
 }
 
 _lock = threading.Lock()
+#: runs go at niceness 10 whatever the driver's own (niceness is per thread: never add 10 twice)
+NICE = ("nice", "-n", str(max(0, 10 - os.nice(0))))
 
 
 def log(message: str) -> None:
@@ -197,9 +199,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
     logfile.parent.mkdir(parents=True, exist_ok=True)
     config = ROOT / "configs" / "benchmark" / suite.config
     fresh = [
-        "nice",
-        "-n",
-        "10",
+        *NICE,
         sys.executable,
         "train.py",
         "--config",
@@ -216,7 +216,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
     if not final.exists():
         has_checkpoint = any((run_dir / "checkpoints").glob("model_*_steps.*"))
         if has_checkpoint:
-            command = [*fresh[:5], "--run-dir", str(run_dir), "--resume"]
+            command = [*fresh[: len(NICE) + 2], "--run-dir", str(run_dir), "--resume"]
             log(f"{name} {ruleset} s{seed}: resuming")
         else:
             if run_dir.exists():  # started but killed before its first checkpoint
@@ -241,7 +241,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
         f"model:{final}",
         "--json",
     ]
-    result = subprocess.run(["nice", "-n", "10", *evaluate], cwd=ROOT, env=child_env(), capture_output=True, text=True)
+    result = subprocess.run([*NICE, *evaluate], cwd=ROOT, env=child_env(), capture_output=True, text=True)
     if result.returncode != 0:
         log(f"{name} {ruleset} s{seed}: evaluation failed: {result.stderr.strip()[-300:]}")
         return False
@@ -262,7 +262,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
         "hardware": hardware(),
         "git_commit": git_commit(),
         "config": f"configs/benchmark/{suite.config}",
-        "command": " ".join(["python", *fresh[4:]]).replace(str(OUT) + "/", "")
+        "command": " ".join(["python", *fresh[len(NICE) + 1 :]]).replace(str(OUT) + "/", "")
         + " && "
         + " ".join(["python", *evaluate[1:]]).replace(str(OUT) + "/", ""),
         "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
