@@ -111,7 +111,8 @@ def make_agent(name: str, rules: str | Rules, **kwargs: Any):
 
 def is_batch_agent(agent: Any) -> bool:
     """Whether ``agent`` (a name or an agent object) is one of the project's NumPy batch agents: optimal,
-    greedy and the batched trainers' policies (``trained``, ``model:PATH.npz``). They answer ``act_batch``
+    greedy, the rules heuristic (:class:`agents.players.heuristic.LookaheadAgent`, an object) and the
+    batched trainers' policies (``trained``, ``model:PATH.npz``). They answer ``act_batch``
     over independent games, keep no state between moves and need no torch, so the benchmark plays all
     their games in lockstep. A name is judged without building the agent; an object by its exact type
     (a subclass may keep state)."""
