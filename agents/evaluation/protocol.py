@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from agents.evaluation.benchmark import Z95, _build, load_solution, play_games, summarize
-from agents.players.registry import check_agent
+from agents.players.registry import check_agent, is_batch_agent
 from dice_poker_env.rules import Rules, load_rules
 
 #: the evaluation set's version: bumped (with a new seed range) if the set ever changes
@@ -150,6 +150,9 @@ def evaluate(
     declared = agent_track(agent, player)
     if track is not None and declared is not None and track != declared:
         raise ValueError(f"agent {agent} belongs to the {declared} track, not {track}")
+    inner = getattr(player, "agent", None)  # a custom spec's wrapper around one of the project's batch agents
+    if is_batch_agent(inner):  # (exact types only): all games in lockstep, the same results, far faster
+        player = inner
     part = play_games(rules, player, seeds.tolist(), solution)
     optimal = float(solution.expected_score)
     row = summarize(rules, part, optimal, 0.0, top=0)
