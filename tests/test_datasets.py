@@ -149,6 +149,11 @@ def test_the_optimal_agent_values_and_actions_agree_with_the_solver(datasets_roo
     info = datasets.dataset_info(dataset)
     assert info["optimal_expected_score"] == solution.expected_score
     assert dataset.storage.metadata["ref_max_score"] == solution.expected_score
+    # ref_min_score is random play (measured), so minari's normalized score runs from random (0) to optimal (1)
+    ref_min = dataset.storage.metadata["ref_min_score"]
+    assert ref_min == datasets.random_play_score(load_rules("yacht"))
+    assert 0.0 < ref_min < 0.5 * solution.expected_score
+    assert minari.get_normalized_score(dataset, np.array([ref_min, solution.expected_score])) == pytest.approx([0, 1])
     checked = 0
     for episode in dataset.iterate_episodes():
         t = len(episode.actions)

@@ -27,9 +27,9 @@ the stored observations and rewards. Episode ``i`` gets the ``i``-th word of
 ``numpy.random.SeedSequence(seed)`` (:func:`agents.evaluation.benchmark.game_seeds`, the
 benchmark's games). The dataset's metadata holds, under ``"dice_poker"``, the
 ruleset (name, options, fingerprint), the agent, the seed, the library version
-and the optimal expected score (also Minari's ``ref_max_score``, with
-``ref_min_score`` 0, so ``minari.get_normalized_score`` is the fraction of the
-optimal expected score).
+and the optimal expected score (also Minari's ``ref_max_score``; ``ref_min_score``
+is the random agent's mean score, :func:`random_play_score`, so
+``minari.get_normalized_score`` is 0 for random play and 1 for optimal play).
 
 Writing is batched: a block of games is played at once on the engine the vector
 env runs (the same functions, the same observations), one array operation per
@@ -56,6 +56,7 @@ replace) and the readers (dataset_info, load_transitions) share the layout above
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import re
@@ -684,8 +685,8 @@ def write_dataset(
             "total_steps": int(writer.steps),
             "dice_poker": info,
         }
-        if optimal is not None:  # minari.get_normalized_score: the fraction of the optimal expected score
-            metadata.update(ref_max_score=optimal, ref_min_score=0.0)
+        if optimal is not None:  # minari.get_normalized_score: 0 for random play, 1 for optimal play
+            metadata.update(ref_max_score=optimal, ref_min_score=random_play_score(rules))
         storage.update_metadata(metadata)
         storage.update_metadata({"dataset_size": storage.get_size()})
         _create_namespaces(dataset_id)
@@ -696,6 +697,26 @@ def write_dataset(
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return final
+
+
+#: games the uniformly random agent plays to measure ``ref_min_score``
+RANDOM_REFERENCE_GAMES = 10_000
+
+
+@functools.lru_cache(maxsize=16)
+def _random_play_score(rules: Rules, games: int) -> float:
+    from agents.evaluation.benchmark import game_seeds, play_games
+    from agents.players.random_agent import RandomAgent
+
+    part = play_games(rules, RandomAgent(seed=0), game_seeds(0, games).tolist(), None, lockstep=True)
+    return float(np.mean(part.scores))
+
+
+def random_play_score(rules: Rules, games: int = RANDOM_REFERENCE_GAMES) -> float:
+    """Minari's ``ref_min_score``: the mean score of the uniformly random agent (``RandomAgent(seed=0)``) over
+    ``games`` games seeded as the benchmark's seed 0 (deterministic; about 46.0 on yahtzee, whose
+    optimal expected score 254.59 is ``ref_max_score``)."""
+    return _random_play_score(rules, int(games))
 
 
 def _check_stop(stop: Callable[[], bool] | None) -> None:

@@ -111,17 +111,19 @@ def make_agent(name: str, rules: str | Rules, **kwargs: Any):
 
 def is_batch_agent(agent: Any) -> bool:
     """Whether ``agent`` (a name or an agent object) is one of the project's NumPy batch agents: optimal,
-    greedy and the batched trainers' policies (``trained``, ``model:PATH.npz``). They answer ``act_batch``
+    greedy, the rules heuristic (:class:`agents.players.heuristic.LookaheadAgent`, an object) and the
+    batched trainers' policies (``trained``, ``model:PATH.npz``). They answer ``act_batch``
     over independent games, keep no state between moves and need no torch, so the benchmark plays all
     their games in lockstep. A name is judged without building the agent; an object by its exact type
     (a subclass may keep state)."""
     if isinstance(agent, str):
         return agent in ("optimal", "greedy", "trained") or (agent.startswith("model:") and agent.endswith(".npz"))
     from agents.players.greedy import GreedyAgent
+    from agents.players.heuristic import LookaheadAgent
     from agents.players.optimal import OptimalAgent
     from agents.policy.player import PolicyAgent
 
-    return type(agent) in (GreedyAgent, OptimalAgent, PolicyAgent)
+    return type(agent) in (GreedyAgent, LookaheadAgent, OptimalAgent, PolicyAgent)
 
 
 def check_agent(name: Any) -> None:

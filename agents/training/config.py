@@ -575,6 +575,9 @@ def validate(c: Common) -> None:
         if not (math.isfinite(value) and (value >= low if low_ok else value > low) and value <= high):
             bound = f"{'>=' if low_ok else '>'} {low}" if high == math.inf else f"in [{low}, {high:,}]"
             raise ValueError(f"{name} must be {bound}, got {value!r}")
+    from agents.evaluation.protocol import check_training_seed
+
+    check_training_seed(c.seed)  # the benchmark's evaluation set lies above every training seed
     if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in c.net_arch):
         raise ValueError(f"net_arch must list positive layer sizes (integers), got {c.net_arch!r}")
     for agent in c.bench_agents:

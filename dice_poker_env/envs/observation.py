@@ -56,6 +56,11 @@ from dice_poker_env.engine.game import (
 from dice_poker_env.engine.state import ROLLS_PER_TURN, BatchState, GameState
 from dice_poker_env.engine.tables import RuleTables
 
+#: Version of the observation layouts (flat and dict): bumped, together with the env ids' version,
+#: whenever what an observation holds or how it is scaled changes; every benchmark result records it
+#: (docs/benchmark.md, "Versioning").
+OBSERVATION_LAYOUT_VERSION = 1
+
 OBS_MODES = ("dict", "flat")
 #: the keys of dict observations, in order
 DICT_KEYS = ("dice", "rolls_left", "filled", "scores", "upper_total", "bonus", "five_kind_box", "turn")

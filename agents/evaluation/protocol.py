@@ -1,0 +1,184 @@
+"""The benchmark protocol's fixed evaluation set and metrics (``docs/benchmark.md``).
+
+Every agent is evaluated on the same games: game ``i`` (``0 <= i < 10,000``) of the
+evaluation set ``v1`` is the game the single env deals after ``reset(seed=EVAL_SEED_BASE + i)``,
+whatever the ruleset (the ruleset decides how many dice a turn uses). Training seeds are below
+:data:`TRAIN_SEED_LIMIT` (``train.py`` refuses others), so no training env, periodic evaluation or
+in-training benchmark is ever seeded inside the evaluation range.
+
+The primary metric is the **luck-free percent of optimal**, ``100 * (1 - mean regret / optimal
+expected score)``, with the exact regret of :mod:`agents.evaluation.benchmark` (the solver's value lost at each
+decision, summed per game): the dice luck cancels, so its 95% interval is far narrower than the mean
+score's. The optimal agent scores exactly 100 (regret exactly 0).
+
+Layering: imports :mod:`agents.evaluation.benchmark` and the core package; ``torch`` only for an SB3 model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agents.evaluation.benchmark import Z95, _build, load_solution, play_games, summarize
+from agents.players.registry import check_agent, is_batch_agent
+from dice_poker_env.rules import Rules, load_rules
+
+#: the evaluation set's version: bumped (with a new seed range) if the set ever changes
+EVAL_SET_VERSION = "v1"
+#: games in the evaluation set
+EVAL_GAMES = 10_000
+#: env seed of the evaluation set's game 0 (2**40): game i is reset with EVAL_SEED_BASE + i
+EVAL_SEED_BASE = 2**40
+#: training seeds are in [0, TRAIN_SEED_LIMIT); with every offset train.py adds (at most a few
+#: million), they stay far below EVAL_SEED_BASE
+TRAIN_SEED_LIMIT = 2**32
+#: the tracks of the protocol, by how much of the game's machinery an agent may use
+TRACKS = ("raw", "rules", "solver")
+#: policy-file options that put rules knowledge into a trained policy (the rules track)
+RULES_OPTIONS = ("features", "box_points", "keep_points", "keep_points_bonus", "bonus_shaping")
+
+
+def eval_seeds(games: int = EVAL_GAMES) -> np.ndarray:
+    """The env seeds of the first ``games`` games of the evaluation set (int64)."""
+    if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or not 1 <= games <= EVAL_GAMES:
+        raise ValueError(f"games must be an integer in 1..{EVAL_GAMES} (the evaluation set's size), got {games!r}")
+    return EVAL_SEED_BASE + np.arange(int(games), dtype=np.int64)
+
+
+def eval_set_id(rules: Rules, games: int = EVAL_GAMES) -> str:
+    """The evaluation set's name, e.g. ``dice-poker-eval-v1/yahtzee`` (``.../first-500`` for a prefix)."""
+    name = f"dice-poker-eval-{EVAL_SET_VERSION}/{rules.name}"
+    return name if games == EVAL_GAMES else f"{name}/first-{games}"
+
+
+def check_training_seed(seed: int) -> None:
+    """Refuse a training seed outside ``[0, TRAIN_SEED_LIMIT)`` (the evaluation set's games are above).
+
+    Raises:
+        ValueError: one line naming the seed and the range.
+    """
+    if not 0 <= int(seed) < TRAIN_SEED_LIMIT:
+        raise ValueError(
+            f"seed must be in [0, 2**32) so training never plays the evaluation set's games "
+            f"(env seeds from 2**40, docs/benchmark.md), got {seed}"
+        )
+
+
+def policy_track(metadata: dict[str, Any]) -> str:
+    """The track of a trained policy from its metadata: ``solver`` for imitation of the solver
+    (``bc``), ``rules`` when any of :data:`RULES_OPTIONS` is on, else ``raw``."""
+    if metadata.get("algorithm", metadata.get("algo")) == "bc":
+        return "solver"
+    return "rules" if any(metadata.get(name) for name in RULES_OPTIONS) else "raw"
+
+
+def agent_track(spec: str, agent: Any) -> str | None:
+    """The track an agent declares: the built-in agents' own (optimal: solver, greedy: rules,
+    random: raw, policy files from their metadata), else the agent's ``track`` attribute (``None``
+    when it declares none).
+
+    Raises:
+        ValueError: a declared track that is not one of :data:`TRACKS`.
+    """
+    builtin = {"optimal": "solver", "greedy": "rules", "random": "raw"}
+    if spec in builtin:
+        return builtin[spec]
+    metadata = getattr(agent, "metadata", None)
+    if (spec == "trained" or spec.startswith("model:")) and isinstance(metadata, dict):
+        return policy_track(metadata)
+    track = getattr(agent, "track", None)
+    if track is not None and track not in TRACKS:
+        raise ValueError(f"agent {spec}: track must be one of {', '.join(TRACKS)}, got {track!r}")
+    return track
+
+
+def versions(rules: Rules) -> dict[str, Any]:
+    """What every result records: env id (with its version), observation layout version,
+    ruleset fingerprint and library version."""
+    import dice_poker_env
+    from dice_poker_env.envs.observation import OBSERVATION_LAYOUT_VERSION
+    from dice_poker_env.registration import env_id_for
+
+    env_id, _ = env_id_for(rules.name)
+    if rules.options:  # options are keywords of the ruleset's id
+        env_id += "(" + ", ".join(f"{k}={v}" for k, v in sorted(rules.options.items())) + ")"
+    return {
+        "env_id": env_id,
+        "observation_layout_version": OBSERVATION_LAYOUT_VERSION,
+        "rules_fingerprint": rules.fingerprint,
+        "library_version": dice_poker_env.__version__,
+    }
+
+
+def evaluate(
+    rules: str | Rules,
+    agent: str,
+    *,
+    games: int = EVAL_GAMES,
+    solution: Any = None,
+    track: str | None = None,
+) -> dict[str, Any]:
+    """Play the evaluation set with ``agent`` (an agent spec of :mod:`agents.players.registry`) and return the
+    protocol's metrics.
+
+    Args:
+        rules: ruleset name, rules file or :class:`Rules`.
+        agent: ``optimal``, ``greedy``, ``random``, ``trained``, ``model:PATH`` or a custom spec.
+        games: the first ``games`` games of the set (the protocol reports all 10,000).
+        solution: an already solved ``Solution`` of ``rules`` (default: solved or read from the cache).
+        track: the track a custom agent is submitted to (checked against what the agent declares).
+
+    Returns:
+        ``{"luck_free_percent", "luck_free_percent_ci95", "regret_mean", "regret_ci95", "mean",
+        "mean_ci95", "median", "upper_bonus_rate", "games", "eval_set", "track", ...}``; the ``_ci95``
+        fields are half-widths of 95% normal intervals over the games.
+
+    Raises:
+        ValueError: a bad agent spec, track or game count; no exact solution of the ruleset.
+    """
+    rules = load_rules(rules)
+    seeds = eval_seeds(games)
+    if track is not None and track not in TRACKS:
+        raise ValueError(f"track must be one of {', '.join(TRACKS)}, got {track!r}")
+    check_agent(agent)
+    if solution is None:
+        solution = load_solution(rules)
+    if solution is None:
+        raise ValueError(f"the protocol's metric needs the exact solution of {rules.name!r}, which is not available")
+    player = _build(agent, rules, solution)
+    declared = agent_track(agent, player)
+    if track is not None and declared is not None and track != declared:
+        raise ValueError(f"agent {agent} belongs to the {declared} track, not {track}")
+    inner = getattr(player, "agent", None)  # a custom spec's wrapper around one of the project's batch agents
+    if is_batch_agent(inner):  # (exact types only): all games in lockstep, the same results, far faster
+        player = inner
+    part = play_games(rules, player, seeds.tolist(), solution)
+    optimal = float(solution.expected_score)
+    row = summarize(rules, part, optimal, 0.0, top=0)
+    regret = np.asarray(part.regret_keep) + np.asarray(part.regret_box) + np.asarray(part.regret_illegal)
+    regret_mean = float(regret.mean())
+    regret_ci = Z95 * float(regret.std(ddof=1)) / np.sqrt(len(regret)) if len(regret) > 1 else 0.0
+    return {
+        "agent": agent,
+        "track": track if track is not None else declared,
+        "rules": rules.name,
+        "rules_options": dict(rules.options),
+        "eval_set": eval_set_id(rules, games),
+        "games": int(games),
+        "optimal_expected_score": optimal,
+        "luck_free_percent": 100.0 * (1.0 - regret_mean / optimal),
+        "luck_free_percent_ci95": float(100.0 * regret_ci / optimal),
+        "regret_mean": regret_mean,
+        "regret_ci95": float(regret_ci),
+        "regret_keep_mean": row["regret_keep_mean"],
+        "regret_box_mean": row["regret_box_mean"],
+        "mean": row["mean"],
+        "mean_ci95": row["ci95"],
+        "median": row["median"],
+        "std": row["std"],
+        "upper_bonus_rate": row["upper_bonus_rate"],
+        "five_of_a_kind_rate": row["five_of_a_kind_rate"],
+        "illegal_actions": row["illegal_actions"],
+        **versions(rules),
+    }

@@ -1,0 +1,420 @@
+"""Regenerate the benchmark's tables, plots and ``docs/leaderboard.md`` from ``results/benchmark/``.
+
+    python benchmarks/leaderboard.py                # from results/benchmark/ alone
+    python benchmarks/leaderboard.py --reference    # first (re)evaluate the non-learned rows (random, greedy,
+                                                    # optimal, the shipped policies) into reference.json
+
+Reads ``runs.json`` (one row per training run, benchmarks/run_baselines.py), ``reference.json`` (agents
+evaluated without training) and the learning curves ``curves/<suite>/<ruleset>/s<seed>.csv`` (copied
+from the run folders under ``runs-benchmark/`` when they are there). Writes:
+
+* ``aggregate.csv`` / ``aggregate.json``: per suite and ruleset, and per suite across its rulesets, the
+  interquartile mean (IQM) of the seeds' luck-free percents with a 95% stratified-bootstrap interval
+  (rliable; strata: rulesets; the bootstrap is seeded, so the same rows give the same intervals), the
+  mean, the seeds' min and max and the number of runs;
+* ``probability_of_improvement.json``: rliable's probability of improvement between suites of the same
+  track and budget;
+* ``performance_profiles.png`` (luck-free percent, pooled over rulesets) and ``sample_efficiency.png``
+  (periodic evaluations' percent of optimal against steps, mean over seeds), when matplotlib is there;
+* ``docs/leaderboard.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import sys
+import warnings
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results" / "benchmark"
+RULESETS = ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
+#: the slowest last (random plays game by game through the single env)
+REFERENCE_AGENTS = ("greedy", "agents.players.heuristic:LookaheadAgent", "trained", "optimal", "random")
+
+#: published Yahtzee results, only with figures found in this repository's docs or issue 28's text
+PUBLISHED = [
+    {
+        "who": "Pape 2025 (RL agent)",
+        "figure": "median 241.78; upper bonus 24.9% of games; Yahtzee in 34.1%",
+        "statistic": "median",
+        "inputs / prior knowledge / budget": "see the paper (not recorded in this repository)",
+        "converted": "no sound conversion of a median to a percent of the optimal mean; "
+        "the optimal median on the evaluation set is 248",
+        "source": "docs/training.md",
+    },
+    {
+        "who": "Yahtzotron (RL agent)",
+        "figure": "about 95% of optimal",
+        "statistic": "not recorded",
+        "inputs / prior knowledge / budget": "see its publication (not recorded in this repository)",
+        "converted": "-",
+        "source": "issue 28 (summary: 'the same ~5% gap as Pape 2025 and Yahtzotron')",
+    },
+    {
+        "who": "Glenn 2006 (hand-written heuristic)",
+        "figure": "244.87",
+        "statistic": "score as cited in issue 28 (a mean, if so: 96.18% of 254.59)",
+        "inputs / prior knowledge / budget": "hand-written strategy (rules knowledge), no training",
+        "converted": "96.18% of the optimal expected score if 244.87 is a mean",
+        "source": "issue 28",
+    },
+]
+
+
+def load_rows() -> list[dict]:
+    path = RESULTS / "runs.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def collect_curves() -> int:
+    """Copy each recorded run's ``evaluations.csv`` from ``runs-benchmark/`` into ``results/benchmark/curves/``."""
+    copied = 0
+    for row in load_rows():
+        source = ROOT / "runs-benchmark" / row["suite"] / row["ruleset"] / f"s{row['seed']}" / "evaluations.csv"
+        target = RESULTS / "curves" / row["suite"] / row["ruleset"] / f"s{row['seed']}.csv"
+        if source.exists() and (not target.exists() or source.stat().st_mtime > target.stat().st_mtime):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            copied += 1
+    return copied
+
+
+def iqm_ci(matrix: np.ndarray, reps: int) -> tuple[float, float, float]:
+    """IQM of a ``(runs, tasks)`` matrix and its 95% stratified-bootstrap interval (rliable)."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    np.random.seed(0)  # rliable draws from NumPy's global generator: the same rows give the same interval
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        point, interval = rly.get_interval_estimates({"x": matrix}, metrics.aggregate_iqm, reps=reps)
+    low, high = np.asarray(interval["x"]).ravel()
+    return float(point["x"]), float(low), float(high)
+
+
+def suite_matrix(rows: list[dict], rulesets: list[str]) -> np.ndarray:
+    """``(runs, rulesets)`` luck-free percents: the seeds every one of ``rulesets`` has (stratified bootstrap
+    needs as many runs per task)."""
+    by = defaultdict(dict)
+    for row in rows:
+        by[row["ruleset"]][row["seed"]] = row["luck_free_percent"]
+    n = min(len(by[r]) for r in rulesets)
+    return np.array([[sorted(by[r].values())[i] for r in rulesets] for i in range(n)], dtype=np.float64)
+
+
+def aggregate(rows: list[dict], reps: int) -> list[dict]:
+    groups = defaultdict(list)
+    for row in rows:
+        groups[row["suite"]].append(row)
+    out = []
+    for suite, runs in sorted(groups.items()):
+        first = runs[0]
+        rulesets = [r for r in RULESETS if any(x["ruleset"] == r for x in runs)]
+        base = {"suite": suite, "track": first["track"], "algorithm": first["algorithm"], "budget": first["budget"]}
+        for ruleset in rulesets:
+            values = np.array([x["luck_free_percent"] for x in runs if x["ruleset"] == ruleset])
+            point, low, high = iqm_ci(values[:, None], reps)
+            medians = [x["median"] for x in runs if x["ruleset"] == ruleset]
+            out.append(
+                {
+                    **base,
+                    "ruleset": ruleset,
+                    "runs": len(values),
+                    "iqm": point,
+                    "iqm_ci95_low": low,
+                    "iqm_ci95_high": high,
+                    "mean": float(values.mean()),
+                    "min": float(values.min()),
+                    "max": float(values.max()),
+                    "median_score_of_seeds": float(np.median(medians)),
+                }
+            )
+        if len(rulesets) > 1:
+            matrix = suite_matrix(runs, rulesets)
+            point, low, high = iqm_ci(matrix, reps)
+            out.append(
+                {
+                    **base,
+                    "ruleset": "all (" + ", ".join(rulesets) + ")",
+                    "runs": int(matrix.size),
+                    "iqm": point,
+                    "iqm_ci95_low": low,
+                    "iqm_ci95_high": high,
+                    "mean": float(matrix.mean()),
+                    "min": float(matrix.min()),
+                    "max": float(matrix.max()),
+                    "median_score_of_seeds": None,
+                }
+            )
+    return out
+
+
+def improvements(rows: list[dict], reps: int) -> list[dict]:
+    """rliable's probability of improvement of suite X over Y (same track and budget, shared rulesets)."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    groups = defaultdict(list)
+    for row in rows:
+        groups[row["suite"]].append(row)
+    out = []
+    names = sorted(groups)
+    for i, x in enumerate(names):
+        for y in names[i + 1 :]:
+            a, b = groups[x][0], groups[y][0]
+            if (a["track"], a["budget"]) != (b["track"], b["budget"]):
+                continue
+            shared = [
+                r
+                for r in RULESETS
+                if any(z["ruleset"] == r for z in groups[x]) and any(z["ruleset"] == r for z in groups[y])
+            ]
+            if not shared:
+                continue
+            mx, my = suite_matrix(groups[x], shared), suite_matrix(groups[y], shared)
+            np.random.seed(0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                point, interval = rly.get_interval_estimates(
+                    {"p": (mx, my)}, metrics.probability_of_improvement, reps=reps
+                )
+            out.append(
+                {
+                    "x": x,
+                    "y": y,
+                    "rulesets": shared,
+                    "p_x_better": float(point["p"]),
+                    "ci95": [float(v) for v in np.asarray(interval["p"]).ravel()],
+                }
+            )
+    return out
+
+
+def reference(games: int, path: Path) -> list[dict]:
+    """Evaluate the non-learned agents (and the shipped policies) on every ruleset's evaluation set into
+    ``path`` (JSON list), row by row; rows already there (same ruleset, agent, games) are kept."""
+    from agents.evaluation.protocol import evaluate
+
+    rows = json.loads(path.read_text()) if path.exists() else []
+    done = {(r["rules"], r["agent"], r["games"]) for r in rows}
+    for agent in REFERENCE_AGENTS:
+        for ruleset in RULESETS:
+            if (ruleset, agent, games) in done:
+                continue
+            try:
+                result = evaluate(ruleset, agent, games=games)
+            except ValueError as error:  # e.g. no shipped policy for a ruleset
+                print(f"leaderboard: {ruleset} {agent}: skipped ({error})", file=sys.stderr)
+                continue
+            rows.append(result)
+            path.write_text(json.dumps(rows, indent=1) + "\n")
+            print(f"leaderboard: {ruleset} {agent}: {result['luck_free_percent']:.2f}%", file=sys.stderr, flush=True)
+    return rows
+
+
+def plots(rows: list[dict], reps: int) -> list[Path]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ModuleNotFoundError:
+        print("leaderboard: no plots (matplotlib is not installed)", file=sys.stderr)
+        return []
+    written = []
+    groups = defaultdict(list)
+    for row in rows:
+        groups[row["suite"]].append(row)
+    if groups:
+        taus = np.linspace(0, 100, 201)
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for suite, runs in sorted(groups.items()):
+            values = np.array([x["luck_free_percent"] for x in runs])
+            ax.plot(taus, (values[None, :] > taus[:, None]).mean(axis=1), label=f"{suite} ({len(values)} runs)")
+        low = min(x["luck_free_percent"] for x in rows)
+        ax.set_xlim(max(0.0, low - 5), 100)
+        ax.set_xlabel("luck-free percent of optimal (tau)")
+        ax.set_ylabel("fraction of runs > tau")
+        ax.set_title("Performance profiles (all rulesets pooled)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = RESULTS / "performance_profiles.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    curves = sorted((RESULTS / "curves").glob("*/*/s*.csv")) if (RESULTS / "curves").exists() else []
+    if curves:
+        by = defaultdict(list)
+        for path in curves:
+            with path.open() as handle:
+                data = list(csv.DictReader(handle))
+            if data:
+                steps = np.array([float(d["timesteps"]) for d in data])
+                value = np.array([float(d["percent_of_optimal"]) for d in data])
+                by[(path.parts[-3], path.parts[-2])].append((steps, value))
+        rulesets = sorted({r for _, r in by}, key=lambda r: RULESETS.index(r) if r in RULESETS else 99)
+        fig, axes = plt.subplots(1, len(rulesets), figsize=(4 * len(rulesets), 3.5), squeeze=False)
+        for k, ruleset in enumerate(rulesets):
+            ax = axes[0][k]
+            for (suite, r), series in sorted(by.items()):
+                if r != ruleset:
+                    continue
+                n = min(len(s) for s, _ in series)
+                mean = np.mean([v[:n] for _, v in series], axis=0)
+                ax.plot(series[0][0][:n], mean, label=f"{suite} ({len(series)})")
+            ax.set_title(ruleset)
+            ax.set_xscale("log")
+            ax.set_xlabel("env steps")
+            ax.set_ylabel("% of optimal (periodic evaluation)")
+            ax.legend(fontsize=6)
+        fig.tight_layout()
+        path = RESULTS / "sample_efficiency.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def fmt_budget(budget: int) -> str:
+    return "dataset" if not budget else f"{budget // 1_000_000}M"
+
+
+def leaderboard_md(agg: list[dict], rows: list[dict], refs: list[dict], poi: list[dict]) -> str:
+    lines = [
+        "# Leaderboard",
+        "",
+        "Generated by `python benchmarks/leaderboard.py` from `results/benchmark/` (do not edit by hand);",
+        "the protocol is [benchmark.md](benchmark.md). Metric: the luck-free percent of optimal on the ruleset's",
+        "fixed evaluation set (10,000 games). Runs trained on a shared 2-vCPU machine (the `hardware` column of",
+        "`results/benchmark/runs.csv`); every run's command is in that file. The same command redraws",
+        "`results/benchmark/performance_profiles.png` and `results/benchmark/sample_efficiency.png`.",
+        "",
+        "## Trained agents: IQM over seeds (95% stratified-bootstrap CI)",
+        "",
+    ]
+    if agg:
+        lines += [
+            "| track | suite | algorithm | budget | ruleset | runs | IQM | 95% CI | mean | min - max |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for a in sorted(agg, key=lambda a: (a["track"], a["budget"], a["suite"], a["ruleset"])):
+            lines.append(
+                f"| {a['track']} | {a['suite']} | {a['algorithm']} | {fmt_budget(a['budget'])} | {a['ruleset']} | "
+                f"{a['runs']} | {a['iqm']:.2f} | {a['iqm_ci95_low']:.2f} - {a['iqm_ci95_high']:.2f} | "
+                f"{a['mean']:.2f} | {a['min']:.2f} - {a['max']:.2f} |"
+            )
+        lines += [
+            "",
+            "Fewer runs than the protocol asks for (10 seeds at 1M and 10M, 5 at 100M) means the suite is still",
+            "running: `python benchmarks/run_baselines.py --list` shows what is left. Across rulesets, only the",
+            "seeds every ruleset has are used (the stratified bootstrap needs as many runs per ruleset).",
+        ]
+    else:
+        lines.append("No run recorded yet.")
+    if poi:
+        lines += [
+            "",
+            "## Probability of improvement (rliable)",
+            "",
+            "| X | Y | rulesets | P(X > Y) | 95% CI |",
+            "|---|---|---|---|---|",
+        ]
+        for p in poi:
+            lines.append(
+                f"| {p['x']} | {p['y']} | {', '.join(p['rulesets'])} | {p['p_x_better']:.2f} | "
+                f"{p['ci95'][0]:.2f} - {p['ci95'][1]:.2f} |"
+            )
+    if refs:
+        lines += [
+            "",
+            "## Agents without training (the same evaluation set)",
+            "",
+            "`random` plays a uniformly random legal action; `greedy` scores the box with the most points now and",
+            "otherwise keeps the most common face (rules track); `agents.players.heuristic:LookaheadAgent` is a",
+            "hand-written one-turn lookahead over points above each box's par (rules only, untuned; its module",
+            "docstring has the rule); `trained` is the policy shipped with the package (rules track: its",
+            "network sees rules-derived inputs, docs/training.md); `optimal` is the exact solver. The luck-free",
+            "percent goes below 0 where an agent loses more than the optimal expected score (school_poker's six",
+            "upper boxes score relative to three of their face, negative below, so random play scores below 0).",
+            "",
+            "| ruleset | agent | track | luck-free % | 95% CI | mean ± CI | median | upper bonus |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in refs:
+            bonus = "-" if r["upper_bonus_rate"] is None else f"{100 * r['upper_bonus_rate']:.1f}%"
+            lines.append(
+                f"| {r['rules']} | {r['agent']} | {r['track']} | {r['luck_free_percent']:.2f} | "
+                f"± {r['luck_free_percent_ci95']:.2f} | {r['mean']:.2f} ± {r['mean_ci95']:.2f} | "
+                f"{r['median']:g} | {bonus} |"
+            )
+    lines += [
+        "",
+        "## Published Yahtzee results",
+        "",
+        "Only figures this repository's docs or issue 28 quote; each with what it measures. A mean converts to a",
+        "percent of the optimal expected score (254.59); a median does not (the optimal median is 248).",
+        "",
+        "| who | figure | statistic | inputs / prior knowledge / budget | converted | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in PUBLISHED:
+        lines.append(
+            f"| {p['who']} | {p['figure']} | {p['statistic']} | {p['inputs / prior knowledge / budget']} | "
+            f"{p['converted']} | {p['source']} |"
+        )
+    if rows:
+        lines += [
+            "",
+            "## Every run",
+            "",
+            "| suite | ruleset | seed | steps | luck-free % | mean | median | upper bonus | wall s |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in sorted(rows, key=lambda r: (r["suite"], r["ruleset"], r["seed"])):
+            bonus = "-" if r.get("upper_bonus_rate") is None else f"{100 * r['upper_bonus_rate']:.1f}%"
+            lines.append(
+                f"| {r['suite']} | {r['ruleset']} | {r['seed']} | {r['steps']:,} | {r['luck_free_percent']:.2f} | "
+                f"{r['mean']:.2f} | {r['median']:g} | {bonus} | {r['wall_seconds']:.0f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reference", action="store_true", help="first evaluate the non-learned reference rows")
+    parser.add_argument("--games", type=int, default=10_000, help="games of the reference rows (default 10000)")
+    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.md", help="the leaderboard page")
+    args = parser.parse_args(argv)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.reference:
+        reference(args.games, RESULTS / "reference.json")
+    collect_curves()
+    rows = load_rows()
+    refs = json.loads((RESULTS / "reference.json").read_text()) if (RESULTS / "reference.json").exists() else []
+    order = {agent: k for k, agent in enumerate(("random", "greedy", REFERENCE_AGENTS[1], "trained", "optimal"))}
+    refs.sort(key=lambda r: (RULESETS.index(r["rules"]) if r["rules"] in RULESETS else 99, order.get(r["agent"], 99)))
+    agg = aggregate(rows, args.reps)
+    poi = improvements(rows, args.reps)
+    (RESULTS / "aggregate.json").write_text(json.dumps(agg, indent=1) + "\n")
+    (RESULTS / "probability_of_improvement.json").write_text(json.dumps(poi, indent=1) + "\n")
+    if agg:
+        with (RESULTS / "aggregate.csv").open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(agg[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(agg)
+    written = plots(rows, args.reps)
+    args.out.write_text(leaderboard_md(agg, rows, refs, poi))
+    print("wrote " + ", ".join(str(p) for p in [RESULTS / "aggregate.json", *written, args.out]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

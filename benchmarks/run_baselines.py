@@ -1,0 +1,324 @@
+"""Run the benchmark's baselines (docs/benchmark.md) and record one row per run in results/benchmark/.
+
+Each suite is a config of ``configs/benchmark/`` trained on some rulesets with some seeds at its
+budget. A run lives in ``runs-benchmark/<suite>/<ruleset>/s<seed>/`` (git-ignored). The driver is
+resumable: a run with a row in ``results/benchmark/runs.json`` is skipped; a run with a final policy
+is only evaluated; a run with checkpoints continues with ``train.py --resume``; anything else starts
+afresh. The final metric always comes from ``dice-poker evaluate`` on the fixed evaluation set.
+
+    nohup python benchmarks/run_baselines.py raw_ppo_1m raw_a2c_1m raw_ppo_10m --jobs 2 &
+    python benchmarks/run_baselines.py --list             # the suites and how many runs each has done
+
+Training runs get one torch thread each (``torch_threads: 1`` and ``OMP_NUM_THREADS=1``) and run
+at niceness 10 (``nice``; not added twice when the driver itself runs under ``nice``). Training seeds are 1000 + k (k = 0..9): never used while the recipes were developed
+(seeds 0-2), and far below the evaluation set's env seeds (2**40 + i).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+#: the code the runs use (train.py, configs, agents): this checkout, or a snapshot of it
+ROOT = Path(__file__).resolve().parents[1]
+#: where run folders and result rows go: $BENCH_ROOT (a checkout running a snapshot's code) or ROOT
+OUT = Path(os.environ.get("BENCH_ROOT", ROOT)).resolve()
+RUNS = OUT / "runs-benchmark"
+RESULTS = OUT / "results" / "benchmark"
+ALL_RULESETS = ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
+#: training seeds of the benchmark runs (never used in recipe development)
+SEEDS = tuple(range(1000, 1010))
+
+FIELDS = (
+    "suite",
+    "track",
+    "algorithm",
+    "ruleset",
+    "budget",
+    "steps",
+    "seed",
+    "luck_free_percent",
+    "luck_free_percent_ci95",
+    "regret_mean",
+    "mean",
+    "mean_ci95",
+    "median",
+    "upper_bonus_rate",
+    "train_seconds",
+    "wall_seconds",
+    "hardware",
+    "eval_set",
+    "env_id",
+    "observation_layout_version",
+    "rules_fingerprint",
+    "library_version",
+    "git_commit",
+    "config",
+    "command",
+    "finished_utc",
+)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A config trained on ``rulesets`` x ``seeds`` at ``budget`` env steps."""
+
+    config: str
+    budget: int
+    rulesets: tuple[str, ...] = ALL_RULESETS
+    seeds: tuple[int, ...] = SEEDS
+    #: the policy file train.py writes (batched trainers: .npz; SB3: .zip)
+    final: str = "final_model.npz"
+    #: extra ``key=value`` overrides per ruleset
+    overrides: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+#: keep_points_bonus: par needs an upper bonus paid at a face-sum total (not yacht's, none; not school_poker's)
+NO_PAR_BONUS = (("yacht", ("keep_points_bonus=false",)), ("school_poker", ("keep_points_bonus=false",)))
+
+SUITES: dict[str, Suite] = {
+    "raw_ppo_1m": Suite("raw_batched_ppo_1m.yaml", 1_000_000),
+    "raw_a2c_1m": Suite("raw_batched_a2c_1m.yaml", 1_000_000),
+    "raw_ppo_10m": Suite(
+        "raw_batched_ppo_10m.yaml", 10_000_000, ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
+    ),
+    "raw_a2c_10m": Suite("raw_batched_a2c_10m.yaml", 10_000_000),
+    "raw_ppo_100m_yahtzee": Suite("raw_batched_ppo_100m.yaml", 100_000_000, ("yahtzee",), SEEDS[:5]),
+    "raw_ppo_100m": Suite(
+        "raw_batched_ppo_100m.yaml", 100_000_000, ("yacht", "yatzy", "dice_poker", "school_poker"), SEEDS[:3]
+    ),
+    "raw_maskable_ppo_1m": Suite("raw_maskable_ppo_1m.yaml", 1_000_000, final="final_model.zip"),
+    "rules_ppo_10m": Suite("rules_batched_ppo_10m.yaml", 10_000_000, overrides=NO_PAR_BONUS),
+    "rules_ppo_100m": Suite(
+        "rules_batched_ppo_100m.yaml", 100_000_000, ("yahtzee",), SEEDS[:5], overrides=NO_PAR_BONUS
+    ),
+    **{
+        f"ablation_{step}_10m": Suite(f"ablation_{step}_10m.yaml", 10_000_000, ("yahtzee", "yacht"), SEEDS[:5])
+        for step in ("1_features", "2_box_points", "3_keep_points")
+    },
+    # yacht has no upper bonus: its ablation ends at step 3
+    "ablation_4_keep_points_bonus_10m": Suite(
+        "ablation_4_keep_points_bonus_10m.yaml", 10_000_000, ("yahtzee",), SEEDS[:5]
+    ),
+    "bc_yahtzee": Suite("solver_bc_yahtzee.yaml", 0, ("yahtzee",), SEEDS[:5]),
+}
+
+_lock = threading.Lock()
+#: runs go at niceness 10 whatever the driver's own (niceness is per thread: never add 10 twice)
+NICE = ("nice", "-n", str(max(0, 10 - os.nice(0))))
+
+
+def log(message: str) -> None:
+    with _lock:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def hardware() -> str:
+    """CPU model and count of this machine (the runs use one torch thread each)."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} vCPU (shared), 1 torch thread per run"
+
+
+def git_commit() -> str:
+    """The commit of the code the runs use (a snapshot made by ``git archive`` holds it in ``COMMIT``)."""
+    if (ROOT / "COMMIT").exists():
+        return (ROOT / "COMMIT").read_text().strip()
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def read_rows() -> list[dict]:
+    path = RESULTS / "runs.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def write_rows(rows: list[dict]) -> None:
+    """``runs.json`` and ``runs.csv``, each written whole and renamed into place."""
+    import csv
+    import io
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    rows = sorted(rows, key=lambda r: (r["suite"], r["ruleset"], r["seed"]))
+    text = json.dumps(rows, indent=1) + "\n"
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=FIELDS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    for name, content in (("runs.json", text), ("runs.csv", buffer.getvalue())):
+        tmp = RESULTS / f".{name}.tmp"
+        tmp.write_text(content)
+        os.replace(tmp, RESULTS / name)
+
+
+def add_row(row: dict) -> None:
+    with _lock:
+        rows = [
+            r
+            for r in read_rows()
+            if (r["suite"], r["ruleset"], r["seed"]) != (row["suite"], row["ruleset"], row["seed"])
+        ]
+        write_rows([*rows, row])
+
+
+def done_keys() -> set[tuple[str, str, int]]:
+    return {(r["suite"], r["ruleset"], int(r["seed"])) for r in read_rows()}
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = "1"
+    return env
+
+
+def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
+    """Train (or resume) and evaluate one run; record its row. ``False`` when something failed."""
+    run_dir = RUNS / name / ruleset / f"s{seed}"
+    logfile = RUNS / name / ruleset / f"s{seed}.log"
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    config = ROOT / "configs" / "benchmark" / suite.config
+    fresh = [
+        *NICE,
+        sys.executable,
+        "train.py",
+        "--config",
+        str(config.relative_to(ROOT)),
+        "--run-dir",
+        str(run_dir),
+        f"rules={ruleset}",
+        f"seed={seed}",
+        *dict(suite.overrides).get(ruleset, ()),
+    ]
+    final = run_dir / suite.final
+    wall_file = RUNS / name / ruleset / f"s{seed}.wall.json"
+    wall = json.loads(wall_file.read_text())["seconds"] if wall_file.exists() else 0.0
+    if not final.exists():
+        has_checkpoint = any((run_dir / "checkpoints").glob("model_*_steps.*"))
+        if has_checkpoint:
+            command = [*fresh[: len(NICE) + 2], "--run-dir", str(run_dir), "--resume"]
+            log(f"{name} {ruleset} s{seed}: resuming")
+        else:
+            if run_dir.exists():  # started but killed before its first checkpoint
+                shutil.rmtree(run_dir)
+            command = fresh
+            log(f"{name} {ruleset} s{seed}: training")
+        start = time.monotonic()
+        with logfile.open("a") as out:
+            code = subprocess.run(command, cwd=ROOT, env=child_env(), stdout=out, stderr=subprocess.STDOUT).returncode
+        wall += time.monotonic() - start
+        wall_file.write_text(json.dumps({"seconds": wall}))
+        if code != 0 or not final.exists():
+            log(f"{name} {ruleset} s{seed}: train.py failed (exit {code}); see {logfile}")
+            return False
+    evaluate = [
+        sys.executable,
+        "-m",
+        "dice_poker_env",
+        "evaluate",
+        ruleset,
+        "--agent",
+        f"model:{final}",
+        "--json",
+    ]
+    result = subprocess.run([*NICE, *evaluate], cwd=ROOT, env=child_env(), capture_output=True, text=True)
+    if result.returncode != 0:
+        log(f"{name} {ruleset} s{seed}: evaluation failed: {result.stderr.strip()[-300:]}")
+        return False
+    metrics = json.loads(result.stdout)
+    trained = json.loads((run_dir / "results.json").read_text()) if (run_dir / "results.json").exists() else {}
+    algorithm = trained.get("algorithm", "")
+    row = {
+        "suite": name,
+        "track": metrics["track"],
+        "algorithm": algorithm,
+        "ruleset": ruleset,
+        "budget": suite.budget,
+        "steps": trained.get("timesteps"),
+        "seed": seed,
+        **{key: metrics[key] for key in FIELDS if key in metrics},
+        "train_seconds": trained.get("train_seconds"),
+        "wall_seconds": round(wall, 1),
+        "hardware": hardware(),
+        "git_commit": git_commit(),
+        "config": f"configs/benchmark/{suite.config}",
+        "command": " ".join(["python", *fresh[len(NICE) + 1 :]]).replace(str(OUT) + "/", "")
+        + " && "
+        + " ".join(["python", *evaluate[1:]]).replace(str(OUT) + "/", ""),
+        "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if suite.budget and row["steps"] is not None and row["steps"] > suite.budget:
+        log(f"{name} {ruleset} s{seed}: trained {row['steps']} steps, over the budget {suite.budget}")
+    add_row(row)
+    log(f"{name} {ruleset} s{seed}: {row['luck_free_percent']:.2f}% luck-free, mean {row['mean']:.1f}")
+    return True
+
+
+def plan(names: list[str]) -> list[tuple[str, Suite, str, int]]:
+    """The runs of the suites in order (seed-major within a suite: every ruleset gets seeds early)."""
+    done = done_keys()
+    out = []
+    for name in names:
+        suite = SUITES[name]
+        for seed in suite.seeds:
+            for ruleset in suite.rulesets:
+                if (name, ruleset, seed) not in done:
+                    out.append((name, suite, ruleset, seed))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("suites", nargs="*", help=f"suites to run, in order: {', '.join(SUITES)}")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
+    parser.add_argument("--rulesets", nargs="+", help="only these rulesets")
+    parser.add_argument("--list", action="store_true", help="list the suites and their finished runs")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.suites if name not in SUITES]
+    if unknown:
+        parser.error(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(SUITES)}")
+    if args.list or not args.suites:
+        done = done_keys()
+        for name, suite in SUITES.items():
+            total = len(suite.rulesets) * len(suite.seeds)
+            finished = sum((name, r, s) in done for r in suite.rulesets for s in suite.seeds)
+            print(f"{name:28s} {finished:3d}/{total:<3d} configs/benchmark/{suite.config}")
+        return 0
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    runs = plan(args.suites)
+    if args.rulesets:
+        runs = [run for run in runs if run[2] in args.rulesets]
+    missing = sorted({s.config for _, s, _, _ in runs if not (ROOT / "configs" / "benchmark" / s.config).exists()})
+    if missing:
+        parser.error(f"no config {', '.join(missing)} in configs/benchmark/")
+    log(f"{len(runs)} runs to do, {args.jobs} at once")
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(lambda run: run_one(*run), runs))
+    failed = results.count(False)
+    log(f"finished: {len(results) - failed} runs recorded, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""The benchmark protocol (docs/benchmark.md): the fixed evaluation set, the luck-free metric and
+``dice-poker evaluate``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agents.evaluation.protocol import (
+    EVAL_GAMES,
+    EVAL_SEED_BASE,
+    TRAIN_SEED_LIMIT,
+    check_training_seed,
+    eval_seeds,
+    evaluate,
+    policy_track,
+)
+
+RULES = "yacht"  # the fastest ruleset to solve and play
+GAMES = 300
+
+
+def test_optimal_is_exactly_100_percent_luck_free():
+    result = evaluate(RULES, "optimal", games=GAMES)
+    assert result["regret_mean"] == 0.0
+    assert result["luck_free_percent"] == 100.0
+    assert result["luck_free_percent_ci95"] == 0.0
+    assert result["track"] == "solver"
+
+
+def test_same_agent_twice_gives_identical_numbers():
+    first = evaluate(RULES, "greedy", games=GAMES)
+    second = evaluate(RULES, "greedy", games=GAMES)
+    assert first == second
+    assert 0.0 < first["luck_free_percent"] < 100.0  # greedy loses points: the metric can move
+    assert first["track"] == "rules"
+
+
+def test_every_agent_plays_the_same_games():
+    """A prefix of the set is the start of the whole set: the optimal agent's scores agree game by game."""
+    from agents.evaluation.benchmark import load_solution, play_games
+    from agents.players.optimal import OptimalAgent
+    from dice_poker_env.rules import load_rules
+
+    rules = load_rules(RULES)
+    solution = load_solution(rules)
+    short = play_games(rules, OptimalAgent(solution), eval_seeds(20).tolist())
+    longer = play_games(rules, OptimalAgent(solution), eval_seeds(40).tolist())
+    assert longer.scores[:20] == short.scores
+
+
+def test_evaluation_set_is_disjoint_from_training_seeds():
+    seeds = eval_seeds()
+    assert len(seeds) == EVAL_GAMES and len(set(seeds.tolist())) == EVAL_GAMES
+    # train.py derives env seeds up to seed + a few million (its periodic evaluation and benchmark games)
+    assert seeds.min() == EVAL_SEED_BASE > TRAIN_SEED_LIMIT + 10**9
+    check_training_seed(0)
+    check_training_seed(TRAIN_SEED_LIMIT - 1)
+    for seed in (TRAIN_SEED_LIMIT, int(seeds[0]), -1):
+        with pytest.raises(ValueError, match="evaluation set"):
+            check_training_seed(seed)
+
+
+def test_train_refuses_a_seed_in_the_evaluation_range():
+    import train
+
+    with pytest.raises(ValueError, match="evaluation set"):
+        train.make_config({"algo": "batched_ppo"}, [f"seed={EVAL_SEED_BASE + 5}"])
+    assert train.make_config({"algo": "batched_ppo"}, ["seed=1000"]).seed == 1000
+
+
+@pytest.mark.parametrize("games", [0, EVAL_GAMES + 1, 2.5, True])
+def test_bad_game_counts_are_refused(games):
+    with pytest.raises(ValueError, match="games must be"):
+        eval_seeds(games)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "track"),
+    [
+        ({"algorithm": "batched_ppo", "features": False, "box_points": 0.0, "keep_points": False}, "raw"),
+        ({"algorithm": "batched_ppo", "features": True}, "rules"),
+        ({"algorithm": "batched_ppo", "features": False, "keep_points_bonus": "par"}, "rules"),
+        ({"algorithm": "batched_ppo", "bonus_shaping": 1.0}, "rules"),
+        ({"algorithm": "bc", "features": True}, "solver"),
+    ],
+)
+def test_policy_track_from_metadata(metadata, track):
+    assert policy_track(metadata) == track
+
+
+def run_cli(args, capsys):
+    from dice_poker_env.cli import main
+
+    code = main(["evaluate", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_json_has_the_protocol_keys(capsys):
+    code, out, _ = run_cli([RULES, "--agent", "greedy", "--games", "50", "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    for key in (
+        "luck_free_percent",
+        "luck_free_percent_ci95",
+        "mean",
+        "mean_ci95",
+        "median",
+        "upper_bonus_rate",
+        "games",
+        "eval_set",
+        "track",
+        "env_id",
+        "observation_layout_version",
+        "rules_fingerprint",
+        "library_version",
+    ):
+        assert key in data, key
+    assert data["games"] == 50
+    assert data["eval_set"] == "dice-poker-eval-v1/yacht/first-50"
+    assert data["env_id"] == "DicePoker/Yacht-v0"
+    assert np.isfinite(data["luck_free_percent"])
+
+
+def test_cli_table_and_track_check(capsys):
+    code, out, _ = run_cli([RULES, "--agent", "random", "--games", "20"], capsys)
+    assert code == 0 and "luck-free percent of optimal" in out and "(raw)" in out
+    code, _, err = run_cli([RULES, "--agent", "optimal", "--games", "5", "--track", "raw"], capsys)
+    assert code != 0 and "solver track" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [(["--games", "0"], "--games"), (["--agent", "nobody"], "unknown")])
+def test_cli_bad_arguments_are_one_line_errors(args, message, capsys):
+    base = [RULES, "--agent", "greedy", "--games", "5"]
+    code, _, err = run_cli([*base, *args], capsys)
+    assert code != 0 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_shipped_policy_is_a_rules_track_agent_and_evaluates_reproducibly():
+    first = evaluate(RULES, "trained", games=100)
+    assert first["track"] == "rules"  # its network sees rules-derived inputs (keep_points and the like)
+    assert 90.0 < first["luck_free_percent"] < 100.0
+    assert evaluate(RULES, "trained", games=100) == first
+
+
+def test_the_rules_heuristic_beats_greedy_and_declares_the_rules_track():
+    spec = "agents.players.heuristic:LookaheadAgent"
+    heuristic = evaluate(RULES, spec, games=100)
+    greedy = evaluate(RULES, "greedy", games=100)
+    assert heuristic["track"] == "rules" and heuristic["illegal_actions"] == 0
+    assert heuristic["luck_free_percent"] > greedy["luck_free_percent"] + 10
+
+
+def test_the_rules_heuristic_plays_the_same_in_lockstep_and_one_by_one():
+    from agents.evaluation.benchmark import play_games
+    from agents.players.heuristic import LookaheadAgent
+    from dice_poker_env.rules import load_rules
+
+    rules = load_rules("yahtzee")
+    seeds = eval_seeds(12).tolist()
+    batch = play_games(rules, LookaheadAgent(rules), seeds, lockstep=True)
+    single = play_games(rules, LookaheadAgent(rules), seeds, lockstep=False)
+    assert batch.scores == single.scores

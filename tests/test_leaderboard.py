@@ -1,0 +1,103 @@
+"""benchmarks/leaderboard.py rebuilds the aggregate tables and docs/leaderboard.md from results rows alone."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rliable")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[f"benchmarks_{name}"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def fake_rows() -> list[dict]:
+    rows = []
+    for suite, base in (("raw_ppo_1m", 80.0), ("raw_a2c_1m", 70.0)):
+        for ruleset in ("yahtzee", "yacht"):
+            for k, seed in enumerate(range(1000, 1004)):
+                rows.append(
+                    {
+                        "suite": suite,
+                        "track": "raw",
+                        "algorithm": suite.split("_")[1],
+                        "ruleset": ruleset,
+                        "budget": 1_000_000,
+                        "steps": 999_424,
+                        "seed": seed,
+                        "luck_free_percent": base + k + (ruleset == "yacht"),
+                        "mean": 200.0,
+                        "median": 199.0,
+                        "upper_bonus_rate": 0.5,
+                        "wall_seconds": 100.0,
+                    }
+                )
+    return rows
+
+
+def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
+    leaderboard = load("leaderboard")
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "runs.json").write_text(json.dumps(fake_rows()))
+    monkeypatch.setattr(leaderboard, "RESULTS", results)
+    monkeypatch.setattr(leaderboard, "ROOT", tmp_path)
+    out = tmp_path / "leaderboard.md"
+    assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| raw | raw_ppo_1m | ppo | 1M | yahtzee | 4 |" in text
+    assert "Pape 2025" in text and "244.87" in text
+    agg = {(a["suite"], a["ruleset"]): a for a in json.loads((results / "aggregate.json").read_text())}
+    yahtzee = agg[("raw_ppo_1m", "yahtzee")]
+    assert yahtzee["iqm"] == pytest.approx(81.5)  # IQM of 80, 81, 82, 83: the middle two
+    assert yahtzee["iqm_ci95_low"] <= yahtzee["iqm"] <= yahtzee["iqm_ci95_high"]
+    assert agg[("raw_ppo_1m", "all (yahtzee, yacht)")]["runs"] == 8
+    (poi,) = json.loads((results / "probability_of_improvement.json").read_text())
+    assert {poi["x"], poi["y"]} == {"raw_ppo_1m", "raw_a2c_1m"}
+    first = text
+    assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
+    assert out.read_text() == first  # seeded bootstrap: the same rows give the same page
+
+
+def test_run_baselines_skips_recorded_runs_and_refuses_unknown_suites(tmp_path, monkeypatch, capsys):
+    driver = load("run_baselines")
+    monkeypatch.setattr(driver, "RESULTS", tmp_path)
+    todo = driver.plan(["raw_ppo_1m"])
+    assert len(todo) == 50 and todo[0][2:] == ("yahtzee", 1000)  # seed-major: every ruleset gets seed 1000 first
+    assert all(seed < 2**32 for *_, seed in todo)  # training seeds stay below the evaluation set
+    driver.add_row({"suite": "raw_ppo_1m", "ruleset": "yahtzee", "seed": 1000, "luck_free_percent": 80.0})
+    assert ("raw_ppo_1m", "yahtzee", 1000) not in {(n, r, s) for n, _, r, s in driver.plan(["raw_ppo_1m"])}
+    assert (tmp_path / "runs.csv").read_text().startswith("suite,track,algorithm,ruleset,budget,steps,seed,")
+    with pytest.raises(SystemExit):
+        driver.main(["no_such_suite"])
+    assert "unknown suite" in capsys.readouterr().err
+    for suite in driver.SUITES.values():  # every suite's config exists
+        assert (ROOT / "configs" / "benchmark" / suite.config).is_file(), suite.config
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs" / "benchmark").glob("*.yaml")), ids=lambda p: p.stem)
+def test_benchmark_configs_load_and_the_raw_ones_use_no_rules_knowledge(path):
+    import yaml
+
+    import train
+
+    config = train.make_config(yaml.safe_load(path.read_text()), ["rules=yahtzee"])
+    assert 0 <= config.seed < 2**32
+    if path.stem.startswith("raw_"):
+        assert not config.features and not config.box_points and not config.keep_points
+        assert not config.keep_points_bonus and not config.bonus_shaping and not config.keep_head
+    budget = {"1m": 1_000_000, "10m": 10_000_000, "100m": 100_000_000}.get(path.stem.rsplit("_", 1)[-1])
+    if budget is not None:  # the budget bounds the steps trained (whole rollouts)
+        assert config.total_timesteps <= budget
+        assert config.total_timesteps % (config.n_envs * config.n_steps) == 0
