@@ -263,7 +263,10 @@ def test_the_total_time_budget_ends_a_slow_submission():
     assert report["status"] == "partial" and not report["complete"]
     assert report["failures"]["stopped_because"] == "budget"
     assert [f["kind"] for f in report["failures"]["recorded"]] == ["budget"]
-    assert scores(report)[1:] == [0, 0]
+    # 12 decisions of 0.2 s a game: game 0 may end within the budget, game 1 cannot, so the budget ends game 1
+    # part-way (its points so far count, at most a whole game's) and game 2 never starts
+    got, full = scores(report), honest(3)
+    assert got[2] == 0 and got[1] <= full[1], (got, full)
 
 
 def test_the_solver_policy():
