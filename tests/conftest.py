@@ -9,6 +9,8 @@ dependencies would otherwise write under the user's home or the current folder:
 * matplotlib's config and font cache (``MPLCONFIGDIR``);
 * hypothesis' storage (``HYPOTHESIS_STORAGE_DIRECTORY``, instead of
   ``.hypothesis/`` in the working directory) and its example database (in memory);
+* Stable-Baselines3's logger folder (``SB3_LOGDIR``, instead of a new ``SB3-<time>``
+  folder in the system's temporary folder for every model a test trains);
 * pytest-benchmark's storage, when that plugin is installed (instead of ``.benchmarks/``).
 
 The variables are set when pytest starts, before any test module is imported, so
@@ -31,6 +33,7 @@ ISOLATED = {
     "DICE_POKER_KEY_DIR": "solver-key",
     "MPLCONFIGDIR": "matplotlib",
     "HYPOTHESIS_STORAGE_DIRECTORY": "hypothesis",
+    "SB3_LOGDIR": "sb3",  # SB3's logger folder when a test's model has no tensorboard_log (else /tmp/SB3-<time>)
 }
 
 _saved: dict[str, str | None] = {}
