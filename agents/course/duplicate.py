@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, ROLL_DICE
+from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.state import ROLLS_PER_TURN
 from dice_poker_env.rules import Rules
 
@@ -148,6 +149,7 @@ def play_game(rules: Rules, players: Sequence[Any], faces: np.ndarray) -> GameRe
     seats = len(players)
     source = DuplicateDice(faces)
     env = raw_env(rules, seats, obs_mode="dict", dice_source=source)
+    masks = action_masks(env.tables)
     source.expect(0, 0, 0)
     env.reset()
     record = GameRecord(seats=list(range(seats)), scores=[0] * seats)
@@ -161,7 +163,7 @@ def play_game(rules: Rules, players: Sequence[Any], faces: np.ndarray) -> GameRe
     while not env.game_over:
         seat = env.current
         state = env.games[seat]
-        mask = env.action_masks()
+        mask = masks.of_game(state)
         player = players[seat]
         forfeit = seat in forfeited
         if not forfeit:

@@ -8,7 +8,7 @@ every player's dice and choices, move by move, with every player's scorecard.
 
 Everything that comes from a submission (its name, which is the spec as given, failure
 messages and tracebacks) is escaped by :func:`html.escape` in the page, and the replay's
-script writes text only through ``textContent`` (never ``innerHTML`` with data).
+script writes text only through ``textContent`` (``innerHTML`` only for the dice's SVG, made of numbers).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ _SCRIPT = r"""
   const games = data.games, boxes = data.box_names, names = data.agents, PIPS = data.pips;
   let game = 0, move = 0;
   const $ = (id) => document.getElementById(id);
-  const NS = "http://www.w3.org/2000/svg";
   function cell(tag, text, cls) {
     const e = document.createElement(tag);
     e.textContent = text;
@@ -47,29 +46,21 @@ _SCRIPT = r"""
     return kept.length ? "keep " + kept.join("-") : "reroll all";
   }
   function drawDice(box, dice, held) {
-    while (box.firstChild) box.removeChild(box.firstChild);
+    // only numbers go into this markup: faces parsed as integers 1..6, sizes computed here
     const size = 44, gap = 9, width = 5 * size + 4 * gap;
-    const svg = document.createElementNS(NS, "svg");
-    svg.setAttribute("width", width); svg.setAttribute("height", size);
+    let s = '<svg width="' + width + '" height="' + size + '" viewBox="0 0 ' + width + ' ' + size + '">';
     for (let i = 0; i < 5; i++) {
+      const face = Math.min(6, Math.max(1, parseInt(dice[i], 10) || 1));
       const x = i * (size + gap), isHeld = held >= 0 && ((held >> i) & 1);
-      const r = document.createElementNS(NS, "rect");
-      const attrs = {x: x + 1, y: 1, width: size - 2, height: size - 2, rx: 6, fill: isHeld ? "#ffe08a" : "#fff",
-                     stroke: "#333", "stroke-width": 1.5};
-      for (const k in attrs) r.setAttribute(k, attrs[k]);
-      r.setAttribute("class", isHeld ? "die held" : "die");
-      r.dataset.face = dice[i];
-      svg.appendChild(r);
-      for (const [c, rr] of PIPS[dice[i]]) {
-        const p = document.createElementNS(NS, "circle");
-        p.setAttribute("cx", (x + size * (0.25 + 0.25 * c)).toFixed(1));
-        p.setAttribute("cy", (size * (0.25 + 0.25 * rr)).toFixed(1));
-        p.setAttribute("r", (size * 0.08).toFixed(1));
-        p.setAttribute("fill", "#222");
-        svg.appendChild(p);
+      s += '<rect class="die' + (isHeld ? ' held' : '') + '" data-face="' + face + '" x="' + (x + 1) +
+        '" y="1" width="' + (size - 2) + '" height="' + (size - 2) + '" rx="6" fill="' + (isHeld ? '#ffe08a' : '#fff') +
+        '" stroke="#333" stroke-width="1.5"/>';
+      for (const [c, r] of PIPS[face]) {
+        s += '<circle cx="' + (x + size * (0.25 + 0.25 * c)).toFixed(1) + '" cy="' + (size * (0.25 + 0.25 * r)).toFixed(1) +
+          '" r="' + (size * 0.08).toFixed(1) + '" fill="#222"/>';
       }
     }
-    box.appendChild(svg);
+    box.innerHTML = s + "</svg>";
   }
   function show() {
     const record = games[game], moves = record.moves, m = moves[move];
