@@ -69,19 +69,7 @@ ROUND_ROBIN_MAX_GROUPS = 60
 #: the files ``--out DIR`` gets
 OUTPUT_FILES = ("standings.csv", "standings.json", "games.json", "leaderboard.html")
 #: the standings' columns (``standings.csv``, in this order)
-COLUMNS = (
-    "rank",
-    "agent",
-    "kind",
-    "rating",
-    "rating_low",
-    "rating_high",
-    "games",
-    "wins",
-    "mean_score",
-    "failures",
-    "status",
-)
+COLUMNS = tuple("rank agent kind rating rating_low rating_high games wins mean_score failures status".split())
 #: the output's format version
 FORMAT_VERSION = 1
 
