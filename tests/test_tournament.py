@@ -552,3 +552,20 @@ def test_the_leaderboard_and_its_replays_in_chromium(played, tmp_path):
         browser.close()
     shot = artifacts / "tournament_replay.png"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 5000
+
+
+def test_a_swiss_tournament_seats_everyone_each_round(tmp_path):
+    (tmp_path / "subs.py").write_text(SUBMISSIONS)
+    names = [f"{tmp_path / 'subs.py'}:{name}" for name in ("First", "Middle", "Raiser")]
+    result = tournament(names, YACHT, players=2, games=1, seed=1, fmt="swiss", rounds=2, bootstrap=20, isolated=False)
+    assert result["format"] == "swiss" and result["rounds"] == 2
+    for round_ in range(2):
+        matches = [m for m in result["matches"] if m["round"] == round_]
+        seated = sorted(a for m in matches for a in m["agents"])
+        assert seated == list(range(5))  # 5 agents: a table of 3 and one of 2
+        assert sorted(len(m["agents"]) for m in matches) == [2, 3]
+        assert {m["deal"] for m in matches} == {round_}  # every table of a round plays the same deal
+        for m in matches:
+            assert len(m["games"]) == len(m["agents"])  # one game per rotation
+    assert {row["agent"] for row in result["standings"]} == {"optimal", "greedy", *names}
+    assert all(row["games"] in (4, 5, 6) for row in result["standings"])

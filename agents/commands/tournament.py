@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -95,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
     rules = load_rules(args.rules, **parse_rules_options(args.option))
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, OUTPUT_FILES, "a tournament") if out is not None else []
+
+    def interrupt(signum, frame):  # SIGTERM as Ctrl-C: the sandboxes are stopped on the way out
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         result = tournament(
             args.submissions,
@@ -113,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         remove_empty(created)  # a failed command leaves no trace
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if args.json:
         print(json.dumps(result["standings"], sort_keys=True), flush=True)
     else:
