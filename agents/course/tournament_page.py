@@ -21,9 +21,10 @@ from agents.course.grade_report import _STYLE, _json_for_script
 from dice_poker_env.envs.render_image import PIPS
 
 _EXTRA_STYLE = """
-.bar{position:relative;width:16rem;height:.9rem;background:#f6f8fa;border:1px solid #d0d7de}
+#standings code,#matches td{word-break:break-all}
+.bar{position:relative;width:12rem;height:.9rem;background:#f6f8fa;border:1px solid #d0d7de}
 .bar span{position:absolute;top:0;height:100%;background:#9ecbff}.bar i{position:absolute;top:-2px;width:3px;
-height:calc(100% + 4px);background:#0550ae}.anchor td:first-child{font-style:italic}
+height:calc(100% + 4px);background:#0550ae}.anchor td:nth-child(2){font-style:italic}
 #replay-table td.now{background:#ffe08a}#replay-table th.mover{background:#ffe08a}.forfeit{color:#cf222e}
 """
 
