@@ -445,7 +445,9 @@ def test_the_command_line_refuses_bad_input_in_one_line(tmp_path, capsys):
 
     assert main(["a.py:A", "--rules", "yacht", "--players", "7"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "players must be at most" in err
+    assert err.count("\n") == 1 and "players must be an integer 2 to 6, got 7" in err
+    assert main(["a.py:A", "--rules", "yacht", "--players", "4"]) == 2
+    assert "players must be at most 3" in capsys.readouterr().err
     assert main(["a.py:A", "a.py:A", "--rules", "yacht"]) == 2
     assert "given twice" in capsys.readouterr().err
     assert main(["a.py:A", "--rules", "nosuchrules"]) == 2

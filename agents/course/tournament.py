@@ -237,7 +237,13 @@ def tournament(
     if not names:
         raise ValueError("a tournament needs at least one submission")
     agents = len(names) + len(ANCHORS)
-    players = _check_int("players", players, MIN_PLAYERS, min(MAX_PLAYERS, agents))
+    if (
+        isinstance(players, bool)
+        or not isinstance(players, (int, np.integer))
+        or not MIN_PLAYERS <= players <= MAX_PLAYERS
+    ):
+        raise ValueError(f"players must be an integer {MIN_PLAYERS} to {MAX_PLAYERS}, got {players!r}")
+    players = _check_int("players", players, MIN_PLAYERS, agents)  # (the agents' number counts the anchors)
     games = _check_int("games", games, 1)
     seed = _check_int("seed", seed, 0)
     bootstrap = _check_int("bootstrap", bootstrap, 0)
