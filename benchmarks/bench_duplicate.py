@@ -25,16 +25,20 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from agents.course.duplicate import deal_faces, play_game
-from agents.players.greedy import GreedyAgent
-from dice_poker_env.engine.combinatorics import KEEP_ALL
-from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.rules import load_rules
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents package
+
+from agents.course.duplicate import deal_faces, play_game  # noqa: E402 - after the path
+from agents.players.greedy import GreedyAgent  # noqa: E402
+from dice_poker_env.engine.combinatorics import KEEP_ALL  # noqa: E402
+from dice_poker_env.engine.tables import compile_rules  # noqa: E402
+from dice_poker_env.rules import load_rules  # noqa: E402
 
 Z_TEST, Z_POWER = 1.959964, 0.841621  # two-sided 5%, 80% power
 

@@ -33,7 +33,8 @@ from agents.course.tournament import (
     write_outputs,
 )
 from agents.players.greedy import GreedyAgent
-from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, roll_index
+from dice_poker_env.multi import raw_env
 from dice_poker_env.rules import load_rules
 
 pytest.importorskip("pettingzoo")  # the tables are dice_poker_env.multi's PettingZoo env
@@ -571,3 +572,29 @@ def test_a_swiss_tournament_seats_everyone_each_round(tmp_path):
             assert len(m["games"]) == len(m["agents"])  # one game per rotation
     assert {row["agent"] for row in result["standings"]} == {"optimal", "greedy", *names}
     assert all(row["games"] in (4, 5, 6) for row in result["standings"])
+
+
+def test_the_duplicate_benchmark_measures_what_it_says():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_duplicate.py"
+    spec = importlib.util.spec_from_file_location("bench_duplicate", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = bench.measure("yacht", 4, 0)
+    assert result["games"] == 8
+    for kind, games in (
+        ("sd_plain_per_game", "games_needed_plain"),
+        ("sd_duplicate_per_deal", "games_needed_duplicate"),
+    ):
+        factor = 1 if kind == "sd_plain_per_game" else 2  # a deal is 2 games
+        assert result[games] == factor * math.ceil(((1.959964 + 0.841621) * result[kind]) ** 2)
+    # the variant keeps the lower of two equally common faces; greedy the higher
+    env = raw_env(YACHT, 2, dice_source=DuplicateDice(np.ones((2, TURNS, 3, 5), dtype=np.int64)))
+    env.dice_source.expect(0, 0, 0)
+    env.reset()
+    env.games[0] = env.games[0]._replace(roll=roll_index([1, 2, 2, 5, 5]))
+    seen = env.observe("player_0")
+    assert GreedyAgent(YACHT).act(seen["observation"], seen["action_mask"]) == 0b11000  # keeps 5-5
+    assert bench.LowTieGreedy(YACHT).act(seen["observation"], seen["action_mask"]) == 0b00110  # keeps 2-2
