@@ -17,7 +17,10 @@ two-sided 5% test and 80% power, the number of independent differences needed is
 ``((1.96 + 0.84) * sd / delta) ** 2``: games for ordinary play, deals (x 2 games) for duplicate.
 Also printed: the measured mean difference with its 95% interval both ways.
 
-    python benchmarks/bench_duplicate.py [--rules yahtzee] [--deals 2000] [--seed 0] [--json]
+    python benchmarks/bench_duplicate.py [--rules yahtzee] [--deals 2000] [--seed 0] [--variant low_ties] [--json]
+
+``--variant low_ties_last_reroll`` plays the closer variant that keeps the lower face only when
+one reroll is left.
 """
 
 from __future__ import annotations
@@ -44,11 +47,18 @@ Z_TEST, Z_POWER = 1.959964, 0.841621  # two-sided 5%, 80% power
 
 
 class LowTieGreedy(GreedyAgent):
-    """The greedy agent, except that among equally common faces it keeps the lowest (greedy keeps the highest)."""
+    """The greedy agent, except that among equally common faces it keeps the lowest (greedy keeps the highest).
+
+    ``last_reroll_only``: only when one reroll is left (a closer variant).
+    """
+
+    def __init__(self, rules: Any, name: str = "greedy_low_ties", last_reroll_only: bool = False):
+        super().__init__(rules, name)
+        self.last_reroll_only = last_reroll_only
 
     def act(self, observation: Any, action_mask: np.ndarray) -> int:
         action = super().act(observation, action_mask)
-        if action >= KEEP_ALL:
+        if action >= KEEP_ALL or (self.last_reroll_only and int(observation["rolls_left"]) != 1):
             return action
         dice = np.asarray(observation["dice"]).reshape(-1)
         counts = np.bincount(dice, minlength=7)
@@ -62,11 +72,15 @@ def games_needed(sd: float, delta: float = 1.0) -> int:
     return math.ceil(((Z_TEST + Z_POWER) * sd / delta) ** 2)
 
 
-def measure(rules_name: str, deals: int, seed: int) -> dict[str, Any]:
+#: the variants of the greedy agent (``--variant``)
+VARIANTS = {"low_ties": {}, "low_ties_last_reroll": {"last_reroll_only": True}}
+
+
+def measure(rules_name: str, deals: int, seed: int, variant: str = "low_ties") -> dict[str, Any]:
     """Play the deals and return the statistics (module docstring)."""
     rules = load_rules(rules_name)
     turns = compile_rules(rules).turns
-    a, b = GreedyAgent(rules), LowTieGreedy(rules, name="greedy_low_ties")
+    a, b = GreedyAgent(rules), LowTieGreedy(rules, name=f"greedy_{variant}", **VARIANTS[variant])
     plain, dup = [], []
     start = time.perf_counter()
     for deal in range(deals):
@@ -80,6 +94,7 @@ def measure(rules_name: str, deals: int, seed: int) -> dict[str, Any]:
     sd_plain, sd_dup = float(plain_a.std(ddof=1)), float(dup_a.std(ddof=1))
     return {
         "rules": rules.name,
+        "variant": b.name,
         "deals": deals,
         "games": 2 * deals,
         "seed": seed,
@@ -99,15 +114,16 @@ def main() -> None:
     parser.add_argument("--rules", default="yahtzee")
     parser.add_argument("--deals", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variant", choices=VARIANTS, default="low_ties")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    result = measure(args.rules, args.deals, args.seed)
+    result = measure(args.rules, args.deals, args.seed, args.variant)
     if args.json:
         print(json.dumps(result, indent=1))
         return
     print(
         f"{result['rules']}: {result['games']} games ({result['deals']} deals x 2 rotations) in {result['seconds']} s\n"
-        f"greedy - greedy_low_ties: {result['mean_difference']:.2f} points a game "
+        f"greedy - {result['variant']}: {result['mean_difference']:.2f} points a game "
         f"(95% CI ± {result['ci95_duplicate']:.2f} duplicate, ± {result['ci95_plain']:.2f} from ordinary games)\n"
         f"sd of a game's difference, ordinary games: {result['sd_plain_per_game']:.2f}\n"
         f"sd of a deal's difference (mean of its 2 games), duplicate: {result['sd_duplicate_per_deal']:.2f}\n"

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--players", type=int, default=2, help="seats a table, 2 to 6 (default 2)")
     parser.add_argument(
-        "--games", type=int, default=4, help="deals a match, each played at every rotation of the seats (default 4)"
+        "--games", type=int, default=4, help="deals each group plays, each at every rotation of the seats (default 4)"
     )
     parser.add_argument("--seed", type=int, default=0, help="the same seed, the same dice and schedule (default 0)")
     parser.add_argument("--format", choices=FORMATS, default="auto", help="the schedule (default auto)")

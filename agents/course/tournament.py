@@ -5,13 +5,13 @@
 anchors: the greedy agent's rating is the scale's origin (:data:`agents.course.ratings.ANCHOR_RATING`)
 and the optimal agent shows the ceiling.
 
-**Matches.** A match is a group of agents at one table (2 to 6 seats, the PettingZoo env
-:mod:`dice_poker_env.multi`) playing ``games`` *deals* in duplicate (:mod:`agents.course.duplicate`):
-each deal is played at as many tables as the group has agents, the seats rotated one place at
-each table, so every agent plays every seat's dice once and the seat order once. A match's
-result for each agent is the sum of its points over those tables; two agents of a match are
-compared by these sums (win, draw or loss). Every table of a round plays the same deals, so
-every agent meets the same dice in a round.
+**Matches.** A group of agents meets at one table (2 to 6 seats, the PettingZoo env
+:mod:`dice_poker_env.multi`) for ``games`` *deals* in duplicate (:mod:`agents.course.duplicate`);
+a *match* is one deal played at as many tables as the group has agents, the seats rotated one
+place at each table, so every agent plays every seat's dice once and the seat order once. A
+match's result for each agent is the sum of its points over those tables; two agents of a match
+are compared by these sums (win, draw or loss). Every group of a round plays the same deals,
+so every agent meets the same dice in a round.
 
 **Schedule** (:func:`choose_format`). Round-robin (one round: every group of ``players``
 agents meets once) while it needs at most :data:`ROUND_ROBIN_MAX_GROUPS` groups; otherwise
@@ -215,7 +215,7 @@ def tournament(
         submissions: agent specs (``student.py:MyAgent``), at least one.
         rules: ruleset name, rules file or :class:`Rules`.
         players: seats per table (2 to 6; at most the number of agents).
-        games: deals per match (each played at ``players`` tables, the seats rotated).
+        games: deals each group plays, i.e. matches per group (each deal at every rotation of the seats).
         seed: the tournament's seed: the same seed, the same dice and schedule.
         fmt: ``auto``, ``round-robin`` or ``swiss``.
         rounds: Swiss rounds (default :func:`default_rounds`); refused for a round-robin.

@@ -171,7 +171,7 @@ def render_html(result: dict[str, Any]) -> str:
         "<h1>Tournament leaderboard</h1>",
         f"<p>{e(result['rules_title'])} (<code>{e(result['rules'])}</code>{options}); {len(result['agents'])} "
         f"agents, {e(result['format'])}, {result['rounds']} round(s), {result['players']} seats a table, "
-        f"{result['games']} deal(s) a match, each played at every rotation of the seats (duplicate), "
+        f"{result['games']} deal(s) for each group, each played at every rotation of the seats (duplicate), "
         f"{len(result['matches'])} matches, {len(result['games_played'])} games, seed {result['seed']}. "
         f"{isolation}.</p>",
         f'<div class="headline">Ratings: Elo points from a Bradley-Terry fit to every pairwise duplicate comparison, '
