@@ -56,7 +56,7 @@ class FirstBox:
 
 
 class Broken:
-    """Plays like :class:`FirstBox` until decision ``at`` of a game, then fails as told."""
+    """Plays like :class:`FirstBox` until decision ``at`` of a game, then fails as told (``reset``: at the start)."""
 
     name = "broken"
 
@@ -65,6 +65,8 @@ class Broken:
 
     def reset(self) -> None:
         self.n = 0
+        if self.how == "reset":
+            raise RuntimeError("no reset")
 
     def act(self, observation, action_mask):
         self.n += 1
@@ -139,6 +141,14 @@ def test_a_failing_agent_forfeits_its_seat_and_the_others_play_on(how):
     assert broken.ranks() == [2, 1]
     after = [m for m in broken.moves[broken.forfeits[0].move :] if m[0] == 0]
     assert after and all(m[5] == 1 and m[3] >= N_KEEP_ACTIONS for m in after)  # forfeited: boxes, no rerolls
+
+
+def test_a_failing_reset_forfeits_the_whole_game():
+    faces = deal_faces(1, 0, 2, TURNS)
+    record = play_game(YACHT, [GreedyAgent(YACHT), Broken(0, "reset")], faces)
+    assert [(f.seat, f.move, f.kind) for f in record.forfeits] == [(1, -1, "exception")]
+    assert "no reset" in record.forfeits[0].message
+    assert all(m[5] == 1 for m in record.moves if m[0] == 1) and record.results[1] == 0
 
 
 def test_ranks_share_ties_and_put_forfeits_last():
@@ -356,7 +366,7 @@ def played(tmp_path_factory):
         games=1,
         seed=4,
         bootstrap=200,
-        limits=Limits(decision_seconds=60, game_seconds=600, load_seconds=300, max_failures=3),
+        limits=Limits(decision_seconds=60, game_seconds=600, load_seconds=300, max_failures=2),
     )
     out = folder / "out"
     out.mkdir()
@@ -379,24 +389,29 @@ def test_a_tournament_of_six_submissions_and_the_anchors(played):
     first, raiser, crasher, illegal, missing = (rows[names[i]] for i in (0, 1, 3, 4, 5))
     assert first["failures"] == 0 and first["status"] == "ok"
     assert raiser["failures"] == 1 and raiser["status"] == "failures"
-    # games 1, 3 and 5 crash; after the third failure (max_failures) the 8 games left are forfeited
-    assert crasher["failures"] == 3 + 8 and crasher["status"] == "stopped"
+    # games 1 and 3 crash; after the second failure (max_failures) the 10 games left are forfeited
+    assert crasher["failures"] == 2 + 10 and crasher["status"] == "stopped"
     assert illegal["failures"] == 14 and illegal["status"] == "stopped" and illegal["wins"] == 0
     assert missing["failures"] == 14 and missing["status"] == "not_loaded" and missing["mean_score"] == 0
     kinds = {name: [f["kind"] for f in failures] for name, failures in result["failures"].items()}
-    assert kinds[names[1]] == ["exception"] and kinds[names[3]] == ["crash"] * 3
-    assert kinds[names[4]] == ["illegal"] * 3 and kinds[names[5]] == ["load"]
+    assert kinds[names[1]] == ["exception"] and kinds[names[3]] == ["crash"] * 2
+    assert kinds[names[4]] == ["illegal"] * 2 and kinds[names[5]] == ["load"]
     assert rows["optimal"]["rating"] > rows["greedy"]["rating"] > rows[names[5]]["rating"]
 
 
 def test_every_game_is_a_duplicate_of_its_match(played):
-    _, result, _ = played
+    names, result, _ = played
     games = {g["id"]: g for g in result["games_played"]}
     for match in result["matches"]:
         a, b = (games[i] for i in match["games"])
         assert a["deal"] == b["deal"] == match["deal"] and a["seats"] == b["seats"][::-1]
         totals = [sum(g["results"][g["seats"].index(agent)] for g in (a, b)) for agent in match["agents"]]
         assert totals == match["totals"]
+    expected = {names[1]: {"exception"}, names[3]: {"crash", "stopped"}, names[4]: {"illegal", "stopped"}}
+    expected[names[5]] = {"load"}
+    for g in result["games_played"]:  # every forfeit names its own cause
+        for forfeit in g["forfeits"]:
+            assert forfeit["kind"] in expected[result["agents"][g["seats"][forfeit["seat"]]]], forfeit
     # an agent that did not fail scored the same on the same dice and seat, whoever it played
     by_seat = {}
     for g in result["games_played"]:

@@ -125,10 +125,12 @@ class GameRecord:
 
 
 def _failure_of(agent: Any, before: int) -> tuple[str, str]:
-    """The kind and message of the failure a sandboxed agent recorded since it had ``before`` failures."""
-    failures = getattr(agent, "failures", None)
-    if getattr(agent, "failure_count", 0) > before and failures:
-        last = failures[-1]
+    """The kind and message of the failure a sandboxed agent recorded in this game (it had ``before`` at its start)."""
+    count, failures = getattr(agent, "failure_count", 0), getattr(agent, "failures", [])
+    if count > before:
+        if count > len(failures):  # past the failures a sandbox records in full
+            return "failure", "a failure past the recorded ones"
+        last = failures[count - 1]
         return str(getattr(last.kind, "value", last.kind)), str(last.message)
     load_error = getattr(agent, "load_error", None)
     if load_error is not None:
@@ -154,6 +156,7 @@ def play_game(rules: Rules, players: Sequence[Any], faces: np.ndarray) -> GameRe
     env.reset()
     record = GameRecord(seats=list(range(seats)), scores=[0] * seats)
     forfeited: set[int] = set()
+    failures_before = [getattr(player, "failure_count", 0) for player in players]  # (a reset may fail too)
     for seat, player in enumerate(players):
         try:
             player.reset()
@@ -167,7 +170,6 @@ def play_game(rules: Rules, players: Sequence[Any], faces: np.ndarray) -> GameRe
         player = players[seat]
         forfeit = seat in forfeited
         if not forfeit:
-            before = getattr(player, "failure_count", 0)
             failure: tuple[str, str] | None = None
             try:
                 observation = env.observe_for(env.agent_selection, player)["observation"]
@@ -183,7 +185,7 @@ def play_game(rules: Rules, players: Sequence[Any], faces: np.ndarray) -> GameRe
             if not legal:
                 forfeit = True
                 forfeited.add(seat)
-                kind, message = failure or _failure_of(player, before)
+                kind, message = failure or _failure_of(player, failures_before[seat])
                 record.forfeits.append(Forfeit(seat, len(record.moves), kind, message))
         if forfeit:
             action = forfeit_action(mask)

@@ -263,7 +263,7 @@ def tournament(
         for name in names:
             agent = SandboxedAgent(name, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
             entries.append(Entry(name, "submission", agent))
-            agent.start()
+            agent.start()  # (one at a time: a sandbox dies with the thread that started it)
         records, matches = _play(entries, rules, players, games, seed, fmt, rounds, turns, progress)
     finally:
         for entry in entries:
