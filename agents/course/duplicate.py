@@ -173,7 +173,7 @@ def play_game(rules: Rules, players: Sequence[Any], faces: np.ndarray) -> GameRe
             failure: tuple[str, str] | None = None
             try:
                 observation = env.observe_for(env.agent_selection, player)["observation"]
-                action: Any = player.act(observation, mask)
+                action: Any = player.act(observation, mask.copy())  # (the engine's table stays untouched)
             except Exception as error:  # noqa: BLE001 - as above
                 action, failure = None, ("exception", f"act() raised {type(error).__name__}: {error}")
             legal = (
