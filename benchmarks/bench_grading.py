@@ -27,9 +27,11 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -81,7 +83,7 @@ def _decisions(n: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def _grade(checkout: Path, games: int, extra: list[str], max_failures: int = 1_000_000) -> float:
+def _grade(checkout: Path, games: int, extra: list[str], cache: Path, max_failures: int = 1_000_000) -> float:
     command = [
         sys.executable,
         "-m",
@@ -96,7 +98,7 @@ def _grade(checkout: Path, games: int, extra: list[str], max_failures: int = 1_0
         str(max_failures),
         *extra,
     ]
-    env = dict(os.environ, PYTHONPATH=str(checkout))
+    env = dict(os.environ, PYTHONPATH=str(checkout), DICE_POKER_CACHE=str(cache))
     start = time.perf_counter()
     result = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=24 * 3600)
     seconds = time.perf_counter() - start
@@ -143,11 +145,18 @@ def main(argv: list[str] | None = None) -> dict:
         unknown = sorted(set(order) - set(kinds))
         if unknown:
             parser.error(f"--grades: {', '.join(unknown)} is not one of {', '.join(kinds)} (baseline needs --baseline)")
-        for name in dict.fromkeys(order):  # each checkout's solver values into its cache first (a first run solves)
-            _grade(kinds[name][0], 2, kinds[name][1])
-        grades: dict[str, list[float]] = {name: [] for name in dict.fromkeys(order)}
-        for name in order:
-            grades[name].append(_grade(kinds[name][0], args.games, kinds[name][1]))
+        # Each checkout has a solver cache of its own, filled first (a first run solves): two checkouts whose cache
+        # formats differ would otherwise take each other's file for a damaged one and solve again in the timed runs.
+        caches = Path(tempfile.mkdtemp(prefix="bench-grading-"))
+        cache = {name: caches / ("baseline" if name == "baseline" else "current") for name in kinds}
+        try:
+            for name in dict.fromkeys(order):
+                _grade(kinds[name][0], 2, kinds[name][1], cache[name])
+            grades: dict[str, list[float]] = {name: [] for name in dict.fromkeys(order)}
+            for name in order:
+                grades[name].append(_grade(kinds[name][0], args.games, kinds[name][1], cache[name]))
+        finally:
+            shutil.rmtree(caches, ignore_errors=True)
         out["grade_seconds"] = grades
         out["games"] = args.games
     if args.json:
