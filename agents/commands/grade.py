@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Benchmark a submitted agent (FILE.py:NAME or MODULE:NAME, with ,key=value constructor arguments) on "
         "fixed seeds against the optimal and greedy agents, in an isolated process (Linux, bubblewrap) with time "
         "and resource limits, "
-        "and report percent of optimal (95%% CI), the exact regret split into keep and box decisions, the "
+        "and report percent of optimal (95% CI), the exact regret split into keep and box decisions, the "
         "costliest mistakes, the score distribution, every failure of the submission, and a replay of any game."
     )
     parser.add_argument("submission", metavar="SUBMISSION", help="the agent: student.py:MyAgent[,key=value...]")
