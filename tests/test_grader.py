@@ -418,7 +418,7 @@ def test_command_line_writes_three_files_and_refuses_to_overwrite(submissions, t
 
 
 def test_the_course_template_grades_its_starter_agent(tmp_path):
-    """examples/course/: the starter agent, graded with the course's config (fewer games)."""
+    """examples/course/: the students' starter agent, graded with the instructor's config (fewer games)."""
     course = ROOT / "examples" / "course"
     out = tmp_path / "report"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
@@ -427,9 +427,9 @@ def test_the_course_template_grades_its_starter_agent(tmp_path):
             sys.executable,
             "-m",
             "agents.commands.grade",
-            f"{course / 'my_agent.py'}:MyAgent",
+            f"{course / 'student' / 'my_agent.py'}:MyAgent",
             "--config",
-            str(course / "grading.toml"),
+            str(course / "instructor" / "grading.toml"),
             "--games",
             "3",
             "--decision-seconds",
@@ -450,6 +450,7 @@ def test_the_course_template_grades_its_starter_agent(tmp_path):
     assert data["status"] == "ok" and data["rules"] == "yahtzee" and data["seed"] == 20261201
     assert data["rules_options"] == {"joker": "forced"} and data["limits"]["memory_mb"] == 2048
     assert 30 < data["agents"]["submission"]["percent_of_optimal"] < 100
+    assert data["agents"]["submission"]["illegal_actions"] == 0
 
 
 def test_grading_config_errors(tmp_path):
