@@ -69,7 +69,7 @@ REGRET_PARTS = (
 LUCK_NOTE = (
     "Percent of optimal is the mean score of these games over the optimal expected score: the dice of a finite "
     "set of games can be kinder than average, so it can exceed 100% (the optimal agent's own row shows how lucky "
-    "these games were). The luck-free percent is 100 x (optimal expected score - exact regret) / optimal expected "
+    "these games were). The luck-free percent is 100 × (optimal expected score − exact regret) / optimal expected "
     "score: it counts only the expected points the decisions lost, which the dice cannot change, so it never "
     "exceeds 100% (100% is optimal play)."
 )
