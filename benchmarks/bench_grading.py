@@ -8,8 +8,8 @@ before isolation), interleaved so that both see the same machine load:
    worker, import the project, load the submission), ``--starts`` times each;
 2. **decision**: one ``act`` round trip (the observation out, the action back),
    ``--decisions`` times each, on the course's starter agent;
-3. **course grade**: ``python -m agents.commands.grade examples/course/my_agent.py:MyAgent
-   --config examples/course/grading.toml --games N`` end to end, without a failure limit (the
+3. **course grade**: ``python -m agents.commands.grade examples/course/student/my_agent.py:MyAgent
+   --config examples/course/instructor/grading.toml --games N`` end to end, without a failure limit (the
    starter agent sometimes keeps all five dice, an illegal action; the solver's values come
    from the cache: a first run solves). ``--baseline DIR`` also times the same command in
    another checkout, with its own course files (e.g. ``git archive`` of the commit before
@@ -37,7 +37,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-COURSE = ROOT / "examples" / "course"
+
+
+def course_files(checkout: Path) -> tuple[Path, Path]:
+    """The starter agent and the grading config of a checkout: ``student/my_agent.py`` and
+    ``instructor/grading.toml``, or, in a checkout from before the course kit split them, both at the top of
+    ``examples/course/``."""
+    course = checkout / "examples" / "course"
+    if (course / "student").is_dir():
+        return course / "student" / "my_agent.py", course / "instructor" / "grading.toml"
+    return course / "my_agent.py", course / "grading.toml"
 
 
 def _starts(n: int) -> dict[str, list[float]]:
@@ -49,7 +58,7 @@ def _starts(n: int) -> dict[str, list[float]]:
     for _ in range(n):
         for isolated in (True, False):
             start = time.perf_counter()
-            agent = SandboxedAgent(f"{COURSE / 'my_agent.py'}:MyAgent", rules, limits=Limits(), isolated=isolated)
+            agent = SandboxedAgent(f"{course_files(ROOT)[0]}:MyAgent", rules, limits=Limits(), isolated=isolated)
             times["isolated" if isolated else "unisolated"].append(time.perf_counter() - start)
             assert agent.load_error is None, agent.load_error
             agent.close()
@@ -65,7 +74,7 @@ def _decisions(n: int) -> dict[str, float]:
     env = DicePokerEnv(rules)
     obs, info = env.reset(seed=1)
     agents = {
-        name: SandboxedAgent(f"{COURSE / 'my_agent.py'}:MyAgent", rules, limits=Limits(), isolated=name == "isolated")
+        name: SandboxedAgent(f"{course_files(ROOT)[0]}:MyAgent", rules, limits=Limits(), isolated=name == "isolated")
         for name in ("isolated", "unisolated")
     }
     times: dict[str, list[float]] = {name: [] for name in agents}
@@ -88,9 +97,9 @@ def _grade(checkout: Path, games: int, extra: list[str], cache: Path, max_failur
         sys.executable,
         "-m",
         "agents.commands.grade",
-        f"{checkout / 'examples' / 'course' / 'my_agent.py'}:MyAgent",
+        f"{course_files(checkout)[0]}:MyAgent",
         "--config",
-        str(checkout / "examples" / "course" / "grading.toml"),
+        str(course_files(checkout)[1]),
         "--games",
         str(games),
         "--json",
