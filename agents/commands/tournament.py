@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Play submitted agents (FILE.py:NAME or MODULE:NAME), each isolated as in grading, against each other and "
         "the optimal and greedy anchors at multi-player tables, in duplicate (every deal replayed with the seats "
         f"rotated, so luck cancels): a round-robin up to {ROUND_ROBIN_MAX_GROUPS} groups, else Swiss. Writes the "
-        "standings (Elo ratings with 95%% bootstrap intervals) and a leaderboard page with a replay of every game."
+        "standings (Elo ratings with 95% bootstrap intervals) and a leaderboard page with a replay of every game."
     )
     parser.add_argument("submissions", metavar="SUBMISSION", nargs="+", help="an agent: student.py:MyAgent[,key=value]")
     parser.add_argument("--rules", default="yahtzee", help="ruleset name or rules file (default yahtzee)")
