@@ -271,7 +271,7 @@ def render_class_html(result: ClassResult) -> str:
             cells.append(f'<span title="{e(detail)}">{row.get("points", 0):g}</span>')
         body.append(
             f'<tr data-student="{e(student.submission.folder)}">'
-            + "".join(f"<td>{cell}</td>" for cell in cells)
+            + "".join(f"<td>{cell}</td>" if i < 2 else f'<td class="num">{cell}</td>' for i, cell in enumerate(cells))
             + "</tr>"
         )
     body.append("</table>")
