@@ -19,14 +19,7 @@ from test_report_browser import BROWSER, Browser
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (Debian: apt-get install chromium)")
 
 SCRIPT_NAME = "<script>alert(1)<script>"
-AGENT = (
-    "import numpy as np\n\nfrom dice_poker_env.engine import score\n\n\nclass Good:\n"
-    "    def __init__(self, rules):\n        self.rules = rules\n\n"
-    "    def act(self, observation, action_mask):\n"
-    "        dice = observation['dice'].tolist()\n"
-    "        boxes = np.flatnonzero(action_mask[32:])\n"
-    "        return 32 + int(max(boxes, key=lambda k: score(self.rules, dice, int(k))))\n"
-)
+AGENT = (Path(__file__).resolve().parents[1] / "examples" / "course" / "class_example" / "curie.py").read_text()
 
 
 class PageBrowser(Browser):

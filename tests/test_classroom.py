@@ -29,21 +29,8 @@ SEED = 5
 FAST = Limits(decision_seconds=20, game_seconds=120, load_seconds=120, max_failures=3)
 SCRIPT_NAME = "<script>alert(1)<script>"
 
-GOOD = """
-import numpy as np
-
-from dice_poker_env.engine import score
-
-
-class Good:
-    def __init__(self, rules):
-        self.rules = rules
-
-    def act(self, observation, action_mask):
-        dice = observation["dice"].tolist()
-        boxes = np.flatnonzero(action_mask[32:])
-        return 32 + int(max(boxes, key=lambda k: score(self.rules, dice, int(k))))
-"""
+#: plays like the greedy agent without rerolling (one of the example class)
+GOOD = (ROOT / "examples" / "course" / "class_example" / "curie.py").read_text()
 
 STUDENTS = {
     "good": GOOD,
@@ -61,7 +48,7 @@ class Illegal:
     def act(self, observation, action_mask):
         return 31  # keep all five dice: never legal
 """,
-    "two": GOOD + "\n\nclass Other(Good):\n    def act(self, observation, action_mask):\n        return 32\n",
+    "two": GOOD + "\n\nclass Other(Agent):\n    def act(self, observation, action_mask):\n        return 32\n",
 }
 
 RUBRIC = {
@@ -81,8 +68,8 @@ RUBRIC = {
 
 
 def _flaky_source() -> str:
-    """A flaky agent: plays like Good, but raises on turn three of games 1 and 3."""
-    return GOOD.replace("class Good:", "class Flaky:").replace(
+    """A flaky agent: plays like GOOD, but raises on turn three of games 1 and 3."""
+    return GOOD.replace("class Agent:", "class Flaky:").replace(
         "    def act(self, observation, action_mask):\n",
         "    def reset(self):\n        self.game = getattr(self, 'game', -1) + 1\n\n"
         "    def act(self, observation, action_mask):\n"
@@ -149,7 +136,9 @@ def test_the_references_are_played_once_for_the_class(graded):
 
 def test_a_students_report_is_the_single_grades(graded, folder):
     _, out, _ = graded
-    single = grader.grade(f"{folder / 'good.py'}:Good", "yacht", games=GAMES, seed=SEED, limits=FAST, isolated=ISOLATED)
+    single = grader.grade(
+        f"{folder / 'good.py'}:Agent", "yacht", games=GAMES, seed=SEED, limits=FAST, isolated=ISOLATED
+    )
     assert (out / "good" / "report.json").read_text(encoding="utf-8") == grader.report_json(single)
 
 
@@ -403,7 +392,7 @@ def test_the_command_grades_a_class_in_parallel(graded, folder, tmp_path):
     for name in ("good", "flaky"):
         assert {k: rows[name][k] for k in keys} == {k: before[name][k] for k in keys}
     assert {k: rows["odd:name,x"][k] for k in keys} == {k: before["good"][k] for k in keys}
-    assert json.loads((out / "odd_name_x" / "report.json").read_text())["submission"] == f"{odd}:Good"
+    assert json.loads((out / "odd_name_x" / "report.json").read_text())["submission"] == f"{odd}:Agent"
     assert (out / "index.html").is_file() and (out / "good" / "results.json").is_file()
 
 
@@ -423,5 +412,5 @@ def test_class_command_errors_are_one_line(folder, tmp_path, args, message):
 
 
 def test_single_grade_options_are_refused_for_one_submission(folder):
-    done = _command(f"{folder / 'good.py'}:Good", "--rules", "yacht", "--jobs", "2", *UNISOLATED)
+    done = _command(f"{folder / 'good.py'}:Agent", "--rules", "yacht", "--jobs", "2", *UNISOLATED)
     assert done.returncode == 2 and "grade a class" in done.stderr

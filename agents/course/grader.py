@@ -327,6 +327,21 @@ SETTINGS: dict[str, tuple[Any, type]] = {
 LIMIT_SETTINGS = tuple(name for name in SETTINGS if hasattr(Limits, name))
 
 
+def read_toml(path: str | os.PathLike, option: str = "--config") -> dict[str, Any]:
+    """A TOML file's table; ``option`` names the file in the one-line ``ValueError`` when it cannot be read."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise ValueError(f"{option} {path}: cannot read it ({error.strerror or error})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{option} {path}: not valid TOML: {error}") from None
+
+
 def read_config(path: str | os.PathLike) -> dict[str, Any]:
     """The settings of a grading config file (TOML; see :data:`SETTINGS`), checked.
 
@@ -335,17 +350,7 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
     Raises:
         ValueError: not readable as TOML, an unknown key, or a value of the wrong type.
     """
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as error:
-        raise ValueError(f"--config {path}: cannot read it ({error.strerror or error})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"--config {path}: not valid TOML: {error}") from None
+    data = read_toml(path)
     unknown = sorted(set(data) - set(SETTINGS))
     if unknown:
         raise ValueError(f"--config {path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(SETTINGS)}")

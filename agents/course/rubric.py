@@ -180,17 +180,9 @@ def load_rubric(path: str | os.PathLike) -> Rubric:
     Raises:
         ValueError: not readable, not TOML, or not a rubric (one line naming the problem).
     """
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as error:
-        raise ValueError(f"--rubric {path}: cannot read it ({error.strerror or error})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"--rubric {path}: not valid TOML: {error}") from None
+    from agents.course.grader import read_toml
+
+    data = read_toml(path, "--rubric")
     return parse_rubric(data, f"--rubric {path}")
 
 
