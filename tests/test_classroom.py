@@ -9,8 +9,10 @@ import html.parser
 import io
 import json
 import math
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -414,3 +416,39 @@ def test_class_command_errors_are_one_line(folder, tmp_path, args, message):
 def test_single_grade_options_are_refused_for_one_submission(folder):
     done = _command(f"{folder / 'good.py'}:Agent", "--rules", "yacht", "--jobs", "2", *UNISOLATED)
     assert done.returncode == 2 and "grade a class" in done.stderr
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_sigterm_ends_the_class_with_partial_reports(folder, tmp_path, jobs):
+    """SIGTERM (as Ctrl-C): the grade in progress ends partial, the class files are written, status 130."""
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "a_good.py").write_text(GOOD)
+    (slow / "b_slow.py").write_text(
+        GOOD.replace("class Agent:", "class Slow:").replace(
+            "    def act(self, observation, action_mask):\n",
+            "    def act(self, observation, action_mask):\n        __import__('time').sleep(0.5)\n",
+        )
+    )
+    out = tmp_path / "grades"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agents.commands.grade", str(slow), "--rules", "yacht", "--games", "200", "--out",
+         str(out), "--jobs", jobs, "--load-seconds", "120", *UNISOLATED],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / "a_good" / "report.json").is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # the slow one is playing its games
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=240)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    rows = _rows(out)
+    assert rows["a_good"]["status"] == "ok"
+    assert rows["b_slow"]["status"] == "partial"
+    report = json.loads((out / "b_slow" / "report.json").read_text())
+    assert report["interrupted"] is True
+    assert "interrupted" in (out / "index.html").read_text()

@@ -243,18 +243,35 @@ def _no_score(rubric: Rubric | None, why: str) -> list[Earned]:
     return [Earned(c.name, 0.0, c.points, f"no score: {why}") for c in rubric.criteria] if rubric else []
 
 
+#: in a grading worker: the SIGINTs received, and whether a grade is in progress
+_SIGNALLED: list[int] = []
+_GRADING: list[bool] = []
+
+
 def _worker_start() -> None:
     """A grading worker: non-dumpable; the first SIGINT (Ctrl-C, or the class grade's own when it is
-    interrupted) ends the grade in progress with a partial report, later ones are ignored."""
+    interrupted) ends the grade in progress with a partial report; an idle worker grades nothing more
+    (it stays alive: a worker that died would break the pool and lose the other workers' reports)."""
     protect_process()
-    raised: list[int] = []
 
     def interrupt(signum: int, frame: Any) -> None:
-        if not raised:
-            raised.append(signum)
+        _SIGNALLED.append(signum)
+        if _GRADING and len(_SIGNALLED) == 1:
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, interrupt)
+
+
+def _grade_in_worker(*args: Any) -> StudentResult:
+    """:func:`_grade_one` in a worker: not at all once interrupted."""
+    submission = args[0]
+    if _SIGNALLED:
+        return StudentResult(submission, "not_graded", None, _no_score(args[5], "not graded"), [], "not graded")
+    _GRADING.append(True)
+    try:
+        return _grade_one(*args)
+    finally:
+        _GRADING.clear()
 
 
 def default_jobs() -> int:
@@ -364,12 +381,11 @@ def _grade_parallel(submissions, specs, rules, options, baselines, rubric, out, 
     """Grade in ``jobs`` worker processes; fills ``results``; ``True`` when interrupted."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
 
     context = multiprocessing.get_context("spawn")  # no state of this process (threads, handlers) is inherited
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(submissions)), mp_context=context, initializer=_worker_start)
     futures = {
-        pool.submit(_grade_one, s, specs[i], rules, options, baselines, rubric, str(out)): i
+        pool.submit(_grade_in_worker, s, specs[i], rules, options, baselines, rubric, str(out)): i
         for i, s in enumerate(submissions)
     }
     interrupted = False
@@ -378,15 +394,13 @@ def _grade_parallel(submissions, specs, rules, options, baselines, rubric, out, 
             i = futures[future]
             try:
                 results[i] = future.result()
-            except BrokenProcessPool:
-                raise
-            except Exception as error:  # noqa: BLE001 - the grader's own failure for one student: recorded
+            except Exception as error:  # noqa: BLE001 - the grader's own failure (a worker died): recorded
                 message = f"grading failed: {type(error).__name__}: {error}"
                 results[i] = StudentResult(submissions[i], "error", None, _no_score(rubric, "error"), [], message)
             note(_line(results[i]))
             if results[i].report is not None and results[i].report.get("interrupted"):
                 interrupted = True
-    except (KeyboardInterrupt, BrokenProcessPool):
+    except KeyboardInterrupt:
         interrupted = True
         for pid in list(getattr(pool, "_processes", None) or {}):  # the grades in progress end partial
             try:
