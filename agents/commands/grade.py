@@ -3,12 +3,12 @@
 ``dice-poker grade SUBMISSION --rules yahtzee [--games 2000] [--seed S] [--out DIR]``,
 ``SUBMISSION`` an agent spec (``student.py:MyAgent``). Settings may come from a
 grading config (``--config grading.toml``); options on the command line win.
+``--out DIR`` is checked before the first game, as ``dice-poker bench --out``,
+and the summary is printed before the report files are written.
 
 A whole class: ``dice-poker grade SUBMISSIONS_DIR --rules yahtzee --out DIR [--jobs N]
 [--rubric rubric.toml] [--class NAME]`` (or several files and specs):
 :mod:`agents.course.classroom` grades them, :mod:`agents.course.gradebook` writes the class files.
-``--out DIR`` is checked before the first game, as ``dice-poker bench --out``,
-and the summary is printed before the report files are written.
 """
 
 from __future__ import annotations
