@@ -277,7 +277,8 @@ def render_class_html(result: ClassResult) -> str:
     body.append("</table>")
     body.append(
         "<p>Each student's report (percent of optimal, the exact regret, the costliest mistakes, failures "
-        "and a replay of every game) is linked from their name; <code>gradebook.csv</code> holds this table, "
+        'and a replay of every game) is linked from their name; <a href="gradebook.csv">gradebook.csv</a> holds '
+        'this table, <a href="class.json">class.json</a> all of it as data, '
         "<code>&lt;student&gt;/results.json</code> the Gradescope results.</p>"
     )
     title = f"Class grades: {rules.title}"
