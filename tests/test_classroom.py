@@ -208,6 +208,7 @@ def test_gradescope_results_follow_the_format(graded):
         data = _no_nan((out / student.submission.folder / "results.json").read_text(encoding="utf-8"))
         assert set(data) <= {"score", "output", "tests", "leaderboard", "extra_data"}
         assert isinstance(data["score"], (int, float)) and isinstance(data["output"], str)
+        assert "seed" not in json.dumps(data).lower()  # students may see it before the deadline
         assert data["tests"], student.submission.student
         for test in data["tests"]:
             assert set(test) == {"name", "score", "max_score", "status", "output", "visibility"}

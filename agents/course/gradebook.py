@@ -5,7 +5,8 @@
   keep, box and illegal parts, the upper bonus rate, failed games and failures by kind, and
   the points. A cell that a spreadsheet would read as a formula (starting with ``=``, ``+``,
   ``-``, ``@``, a tab or a carriage return) is prefixed with ``'``.
-* ``DIR/<student>/results.json``: the student's result in Gradescope's autograder format
+* ``DIR/<student>/results.json``: the student's result in Gradescope's autograder format (without
+  the grading seed: students may see it before the deadline)
   (``score``, ``output``, ``tests``: one per rubric criterion with ``name``, ``score``,
   ``max_score``, ``status`` and ``output``; without a rubric one test, the percent of optimal
   out of 100; ``leaderboard``: percent of optimal, mean score,
@@ -124,7 +125,7 @@ def gradescope_results(result: ClassResult, student: StudentResult) -> dict[str,
     if row is not None:
         output = (
             f"{row['percent_of_optimal']:.2f}% of optimal (95% CI ± {row['percent_of_optimal_ci95']:.2f}), "
-            f"mean score {row['mean']:.2f} on {report['games']} games (seed {report['seed']}); status {student.status}."
+            f"mean score {row['mean']:.2f} on {report['games']} games; status {student.status}."
         )
     else:
         output = f"Not scored: {student.error or student.status}."
