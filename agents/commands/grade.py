@@ -5,6 +5,10 @@
 grading config (``--config grading.toml``); options on the command line win.
 ``--out DIR`` is checked before the first game, as ``dice-poker bench --out``,
 and the summary is printed before the report files are written.
+
+A whole class: ``dice-poker grade SUBMISSIONS_DIR --rules yahtzee --out DIR [--jobs N]
+[--rubric rubric.toml] [--class NAME]`` (or several files and specs):
+:mod:`agents.course.classroom` grades them, :mod:`agents.course.gradebook` writes the class files.
 """
 
 from __future__ import annotations
@@ -31,7 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "and report percent of optimal (95% CI), the exact regret split into keep and box decisions, the "
         "costliest mistakes, the score distribution, every failure of the submission, and a replay of any game."
     )
-    parser.add_argument("submission", metavar="SUBMISSION", help="the agent: student.py:MyAgent[,key=value...]")
+    parser.add_argument(
+        "submission",
+        metavar="SUBMISSION",
+        nargs="+",
+        help="the agent: student.py:MyAgent[,key=value...]; a class: a folder of *.py files, or several files",
+    )
     parser.add_argument(
         "--config",
         metavar="FILE",
@@ -81,32 +90,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"failed games after which grading stops asking (default {Limits.max_failures})",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the summary")
+    group = parser.add_argument_group("a class (a folder or several submissions; needs --out)")
+    group.add_argument("--jobs", type=int, help="submissions graded at once (default: the cores available)")
+    group.add_argument(
+        "--class",
+        dest="class_name",
+        metavar="NAME",
+        help="the agent class in each file (default: the one class with an act method)",
+    )
+    group.add_argument("--rubric", metavar="FILE", help="the points: a rubric file (TOML, docs/grading.md)")
 
 
 def run(args: argparse.Namespace) -> int:
     from agents.commands.bench import check_out_dir, remove_empty
     from agents.course.grade_report import summary_text
-    from agents.course.grader import LIMIT_SETTINGS, REPORT_FILES, grade, protect_process, settings, write_report
+    from agents.course.grader import LIMIT_SETTINGS, REPORT_FILES, grade, protect_process, write_report
     from agents.course.sandbox import Limits
     from dice_poker_env.rules import load_rules
 
     protect_process()
+    if is_class(args.submission):
+        return run_class(args)
+    if args.jobs is not None or args.class_name is not None or args.rubric is not None:
+        raise ValueError("--jobs, --class and --rubric grade a class: a folder or several submissions")
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
-    chosen = settings(
-        args.config,
-        rules=args.rules,
-        games=args.games,
-        seed=args.seed,
-        decision_seconds=args.decision_seconds,
-        game_seconds=args.game_seconds,
-        load_seconds=args.load_seconds,
-        total_seconds=args.total_seconds,
-        memory_mb=args.memory_mb,
-        max_failures=args.max_failures,
-        solver=args.solver,
-        options=parse_rules_options(args.option),
-    )
+    chosen = _chosen(args)
     limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
     from agents.evaluation.limits import MAX_GAMES, check_count
 
@@ -121,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         report = grade(
-            args.submission,
+            args.submission[0],
             rules,
             games=chosen["games"],
             seed=chosen["seed"],
@@ -151,6 +160,94 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print("wrote " + ", ".join(str(p) for p in written))
     return 130 if report["interrupted"] else 0
+
+
+def is_class(submissions: Sequence[str]) -> bool:
+    """A class rather than one submission: several, a folder, or a file without ``:NAME``."""
+    import os
+
+    first = submissions[0]
+    return len(submissions) > 1 or os.path.isdir(first) or first.endswith(".py")
+
+
+def _chosen(args: argparse.Namespace) -> dict:
+    from agents.course.grader import settings
+
+    return settings(
+        args.config,
+        rules=args.rules,
+        games=args.games,
+        seed=args.seed,
+        decision_seconds=args.decision_seconds,
+        game_seconds=args.game_seconds,
+        load_seconds=args.load_seconds,
+        total_seconds=args.total_seconds,
+        memory_mb=args.memory_mb,
+        max_failures=args.max_failures,
+        solver=args.solver,
+        options=parse_rules_options(args.option),
+    )
+
+
+def run_class(args: argparse.Namespace) -> int:
+    """Grade a class (:func:`agents.course.classroom.grade_class`) and write its files."""
+    from agents.commands.bench import check_out_dir, remove_empty
+    from agents.course.classroom import find_submissions, grade_class
+    from agents.course.gradebook import CLASS_FILES, class_data, write_class
+    from agents.course.grader import LIMIT_SETTINGS
+    from agents.course.rubric import load_rubric
+    from agents.course.sandbox import Limits
+    from agents.evaluation.limits import MAX_GAMES, check_count
+    from dice_poker_env.rules import load_rules
+
+    if not args.out:
+        raise ValueError("grading a class needs --out DIR (the reports, gradebook.csv and index.html go there)")
+    chosen = _chosen(args)
+    limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
+    check_count("games", chosen["games"], most=MAX_GAMES)
+    rubric = load_rubric(args.rubric) if args.rubric else None
+    submissions = find_submissions(args.submission, args.class_name)
+    rules = load_rules(chosen["rules"], **chosen["options"])
+    out = Path(args.out)
+    created = check_out_dir(out, args.overwrite, CLASS_FILES, "a class's grades")
+
+    def interrupt(signum, frame):  # SIGTERM as Ctrl-C: the grades in progress end partial
+        raise KeyboardInterrupt
+
+    def note(line: str) -> None:
+        if not args.json:
+            print(line, file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        result = grade_class(
+            submissions,
+            rules,
+            out,
+            games=chosen["games"],
+            seed=chosen["seed"],
+            limits=limits,
+            isolated=not args.unisolated,
+            solver=chosen["solver"],
+            jobs=args.jobs,
+            rubric=rubric,
+            progress=note,
+        )
+    except BaseException:
+        remove_empty(created)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    written = write_class(result, out)
+    if args.json:
+        print(json.dumps(class_data(result), sort_keys=True), flush=True)
+    else:
+        print(
+            f"graded {len(result.students)} submissions in {result.seconds:.1f} s ({result.jobs} at a time); "
+            f"wrote {written[-3]}, {written[-2]} and a folder per student",
+            flush=True,
+        )
+    return 130 if result.interrupted else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

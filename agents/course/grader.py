@@ -35,7 +35,7 @@ import json
 import os
 import sys
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,39 @@ REFERENCES = ("optimal", "greedy")
 BIN_WIDTH = 10
 
 
+@dataclass(frozen=True)
+class Baselines:
+    """The reference agents' games of one grading (:func:`reference_games`), played once for a whole class.
+
+    Attributes:
+        rules_fingerprint: the ruleset they were played on.
+        games: games per agent.
+        seed: the grading seed.
+        top_mistakes: mistakes listed per agent.
+        rows: per reference agent, its benchmark row (without the machine-dependent ``seconds``).
+        scores: per reference agent, its final scores, game by game.
+    """
+
+    rules_fingerprint: str
+    games: int
+    seed: int
+    top_mistakes: int
+    rows: dict[str, dict[str, Any]]
+    scores: dict[str, list[int]]
+
+
+def reference_games(
+    rules: str | Rules, *, games: int = 2000, seed: int = 0, top_mistakes: int = 10, solution: Any = None
+) -> Baselines:
+    """Play the :data:`REFERENCES` on the grading's games once; :func:`grade` reuses them (``baselines=``)."""
+    rules = load_rules(rules)
+    solution = solution if solution is not None else load_solution(rules, required=True)
+    result = benchmark(rules, list(REFERENCES), games=games, seed=seed, solution=solution, top_mistakes=top_mistakes)
+    rows = {name: {k: v for k, v in row.items() if k != "seconds"} for name, row in result.data["agents"].items()}
+    scores = {name: [int(v) for v in values] for name, values in result.scores.items()}
+    return Baselines(rules.fingerprint, int(games), int(seed), int(top_mistakes), rows, scores)
+
+
 def grade(
     submission: str,
     rules: str | Rules = "yahtzee",
@@ -67,6 +100,7 @@ def grade(
     progress: bool = False,
     isolated: bool = True,
     solver: str = "allow",
+    baselines: Baselines | None = None,
 ) -> dict[str, Any]:
     """Grade ``submission`` on ``games`` seeded games of ``rules`` (module docstring).
 
@@ -81,6 +115,8 @@ def grade(
         isolated: run the submission isolated (:mod:`agents.course.sandbox`); ``False`` only for trusted code
             (the report says it ran unisolated).
         solver: the library's solver in the submission: ``allow``, ``flag`` (reported) or ``forbid``.
+        baselines: the reference agents' games, already played (:func:`reference_games`, with the same
+            rules, games, seed and ``top_mistakes``): the same report, without playing them again.
 
     Returns:
         The report as a JSON-ready dict (``agents.course.grade_report`` renders it).
@@ -94,12 +130,19 @@ def grade(
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
     limits = limits or Limits()
+    if baselines is not None and (
+        (baselines.rules_fingerprint, baselines.games, baselines.seed, baselines.top_mistakes)
+        != (rules.fingerprint, int(games), int(seed), int(top_mistakes))
+    ):
+        raise ValueError("baselines: played on other rules, games, seed or top_mistakes than this grading")
     solution = load_solution(rules, required=True)
     interrupted = False
     agent = SandboxedAgent(submission, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
     try:
         agent.start()
-        entries: list[Any] = ([("submission", agent)] if agent.load_error is None else []) + list(REFERENCES)
+        entries: list[Any] = ([("submission", agent)] if agent.load_error is None else []) + (
+            [] if baselines is not None else list(REFERENCES)
+        )
         result = benchmark(
             rules,
             entries,
@@ -117,6 +160,9 @@ def grade(
     finally:
         agent.close()
     data = result.data
+    if baselines is not None and not interrupted:  # the references' rows and scores, in the order benchmark gives
+        data["agents"].update({name: dict(row) for name, row in baselines.rows.items()})
+        result.scores.update({name: np.asarray(values) for name, values in baselines.scores.items()})
     for row in data["agents"].values():
         row.pop("seconds", None)  # the only field that depends on the machine
     failures = ([agent.load_error] if agent.load_error is not None else []) + agent.failures
@@ -301,6 +347,21 @@ SETTINGS: dict[str, tuple[Any, type]] = {
 LIMIT_SETTINGS = tuple(name for name in SETTINGS if hasattr(Limits, name))
 
 
+def read_toml(path: str | os.PathLike, option: str = "--config") -> dict[str, Any]:
+    """A TOML file's table; ``option`` names the file in the one-line ``ValueError`` when it cannot be read."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as error:
+        raise ValueError(f"{option} {path}: cannot read it ({error.strerror or error})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{option} {path}: not valid TOML: {error}") from None
+
+
 def read_config(path: str | os.PathLike) -> dict[str, Any]:
     """The settings of a grading config file (TOML; see :data:`SETTINGS`), checked.
 
@@ -309,17 +370,7 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
     Raises:
         ValueError: not readable as TOML, an unknown key, or a value of the wrong type.
     """
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as error:
-        raise ValueError(f"--config {path}: cannot read it ({error.strerror or error})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"--config {path}: not valid TOML: {error}") from None
+    data = read_toml(path)
     unknown = sorted(set(data) - set(SETTINGS))
     if unknown:
         raise ValueError(f"--config {path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(SETTINGS)}")

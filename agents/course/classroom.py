@@ -1,0 +1,428 @@
+"""Grade a whole class: ``python -m agents.commands.grade SUBMISSIONS_DIR --rules yahtzee --out DIR``.
+
+:func:`grade_class` grades every submission of a class on the same games, as
+:func:`agents.course.grader.grade` grades one, with two savings:
+
+* the reference agents' games (optimal and greedy, with their exact regret) are played
+  **once** for the class (:func:`agents.course.grader.reference_games`) and given to every
+  student's grade, which then plays only the submission; each report is the one a single
+  grade writes, byte for byte;
+* the submissions are graded **in parallel**, ``jobs`` at a time (worker processes of the
+  grader, each loading the solver's solution once); each submission still runs in its own
+  isolated sandbox with every limit of the single grade (:mod:`agents.course.sandbox`).
+
+A submission is one Python file. :func:`find_submissions` finds its agent class without
+running it (the file is parsed, never imported, in the grader): the one top-level class
+with an ``act`` method, or the class named by ``class_name``. A file where there is no
+such class, or more than one, is recorded as a failure of that student (status
+``no_agent``) and grading goes on; so does a submission that does not load, crashes, hangs
+or plays illegally (its report says so). Nothing a submission does stops the class.
+
+The outputs (:mod:`agents.course.gradebook`): per student ``DIR/<student>/report.json``,
+``report.md``, ``report.html`` (today's report) and Gradescope's ``results.json``; for the
+class ``DIR/gradebook.csv``, ``DIR/index.html`` (the class page) and ``DIR/class.json``.
+The points come from a rubric (:mod:`agents.course.rubric`).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents.course.grader import Baselines, grade, protect_process, reference_games, write_report
+from agents.course.rubric import Earned, Rubric, score_report
+from agents.course.sandbox import Limits
+from agents.evaluation.benchmark import load_solution
+from dice_poker_env.rules import Rules, load_rules
+
+#: a student's folder name: these characters only (others become ``_``)
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+#: the report's fields a gradebook row keeps (everything but the replays)
+_DROPPED = ("replays",)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's submission.
+
+    Attributes:
+        student: the student's name as given (the file's stem), shown escaped.
+        folder: the student's folder under ``DIR`` (only ``A-Z a-z 0-9 . _ -``, unique in the class).
+        path: the submitted file.
+        spec: the agent spec graded (``FILE.py:NAME``), or ``None`` when no agent class was found.
+        problem: why no agent class was found (with ``spec`` ``None``).
+    """
+
+    student: str
+    folder: str
+    path: str
+    spec: str | None
+    problem: str | None = None
+
+
+@dataclass
+class StudentResult:
+    """A graded student: the report (without its replays), the rubric's points, where the files are."""
+
+    submission: Submission
+    status: str
+    report: dict[str, Any] | None
+    earned: list[Earned] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class ClassResult:
+    """What :func:`grade_class` returns; :mod:`agents.course.gradebook` writes it."""
+
+    rules: Rules
+    games: int
+    seed: int
+    limits: Limits
+    isolated: bool
+    solver: str
+    jobs: int
+    rubric: Rubric | None
+    baselines: Baselines
+    optimal_expected_score: float
+    students: list[StudentResult]
+    interrupted: bool = False
+    seconds: float = 0.0
+
+
+# ------------------------------------------------------------------ finding the submissions
+def agent_classes(source: str) -> list[str]:
+    """The top-level classes of a Python source that define an ``act`` method (parsed, never run).
+
+    Raises:
+        SyntaxError: the source does not parse.
+    """
+    tree = ast.parse(source)
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and any(
+            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "act" for item in node.body
+        ):
+            found.append(node.name)
+    return found
+
+
+def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> tuple[str | None, str | None]:
+    """``(class, None)`` for the agent class of one file, or ``(None, why)`` (module docstring).
+
+    With ``class_name`` that class is graded whatever it holds (a missing one is the submission's load
+    failure, as in a single grade); without it, the one top-level class with an ``act`` method. A file
+    that does not parse is graded all the same under the name given (or ``Agent``): its report shows
+    the syntax error as a load failure.
+    """
+    name = os.path.basename(path)
+    try:
+        source = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        return None, f"cannot read {name}: {error.strerror or error}"
+    if class_name is not None:
+        return class_name, None
+    try:
+        classes = agent_classes(source)
+    except (SyntaxError, ValueError):  # graded anyway, so that its report shows the error
+        return "Agent", None
+    if len(classes) == 1:
+        return classes[0], None
+    if not classes:
+        return None, f"no class with an act method in {name}; name the agent's class with --class NAME"
+    return None, f"{len(classes)} classes with an act method in {name} ({', '.join(classes)}); choose one with --class"
+
+
+def _folder(stem: str, taken: set[str]) -> str:
+    base = _SAFE.sub("_", stem).strip(".") or "student"
+    folder, n = base, 2
+    while folder.lower() in taken:
+        folder, n = f"{base}-{n}", n + 1
+    taken.add(folder.lower())
+    return folder
+
+
+def find_submissions(entries: Sequence[str], class_name: str | None = None) -> list[Submission]:
+    """The submissions of a class: each entry a folder (its ``*.py`` files, sorted), a ``FILE.py`` or a
+    ``FILE.py:NAME`` spec (``NAME`` wins over ``class_name``).
+
+    Raises:
+        ValueError: an entry that is none of these, a folder without ``*.py`` files, a file given twice.
+    """
+    from agents.players.registry import parse_agent_spec
+
+    files: list[tuple[str, str | None]] = []
+    for entry in entries:
+        if os.path.isdir(entry):
+            found = sorted(p for p in Path(entry).iterdir() if p.suffix == ".py" and p.is_file())
+            if not found:
+                raise ValueError(f"{entry}: no *.py file in this folder")
+            files += [(str(p), None) for p in found]
+        elif entry.endswith(".py"):
+            if not os.path.isfile(entry):
+                raise ValueError(f"{entry}: no such file")
+            files.append((entry, None))
+        else:
+            parsed = parse_agent_spec(entry)
+            if parsed is None or not parsed.is_file:
+                raise ValueError(f"{entry}: expected a folder, a FILE.py or FILE.py:NAME")
+            if not os.path.isfile(parsed.source):
+                raise ValueError(f"{entry}: no such file {parsed.source}")
+            files.append((parsed.source, entry))
+    seen: set[str] = set()
+    taken: set[str] = set()
+    out = []
+    for path, spec in files:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise ValueError(f"{path}: given more than once")
+        seen.add(real)
+        stem = Path(path).stem
+        if spec is None:
+            name, problem = find_agent_class(path, class_name)
+            spec = f"{path}:{name}" if name is not None else None
+        else:
+            problem = None
+        out.append(Submission(stem, _folder(stem, taken), path, spec, problem))
+    return out
+
+
+# ------------------------------------------------------------------ grading
+def _stage(submission: Submission, folder: str) -> str | None:
+    """The spec to grade: a file whose path would not read back as a spec (a ``:`` or ``,`` in it) is
+    copied to ``folder`` under the student's folder name first."""
+    from agents.players.registry import parse_agent_spec
+
+    if submission.spec is None:
+        return None
+    attr = submission.spec[len(submission.path) + 1 :]
+    try:
+        parsed = parse_agent_spec(submission.spec)
+    except ValueError:
+        parsed = None
+    if parsed is not None and parsed.source == submission.path:
+        return submission.spec
+    copy = os.path.join(folder, f"{submission.folder}.py")
+    shutil.copyfile(submission.path, copy)
+    return f"{copy}:{attr}"
+
+
+def _grade_one(
+    submission: Submission,
+    spec: str | None,
+    rules: Rules,
+    options: dict[str, Any],
+    baselines: Baselines,
+    rubric: Rubric | None,
+    out: str,
+) -> StudentResult:
+    """Grade one student and write their report files (in the worker process)."""
+    if spec is None:
+        return StudentResult(submission, "no_agent", None, _no_score(rubric, "no agent class"), [], submission.problem)
+    report = grade(spec, rules, baselines=baselines, **options)
+    report["submission"] = submission.spec  # the path as given, not a staged copy's
+    folder = Path(out) / submission.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [str(p) for p in write_report(report, folder)]
+    earned = score_report(rubric, report) if rubric is not None else []
+    slim = {key: value for key, value in report.items() if key not in _DROPPED}
+    return StudentResult(submission, report["status"], slim, earned, files)
+
+
+def _no_score(rubric: Rubric | None, why: str) -> list[Earned]:
+    return [Earned(c.name, 0.0, c.points, f"no score: {why}") for c in rubric.criteria] if rubric else []
+
+
+#: in a grading worker: the SIGINTs received, and whether a grade is in progress
+_SIGNALLED: list[int] = []
+_GRADING: list[bool] = []
+
+
+def _worker_start() -> None:
+    """A grading worker: non-dumpable; the first SIGINT (Ctrl-C, or the class grade's own when it is
+    interrupted) ends the grade in progress with a partial report; an idle worker grades nothing more
+    (it stays alive: a worker that died would break the pool and lose the other workers' reports)."""
+    protect_process()
+
+    def interrupt(signum: int, frame: Any) -> None:
+        _SIGNALLED.append(signum)
+        if _GRADING and len(_SIGNALLED) == 1:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+
+
+def _grade_in_worker(*args: Any) -> StudentResult:
+    """:func:`_grade_one` in a worker: not at all once interrupted."""
+    submission = args[0]
+    if _SIGNALLED:
+        return StudentResult(submission, "not_graded", None, _no_score(args[5], "not graded"), [], "not graded")
+    _GRADING.append(True)
+    try:
+        return _grade_one(*args)
+    finally:
+        _GRADING.clear()
+
+
+def default_jobs() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def grade_class(
+    submissions: Sequence[Submission],
+    rules: str | Rules,
+    out: str | os.PathLike,
+    *,
+    games: int = 2000,
+    seed: int = 0,
+    limits: Limits | None = None,
+    isolated: bool = True,
+    solver: str = "allow",
+    jobs: int | None = None,
+    rubric: Rubric | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ClassResult:
+    """Grade ``submissions`` (:func:`find_submissions`) on the same games and write each report (module docstring).
+
+    Args:
+        submissions: the class.
+        rules: ruleset name, rules file or :class:`Rules`.
+        out: the class's folder; each student's files go to ``out/<folder>/``.
+        games: games per agent.
+        seed: the grading seed.
+        limits: each submission's limits (:class:`agents.course.sandbox.Limits`).
+        isolated: run each submission isolated (``False`` only for trusted code).
+        solver: the library's solver in the submissions: ``allow``, ``flag`` or ``forbid``.
+        jobs: submissions graded at once (default: the cores this process may use); 1 grades in this process.
+        rubric: the points (:mod:`agents.course.rubric`); ``None``: no points.
+        progress: called with a line per graded student.
+
+    Returns:
+        The :class:`ClassResult` (the class files are written by :func:`agents.course.gradebook.write_class`).
+
+    Raises:
+        ValueError: a bad argument or ruleset, no isolation here while ``isolated`` (never for what a
+            submission does).
+    """
+    rules = load_rules(rules)
+    jobs = default_jobs() if jobs is None else jobs
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
+    if not submissions:
+        raise ValueError("no submissions to grade")
+    if isolated:
+        from agents.course.isolation import isolation_problem
+
+        problem = isolation_problem()
+        if problem is not None:
+            raise ValueError(f"{problem}; to grade without isolation (trusted code only) pass --unisolated")
+    limits = limits or Limits()
+    start = time.perf_counter()
+    solution = load_solution(rules, required=True)  # solved (and cached) once, before the workers load it
+    baselines = reference_games(rules, games=games, seed=seed, solution=solution)
+    options = {"games": games, "seed": seed, "limits": limits, "isolated": isolated, "solver": solver}
+    staging = tempfile.mkdtemp(prefix="dice-poker-class-")
+    results: dict[int, StudentResult] = {}
+    interrupted = False
+    note = progress or (lambda line: None)
+    try:
+        specs = [_stage(s, staging) for s in submissions]
+        if jobs == 1:
+            for i, s in enumerate(submissions):
+                done = results[i] = _grade_one(s, specs[i], rules, options, baselines, rubric, str(out))
+                note(_line(done))
+                if done.report is not None and done.report.get("interrupted"):
+                    raise KeyboardInterrupt
+        else:
+            interrupted = _grade_parallel(
+                submissions, specs, rules, options, baselines, rubric, out, jobs, results, note
+            )
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    students = []
+    for i, s in enumerate(submissions):
+        if i not in results:
+            results[i] = StudentResult(s, "not_graded", None, _no_score(rubric, "not graded"), [], "not graded")
+        students.append(results[i])
+    return ClassResult(
+        rules=rules,
+        games=int(games),
+        seed=int(seed),
+        limits=limits,
+        isolated=isolated,
+        solver=solver,
+        jobs=jobs,
+        rubric=rubric,
+        baselines=baselines,
+        optimal_expected_score=float(solution.expected_score),
+        students=students,
+        interrupted=interrupted,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _grade_parallel(submissions, specs, rules, options, baselines, rubric, out, jobs, results, note) -> bool:
+    """Grade in ``jobs`` worker processes; fills ``results``; ``True`` when interrupted."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("spawn")  # no state of this process (threads, handlers) is inherited
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(submissions)), mp_context=context, initializer=_worker_start)
+    futures = {
+        pool.submit(_grade_in_worker, s, specs[i], rules, options, baselines, rubric, str(out)): i
+        for i, s in enumerate(submissions)
+    }
+    interrupted = False
+    try:
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                results[i] = future.result()
+            except Exception as error:  # noqa: BLE001 - the grader's own failure (a worker died): recorded
+                message = f"grading failed: {type(error).__name__}: {error}"
+                results[i] = StudentResult(submissions[i], "error", None, _no_score(rubric, "error"), [], message)
+            note(_line(results[i]))
+            if results[i].report is not None and results[i].report.get("interrupted"):
+                interrupted = True
+    except KeyboardInterrupt:
+        interrupted = True
+        for pid in list(getattr(pool, "_processes", None) or {}):  # the grades in progress end partial
+            try:
+                os.kill(pid, signal.SIGINT)
+            except OSError:
+                pass
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    for future, i in futures.items():  # those that ended after the interruption
+        if i not in results and future.done() and not future.cancelled() and future.exception() is None:
+            results[i] = future.result()
+    return interrupted
+
+
+def _line(result: StudentResult) -> str:
+    """One line per graded student for the terminal (control characters replaced)."""
+    text = f"{result.submission.student}: {result.status}"
+    row = (result.report or {}).get("agents", {}).get("submission")
+    if row is not None and row.get("percent_of_optimal") is not None:
+        text += f", {row['percent_of_optimal']:.1f}% of optimal"
+    if result.earned:
+        text += f", {sum(e.points for e in result.earned):g} of {sum(e.max_points for e in result.earned):g} points"
+    if result.error:
+        text += f" ({result.error})"
+    return re.sub(r"[\x00-\x1f\x7f-\x9f]", "?", text)

@@ -1,0 +1,316 @@
+"""The class's files (:func:`write_class`): a gradebook CSV, Gradescope results, a class page.
+
+* ``DIR/gradebook.csv``: one row per student (:data:`COLUMNS`, then one column per rubric
+  criterion): status, percent of optimal with its 95% CI, mean score, the exact regret and its
+  keep, box and illegal parts, the upper bonus rate, failed games and failures by kind, and
+  the points. A cell that a spreadsheet would read as a formula (starting with ``=``, ``+``,
+  ``-``, ``@``, a tab or a carriage return) is prefixed with ``'``.
+* ``DIR/<student>/results.json``: the student's result in Gradescope's autograder format (without
+  the grading seed: students may see it before the deadline)
+  (``score``, ``output``, ``tests``: one per rubric criterion with ``name``, ``score``,
+  ``max_score``, ``status`` and ``output``; without a rubric one test, the percent of optimal
+  out of 100; ``leaderboard``: percent of optimal, mean score,
+  regret; ``extra_data``: the status and the rubric's total).
+* ``DIR/index.html``: the class page, one self-contained page (no network, no script): the
+  games and references, and a table of the students, each linking to their ``report.html``;
+  everything from a submission (file names, messages) HTML-escaped, in the report's style.
+* ``DIR/class.json``: everything above as data.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from agents.course.classroom import ClassResult, StudentResult
+from agents.course.grade_report import _STYLE as REPORT_STYLE
+from agents.course.rubric import Earned, failed_games
+
+#: the gradebook's columns before the rubric's
+COLUMNS = (
+    "student",
+    "file",
+    "status",
+    "games",
+    "failed_games",
+    "percent_of_optimal",
+    "percent_of_optimal_ci95",
+    "mean",
+    "mean_ci95",
+    "regret",
+    "regret_keep",
+    "regret_box",
+    "regret_illegal",
+    "regret_failure",
+    "upper_bonus_rate",
+    "failures",
+    "failure_kinds",
+    "report",
+)
+#: the files the class writes in ``DIR`` (besides the students' folders)
+CLASS_FILES = ("gradebook.csv", "index.html", "class.json")
+#: Gradescope's per-submission file
+GRADESCOPE_FILE = "results.json"
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> str:
+    """A CSV cell: numbers as written, text that could start a formula prefixed with ``'``."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA) else text
+
+
+def _row(student: StudentResult) -> dict[str, Any]:
+    """The gradebook's fields of one student (numbers stay numbers)."""
+    s = student.submission
+    report = student.report or {}
+    row = report.get("agents", {}).get("submission") or {}
+    failures = report.get("failures", {})
+    earned = {e.name: e.points for e in student.earned}
+    out: dict[str, Any] = {
+        "student": s.student,
+        "file": os.path.basename(s.path),
+        "status": student.status,
+        "games": report.get("games"),
+        "failed_games": failed_games(report) if report else None,
+        "percent_of_optimal": row.get("percent_of_optimal"),
+        "percent_of_optimal_ci95": row.get("percent_of_optimal_ci95"),
+        "mean": row.get("mean"),
+        "mean_ci95": row.get("ci95"),
+        "regret": row.get("regret_mean"),
+        "regret_keep": row.get("regret_keep_mean"),
+        "regret_box": row.get("regret_box_mean"),
+        "regret_illegal": row.get("regret_illegal_mean"),
+        "regret_failure": row.get("regret_failure_mean"),
+        "upper_bonus_rate": row.get("upper_bonus_rate"),
+        "failures": failures.get("count"),
+        "failure_kinds": ";".join(f"{k}:{n}" for k, n in sorted(failures.get("by_kind", {}).items()))
+        or (student.error or ""),
+        "report": f"{s.folder}/report.html" if student.files else "",
+    }
+    for name, points in earned.items():
+        out[f"points: {name}"] = points
+    if student.earned:
+        out["points"] = round(sum(e.points for e in student.earned), 2)
+        out["max_points"] = round(sum(e.max_points for e in student.earned), 2)
+    return out
+
+
+def gradebook_csv(result: ClassResult) -> str:
+    """The gradebook as CSV text (module docstring)."""
+    columns = list(COLUMNS)
+    if result.rubric is not None:
+        columns += [f"points: {c.name}" for c in result.rubric.criteria] + ["points", "max_points"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for student in result.students:
+        row = _row(student)
+        writer.writerow([_cell(row.get(column)) for column in columns])
+    return buffer.getvalue()
+
+
+def gradescope_results(result: ClassResult, student: StudentResult) -> dict[str, Any]:
+    """One student's ``results.json`` in Gradescope's autograder format (module docstring)."""
+    report = student.report or {}
+    row = report.get("agents", {}).get("submission")
+    if row is not None:
+        output = (
+            f"{row['percent_of_optimal']:.2f}% of optimal (95% CI ± {row['percent_of_optimal_ci95']:.2f}), "
+            f"mean score {row['mean']:.2f} on {report['games']} games; status {student.status}."
+        )
+    else:
+        output = f"Not scored: {student.error or student.status}."
+    problems = report.get("problems", [])
+    if problems:
+        output += "\n" + "\n".join(f"Problem: {line}" for line in problems)
+    earned = student.earned or [_percent_only(row)]
+    tests = [
+        {
+            "name": e.name,
+            "score": e.points,
+            "max_score": e.max_points,
+            "status": "passed" if e.points >= e.max_points else "failed",
+            "output": e.detail,
+            "visibility": "visible",
+        }
+        for e in earned
+    ]
+    out: dict[str, Any] = {
+        "score": round(sum(e.points for e in earned), 2),
+        "output": output,
+        "tests": tests,
+        "extra_data": {"status": student.status, "max_score": round(sum(e.max_points for e in earned), 2)},
+    }
+    if row is not None:
+        leaderboard = [{"name": "percent of optimal", "value": round(row["percent_of_optimal"], 3)}]
+        leaderboard.append({"name": "mean score", "value": round(row["mean"], 3)})
+        if row.get("regret_mean") is not None:
+            leaderboard.append(
+                {"name": "regret (points a game)", "value": round(row["regret_mean"], 3), "order": "asc"}
+            )
+        out["leaderboard"] = leaderboard
+    return out
+
+
+def _percent_only(row: dict[str, Any] | None) -> Earned:
+    """Without a rubric: one test, the percent of optimal as points out of 100 (0 unscored)."""
+    percent = 0.0 if row is None else row["percent_of_optimal"]
+    value = round(min(100.0, max(0.0, percent)), 2)
+    return Earned(
+        "percent of optimal", value, 100.0, f"{percent:.2f}% of optimal (no rubric: the percent is the score)"
+    )
+
+
+def class_data(result: ClassResult) -> dict[str, Any]:
+    """The class as JSON-ready data (``class.json``)."""
+    return {
+        "rules": result.rules.name,
+        "rules_options": dict(result.rules.options),
+        "rules_fingerprint": result.rules.fingerprint,
+        "games": result.games,
+        "seed": result.seed,
+        "isolated": result.isolated,
+        "solver": result.solver,
+        "interrupted": result.interrupted,
+        "optimal_expected_score": result.optimal_expected_score,
+        "references": result.baselines.rows,
+        "rubric": None
+        if result.rubric is None
+        else {
+            "title": result.rubric.title,
+            "max_points": result.rubric.max_points,
+            "criteria": [{"name": c.name, "kind": c.kind, "points": c.points} for c in result.rubric.criteria],
+        },
+        "students": [
+            {
+                **_row(student),
+                "folder": student.submission.folder,
+                "spec": student.submission.spec,
+                "error": student.error,
+                "earned": [e.__dict__ for e in student.earned],
+            }
+            for student in result.students
+        ],
+    }
+
+
+def _fmt(value: float | None, digits: int = 2, suffix: str = "") -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}{suffix}"
+
+
+_CLASS_STYLE = ".bar{display:inline-block;height:.7rem;background:#0969da;vertical-align:middle;margin-right:.4rem}"
+
+
+def render_class_html(result: ClassResult) -> str:
+    """The class page (module docstring)."""
+    e = html.escape
+    rules = result.rules
+    options = f", options <code>{e(json.dumps(dict(rules.options), sort_keys=True))}</code>" if rules.options else ""
+    isolation = "each submission isolated" if result.isolated else "UNISOLATED (trusted code only)"
+    body = [
+        f"<h1>Class grades: {e(rules.title)}</h1>",
+        f"<p>{e(rules.title)} (<code>{e(rules.name)}</code>{options}), {result.games} games per agent, seed "
+        f"{result.seed}, {len(result.students)} submissions, {e(isolation)}"
+        + (f"; rubric <strong>{e(result.rubric.title or 'rubric')}</strong>" if result.rubric else "")
+        + ".</p>",
+    ]
+    if result.interrupted:
+        body.append('<p class="problem">The grading was interrupted: some students are not (fully) graded.</p>')
+    body.append(
+        "<h2>References</h2><table><tr><th>agent</th><th>mean (95% CI)</th><th>percent of optimal</th></tr>"
+        f'<tr><td>optimal expected score</td><td class="num">{result.optimal_expected_score:.2f}</td>'
+        '<td class="num">100.0%</td></tr>'
+    )
+    for name, row in result.baselines.rows.items():
+        body.append(
+            f'<tr><td>{e(name)}</td><td class="num">{_fmt(row["mean"])} ± {_fmt(row["ci95"])}</td>'
+            f'<td class="num">{_fmt(row["percent_of_optimal"], 1, "%")}</td></tr>'
+        )
+    body.append("</table>")
+    head = (
+        "<th>student</th><th>status</th><th>percent of optimal (95% CI)</th><th>mean</th><th>regret: keeps</th>"
+        "<th>boxes</th><th>upper bonus</th><th>failed games</th>"
+    )
+    if result.rubric is not None:
+        head += f"<th>points (of {result.rubric.max_points:g})</th>"
+    body.append(f'<h2>Students</h2><table id="students"><tr>{head}</tr>')
+    for student in result.students:
+        row = _row(student)
+        name = e(student.submission.student)
+        link = f'<a href="{e(quote(student.submission.folder))}/report.html">{name}</a>' if student.files else name
+        percent = row["percent_of_optimal"]
+        bar = (
+            f'<span class="bar" style="width:{max(0.0, min(percent, 100.0)) * 0.8:.1f}px"></span>'
+            if percent is not None
+            else ""
+        )
+        status = e(student.status) + (f'<br><span class="problem">{e(student.error)}</span>' if student.error else "")
+        bonus = row["upper_bonus_rate"]
+        cells = [
+            link,
+            status,
+            bar
+            + _fmt(percent, 1, "%")
+            + (f" ± {row['percent_of_optimal_ci95']:.1f}" if row["percent_of_optimal_ci95"] is not None else ""),
+            _fmt(row["mean"]),
+            _fmt(row["regret_keep"]),
+            _fmt(row["regret_box"]),
+            _fmt(None if bonus is None else 100 * bonus, 1, "%"),
+            "n/a" if row["failed_games"] is None else f"{row['failed_games']} of {row['games']}",
+        ]
+        if result.rubric is not None:
+            detail = "; ".join(f"{x.name}: {x.points:g}/{x.max_points:g}" for x in student.earned)
+            cells.append(f'<span title="{e(detail)}">{row.get("points", 0):g}</span>')
+        body.append(
+            f'<tr data-student="{e(student.submission.folder)}">'
+            + "".join(f"<td>{cell}</td>" if i < 2 else f'<td class="num">{cell}</td>' for i, cell in enumerate(cells))
+            + "</tr>"
+        )
+    body.append("</table>")
+    body.append(
+        "<p>Each student's report (percent of optimal, the exact regret, the costliest mistakes, failures "
+        'and a replay of every game) is linked from their name; <a href="gradebook.csv">gradebook.csv</a> holds '
+        'this table, <a href="class.json">class.json</a> all of it as data, '
+        "<code>&lt;student&gt;/results.json</code> the Gradescope results.</p>"
+    )
+    title = f"Class grades: {rules.title}"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)}</title><style>{REPORT_STYLE}{_CLASS_STYLE}</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
+
+
+def _write(path: Path, text: str) -> Path:
+    partial = path.parent / f".{path.name}.partial"
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+    return path
+
+
+def write_class(result: ClassResult, out: str | os.PathLike) -> list[Path]:
+    """Write the class files and each student's Gradescope ``results.json`` (module docstring), each whole."""
+    out = Path(out)
+    written = []
+    for student in result.students:
+        folder = out / student.submission.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(gradescope_results(result, student), indent=1, sort_keys=True) + "\n"
+        written.append(_write(folder / GRADESCOPE_FILE, text))
+    written.append(_write(out / "gradebook.csv", gradebook_csv(result)))
+    written.append(_write(out / "index.html", render_class_html(result)))
+    written.append(_write(out / "class.json", json.dumps(class_data(result), indent=1, sort_keys=True) + "\n"))
+    return written

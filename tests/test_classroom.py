@@ -1,0 +1,456 @@
+"""Grading a class (``python -m agents.commands.grade FOLDER --out DIR``): the references played once,
+every student graded as the single grade grades them, the gradebook, the rubric's points, Gradescope's
+results and the class page."""
+
+from __future__ import annotations
+
+import csv
+import html.parser
+import io
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.course import grader
+from agents.course.classroom import find_agent_class, find_submissions, grade_class
+from agents.course.gradebook import _cell, gradebook_csv, write_class
+from agents.course.rubric import curve_fraction, failed_games, parse_rubric, score_report
+from agents.course.sandbox import Limits, isolation_problem
+
+ROOT = Path(__file__).resolve().parents[1]
+ISOLATED = isolation_problem() is None
+UNISOLATED = [] if ISOLATED else ["--unisolated"]
+GAMES = 6
+SEED = 5
+FAST = Limits(decision_seconds=20, game_seconds=120, load_seconds=120, max_failures=3)
+SCRIPT_NAME = "<script>alert(1)<script>"
+
+#: plays like the greedy agent without rerolling (one of the example class)
+GOOD = (ROOT / "examples" / "course" / "instructor" / "class_example" / "curie.py").read_text()
+
+STUDENTS = {
+    "good": GOOD,
+    SCRIPT_NAME: GOOD,
+    "weak": """
+import numpy as np
+
+
+class Weak:
+    def act(self, observation, action_mask):
+        return 32 + int(np.flatnonzero(action_mask[32:])[0])  # the first open box, whatever the dice
+""",
+    "illegal": """
+class Illegal:
+    def act(self, observation, action_mask):
+        return 31  # keep all five dice: never legal
+""",
+    "two": GOOD + "\n\nclass Other(Agent):\n    def act(self, observation, action_mask):\n        return 32\n",
+}
+
+RUBRIC = {
+    "title": "test rubric",
+    "criterion": [
+        {"name": "legal play", "kind": "legal_play", "points": 10},
+        {"name": "beats greedy", "kind": "beats_greedy", "points": 10},
+        {
+            "name": "percent of optimal",
+            "kind": "percent_of_optimal",
+            "points": 70,
+            "thresholds": [[0, 0.0], [100, 1.0]],
+        },
+        {"name": "upper bonus", "kind": "upper_bonus", "points": 10, "thresholds": [[0, 0.0], [50, 1.0]]},
+    ],
+}
+
+
+def _flaky_source() -> str:
+    """A flaky agent: plays like GOOD, but raises on turn three of games 1 and 3."""
+    return GOOD.replace("class Agent:", "class Flaky:").replace(
+        "    def act(self, observation, action_mask):\n",
+        "    def reset(self):\n        self.game = getattr(self, 'game', -1) + 1\n\n"
+        "    def act(self, observation, action_mask):\n"
+        "        if self.game in (1, 3) and observation['turn'] == 2:\n"
+        "            raise ValueError('turn three of an odd game')\n",
+    )
+
+
+STUDENTS["flaky"] = _flaky_source()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    path = tmp_path_factory.mktemp("class")
+    for name, source in STUDENTS.items():
+        (path / f"{name}.py").write_text(source)
+    return path
+
+
+@pytest.fixture(scope="module")
+def graded(folder, tmp_path_factory):
+    """The class graded in this process (jobs=1), counting the benchmark's calls."""
+    out = tmp_path_factory.mktemp("grades")
+    calls = []
+    real = grader.benchmark
+
+    def spy(rules, agents, **kwargs):
+        calls.append([a if isinstance(a, str) else a[0] for a in agents])
+        return real(rules, agents, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grader, "benchmark", spy)
+        result = grade_class(
+            find_submissions([str(folder)]),
+            "yacht",
+            out,
+            games=GAMES,
+            seed=SEED,
+            limits=FAST,
+            isolated=ISOLATED,
+            jobs=1,
+            rubric=parse_rubric(RUBRIC),
+        )
+    write_class(result, out)
+    return result, out, calls
+
+
+def _rows(out: Path) -> dict[str, dict[str, str]]:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as handle:
+        return {row["student"]: row for row in csv.DictReader(handle)}
+
+
+def test_the_references_are_played_once_for_the_class(graded):
+    result, _, calls = graded
+    assert calls.count(["optimal", "greedy"]) == 1
+    assert calls[0] == ["optimal", "greedy"]  # first, before any student
+    assert all(names in (["submission"], []) for names in calls[1:])
+    graded_students = [s for s in result.students if s.report is not None]
+    assert len(calls) == 1 + len(graded_students)
+    for student in graded_students:  # every report holds the same reference rows
+        assert student.report["agents"]["optimal"] == result.baselines.rows["optimal"]
+        assert student.report["agents"]["greedy"] == result.baselines.rows["greedy"]
+
+
+def test_a_students_report_is_the_single_grades(graded, folder):
+    _, out, _ = graded
+    single = grader.grade(
+        f"{folder / 'good.py'}:Agent", "yacht", games=GAMES, seed=SEED, limits=FAST, isolated=ISOLATED
+    )
+    assert (out / "good" / "report.json").read_text(encoding="utf-8") == grader.report_json(single)
+
+
+def test_the_gradebook_has_a_row_per_student(graded):
+    result, out, _ = graded
+    rows = _rows(out)
+    assert sorted(rows) == sorted(STUDENTS)
+    assert [row["student"] for row in csv.DictReader(io.StringIO(gradebook_csv(result)))] == sorted(STUDENTS)
+    status = {name: row["status"] for name, row in rows.items()}
+    assert status == {
+        "good": "ok",
+        SCRIPT_NAME: "ok",
+        "weak": "ok",
+        "flaky": "failures",
+        "illegal": "partial",
+        "two": "no_agent",
+    }
+    assert rows["flaky"]["failed_games"] == "2" and rows["flaky"]["failure_kinds"] == "exception:2"
+    assert rows["illegal"]["failed_games"] == str(GAMES)
+    assert "2 classes with an act method" in rows["two"]["failure_kinds"] and rows["two"]["report"] == ""
+    good = json.loads((out / "good" / "report.json").read_text())["agents"]["submission"]
+    assert float(rows["good"]["percent_of_optimal"]) == pytest.approx(good["percent_of_optimal"], rel=1e-5)
+    assert float(rows["good"]["percent_of_optimal_ci95"]) == pytest.approx(good["percent_of_optimal_ci95"], rel=1e-5)
+    assert float(rows["good"]["regret_keep"]) + float(rows["good"]["regret_box"]) == pytest.approx(
+        float(rows["good"]["regret"]), abs=1e-4
+    )
+    assert rows["good"]["upper_bonus_rate"] == ""  # yacht has no upper bonus
+    assert float(rows["weak"]["mean"]) < float(rows["good"]["mean"])
+    assert rows["good"]["report"] == "good/report.html"
+
+
+def test_the_rubric_gives_points_with_partial_credit(graded):
+    result, out, _ = graded
+    rows = _rows(out)
+    greedy = result.baselines.rows["greedy"]["mean"]
+    for name in ("good", "weak", "flaky"):
+        row = rows[name]
+        assert float(row["points: legal play"]) == pytest.approx(
+            10 * (GAMES - int(row["failed_games"])) / GAMES, abs=0.01
+        )
+        assert float(row["points: beats greedy"]) == (10.0 if float(row["mean"]) > greedy else 0.0)
+        assert float(row["points: percent of optimal"]) == pytest.approx(
+            0.7 * float(row["percent_of_optimal"]), abs=0.01
+        )
+        assert float(row["points: upper bonus"]) == 10.0  # no upper bonus in yacht: full points
+        parts = [float(row[f"points: {c['name']}"]) for c in RUBRIC["criterion"]]
+        assert float(row["points"]) == pytest.approx(sum(parts), abs=0.01)
+        assert row["max_points"] == "100"
+    assert float(rows["flaky"]["points: legal play"]) == pytest.approx(6.67)  # 4 of 6 games without a failure
+    for name in ("illegal", "two"):
+        assert float(rows[name]["points: legal play"]) == 0.0
+    assert float(rows["two"]["points"]) == 0.0
+
+
+def _no_nan(text: str):
+    def refuse(name):
+        raise ValueError(f"{name} in JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_gradescope_results_follow_the_format(graded):
+    result, out, _ = graded
+    for student in result.students:
+        data = _no_nan((out / student.submission.folder / "results.json").read_text(encoding="utf-8"))
+        assert set(data) <= {"score", "output", "tests", "leaderboard", "extra_data"}
+        assert isinstance(data["score"], (int, float)) and isinstance(data["output"], str)
+        assert "seed" not in json.dumps(data).lower()  # students may see it before the deadline
+        assert data["tests"], student.submission.student
+        for test in data["tests"]:
+            assert set(test) == {"name", "score", "max_score", "status", "output", "visibility"}
+            assert isinstance(test["name"], str) and isinstance(test["output"], str)
+            assert 0 <= test["score"] <= test["max_score"]
+            assert test["status"] == ("passed" if test["score"] == test["max_score"] else "failed")
+            assert test["visibility"] == "visible"
+        assert data["score"] == pytest.approx(sum(t["score"] for t in data["tests"]), abs=0.01)
+        assert data["extra_data"]["max_score"] == 100
+        if student.report is not None and student.report["agents"].get("submission"):
+            names = [entry["name"] for entry in data["leaderboard"]]
+            assert names == ["percent of optimal", "mean score", "regret (points a game)"]
+            assert all(isinstance(entry["value"], (int, float)) for entry in data["leaderboard"])
+            assert data["leaderboard"][2]["order"] == "asc"
+        else:
+            assert "leaderboard" not in data and data["score"] == 0
+    two = _no_nan((out / "two" / "results.json").read_text())
+    assert "2 classes with an act method" in two["output"]
+
+
+class _Links(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links, self.tags, self.text = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag == "a":
+            self.links.append(dict(attrs)["href"])
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_the_class_page_links_every_report_and_escapes_names(graded):
+    result, out, _ = graded
+    page = (out / "index.html").read_text(encoding="utf-8")
+    parsed = _Links()
+    parsed.feed(page)
+    assert "script" not in parsed.tags and "<script" not in page.lower()
+    assert SCRIPT_NAME in "".join(parsed.text)  # shown as text
+    reports = [s for s in result.students if s.files]
+    assert parsed.links[-2:] == ["gradebook.csv", "class.json"]
+    assert len(parsed.links) - 2 == len(reports) == len(STUDENTS) - 1  # "two" has no report
+    from urllib.parse import unquote
+
+    for link in parsed.links:
+        assert (out / unquote(link)).is_file(), link
+        assert not link.startswith(("http:", "https:", "/", "javascript:"))
+    assert 'href="_script_alert_1__script_/report.html"' in page
+    for marker in ("http://", "https://", "<link", "@import"):
+        assert marker not in page
+
+
+def test_student_folders_are_safe_and_unique(tmp_path):
+    for name in ("a b", "a_b", "A-B", "..", "x:y,z"):
+        (tmp_path / f"{name}.py").write_text(GOOD)
+    submissions = find_submissions([str(tmp_path)])
+    folders = [s.folder for s in submissions]
+    assert len({f.lower() for f in folders}) == len(folders)
+    assert all(f and f.strip(".") == f and all(c.isalnum() or c in "._-" for c in f) for f in folders)
+
+
+def test_finding_the_agent_class(tmp_path):
+    one = tmp_path / "one.py"
+    one.write_text("class Helper:\n    pass\n\n\nclass Agent:\n    def act(self, o, m):\n        return 32\n")
+    assert find_agent_class(one) == ("Agent", None)
+    none = tmp_path / "none.py"
+    none.write_text("def act(o, m):\n    return 32\n")
+    name, why = find_agent_class(none)
+    assert name is None and "no class with an act method" in why and "--class" in why
+    assert find_agent_class(none, "Mine") == ("Mine", None)
+    broken = tmp_path / "broken.py"
+    broken.write_text("class Agent(:\n")
+    assert find_agent_class(broken) == ("Agent", None)  # graded: its report shows the syntax error
+    runs = tmp_path / "runs.py"
+    runs.write_text(
+        f"open({str(tmp_path / 'ran')!r}, 'w').close()\nclass A:\n    def act(self, o, m):\n        return 32\n"
+    )
+    assert find_agent_class(runs) == ("A", None)
+    assert not (tmp_path / "ran").exists()  # parsed, never run in the grader
+
+
+def test_rubric_curves_and_failed_games():
+    steps = ((10.0, 0.5), (30.0, 1.0))
+    assert [curve_fraction(x, steps, "steps") for x in (5, 10, 29.9, 30, 99)] == [0.0, 0.5, 0.5, 1.0, 1.0]
+    line = ((60.0, 0.0), (85.0, 0.75), (95.0, 1.0))
+    assert curve_fraction(50, line) == 0.0 and curve_fraction(100, line) == 1.0
+    assert math.isclose(curve_fraction(72.5, line), 0.375) and math.isclose(curve_fraction(90, line), 0.875)
+    report = {"games": 200, "status": "partial", "failures": {"count": 10, "stopped_at_game": 149}}
+    assert failed_games(report) == 10 + 50  # the 50 games after game 149 were not asked for
+    assert failed_games({"games": 200, "status": "not_loaded", "failures": {"count": 1}}) == 200
+
+
+def test_upper_bonus_and_margin_criteria():
+    rubric = parse_rubric(
+        {
+            "criterion": [
+                {
+                    "name": "bonus",
+                    "kind": "upper_bonus",
+                    "points": 10,
+                    "thresholds": [[10, 0.5], [30, 1]],
+                    "curve": "steps",
+                },
+                {"name": "greedy", "kind": "beats_greedy", "points": 5, "margin": 3},
+                {"name": "legal", "kind": "legal_play", "points": 4, "partial": False},
+            ]
+        }
+    )
+    row = {"mean": 200.0, "upper_bonus_rate": 0.2, "percent_of_optimal": 80.0}
+    report = {
+        "games": 10,
+        "status": "failures",
+        "failures": {"count": 1, "stopped_at_game": None},
+        "agents": {"submission": row, "greedy": {"mean": 198.0}},
+    }
+    earned = {e.name: e.points for e in score_report(rubric, report)}
+    assert earned == {"bonus": 5.0, "greedy": 0.0, "legal": 0.0}  # 20% of games: step 10; 200 < 198 + 3; a failure
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({}, "no [[criterion]]"),
+        ({"criterion": [{"name": "x", "kind": "style", "points": 1}]}, "kind must be one of"),
+        ({"criterion": [{"name": "x", "kind": "legal_play", "points": 0}]}, "points must be a number > 0"),
+        ({"criterion": [{"name": "x", "kind": "percent_of_optimal", "points": 1}]}, "thresholds must be a list"),
+        (
+            {"criterion": [{"name": "x", "kind": "percent_of_optimal", "points": 1, "thresholds": [[90, 1], [80, 0]]}]},
+            "must increase",
+        ),
+        (
+            {"criterion": [{"name": "x", "kind": "upper_bonus", "points": 1, "thresholds": [[90, 1.5]]}]},
+            "between 0 and 1",
+        ),
+        (
+            {"criterion": [{"name": "x", "kind": "legal_play", "points": 1, "thresholds": [[1, 1]]}]},
+            "takes no thresholds",
+        ),
+        ({"criterion": [{"name": "x", "kind": "legal_play", "points": 1, "bonus": 2}]}, "unknown key(s) bonus"),
+        ({"criterion": [{"name": "x", "kind": "legal_play", "points": 1}] * 2}, "distinct names"),
+    ],
+)
+def test_rubric_errors_are_one_line(data, message):
+    with pytest.raises(ValueError, match=None) as error:
+        parse_rubric(data)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_example_rubric_loads():
+    from agents.course.rubric import load_rubric
+
+    rubric = load_rubric(ROOT / "examples" / "course" / "instructor" / "rubric.toml")
+    assert rubric.max_points == 100
+
+
+def test_csv_cells_never_start_a_formula():
+    assert _cell("=HYPERLINK(1)") == "'=HYPERLINK(1)"
+    assert _cell("+1") == "'+1" and _cell("@x") == "'@x" and _cell("-2") == "'-2"
+    assert _cell(-2.5) == "-2.5" and _cell(None) == "" and _cell("alice") == "alice"
+
+
+def _command(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agents.commands.grade", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
+
+
+def test_the_command_grades_a_class_in_parallel(graded, folder, tmp_path):
+    """Two workers, a list of files (one with ``:`` and ``,`` in its name, graded from a copy): the same rows."""
+    odd = tmp_path / "odd:name,x.py"
+    odd.write_text(GOOD)
+    out = tmp_path / "grades"
+    files = [str(folder / "good.py"), str(folder / "flaky.py"), str(odd)]
+    done = _command(
+        *files, "--rules", "yacht", "--games", str(GAMES), "--seed", str(SEED), "--out", str(out), "--jobs", "2",
+        "--decision-seconds", "20", "--game-seconds", "120", "--load-seconds", "120", "--max-failures", "3", *UNISOLATED,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "graded 3 submissions" in done.stdout and "(2 at a time)" in done.stdout
+    rows = _rows(out)
+    before = _rows(graded[1])
+    keys = ("status", "failed_games", "percent_of_optimal", "mean", "regret", "failure_kinds")
+    for name in ("good", "flaky"):
+        assert {k: rows[name][k] for k in keys} == {k: before[name][k] for k in keys}
+    assert {k: rows["odd:name,x"][k] for k in keys} == {k: before["good"][k] for k in keys}
+    assert json.loads((out / "odd_name_x" / "report.json").read_text())["submission"] == f"{odd}:Agent"
+    assert (out / "index.html").is_file() and (out / "good" / "results.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--games", "2"], "needs --out DIR"),
+        (["--out", "OUT", "--jobs", "0"], "jobs must be an integer >= 1"),
+        (["--out", "OUT", "--rubric", "missing.toml"], "--rubric missing.toml: cannot read it"),
+    ],
+)
+def test_class_command_errors_are_one_line(folder, tmp_path, args, message):
+    args = [a.replace("OUT", str(tmp_path / "out")) for a in args]
+    done = _command(str(folder), "--rules", "yacht", *args, *UNISOLATED)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_single_grade_options_are_refused_for_one_submission(folder):
+    done = _command(f"{folder / 'good.py'}:Agent", "--rules", "yacht", "--jobs", "2", *UNISOLATED)
+    assert done.returncode == 2 and "grade a class" in done.stderr
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_sigterm_ends_the_class_with_partial_reports(folder, tmp_path, jobs):
+    """SIGTERM (as Ctrl-C): the grade in progress ends partial, the class files are written, status 130."""
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "a_good.py").write_text(GOOD)
+    (slow / "b_slow.py").write_text(
+        GOOD.replace("class Agent:", "class Slow:").replace(
+            "    def act(self, observation, action_mask):\n",
+            "    def act(self, observation, action_mask):\n        __import__('time').sleep(0.5)\n",
+        )
+    )
+    out = tmp_path / "grades"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agents.commands.grade", str(slow), "--rules", "yacht", "--games", "200", "--out",
+         str(out), "--jobs", jobs, "--load-seconds", "120", *UNISOLATED],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / "a_good" / "report.json").is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # the slow one is playing its games
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=240)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    rows = _rows(out)
+    assert rows["a_good"]["status"] == "ok"
+    assert rows["b_slow"]["status"] == "partial"
+    report = json.loads((out / "b_slow" / "report.json").read_text())
+    assert report["interrupted"] is True
+    assert "interrupted" in (out / "index.html").read_text()
