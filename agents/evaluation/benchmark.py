@@ -133,6 +133,8 @@ class _Partial:
     mistakes: dict = field(default_factory=dict)
 
     def merge(self, other: _Partial) -> None:
+        """Append ``other``'s games after these (its examples' game indices shift by the games here)."""
+        shift = len(self.scores)
         for name in ("scores", "box_scores", "upper_bonus", "five_kind", "regret_keep", "regret_box", "regret_illegal"):
             getattr(self, name).extend(getattr(other, name))
         self.keep_decisions += other.keep_decisions
@@ -144,7 +146,7 @@ class _Partial:
             mine[0] += total
             mine[1] += count
             if worst > mine[3]:
-                mine[3], mine[4] = worst, example
+                mine[3], mine[4] = worst, {**example, "game": example["game"] + shift}
 
 
 def _dice_text(dice) -> str:
@@ -373,6 +375,8 @@ def _tally(
     """Per-game regret by kind and the mistakes table from decisions in game order (``per_game`` decisions
     each), summed in that order: the same floats however the games were played."""
     game = np.repeat(np.arange(len(per_game)), per_game)
+    first_game = len(out.regret_keep)  # games tallied before these: the index of this call's first game
+    first_move = np.cumsum(per_game) - per_game  # each game's first decision
     kind = np.where(~legal, 2, np.where(actions >= N_KEEP_ACTIONS, 1, 0))  # keep, box, illegal
     for code, target in enumerate((out.regret_keep, out.regret_box, out.regret_illegal)):
         chosen = kind == code
@@ -398,6 +402,8 @@ def _tally(
                 "loss": round(loss, 4),
                 "taken_action": action,
                 "best_action": best_action,
+                "game": first_game + int(game[i]),
+                "move": int(i - first_move[game[i]]),
             }
 
 
