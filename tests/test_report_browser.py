@@ -290,6 +290,18 @@ def mistakes_in(report: dict) -> list[tuple[int, int]]:
     ]
 
 
+def open_move(browser: Browser, game: int, move: int) -> None:
+    """Go to a move by the page's address (``#replay-game-G-move-M``, from 1), and wait until it shows."""
+    browser.evaluate(f"location.hash = '#replay-game-{game + 1}-move-{move + 1}'")
+    deadline = time.monotonic() + 10
+    shown = (
+        "(() => { const p = document.getElementById('replay-position'); return [+p.dataset.game, +p.dataset.move]; })()"
+    )
+    while browser.evaluate(shown) != [game, move]:  # hashchange is an event: it comes after the evaluation
+        assert time.monotonic() < deadline, f"the replay did not open game {game}, move {move}"
+        time.sleep(0.05)
+
+
 def visible(browser: Browser, selector: str) -> bool:
     return browser.evaluate(f"document.querySelector({json.dumps(selector)}).checkVisibility()")
 
@@ -378,9 +390,9 @@ def test_the_card_shows_the_upper_bonus_and_the_best_actions_open_on_demand(repo
             "fours (up to 20), fives (up to 25), sixes (up to 30)"
         )
         for move in range(len(made_up["replays"][0]["moves"])):  # game 0: the subtotal at every move
-            browser.evaluate(f"location.hash = '#replay-game-1-move-{move + 1}'")
+            open_move(browser, 0, move)
             check(browser.evaluate(SHOWN), expected(made_up, 0, move))
-        browser.evaluate(f"location.hash = '#replay-game-{game + 1}-move-6'")
+        open_move(browser, game, 5)
         shown = browser.evaluate(SHOWN)
         check(shown, expected(made_up, game, 5))
         assert shown["upper"] == "59/63"
@@ -407,7 +419,7 @@ def test_the_card_shows_the_upper_bonus_and_the_best_actions_open_on_demand(repo
         assert not visible(browser, "#replay-alt-rows")
         browser.key("a", 65)
         lost = next(m for g, m in mistakes_in(made_up) if g == undetailed)
-        browser.evaluate(f"location.hash = '#replay-game-{undetailed + 1}-move-{lost + 1}'")
+        open_move(browser, undetailed, lost)
         shown = browser.evaluate(SHOWN)
         _, _, action, best, loss, _, _ = made_up["replays"][undetailed]["moves"][lost]
         assert shown["alternatives"] == [[best, "", "best", ""], [action, "", f"-{loss:.2f}", "chosen"]]

@@ -392,6 +392,8 @@ _SCRIPT = r"""
     $("replay-game").value = game;
     $("replay-position").textContent = "game " + game + " of " + games.length + " (final score " + record.score +
       "), move " + (move + 1) + " of " + moves.length + ", turn " + turn + ", " + rollsLeft + " reroll(s) left";
+    $("replay-position").dataset.game = game;
+    $("replay-position").dataset.move = move;
     let mistakes = 0, lostHere = 0;
     moves.forEach(function (mv) { if (mv[4] !== null && mv[4] > 0) { mistakes += 1; lostHere += mv[4]; } });
     $("replay-position").textContent += "; " + mistakes + " mistake(s) in this game, " + lostHere.toFixed(2) + " points lost";
