@@ -242,8 +242,9 @@ def report_json(report: dict[str, Any]) -> str:
     if "replay_detail" in report:
         detail = dict(report["replay_detail"])
         games = detail.pop("games", [])
-        head = json.dumps(detail, separators=(",", ":"), sort_keys=True)
-        text = text[: -len("\n}")] + f',\n "replay_detail": {head[:-1]},"games":[\n{one_a_line(games)}\n ]}}\n}}'
+        head = json.dumps(detail, separators=(",", ":"), sort_keys=True)[1:-1]  # its other fields, on one line
+        head += "," if head else ""
+        text = text[: -len("\n}")] + f',\n "replay_detail": {{{head}"games":[\n{one_a_line(games)}\n ]}}\n}}'
     return text[: -len("\n}")] + f',\n "replays": [\n{one_a_line(report.get("replays", []))}\n ]\n}}\n'
 
 
