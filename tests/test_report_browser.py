@@ -1,5 +1,7 @@
 """The grade report's replay in a real browser: headless Chromium opens report.html, steps through
-a game with mouse clicks and the keyboard, and what it shows is checked against the game record.
+a game with mouse clicks and the keyboard, and what it shows is checked against the game record:
+the dice, the card with its upper subtotal and what the upper bonus needs, the best actions (opened
+on demand), the costliest mistakes' links to their moves and the previous/next-mistake buttons and keys.
 
 Skipped where no Chromium is installed (Debian: ``apt-get install chromium``; ``.ci/run`` installs
 it). Chromium is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``), so no
