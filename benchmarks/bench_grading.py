@@ -8,8 +8,8 @@ before isolation), interleaved so that both see the same machine load:
    worker, import the project, load the submission), ``--starts`` times each;
 2. **decision**: one ``act`` round trip (the observation out, the action back),
    ``--decisions`` times each, on the course's starter agent;
-3. **course grade**: ``python -m agents.commands.grade examples/course/my_agent.py:MyAgent
-   --config examples/course/grading.toml --games N`` end to end, without a failure limit (the
+3. **course grade**: ``python -m agents.commands.grade examples/course/student/my_agent.py:MyAgent
+   --config examples/course/instructor/grading.toml --games N`` end to end, without a failure limit (the
    starter agent sometimes keeps all five dice, an illegal action; the solver's values come
    from the cache: a first run solves). ``--baseline DIR`` also times the same command in
    another checkout, with its own course files (e.g. ``git archive`` of the commit before
@@ -27,15 +27,26 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-COURSE = ROOT / "examples" / "course"
+
+
+def course_files(checkout: Path) -> tuple[Path, Path]:
+    """The starter agent and the grading config of a checkout: ``student/my_agent.py`` and
+    ``instructor/grading.toml``, or, in a checkout from before the course kit split them, both at the top of
+    ``examples/course/``."""
+    course = checkout / "examples" / "course"
+    if (course / "student").is_dir():
+        return course / "student" / "my_agent.py", course / "instructor" / "grading.toml"
+    return course / "my_agent.py", course / "grading.toml"
 
 
 def _starts(n: int) -> dict[str, list[float]]:
@@ -47,7 +58,7 @@ def _starts(n: int) -> dict[str, list[float]]:
     for _ in range(n):
         for isolated in (True, False):
             start = time.perf_counter()
-            agent = SandboxedAgent(f"{COURSE / 'my_agent.py'}:MyAgent", rules, limits=Limits(), isolated=isolated)
+            agent = SandboxedAgent(f"{course_files(ROOT)[0]}:MyAgent", rules, limits=Limits(), isolated=isolated)
             times["isolated" if isolated else "unisolated"].append(time.perf_counter() - start)
             assert agent.load_error is None, agent.load_error
             agent.close()
@@ -63,7 +74,7 @@ def _decisions(n: int) -> dict[str, float]:
     env = DicePokerEnv(rules)
     obs, info = env.reset(seed=1)
     agents = {
-        name: SandboxedAgent(f"{COURSE / 'my_agent.py'}:MyAgent", rules, limits=Limits(), isolated=name == "isolated")
+        name: SandboxedAgent(f"{course_files(ROOT)[0]}:MyAgent", rules, limits=Limits(), isolated=name == "isolated")
         for name in ("isolated", "unisolated")
     }
     times: dict[str, list[float]] = {name: [] for name in agents}
@@ -81,14 +92,14 @@ def _decisions(n: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def _grade(checkout: Path, games: int, extra: list[str], max_failures: int = 1_000_000) -> float:
+def _grade(checkout: Path, games: int, extra: list[str], cache: Path, max_failures: int = 1_000_000) -> float:
     command = [
         sys.executable,
         "-m",
         "agents.commands.grade",
-        f"{checkout / 'examples' / 'course' / 'my_agent.py'}:MyAgent",
+        f"{course_files(checkout)[0]}:MyAgent",
         "--config",
-        str(checkout / "examples" / "course" / "grading.toml"),
+        str(course_files(checkout)[1]),
         "--games",
         str(games),
         "--json",
@@ -96,7 +107,7 @@ def _grade(checkout: Path, games: int, extra: list[str], max_failures: int = 1_0
         str(max_failures),
         *extra,
     ]
-    env = dict(os.environ, PYTHONPATH=str(checkout))
+    env = dict(os.environ, PYTHONPATH=str(checkout), DICE_POKER_CACHE=str(cache))
     start = time.perf_counter()
     result = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=24 * 3600)
     seconds = time.perf_counter() - start
@@ -143,11 +154,18 @@ def main(argv: list[str] | None = None) -> dict:
         unknown = sorted(set(order) - set(kinds))
         if unknown:
             parser.error(f"--grades: {', '.join(unknown)} is not one of {', '.join(kinds)} (baseline needs --baseline)")
-        for name in dict.fromkeys(order):  # each checkout's solver values into its cache first (a first run solves)
-            _grade(kinds[name][0], 2, kinds[name][1])
-        grades: dict[str, list[float]] = {name: [] for name in dict.fromkeys(order)}
-        for name in order:
-            grades[name].append(_grade(kinds[name][0], args.games, kinds[name][1]))
+        # Each checkout has a solver cache of its own, filled first (a first run solves): two checkouts whose cache
+        # formats differ would otherwise take each other's file for a damaged one and solve again in the timed runs.
+        caches = Path(tempfile.mkdtemp(prefix="bench-grading-"))
+        cache = {name: caches / ("baseline" if name == "baseline" else "current") for name in kinds}
+        try:
+            for name in dict.fromkeys(order):
+                _grade(kinds[name][0], 2, kinds[name][1], cache[name])
+            grades: dict[str, list[float]] = {name: [] for name in dict.fromkeys(order)}
+            for name in order:
+                grades[name].append(_grade(kinds[name][0], args.games, kinds[name][1], cache[name]))
+        finally:
+            shutil.rmtree(caches, ignore_errors=True)
         out["grade_seconds"] = grades
         out["games"] = args.games
     if args.json:

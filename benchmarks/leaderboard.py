@@ -228,6 +228,13 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
     except ModuleNotFoundError:
         print("leaderboard: no plots (matplotlib is not installed)", file=sys.stderr)
         return []
+
+    def save(fig, path: Path, dpi: int) -> Path:
+        fig.tight_layout()
+        fig.savefig(path, dpi=dpi)
+        plt.close(fig)
+        return path
+
     written = []
     groups = defaultdict(list)
     for row in rows:
@@ -244,11 +251,7 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
         ax.set_ylabel("fraction of runs > tau")
         ax.set_title("Performance profiles (all rulesets pooled)")
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = RESULTS / "performance_profiles.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, RESULTS / "performance_profiles.png", dpi=120))
     curves = sorted((RESULTS / "curves").glob("*/*/s*.csv")) if (RESULTS / "curves").exists() else []
     if curves:
         by = defaultdict(list)
@@ -274,11 +277,7 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
             ax.set_xlabel("env steps")
             ax.set_ylabel("% of optimal (periodic evaluation)")
             ax.legend(fontsize=6)
-        fig.tight_layout()
-        path = RESULTS / "sample_efficiency.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save(fig, RESULTS / "sample_efficiency.png", dpi=110))
     return written
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.course.grade_report import describe, render_html, render_markdown
+from agents.course.grade_report import describe, render_html, render_markdown, summary_text
 from agents.course.grader import grade
 from agents.course.sandbox import (
     Limits,
@@ -191,8 +191,9 @@ def test_a_good_submission_is_graded_like_the_same_agent_in_process(submissions)
     assert set(report["agents"]) == {"submission", "optimal", "greedy"}
     assert 0 < row["percent_of_optimal"] < 100 and row["regret_mean"] > 0
     assert row["regret_mean"] == pytest.approx(
-        row["regret_keep_mean"] + row["regret_box_mean"] + row["regret_illegal_mean"]
+        row["regret_keep_mean"] + row["regret_box_mean"] + row["regret_illegal_mean"] + row["regret_failure_mean"]
     )
+    assert row["failed_games"] == {} and row["regret_failure_mean"] == 0
     # the replays hold every move; the moves' rewards add up to each game's score
     assert len(report["replays"]) == GAMES
     for game, score in zip(report["replays"], np.asarray([g["score"] for g in report["replays"]])):
@@ -275,9 +276,29 @@ def test_hostile_submissions_get_a_report_that_says_so(submissions, name, kind, 
 def test_max_failures_stops_asking(submissions):
     report = run_grade(submissions, "Raises", games=6, limits=Limits(max_failures=2, load_seconds=120))
     assert report["failures"]["count"] == 2 and report["failures"]["stopped_at_game"] == 1
+    assert report["failures"]["stopped_at_game_number"] == 2  # what people read: games from 1
     scores = [game["score"] for game in report["replays"]]
     assert scores[2:] == [0, 0, 0, 0]  # not played
-    assert any("remaining game(s) score 0" in line for line in report["problems"])
+    assert any(
+        "(game 2) no more decisions" in line and "remaining game(s) score 0" in line for line in report["problems"]
+    )
+    # failed games are failures of their kind, never illegal actions or mistakes
+    row = report["agents"]["submission"]
+    assert row["illegal_actions"] == 0 and row["failed_games"] == {"exception": 2, "stopped": 4}
+    assert [game["failure"] for game in report["replays"]] == ["exception"] * 2 + ["stopped"] * 4
+    assert not any("illegal" in m["mistake"] for m in row["mistakes"])
+    assert row["regret_illegal_mean"] == 0 and row["regret_failure_mean"] > 100  # the 4 unplayed games lose it all
+    parts = sum(row[f"regret_{part}_mean"] for part in ("keep", "box", "illegal", "failure"))
+    assert row["regret_mean"] == pytest.approx(parts)
+    summary = summary_text(report)
+    assert "illegal action -1" not in summary and "illegal actions 2000" not in summary
+    assert "failed games 6 (2 exception, 4 stopped); illegal actions 0" in summary
+    for text in (summary, render_markdown(report), render_html(report)):
+        assert "illegal action -1" not in text
+    failure = report["failures"]["recorded"][0]
+    assert failure["game_number"] == failure["game"] + 1 and failure["decision_number"] == failure["decision"] + 1
+    where = f"game {failure['game'] + 1}, decision {failure['decision'] + 1}"
+    assert f"exception ({where})" in render_markdown(report) and f"exception ({where})" in render_html(report)
 
 
 def test_a_hanging_submission_is_killed_and_the_next_game_starts_a_new_one(submissions):
@@ -286,13 +307,19 @@ def test_a_hanging_submission_is_killed_and_the_next_game_starts_a_new_one(submi
     failures = report["failures"]["recorded"]
     assert [f["kind"] for f in failures] == ["timeout", "timeout"]
     assert [f["game"] for f in failures] == [0, 1]  # a fresh worker played game 1 up to its hang
-    assert "no answer within 3 s" in failures[0]["message"]
+    assert [f["game_number"] for f in failures] == [1, 2]
+    assert (
+        "no answer within 3 s" in failures[0]["message"] and "decision 2 of game 1" in failures[0]["message"]
+    )  # turn 2
+    assert report["agents"]["submission"]["failed_games"] == {"timeout": 2}
 
 
 def test_printing_to_stdout_is_reported(submissions):
     report = run_grade(submissions, "Chatty", games=2)
     assert report["status"] == "ok"  # printing does not fail a game, it is reported
     assert report["stdout"]["bytes"] > 0 and report["stdout"]["first_game"] == 0
+    assert report["stdout"]["first_game_number"] == 1 and report["stdout"]["first_decision_number"] == 1
+    assert any("first in game 1, decision 1" in line for line in report["problems"])
     assert report["stdout"]["sample"].startswith("thinking about")
     assert any("printed" in line for line in report["problems"])
 
@@ -351,7 +378,9 @@ def test_describe_actions():
     boxes = list(load_rules("yacht").box_names)
     assert describe(0b10110, "12246", boxes) == "keep 2-2-6"
     assert describe(0, "12246", boxes) == "reroll all"
-    assert describe(38, "12246", boxes) == "score full_house"
+    assert describe(38, "12246", boxes) == "score full house"
+    assert describe(38, "12246", boxes, 0) == "scratch full house (0 points)"
+    assert describe(38, "22266", boxes, 18) == "score full house (18 points)"
     assert describe(31, "12246", boxes) == "illegal action 31"
 
 
@@ -401,7 +430,7 @@ def test_command_line_writes_three_files_and_refuses_to_overwrite(submissions, t
 
 
 def test_the_course_template_grades_its_starter_agent(tmp_path):
-    """examples/course/: the starter agent, graded with the course's config (fewer games)."""
+    """examples/course/: the students' starter agent, graded with the instructor's config (fewer games)."""
     course = ROOT / "examples" / "course"
     out = tmp_path / "report"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
@@ -410,9 +439,9 @@ def test_the_course_template_grades_its_starter_agent(tmp_path):
             sys.executable,
             "-m",
             "agents.commands.grade",
-            f"{course / 'my_agent.py'}:MyAgent",
+            f"{course / 'student' / 'my_agent.py'}:MyAgent",
             "--config",
-            str(course / "grading.toml"),
+            str(course / "instructor" / "grading.toml"),
             "--games",
             "3",
             "--decision-seconds",
@@ -433,6 +462,7 @@ def test_the_course_template_grades_its_starter_agent(tmp_path):
     assert data["status"] == "ok" and data["rules"] == "yahtzee" and data["seed"] == 20261201
     assert data["rules_options"] == {"joker": "forced"} and data["limits"]["memory_mb"] == 2048
     assert 30 < data["agents"]["submission"]["percent_of_optimal"] < 100
+    assert data["agents"]["submission"]["illegal_actions"] == 0
 
 
 def test_grading_config_errors(tmp_path):
@@ -556,3 +586,72 @@ def test_grading_untrusted_code_needs_isolation_or_an_explicit_flag(submissions,
     report = run_grade(submissions, "Good", games=1, isolated=False)
     assert report["isolation"] == {"isolated": False, "method": "none"}
     assert report["status"] == "ok" and any("UNISOLATED" in line for line in report["problems"])
+
+
+def test_a_really_illegal_action_is_an_illegal_action_not_a_failed_game(submissions):
+    report = run_grade(submissions, "Illegal", games=2)
+    row = report["agents"]["submission"]
+    assert row["illegal_actions"] == 2 and row["failed_games"] == {}
+    assert [m["mistake"] for m in row["mistakes"]] == ["illegal action 31"]
+    assert row["regret_failure_mean"] == 0 and row["regret_illegal_mean"] == pytest.approx(row["regret_mean"])
+    assert [game["failure"] for game in report["replays"]] == [None, None]
+    assert "illegal actions 0.00" not in summary_text(report)
+
+
+def test_the_regret_parts_shown_add_up_to_the_total_shown():
+    from agents.course.grade_report import regret_split, split_shown
+
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        parts = (rng.random(4) * rng.choice([0.01, 1, 100], size=4)).tolist()
+        total, shown = split_shown(parts)
+        assert sum(round(float(part) * 100) for part in shown) == round(float(total) * 100)
+        assert abs(float(total) - sum(parts)) <= 0.005 + 1e-9
+        assert all(abs(float(a) - b) < 0.01 + 1e-9 for a, b in zip(shown, parts))
+    row = {
+        "regret_mean": 0.005 + 0.005 + 0.005,
+        "regret_keep_mean": 0.005,
+        "regret_box_mean": 0.005,
+        "regret_illegal_mean": 0.005,
+        "regret_failure_mean": 0.0,
+    }
+    total, split = regret_split(row)  # naive rounding would show 0.01 + 0.01 + 0.01 = 0.02
+    assert [label for label, _ in split] == ["keeps", "boxes", "illegal actions", "failed games"]
+    assert sum(float(v) for _, v in split) == pytest.approx(float(total))
+
+
+def test_the_report_explains_luck(submissions):
+    from agents.course.grade_report import LUCK_NOTE
+
+    report = json.loads(json.dumps(run_grade(submissions, "Good", games=1)))
+    assert "luck-free" in summary_text(report)
+    report["agents"]["optimal"]["percent_of_optimal"] = 100.42
+    report["agents"]["optimal"]["estimated_percent_of_optimal"] = 100.0
+    summary = summary_text(report)
+    assert "above 100 is luck in the dice" in summary
+    page = render_html(report)
+    assert "100.4%" in page and "100.00%" in page
+    import html as html_module
+
+    assert html_module.escape(LUCK_NOTE) in page and "never exceeds 100%" in LUCK_NOTE
+    assert "it can exceed 100%" in render_markdown(report)
+    report["agents"]["optimal"]["percent_of_optimal"] = 99.0
+    assert "above 100 is luck" not in summary_text(report)
+
+
+def test_mistakes_word_a_scratch_as_a_scratch():
+    from agents.evaluation.benchmark import _mistake_label, benchmark
+
+    rules = load_rules("yahtzee")
+    yahtzee, large = 32 + rules.box_index("yahtzee"), 32 + rules.box_index("large_straight")
+    label, kind = _mistake_label(rules, [1, 1, 2, 3, 5], large, yahtzee, {large: 0, yahtzee: 0})
+    assert (label, kind) == ("scratched large straight (0 points) instead of scratching yahtzee", "box")
+    label, _ = _mistake_label(rules, [2, 3, 4, 5, 6], yahtzee, large, {large: 40, yahtzee: 0})
+    assert label == "scratched yahtzee (0 points) instead of scoring large straight"
+    # random play scratches often: the labels say so, with the boxes' names as people write them
+    result = benchmark("yacht", ["random"], games=30, seed=2, top_mistakes=50)
+    labels = [m["mistake"] for m in result.data["agents"]["random"]["mistakes"]]
+    assert any(label.startswith("scratched ") and "(0 points)" in label for label in labels), labels
+    assert not any("_" in label for label in labels)
+    examples = [m["worst_example"]["taken"] for m in result.data["agents"]["random"]["mistakes"]]
+    assert any(text.startswith("scratch ") for text in examples)

@@ -176,7 +176,7 @@ def expected(report: dict, game: int, move: int) -> dict:
     """What the replay must show at ``move`` of ``game``, from the game record alone."""
     boxes = report["box_names"]
     moves = report["replays"][game]["moves"]
-    dice, _, action, best, loss, _, _ = moves[move]
+    dice, _, action, best, loss, _, points = moves[move]
     card = {name: "" for name in boxes}
     for earlier in moves[:move]:
         if earlier[6] is not None:
@@ -187,7 +187,7 @@ def expected(report: dict, game: int, move: int) -> dict:
         "held": held,
         "held_dice": bin(held).count("1") if held > 0 else 0,
         "faces": dice,
-        "action": describe(action, dice, boxes),
+        "action": describe(action, dice, boxes, points),
         "best": describe(best, dice, boxes),
         "loss": "" if loss is None else loss,
         "card": card,
@@ -260,7 +260,7 @@ def test_the_replay_shows_the_recorded_game(report, tmp_path):
         browser.key("ArrowLeft", 37)
         check(browser.evaluate(SHOWN), expected(report, 1, 1))
         browser.evaluate(
-            "(() => { const e = document.getElementById('replay-game'); e.value = '2'; "
+            "(() => { const e = document.getElementById('replay-game'); e.value = '3'; "  # numbered from 1
             "e.dispatchEvent(new Event('change')); })()"
         )
         check(browser.evaluate(SHOWN), expected(report, 2, 0))
@@ -268,7 +268,7 @@ def test_the_replay_shows_the_recorded_game(report, tmp_path):
         last = len(report["replays"][2]["moves"]) - 1
         check(browser.evaluate(SHOWN), expected(report, 2, last))
         position = browser.evaluate("document.getElementById('replay-position').textContent")
-        assert f"final score {report['replays'][2]['score']}" in position
+        assert f"final score {report['replays'][2]['score']}" in position and position.startswith("game 3 of 3")
         browser.screenshot(artifacts / "replay_game2_last_move.png")
     finally:
         browser.close()
@@ -329,7 +329,7 @@ def test_mistake_links_jump_to_their_move_and_next_mistake_walks_the_mistakes(re
         assert len(walk) >= 3
         browser.click("replay-first")
         browser.evaluate(
-            "(() => { const e = document.getElementById('replay-game'); e.value = '0'; "
+            "(() => { const e = document.getElementById('replay-game'); e.value = '1'; "
             "e.dispatchEvent(new Event('change')); })()"
         )
         start = 1 if walk[0] == (0, 0) else 0

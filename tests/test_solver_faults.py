@@ -203,6 +203,9 @@ def test_truncated_garbage_empty_and_old_format_files_are_rebuilt(tiny):
         solution, messages = _solve_quietly(rules)
         assert not solution.from_cache and _same_solution(solution, tiny), name
         assert messages, name
+        # a file of another version is not called damaged; a damaged one is
+        assert any(("older version" in m) == (name == "older version") for m in messages), (name, messages)
+        assert any(("damaged" in m) == (name != "older version") for m in messages), (name, messages)
 
 
 def test_the_issue_case_a_shifted_value_offset_in_yachts_cache(yacht):

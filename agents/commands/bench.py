@@ -23,7 +23,7 @@ HELP = "benchmark agents against the exact solver (scores, percent of optimal, e
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
-        "Play N seeded games per agent and report mean (95%% CI), median, std, percent of the "
+        "Play N seeded games per agent and report mean (95% CI), median, std, percent of the "
         "optimal expected score, upper-bonus and five-of-a-kind rates, mean score per box, and "
         "the exact regret (solver value lost per game, split into keep decisions and box "
         "choices) with the costliest typical mistakes."

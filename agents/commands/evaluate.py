@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Play the ruleset's fixed evaluation set (10,000 games, the same dice for every agent) and "
         "report the protocol's metrics: luck-free percent of optimal (100 x (1 - mean exact regret / "
-        "optimal expected score)) with its 95%% CI, mean score with its CI, median and upper bonus rate."
+        "optimal expected score)) with its 95% CI, mean score with its CI, median and upper bonus rate."
     )
     add_rules_arguments(parser)
     parser.add_argument(

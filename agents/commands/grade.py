@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Benchmark a submitted agent (FILE.py:NAME or MODULE:NAME, with ,key=value constructor arguments) on "
         "fixed seeds against the optimal and greedy agents, in an isolated process (Linux, bubblewrap) with time "
         "and resource limits, "
-        "and report percent of optimal (95%% CI), the exact regret split into keep and box decisions, the "
+        "and report percent of optimal (95% CI), the exact regret split into keep and box decisions, the "
         "costliest mistakes, the score distribution, every failure of the submission, and a replay of any game."
     )
     parser.add_argument("submission", metavar="SUBMISSION", help="the agent: student.py:MyAgent[,key=value...]")
@@ -154,18 +154,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agents.commands.grade ...`` (the same as ``dice-poker grade ...``); bad input is a one-line error, status 2."""
-    parser = argparse.ArgumentParser(prog="python -m agents.commands.grade")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except KeyboardInterrupt:
-        return 130
-    except (ValueError, KeyError, OSError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"grade: error: {message}", file=sys.stderr)
-        return 2
+    """``python -m agents.commands.grade ...`` (the same as ``dice-poker grade ...``); bad input is a one-line error,
+    status 2."""
+    from agents.commands import module_main
+
+    return module_main("grade", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -17,14 +17,16 @@ printed output) is escaped: in HTML by :func:`html.escape`; in Markdown by :func
 (HTML's special characters as entities, Markdown's punctuation backslash-escaped, one
 line) and :func:`md_fence` (a code fence longer than any run of backticks in the text).
 
-Size: one report in its three renderings (terminal, Markdown, HTML with the replay's script),
-which change together when the report does.
+Size: one report in its three renderings (terminal, Markdown, the HTML page with its replay script), which
+must show the same figures worded the same way (the regret's parts, the luck note, the numbering), so they
+share their helpers here.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from typing import Any
 
@@ -42,30 +44,90 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def describe(action: int | None, dice: str, box_names: list[str]) -> str:
-    """``keep 2-2-6``, ``reroll all``, ``score full_house`` or ``illegal action 99`` for an action on sorted dice."""
+def describe(action: int | None, dice: str, box_names: list[str], points: int | None = None) -> str:
+    """``keep 2-2-6``, ``reroll all``, ``score full house``, ``scratch yahtzee (0 points)`` or ``illegal
+    action 99`` for an action on sorted dice (``points``: what a score action wrote, when known)."""
     if action is None:
         return "n/a"
     if action < 0 or action >= N_KEEP_ACTIONS + len(box_names) or action == N_KEEP_ACTIONS - 1:
         return f"illegal action {action}"
     if action >= N_KEEP_ACTIONS:
-        return f"score {box_names[action - N_KEEP_ACTIONS]}"
+        box = box_names[action - N_KEEP_ACTIONS].replace("_", " ")
+        if points is None:
+            return f"score {box}"
+        return f"scratch {box} (0 points)" if points == 0 else f"score {box} ({points} points)"
     kept = kept_dice(dice, action)
     return f"keep {'-'.join(kept)}" if kept else "reroll all"
+
+
+#: the parts of the exact regret, as the report names them: (label, field of the benchmark's row)
+REGRET_PARTS = (
+    ("keeps", "regret_keep_mean"),
+    ("boxes", "regret_box_mean"),
+    ("illegal actions", "regret_illegal_mean"),
+    ("failed games", "regret_failure_mean"),
+)
+
+#: what the two percents mean (the report's explanation of the luck in the dice)
+LUCK_NOTE = (
+    "Percent of optimal is the mean score of these games over the optimal expected score: the dice of a finite "
+    "set of games can be kinder than average, so it can exceed 100% (the optimal agent's own row shows how lucky "
+    "these games were). The luck-free percent is 100 × (optimal expected score − exact regret) / optimal expected "
+    "score: it counts only the expected points the decisions lost, which the dice cannot change, so it never "
+    "exceeds 100% (100% is optimal play)."
+)
+
+
+def split_shown(parts: list[float], digits: int = 2) -> tuple[str, list[str]]:
+    """``parts`` and their total, each rounded to ``digits`` decimals so that the parts shown add up to the
+    total shown (the largest remainders round up)."""
+    scale = 10**digits
+    exact = [max(float(p), 0.0) * scale for p in parts]
+    total = round(sum(exact))
+    shown = [math.floor(x) for x in exact]
+    for i in sorted(range(len(exact)), key=lambda i: shown[i] - exact[i])[: max(total - sum(shown), 0)]:
+        shown[i] += 1
+    text = lambda cents: f"{cents / scale:.{digits}f}"  # noqa: E731
+    return text(total), [text(c) for c in shown]
+
+
+def regret_split(row: dict[str, Any]) -> tuple[str, list[tuple[str, str]]] | None:
+    """The exact regret of a benchmark row and its parts, as shown: ``("12.34", [("keeps", "8.00"), ...])``;
+    None without a regret. The parts add up to the total, both as numbers and as shown."""
+    if row.get("regret_mean") is None:
+        return None
+    total, parts = split_shown([row.get(field) or 0.0 for _, field in REGRET_PARTS])
+    return total, [(label, part) for (label, _), part in zip(REGRET_PARTS, parts)]
+
+
+def _split_text(split: tuple[str, list[tuple[str, str]]]) -> str:
+    return ", ".join(f"{label} {value}" for label, value in split[1])
+
+
+def _lucky(report: dict[str, Any]) -> bool:
+    """Whether some agent's percent of optimal is above 100 (luck in the dice)."""
+    return any((row.get("percent_of_optimal") or 0.0) > 100.0 for row in report["agents"].values())
+
+
+def failure_where(failure: dict[str, Any]) -> str:
+    """``game 3, decision 7``, ``game 3, at its start`` or ``loading``: numbered from 1."""
+    if failure["game"] < 0:
+        return "loading"
+    at = f"decision {failure['decision'] + 1}" if failure["decision"] >= 0 else "at its start"
+    return f"game {failure['game'] + 1}, {at}"
 
 
 def _headline(report: dict[str, Any]) -> dict[str, Any]:
     row = report["agents"].get("submission")
     if row is None:
-        return {"percent": 0.0, "ci": 0.0, "mean": 0.0, "ci95": 0.0, "regret": None, "keep": None, "box": None}
+        return {"percent": 0.0, "ci": 0.0, "mean": 0.0, "ci95": 0.0, "luck_free": None, "split": None}
     return {
         "percent": row["percent_of_optimal"],
         "ci": row["percent_of_optimal_ci95"],
         "mean": row["mean"],
         "ci95": row["ci95"],
-        "regret": row["regret_mean"],
-        "keep": row["regret_keep_mean"],
-        "box": row["regret_box_mean"],
+        "luck_free": row.get("estimated_percent_of_optimal"),
+        "split": regret_split(row),
     }
 
 
@@ -103,19 +165,55 @@ def summary_text(report: dict[str, Any]) -> str:
     return "\n".join(_CONTROL.sub("?", line) for line in _summary(report).split("\n"))
 
 
+def summary_text_line(line: str) -> str:
+    """One line for the terminal: control characters (escape sequences, line breaks) replaced by ``?``."""
+    return _CONTROL.sub("?", line)
+
+
 def _summary(report: dict[str, Any]) -> str:
     head = _headline(report)
     lines = [
         f"{report['submission']} on {report['rules']} ({report['games']} games, seed {report['seed']}): "
-        f"{_pct(head['percent'])} of optimal (95% CI ± {_num(head['ci'], 1)})",
+        f"{_pct(head['percent'])} of optimal (95% CI ± {_num(head['ci'], 1)})"
+        + (f"; luck-free {_pct(head['luck_free'], 2)}" if head["luck_free"] is not None else ""),
         f"mean score {_num(head['mean'])} ± {_num(head['ci95'])}; optimal expected {_num(report['optimal_expected_score'])}",
     ]
-    if head["regret"] is not None:
+    if head["split"] is not None:
+        lines.append(f"exact regret {head['split'][0]} points a game: {_split_text(head['split'])}")
+    failed = report["agents"].get("submission", {}).get("failed_games") or {}
+    if failed:
+        detail = ", ".join(f"{count} {kind}" for kind, count in failed.items())
         lines.append(
-            f"exact regret {_num(head['regret'])} points a game: keeps {_num(head['keep'])}, boxes {_num(head['box'])}"
+            f"failed games {sum(failed.values())} ({detail}); illegal actions "
+            f"{report['agents']['submission']['illegal_actions']}"
+        )
+    if _lucky(report):
+        lines.append(
+            "note: a percent of optimal above 100 is luck in the dice (the mean of finitely many games can "
+            "exceed the optimal expectation); the luck-free percent (optimal - regret) cannot"
         )
     lines += [f"problem: {line}" for line in report["problems"]]
     return "\n".join(lines)
+
+
+#: the regret parts in a sentence
+_REGRET_WORDS = {
+    "keeps": "in keep decisions",
+    "boxes": "in box choices",
+    "illegal actions": "by illegal actions",
+    "failed games": "in games a failure ended",
+}
+
+
+def _regret_cells(row: dict[str, Any]) -> list[str]:
+    """The table's regret, keeps, boxes, illegal-actions and failed-games cells (parts that add up as shown;
+    the counts of illegal actions and failed games beside their points)."""
+    split = regret_split(row)
+    values = [split[0], *(value for _, value in split[1])] if split is not None else ["n/a"] * 5
+    failed = sum((row.get("failed_games") or {}).values())
+    values[3] += f" ({row['illegal_actions']})"
+    values[4] += f" ({failed})"
+    return values
 
 
 def _dice_text(dice: list[int] | str) -> str:
@@ -134,28 +232,32 @@ def render_markdown(report: dict[str, Any]) -> str:
         + f"), {report['games']} games, seed {report['seed']}. {_isolation(report)}.",
         "",
         f"**{_pct(head['percent'])} of optimal** (95% CI ± {_num(head['ci'], 1)}): mean score "
-        f"{_num(head['mean'])} ± {_num(head['ci95'])}, optimal expected score {_num(report['optimal_expected_score'])}.",
+        f"{_num(head['mean'])} ± {_num(head['ci95'])}, optimal expected score {_num(report['optimal_expected_score'])}."
+        + (f" Luck-free: **{_pct(head['luck_free'], 2)}**." if head["luck_free"] is not None else ""),
         "",
     ]
-    if head["regret"] is not None:
+    if head["split"] is not None:
         out += [
-            f"Exact regret: **{_num(head['regret'])}** expected points lost a game, "
-            f"{_num(head['keep'])} in keep decisions and {_num(head['box'])} in box choices.",
+            f"Exact regret: **{head['split'][0]}** expected points lost a game: "
+            + ", ".join(f"{value} {_REGRET_WORDS[label]}" for label, value in head["split"][1])
+            + ".",
             "",
         ]
+    out += [md_text(LUCK_NOTE), ""]
     if report["problems"]:
         out += ["## Problems", ""] + [f"* {md_text(line)}" for line in report["problems"]] + [""]
     out += [
         "## Compared with the optimal and greedy agents",
         "",
-        "| agent | mean (95% CI) | percent of optimal | regret | keeps | boxes | illegal actions |",
-        "|---|---|---|---|---|---|---|",
+        "| agent | mean (95% CI) | percent of optimal | luck-free percent | regret | keeps | boxes "
+        "| illegal actions | failed games |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in report["agents"].items():
+        cells = _regret_cells(row)
         out.append(
             f"| {md_text(name)} | {_num(row['mean'])} ± {_num(row['ci95'])} | {_pct(row['percent_of_optimal'])} "
-            f"| {_num(row['regret_mean'])} | {_num(row['regret_keep_mean'])} | {_num(row['regret_box_mean'])} "
-            f"| {row['illegal_actions']} |"
+            f"| {_pct(row.get('estimated_percent_of_optimal'), 2)} | " + " | ".join(cells) + " |"
         )
     out.append("")
     mistakes = report["agents"].get("submission", {}).get("mistakes", [])
@@ -189,8 +291,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     if failures:
         out += ["## Failures", ""]
         for f in failures:
-            where = "loading" if f["game"] < 0 else f"game {f['game']}, decision {f['decision']}"
-            out += [f"### {md_text(f['kind'])} ({where})", "", md_text(f["message"]), ""]
+            out += [f"### {md_text(f['kind'])} ({failure_where(f)})", "", md_text(f["message"]), ""]
             if f["traceback"]:
                 out += [*md_fence(f["traceback"]), ""]
     if report["stdout"]["bytes"]:
@@ -293,10 +394,14 @@ _SCRIPT = r"""
   for (const entry of data.detailed) detailed[entry.game] = entry.alternatives;
   let game = 0, move = 0;
   const $ = (id) => document.getElementById(id);
-  function describe(action, dice) {
+  function describe(action, dice, points) {
     if (action === null || action === undefined) return "n/a";
     if (action < 0 || action >= 32 + boxes.length || action === 31) return "illegal action " + action;
-    if (action >= 32) return "score " + boxes[action - 32];
+    if (action >= 32) {
+      const box = boxes[action - 32].replace(/_/g, " ");
+      if (points === null || points === undefined) return "score " + box;
+      return points === 0 ? "scratch " + box + " (0 points)" : "score " + box + " (" + points + " points)";
+    }
     const kept = [];
     for (let i = 0; i < 5; i++) if ((action >> i) & 1) kept.push(dice[i]);
     return kept.length ? "keep " + kept.join("-") : "reroll all";
@@ -389,9 +494,10 @@ _SCRIPT = r"""
       total += moves[k][5];
       if (moves[k][6] !== null) { points[moves[k][2] - 32] = moves[k][6]; turn += 1; }
     }
-    $("replay-game").value = game;
-    $("replay-position").textContent = "game " + game + " of " + games.length + " (final score " + record.score +
-      "), move " + (move + 1) + " of " + moves.length + ", turn " + turn + ", " + rollsLeft + " reroll(s) left";
+    $("replay-game").value = game + 1;
+    $("replay-position").textContent = "game " + (game + 1) + " of " + games.length + " (final score " +
+      record.score + "), move " + (move + 1) + " of " + moves.length + ", turn " + turn + ", " + rollsLeft +
+      " reroll(s) left";
     $("replay-position").dataset.game = game;
     $("replay-position").dataset.move = move;
     let mistakes = 0, lostHere = 0;
@@ -403,7 +509,10 @@ _SCRIPT = r"""
     diceBox.innerHTML = diceSvg(dice, heldAction, bestHeld);
     diceBox.dataset.dice = dice;
     diceBox.dataset.held = heldAction;
-    $("replay-action").textContent = describe(action, dice);
+    const failed = record.failure && move === moves.length - 1 && !(action >= 0 && action < 32 + boxes.length);
+    $("replay-action").textContent = failed ? "no move: a failure ended the game (" + record.failure + ")" :
+      describe(action, dice, m[6]);
+    $("replay-action").dataset.failure = failed ? record.failure : "";
     $("replay-action").dataset.action = action;
     $("replay-best").textContent = describe(best, dice);
     $("replay-best").dataset.action = best === null ? "" : best;
@@ -435,7 +544,7 @@ _SCRIPT = r"""
   $("replay-prev").onclick = () => go(game, move - 1);
   $("replay-next").onclick = () => go(game, move + 1);
   $("replay-last").onclick = () => go(game, games[game].moves.length - 1);
-  $("replay-game").onchange = () => go(parseInt($("replay-game").value, 10) || 0, 0);
+  $("replay-game").onchange = () => go((parseInt($("replay-game").value, 10) || 1) - 1, 0);
   $("replay-prev-game").onclick = () => go(game - 1, 0);
   $("replay-next-game").onclick = () => go(game + 1, 0);
   function goMistake(step) {
@@ -519,15 +628,25 @@ def render_html(report: dict[str, Any]) -> str:
         f'Status: <strong id="status">{e(report["status"])}'
         "</strong>.</p>",
         f'<div class="headline"><span class="big" id="percent">{_pct(head["percent"])}</span> of optimal '
-        f"(95% CI ± {_num(head['ci'], 1)})<br>mean score {_num(head['mean'])} ± {_num(head['ci95'])}; the optimal "
+        f"(95% CI ± {_num(head['ci'], 1)})"
+        + (
+            f'; luck-free <strong id="luck-free">{_pct(head["luck_free"], 2)}</strong>'
+            if head["luck_free"] is not None
+            else ""
+        )
+        + f"<br>mean score {_num(head['mean'])} ± {_num(head['ci95'])}; the optimal "
         f"expected score is {_num(report['optimal_expected_score'])}"
         + (
-            f"<br>exact regret <strong>{_num(head['regret'])}</strong> points a game: "
-            f"{_num(head['keep'])} in keep decisions, {_num(head['box'])} in box choices"
-            if head["regret"] is not None
+            f'<br>exact regret <strong id="regret">{head["split"][0]}</strong> points a game: '
+            + ", ".join(
+                f'<span class="part" data-part="{e(label)}">{value}</span> {_REGRET_WORDS[label]}'
+                for label, value in head["split"][1]
+            )
+            if head["split"] is not None
             else ""
         )
         + "</div>",
+        f'<p class="luck" id="luck">{e(LUCK_NOTE)}</p>',
     ]
     if report["problems"]:
         body.append(
@@ -535,17 +654,22 @@ def render_html(report: dict[str, Any]) -> str:
         )
     body.append(
         "<h2>Compared with the optimal and greedy agents</h2><table><tr><th>agent</th><th>mean (95% CI)</th>"
-        "<th>percent of optimal</th><th>regret</th><th>keeps</th><th>boxes</th><th>illegal actions</th></tr>"
+        "<th>percent of optimal</th><th>luck-free percent</th><th>regret</th><th>keeps</th><th>boxes</th>"
+        "<th>illegal actions (points (count))</th><th>failed games (points (count))</th></tr>"
     )
     for name, row in report["agents"].items():
         body.append(
-            f'<tr><td>{e(name)}</td><td class="num">{_num(row["mean"])} ± {_num(row["ci95"])}</td>'
-            f'<td class="num">{_pct(row["percent_of_optimal"])}</td><td class="num">'
-            f'{_num(row["regret_mean"])}</td><td class="num">{_num(row["regret_keep_mean"])}</td>'
-            f'<td class="num">{_num(row["regret_box_mean"])}</td><td class="num">{row["illegal_actions"]}'
-            "</td></tr>"
+            f'<tr data-agent="{e(name)}"><td>{e(name)}</td><td class="num">{_num(row["mean"])} ± {_num(row["ci95"])}'
+            f'</td><td class="num">{_pct(row["percent_of_optimal"])}</td>'
+            f'<td class="num">{_pct(row.get("estimated_percent_of_optimal"), 2)}</td>'
+            + "".join(f'<td class="num">{cell}</td>' for cell in _regret_cells(row))
+            + "</tr>"
         )
-    body.append("</table>")
+    body.append(
+        "</table><p>The regret's parts add up to it: keeps + boxes + illegal actions + failed games (the points "
+        "lost in games that a failure of the submission ended: an exception, a time limit, a crash, or the games "
+        "left unplayed once grading stopped asking).</p>"
+    )
     mistakes = report["agents"].get("submission", {}).get("mistakes", [])
     if mistakes:
         body.append(
@@ -569,7 +693,7 @@ def render_html(report: dict[str, Any]) -> str:
     if failures:
         body.append("<h2>Failures</h2>")
         for f in failures:
-            where = "while loading" if f["game"] < 0 else f"game {f['game']}, decision {f['decision']}"
+            where = "while loading" if f["game"] < 0 else failure_where(f)
             body.append(
                 f'<div class="failure" data-kind="{e(f["kind"])}"><h3>{e(f["kind"])} ({where})</h3>'
                 f"<p>{e(f['message'])}</p>"
@@ -589,8 +713,8 @@ def render_html(report: dict[str, Any]) -> str:
         body.append(
             '<h2>Replay</h2><section id="replay"><div id="replay-controls">'
             '<button id="replay-prev-game">&#9664;&#9664; game</button>'
-            f'<label>game <input id="replay-game" type="number" min="0" max="{len(report["replays"]) - 1}" '
-            'value="0"></label>'
+            f'<label>game <input id="replay-game" type="number" min="1" max="{len(report["replays"])}" '
+            'value="1"></label>'
             '<button id="replay-next-game">game &#9654;&#9654;</button> '
             '<button id="replay-first">first</button><button id="replay-prev">&#9664; move</button>'
             '<button id="replay-next">move &#9654;</button><button id="replay-last">last</button> '

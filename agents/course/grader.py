@@ -19,6 +19,12 @@ replay of any graded game move by move). The same seed gives the same report,
 byte for byte, for a submission that plays the same way (nothing in it depends on
 time, except a failure that *is* a time limit).
 
+Games and decisions are numbered from 1 wherever people read them (the summary, the pages, the
+problems and failure messages); the JSON keeps the 0-based indices (``game``, ``decision``,
+``stopped_at_game``, ``first_game``, the order of ``replays``: game ``i`` is played with the
+``i``-th seed) beside the numbers (``game_number``, ``decision_number``, ``stopped_at_game_number``,
+``first_game_number``, ``first_decision_number``).
+
 The command line is :mod:`agents.commands.grade` (``dice-poker grade``, and
 ``python -m agents.commands.grade`` where the command is not installed).
 """
@@ -143,6 +149,7 @@ def grade(
             "count": agent.failure_count + (agent.load_error is not None),
             "by_kind": dict(sorted(kinds.items())),
             "stopped_at_game": agent.stopped_at_game,
+            "stopped_at_game_number": None if agent.stopped_at_game is None else agent.stopped_at_game + 1,
             "stopped_because": agent.stopped_because,
             "recorded": [f.to_json() for f in failures],
         },
@@ -150,6 +157,8 @@ def grade(
             "bytes": agent.printed.bytes,
             "first_game": agent.printed.first_game,
             "first_decision": agent.printed.first_decision,
+            "first_game_number": _number(agent.printed.first_game),
+            "first_decision_number": _number(agent.printed.first_decision),
             "sample": agent.printed.sample,
         },
         "problems": _problems(agent, games, interrupted),
@@ -159,6 +168,11 @@ def grade(
     mistakes = data["agents"].get("submission", {}).get("mistakes", [])
     report["replay_detail"] = replay_detail(rules, solution, game_seeds(seed, games), report["replays"], mistakes)
     return report
+
+
+def _number(index: int | None) -> int | None:
+    """A 0-based index as the number people read (from 1); None for none (or -1: loading, a game's start)."""
+    return None if index is None or index < 0 else index + 1
 
 
 def _status(agent: SandboxedAgent, interrupted: bool = False) -> str:
@@ -183,7 +197,7 @@ def _problems(agent: SandboxedAgent, games: int, interrupted: bool = False) -> l
         lines.append(f"the submission {verb} the library's solver: {', '.join(agent.solver_imports)}")
     if interrupted:
         lines.append(
-            f"partial: the grading was interrupted during game {agent.game} of the submission's {games}; "
+            f"partial: the grading was interrupted during game {agent.game + 1} of the submission's {games}; "
             "no scores are reported"
         )
     if agent.load_error is not None:
@@ -205,14 +219,20 @@ def _problems(agent: SandboxedAgent, games: int, interrupted: bool = False) -> l
             else f"{agent.limits.max_failures} failures"
         )
         lines.append(
-            f"partial: after {why} (game {agent.stopped_at_game}) no more decisions "
+            f"partial: after {why} (game {agent.stopped_at_game + 1}) no more decisions "
             f"were asked for: the {left} remaining game(s) score 0"
         )
     if agent.printed.bytes:
+        first_game, first_decision = _number(agent.printed.first_game), _number(agent.printed.first_decision)
+        if first_game is None:
+            where = "while loading"
+        else:
+            where = f"game {first_game}, " + (
+                f"decision {first_decision}" if first_decision is not None else "at the game's start"
+            )
         lines.append(
-            f"the submission printed {agent.printed.bytes} bytes to standard output (first in game "
-            f"{agent.printed.first_game}, decision {agent.printed.first_decision}); agents should print "
-            "nothing (use logging or standard error)"
+            f"the submission printed {agent.printed.bytes} bytes to standard output (first in {where}); "
+            "agents should print nothing (use logging or standard error)"
         )
     return lines
 

@@ -79,6 +79,8 @@ MAX_RECORDED_FAILURES = 20
 SOLVER_MODULES = ("dice_poker_env.solver", "agents.players.optimal")
 #: the solver policies of a grading
 SOLVER_POLICIES = ("allow", "flag", "forbid")
+#: ``game_failure`` of a game the grader no longer asked for (after ``max_failures`` failures or the total time)
+STOPPED = "stopped"
 
 
 class FailureKind(str, enum.Enum):
@@ -188,8 +190,8 @@ class Failure:
     """One failed game (or a submission that did not load: ``game`` is -1).
 
     Attributes:
-        game: the game's number (0-based) in the grading.
-        decision: the decision's number within the game (0-based; -1 at the game's start).
+        game: the game's index (0-based: game ``i`` is played with the ``i``-th seed; reports show ``i + 1``).
+        decision: the decision's index within the game (0-based; -1 at the game's start; reports show it + 1).
         kind: a :class:`FailureKind`.
         message: one line saying what happened.
         traceback: the submission's traceback, or the tail of its standard error for a crash.
@@ -202,8 +204,12 @@ class Failure:
     traceback: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """The failure as JSON, with the numbers people read: ``game_number`` and ``decision_number``, from 1
+        (None while loading, and for the decision at the game's start)."""
         data = asdict(self)
         data["kind"] = FailureKind(self.kind).value
+        data["game_number"] = self.game + 1 if self.game >= 0 else None
+        data["decision_number"] = self.decision + 1 if self.decision >= 0 else None
         return data
 
 
@@ -248,6 +254,8 @@ class SandboxedAgent:
         printed: what the submission wrote to standard output.
         solver_imports: the solver modules the submission imported (or tried to, under ``forbid``).
         seconds: the wall-clock time the submission has used (its total budget's part spent).
+        game_failure: what ended the current game, for the benchmark (``agents.evaluation.benchmark``): a
+            :class:`FailureKind` value, :data:`STOPPED` for a game no longer asked for, or None.
     """
 
     name = "submission"
@@ -296,6 +304,7 @@ class SandboxedAgent:
         self.printed = Printed()
         self.solver_imports: list[str] = []
         self.seconds = 0.0
+        self.game_failure: str | None = None
         self.game = -1
         self._decision = 0
         self._game_time = 0.0
@@ -509,6 +518,7 @@ class SandboxedAgent:
 
     def _fail(self, failure: Failure) -> None:
         self._game_failed = True
+        self.game_failure = FailureKind(failure.kind).value
         self.failure_count += 1
         if len(self.failures) < MAX_RECORDED_FAILURES:
             self.failures.append(failure)
@@ -552,7 +562,9 @@ class SandboxedAgent:
         self._decision = -1
         self._game_time = 0.0
         self._game_failed = False
+        self.game_failure = None
         if not self.playing:
+            self.game_failure = STOPPED
             return
         if self._process is None:
             failure = self._start()
@@ -575,6 +587,7 @@ class SandboxedAgent:
     def act(self, observation: Any, action_mask: np.ndarray) -> int:
         """The submission's action, or ``-1`` (an illegal action: the game ends) once this game has failed."""
         if self._game_failed or not self.playing or self._process is None:
+            self.game_failure = self.game_failure or STOPPED
             return -1
         left = self.limits.game_seconds - self._game_time
         seconds, what = (
@@ -587,7 +600,7 @@ class SandboxedAgent:
         reply, failure = self._request(
             {"op": "act", "obs": encode_observation(observation), "mask": mask.tolist()},
             seconds,
-            f"{what}, decision {self._decision} of game {self.game}",
+            f"{what}, decision {self._decision + 1} of game {self.game + 1}",
         )
         self._game_time += time.monotonic() - start
         if failure is None and reply.get("ok") is not True:

@@ -9,6 +9,13 @@ play, the sum telescopes: its mean over games is an unbiased estimate of
 ``optimal_expected_score - E[agent's score]`` with far lower variance than the
 raw gap of the means (the dice luck cancels). An illegal action ends the game
 (the env's default), so its loss is ``Q(best)`` minus the score so far.
+
+An agent that cannot always answer (a sandboxed submission: it raised, hung, crashed)
+says so through an attribute ``game_failure``: after an action the benchmark finds
+illegal, a string other than ``"illegal"`` there is the kind of failure that ended
+the game (the action was not the agent's own). Such a game is counted under
+``failed_games`` by kind and its loss goes to ``regret_failure``, not to the illegal
+actions and not to the mistakes.
 A decision losing no more than :data:`agents.players.optimal.VALUE_TOLERANCE` points
 counts as optimal (loss 0, not a mistake): the solver's values are floats, and
 the optimal agent's fast path agrees with them only to within that tolerance.
@@ -52,9 +59,10 @@ from dice_poker_env.engine.combinatorics import (
     kept_dice,
     roll_index_of_faces,
 )
-from dice_poker_env.engine.game import new_batch, step_batch
+from dice_poker_env.engine.game import five_kind_box_full, new_batch, score_points, step_batch
 from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.position import secured_upper_bonus
+from dice_poker_env.engine.state import ROLLS_PER_TURN
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import observe, observe_batch, observe_dict_batch
 from dice_poker_env.envs.single import DicePokerEnv
@@ -124,9 +132,12 @@ class _Partial:
     regret_keep: list = field(default_factory=list)
     regret_box: list = field(default_factory=list)
     regret_illegal: list = field(default_factory=list)
+    regret_failure: list = field(default_factory=list)
     keep_decisions: int = 0
     box_decisions: int = 0
     illegal: int = 0
+    #: failure kind -> games that failure ended (``game_failure``, module docstring)
+    failed: Counter = field(default_factory=Counter)
     #: illegal proposals an unmasked model agent replaced by its legal fallback
     fallbacks: int = 0
     #: mistake label -> [total loss, count, kind, worst loss, worst example]
@@ -135,11 +146,21 @@ class _Partial:
     def merge(self, other: _Partial) -> None:
         """Append ``other``'s games after these (its examples' game indices shift by the games here)."""
         shift = len(self.scores)
-        for name in ("scores", "box_scores", "upper_bonus", "five_kind", "regret_keep", "regret_box", "regret_illegal"):
+        for name in (
+            "scores",
+            "box_scores",
+            "upper_bonus",
+            "five_kind",
+            "regret_keep",
+            "regret_box",
+            "regret_illegal",
+            "regret_failure",
+        ):
             getattr(self, name).extend(getattr(other, name))
         self.keep_decisions += other.keep_decisions
         self.box_decisions += other.box_decisions
         self.illegal += other.illegal
+        self.failed.update(other.failed)
         self.fallbacks += other.fallbacks
         for key, (total, count, kind, worst, example) in other.mistakes.items():
             mine = self.mistakes.setdefault(key, [0.0, 0, kind, -1.0, None])
@@ -158,22 +179,62 @@ def _kept_text(dice, action: int) -> str:
     return _dice_text(kept) if kept else "nothing"
 
 
-def _describe(rules: Rules, dice, action: int) -> str:
+def box_title(name: str) -> str:
+    """A box's name as people read it: ``large_straight`` -> ``large straight``."""
+    return name.replace("_", " ")
+
+
+def _describe(rules: Rules, dice, action: int, points: int | None = None) -> str:
+    """``keep 2-2``, ``score full house (25 points)`` or ``scratch yahtzee (0 points)`` (``points``: what the box
+    takes, when known)."""
     if action >= N_KEEP_ACTIONS:
-        return f"score {rules.box_names[action - N_KEEP_ACTIONS]}"
+        box = box_title(rules.box_names[action - N_KEEP_ACTIONS])
+        if points is None:
+            return f"score {box}"
+        return f"scratch {box} (0 points)" if points == 0 else f"score {box} ({points} points)"
     return f"keep {_kept_text(dice, action)}"
 
 
-def _mistake_label(rules: Rules, dice, taken: int, best: int) -> tuple[str, str]:
-    """A label that groups similar mistakes across games, and its kind."""
-    names = rules.box_names
+def _mistake_label(rules: Rules, dice, taken: int, best: int, points: dict[int, int] | None = None) -> tuple[str, str]:
+    """A label that groups similar mistakes across games, and its kind.
+
+    ``points``: what the dice would write into each box (by score action); a box that takes 0 points is a
+    scratch (``scratched large straight (0 points) instead of scoring yahtzee``).
+    """
+    points = points or {}
+
+    def box(action: int, done: bool) -> str:
+        name = box_title(rules.box_names[action - N_KEEP_ACTIONS])
+        if points.get(action) == 0:
+            return f"scratched {name} (0 points)" if done else f"scratching {name}"
+        return f"scored {name}" if done else f"scoring {name}"
+
     if taken >= N_KEEP_ACTIONS:
         if best >= N_KEEP_ACTIONS:
-            return f"scored {names[taken - N_KEEP_ACTIONS]} instead of {names[best - N_KEEP_ACTIONS]}", "box"
-        return f"scored {names[taken - N_KEEP_ACTIONS]} instead of rerolling", "box"
+            return f"{box(taken, True)} instead of {box(best, False)}", "box"
+        return f"{box(taken, True)} instead of rerolling", "box"
     if best >= N_KEEP_ACTIONS:
-        return f"rerolled instead of scoring {names[best - N_KEEP_ACTIONS]}", "keep"
+        return f"rerolled instead of {box(best, False)}", "keep"
     return f"kept {_kept_text(dice, taken)} instead of {_kept_text(dice, best)}", "keep"
+
+
+def _box_points(rules: Rules, observation: dict, at: int, roll: int, actions: tuple[int, ...]) -> dict[int, int]:
+    """What the dice of decision ``at`` (dict observations with a leading axis) write into the boxes of the
+    score ``actions`` given (the points in the box, bonuses aside)."""
+    tables = compile_rules(rules)
+    one = tables.one_game
+    flags = np.asarray(observation["filled"][at])
+    filled = int(sum(1 << k for k in np.flatnonzero(flags)))
+    scores = [int(v) for v in np.asarray(observation["scores"][at])]
+    box_full = five_kind_box_full(one, filled, scores)
+    first_roll = int(observation["rolls_left"][at]) == ROLLS_PER_TURN - 1
+    upper = int(np.asarray(observation["upper_total"][at]).reshape(-1)[0])
+    out = {}
+    for action in actions:
+        if action >= N_KEEP_ACTIONS:
+            box_points, _, _ = score_points(one, filled, upper, box_full, roll, first_roll, action - N_KEEP_ACTIONS)
+            out[action] = int(box_points)
+    return out
 
 
 #: decisions per batched ``action_values`` call of the regret analysis
@@ -257,6 +318,7 @@ def _play_one_by_one(
         assert env.state is not None  # set by reset()
         done = False
         five = 0
+        failed: str | None = None
         moves: list | None = [] if record is not None else None
         decisions: list = []
         while not done:
@@ -265,9 +327,14 @@ def _play_one_by_one(
             action = int(agent.act(agent_obs, mask))
             state = env.state
             legal = 0 <= action < len(mask) and bool(mask[action])
+            failure = None if legal else getattr(agent, "game_failure", None)
+            failure = failure if isinstance(failure, str) and failure != "illegal" else None
             if solution is not None:
-                decisions.append((obs, action, legal, float(env.score), state.roll, state.rolls_left))
-            if not legal:
+                decisions.append((obs, action, legal, float(env.score), state.roll, state.rolls_left, failure))
+            if failure is not None:
+                out.failed[failure] += 1
+                failed = failure
+            elif not legal:
                 out.illegal += 1
             elif action >= N_KEEP_ACTIONS:
                 out.box_decisions += 1
@@ -297,7 +364,7 @@ def _play_one_by_one(
         out.upper_bonus.append(secured_upper_bonus(tables, final.filled, final.upper_total) > 0)  # the engine's rule
         out.five_kind.append(five)
         if record is not None:
-            record.append({"score": int(info["final_score"]), "moves": moves})
+            record.append({"score": int(info["final_score"]), "moves": moves, "failure": failed})
         if solution is not None:
             pending.append((decisions, moves))
             waiting += len(decisions)
@@ -334,6 +401,8 @@ def _settle_games(rules: Rules, solution, out: _Partial, games: list, regret_bat
         column(4, np.int64),
         column(5, np.int64),
         observations["turn"],
+        np.array([d[6] is not None for d in decisions], dtype=bool),
+        observations,
     )
 
 
@@ -371,21 +440,33 @@ def _tally(
     rolls: np.ndarray,
     rolls_left: np.ndarray,
     turns: np.ndarray,
+    failed: np.ndarray | None = None,
+    observations: dict | None = None,
 ) -> None:
     """Per-game regret by kind and the mistakes table from decisions in game order (``per_game`` decisions
-    each), summed in that order: the same floats however the games were played."""
+    each), summed in that order: the same floats however the games were played. ``failed``: the decisions
+    a failure of the agent ended (``game_failure``): their loss is the game's ``regret_failure``, not a
+    mistake. ``observations``: the dict observations, to tell a scratch (0 points) from a score."""
     game = np.repeat(np.arange(len(per_game)), per_game)
     first_game = len(out.regret_keep)  # games tallied before these: the index of this call's first game
     first_move = np.cumsum(per_game) - per_game  # each game's first decision
-    kind = np.where(~legal, 2, np.where(actions >= N_KEEP_ACTIONS, 1, 0))  # keep, box, illegal
-    for code, target in enumerate((out.regret_keep, out.regret_box, out.regret_illegal)):
+    failed = np.zeros(len(actions), dtype=bool) if failed is None else failed
+    kind = np.where(failed, 3, np.where(~legal, 2, np.where(actions >= N_KEEP_ACTIONS, 1, 0)))
+    for code, target in enumerate((out.regret_keep, out.regret_box, out.regret_illegal, out.regret_failure)):
         chosen = kind == code
         target.extend(np.bincount(game[chosen], weights=losses[chosen], minlength=len(per_game)).tolist())
-    for i in np.flatnonzero(losses > 0.0):
+    for i in np.flatnonzero((losses > 0.0) & ~failed):
         loss, action, best_action, is_legal = float(losses[i]), int(actions[i]), int(best[i]), bool(legal[i])
         dice = ROLL_DICE[rolls[i]]
+        points = (
+            _box_points(
+                rules, observations, int(i), int(rolls[i]), (action, best_action) if is_legal else (best_action,)
+            )
+            if observations is not None
+            else {}
+        )
         if is_legal:
-            label, mistake_kind = _mistake_label(rules, dice, action, best_action)
+            label, mistake_kind = _mistake_label(rules, dice, action, best_action, points)
         else:
             label, mistake_kind = f"illegal action {action}", "illegal"
         entry = out.mistakes.setdefault(label, [0.0, 0, mistake_kind, -1.0, None])
@@ -397,8 +478,8 @@ def _tally(
                 "dice": [int(d) for d in dice],
                 "rolls_left": int(rolls_left[i]),
                 "turn": int(turns[i]),
-                "taken": _describe(rules, dice, action) if is_legal else f"illegal action {action}",
-                "best": _describe(rules, dice, best_action),
+                "taken": _describe(rules, dice, action, points.get(action)) if is_legal else f"illegal action {action}",
+                "best": _describe(rules, dice, best_action, points.get(best_action)),
                 "loss": round(loss, 4),
                 "taken_action": action,
                 "best_action": best_action,
@@ -484,6 +565,8 @@ def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partia
         rolls,
         observations["rolls_left"],
         observations["turn"],
+        None,
+        observations,
     )
 
 
@@ -591,6 +674,7 @@ def summarize(
         "keep_decisions_per_game": part.keep_decisions / n,
         "box_decisions_per_game": part.box_decisions / n,
         "illegal_actions": part.illegal,
+        "failed_games": dict(sorted(part.failed.items())),
         "fallback_actions_per_game": part.fallbacks / n,
         "seconds": round(seconds, 3),
     }
@@ -602,6 +686,7 @@ def summarize(
             regret_keep_mean=None,
             regret_box_mean=None,
             regret_illegal_mean=None,
+            regret_failure_mean=None,
             estimated_expected_score=None,
             mistakes=[],
         )
@@ -609,7 +694,8 @@ def summarize(
     keep = np.asarray(part.regret_keep)
     box = np.asarray(part.regret_box)
     illegal = np.asarray(part.regret_illegal)
-    total = keep + box + illegal
+    failure = np.asarray(part.regret_failure) if part.regret_failure else np.zeros(len(keep))
+    total = keep + box + illegal + failure
     r_mean, r_std, r_ci = _mean_ci(total)
     out.update(
         regret_mean=r_mean,
@@ -620,6 +706,7 @@ def summarize(
         regret_box_mean=float(box.mean()),
         regret_box_ci95=_mean_ci(box)[2],
         regret_illegal_mean=float(illegal.mean()),
+        regret_failure_mean=float(failure.mean()),
         estimated_expected_score=optimal - r_mean,
         estimated_percent_of_optimal=100.0 * (optimal - r_mean) / optimal if optimal else None,
     )
@@ -807,6 +894,9 @@ def render_table(data: dict[str, Any], console=None, mistakes: int = 3) -> None:
         if data.get("optimal_std") is not None:
             title += f" (std {data['optimal_std']:.2f})"
     table = Table(title=title)
+    rows = data["agents"].values()
+    # the regret's other parts, shown where any agent has them, so that the parts shown add up to the regret
+    other = any((row.get("regret_illegal_mean") or 0) + (row.get("regret_failure_mean") or 0) > 0 for row in rows)
     for column in (
         "agent",
         "mean ± 95% CI",
@@ -816,6 +906,7 @@ def render_table(data: dict[str, Any], console=None, mistakes: int = 3) -> None:
         "regret ± 95% CI",
         "keep regret",
         "box regret",
+        *(("illegal/failed regret",) if other else ()),
         "upper bonus",
         "5-of-a-kind",
     ):
@@ -834,10 +925,27 @@ def render_table(data: dict[str, Any], console=None, mistakes: int = 3) -> None:
             "—" if row.get("regret_mean") is None else f"{row['regret_mean']:.3f} ± {row['regret_ci95']:.3f}",
             fmt(row.get("regret_keep_mean"), ".3f"),
             fmt(row.get("regret_box_mean"), ".3f"),
+            *(
+                (
+                    fmt(
+                        None
+                        if row.get("regret_mean") is None
+                        else (row.get("regret_illegal_mean") or 0) + (row.get("regret_failure_mean") or 0),
+                        ".3f",
+                    ),
+                )
+                if other
+                else ()
+            ),
             fmt(None if row["upper_bonus_rate"] is None else 100 * row["upper_bonus_rate"], ".1f", "%"),
             fmt(100 * row["five_of_a_kind_rate"], ".1f", "%"),
         )
     console.print(table)
+    if any((row.get("percent_of_optimal") or 0) > 100 for row in rows):
+        console.print(
+            "% of optimal above 100 is luck in the dice: the mean of finitely many games can exceed the optimal "
+            "expectation; optimal − regret (estimated_expected_score in --json) cannot."
+        )
     if mistakes and any(row.get("mistakes") for row in data["agents"].values()):
         worst = Table(title="Costliest typical mistakes (points lost per game)")
         for column in ("agent", "mistake", "loss/game", "times/game", "mean loss", "worst example"):

@@ -156,7 +156,12 @@ def evaluate(
     part = play_games(rules, player, seeds.tolist(), solution)
     optimal = float(solution.expected_score)
     row = summarize(rules, part, optimal, 0.0, top=0)
-    regret = np.asarray(part.regret_keep) + np.asarray(part.regret_box) + np.asarray(part.regret_illegal)
+    regret = (
+        np.asarray(part.regret_keep)
+        + np.asarray(part.regret_box)
+        + np.asarray(part.regret_illegal)
+        + np.asarray(part.regret_failure)
+    )
     regret_mean = float(regret.mean())
     regret_ci = Z95 * float(regret.std(ddof=1)) / np.sqrt(len(regret)) if len(regret) > 1 else 0.0
     return {

@@ -211,21 +211,35 @@ def _legacy(name: str) -> Any:
     return setting(_LEGACY[name], _doc(name))
 
 
+#: the fields the classic trainers (SB3, BC, RLlib) keep at their :data:`_LEGACY` defaults
+_CLASSIC = ("learning_rate", "lr_schedule", "eval_freq", "eval_episodes", "bench_agents", "bench_workers")
+#: ... and those the classic RL trainers (SB3, RLlib) also keep
+_CLASSIC_RL = (*_CLASSIC, "total_timesteps", "n_envs", "checkpoint_freq")
+
+
+def _classic_defaults(*names: str) -> Any:
+    """A class decorator (under ``@dataclass``) giving the fields ``names`` their :data:`_LEGACY` defaults.
+
+    Each is a field of a base class: overriding its default keeps its place and its type.
+    """
+
+    def override(cls: type) -> type:
+        for name in names:
+            base: Any = next(b for b in cls.__mro__[1:] if name in getattr(b, "__dataclass_fields__", {}))
+            cls.__annotations__[name] = base.__dataclass_fields__[name].type
+            setattr(cls, name, _legacy(name))
+        return cls
+
+    return override
+
+
 @dataclass
+@_classic_defaults(*_CLASSIC_RL)
 class SB3(RL):
     """Stable-Baselines3's maskable_ppo (sb3-contrib), ppo, a2c and dqn (agents/training/sb3.py)."""
 
     algo: str = setting("maskable_ppo", Common.__dataclass_fields__["algo"].metadata["doc"])
 
-    learning_rate: float = _legacy("learning_rate")
-    lr_schedule: str = _legacy("lr_schedule")
-    eval_freq: int = _legacy("eval_freq")
-    eval_episodes: int = _legacy("eval_episodes")
-    bench_agents: list[str] = _legacy("bench_agents")
-    bench_workers: int = _legacy("bench_workers")
-    total_timesteps: int = _legacy("total_timesteps")
-    n_envs: int = _legacy("n_envs")
-    checkpoint_freq: int = _legacy("checkpoint_freq")
     n_steps: int = setting(256, "Steps per env per rollout (PPO, A2C).")
     batch_size: int = setting(512, "Minibatch size (PPO, DQN).")
     n_epochs: int = setting(5, "Optimization epochs per rollout (PPO).")
@@ -258,6 +272,7 @@ class SB3(RL):
 
 
 @dataclass
+@_classic_defaults(*_CLASSIC)
 class BC(Common):
     """Behaviour cloning from a Minari dataset of the solver's games (agents/training/bc.py): imitation, not RL."""
 
@@ -272,29 +287,15 @@ class BC(Common):
         False, "The policy sees each distinct keep once (bitmasks keeping equal dice are one move)."
     )
     features: bool = setting(True, "The policy also sees progress toward the upper bonus (agents/policy/inputs.py).")
-    learning_rate: float = _legacy("learning_rate")
-    lr_schedule: str = _legacy("lr_schedule")
-    eval_freq: int = _legacy("eval_freq")
-    eval_episodes: int = _legacy("eval_episodes")
-    bench_agents: list[str] = _legacy("bench_agents")
-    bench_workers: int = _legacy("bench_workers")
 
 
 @dataclass
+@_classic_defaults(*_CLASSIC_RL)
 class RLlibPPO(RL):
     """RLlib's PPO with action masking, sampling spread over env runner processes (agents/training/rllib_ppo.py)."""
 
     algo: str = setting("rllib_ppo", Common.__dataclass_fields__["algo"].metadata["doc"])
 
-    learning_rate: float = _legacy("learning_rate")
-    lr_schedule: str = _legacy("lr_schedule")
-    eval_freq: int = _legacy("eval_freq")
-    eval_episodes: int = _legacy("eval_episodes")
-    bench_agents: list[str] = _legacy("bench_agents")
-    bench_workers: int = _legacy("bench_workers")
-    total_timesteps: int = _legacy("total_timesteps")
-    n_envs: int = _legacy("n_envs")
-    checkpoint_freq: int = _legacy("checkpoint_freq")
     n_steps: int = setting(256, "Steps per env per rollout.")
     batch_size: int = setting(512, "Minibatch size.")
     n_epochs: int = setting(5, "Optimization epochs per rollout.")

@@ -205,6 +205,9 @@ def load(path: Path, then: str = "solving again") -> tuple[dict[str, np.ndarray]
         return None
     try:
         return _parse(data, key)
+    except _OtherVersion as error:  # not damaged: written by another version of the library
+        warnings.warn(f"solver cache {path} is {error}; {then}", CacheWarning, stacklevel=3)
+        return None
     except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is not used
         warnings.warn(f"solver cache {path} is damaged ({error}); {then}", CacheWarning, stacklevel=3)
         return None
@@ -231,10 +234,14 @@ def digest(key: bytes, body: bytes | memoryview) -> bytes:
     return hmac.new(key, body, hashlib.sha256).hexdigest().encode()
 
 
+class _OtherVersion(ValueError):
+    """A cache file of another format or solver version: not damaged, only not this version's."""
+
+
 def _parse(data: bytes, key: bytes) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Arrays and metadata of a file's bytes; ``ValueError`` (or another error) if anything is off."""
     if data.startswith(_OLD_MAGICS):
-        raise ValueError("written by an older version of the cache format (an unkeyed checksum)")
+        raise _OtherVersion("written by an older version of the cache format (an unkeyed checksum)")
     if not data.startswith(MAGIC):
         raise ValueError("not a solution file")
     digest_end = len(MAGIC) + _DIGEST_LINE
@@ -252,7 +259,7 @@ def _parse(data: bytes, key: bytes) -> tuple[dict[str, np.ndarray], dict[str, An
     if not isinstance(header, dict):
         raise ValueError("header is not a JSON object")
     if header.get("version") != SOLVER_VERSION:
-        raise ValueError(f"solver version {header.get('version')!r} != {SOLVER_VERSION}")
+        raise _OtherVersion(f"written by solver version {header.get('version')!r}, not {SOLVER_VERSION}")
     size, meta, entries = header.get("size"), header.get("meta"), header.get("arrays")
     if not _is_int(size) or size != len(payload):
         raise ValueError(f"truncated: {len(payload)} payload bytes, header says {size!r}")

@@ -1,10 +1,11 @@
 """Starter agent for the dice-poker assignment: edit ``MyAgent.act`` (see README.md).
 
-Check it locally with the same grader the course uses:
+Check it locally with the same sandbox and grader the course uses (README.md):
 
-    dice-poker grade my_agent.py:MyAgent --config grading.toml --games 200
+    dice-poker check my_agent.py:MyAgent --config practice.toml
+    dice-poker grade my_agent.py:MyAgent --config practice.toml --games 200
 
-(or ``python -m agents.commands.grade ...``, the same command).
+(or ``python -m agents.commands.check ...`` and ``python -m agents.commands.grade ...``, the same commands).
 """
 
 import numpy as np
@@ -41,4 +42,7 @@ class MyAgent:
         # TODO: a better keep. This one keeps the dice of the most common face (the highest on ties).
         counts = np.bincount(dice, minlength=7)
         face = max(range(1, 7), key=lambda f: (counts[f], f))
-        return sum(1 << i for i, d in enumerate(dice) if d == face)
+        keep = sum(1 << i for i, d in enumerate(dice) if d == face)
+        if not action_mask[keep]:  # five of a kind: keeping all five dice (31) is never legal, so score
+            return N_KEEP_ACTIONS + best_box
+        return keep

@@ -1,0 +1,224 @@
+"""Check a submission's interface before it is handed in: ``dice-poker check my_agent.py:MyAgent``.
+
+:func:`check` plays a few games (default :data:`GAMES`) with the submission in the same sandbox and
+under the same limits as grading (:class:`agents.course.sandbox.SandboxedAgent`), and reports only
+what would make grading fail: it cannot be loaded, ``act`` is missing or raises, returns something
+that is not an action or an illegal action, is too slow, or prints to standard output. It computes no
+regret and needs no solver, so it takes seconds. How well the agent plays is ``dice-poker grade``'s
+business.
+
+The games are seeded by ``seed`` (:func:`agents.evaluation.benchmark.game_seeds`, as grading): a
+practice seed, never the hidden grading seed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.course.grade_report import failure_where, summary_text_line
+from agents.course.isolation import isolation_method
+from agents.course.sandbox import Failure, Limits, SandboxedAgent
+from agents.evaluation.benchmark import game_seeds
+from dice_poker_env.envs.single import DicePokerEnv
+from dice_poker_env.rules import Rules, load_rules
+
+#: games a check plays by default
+GAMES = 3
+#: failures listed in full (the rest are counted)
+LISTED = 5
+
+
+@dataclass
+class CheckResult:
+    """What :func:`check` found.
+
+    Attributes:
+        submission: the agent spec checked.
+        rules: the ruleset's name.
+        games: the games asked for.
+        isolation: ``"bubblewrap ..."`` or ``"none"`` (unisolated).
+        loaded: whether the submission loaded.
+        load_seconds: the time it took to start and load.
+        games_played: games in which it was asked for decisions.
+        games_failed: games a failure ended.
+        decisions: decisions it answered.
+        slowest: the slowest answered decision, in seconds.
+        limits: the limits it ran under.
+        failures: every recorded failure (loading included).
+        failure_count: all failures, recorded or not.
+        printed: bytes it wrote to standard output.
+        printed_sample: the start of it.
+        solver_imports: the solver modules it imported (or tried to).
+        solver: the solver policy.
+    """
+
+    submission: str
+    rules: str
+    games: int
+    isolation: str
+    loaded: bool = False
+    load_seconds: float = 0.0
+    games_played: int = 0
+    games_failed: int = 0
+    decisions: int = 0
+    slowest: float = 0.0
+    limits: Limits = field(default_factory=Limits)
+    failures: list[Failure] = field(default_factory=list)
+    failure_count: int = 0
+    printed: int = 0
+    printed_sample: str = ""
+    solver_imports: list[str] = field(default_factory=list)
+    solver: str = "allow"
+
+    @property
+    def problems(self) -> list[str]:
+        """One line per interface problem (empty: the interface is fine)."""
+        groups: dict[tuple[str, str], list[Failure]] = {}
+        for failure in self.failures:  # the same failure in every game: one line
+            groups.setdefault((str(failure.kind), failure.message), []).append(failure)
+        lines = []
+        for (kind, message), same in list(groups.items())[:LISTED]:
+            where = (
+                failure_where(same[0].to_json())
+                if len(same) == 1
+                else f"{len(same)} games, first {failure_where(same[0].to_json())}"
+            )
+            lines.append(f"{kind} ({where}): {message}")
+        more = self.failure_count - sum(len(same) for same in list(groups.values())[:LISTED])
+        if more > 0:
+            lines.append(f"... and {more} more failure(s)")
+        if self.printed:
+            lines.append(
+                f"printed {self.printed} bytes to standard output (agents must print nothing: use logging or "
+                f"standard error); the start: {self.printed_sample[:80]!r}"
+            )
+        if self.solver_imports and self.solver == "flag":
+            lines.append(f"imported the library's solver ({', '.join(self.solver_imports)}): grading reports it")
+        return lines
+
+    @property
+    def ok(self) -> bool:
+        """Whether the interface is fine (no problem at all)."""
+        return not self.problems
+
+
+def check(
+    submission: str,
+    rules: str | Rules = "yahtzee",
+    *,
+    games: int = GAMES,
+    seed: int = 0,
+    limits: Limits | None = None,
+    isolated: bool = True,
+    solver: str = "allow",
+) -> CheckResult:
+    """Play ``games`` games of ``rules`` with ``submission`` in the grading sandbox; its interface problems.
+
+    Args:
+        submission: the agent spec, e.g. ``"my_agent.py:MyAgent"``.
+        rules: ruleset name, rules file or :class:`Rules`.
+        games: games to play (at least 1).
+        seed: the games' seed (a practice seed).
+        limits: the grading limits (:class:`agents.course.sandbox.Limits`).
+        isolated: run the submission isolated, as grading does (``False``: trusted code only).
+        solver: the solver policy, as grading's: ``allow``, ``flag`` or ``forbid``.
+
+    Returns:
+        A :class:`CheckResult`.
+
+    Raises:
+        ValueError: a bad argument, spec or ruleset, or no isolation here while ``isolated``.
+    """
+    rules = load_rules(rules)
+    if isinstance(games, bool) or not isinstance(games, int) or not 1 <= games <= 10_000:
+        raise ValueError(f"games must be an integer from 1 to 10000, got {games!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    limits = limits or Limits()
+    agent = SandboxedAgent(submission, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
+    result = CheckResult(
+        submission=submission,
+        rules=rules.name,
+        games=games,
+        isolation=isolation_method() if agent.isolated else "none",
+        limits=limits,
+        solver=solver,
+    )
+    env = DicePokerEnv(rules)
+    try:
+        start = time.monotonic()
+        agent.start()
+        result.load_seconds = time.monotonic() - start
+        result.loaded = agent.load_error is None
+        if result.loaded:
+            for game_seed in game_seeds(seed, games):
+                agent.reset()
+                if not agent.playing:
+                    break
+                result.games_played += 1
+                observation, info = env.reset(seed=int(game_seed))
+                done = False
+                while not done:
+                    start = time.monotonic()
+                    action = agent.act(observation, info["action_mask"])
+                    seconds = time.monotonic() - start
+                    if agent.game_failure is not None:  # the game ends here: a failure, not an answer
+                        break
+                    result.decisions += 1
+                    result.slowest = max(result.slowest, seconds)
+                    observation, _, done, _, info = env.step(action)
+                result.games_failed += agent.game_failure is not None
+    finally:
+        agent.close()
+    result.failures = ([agent.load_error] if agent.load_error is not None else []) + agent.failures
+    result.failure_count = agent.failure_count + (agent.load_error is not None)
+    result.printed = agent.printed.bytes
+    result.printed_sample = agent.printed.sample
+    result.solver_imports = list(agent.solver_imports)
+    return result
+
+
+def check_text(result: CheckResult) -> str:
+    """The result on one screen (control characters from the submission replaced by ``?``)."""
+    isolation = f"isolated ({result.isolation})" if result.isolation != "none" else "UNISOLATED"
+    verdict = "interface OK" if result.ok else f"{len(result.problems)} interface problem(s)"
+    lines = [f"check {result.submission} on {result.rules} ({result.games} games, {isolation}): {verdict}"]
+    limits = result.limits
+    if result.loaded:
+        lines.append(
+            f"  loaded in {result.load_seconds:.2f} s (limit {limits.load_seconds:g} s); "
+            f"{result.games_played} game(s) played, {result.games_played - result.games_failed} finished"
+        )
+        lines.append(
+            f"  {result.decisions} decision(s) answered"
+            + (f", the slowest in {result.slowest:.3f} s" if result.decisions else "")
+            + f" (limits: {limits.decision_seconds:g} s a decision, {limits.game_seconds:g} s a game)"
+        )
+    lines += [f"  problem: {line}" for line in result.problems]
+    if result.ok:
+        lines.append("  no output on standard output; every action legal")
+    lines.append(
+        "This checks the interface only (no regret, no solver); `dice-poker grade` measures how well it plays."
+    )
+    return "\n".join(summary_text_line(line) for line in lines)
+
+
+def check_json(result: CheckResult) -> dict[str, Any]:
+    """The result as a JSON-ready dict."""
+    return {
+        "submission": result.submission,
+        "rules": result.rules,
+        "games": result.games,
+        "isolation": result.isolation,
+        "ok": result.ok,
+        "loaded": result.loaded,
+        "games_played": result.games_played,
+        "games_failed": result.games_failed,
+        "decisions": result.decisions,
+        "problems": result.problems,
+        "failures": [f.to_json() for f in result.failures],
+        "failure_count": result.failure_count,
+        "stdout_bytes": result.printed,
+    }

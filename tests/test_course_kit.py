@@ -1,0 +1,260 @@
+"""The course kit: the student and instructor folders of examples/course/, the starter agent, ``dice-poker check``,
+and every command's ``--help``."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.course.grader import read_config
+from agents.course.sandbox import isolation_problem
+from dice_poker_env import load_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE = ROOT / "examples" / "course"
+STUDENT = COURSE / "student"
+INSTRUCTOR_CONFIG = COURSE / "instructor" / "grading.toml"
+ISOLATED = isolation_problem() is None
+UNISOLATED = [] if ISOLATED else ["--unisolated"]
+
+SUBMISSIONS = """
+import sys
+import time
+
+import numpy as np
+
+
+class Good:
+    def __init__(self, rules):
+        self.rules = rules
+
+    def act(self, observation, action_mask):
+        return 32 + int(np.flatnonzero(action_mask[32:])[0])
+
+
+class Illegal(Good):
+    def act(self, observation, action_mask):
+        return 31
+
+
+class Malformed(Good):
+    def act(self, observation, action_mask):
+        return 32.0
+
+
+class Raises(Good):
+    def act(self, observation, action_mask):
+        raise KeyError("dice")
+
+
+class Chatty(Good):
+    def act(self, observation, action_mask):
+        print("hello")
+        return super().act(observation, action_mask)
+
+
+class Slow(Good):
+    def act(self, observation, action_mask):
+        time.sleep(3)
+        return super().act(observation, action_mask)
+
+
+class NoAct:
+    def __init__(self, rules):
+        pass
+"""
+
+
+# ------------------------------------------------------------------ the two folders
+def test_the_student_folder_reveals_nothing_of_the_hidden_set():
+    hidden = read_config(INSTRUCTOR_CONFIG)
+    files = [path for path in STUDENT.rglob("*") if path.is_file()]
+    assert sorted(path.name for path in files) == ["README.md", "my_agent.py", "practice.toml"]
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert str(hidden["seed"]) not in text, path
+        for secret in ("instructor", "grading.toml", INSTRUCTOR_CONFIG.name):
+            assert secret not in text, (path, secret)
+    practice = read_config(STUDENT / "practice.toml")
+    assert practice["seed"] != hidden["seed"]
+    # the same format and settings: only the seed differs
+    assert {k: v for k, v in practice.items() if k != "seed"} == {k: v for k, v in hidden.items() if k != "seed"}
+
+
+def test_the_docs_say_which_folder_is_handed_out():
+    teacher = (COURSE / "README.md").read_text(encoding="utf-8")
+    assert "hand this folder out" in teacher and "`student/`" in teacher and "`instructor/`: keep it" in teacher
+    grading = (ROOT / "docs" / "grading.md").read_text(encoding="utf-8")
+    assert "examples/course/student/" in grading and "examples/course/instructor/grading.toml" in grading
+    assert not (COURSE / "grading.toml").exists() and not (COURSE / "my_agent.py").exists()
+
+
+# ------------------------------------------------------------------ the starter agent
+def test_the_starter_agent_always_plays_legal_actions():
+    from agents.evaluation.benchmark import benchmark
+    from agents.players.registry import make_agent
+    from dice_poker_env.envs.single import DicePokerEnv
+
+    rules = load_rules("yahtzee")
+    agent = make_agent(f"{STUDENT / 'my_agent.py'}:MyAgent", rules)
+    # five ones with the yahtzee box scratched: the starter's keep would be all five dice (31, never legal)
+    env = DicePokerEnv(rules)
+    observation, info = env.reset(options={"scorecard": {"yahtzee": 0}, "dice": [1, 1, 1, 1, 1], "rolls_left": 2})
+    mask = info["action_mask"]
+    action = int(agent.act(observation, mask))
+    assert mask[action] and action >= 32, action
+    result = benchmark("yahtzee", [("starter", agent)], games=300, seed=1, regret=False)
+    row = result.data["agents"]["starter"]
+    assert row["illegal_actions"] == 0 and row["failed_games"] == {} and row["games"] == 300
+
+
+# ------------------------------------------------------------------ dice-poker check
+@pytest.fixture(scope="module")
+def student(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("check")
+    (folder / "student.py").write_text(SUBMISSIONS)
+    (folder / "slow.toml").write_text('rules = "yacht"\ndecision_seconds = 1.0\nseed = 4\n')
+    return folder
+
+
+def run_check(student, name, *extra, capsys):
+    from agents.commands.check import main
+
+    code = main([f"{student / 'student.py'}:{name}", "--rules", "yacht", "--games", "2", *UNISOLATED, *extra])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_check_passes_a_good_submission_without_the_solver(student, capsys, monkeypatch):
+    import dice_poker_env.solver as solver
+
+    def no_solver(*args, **kwargs):
+        raise AssertionError("check must not solve")
+
+    monkeypatch.setattr(solver, "solve", no_solver)
+    code, out, err = run_check(student, "Good", capsys=capsys)
+    assert code == 0, out + err
+    assert "interface OK" in out and "2 game(s) played, 2 finished" in out
+    assert len(out.splitlines()) <= 24  # one screen
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("Illegal", "illegal (2 games, first game 1, decision 1): returned 31 (keep all five dice)"),
+        ("Malformed", "malformed (2 games, first game 1, decision 1)"),
+        ("Raises", "exception (2 games, first game 1, decision 1): KeyError: 'dice'"),
+        ("Chatty", "printed 144 bytes to standard output"),  # "hello" and a newline at each of 2 x 12 decisions
+        ("NoAct", "load (loading)"),
+        ("Missing", "has no 'Missing'"),
+    ],
+)
+def test_check_reports_interface_errors(student, capsys, name, expected):
+    code, out, err = run_check(student, name, capsys=capsys)
+    assert code == 1, out + err
+    assert "interface problem(s)" in out and expected in out, out
+    assert "Traceback" not in out + err
+
+
+def test_check_reports_a_slow_submission_with_the_config_limits(student, capsys):
+    code, out, _ = run_check(student, "Slow", "--config", str(student / "slow.toml"), capsys=capsys)
+    assert code == 1 and "timeout (game 1, decision 1): no answer within 1 s" in out, out
+    code, out, _ = run_check(student, "Good", "--json", capsys=capsys)
+    data = json.loads(out)
+    assert code == 0 and data["ok"] and data["games_played"] == 2 and data["problems"] == []
+
+
+def test_check_bad_input_is_a_one_line_error(student, capsys):
+    code, out, err = run_check(student, "Good", "--games", "0", capsys=capsys)
+    assert code == 2 and "games must be an integer from 1" in err and "Traceback" not in err
+    from agents.commands.check import main
+
+    assert main(["no_colon_here", "--rules", "yacht", *UNISOLATED]) == 2
+    assert "expected FILE.py:NAME" in capsys.readouterr().err
+
+
+def test_dice_poker_check_through_the_command_entry_point(student, monkeypatch, capsys):
+    """``dice-poker check``, found through its entry point as pyproject.toml registers it."""
+    from dice_poker_env import cli
+
+    point = importlib.metadata.EntryPoint("check", "agents.commands.check", cli.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(cli, "plugin_entry_points", lambda: [point])
+    code = cli.main(["check", f"{student / 'student.py'}:Illegal", "--rules", "yacht", "--games", "1", *UNISOLATED])
+    assert code == 1 and "illegal" in capsys.readouterr().out
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'check = "agents.commands.check"' in text
+
+
+# ------------------------------------------------------------------ every command's --help
+def _commands() -> dict[str, str]:
+    """Every dice-poker command: the core's and those pyproject.toml registers (installed or not)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    from dice_poker_env import cli
+
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        plugins = tomllib.load(handle)["project"]["entry-points"][cli.ENTRY_POINT_GROUP]
+    return {**cli.BUILTIN_COMMANDS, **plugins}
+
+
+@pytest.mark.parametrize("name", sorted(_commands()))
+def test_every_command_help_prints_percent_signs_once(name, monkeypatch, capsys):
+    """argparse formats help with %: a description or epilog must not show "%%" (nor fail on a lone %)."""
+    from dice_poker_env import cli
+
+    points = [
+        importlib.metadata.EntryPoint(n, target, cli.ENTRY_POINT_GROUP)
+        for n, target in _commands().items()
+        if n not in cli.BUILTIN_COMMANDS
+    ]
+    monkeypatch.setattr(cli, "plugin_entry_points", lambda: points)
+    texts = []
+    for argv in ([name, "--help"], ["--help"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        assert exit_info.value.code == 0
+        texts.append(capsys.readouterr().out)
+        assert "%%" not in texts[-1] and "%(" not in texts[-1], texts[-1]
+    if name in ("grade", "bench", "evaluate"):
+        assert "95% CI" in " ".join(texts[0].split())
+
+
+def test_train_help_prints_percent_signs_once():
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "--help"], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert result.returncode == 0 and "%%" not in result.stdout
+
+
+# ------------------------------------------------------------------ relatives in dice-poker bench's table
+def test_the_bench_table_shows_every_part_of_the_regret_and_explains_luck():
+    from rich.console import Console
+
+    from agents.evaluation.benchmark import benchmark, render_table
+
+    class Stubborn:
+        name = "stubborn"
+
+        def act(self, observation, action_mask):
+            return 31  # never legal
+
+    result = benchmark("yacht", [("stubborn", Stubborn()), "greedy"], games=4, seed=3)
+    row = result.data["agents"]["stubborn"]
+    assert row["illegal_actions"] == 4 and row["failed_games"] == {}
+    console = Console(record=True, width=250)
+    render_table(result.data, console=console)
+    text = console.export_text()
+    assert "illegal/failed regret" in text and f"{row['regret_illegal_mean']:.3f}" in text
+    assert "luck in the dice" not in text
+    result.data["agents"]["greedy"]["percent_of_optimal"] = 100.42
+    console = Console(record=True, width=250)
+    render_table(result.data, console=console)
+    assert "above 100 is luck in the dice" in console.export_text()
