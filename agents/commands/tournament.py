@@ -1,0 +1,155 @@
+"""``dice-poker tournament``: a tournament between submitted agents (:mod:`agents.course.tournament`).
+
+``dice-poker tournament SUBMISSION... --rules yahtzee --players 2 --games 4 --out DIR``, each
+``SUBMISSION`` an agent spec (``student.py:MyAgent``); the optimal and greedy agents take part
+as anchors. ``--out DIR`` is checked before the first game, as ``dice-poker grade --out``; the
+standings are printed before the files are written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from dice_poker_env.cli.rules_arguments import parse_rules_options
+
+HELP = "a duplicate tournament between submitted agents and the optimal and greedy anchors (Elo with intervals)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from agents.course.sandbox import Limits
+    from agents.course.tournament import FORMATS, ROUND_ROBIN_MAX_GROUPS
+
+    parser.description = (
+        "Play submitted agents (FILE.py:NAME or MODULE:NAME), each isolated as in grading, against each other and "
+        "the optimal and greedy anchors at multi-player tables, in duplicate (every deal replayed with the seats "
+        f"rotated, so luck cancels): a round-robin up to {ROUND_ROBIN_MAX_GROUPS} groups, else Swiss. Writes the "
+        "standings (Elo ratings with 95% bootstrap intervals) and a leaderboard page with a replay of every game."
+    )
+    parser.add_argument("submissions", metavar="SUBMISSION", nargs="+", help="an agent: student.py:MyAgent[,key=value]")
+    parser.add_argument("--rules", default="yahtzee", help="ruleset name or rules file (default yahtzee)")
+    parser.add_argument(
+        "--option", "-o", action="append", default=[], metavar="NAME=VALUE", help="a rules option (repeatable)"
+    )
+    parser.add_argument("--players", type=int, default=2, help="seats a table, 2 to 6 (default 2)")
+    parser.add_argument(
+        "--games", type=int, default=4, help="deals each group plays, each at every rotation of the seats (default 4)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the same seed, the same dice and schedule (default 0)")
+    parser.add_argument("--format", choices=FORMATS, default="auto", help="the schedule (default auto)")
+    parser.add_argument("--rounds", type=int, help="Swiss rounds (default ceil(log2(agents)) + 2)")
+    parser.add_argument(
+        "--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals (default 1000)"
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="write standings.csv, standings.json, games.json, leaderboard.html"
+    )
+    parser.add_argument("--overwrite", action="store_true", help="with --out: replace a tournament already in DIR")
+    parser.add_argument(
+        "--decision-seconds", type=float, help=f"time limit per decision (default {Limits.decision_seconds:g})"
+    )
+    parser.add_argument("--game-seconds", type=float, help=f"time limit per game (default {Limits.game_seconds:g})")
+    parser.add_argument(
+        "--load-seconds", type=float, help=f"time limit to load a submission (default {Limits.load_seconds:g})"
+    )
+    parser.add_argument(
+        "--total-seconds",
+        type=float,
+        help=f"time a submission may use in the whole tournament (default {Limits.total_seconds:g})",
+    )
+    parser.add_argument(
+        "--max-failures",
+        type=int,
+        help=f"failed games after which a submission forfeits the rest (default {Limits.max_failures})",
+    )
+    parser.add_argument(
+        "--solver", choices=("allow", "flag", "forbid"), default="allow", help="the library's solver in submissions"
+    )
+    parser.add_argument(
+        "--unisolated", action="store_true", help="run the submissions without isolation (trusted code only)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the standings as JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    from agents.commands.bench import check_out_dir, remove_empty
+    from agents.course.grader import protect_process
+    from agents.course.sandbox import Limits
+    from agents.course.tournament import OUTPUT_FILES, summary_text, tournament, write_outputs
+    from dice_poker_env.rules import load_rules
+
+    protect_process()
+    if args.overwrite and not args.out:
+        raise ValueError("--overwrite goes with --out DIR")
+    given = {
+        "decision_seconds": args.decision_seconds,
+        "game_seconds": args.game_seconds,
+        "load_seconds": args.load_seconds,
+        "total_seconds": args.total_seconds,
+        "max_failures": args.max_failures,
+    }
+    limits = Limits(**{name: value for name, value in given.items() if value is not None})
+    rules = load_rules(args.rules, **parse_rules_options(args.option))
+    out = Path(args.out) if args.out else None
+    created = check_out_dir(out, args.overwrite, OUTPUT_FILES, "a tournament") if out is not None else []
+
+    def interrupt(signum, frame):  # SIGTERM as Ctrl-C: the sandboxes are stopped on the way out
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        result = tournament(
+            args.submissions,
+            rules,
+            players=args.players,
+            games=args.games,
+            seed=args.seed,
+            fmt=args.format,
+            rounds=args.rounds,
+            limits=limits,
+            isolated=not args.unisolated,
+            solver=args.solver,
+            bootstrap=args.bootstrap,
+            progress=not args.json,
+        )
+    except BaseException:
+        remove_empty(created)  # a failed command leaves no trace
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if args.json:
+        print(json.dumps(result["standings"], sort_keys=True), flush=True)
+    else:
+        print(summary_text(result), flush=True)
+    if out is not None:
+        try:
+            written = write_outputs(result, out)
+        except OSError as error:
+            print(f"dice-poker tournament: error: could not write to {out} ({error})", file=sys.stderr)
+            return 1
+        if not args.json:
+            print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agents.commands.tournament ...``; bad input is a one-line error, status 2."""
+    parser = argparse.ArgumentParser(prog="python -m agents.commands.tournament")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, KeyError, OSError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"tournament: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

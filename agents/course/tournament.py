@@ -1,0 +1,498 @@
+"""A tournament between students' agents: duplicate multi-player matches, Elo ratings with intervals.
+
+``python -m agents.commands.tournament a.py:A b.py:B ... --rules yacht --players 2 --games 4 --out DIR``
+(:mod:`agents.commands.tournament`). The optimal and greedy agents always take part, as fixed
+anchors: the greedy agent's rating is the scale's origin (:data:`agents.course.ratings.ANCHOR_RATING`)
+and the optimal agent shows the ceiling.
+
+**Matches.** A group of agents meets at one table (2 to 6 seats, the PettingZoo env
+:mod:`dice_poker_env.multi`) for ``games`` *deals* in duplicate (:mod:`agents.course.duplicate`);
+a *match* is one deal played at as many tables as the group has agents, the seats rotated one
+place at each table, so every agent plays every seat's dice once and the seat order once. A
+match's result for each agent is the sum of its points over those tables; two agents of a match
+are compared by these sums (win, draw or loss). Every group of a round plays the same deals,
+so every agent meets the same dice in a round.
+
+**Schedule** (:func:`choose_format`). Round-robin (one round: every group of ``players``
+agents meets once) while it needs at most :data:`ROUND_ROBIN_MAX_GROUPS` groups; otherwise
+Swiss: :func:`default_rounds` rounds (``--rounds``); before each round the agents are ordered
+by their ratings so far (the first round: a seeded shuffle) and seated from the top, table by
+table (:func:`swiss_tables`): each table takes the best-placed agent left, then, among the next
+``2 x size`` agents left, those it has met least often. Tables seat ``players`` agents, or one
+more or fewer where the number of agents does not divide (:func:`table_sizes`).
+
+**Ratings** (:mod:`agents.course.ratings`): Elo points from a Bradley-Terry fit to every
+pairwise comparison of every match, with 95% intervals from a bootstrap over matches.
+
+**Failures.** Submissions run isolated exactly as in grading (:class:`agents.course.sandbox.SandboxedAgent`:
+each in its own sandbox, started once and reused for every game, under the grading limits).
+An agent that fails in a game forfeits that seat (0 points and last place at that table; the
+others play on, :mod:`agents.course.duplicate`); a submission that does not load, or that has
+spent its failures or its time, forfeits every later seat. Nothing a submission does stops
+the tournament.
+
+Output (:func:`write_outputs`): ``standings.csv``, ``standings.json`` (standings, matches and
+failures), ``games.json`` (every game, move by move) and ``leaderboard.html``
+(:mod:`agents.course.tournament_page`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.course.duplicate import GameRecord, deal_faces, play_game
+from agents.course.ratings import ANCHOR_RATING, PRIOR_SD, Comparisons, rate
+from agents.course.sandbox import Limits, SandboxedAgent
+from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.multi.aec import MAX_PLAYERS, MIN_PLAYERS
+from dice_poker_env.rules import Rules, load_rules
+
+#: the agents that always take part
+ANCHORS = ("optimal", "greedy")
+#: the anchor whose rating is fixed
+ANCHOR = "greedy"
+#: the schedules
+FORMATS = ("auto", "round-robin", "swiss")
+#: ``auto`` plays a round-robin up to this many groups, else Swiss
+ROUND_ROBIN_MAX_GROUPS = 60
+#: the files ``--out DIR`` gets
+OUTPUT_FILES = ("standings.csv", "standings.json", "games.json", "leaderboard.html")
+#: the standings' columns (``standings.csv``, in this order)
+COLUMNS = tuple("rank agent kind rating rating_low rating_high games wins mean_score failures status".split())
+#: the output's format version
+FORMAT_VERSION = 1
+
+
+# ------------------------------------------------------------------ the schedule (pure)
+def table_sizes(agents: int, players: int) -> list[int]:
+    """How many agents sit at each table of a round: ``players``, or one more or fewer to seat everyone.
+
+    ``ceil(agents / players)`` tables as equal as possible; where that would leave a table of
+    one, one table fewer (some then seat ``players + 1``).
+    """
+    tables = max(1, math.ceil(agents / players))
+    if agents // tables < MIN_PLAYERS:
+        tables -= 1
+    base, extra = divmod(agents, tables)
+    return [base + 1] * extra + [base] * (tables - extra)
+
+
+def choose_format(agents: int, players: int, fmt: str = "auto") -> str:
+    """``round-robin`` or ``swiss``: ``auto`` is round-robin up to :data:`ROUND_ROBIN_MAX_GROUPS` groups."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt != "auto":
+        return fmt
+    return "round-robin" if math.comb(agents, players) <= ROUND_ROBIN_MAX_GROUPS else "swiss"
+
+
+def default_rounds(agents: int) -> int:
+    """Swiss rounds by default: ``ceil(log2(agents)) + 2``."""
+    return math.ceil(math.log2(max(agents, 2))) + 2
+
+
+def round_robin_groups(agents: int, players: int) -> list[tuple[int, ...]]:
+    """Every group of ``players`` agents, once."""
+    return list(itertools.combinations(range(agents), players))
+
+
+def swiss_tables(order: list[int], met: np.ndarray, players: int) -> list[tuple[int, ...]]:
+    """One Swiss round's tables (module docstring): ``order`` is the agents best first, ``met[a, b]`` meetings so far."""
+    left = list(order)
+    tables = []
+    for size in table_sizes(len(order), players):
+        table = [left.pop(0)]
+        while len(table) < size:
+            window = left[: 2 * size]
+            best = min(window, key=lambda a: (sum(met[a, b] for b in table), left.index(a)))
+            table.append(best)
+            left.remove(best)
+        tables.append(tuple(table))
+    return tables
+
+
+# ------------------------------------------------------------------ entries and matches
+@dataclass
+class Entry:
+    """An agent of the tournament: a submission (sandboxed) or an anchor (in process)."""
+
+    name: str
+    kind: str
+    player: Any
+
+    def status(self) -> str:
+        """``ok``, ``failures``, ``stopped`` (no more decisions asked for) or ``not_loaded``."""
+        if self.kind == "anchor":
+            return "ok"
+        if self.player.load_error is not None:
+            return "not_loaded"
+        if self.player.stopped_at_game is not None:
+            return "stopped"
+        return "failures" if self.player.failure_count else "ok"
+
+
+@dataclass
+class Match:
+    """A group of agents playing one deal at every rotation of its seats."""
+
+    id: int
+    round: int
+    deal: int
+    agents: tuple[int, ...]
+    games: list[int] = field(default_factory=list)
+    totals: list[int] = field(default_factory=list)
+
+    def comparisons(self) -> list[tuple[int, int, float, int]]:
+        """``(a, b, result, match)`` for every pair of the group, by the totals."""
+        rows = []
+        for x, y in itertools.combinations(range(len(self.agents)), 2):
+            result = 0.5 if self.totals[x] == self.totals[y] else float(self.totals[x] > self.totals[y])
+            rows.append((self.agents[x], self.agents[y], result, self.id))
+        return rows
+
+
+def rotation(group: tuple[int, ...], k: int) -> tuple[int, ...]:
+    """The agents of ``group`` by seat at the ``k``-th table of a deal: the group's agent ``i`` sits in seat ``(i + k) % n``."""
+    n = len(group)
+    seats = [0] * n
+    for i, agent in enumerate(group):
+        seats[(i + k) % n] = agent
+    return tuple(seats)
+
+
+def _check_int(name: str, value: Any, least: int, most: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    if most is not None and value > most:
+        raise ValueError(f"{name} must be at most {most}, got {value}")
+    return int(value)
+
+
+def entry_names(submissions: list[str]) -> list[str]:
+    """The submissions' names in the standings (their specs as given); refuses repeats and anchors' names."""
+    seen: set[str] = set()
+    for spec in submissions:
+        if not isinstance(spec, str) or not spec:
+            raise ValueError(f"a submission must be an agent spec FILE.py:NAME, got {spec!r}")
+        if spec in ANCHORS:
+            raise ValueError(f"{spec!r} is an anchor: the optimal and greedy agents always take part")
+        if spec in seen:
+            raise ValueError(f"submission {spec!r} is given twice")
+        seen.add(spec)
+    return list(submissions)
+
+
+# ------------------------------------------------------------------ the tournament
+def tournament(
+    submissions: list[str],
+    rules: str | Rules = "yacht",
+    *,
+    players: int = 2,
+    games: int = 4,
+    seed: int = 0,
+    fmt: str = "auto",
+    rounds: int | None = None,
+    limits: Limits | None = None,
+    isolated: bool = True,
+    solver: str = "allow",
+    bootstrap: int = 1000,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Play a tournament (module docstring) and return its results as a JSON-ready dict.
+
+    Args:
+        submissions: agent specs (``student.py:MyAgent``), at least one.
+        rules: ruleset name, rules file or :class:`Rules`.
+        players: seats per table (2 to 6; at most the number of agents).
+        games: deals each group plays, i.e. matches per group (each deal at every rotation of the seats).
+        seed: the tournament's seed: the same seed, the same dice and schedule.
+        fmt: ``auto``, ``round-robin`` or ``swiss``.
+        rounds: Swiss rounds (default :func:`default_rounds`); refused for a round-robin.
+        limits: the submissions' limits (:class:`agents.course.sandbox.Limits`), per submission for
+            the whole tournament.
+        isolated: run the submissions isolated (``False``: trusted code only).
+        solver: the library's solver in submissions: ``allow``, ``flag`` or ``forbid``.
+        bootstrap: resamples for the ratings' intervals.
+        progress: a line per round on standard error.
+
+    Raises:
+        ValueError: a bad argument (never for what a submission does).
+    """
+    from agents.evaluation.benchmark import load_solution
+    from agents.players.registry import make_agent
+
+    rules = load_rules(rules)
+    names = entry_names(list(submissions))
+    if not names:
+        raise ValueError("a tournament needs at least one submission")
+    agents = len(names) + len(ANCHORS)
+    if (
+        isinstance(players, bool)
+        or not isinstance(players, (int, np.integer))
+        or not MIN_PLAYERS <= players <= MAX_PLAYERS
+    ):
+        raise ValueError(f"players must be an integer {MIN_PLAYERS} to {MAX_PLAYERS}, got {players!r}")
+    players = _check_int("players", players, MIN_PLAYERS, agents)  # (the agents' number counts the anchors)
+    games = _check_int("games", games, 1)
+    seed = _check_int("seed", seed, 0)
+    bootstrap = _check_int("bootstrap", bootstrap, 0)
+    fmt = choose_format(agents, players, fmt)
+    if fmt == "round-robin" and rounds is not None:
+        raise ValueError("--rounds is for a Swiss tournament; a round-robin has one round")
+    rounds = (
+        1 if fmt == "round-robin" else _check_int("rounds", default_rounds(agents) if rounds is None else rounds, 1)
+    )
+    turns = compile_rules(rules).turns
+    solution = load_solution(rules, required=True)
+    entries = [
+        Entry("optimal", "anchor", make_agent("optimal", rules, solution=solution)),
+        Entry("greedy", "anchor", make_agent("greedy", rules)),
+    ]
+    try:
+        for name in names:
+            agent = SandboxedAgent(name, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
+            entries.append(Entry(name, "submission", agent))
+            agent.start()  # (one at a time: a sandbox dies with the thread that started it)
+        records, matches = _play(entries, rules, players, games, seed, fmt, rounds, turns, progress)
+    finally:
+        for entry in entries:
+            if entry.kind == "submission":
+                entry.player.close()
+    comparisons = Comparisons.of([row for m in matches for row in m.comparisons()])
+    anchor = [e.name for e in entries].index(ANCHOR)
+    ratings = rate(comparisons, len(entries), anchor, bootstrap=bootstrap, seed=seed)
+    return {
+        "format_version": FORMAT_VERSION,
+        "rules": rules.name,
+        "rules_title": rules.title,
+        "rules_options": dict(rules.options),
+        "rules_fingerprint": rules.fingerprint,
+        "box_names": list(rules.box_names),
+        "players": players,
+        "games": games,
+        "seed": seed,
+        "format": fmt,
+        "rounds": rounds,
+        "rating": {
+            "method": "Bradley-Terry (Elo scale) fitted to every pairwise duplicate comparison",
+            "anchor": ANCHOR,
+            "anchor_rating": ANCHOR_RATING,
+            "prior_sd": PRIOR_SD,
+            "interval": "95% percentile bootstrap over matches",
+            "bootstrap": ratings.bootstrap,
+        },
+        "isolation": {"isolated": bool(isolated), "solver": solver},
+        "agents": [e.name for e in entries],
+        "standings": _standings(entries, records, ratings),
+        "matches": [
+            {
+                "id": m.id,
+                "round": m.round,
+                "deal": m.deal,
+                "agents": list(m.agents),
+                "games": m.games,
+                "totals": m.totals,
+            }
+            for m in matches
+        ],
+        "failures": {
+            e.name: [f.to_json() for f in ([e.player.load_error] if e.player.load_error else []) + e.player.failures]
+            for e in entries
+            if e.kind == "submission" and (e.player.load_error is not None or e.player.failures)
+        },
+        "games_played": [_game_json(g) for g in records],
+    }
+
+
+@dataclass
+class _Played:
+    """A game record with where it was played."""
+
+    id: int
+    match: int
+    round: int
+    deal: int
+    rotation: int
+    agents: tuple[int, ...]
+    record: GameRecord
+
+
+def _play(
+    entries: list[Entry],
+    rules: Rules,
+    players: int,
+    games: int,
+    seed: int,
+    fmt: str,
+    rounds: int,
+    turns: int,
+    progress: bool,
+) -> tuple[list[_Played], list[Match]]:
+    """Every round's matches, played: the game records and the matches."""
+    n = len(entries)
+    met = np.zeros((n, n), dtype=np.int64)
+    records: list[_Played] = []
+    matches: list[Match] = []
+    shuffle = np.random.default_rng(np.random.SeedSequence([seed, 1])).permutation(n).tolist()
+    for round_ in range(rounds):
+        if fmt == "round-robin":
+            groups = round_robin_groups(n, players)
+        else:
+            if matches:
+                fitted = rate(Comparisons.of([r for m in matches for r in m.comparisons()]), n, 0, bootstrap=0)
+                order = sorted(range(n), key=lambda a: (-fitted.rating[a], shuffle.index(a)))
+            else:
+                order = shuffle
+            groups = swiss_tables(order, met, players)
+        size = max(len(g) for g in groups)
+        faces = {d: deal_faces(seed, round_ * games + d, size, turns) for d in range(games)}
+        for group in groups:
+            for a, b in itertools.combinations(group, 2):
+                met[a, b] += 1
+                met[b, a] += 1
+            for d in range(games):
+                match = Match(len(matches), round_, round_ * games + d, group, totals=[0] * len(group))
+                for k in range(len(group)):
+                    seated = rotation(group, k)
+                    record = play_game(rules, [entries[a].player for a in seated], faces[d][: len(group)])
+                    record.seats = list(seated)
+                    for seat, points in enumerate(record.results):
+                        match.totals[group.index(seated[seat])] += points
+                    played = _Played(len(records), match.id, round_, match.deal, k, seated, record)
+                    records.append(played)
+                    match.games.append(played.id)
+                matches.append(match)
+        if progress:
+            print(
+                f"round {round_ + 1} of {rounds}: {len(groups)} table(s), {len(records)} games so far", file=sys.stderr
+            )
+    return records, matches
+
+
+def _standings(entries: list[Entry], records: list[_Played], ratings: Any) -> list[dict[str, Any]]:
+    """One row per agent (:data:`COLUMNS`), best rating first."""
+    n = len(entries)
+    games, wins, failures = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    points = np.zeros(n, dtype=np.int64)
+    for played in records:
+        record = played.record
+        ranks = record.ranks()
+        for seat, agent in enumerate(played.agents):
+            games[agent] += 1
+            points[agent] += record.results[seat]
+            wins[agent] += ranks[seat] == 1 and seat not in record.forfeited
+            failures[agent] += seat in record.forfeited
+    order = sorted(range(n), key=lambda a: (-ratings.rating[a], entries[a].name))
+    rows = []
+    for place, a in enumerate(order, start=1):
+        rows.append(
+            {
+                "rank": place,
+                "agent": entries[a].name,
+                "kind": entries[a].kind,
+                "rating": round(float(ratings.rating[a]), 1),
+                "rating_low": round(float(ratings.low[a]), 1),
+                "rating_high": round(float(ratings.high[a]), 1),
+                "games": int(games[a]),
+                "wins": int(wins[a]),
+                "mean_score": round(float(points[a] / games[a]), 2) if games[a] else None,
+                "failures": int(failures[a]),
+                "status": entries[a].status(),
+            }
+        )
+    return rows
+
+
+def _game_json(played: _Played) -> dict[str, Any]:
+    record = played.record
+    return {
+        "id": played.id,
+        "match": played.match,
+        "round": played.round,
+        "deal": played.deal,
+        "rotation": played.rotation,
+        "seats": list(played.agents),
+        "scores": record.scores,
+        "results": record.results,
+        "ranks": record.ranks(),
+        "forfeits": [
+            {"seat": f.seat, "move": f.move, "kind": f.kind, "message": f.message[:2000]} for f in record.forfeits
+        ],
+        "moves": record.moves,
+    }
+
+
+# ------------------------------------------------------------------ files
+def standings_csv(result: dict[str, Any]) -> str:
+    """The standings as CSV (:data:`COLUMNS`); a cell a spreadsheet would read as a formula is quoted with ``'``."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in result["standings"]:
+        cells = ["" if row[c] is None else row[c] for c in COLUMNS]
+        writer.writerow(["'" + c if isinstance(c, str) and c[:1] in ("=", "+", "-", "@") else c for c in cells])
+    return buffer.getvalue()
+
+
+def standings_json(result: dict[str, Any]) -> str:
+    """Everything but the games, as indented JSON."""
+    return json.dumps({k: v for k, v in result.items() if k != "games_played"}, indent=1, sort_keys=True) + "\n"
+
+
+def games_json(result: dict[str, Any]) -> str:
+    """Every game, one a line."""
+    body = ",\n".join(json.dumps(g, separators=(",", ":"), sort_keys=True) for g in result["games_played"])
+    return (
+        '{"agents": '
+        + json.dumps(result["agents"])
+        + ', "box_names": '
+        + json.dumps(result["box_names"])
+        + (f', "games": [\n{body}\n]}}\n')
+    )
+
+
+def write_outputs(result: dict[str, Any], out: Path) -> list[Path]:
+    """:data:`OUTPUT_FILES` in ``out``, each written whole, then renamed into place."""
+    from agents.course.tournament_page import render_html
+
+    texts = {
+        "standings.csv": standings_csv(result),
+        "standings.json": standings_json(result),
+        "games.json": games_json(result),
+        "leaderboard.html": render_html(result),
+    }
+    written = []
+    for name, text in texts.items():
+        partial = out / f".{name}.partial"
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, out / name)
+        written.append(out / name)
+    return written
+
+
+def summary_text(result: dict[str, Any]) -> str:
+    """The standings for the terminal (control characters replaced by ``?``)."""
+    lines = [
+        f"{result['rules']}: {len(result['agents'])} agents, {result['format']}, {result['rounds']} round(s), "
+        f"{len(result['matches'])} matches, {len(result['games_played'])} games, {result['players']} seats a table",
+        f"{'rank':>4}  {'rating':>7}  {'95% interval':>15}  {'games':>5}  {'wins':>4}  {'mean':>7}  {'fail':>4}  agent",
+    ]
+    for row in result["standings"]:
+        mean = "n/a" if row["mean_score"] is None else f"{row['mean_score']:.2f}"
+        lines.append(
+            f"{row['rank']:>4}  {row['rating']:>7.1f}  {row['rating_low']:>7.1f}..{row['rating_high']:<7.1f} "
+            f"{row['games']:>5}  {row['wins']:>4}  {mean:>7}  {row['failures']:>4}  {row['agent']}"
+            + ("" if row["status"] == "ok" else f" ({row['status']})")
+        )
+    return "\n".join("".join("?" if ord(ch) < 32 or 127 <= ord(ch) < 160 else ch for ch in line) for line in lines)
