@@ -261,6 +261,29 @@ def test_lockstep_games_are_the_single_env_games(rules_name):
             assert parts[1].illegal == 0
 
 
+def test_a_mistakes_worst_example_names_its_game_and_move(solution):
+    """``worst_example["game"]``/``["move"]`` index the recorded games (the grade report links to them), in
+    games settled in several batches and in games played in two halves and merged."""
+    from agents.evaluation.benchmark import _Partial, play_games
+    from agents.players.greedy import GreedyAgent
+    from dice_poker_env import load_rules
+
+    rules = load_rules("yacht")
+    seeds = game_seeds(4, 30)
+    record: list = []
+    whole = play_games(rules, GreedyAgent(rules), seeds, solution, record, regret_batch=50)
+    assert len(whole.mistakes) > 3
+    for label, (_, _, _, worst, example) in whole.mistakes.items():
+        dice, rolls_left, action, best, loss, _, _ = record[example["game"]]["moves"][example["move"]]
+        assert dice == "".join(map(str, example["dice"])) and rolls_left == example["rolls_left"], label
+        assert (action, best, loss) == (example["taken_action"], example["best_action"], example["loss"]), label
+        assert loss == pytest.approx(worst, abs=1e-4)  # the record rounds to 4 decimals
+    halves = _Partial()
+    for part in (seeds[:13], seeds[13:]):
+        halves.merge(play_games(rules, GreedyAgent(rules), part, solution, regret_batch=50))
+    assert halves.mistakes == whole.mistakes
+
+
 def test_greedy_regret_agrees_with_its_measured_gap(solution):
     result = benchmark("yacht", ["greedy"], games=400, seed=3, solution=solution).data
     row = result["agents"]["greedy"]

@@ -206,6 +206,18 @@ def test_a_good_submission_is_graded_like_the_same_agent_in_process(submissions)
         "yacht", [("x", make_agent(f"{submissions / 'student.py'}:Good", "yacht"))], games=GAMES, seed=3, regret=False
     )
     assert [g["score"] for g in report["replays"]] == direct.scores["x"].tolist()
+    # the replay's detail: every game here (fewer than 20) with the values of each move's best actions
+    detail = report["replay_detail"]
+    assert [entry["game"] for entry in detail["games"]] == list(range(GAMES))
+    for entry, record in zip(detail["games"], report["replays"]):
+        assert len(entry["alternatives"]) == len(record["moves"])
+        for listed, move in zip(entry["alternatives"], record["moves"]):
+            chosen = [value for action, value in listed if action == move[2]]
+            assert listed[0][1] - chosen[0] == pytest.approx(move[4], abs=0.011)
+    for mistake in row["mistakes"]:  # each listed mistake names its game and move
+        example = mistake["worst_example"]
+        move = report["replays"][example["game"]]["moves"][example["move"]]
+        assert move[2] == example["taken_action"] and move[4] == example["loss"]
 
 
 def test_the_same_seed_gives_the_same_report(submissions, tmp_path):
@@ -527,6 +539,8 @@ def test_report_json_reads_back_as_the_report(submissions):
     assert json.loads(text) == json.loads(json.dumps(report))
     lines = [line for line in text.splitlines() if '"moves"' in line]
     assert len(lines) == len(report["replays"]) == 2  # the replays take one line a game
+    lines = [line for line in text.splitlines() if '"alternatives"' in line]
+    assert len(lines) == len(report["replay_detail"]["games"]) == 2  # so do the detailed games' values
 
 
 def test_frames_from_the_worker_are_parsed_defensively():

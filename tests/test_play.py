@@ -12,7 +12,14 @@ import pytest
 pytest.importorskip("rich")
 pytest.importorskip("pettingzoo")
 
-from agents.commands.play import match_box, parse_command  # noqa: E402
+from agents.commands.play import (  # noqa: E402
+    dice_art,
+    match_box,
+    new_dice,
+    parse_command,
+    points_now,
+    upper_progress,
+)
 from dice_poker_env import load_rules  # noqa: E402
 
 YACHT = load_rules("yacht")
@@ -32,6 +39,86 @@ def command(text, dice=DICE, rolls_left=2, rules=YACHT, mask=ALL_LEGAL, scorecar
 def test_keeps_typed_naturally(text):
     # sorted dice 1 2 2 4 6: keeping 2, 2, 6 sets bits 1, 2 and 4
     assert command(text).action == 0b10110
+
+
+@pytest.mark.parametrize(
+    "text", ["r #13", "reroll #1 3", "roll #1,#3", "r #31", "k #245", "keep #2 4 5", "hold #5,4,2", "K #2#4#5"]
+)
+def test_positions_after_a_hash(text):
+    # the dice 1 2 2 4 6 in positions #1 to #5: rerolling #1 and #3 keeps #2, #4 and #5 (bits 1, 3 and 4)
+    assert command(text).action == 0b11010
+
+
+def test_digits_are_faces_without_a_hash():
+    """``r 25``: faces 2 and 5 (there is no 5 among 1 2 2 4 6); ``r #25``: the dice in positions 2 and 5."""
+
+    def kept(text):
+        action = command(text).action
+        return [d for i, d in enumerate(DICE) if action >> i & 1]
+
+    assert "no 5 to reroll" in command("r 25").error
+    assert kept("r #25") == [1, 2, 4] == kept("r 26")  # positions 2 and 5 show the faces 2 and 6
+    assert kept("r 12") == [2, 4, 6] == kept("r #12")
+    assert kept("k 4") == [4] == kept("k #4") and kept("k #1") == [1]
+    assert command("r #12345").action == 0  # every position: reroll all
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("r #", "which positions?"),
+        ("k #6", "positions are 1 to 5 (#1 is the leftmost die), not 6"),
+        ("k #0", "not 0"),
+        ("r #11", "position 1 given twice"),
+        ("k #12345", "keeping all five dice is not a roll"),
+        ("k #a", "not a list of positions"),
+    ],
+)
+def test_bad_positions_are_explained(text, message):
+    result = command(text)
+    assert result.action is None and message in result.error
+
+
+def test_new_dice_are_those_not_kept():
+    assert new_dice([1, 3, 5, 5, 6], None) == [False] * 5  # a turn's first roll: nothing marked
+    assert new_dice([1, 3, 5, 5, 6], [3, 5, 6]) == [True, False, False, True, False]  # of two 5s, the left one kept
+    assert new_dice([2, 2, 2, 4, 6], []) == [True] * 5
+    art = dice_art([1, 3, 5, 5, 6], [True, False, False, True, False])
+    assert "#1 new" in art and "#4 new" in art and "#2 new" not in art and art.count("╔") == 2
+    assert "#3" in dice_art(DICE) and "new" not in dice_art(DICE)
+
+
+def test_upper_total_against_the_bonus_threshold():
+    from dice_poker_env.engine.state import GameState
+    from dice_poker_env.engine.tables import compile_rules
+
+    yahtzee = compile_rules(load_rules("yahtzee"))
+    scores = np.zeros(yahtzee.n_boxes, dtype=np.int64)
+    state = GameState(filled=0b111110, scores=scores, upper_total=48, bonus=0, roll=0, rolls_left=2)
+    assert upper_progress(yahtzee, state) == "upper 48/63"
+    assert upper_progress(yahtzee, state._replace(upper_total=66, bonus=35)) == "upper 66/63, bonus +35"
+    assert upper_progress(compile_rules(YACHT), state._replace(scores=scores[:12])) == "upper 48"  # no bonus
+
+
+def test_points_now_of_every_open_box():
+    from dice_poker_env.engine.combinatorics import roll_index
+    from dice_poker_env.engine.state import GameState
+    from dice_poker_env.engine.tables import compile_rules
+
+    rules = load_rules("yahtzee")
+    tables = compile_rules(rules)
+    scores = np.zeros(tables.n_boxes, dtype=np.int64)
+    scores[[0, 2, 3, 4, 5]] = [3, 9, 12, 15, 18]  # 57: two 6s... or three 2s reach 63
+    state = GameState(
+        filled=0b111101, scores=scores, upper_total=57, bonus=0, roll=roll_index([2, 2, 2, 5, 6]), rolls_left=0
+    )
+    mask = np.zeros(32 + tables.n_boxes, dtype=np.int8)
+    mask[32 + 1 :] = 1
+    mask[32 + 2 : 32 + 6] = 0  # the filled upper boxes
+    now = {rules.box_names[k]: (points, bonus) for k, points, bonus in points_now(tables, state, mask)}
+    assert now["twos"] == (6, 35)  # 57 + 6 = 63: the bonus comes with it
+    assert now["three_of_a_kind"] == (17, 0) and now["full_house"] == (0, 0) and now["chance"] == (17, 0)
+    assert set(now) == {"twos", *rules.box_names[6:]}
 
 
 @pytest.mark.parametrize("text", ["roll all", "reroll", "r", "reroll all", "keep", "keep none"])
@@ -187,6 +274,30 @@ def test_hints_show_the_solver_values():
     result = run_play(["yacht", "--opponents", "random", "--seed", "2", "--hints"], "hint\nquit\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("solver's expected final score of the best actions") == 2
+    assert result.stdout.count("points now: ones ") == 2  # every open box's points, in box order
+
+
+def test_the_prompt_positions_new_dice_and_upper_total():
+    """The prompt says digits are faces and ``#`` digits positions; a reroll marks the new dice; the upper total
+    is shown against the bonus threshold, on the dice's line and the board."""
+    script = "help\nr #13\nk #1\nr 1\ns chance\nquit\n"
+    result = run_play(["yahtzee", "--opponents", "random", "--seed", "1", "--no-grade"], script)
+    out = result.stdout
+    assert result.returncode == 0 and "Traceback" not in result.stderr, out + result.stderr
+    # rerolls left: `help`, `r #13`, `k #1`, and `quit` on turn 2; none left: `r 1` (refused) and `s chance`
+    assert out.count("faces: r 12 · positions: r #12 · score: s BOX > ") == 4
+    assert [line for line in out.splitlines() if line.startswith("score: s BOX > ")] == [
+        "score: s BOX > r 1",
+        "score: s BOX > s chance",
+    ]
+    assert "reroll #1 3   (or: r #13)" in out and "after # they are positions" in out  # help
+    assert "no rerolls left this turn" in out
+    assert "turn 1/13, 2 rerolls left, upper 0/63\n" in out
+    # the seed's first roll is 1 3 4 5 6; `r #13` rerolls the 1 and the 4: two new dice, #1 and #4 here
+    assert "turn 1/13, 1 reroll left, upper 0/63; rerolled 2 dice, marked new" in out
+    assert " #1 new       #2         #3       #4 new       #5" in out
+    assert "rerolled 4 dice, marked new" in out  # `k #1`
+    assert "│ upper total     │  0/63 │   0/63 │" in out  # the board
 
 
 def test_unknown_opponent_is_a_clear_error():

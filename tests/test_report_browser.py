@@ -1,5 +1,7 @@
 """The grade report's replay in a real browser: headless Chromium opens report.html, steps through
-a game with mouse clicks and the keyboard, and what it shows is checked against the game record.
+a game with mouse clicks and the keyboard, and what it shows is checked against the game record:
+the dice, the card with its upper subtotal and what the upper bonus needs, the best actions (opened
+on demand), the costliest mistakes' links to their moves and the previous/next-mistake buttons and keys.
 
 Skipped where no Chromium is installed (Debian: ``apt-get install chromium``; ``.ci/run`` installs
 it). Chromium is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``), so no
@@ -10,6 +12,7 @@ that is set (CI), else in the test's temporary folder.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import os
 import shutil
@@ -116,8 +119,12 @@ class Browser:
 
     def click(self, element_id: str) -> None:
         """A real mouse click in the middle of the element."""
+        self.click_on(f"document.getElementById({json.dumps(element_id)})")
+
+    def click_on(self, element: str) -> None:
+        """A real mouse click in the middle of the element a JavaScript expression gives."""
         box = self.evaluate(
-            f"(() => {{ const e = document.getElementById({json.dumps(element_id)}); "
+            f"(() => {{ const e = {element}; "
             "e.scrollIntoView(); const r = e.getBoundingClientRect(); "
             "return [r.left + r.width / 2, r.top + r.height / 2]; })()"
         )
@@ -151,13 +158,17 @@ class Browser:
 SHOWN = """(() => {
   const $ = (id) => document.getElementById(id);
   const card = {};
-  for (const row of document.querySelectorAll('#replay-card tr')) card[row.dataset.box] = row.cells[1].textContent;
+  for (const row of document.querySelectorAll('#replay-card tr[data-box]')) card[row.dataset.box] = row.cells[1].textContent;
   return {position: $('replay-position').textContent, dice: $('replay-dice').dataset.dice,
           held: parseInt($('replay-dice').dataset.held, 10),
           held_dice: document.querySelectorAll('#replay-dice rect.held').length,
           faces: Array.from(document.querySelectorAll('#replay-dice rect')).map(r => r.dataset.face).join(''),
           action: $('replay-action').textContent, best: $('replay-best').textContent,
-          loss: $('replay-loss').dataset.loss, card: card, total: $('replay-total').textContent};
+          loss: $('replay-loss').dataset.loss, card: card, total: $('replay-total').textContent,
+          upper: $('replay-upper').textContent, bonus: $('replay-bonus').textContent,
+          alternatives: Array.from(document.querySelectorAll('#replay-alt-rows tr')).map(
+            r => [parseInt(r.dataset.action, 10), r.cells[1].textContent, r.cells[2].textContent, r.className]),
+          hash: location.hash};
 })()"""
 
 
@@ -181,11 +192,17 @@ def expected(report: dict, game: int, move: int) -> dict:
         "loss": "" if loss is None else loss,
         "card": card,
         "total": str(sum(m[5] for m in moves[:move])),
+        "upper": f"{upper_total(report, game, move)}/63",
     }
 
 
+def upper_total(report: dict, game: int, move: int) -> int:
+    """The upper subtotal (yahtzee: aces to sixes, boxes 0 to 5) before ``move``, from the game record."""
+    return sum(m[6] for m in report["replays"][game]["moves"][:move] if m[6] is not None and m[2] - 32 < 6)
+
+
 def check(shown: dict, want: dict) -> None:
-    for key in ("dice", "held", "held_dice", "faces", "action", "best", "card", "total"):
+    for key in ("dice", "held", "held_dice", "faces", "action", "best", "card", "total", "upper"):
         assert shown[key] == want[key], (key, shown[key], want[key])
     if want["loss"] == "":
         assert shown["loss"] == ""
@@ -263,3 +280,154 @@ def test_the_page_needs_no_network(report):
     page = render_html(report)
     for marker in ("http://", "https://", "<link", 'src="//', "@import"):
         assert marker not in page
+
+
+def mistakes_in(report: dict) -> list[tuple[int, int]]:
+    """``(game, move)`` of every move that lost points, in order."""
+    return [
+        (g, m)
+        for g, record in enumerate(report["replays"])
+        for m, move in enumerate(record["moves"])
+        if move[4] is not None and move[4] > 0
+    ]
+
+
+def open_move(browser: Browser, game: int, move: int) -> None:
+    """Go to a move by the page's address (``#replay-game-G-move-M``, from 1), and wait until it shows."""
+    browser.evaluate(f"location.hash = '#replay-game-{game + 1}-move-{move + 1}'")
+    deadline = time.monotonic() + 10
+    shown = (
+        "(() => { const p = document.getElementById('replay-position'); return [+p.dataset.game, +p.dataset.move]; })()"
+    )
+    while browser.evaluate(shown) != [game, move]:  # hashchange is an event: it comes after the evaluation
+        assert time.monotonic() < deadline, f"the replay did not open game {game}, move {move}"
+        time.sleep(0.05)
+
+
+def visible(browser: Browser, selector: str) -> bool:
+    return browser.evaluate(f"document.querySelector({json.dumps(selector)}).checkVisibility()")
+
+
+def test_mistake_links_jump_to_their_move_and_next_mistake_walks_the_mistakes(report, tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    examples = [m["worst_example"] for m in report["agents"]["submission"]["mistakes"]]
+    assert examples
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(page.as_uri())
+        assert browser.evaluate("document.querySelectorAll('a.replay-link').length") == len(examples)
+        for k, example in enumerate(examples):  # each mistake card's link: a real click
+            browser.click_on(f"document.querySelectorAll('a.replay-link')[{k}]")
+            shown = browser.evaluate(SHOWN)
+            check(shown, expected(report, example["game"], example["move"]))
+            assert shown["hash"] == f"#replay-game-{example['game'] + 1}-move-{example['move'] + 1}"
+            assert float(shown["loss"]) == pytest.approx(example["loss"], abs=1e-9)
+            top = browser.evaluate("document.getElementById('replay').getBoundingClientRect().top")
+            assert 0 <= top < browser.evaluate("window.innerHeight")  # the replay scrolled into view
+        walk = mistakes_in(report)
+        assert len(walk) >= 3
+        browser.click("replay-first")
+        browser.evaluate(
+            "(() => { const e = document.getElementById('replay-game'); e.value = '1'; "
+            "e.dispatchEvent(new Event('change')); })()"
+        )
+        start = 1 if walk[0] == (0, 0) else 0
+        for g, m in walk[start:]:  # from game 0, move 0: every mistake of every game with the button
+            browser.click("replay-next-mistake")
+            check(browser.evaluate(SHOWN), expected(report, g, m))
+        browser.click("replay-next-mistake")  # none after the last: it stays, and says so
+        check(browser.evaluate(SHOWN), expected(report, *walk[-1]))
+        assert browser.evaluate("document.getElementById('replay-mistake-note').textContent") == "no later mistake"
+        browser.key("p", 80)  # the keyboard: p back, n forward
+        check(browser.evaluate(SHOWN), expected(report, *walk[-2]))
+        browser.click("replay-prev-mistake")
+        check(browser.evaluate(SHOWN), expected(report, *walk[-3]))
+        browser.key("n", 78)
+        check(browser.evaluate(SHOWN), expected(report, *walk[-2]))
+    finally:
+        browser.close()
+    browser = Browser(tmp_path / "profile2")
+    try:  # a link opened from outside the page (a bookmark, a message) opens its move
+        g, m = walk[1]
+        browser.open(page.as_uri() + f"#replay-game-{g + 1}-move-{m + 1}")
+        check(browser.evaluate(SHOWN), expected(report, g, m))
+    finally:
+        browser.close()
+
+
+def with_a_twos_scratch(report: dict) -> dict:
+    """The report with a made-up fourth game: the upper boxes but twos hold 59, then twos are scratched."""
+    report = copy.deepcopy(report)
+    moves = [
+        ["11236", 0, 32, 32, 0.0, 2, 2],  # aces 2
+        ["33335", 0, 34, 34, 0.0, 12, 12],  # threes 12
+        ["14445", 0, 35, 35, 0.0, 12, 12],  # fours 12
+        ["12555", 0, 36, 36, 0.0, 15, 15],  # fives 15
+        ["13666", 0, 37, 37, 0.0, 18, 18],  # sixes 18: upper 59/63
+        ["13456", 0, 33, 41, 23.9, 0, 0],  # twos scratched instead of the small straight
+        ["12345", 0, 44, 44, 0.0, 15, 15],  # chance
+    ]
+    report["replays"].append({"score": 74, "moves": moves})
+    alternatives = [[[move[2], 200.0]] for move in moves]
+    alternatives[5] = [[41, 230.5], [44, 220.1], [33, 206.6]]
+    report["replay_detail"]["games"].append({"game": len(report["replays"]) - 1, "alternatives": alternatives})
+    return report
+
+
+def test_the_card_shows_the_upper_bonus_and_the_best_actions_open_on_demand(report, tmp_path):
+    made_up = with_a_twos_scratch(report)
+    game = len(made_up["replays"]) - 1
+    undetailed = 2  # a game without the values of its actions: the record's best move and move made
+    made_up["replay_detail"]["games"] = [e for e in made_up["replay_detail"]["games"] if e["game"] != undetailed]
+    page = tmp_path / "report.html"
+    page.write_text(render_html(made_up), encoding="utf-8")
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(page.as_uri())
+        shown = browser.evaluate(SHOWN)
+        assert shown["upper"] == "0/63" and visible(browser, "#replay-upper") and visible(browser, "#replay-bonus")
+        assert shown["bonus"] == (
+            "upper 0/63: bonus +35 needs 63 more from aces (up to 5), twos (up to 10), threes (up to 15), "
+            "fours (up to 20), fives (up to 25), sixes (up to 30)"
+        )
+        for move in range(len(made_up["replays"][0]["moves"])):  # game 0: the subtotal at every move
+            open_move(browser, 0, move)
+            check(browser.evaluate(SHOWN), expected(made_up, 0, move))
+        open_move(browser, game, 5)
+        shown = browser.evaluate(SHOWN)
+        check(shown, expected(made_up, game, 5))
+        assert shown["upper"] == "59/63"
+        assert shown["bonus"] == "upper 59/63: bonus +35 needs 4 more from twos (up to 10)"
+        # the best actions: closed until asked for, then the move made highlighted with its loss
+        assert not browser.evaluate("document.getElementById('replay-alternatives').open")
+        assert not visible(browser, "#replay-alt-rows")
+        browser.click_on("document.querySelector('#replay-alternatives summary')")
+        assert browser.evaluate("document.getElementById('replay-alternatives').open")
+        assert visible(browser, "#replay-alt-rows")
+        assert browser.evaluate(SHOWN)["alternatives"] == [
+            [41, "230.50", "best", ""],
+            [44, "220.10", "-10.40", ""],
+            [33, "206.60", "-23.90", "chosen"],
+        ]
+        assert browser.evaluate("document.querySelector('#replay-alt-rows tr.chosen td').textContent") == (
+            "score twos (move made)"
+        )
+        browser.key("ArrowRight", 39)  # the upper section complete at 59: the bonus is missed
+        shown = browser.evaluate(SHOWN)
+        assert shown["bonus"] == "upper 59/63: bonus +35 missed: the upper section ended 4 short"
+        assert shown["alternatives"] == [[44, "200.00", "best", "chosen"]]  # still open on the next move
+        browser.key("a", 65)  # the keyboard closes them
+        assert not visible(browser, "#replay-alt-rows")
+        browser.key("a", 65)
+        lost = next(m for g, m in mistakes_in(made_up) if g == undetailed)
+        open_move(browser, undetailed, lost)
+        shown = browser.evaluate(SHOWN)
+        _, _, action, best, loss, _, _ = made_up["replays"][undetailed]["moves"][lost]
+        assert shown["alternatives"] == [[best, "", "best", ""], [action, "", f"-{loss:.2f}", "chosen"]]
+        assert "kept for the first 20 games" in browser.evaluate(
+            "document.getElementById('replay-alt-note').textContent"
+        )
+        browser.screenshot(tmp_path / "alternatives.png")
+    finally:
+        browser.close()

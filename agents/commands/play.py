@@ -5,11 +5,17 @@ each other seat is an agent built by name (:func:`agents.players.registry.make_a
 ``random``, ``greedy``, ``optimal``, ``trained``, ``model:PATH``).
 Commands, typed naturally::
 
-    keep 2 2 6   | k 226 | hold 2,2,6   keep these dice, reroll the others
+    keep 2 2 6   | k 226 | hold 2,2,6   keep these faces, reroll the others
+    reroll 1 3   | r 13                 reroll the dice showing these faces
+    keep #2 4 5  | k #245               keep the dice in these positions (#1 is the leftmost)
+    reroll #1 3  | r #13                reroll the dice in these positions
     roll all     | reroll | r           reroll all five dice
-    reroll 1 3   | r 13                 reroll just these dice
     score full   | s ful  | s full house  write the dice into a box (unique prefix)
     hint, board, help, quit
+
+Digits are faces; with ``#`` they are positions (the prompt says so). After a reroll
+the new dice are marked; the upper total is shown against the bonus threshold
+(``upper 48/63``); the hints list every open box's points now.
 
 Bad input is explained and asked again; the end of input (EOF) ends the game
 cleanly. With ``--hints`` the solver's expected values of the best actions are
@@ -41,7 +47,9 @@ from agents.players.registry import make_agent
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
-from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.engine.position import secured_upper_bonus
+from dice_poker_env.engine.state import ROLLS_PER_TURN
+from dice_poker_env.engine.tables import RuleTables, compile_rules
 from dice_poker_env.rules import Rules
 
 MAX_OPPONENTS = 5
@@ -49,14 +57,20 @@ KEEP_WORDS = ("keep", "k", "hold")
 REROLL_WORDS = ("roll", "reroll", "r")
 SCORE_WORDS = ("score", "s", "write", "w")
 COMMANDS_HELP = """\
-Commands:
-  keep 2 2 6    (or: k 226, hold 2,2,6)   keep these dice and reroll the others
+Commands: digits are the faces on the dice; after # they are positions (#1 is the leftmost die)
+  keep 2 2 6    (or: k 226, hold 2,2,6)   keep these faces and reroll the others
+  reroll 1 3    (or: r 13)                reroll the dice showing 1 and 3, keep the rest
+  keep #2 4 5   (or: k #245)              keep the dice in positions 2, 4 and 5
+  reroll #1 3   (or: r #13)               reroll the first and the third die
   roll all      (or: reroll, r)           reroll all five dice
-  reroll 1 3    (or: r 13)                reroll just these dice, keep the rest
   score full    (or: s ful, s full house) write the dice into a box; any unique
                                           start of the box name will do
-  hint     the solver's best actions now     board   show the scorecards again
-  help     this text                         quit    leave the game"""
+  hint     every open box's points now and the solver's best actions
+  board    show the scorecards again         help    this text         quit    leave the game"""
+#: the prompt while rerolls are left: it says that digits are faces and ``#`` digits positions
+PROMPT_REROLL = "faces: r 12 · positions: r #12 · score: s BOX > "
+#: the prompt without rerolls
+PROMPT_SCORE = "score: s BOX > "
 
 
 # ------------------------------------------------------------------ parsing
@@ -110,6 +124,23 @@ def parse_faces(text: str) -> tuple[list[int] | None, str | None]:
     return faces, None
 
 
+def parse_positions(text: str) -> tuple[list[int] | None, str | None]:
+    """Die positions (0-based) from ``"#13"``, ``"#1 3"``, ``"#1,#3"``: ``(positions, None)`` or ``(None, why not)``."""
+    chars = re.sub(r"[\s,;/\-#]+", "", text)
+    if not chars:
+        return None, "which positions? e.g. `r #13` rerolls the first and the third die"
+    if not chars.isdigit():
+        return None, f"`{text.strip()}` is not a list of positions: give positions 1 to 5 after #, e.g. `r #13`"
+    positions = [int(c) for c in chars]
+    bad = sorted({p for p in positions if not 1 <= p <= N_DICE})
+    if bad:
+        return None, f"positions are 1 to {N_DICE} (#1 is the leftmost die), not {', '.join(map(str, bad))}"
+    twice = sorted({p for p in positions if positions.count(p) > 1})
+    if twice:
+        return None, f"position {', '.join(map(str, twice))} given twice"
+    return [p - 1 for p in positions], None
+
+
 def keep_action(kept: Sequence[int], dice: Sequence[int]) -> tuple[int | None, str | None]:
     """The keep bitmask over the sorted ``dice`` that keeps the faces ``kept``."""
     have, want = Counter(int(d) for d in dice), Counter(kept)
@@ -157,6 +188,16 @@ def parse_command(
     if verb in KEEP_WORDS or verb in REROLL_WORDS:
         if rolls_left <= 0:
             return Command(error="no rerolls left this turn: score a box, e.g. `score chance`")
+        if "#" in rest:  # positions
+            positions, why = parse_positions(rest)
+            if why:
+                return Command(error=why)
+            assert positions is not None  # parse_positions gives positions or a reason
+            chosen = sum(1 << p for p in positions)
+            keep_bits = chosen if verb in KEEP_WORDS else KEEP_ALL & ~chosen
+            if keep_bits == KEEP_ALL:
+                return Command(error="keeping all five dice is not a roll; to stop, score a box")
+            return Command(action=keep_bits)
         if verb in REROLL_WORDS:
             if rest in ("", "all", "everything", "all dice"):
                 return Command(action=0)
@@ -229,14 +270,57 @@ _PIPS = {
 }
 
 
-def dice_art(dice: Sequence[int]) -> str:
-    """Five dice drawn with box characters, side by side."""
-    rows = ["  ".join("╭───────╮" for _ in dice)]
+def dice_art(dice: Sequence[int], new: Sequence[bool] | None = None) -> str:
+    """Five dice drawn with box characters, side by side, each with its face and position
+    (``#1`` the leftmost); the dice marked in ``new`` (just rolled) are drawn double and labelled."""
+    new = list(new) if new is not None else [False] * len(dice)
+    rows = ["  ".join("╔═══════╗" if n else "╭───────╮" for n in new)]
     for r in range(3):
-        rows.append("  ".join(f"│ {_PIPS[int(d)][r]} │" for d in dice))
-    rows.append("  ".join("╰───────╯" for _ in dice))
-    rows.append("  ".join(f"    {int(d)}    " for d in dice))
+        rows.append("  ".join(f"{'║' if n else '│'} {_PIPS[int(d)][r]} {'║' if n else '│'}" for d, n in zip(dice, new)))
+    rows.append("  ".join("╚═══════╝" if n else "╰───────╯" for n in new))
+    rows.append("  ".join(f"{int(d):^9}" for d in dice))
+    rows.append("  ".join(f"{f'#{i + 1}' + (' new' if n else ''):^9}" for i, n in enumerate(new)))
     return "\n".join(rows)
+
+
+def new_dice(dice: Sequence[int], kept: Sequence[int] | None) -> list[bool]:
+    """Which of the sorted ``dice`` were just rolled, after the faces ``kept`` were kept (``None``: a turn's
+    first roll, nothing marked). Of equal faces the leftmost count as kept."""
+    if kept is None:
+        return [False] * len(dice)
+    left = Counter(int(face) for face in kept)
+    marks = []
+    for face in dice:
+        marks.append(left[int(face)] == 0)
+        left[int(face)] -= 1 if left[int(face)] else 0
+    return marks
+
+
+def upper_progress(tables: RuleTables, state: game.GameState) -> str:
+    """``upper 48/63`` (the upper total against the bonus threshold), ``upper 65/63, bonus +35``
+    once the bonus is secured, or ``upper 48`` for rules without an upper bonus."""
+    total = int(state.upper_total)
+    if not tables.has_upper_bonus:
+        return f"upper {total}"
+    text = f"upper {total}/{tables.upper_bonus_threshold}"
+    if secured_upper_bonus(tables, state.filled, total):
+        text += f", bonus +{tables.upper_bonus_points}"
+    return text
+
+
+def points_now(tables: RuleTables, state: game.GameState, mask: np.ndarray) -> list[tuple[int, int, int]]:
+    """``[(box, points, bonus), ...]`` of every box the dice may be written in now: the points the box
+    takes and the bonuses writing them pays (the upper bonus, a five-of-a-kind bonus)."""
+    box_full = game.five_kind_box_full(tables.one_game, state.filled, state.scores)
+    first_roll = state.rolls_left == ROLLS_PER_TURN - 1
+    out = []
+    for box in np.flatnonzero(mask[N_KEEP_ACTIONS:]):
+        k = int(box)
+        points, bonus, _ = game.score_points(
+            tables.one_game, state.filled, state.upper_total, box_full, state.roll, first_roll, k
+        )
+        out.append((k, int(points), int(bonus)))
+    return out
 
 
 class Screen:
@@ -273,7 +357,8 @@ class Screen:
         for k, box in enumerate(self.rules.box_names):
             if not self.tables.is_upper[k] and not upper_done:
                 upper_done = True
-                cells = [str(g.upper_total) for g in games] + ([""] if potential is not None else [])
+                cells = [upper_progress(self.tables, g)[len("upper ") :] for g in games]
+                cells += [""] if potential is not None else []
                 table.add_row("upper total", *cells, style="dim", end_section=False)
             cells = [str(int(g.scores[k])) if g.filled >> k & 1 else "·" for g in games]
             if potential is not None:
@@ -285,10 +370,18 @@ class Screen:
         table.add_row("TOTAL", *cells, style="bold")
         self.console.print(table)
 
-    def dice(self, dice: Sequence[int], rolls_left: int, turn: int) -> None:
-        self.say(dice_art(dice), style="bold cyan")
+    def dice(
+        self, dice: Sequence[int], rolls_left: int, turn: int, new: Sequence[bool] | None = None, upper: str = ""
+    ) -> None:
+        """The dice (those in ``new`` marked as just rolled), the turn, the rerolls left and ``upper``."""
+        self.say(dice_art(dice, new), style="bold cyan")
         rerolls = {0: "no rerolls left", 1: "1 reroll left", 2: "2 rerolls left"}[int(rolls_left)]
-        self.say(f"turn {turn}/{self.tables.turns}, {rerolls}")
+        rolled = sum(bool(n) for n in new or ())
+        self.say(
+            f"turn {turn}/{self.tables.turns}, {rerolls}"
+            + (f", {upper}" if upper else "")
+            + (f"; rerolled {rolled} {'die' if rolled == 1 else 'dice'}, marked new" if rolled else "")
+        )
 
 
 # ------------------------------------------------------------------ solver
@@ -412,6 +505,7 @@ def play(args: argparse.Namespace) -> int:
     who = "you" if names[0] == "you" else f"you ({names[0]})"
     screen.say(f"{rules.title}: {who} against {', '.join(names[1:])}. Type `help` for the commands.", "bold")
     last_turn_shown = -1
+    kept: list[int] | None = None  # the faces the human kept at the last reroll: the others are new
     names_agent = env.possible_agents[0]
     while not env.game_over:
         i = env.current
@@ -433,13 +527,15 @@ def play(args: argparse.Namespace) -> int:
         if turn != last_turn_shown:
             last_turn_shown = turn
             screen.board(env.games, 0, None)
-        screen.dice(dice, int(view["rolls_left"]), turn)
+        marks, upper = new_dice(dice, kept), upper_progress(screen.tables, env.games[0])
+        screen.dice(dice, int(view["rolls_left"]), turn, marks, upper)
         values = coach.values(view) if (args.hints or grading) else None
+        boxes_now = points_now(screen.tables, env.games[0], mask)
         if args.hints:
-            show_hints(screen, coach, values, mask, dice, box_names)
+            show_hints(screen, coach, values, mask, dice, box_names, boxes_now)
         while True:
             try:
-                line = screen.ask("> ")
+                line = screen.ask(PROMPT_REROLL if int(view["rolls_left"]) > 0 else PROMPT_SCORE)
             except EOFError:
                 screen.say("\ninput ended (EOF): the game is abandoned.", "yellow")
                 report_grades(screen, coach, grades, grading)
@@ -453,10 +549,10 @@ def play(args: argparse.Namespace) -> int:
                 continue
             if command.special == "board":
                 screen.board(env.games, 0, potential_now(env))
-                screen.dice(dice, int(view["rolls_left"]), turn)
+                screen.dice(dice, int(view["rolls_left"]), turn, marks, upper)
                 continue
             if command.special == "hint":
-                show_hints(screen, coach, coach.values(view), mask, dice, box_names)
+                show_hints(screen, coach, coach.values(view), mask, dice, box_names, boxes_now)
                 continue
             if command.special == "quit":
                 screen.say("you left the game.", "yellow")
@@ -471,6 +567,7 @@ def play(args: argparse.Namespace) -> int:
             chosen = describe_action(action, dice, box_names)
             grades.decisions.append(Decision(turn, tuple(dice), int(view["rolls_left"]), chosen, best[0], lost))
         env.step(action)
+        kept = [dice[k] for k in range(N_DICE) if action >> k & 1] if action < N_KEEP_ACTIONS else None
         if action >= N_KEEP_ACTIONS:
             points = int(env.games[0].scores[action - N_KEEP_ACTIONS])
             screen.say(f"you write {points} in {box_names[action - N_KEEP_ACTIONS]}", "green")
@@ -500,7 +597,11 @@ def potential_now(env) -> np.ndarray:
     return potential_points(env.tables, env.games[0])
 
 
-def show_hints(screen: Screen, coach: Coach, values, mask, dice, box_names) -> None:
+def show_hints(screen: Screen, coach: Coach, values, mask, dice, box_names, boxes_now=()) -> None:
+    """Every open box's points now (``boxes_now``, :func:`points_now`), then the solver's best actions."""
+    if boxes_now:
+        parts = [f"{box_names[k]} {points}" + (f" (+{bonus} bonus)" if bonus else "") for k, points, bonus in boxes_now]
+        screen.say("points now: " + ", ".join(parts), "magenta")
     if values is None:
         screen.say(f"(no hints: {coach.unavailable})", "dim")
         return

@@ -7,7 +7,10 @@ optimal and greedy agents, the exact regret split into keep and box decisions, t
 costliest mistakes with a picture of the dice and the better move, the score
 distribution against optimal, every failure of the submission with its traceback,
 and a replay of any graded game, move by move: the dice (held dice marked), the
-scorecard, the move made, the solver's best move and the points lost.
+scorecard with the upper subtotal and what the upper bonus still needs, the move made,
+the solver's best move and the points lost, and on demand the best actions with their
+expected final scores (:mod:`agents.course.replay`); each costliest mistake links to its
+move (``#replay-game-G-move-M``), and buttons or keys step from mistake to mistake.
 
 Everything that comes from the submission (its file name, names, messages, tracebacks,
 printed output) is escaped: in HTML by :func:`html.escape`; in Markdown by :func:`md_text`
@@ -378,12 +381,17 @@ pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;font-size:.85rem}
 .mistake{border:1px solid #d0d7de;border-radius:6px;padding:.6rem 1rem;margin:.6rem 0}
 #replay-controls button{margin-right:.3rem}#replay-card td.filled{background:#f6f8fa}
 #replay-card td.now{background:#ffe08a}.good{color:#1a7f37}.bad{color:#cf222e}
+#replay-card tr.subtotal td{font-style:italic;border-top:2px solid #d0d7de}#replay-bonus{font-weight:600}
+#replay-alternatives tr.chosen td{background:#ffe08a;font-weight:600}.keys{color:#57606a;font-size:.85rem}
+#replay-mistake-note{color:#57606a}.replay-link{font-size:.9rem}
 """
 
 _SCRIPT = r"""
 (function () {
   const data = JSON.parse(document.getElementById("replay-data").textContent);
-  const games = data.games, boxes = data.box_names, PIPS = data.pips;
+  const games = data.games, boxes = data.box_names, PIPS = data.pips, upper = data.upper;
+  const detailed = {};  // game -> per move, the best distinct actions [[action, value], ...]
+  for (const entry of data.detailed) detailed[entry.game] = entry.alternatives;
   let game = 0, move = 0;
   const $ = (id) => document.getElementById(id);
   function describe(action, dice, points) {
@@ -413,6 +421,70 @@ _SCRIPT = r"""
     }
     return s + "</svg>";
   }
+  function upperProgress(points) {
+    // the upper subtotal before this move, and what the upper bonus still needs
+    if (!upper || !upper.boxes.length) return null;
+    let total = 0, most = 0;
+    const open = [];
+    upper.boxes.forEach(function (k, i) {
+      if (Object.prototype.hasOwnProperty.call(points, k)) total += points[k];
+      else { most += upper.most[i]; open.push(boxes[k] + " (up to " + upper.most[i] + ")"); }
+    });
+    if (upper.threshold === null) return {short: String(total), text: "upper " + total + " (these rules have no upper bonus)"};
+    const short = total + "/" + upper.threshold, need = upper.threshold - total, bonus = "bonus +" + upper.bonus;
+    let text;
+    if (need <= 0 && (!upper.on_complete || !open.length)) text = bonus + " earned";
+    else if (!open.length) text = bonus + " missed: the upper section ended " + need + " short";
+    else if (need > most) text = bonus + " out of reach: " + need + " more needed, the open upper boxes add at most " + most;
+    else if (need <= 0) text = bonus + " once the upper section is complete: open " + open.join(", ");
+    else text = bonus + " needs " + need + " more from " + open.join(", ");
+    return {short: short, text: "upper " + short + ": " + text};
+  }
+  function isMistake(g, m) {
+    const loss = games[g].moves[m][4];
+    return loss !== null && loss > 0;
+  }
+  function findMistake(step) {
+    // the next (step 1) or previous (step -1) move that lost points, in this game then the next ones
+    let g = game, m = move + step;
+    while (g >= 0 && g < games.length) {
+      for (; m >= 0 && m < games[g].moves.length; m += step) if (isMistake(g, m)) return [g, m];
+      g += step;
+      if (g >= 0 && g < games.length) m = step > 0 ? 0 : games[g].moves.length - 1;
+    }
+    return null;
+  }
+  function showAlternatives(m, dice) {
+    const action = m[2], best = m[3], loss = m[4], table = $("replay-alt-rows");
+    let list = detailed[game] ? detailed[game][move] : null;
+    const note = $("replay-alt-note");
+    table.textContent = "";
+    if (list) note.textContent = "";
+    else {
+      // the record alone: the solver's best move and the move made, with its loss
+      list = best === null ? [[action, null]] : [[best, null]].concat(action === best ? [] : [[action, null]]);
+      note.textContent = "The values of every action are kept for the first " + data.detailed_first +
+        " games and the games of the costliest mistakes; this game's record has the best move and the move made.";
+    }
+    const top = list[0][1];
+    list.forEach(function (item, i) {
+      const row = document.createElement("tr");
+      row.dataset.action = item[0];
+      if (item[0] === action) row.className = "chosen";
+      let against;
+      if (item[1] !== null) against = i === 0 ? "best" : (item[1] - top).toFixed(2);
+      else against = item[0] === best ? "best" : (loss === null ? "n/a" : (loss > 0 ? "-" + loss.toFixed(2) : "best"));
+      const cells = [describe(item[0], dice) + (item[0] === action ? " (move made)" : ""),
+                     item[1] === null ? "" : item[1].toFixed(2), against];
+      cells.forEach(function (text, c) {
+        const cell = document.createElement("td");
+        cell.textContent = text;
+        if (c) cell.className = "num";
+        row.appendChild(cell);
+      });
+      table.appendChild(row);
+    });
+  }
   function show() {
     const record = games[game], moves = record.moves, m = moves[move];
     const dice = m[0], rollsLeft = m[1], action = m[2], best = m[3], loss = m[4];
@@ -426,6 +498,12 @@ _SCRIPT = r"""
     $("replay-position").textContent = "game " + (game + 1) + " of " + games.length + " (final score " +
       record.score + "), move " + (move + 1) + " of " + moves.length + ", turn " + turn + ", " + rollsLeft +
       " reroll(s) left";
+    $("replay-position").dataset.game = game;
+    $("replay-position").dataset.move = move;
+    let mistakes = 0, lostHere = 0;
+    moves.forEach(function (mv) { if (mv[4] !== null && mv[4] > 0) { mistakes += 1; lostHere += mv[4]; } });
+    $("replay-position").textContent += "; " + mistakes + " mistake(s) in this game, " + lostHere.toFixed(2) + " points lost";
+    $("replay-mistake-note").textContent = "";
     const heldAction = action >= 0 && action < 31 ? action : -1, bestHeld = best !== null && best < 31 ? best : -1;
     const diceBox = $("replay-dice");
     diceBox.innerHTML = diceSvg(dice, heldAction, bestHeld);
@@ -443,13 +521,18 @@ _SCRIPT = r"""
     lost.textContent = loss === null ? "n/a" : (loss > 0 ? "-" + loss.toFixed(2) + " points" : "the best move");
     lost.className = loss > 0 ? "bad" : "good";
     let rows = "";
+    const progress = upperProgress(points), lastUpper = upper && upper.boxes.length ? Math.max.apply(null, upper.boxes) : -1;
     boxes.forEach(function (name, k) {
       const filled = Object.prototype.hasOwnProperty.call(points, k);
       const now = action === 32 + k;
       rows += '<tr data-box="' + name + '"><td>' + name + '</td><td class="num' + (filled ? ' filled' : '') +
         (now ? ' now' : '') + '">' + (filled ? points[k] : "") + "</td></tr>";
+      if (k === lastUpper) rows += '<tr class="subtotal" id="replay-upper-row"><td>upper subtotal</td><td class="num" id="replay-upper"></td></tr>';
     });
     $("replay-card").innerHTML = rows;
+    if (progress) $("replay-upper").textContent = progress.short;
+    $("replay-bonus").textContent = progress ? progress.text : "";
+    showAlternatives(m, dice);
     $("replay-total").textContent = total;
   }
   function go(g, m) {
@@ -464,11 +547,35 @@ _SCRIPT = r"""
   $("replay-game").onchange = () => go((parseInt($("replay-game").value, 10) || 1) - 1, 0);
   $("replay-prev-game").onclick = () => go(game - 1, 0);
   $("replay-next-game").onclick = () => go(game + 1, 0);
+  function goMistake(step) {
+    const found = findMistake(step);
+    if (found) go(found[0], found[1]);
+    else $("replay-mistake-note").textContent = step > 0 ? "no later mistake" : "no earlier mistake";
+  }
+  $("replay-next-mistake").onclick = () => goMistake(1);
+  $("replay-prev-mistake").onclick = () => goMistake(-1);
+  function openHash(hash) {
+    // #replay-game-G-move-M (both from 1), the links of the costliest mistakes
+    const found = /^#replay-game-(\d+)-move-(\d+)$/.exec(hash || "");
+    if (!found || !games.length) return false;
+    go(parseInt(found[1], 10) - 1, parseInt(found[2], 10) - 1);
+    $("replay").scrollIntoView();
+    return true;
+  }
+  for (const link of document.querySelectorAll("a.replay-link")) {
+    link.addEventListener("click", () => openHash(link.getAttribute("href")));
+  }
+  window.addEventListener("hashchange", () => openHash(location.hash));
   document.addEventListener("keydown", function (e) {
+    if (e.target && e.target.tagName === "INPUT") return;  // typing a game number
     if (e.key === "ArrowRight") go(game, move + 1);
     if (e.key === "ArrowLeft") go(game, move - 1);
+    if (e.key === "n") goMistake(1);
+    if (e.key === "p") goMistake(-1);
+    if (e.key === "a") $("replay-alternatives").open = !$("replay-alternatives").open;
   });
-  if (games.length) go(0, 0); else $("replay").hidden = true;
+  if (!games.length) $("replay").hidden = true;
+  else if (!openHash(location.hash)) go(0, 0);
 })();
 """
 
@@ -479,11 +586,36 @@ def _json_for_script(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _replay_link(example: dict[str, Any], replays: list[dict[str, Any]]) -> str:
+    """A link to the example's move in the replay (``#replay-game-G-move-M``, from 1), where the replay has it."""
+    game, move = example.get("game"), example.get("move")
+    if not (isinstance(game, int) and isinstance(move, int) and 0 <= game < len(replays)):
+        return ""
+    if not 0 <= move < len(replays[game]["moves"]):
+        return ""
+    return (
+        f'<br><a class="replay-link" href="#replay-game-{game + 1}-move-{move + 1}">see it in the replay: game '
+        f"{game + 1}, move {move + 1}</a>"
+    )
+
+
+def _replay_data(report: dict[str, Any]) -> dict[str, Any]:
+    """What the replay's script reads: the games, the boxes, the upper section and the detailed games' values."""
+    detail = report.get("replay_detail") or {}
+    return {
+        "games": report["replays"],
+        "box_names": report["box_names"],
+        "pips": {str(k): v for k, v in PIPS.items()},
+        "upper": detail.get("upper"),
+        "detailed": detail.get("games", []),
+        "detailed_first": detail.get("first", 0),
+    }
+
+
 def render_html(report: dict[str, Any]) -> str:
     """The report as one self-contained HTML page (module docstring)."""
     e = html.escape
     head = _headline(report)
-    boxes = report["box_names"]
     body = [
         f"<h1>Grade report: <code>{e(report['submission'])}</code></h1>",
         f"<p>{e(report['rules_title'])} (<code>{e(report['rules'])}</code>"
@@ -554,7 +686,7 @@ def render_html(report: dict[str, Any]) -> str:
                 f"({m['count_per_game']:.2f} times a game, {m['mean_loss']:.2f} each)<br>"
                 f"{dice_svg(ex['dice'], held, best_held)}<br>worst case, turn {ex['turn'] + 1}, "
                 f"{ex['rolls_left']} reroll(s) left: {e(ex['taken'])}; better: <strong>{e(ex['best'])}</strong> "
-                f"(-{ex['loss']:.2f} points)</div>"
+                f"(-{ex['loss']:.2f} points){_replay_link(ex, report['replays'])}</div>"
             )
     body.append("<h2>Score distribution</h2>" + _distribution_svg(report["score_distribution"]))
     failures = report["failures"]["recorded"]
@@ -585,15 +717,24 @@ def render_html(report: dict[str, Any]) -> str:
             'value="1"></label>'
             '<button id="replay-next-game">game &#9654;&#9654;</button> '
             '<button id="replay-first">first</button><button id="replay-prev">&#9664; move</button>'
-            '<button id="replay-next">move &#9654;</button><button id="replay-last">last</button></div>'
+            '<button id="replay-next">move &#9654;</button><button id="replay-last">last</button> '
+            '<button id="replay-prev-mistake">&#9664; mistake</button>'
+            '<button id="replay-next-mistake">mistake &#9654;</button> <span id="replay-mistake-note"></span></div>'
+            '<p class="keys">Keys: &larr; &rarr; a move; p, n the previous, next mistake (a move that lost '
+            "points); a the best actions.</p>"
             '<p id="replay-position"></p><div id="replay-dice"></div>'
             '<table><tr><th>move made</th><td id="replay-action"></td></tr>'
             '<tr><th>solver\'s best move</th><td id="replay-best"></td></tr>'
             '<tr><th>points lost</th><td id="replay-loss"></td></tr></table>'
+            '<details id="replay-alternatives"><summary>the best actions here, '
+            "with the solver's expected final score</summary><table><tr><th>action</th><th>expected final score</th>"
+            '<th>against the best</th></tr><tbody id="replay-alt-rows"></tbody></table><p id="replay-alt-note"></p>'
+            "</details>"
+            '<p id="replay-bonus"></p>'
             '<table><tr><th>box</th><th>points</th></tr><tbody id="replay-card"></tbody>'
             '<tr><th>total (with bonuses)</th><td id="replay-total" class="num"></td></tr></table></section>'
             f'<script type="application/json" id="replay-data">'
-            f"{_json_for_script({'games': report['replays'], 'box_names': boxes, 'pips': {str(k): v for k, v in PIPS.items()}})}"
+            f"{_json_for_script(_replay_data(report))}"
             f"</script><script>{_SCRIPT}</script>"
         )
     title = f"Grade report: {report['submission']}"

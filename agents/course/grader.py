@@ -42,8 +42,9 @@ from typing import Any
 import numpy as np
 
 from agents.course.isolation import isolation_method
+from agents.course.replay import replay_detail
 from agents.course.sandbox import SOLVER_POLICIES, FailureKind, Limits, SandboxedAgent
-from agents.evaluation.benchmark import BenchmarkResult, benchmark, load_solution
+from agents.evaluation.benchmark import BenchmarkResult, benchmark, game_seeds, load_solution
 from dice_poker_env.rules import Rules, load_rules
 
 #: the report's format version
@@ -210,6 +211,8 @@ def grade(
         "score_distribution": _distribution(result.scores),
         "replays": result.games.get("submission", []),
     }
+    mistakes = data["agents"].get("submission", {}).get("mistakes", [])
+    report["replay_detail"] = replay_detail(rules, solution, game_seeds(seed, games), report["replays"], mistakes)
     return report
 
 
@@ -295,13 +298,20 @@ def _distribution(scores: dict[str, np.ndarray]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ files and settings
 def report_json(report: dict[str, Any]) -> str:
-    """The report as JSON text: indented, except the replays, one game a line (they are most of it)."""
-    body = {key: value for key, value in report.items() if key != "replays"}
+    """The report as JSON text: indented, except the replays and their detail, one game a line (they are most of it)."""
+    body = {key: value for key, value in report.items() if key not in ("replays", "replay_detail")}
     text = json.dumps(body, indent=1, sort_keys=True)
-    games = ",\n".join(
-        "  " + json.dumps(game, separators=(",", ":"), sort_keys=True) for game in report.get("replays", [])
-    )
-    return text[: -len("\n}")] + f',\n "replays": [\n{games}\n ]\n}}\n'
+
+    def one_a_line(games: list[Any]) -> str:
+        return ",\n".join("  " + json.dumps(game, separators=(",", ":"), sort_keys=True) for game in games)
+
+    if "replay_detail" in report:
+        detail = dict(report["replay_detail"])
+        games = detail.pop("games", [])
+        head = json.dumps(detail, separators=(",", ":"), sort_keys=True)[1:-1]  # its other fields, on one line
+        head += "," if head else ""
+        text = text[: -len("\n}")] + f',\n "replay_detail": {{{head}"games":[\n{one_a_line(games)}\n ]}}\n}}'
+    return text[: -len("\n}")] + f',\n "replays": [\n{one_a_line(report.get("replays", []))}\n ]\n}}\n'
 
 
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:

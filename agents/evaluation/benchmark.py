@@ -144,6 +144,8 @@ class _Partial:
     mistakes: dict = field(default_factory=dict)
 
     def merge(self, other: _Partial) -> None:
+        """Append ``other``'s games after these (its examples' game indices shift by the games here)."""
+        shift = len(self.scores)
         for name in (
             "scores",
             "box_scores",
@@ -165,7 +167,7 @@ class _Partial:
             mine[0] += total
             mine[1] += count
             if worst > mine[3]:
-                mine[3], mine[4] = worst, example
+                mine[3], mine[4] = worst, {**example, "game": example["game"] + shift}
 
 
 def _dice_text(dice) -> str:
@@ -446,6 +448,8 @@ def _tally(
     a failure of the agent ended (``game_failure``): their loss is the game's ``regret_failure``, not a
     mistake. ``observations``: the dict observations, to tell a scratch (0 points) from a score."""
     game = np.repeat(np.arange(len(per_game)), per_game)
+    first_game = len(out.regret_keep)  # games tallied before these: the index of this call's first game
+    first_move = np.cumsum(per_game) - per_game  # each game's first decision
     failed = np.zeros(len(actions), dtype=bool) if failed is None else failed
     kind = np.where(failed, 3, np.where(~legal, 2, np.where(actions >= N_KEEP_ACTIONS, 1, 0)))
     for code, target in enumerate((out.regret_keep, out.regret_box, out.regret_illegal, out.regret_failure)):
@@ -479,6 +483,8 @@ def _tally(
                 "loss": round(loss, 4),
                 "taken_action": action,
                 "best_action": best_action,
+                "game": first_game + int(game[i]),
+                "move": int(i - first_move[game[i]]),
             }
 
 
