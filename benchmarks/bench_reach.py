@@ -20,11 +20,33 @@ import tempfile
 import time
 
 
+class LayerLines:
+    """A tqdm-like progress (``reset``, ``update``) printing the states done with the wall and CPU time so far
+    (CPU of this process: use ``--workers 1`` for a per-layer CPU rate)."""
+
+    def __init__(self) -> None:
+        self.total, self.done = 1, 0
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def reset(self, total: int | None = None) -> None:
+        self.total, self.done = int(total or 1), 0
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def update(self, n: int = 1) -> None:
+        self.done += int(n)
+        print(
+            f"  {self.done:,}/{self.total:,} states, {time.perf_counter() - self.wall:.0f} s wall, "
+            f"{time.process_time() - self.cpu:.0f} s CPU",
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rules", nargs="*", default=["yacht"])
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: the solver's)")
     parser.add_argument("--no-distribution", action="store_true", help="skip the expected-score policy's distribution")
+    parser.add_argument("--progress", action="store_true", help="a line per layer (or piece of one) solved")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as root:
         os.environ["DICE_POKER_CACHE"] = os.path.join(root, "cache")
@@ -42,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
             solution = None if args.no_distribution else solve(rules, progress=False, workers=args.workers)
             wall, cpu = time.perf_counter(), time.process_time()
             children = resource.getrusage(resource.RUSAGE_CHILDREN)
-            dp = solve_reach_dp(compile_rules(rules), solution=solution, workers=args.workers)
+            progress = LayerLines() if args.progress else None
+            dp = solve_reach_dp(compile_rules(rules), solution=solution, workers=args.workers, progress=progress)
             wall = time.perf_counter() - wall
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (

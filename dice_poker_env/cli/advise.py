@@ -65,16 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.target is not None:
         return _advise_target(args, rules, situation)
     solution = solve(rules, cache=not args.no_cache, progress=None, force=args.force)
-    items = solution.advise(situation)
-    if args.json:
-        print(json.dumps(items))
-        return 0
-    dice = " ".join(map(str, sorted(args.dice)))
-    print(f"{rules.name}: dice {dice}, {args.rolls_left} roll(s) left; expected final score under optimal play")
-    width = max(len(_describe(item)) for item in items)
-    for rank, item in enumerate(items, 1):
-        print(f"{rank:3d}. {_describe(item):<{width}}  {item['value']:10.4f}")
-    return 0
+    return _show(args, rules.name, solution.advise(situation), "expected final score under optimal play", "value")
 
 
 def _advise_target(args: argparse.Namespace, rules: Any, situation: dict[str, Any]) -> int:
@@ -83,14 +74,20 @@ def _advise_target(args: argparse.Namespace, rules: Any, situation: dict[str, An
 
     reach = solve_reach(rules, distribution=False, cache=not args.no_cache, force=args.force)
     items = reach.advise(situation, args.target)
+    return _show(args, rules.name, items, f"probability of a final score >= {args.target}", "probability")
+
+
+def _show(args: argparse.Namespace, name: str, items: list[dict[str, Any]], what: str, key: str) -> int:
+    """Print the ranked actions (``key``: their number), or the list as JSON with ``--json``."""
     if args.json:
         print(json.dumps(items))
         return 0
     dice = " ".join(map(str, sorted(args.dice)))
-    print(f"{rules.name}: dice {dice}, {args.rolls_left} roll(s) left; probability of a final score >= {args.target}")
+    print(f"{name}: dice {dice}, {args.rolls_left} roll(s) left; {what}")
     width = max(len(_describe(item)) for item in items)
+    number = "{:10.4f}" if key == "value" else "{:12.9f}"
     for rank, item in enumerate(items, 1):
-        print(f"{rank:3d}. {_describe(item):<{width}}  {item['probability']:12.9f}")
+        print(f"{rank:3d}. {_describe(item):<{width}}  {number.format(item[key])}")
     return 0
 
 

@@ -28,13 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dice_poker_env.engine.combinatorics import (
-    KEEP_OF_ACTION,
-    N_KEEP_ACTIONS,
-    N_ROLLS,
-    ROLL_DICE,
-    kept_dice,
-)
+from dice_poker_env.engine.combinatorics import KEEP_OF_ACTION, N_KEEP_ACTIONS, N_ROLLS
 from dice_poker_env.engine.game import ROLLS_PER_TURN, five_kind_box_full, legal_boxes, score_points
 from dice_poker_env.engine.position import make_position
 from dice_poker_env.engine.tables import compile_rules
@@ -42,7 +36,7 @@ from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import budget
 from dice_poker_env.solver import cache as disk
 from dice_poker_env.solver.reach_dp import ReachDPResult, solve_reach_dp
-from dice_poker_env.solver.solution import SolverError, SolveTooLargeError, solve
+from dice_poker_env.solver.solution import SolverError, SolveTooLargeError, action_items, solve
 from dice_poker_env.solver.state_space import StateIndex, StateSpace
 from dice_poker_env.solver.turn import widget
 
@@ -255,23 +249,7 @@ class Reach:
         """Every distinct legal action, most likely to reach ``target`` first: ``{"action", "kind", "keep" or
         "box", "probability"}`` (keeps of the same dice once, the lowest bitmask)."""
         q = self.action_probabilities(situation, target)
-        roll = self._state(situation, turn=True)[3]
-        seen: set[int] = set()
-        items: list[dict[str, Any]] = []
-        for index in np.flatnonzero(np.isfinite(q)):
-            a = int(index)
-            if a < N_KEEP_ACTIONS:
-                keep = int(KEEP_OF_ACTION[roll, a])
-                if keep in seen:
-                    continue
-                seen.add(keep)
-                dice = [int(d) for d in kept_dice(ROLL_DICE[roll], a)]
-                items.append({"action": a, "kind": "keep", "keep": dice, "probability": float(q[a])})
-            else:
-                box = self.rules.box_names[a - N_KEEP_ACTIONS]
-                items.append({"action": a, "kind": "score", "box": box, "probability": float(q[a])})
-        items.sort(key=lambda item: -item["probability"])
-        return items
+        return action_items(self.rules.box_names, self._state(situation, turn=True)[3], q, "probability")
 
     # ----------------------------------------------------------- storage
     def to_arrays(self) -> dict[str, np.ndarray]:

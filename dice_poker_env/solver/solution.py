@@ -445,23 +445,7 @@ class Solution:
         if q.ndim != 1:
             raise SolverError("advise takes one situation, not a batch")
         situation, _ = self._situation(observation)
-        roll = int(situation[3][0])
-        seen = set()
-        items: list[dict[str, Any]] = []
-        for index in np.flatnonzero(np.isfinite(q)):
-            a = int(index)
-            if a < N_KEEP_ACTIONS:
-                keep = int(KEEP_OF_ACTION[roll, a])
-                if keep in seen:
-                    continue
-                seen.add(keep)
-                dice = [int(d) for d in kept_dice(ROLL_DICE[roll], a)]
-                items.append({"action": a, "kind": "keep", "keep": dice, "value": float(q[a])})
-            else:
-                box = a - N_KEEP_ACTIONS
-                items.append({"action": a, "kind": "score", "box": self.rules.box_names[box], "value": float(q[a])})
-        items.sort(key=lambda item: -item["value"])
-        return items
+        return action_items(self.rules.box_names, int(situation[3][0]), q, "value")
 
     def _situation(self, observation: Mapping[str, Any], *, points: bool = True) -> tuple[Situation, bool]:
         """``((filled, upper, full, roll, rolls_left, points_so_far), batched)`` as arrays.
@@ -780,6 +764,27 @@ class Solution:
     # -------------------------------------------------------------- storage
     def to_arrays(self) -> dict[str, np.ndarray]:
         return {"keys": self.keys, "layer_start": self.layer_start, "value": self.value, "value2": self.value2}
+
+
+def action_items(box_names: list[str] | tuple[str, ...], roll: int, q: np.ndarray, key: str) -> list[dict[str, Any]]:
+    """The distinct legal actions of a roll, best first: ``{"action", "kind": "keep"|"score", "keep": [dice kept]
+    or "box": name, key: q[action]}`` for the finite entries of ``q`` (env action order); keeps that hold
+    the same dice are listed once (the lowest bitmask)."""
+    seen = set()
+    items: list[dict[str, Any]] = []
+    for index in np.flatnonzero(np.isfinite(q)):
+        a = int(index)
+        if a < N_KEEP_ACTIONS:
+            keep = int(KEEP_OF_ACTION[roll, a])
+            if keep in seen:
+                continue
+            seen.add(keep)
+            dice = [int(d) for d in kept_dice(ROLL_DICE[roll], a)]
+            items.append({"action": a, "kind": "keep", "keep": dice, key: float(q[a])})
+        else:
+            items.append({"action": a, "kind": "score", "box": box_names[a - N_KEEP_ACTIONS], key: float(q[a])})
+    items.sort(key=lambda item: -item[key])
+    return items
 
 
 def _check_turn(roll: np.ndarray, rolls_left: np.ndarray) -> None:
