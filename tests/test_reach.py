@@ -308,3 +308,26 @@ def test_cli_advise_target(small, small_file):
     assert items == small.advise({"dice": [6, 6, 6, 2, 1], "rolls_left": 2}, 150)
     text = _cli("advise", small_file, "--dice", "6", "6", "6", "2", "1", "--target", "150")
     assert "probability of a final score >= 150" in text and "keep 6 6 6" in text.splitlines()[1]
+
+
+def test_worker_processes_give_the_same_table(small, monkeypatch):
+    """Layers split between forked workers (small blocks: the pieces' chunks end in other places)."""
+    from dice_poker_env.solver import reach_dp
+
+    monkeypatch.setattr(reach_dp, "BLOCK_STATES", 16)
+    solution = solve(small.rules, progress=False)
+    tables = compile_rules(small.rules)
+    one = reach_dp.solve_reach_dp(tables, solution=solution, workers=1)
+    two = reach_dp.solve_reach_dp(tables, solution=solution, workers=2)
+    # the chunks differ (pieces, blocks): the same up to the rounding of the first-roll sum
+    assert np.abs(one.prob - two.prob).max() < 1e-14 and np.abs(one.policy - two.policy).max() < 1e-14
+    assert np.abs(one.prob - small.prob).max() < 1e-14 and np.abs(one.policy - small.policy_reach).max() < 1e-14
+
+
+def test_a_table_too_large_for_the_memory_is_refused_before_it_is_allocated(monkeypatch):
+    from dice_poker_env.solver import reach
+
+    monkeypatch.setattr(reach, "_available", lambda: 4096)
+    rules = load_rules(dict(TINY, name="tiny_large"))
+    with pytest.raises(MemoryError, match="cells"):
+        solve_reach(rules, cache=False, progress=False, distribution=False, workers=1)

@@ -8,17 +8,20 @@ between it follows the recursion of the expected-score solve with a target
 column instead of a value: scoring ``points`` (with bonus) in a box from ``s``
 and target ``t`` leads to ``R(s', t - points)``; a turn takes, per roll, the best
 box, and keeps average over the rerolled dice. The same three-roll widget
-(:func:`~dice_poker_env.solver.turn.turn_values`) solves a whole column of
-targets per state at once: its columns are ``(state, target)`` pairs, laid out
-``(rolls, states x targets)``.
+(:func:`~dice_poker_env.solver.turn.turn_values`) solves every target of a chunk
+of states at once: its columns are ``(state, target)`` pairs, laid out
+``(rolls, columns)``; candidates are gathered per roll class and merged per roll
+by :class:`~dice_poker_env.solver.box_max.BoxMaxTree`, as in the expected-score solve.
 
-**Storage.** Layer ``L`` (states with ``L`` boxes filled) stores, per state, the
-targets ``lo_L .. hi_L + 1``: ``lo_L <= 0`` is the least rest any state of the
-layer can score (so column 0 is always 1) and ``hi_L`` the most (so the last
-column is always 0); a target outside the columns reads as the column at its
-end. ``lo_L`` and ``hi_L`` come from an exact min/max pass over the same moves
-(:func:`rest_bounds`). Every target up to the ruleset's maximum is stored: the
-table is exact (float64, rounding only), no truncation.
+**Storage.** Each state stores one row: the targets from its least rest
+``least(s)`` (every roll adversarial, every box the worst: column 0 is always 1)
+to its most rest plus one (the last column is always 0); a target outside the
+row reads as the column at its end. Both bounds come from an exact min/max pass
+over the same moves (:func:`rest_bounds`); the rows are laid out one after
+another (:func:`row_layout`), 8 bytes a cell. Every target up to the ruleset's
+maximum is stored: the table is exact (float64, rounding only), no truncation.
+A chunk of states is solved with all its targets at once: its columns are the
+``(state, target)`` pairs of its rows, about :data:`COLUMNS` of them.
 
 **The expected-score policy's distribution.** Given the solved
 :class:`~dice_poker_env.solver.Solution`, the same pass also computes, per state
@@ -64,8 +67,11 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 
 #: states whose moves are asked of the engine at once
 BLOCK_STATES = 2048
-#: (state, target) columns of one turn-widget call: ``(252, COLUMNS)`` float64 tables (4 MiB)
-COLUMNS = 512
+#: the fewest states of a piece of a layer given to a worker (pieces are cut by cells: rows differ in width)
+MIN_PIECE_STATES = 16
+#: (state, target) columns of one turn-widget call: ``(252, COLUMNS)`` float64 tables of 504 KiB (measured
+#: on yacht: 256 columns 9.0 s CPU, 512 10.6 s, 1024 10.7 s, 128 9.4 s)
+COLUMNS = 256
 #: the value of an illegal candidate: below every probability, so a max never picks it
 _ILLEGAL = -1.0
 #: (252, 31) internal keep index of each proper keep action of each roll
@@ -343,11 +349,15 @@ def _policy_turn(stacked: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return result
 
 
-def _pieces(lo: int, hi: int, workers: int) -> list[tuple[int, int]]:
-    """A layer in a few pieces per worker, each a multiple of :data:`BLOCK_STATES` states (but the last)."""
-    n = hi - lo
-    per = max(BLOCK_STATES, -(-n // (4 * workers) // BLOCK_STATES) * BLOCK_STATES) if workers > 1 else max(n, 1)
-    return [(start, min(hi, start + per)) for start in range(lo, hi, per)]
+def _pieces(lo: int, hi: int, workers: int, offset: np.ndarray) -> list[tuple[int, int]]:
+    """A layer's states ``lo..hi`` in pieces of about equal cells, four per worker (one without workers),
+    each of :data:`MIN_PIECE_STATES` states or more (but the last)."""
+    if workers <= 1 or hi - lo <= MIN_PIECE_STATES:
+        return [(lo, hi)] if hi > lo else []
+    n_pieces = min(4 * workers, -(-(hi - lo) // MIN_PIECE_STATES))
+    marks = offset[lo] + (offset[hi] - offset[lo]) * np.arange(1, n_pieces) // n_pieces
+    cuts = np.unique(np.concatenate([[lo], np.searchsorted(offset[lo:hi], marks) + lo, [hi]]))
+    return [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
 def row_layout(space: StateSpace, keys: np.ndarray, layer_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -435,7 +445,7 @@ def _solve(
     try:
         for layer in range(turns - 1, -1, -1):
             a, b = int(layer_start[layer]), int(layer_start[layer + 1])
-            pieces = [(lo_, hi_, layer, swapped) for lo_, hi_ in _pieces(a, b, workers)]
+            pieces = [(lo_, hi_, layer, swapped) for lo_, hi_ in _pieces(a, b, workers, offset)]
             if pool is not None and len(pieces) > 1:
                 for done in pool.imap_unordered(_task, pieces):
                     if progress is not None:
