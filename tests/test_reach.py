@@ -176,6 +176,8 @@ def test_mid_game_probability_counts_the_points_and_bonus_so_far():
     assert reach.probability(100, {"fives": 10}) < with_bonus  # 25 points fewer, no bonus
     with pytest.raises(SolverError, match="target"):
         reach.probability(1.5)
+    with pytest.raises(SolverError, match="out of range"):
+        reach.probability(10**30)
     with pytest.raises(ValueError, match="fives"):
         reach.probability(10, {"fives": 7})  # not a multiple of 5
 

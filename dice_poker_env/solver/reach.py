@@ -267,6 +267,8 @@ def _target(target: Any) -> int:
     """A target score: an integer (a :class:`SolverError` otherwise)."""
     if isinstance(target, bool) or not isinstance(target, (int, np.integer)):
         raise SolverError(f"the target must be an integer score, got {target!r}")
+    if abs(int(target)) > 2**62:  # beyond every score, and beyond the int64 arithmetic of the lookups
+        raise SolverError(f"the target {target} is out of range")
     return int(target)
 
 
