@@ -333,3 +333,24 @@ def test_a_table_too_large_for_the_memory_is_refused_before_it_is_allocated(monk
     rules = load_rules(dict(TINY, name="tiny_large"))
     with pytest.raises(MemoryError, match="cells"):
         solve_reach(rules, cache=False, progress=False, distribution=False, workers=1)
+
+
+def test_cached_arrays_that_do_not_fit_the_rules_are_refused(small):
+    """The second line of defence behind the keyed checksum: arrays checked against the rules."""
+    from dice_poker_env.solver.reach import REACH_VERSION, _from_cache
+
+    meta = {"fingerprint": small.rules.fingerprint, "reach_version": REACH_VERSION}
+    assert _from_cache(small.rules, small.to_arrays(), meta, seconds=0.0).n_cells == small.n_cells
+    broken = {
+        "rows not starting at 1": ("prob", lambda a: a.__setitem__(0, 0.5)),
+        "outside \\[0, 1\\]": ("prob", lambda a: a.__setitem__(1, 1.5)),
+        "rows do not partition": ("offset", lambda a: a.__setitem__(-1, a[-1] + 1)),
+        "sorted states": ("keys", lambda a: a.__setitem__(slice(1, 3), a[2:0:-1])),
+    }
+    for message, (name, change) in broken.items():
+        arrays = {k: np.array(v) for k, v in small.to_arrays().items()}
+        change(arrays[name])
+        with pytest.raises(ValueError, match=message):
+            _from_cache(small.rules, arrays, meta, seconds=0.0)
+    with pytest.raises(ValueError, match="other rules"):
+        _from_cache(small.rules, small.to_arrays(), dict(meta, reach_version=0), seconds=0.0)

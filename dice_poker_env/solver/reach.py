@@ -36,7 +36,13 @@ from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import budget
 from dice_poker_env.solver import cache as disk
 from dice_poker_env.solver.reach_dp import ReachDPResult, solve_reach_dp
-from dice_poker_env.solver.solution import SolverError, SolveTooLargeError, action_items, solve
+from dice_poker_env.solver.solution import (
+    SolverError,
+    SolveTooLargeError,
+    action_items,
+    check_cached_states,
+    solve,
+)
 from dice_poker_env.solver.state_space import StateIndex, StateSpace
 from dice_poker_env.solver.turn import widget
 
@@ -350,16 +356,7 @@ def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any
     n = len(keys)
     if n == 0 or lo.shape != (n,) or offset.shape != (n + 1,) or layer_start.shape != (tables.turns + 2,):
         raise ValueError("array shapes do not match")
-    if layer_start[0] != 0 or layer_start[-1] != n or np.any(np.diff(layer_start) < 0):
-        raise ValueError("layers do not partition the states")
-    n_masks, n_slots, n_full = budget.space_shape(tables)
-    if keys.min() < 0 or keys.max() >= n_masks * n_slots * n_full:
-        raise ValueError("state keys outside the state space")
-    layer = np.repeat(np.arange(tables.turns + 1), np.diff(layer_start))
-    if np.any(tables.popcount(keys // (n_slots * n_full)) != layer) or np.any(
-        (np.diff(keys) <= 0) & (np.diff(layer) == 0)
-    ):
-        raise ValueError("state keys are not the sorted states of their layers")
+    check_cached_states(tables, keys, layer_start)
     if offset[0] != 0 or np.any(np.diff(offset) < 2) or offset[-1] != len(prob):
         raise ValueError("rows do not partition the table")
     if not (np.all(prob >= 0.0) and np.all(prob <= 1.0)) or np.any(prob[offset[:-1]] != 1.0):

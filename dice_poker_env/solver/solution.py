@@ -43,7 +43,7 @@ from dice_poker_env.engine.position import (
     make_position,
     secured_upper_bonus,
 )
-from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.engine.tables import RuleTables, compile_rules
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import budget
 from dice_poker_env.solver import cache as disk
@@ -1049,6 +1049,27 @@ _CACHED_ARRAYS = {
 }
 
 
+def check_cached_states(tables: RuleTables, keys: np.ndarray, layer_start: np.ndarray) -> None:
+    """A ``ValueError`` unless a cache file's ``keys`` (non-empty, one dimension) and ``layer_start`` are the
+    sorted states of their layers: layers that partition the keys, keys inside the state space whose filled
+    boxes match their layer, sorted within each layer."""
+    if (
+        layer_start.shape != (tables.turns + 2,)
+        or layer_start[0] != 0
+        or layer_start[-1] != len(keys)
+        or np.any(np.diff(layer_start) < 0)
+    ):
+        raise ValueError("layers do not partition the states")
+    n_masks, n_slots, n_full = budget.space_shape(tables)
+    if keys.min() < 0 or keys.max() >= n_masks * n_slots * n_full:
+        raise ValueError("state keys outside the state space")
+    layer = np.repeat(np.arange(tables.turns + 1), np.diff(layer_start))
+    if np.any(tables.popcount(keys // (n_slots * n_full)) != layer) or np.any(
+        (np.diff(keys) <= 0) & (np.diff(layer) == 0)
+    ):
+        raise ValueError("state keys are not the sorted states of their layers")
+
+
 def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any], *, seconds: float) -> Solution:
     """The :class:`Solution` of a cache file's arrays, after checking they fit ``rules``.
 
@@ -1066,21 +1087,7 @@ def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any
     n_states = len(keys)
     if keys.ndim != 1 or n_states == 0 or value.shape != keys.shape or value2.shape != keys.shape:
         raise ValueError("array shapes do not match")
-    if (
-        layer_start.shape != (tables.turns + 2,)
-        or layer_start[0] != 0
-        or layer_start[-1] != n_states
-        or np.any(np.diff(layer_start) < 0)
-    ):
-        raise ValueError("layers do not partition the states")
-    n_masks, n_slots, n_full = budget.space_shape(tables)
-    if keys.min() < 0 or keys.max() >= n_masks * n_slots * n_full:
-        raise ValueError("state keys outside the state space")
-    layer = np.repeat(np.arange(tables.turns + 1), np.diff(layer_start))
-    if np.any(tables.popcount(keys // (n_slots * n_full)) != layer) or np.any(
-        (np.diff(keys) <= 0) & (np.diff(layer) == 0)
-    ):
-        raise ValueError("state keys are not the sorted states of their layers")
+    check_cached_states(tables, keys, layer_start)
     if not (np.all(np.isfinite(value)) and np.all(np.isfinite(value2))):
         raise ValueError("values are not finite")
     dp = DPResult(keys, layer_start, value, value2)
