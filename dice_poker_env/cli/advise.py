@@ -9,7 +9,7 @@ from typing import Any
 from dice_poker_env.cli.rules_arguments import load_rules_from
 from dice_poker_env.cli.solve import add_solver_arguments
 
-HELP = "every legal action of a position with its expected final score, best first"
+HELP = "every legal action of a position with its expected final score (or chance of a target score), best first"
 
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bonus", type=int, default=None, help="bonus points already paid (default: the secured upper bonus)"
     )
     parser.add_argument("--json", action="store_true", help="print the list as JSON")
+    parser.add_argument(
+        "--target",
+        type=int,
+        default=None,
+        metavar="T",
+        help="rank by the maximum probability of a final score of at least T instead (solves the reach table)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,19 +59,35 @@ def run(args: argparse.Namespace) -> int:
             scorecard = json.loads(args.scorecard)
         except json.JSONDecodeError as error:
             raise ValueError(f"--scorecard is not valid JSON: {error}") from None
-    solution = solve(rules, cache=not args.no_cache, progress=None, force=args.force)
     situation = {"scorecard": scorecard, "dice": args.dice, "rolls_left": args.rolls_left}
     if args.bonus is not None:
         situation["bonus"] = args.bonus
-    items = solution.advise(situation)
+    if args.target is not None:
+        return _advise_target(args, rules, situation)
+    solution = solve(rules, cache=not args.no_cache, progress=None, force=args.force)
+    return _show(args, rules.name, solution.advise(situation), "expected final score under optimal play", "value")
+
+
+def _advise_target(args: argparse.Namespace, rules: Any, situation: dict[str, Any]) -> int:
+    """``--target T``: each action with the maximum probability of a final score of at least T after it."""
+    from dice_poker_env.solver.reach import solve_reach
+
+    reach = solve_reach(rules, distribution=False, cache=not args.no_cache, force=args.force)
+    items = reach.advise(situation, args.target)
+    return _show(args, rules.name, items, f"probability of a final score >= {args.target}", "probability")
+
+
+def _show(args: argparse.Namespace, name: str, items: list[dict[str, Any]], what: str, key: str) -> int:
+    """Print the ranked actions (``key``: their number), or the list as JSON with ``--json``."""
     if args.json:
         print(json.dumps(items))
         return 0
     dice = " ".join(map(str, sorted(args.dice)))
-    print(f"{rules.name}: dice {dice}, {args.rolls_left} roll(s) left; expected final score under optimal play")
+    print(f"{name}: dice {dice}, {args.rolls_left} roll(s) left; {what}")
     width = max(len(_describe(item)) for item in items)
+    number = "{:10.4f}" if key == "value" else "{:12.9f}"
     for rank, item in enumerate(items, 1):
-        print(f"{rank:3d}. {_describe(item):<{width}}  {item['value']:10.4f}")
+        print(f"{rank:3d}. {_describe(item):<{width}}  {number.format(item[key])}")
     return 0
 
 

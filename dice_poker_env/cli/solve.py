@@ -1,4 +1,9 @@
-"""``dice-poker solve``: solve a ruleset exactly (optimal expected score and its standard deviation)."""
+"""``dice-poker solve``: solve a ruleset exactly (optimal expected score and its standard deviation).
+
+``--target T`` adds the maximum probability of a final score of at least ``T`` (the reach table,
+:mod:`dice_poker_env.solver.reach`); ``--distribution`` the expected-score-optimal policy's final-score
+distribution (mean, median, quantiles; the whole table with ``--json``).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,15 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING, Any
 
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
+
+if TYPE_CHECKING:  # pragma: no cover - type hints only
+    from dice_poker_env.solver.reach import ScoreDistribution
+
+#: the quantiles printed (dice_poker_env.solver.reach.QUANTILES, without importing the solver at start-up)
+QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
 HELP = "solve a ruleset exactly: optimal expected score and its standard deviation"
 
@@ -31,6 +43,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--target",
+        type=int,
+        default=None,
+        metavar="T",
+        help="also the maximum probability of a final score of at least T (solves the reach table; cached)",
+    )
+    parser.add_argument(
+        "--distribution",
+        action="store_true",
+        help="also the final-score distribution of the expected-score-optimal policy (the table with --json)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=None,
@@ -52,29 +76,63 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         force=args.force,
     )
+    reach = None
+    if args.target is not None or args.distribution:
+        from dice_poker_env.solver.reach import solve_reach
+
+        reach = solve_reach(
+            rules,
+            distribution=args.distribution,
+            cache=not args.no_cache,
+            workers=args.workers,
+            force=args.force,
+            progress=False if args.no_progress else None,
+        )
     seconds = time.perf_counter() - start
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "rules": rules.name,
-                    "options": {k: v for k, v in rules.options.items()},
-                    "expected_score": solution.expected_score,
-                    "score_std": solution.score_std,
-                    "states": solution.n_states,
-                    "seconds": seconds,
-                    "from_cache": solution.from_cache,
-                },
-                default=str,
-            )
-        )
+        out: dict[str, Any] = {
+            "rules": rules.name,
+            "options": {k: v for k, v in rules.options.items()},
+            "expected_score": solution.expected_score,
+            "score_std": solution.score_std,
+            "states": solution.n_states,
+            "seconds": seconds,
+            "from_cache": solution.from_cache,
+        }
+        if reach is not None and args.target is not None:
+            out["target"] = args.target
+            out["reach_probability"] = reach.probability(args.target)
+        if reach is not None and reach.distribution is not None:
+            out["distribution"] = _distribution_json(reach.distribution)
+        print(json.dumps(out, default=str))
         return 0
     print(rules.describe())
     print(f"expected score  {solution.expected_score:.6f}")
     print(f"std deviation   {solution.score_std:.4f}")
     print(f"states          {solution.n_states:,}")
-    print(f"time            {seconds:.2f} s" + (" (loaded from cache)" if solution.from_cache else ""))
+    if reach is not None and args.target is not None:
+        print(f"P(score >= {args.target})  {reach.probability(args.target):.9g}  (maximum over all policies)")
+    if reach is not None and reach.distribution is not None:
+        dist = reach.distribution
+        print("expected-score-optimal policy's final score:")
+        print(
+            f"  mean {dist.mean:.6f}, std {dist.std:.4f}, median {dist.median}, range {dist.lowest}..{reach.max_score}"
+        )
+        print("  quantiles " + ", ".join(f"{q:g}: {dist.quantile(q)}" for q in QUANTILES))
+    cached = solution.from_cache and (reach is None or reach.from_cache)
+    print(f"time            {seconds:.2f} s" + (" (loaded from cache)" if cached else ""))
     return 0
+
+
+def _distribution_json(dist: ScoreDistribution) -> dict[str, Any]:
+    """The distribution as JSON: summary, quantiles and the table of every score of positive probability."""
+    return {
+        "mean": dist.mean,
+        "std": dist.std,
+        "median": dist.median,
+        "quantiles": {f"{q:g}": dist.quantile(q) for q in QUANTILES},
+        "table": dist.table(),
+    }
 
 
 if __name__ == "__main__":  # pragma: no cover

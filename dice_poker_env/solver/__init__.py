@@ -5,10 +5,23 @@
 >>> round(solution.expected_score, 4)      # doctest: +SKIP
 254.5877
 
-See ``docs/solver.md`` for the method, the cache, the limits and the CLI.
+See ``docs/solver.md`` for the method, the cache, the limits and the CLI, and
+``docs/winning.md`` for :func:`solve_reach` (the best chance of reaching a target score).
 """
 
 from dice_poker_env.solver.cache import CacheWarning, cache_dir
+from dice_poker_env.solver.reach import Reach, ScoreDistribution, solve_reach
 from dice_poker_env.solver.solution import Solution, SolverError, SolveTooLargeError, cached, solve
 
-__all__ = ["CacheWarning", "Solution", "SolveTooLargeError", "SolverError", "cache_dir", "cached", "solve"]
+__all__ = [
+    "CacheWarning",
+    "Reach",
+    "ScoreDistribution",
+    "Solution",
+    "SolveTooLargeError",
+    "SolverError",
+    "cache_dir",
+    "cached",
+    "solve",
+    "solve_reach",
+]

@@ -1,8 +1,9 @@
 """On-disk cache of solutions, keyed by the rules' fingerprint and checksum-verified.
 
 Folder: ``$DICE_POKER_CACHE`` if set, else ``$XDG_CACHE_HOME/dice_poker_env`` (if
-absolute), else ``~/.cache/dice_poker_env``. One file per ruleset and solver version:
-``solution-<name>-<fingerprint>-v<version>.bin``.
+absolute), else ``~/.cache/dice_poker_env``. One file per ruleset, kind and solver version:
+``solution-<name>-<fingerprint>-v<version>.bin`` (the expected-score solution) and
+``reach-<name>-<fingerprint>-v<version>.bin`` (the reach table, :mod:`.reach`).
 
 File layout: a magic line naming the format, a line with the HMAC-SHA256 of
 everything after it, one JSON header line (array names, dtypes, shapes, byte
@@ -133,10 +134,16 @@ def _read_key(path: Path) -> bytes:
     return key
 
 
-def cache_path(name: str, fingerprint: str) -> Path:
-    """The cache file of one ruleset (``name`` is only there for humans)."""
+#: kinds of cache file: the expected-score solution and the reach table (:mod:`.reach`)
+KINDS = ("solution", "reach")
+
+
+def cache_path(name: str, fingerprint: str, kind: str = "solution") -> Path:
+    """The cache file of one ruleset (``name`` is only there for humans); ``kind`` one of :data:`KINDS`."""
+    if kind not in KINDS:
+        raise ValueError(f"cache kind must be one of {KINDS}, got {kind!r}")
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:40]
-    return cache_dir() / f"solution-{safe}-{fingerprint}-v{SOLVER_VERSION}.bin"
+    return cache_dir() / f"{kind}-{safe}-{fingerprint}-v{SOLVER_VERSION}.bin"
 
 
 def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
@@ -300,7 +307,7 @@ def _writer_tag() -> str:
 
 
 #: our temporary files: ``<cache file name>.<host>-<pid>.<random>.tmp``
-_TEMP_NAME = re.compile(r"^solution-[\w-]+\.bin\.(?P<host>\w*)-(?P<pid>\d+)\.[\w-]+\.tmp$")
+_TEMP_NAME = re.compile(r"^(?:solution|reach)-[\w-]+\.bin\.(?P<host>\w*)-(?P<pid>\d+)\.[\w-]+\.tmp$")
 #: temporary files of the previous cache version: ``<cache file name><random>.tmp``
 _OLD_TEMP_NAME = re.compile(r"^solution-[\w-]+\.bin[\w-]+\.tmp$")
 

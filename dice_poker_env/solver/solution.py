@@ -43,7 +43,7 @@ from dice_poker_env.engine.position import (
     make_position,
     secured_upper_bonus,
 )
-from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.engine.tables import RuleTables, compile_rules
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import budget
 from dice_poker_env.solver import cache as disk
@@ -445,23 +445,7 @@ class Solution:
         if q.ndim != 1:
             raise SolverError("advise takes one situation, not a batch")
         situation, _ = self._situation(observation)
-        roll = int(situation[3][0])
-        seen = set()
-        items: list[dict[str, Any]] = []
-        for index in np.flatnonzero(np.isfinite(q)):
-            a = int(index)
-            if a < N_KEEP_ACTIONS:
-                keep = int(KEEP_OF_ACTION[roll, a])
-                if keep in seen:
-                    continue
-                seen.add(keep)
-                dice = [int(d) for d in kept_dice(ROLL_DICE[roll], a)]
-                items.append({"action": a, "kind": "keep", "keep": dice, "value": float(q[a])})
-            else:
-                box = a - N_KEEP_ACTIONS
-                items.append({"action": a, "kind": "score", "box": self.rules.box_names[box], "value": float(q[a])})
-        items.sort(key=lambda item: -item["value"])
-        return items
+        return action_items(self.rules.box_names, int(situation[3][0]), q, "value")
 
     def _situation(self, observation: Mapping[str, Any], *, points: bool = True) -> tuple[Situation, bool]:
         """``((filled, upper, full, roll, rolls_left, points_so_far), batched)`` as arrays.
@@ -782,6 +766,27 @@ class Solution:
         return {"keys": self.keys, "layer_start": self.layer_start, "value": self.value, "value2": self.value2}
 
 
+def action_items(box_names: list[str] | tuple[str, ...], roll: int, q: np.ndarray, key: str) -> list[dict[str, Any]]:
+    """The distinct legal actions of a roll, best first: ``{"action", "kind": "keep"|"score", "keep": [dice kept]
+    or "box": name, key: q[action]}`` for the finite entries of ``q`` (env action order); keeps that hold
+    the same dice are listed once (the lowest bitmask)."""
+    seen = set()
+    items: list[dict[str, Any]] = []
+    for index in np.flatnonzero(np.isfinite(q)):
+        a = int(index)
+        if a < N_KEEP_ACTIONS:
+            keep = int(KEEP_OF_ACTION[roll, a])
+            if keep in seen:
+                continue
+            seen.add(keep)
+            dice = [int(d) for d in kept_dice(ROLL_DICE[roll], a)]
+            items.append({"action": a, "kind": "keep", "keep": dice, key: float(q[a])})
+        else:
+            items.append({"action": a, "kind": "score", "box": box_names[a - N_KEEP_ACTIONS], key: float(q[a])})
+    items.sort(key=lambda item: -item[key])
+    return items
+
+
 def _check_turn(roll: np.ndarray, rolls_left: np.ndarray) -> None:
     """Roll indices 0..251 and rolls left 0..2, or a :class:`SolverError`."""
     if np.any((rolls_left < 0) | (rolls_left >= ROLLS_PER_TURN)):
@@ -1044,6 +1049,27 @@ _CACHED_ARRAYS = {
 }
 
 
+def check_cached_states(tables: RuleTables, keys: np.ndarray, layer_start: np.ndarray) -> None:
+    """A ``ValueError`` unless a cache file's ``keys`` (non-empty, one dimension) and ``layer_start`` are the
+    sorted states of their layers: layers that partition the keys, keys inside the state space whose filled
+    boxes match their layer, sorted within each layer."""
+    if (
+        layer_start.shape != (tables.turns + 2,)
+        or layer_start[0] != 0
+        or layer_start[-1] != len(keys)
+        or np.any(np.diff(layer_start) < 0)
+    ):
+        raise ValueError("layers do not partition the states")
+    n_masks, n_slots, n_full = budget.space_shape(tables)
+    if keys.min() < 0 or keys.max() >= n_masks * n_slots * n_full:
+        raise ValueError("state keys outside the state space")
+    layer = np.repeat(np.arange(tables.turns + 1), np.diff(layer_start))
+    if np.any(tables.popcount(keys // (n_slots * n_full)) != layer) or np.any(
+        (np.diff(keys) <= 0) & (np.diff(layer) == 0)
+    ):
+        raise ValueError("state keys are not the sorted states of their layers")
+
+
 def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any], *, seconds: float) -> Solution:
     """The :class:`Solution` of a cache file's arrays, after checking they fit ``rules``.
 
@@ -1061,21 +1087,7 @@ def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any
     n_states = len(keys)
     if keys.ndim != 1 or n_states == 0 or value.shape != keys.shape or value2.shape != keys.shape:
         raise ValueError("array shapes do not match")
-    if (
-        layer_start.shape != (tables.turns + 2,)
-        or layer_start[0] != 0
-        or layer_start[-1] != n_states
-        or np.any(np.diff(layer_start) < 0)
-    ):
-        raise ValueError("layers do not partition the states")
-    n_masks, n_slots, n_full = budget.space_shape(tables)
-    if keys.min() < 0 or keys.max() >= n_masks * n_slots * n_full:
-        raise ValueError("state keys outside the state space")
-    layer = np.repeat(np.arange(tables.turns + 1), np.diff(layer_start))
-    if np.any(tables.popcount(keys // (n_slots * n_full)) != layer) or np.any(
-        (np.diff(keys) <= 0) & (np.diff(layer) == 0)
-    ):
-        raise ValueError("state keys are not the sorted states of their layers")
+    check_cached_states(tables, keys, layer_start)
     if not (np.all(np.isfinite(value)) and np.all(np.isfinite(value2))):
         raise ValueError("values are not finite")
     dp = DPResult(keys, layer_start, value, value2)

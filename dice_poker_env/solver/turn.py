@@ -7,12 +7,14 @@ recursion ``K(keep) = mean over faces f of K(keep + f)``, then per roll the bett
 of scoring and the best proper sub-keep, twice. Keeps and rolls are in the
 widget's internal order (:mod:`.keep_tables`).
 
-Three entry points:
+Four entry points:
 
 * :func:`widget`: values only (the queries' keep tables);
 * :func:`turn_decisions`: the optimal action of every roll (the optimal agent);
 * :func:`widget_with_moments`: values and second moments at once, on *moment
-  words* (the solve).
+  words* (the solve);
+* :func:`turn_values`: values only, in internal roll order, for many columns at
+  once (the reach solver, :mod:`.reach`, one column per state and target).
 
 Two packings of a float32 into an int64 let one ``np.maximum`` pick the better
 candidate and carry something with it:
@@ -133,6 +135,32 @@ def widget(score_last: np.ndarray, score_first: np.ndarray) -> TurnKeepValues:
     np.maximum(W2, _best_of_subkeeps(K2), out=W2)
     value = FIRST_PROB_INTERNAL @ W2
     return TurnKeepValues(value, out1[KEEP_POS], out2[KEEP_POS])
+
+
+def turn_values(P1: np.ndarray, P2: np.ndarray) -> np.ndarray:
+    """The value of a turn's start for ``m`` columns, values only, any float dtype (the reach solver's widget).
+
+    Args:
+        P1: ``(252, m)`` best value of scoring each roll after a reroll, internal roll order.
+        P2: ``(252, m)`` the same from the turn's first roll (the same array without
+            first-roll doubling). Both are left as they are.
+
+    Returns:
+        ``(m,)``: the first-roll mean of the better of scoring and the best keep, two rerolls deep.
+    """
+    K1 = _internal_keep_values(P1, FOUR_PLUS_IROLL_T)
+    W1 = _best_of_subkeeps(K1)
+    np.maximum(W1, P1, out=W1)
+    K2 = _internal_keep_values(W1, FOUR_PLUS_IROLL_T)
+    W2 = _best_of_subkeeps(K2)
+    np.maximum(W2, P2, out=W2)
+    result: np.ndarray = FIRST_PROB_INTERNAL @ W2
+    return result
+
+
+def keep_values(rolls: np.ndarray) -> np.ndarray:
+    """``(210, m)`` keep values (internal keep order) of ``(252, m)`` roll values in *engine* roll order."""
+    return _internal_keep_values(rolls, FOUR_PLUS_ROLL_T)
 
 
 # -- decisions: tie words ------------------------------------------------------------

@@ -1,0 +1,91 @@
+"""Time and memory of the reach solve (the maximum probability of reaching every target from every state).
+
+    python -m benchmarks.bench_reach [--workers N] [--no-distribution] [RULES ...]   (from the repository root)
+
+Per ruleset (default: yacht): the states, the stored cells (state x target), the table's memory, the
+wall and CPU time of the solve (the expected-score solve it needs for the policy's distribution is done
+first and not counted), this process's peak memory (its forked workers share the table; their own
+peaks are shown apart), the probability of reaching a few targets from the empty scorecard and the
+expected-score policy's mean. Runs in a temporary cache and key folder. CPU time is given because the
+machine may be shared: wall time then depends on the load, CPU time less so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+
+
+class LayerLines:
+    """A tqdm-like progress (``reset``, ``update``) printing the states done with the wall and CPU time so far
+    (CPU of this process: use ``--workers 1`` for a per-layer CPU rate)."""
+
+    def __init__(self) -> None:
+        self.total, self.done = 1, 0
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def reset(self, total: int | None = None) -> None:
+        self.total, self.done = int(total or 1), 0
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def update(self, n: int = 1) -> None:
+        self.done += int(n)
+        print(
+            f"  {self.done:,}/{self.total:,} states, {time.perf_counter() - self.wall:.0f} s wall, "
+            f"{time.process_time() - self.cpu:.0f} s CPU",
+            flush=True,
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rules", nargs="*", default=["yacht"])
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: the solver's)")
+    parser.add_argument("--no-distribution", action="store_true", help="skip the expected-score policy's distribution")
+    parser.add_argument("--progress", action="store_true", help="a line per layer (or piece of one) solved")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as root:
+        os.environ["DICE_POKER_CACHE"] = os.path.join(root, "cache")
+        os.environ["DICE_POKER_KEY_DIR"] = os.path.join(root, "key")
+        import numpy as np
+
+        from dice_poker_env.engine.tables import compile_rules
+        from dice_poker_env.rules import load_rules
+        from dice_poker_env.solver import solve
+        from dice_poker_env.solver.reach_dp import solve_reach_dp
+
+        print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+        for name in args.rules:
+            rules = load_rules(name)
+            solution = None if args.no_distribution else solve(rules, progress=False, workers=args.workers)
+            wall, cpu = time.perf_counter(), time.process_time()
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            progress = LayerLines() if args.progress else None
+            dp = solve_reach_dp(compile_rules(rules), solution=solution, workers=args.workers, progress=progress)
+            wall = time.perf_counter() - wall
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (
+                time.process_time() - cpu + (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+            )
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            worker_peak = after.ru_maxrss / 1024
+            row = dp.row(0)
+            reach = {t: float(row[min(max(t - int(dp.lo[0]), 0), len(row) - 1)]) for t in (150, 200, 250, 300, 400)}
+            line = (
+                f"{name}: {len(dp.keys):,} states, {dp.prob.size:,} cells ({dp.prob.nbytes / 2**20:.0f} MiB), "
+                f"solve {wall:.1f} s wall, {cpu:.1f} s CPU, peak {peak:.0f} MiB (a worker {worker_peak:.0f} MiB); "
+                + ", ".join(f"P(>= {t}) {p:.6g}" for t, p in reach.items())
+            )
+            if len(dp.policy):
+                pmf = dp.policy[:-1] - dp.policy[1:]
+                scores = np.arange(len(pmf)) + int(dp.lo[0])
+                line += f"; policy mean {float(pmf @ scores):.9f} (expected score {solution.expected_score:.9f})"
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
