@@ -200,11 +200,11 @@ def run_class(args: argparse.Namespace) -> int:
     from agents.evaluation.limits import MAX_GAMES, check_count
     from dice_poker_env.rules import load_rules
 
-    if not args.out:
-        raise ValueError("grading a class needs --out DIR (the reports, gradebook.csv and index.html go there)")
     chosen = _chosen(args)
     limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
-    check_count("games", chosen["games"], most=MAX_GAMES)
+    check_count("games", chosen["games"], most=MAX_GAMES)  # the settings first, as in a single grade
+    if not args.out:
+        raise ValueError("grading a class needs --out DIR (the reports, gradebook.csv and index.html go there)")
     rubric = load_rubric(args.rubric) if args.rubric else None
     submissions = find_submissions(args.submission, args.class_name)
     rules = load_rules(chosen["rules"], **chosen["options"])
