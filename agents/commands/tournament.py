@@ -138,17 +138,9 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m agents.commands.tournament ...``; bad input is a one-line error, status 2."""
-    parser = argparse.ArgumentParser(prog="python -m agents.commands.tournament")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except KeyboardInterrupt:
-        return 130
-    except (ValueError, KeyError, OSError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"tournament: error: {message}", file=sys.stderr)
-        return 2
+    from agents.commands import module_main
+
+    return module_main("tournament", add_arguments, run, argv)
 
 
 if __name__ == "__main__":
