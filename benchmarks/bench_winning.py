@@ -91,12 +91,24 @@ def win_shares(totals: np.ndarray, seat: np.ndarray) -> np.ndarray:
     return np.where(mine == best, 1.0 / tied, 0.0)
 
 
-def match(tables: Any, agent: Any, opponent: Any, n_games: int, seed: int = 0) -> dict[str, Any]:
-    """``agent`` against ``opponent`` in ``n_games`` duplicate two-player games: its win rate and 95% CI."""
+def match(tables: Any, agent: Any, opponent: Any, n_games: int, seed: int = 0, batch: int = 2000) -> dict[str, Any]:
+    """``agent`` against ``opponent`` in ``n_games`` duplicate two-player games: its win rate and 95% CI.
+
+    Games are played ``batch`` at a time, batch ``i`` on the dice of seed ``(seed, i)``.
+    """
     n_games += n_games % 2
+    batch += batch % 2
     seats = np.tile(np.array([[0, 1], [1, 0]]), (n_games // 2, 1))
     start = time.perf_counter()
-    result = play_lockstep(tables, [agent, opponent], seats, seed)
+    totals = []
+    for i, first in enumerate(range(0, n_games, batch)):
+        part = seats[first : first + batch]
+        totals.append(
+            play_lockstep(tables, [agent, opponent], part, int(np.random.SeedSequence([seed, i]).generate_state(1)[0]))[
+                "totals"
+            ]
+        )
+    result = {"totals": np.concatenate(totals)}
     share = win_shares(result["totals"], np.argmin(seats, axis=1))  # the seat agent 0 plays
     pair = share.reshape(-1, 2).mean(axis=1)
     half = 1.96 * pair.std(ddof=1) / np.sqrt(len(pair))

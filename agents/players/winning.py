@@ -40,6 +40,7 @@ two-player policy of whole turns for the exact two-player solver.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,6 +51,7 @@ from dice_poker_env.engine.combinatorics import KEEP_ALL, KEEP_OF_ACTION, N_KEEP
 from dice_poker_env.engine.game import ROLLS_PER_TURN, five_kind_box_state
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import Solution, SolverError, solve
+from dice_poker_env.solver import cache as disk
 from dice_poker_env.solver.keep_tables import ROLL_POS
 from dice_poker_env.solver.reach import Reach, solve_reach
 from dice_poker_env.solver.turn import widget
@@ -396,7 +398,16 @@ class WinningAgent:
         if future not in FUTURES:
             raise ValueError(f"future must be one of {', '.join(FUTURES)}, got {future!r}")
         if reach is None:
-            reach = solve_reach(load_rules(rules, **options), cache=cache, progress=progress)
+            rules = load_rules(rules, **options)
+            path = disk.cache_path(rules.name, rules.fingerprint, kind="reach")
+            if progress is not False and not (cache and path.exists()):
+                print(
+                    f"the winning agent needs the reach table of {rules.name}: solved once, then cached "
+                    "(yacht: under a minute; yahtzee: about 40 minutes on 2 cores and 1.6 GiB)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            reach = solve_reach(rules, cache=cache, progress=progress)
         self.reach = reach
         self.rules = reach.rules
         self.tables = reach.tables
@@ -577,7 +588,7 @@ class _Memo:
     def add(self, rows: np.ndarray, legal: np.ndarray, values: np.ndarray) -> None:
         rows, first = np.unique(rows, axis=0, return_index=True)
         legal, values = legal[first], values[first]
-        if len(self.keys) + len(rows) > MEMO_ROWS or self.keys.shape[1] != rows.shape[1]:
+        if len(self.keys) + len(rows) > max(MEMO_ROWS, 2 * len(rows)) or self.keys.shape[1] != rows.shape[1]:
             self.keys = np.zeros((0, rows.shape[1]), dtype=np.int64)
             self.legal, self.values = self.legal[:0], self.values[:0]
         self.keys = np.concatenate([self.keys, rows])
