@@ -130,15 +130,17 @@ def match(tables: Any, agent: Any, opponent: Any, n_games: int, seed: int = 0, b
 
 def speed(tables: Any, agent: Any, n_games: int, seed: int = 0) -> dict[str, Any]:
     """Self-play of ``agent`` in ``n_games`` lockstep two-player games: decisions and games per second."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = play_lockstep(tables, [agent], np.zeros((n_games, 2), dtype=np.int64), seed)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     return {
         "games": n_games,
         "decisions": int(result["decisions"][0]),
         "wall_seconds": wall,
         "act_seconds": float(result["seconds"][0]),
+        "cpu_seconds": cpu,
         "games_per_second": n_games / wall,
+        "games_per_cpu_second": n_games / cpu,
         "decisions_per_second": int(result["decisions"][0]) / wall,
         "mean_score": float(result["totals"].mean()),
     }
@@ -175,7 +177,8 @@ def main(argv: list[str] | None = None) -> None:
                 s = row[f"{who}_speed"]
                 print(
                     f"{row['rules']}: {who:8s} {s['games']} games in lockstep, {s['wall_seconds']:.1f} s: "
-                    f"{s['games_per_second']:.1f} games/s, {s['decisions_per_second']:.0f} decisions/s",
+                    f"{s['games_per_second']:.1f} games/s, {s['decisions_per_second']:.0f} decisions/s "
+                    f"({s['cpu_seconds']:.1f} s CPU: {s['games_per_cpu_second']:.1f} games per CPU second)",
                     flush=True,
                 )
         if args.match:

@@ -62,6 +62,8 @@ FUTURES = ("reach", "expected")
 TAIL = 1e-12
 #: situations between turns whose candidate values are remembered (:class:`_Memo`; about 2 KiB each)
 MEMO_ROWS = 1 << 15
+#: situations whose whole turn :meth:`WinningPolicy.turn_actions` values at once (about 70 MiB of action values)
+TURN_CHUNK = 256
 #: the most gathered (candidate, game, target) cells at once
 _CELLS = 1 << 22
 #: the value of an illegal move: below every probability
@@ -181,16 +183,18 @@ class WinningPolicy:
         pad = int(length.max(initial=0))
         w_ext = np.concatenate([w, np.zeros((len(w), pad))], axis=1).reshape(-1)
         stride = n_t + pad
+        index = np.int32 if max(len(table), len(w_ext)) < 2**31 else np.int64  # less memory traffic
         done = 0
         while done < len(order) and length[order[done]] > 0:
             span = int(length[order[done]])
             block = order[done : done + max(1, _CELLS // span)]
             done += len(block)
-            j = np.arange(span)
-            first = k_start[block] - k_first[block]  # the row column of the first gathered weight
-            cell = np.minimum(first[:, None] + j, (width[pos[block]] - 1)[:, None])
-            cell += offset[pos[block]][:, None]
-            weight = (game[block] * stride + k_start[block])[:, None] + j
+            j = np.arange(span, dtype=index)
+            row = offset[pos[block]]
+            # the row's cells from the first gathered weight on; past the overlap its last cell (0)
+            cell = (row + k_start[block] - k_first[block]).astype(index)[:, None] + j
+            np.minimum(cell, (row + width[pos[block]] - 1).astype(index)[:, None], out=cell)
+            weight = (game[block] * stride + k_start[block]).astype(index)[:, None] + j
             out[block] += np.einsum("ct,ct->c", table.take(cell), w_ext.take(weight))
         return out.reshape(shape)
 
@@ -327,9 +331,13 @@ class WinningPolicy:
             raise ValueError("my_keys, opp_keys and diffs must have the same length")
         if len(my_pos) == 0:
             return np.zeros((0, ROLLS_PER_TURN, N_ROLLS), dtype=np.int64)
-        start, w, below = self.weights(opp_pos, np.zeros_like(opp_pos))
-        legal, v = self.candidate_values(my_pos, diffs, start, w, below)
-        return np.argmax(self.q_every(legal, v), axis=-1).astype(np.int64)
+        out = np.empty((len(my_pos), ROLLS_PER_TURN, N_ROLLS), dtype=np.int64)
+        for a in range(0, len(my_pos), TURN_CHUNK):  # (chunk, 3, 252, 32 + n) action values at a time
+            part = slice(a, a + TURN_CHUNK)
+            start, w, below = self.weights(opp_pos[part], np.zeros_like(opp_pos[part]))
+            legal, v = self.candidate_values(my_pos[part], diffs[part], start, w, below)
+            out[part] = np.argmax(self.q_every(legal, v), axis=-1)
+        return out
 
     def _key_positions(self, keys: np.ndarray) -> np.ndarray:
         keys = np.asarray(keys, dtype=np.int64).reshape(-1)
