@@ -35,6 +35,10 @@ observations (the vector env's, or multi-player ones with the opponent keys
 stacked too); candidates are gathered per (box, roll class, game) and the
 widget's columns are games. :meth:`WinningPolicy.turn_actions` gives the
 two-player policy of whole turns for the exact two-player solver.
+
+Size: one module because the agent (decoding observations, the memo) and its policy (utility,
+candidate values, the widget's action values) are one computation split only to expose the
+policy on solver states.
 """
 
 from __future__ import annotations
