@@ -1,6 +1,6 @@
 """Speed and strength of the ``winning`` agent in lockstep two-player games.
 
-    python -m benchmarks.bench_winning [--games N] [--match GAMES] [--future reach|expected] [--json FILE] [RULES ...]
+    python -m benchmarks.bench_winning [--games N] [--match GAMES] [--future expected|reach] [--json FILE] [RULES ...]
 
 Per ruleset (default: yacht): ``--games`` games (default 200) of self-play in lockstep, every game of
 the batch advancing one decision per step (the engine's batch functions, :func:`play_lockstep`), for
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("rules", nargs="*", default=["yacht"])
     parser.add_argument("--games", type=int, default=200, help="self-play games per agent for the speed (default 200)")
     parser.add_argument("--match", type=int, default=0, help="duplicate games of winning against optimal (default 0)")
-    parser.add_argument("--future", default="reach", choices=("reach", "expected"))
+    parser.add_argument("--future", default="expected", choices=("reach", "expected"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args(argv)
@@ -194,7 +195,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
-                {"command": "python -m benchmarks.bench_winning " + " ".join(sys.argv[1:]), "results": out},
+                {
+                    "command": "python -m benchmarks.bench_winning " + " ".join(sys.argv[1:]),
+                    "machine": {"cpus": os.cpu_count(), "load_average": list(os.getloadavg())},
+                    "results": out,
+                },
                 f,
                 indent=2,
             )

@@ -684,7 +684,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         default=["greedy"],
         metavar="AGENT",
-        help="one agent per opponent seat: random, greedy, optimal, trained, winning[,target=T|,future=expected], "
+        help="one agent per opponent seat: random, greedy, optimal, trained, winning[,target=T|,future=reach], "
         "model:PATH, FILE.py:NAME or MODULE:NAME (default: greedy)",
     )
     parser.add_argument("--hints", action="store_true", help="coach mode: show the solver's best actions")

@@ -10,7 +10,7 @@ Names the benchmark, the CLI and ``train.py`` understand:
 ``winning``      :class:`agents.players.winning.WinningAgent`: plays to finish first
                  at a table of 2 to 6 players (docs/winning.md); arguments as
                  ``winning,target=200`` (play for a final score) or
-                 ``winning,future=expected``; needs the ruleset's reach table
+                 ``winning,future=reach``; needs the ruleset's reach table
                  (solved once and cached: seconds for yacht, ~40 min for yahtzee)
 ``trained``      :class:`agents.policy.player.PolicyAgent`: the policy shipped with
                  the package for the ruleset (default options; NumPy only)
