@@ -250,13 +250,16 @@ class WinningPolicy:
         legal, points, pos = self.candidates(my_pos)
         c, g = np.nonzero(legal if need is None else legal & need)
         p, q = pos[c, g], points[c, g]
+        v = np.full(legal.shape, _ILLEGAL)
+        if self.space.n_full == 1:  # no five-of-a-kind classes apart: the candidates are distinct
+            v[c, g] = self.values(p, q, g, so_far, start, w, below)
+            return legal, v
         # each distinct (game, next state, points) once: classes apart for five-of-a-kind rolls often
         # score like their points class (the five-of-a-kind box still open)
         low = int(q.min(initial=0))
         span = int(q.max(initial=0)) - low + 1
         key = (g * len(self.lo) + p) * span + (q - low)
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        v = np.full(legal.shape, _ILLEGAL)
         v[c, g] = self.values(p[first], q[first], g[first], so_far, start, w, below)[inverse.reshape(-1)]
         return legal, v
 
