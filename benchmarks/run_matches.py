@@ -49,6 +49,8 @@ class Matchup:
 MATCHUPS = (
     Matchup("yacht", "optimal", "greedy"),
     Matchup("yahtzee", "optimal", "greedy"),
+    Matchup("yacht", "trained", "optimal"),  # the shipped RL policy (expected-score trained)
+    Matchup("yahtzee", "trained", "optimal"),
     Matchup("yacht", "winning", "optimal"),
     Matchup("yahtzee", "winning", "optimal"),
 )

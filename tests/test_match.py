@@ -275,3 +275,17 @@ def test_run_matches_saves_results_and_skips_missing_agents(tmp_path, monkeypatc
         "dice-poker match yacht --agents greedy random --games 20"
     )
     assert driver.main([]) == 0 and "already saved" in capsys.readouterr().out
+
+
+def test_dice_poker_match_runs_through_the_command_line(monkeypatch, capsys):
+    """As installed (pyproject's entry point ``match = agents.commands.match``): ``dice-poker match``."""
+    import importlib.metadata
+
+    from dice_poker_env import cli
+
+    found = [importlib.metadata.EntryPoint("match", "agents.commands.match", cli.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(cli, "plugin_entry_points", lambda: found)
+    assert cli.main(["match", "yacht", "--agents", "greedy", "random", "--games", "4", "--json", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["games"] == 4
+    assert cli.main(["match", "yacht", "--agents", "greedy", "random", "--games", "5"]) == 2
+    assert "dice-poker match: error: games must be an even number" in capsys.readouterr().err

@@ -392,7 +392,7 @@ def match(
         if announce is not None:
             announce(
                 f"plays {min(AUTO_PILOT_GAMES, max_games):,} games, then more until the 95% half-width is at most "
-                f"{100 * float(target_ci):g} points (at most {max_games:,} games)"
+                f"{100 * float(target_ci):.2f} points (at most {max_games:,} games)"
             )
         blocks: list[np.ndarray] = []
         played, want = 0, min(AUTO_PILOT_GAMES, max_games) // 2
