@@ -122,7 +122,7 @@ def plays_batches(agent: Any, lockstep: bool | None = None) -> tuple[Any, bool]:
     return agent, is_batch_agent(agent) if lockstep is None else bool(lockstep)
 
 
-def _player(agent: Any, name: str, multi_flat_shape: tuple[int, ...], lockstep: bool | None) -> _Player:
+def _player(agent: Any, name: str, multi_flat_shape: tuple[int, ...] | None, lockstep: bool | None) -> _Player:
     agent, batch = plays_batches(agent, lockstep)
     if batch and not callable(getattr(agent, "act_batch", None)):
         raise ValueError(f"match: agent {name} has no act_batch, so it cannot play in lockstep")
@@ -183,13 +183,13 @@ def play_deals(
         return out
     for d in range(deals):
         faces = deal_faces(seed, first + d, 2, tables.turns)[None]
-        for swap in (0, 1):
+        for order in (0, 1):
             for seat in (0, 1):
-                agent = players[seat ^ swap].agent
+                agent = players[seat ^ order].agent
                 if callable(getattr(agent, "seed", None)):
                     agent.seed(seat_seed(seed, first + d, seat))
                 _reset(agent)
-            out[d, swap] = _lockstep(tables, players, faces, np.zeros(1, np.int64), np.array([swap]), first + d)[0]
+            out[d, order] = _lockstep(tables, players, faces, np.zeros(1, np.int64), np.array([order]), first + d)[0]
             if progress is not None:
                 progress(1)
     return out
@@ -361,16 +361,24 @@ def match(
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     auto = games == "auto"
+    target, n_games = 0.0, 0
     if auto:
-        if target_ci is None or isinstance(target_ci, bool) or not 0 < float(target_ci) < 0.5:
+        if (
+            not isinstance(target_ci, (int, float, np.floating))
+            or isinstance(target_ci, bool)
+            or not 0 < target_ci < 0.5
+        ):
             raise ValueError(
                 f"games='auto' needs target_ci, a half-width in (0, 0.5) (0.01 = one point), got {target_ci!r}"
             )
+        target = float(target_ci)
         max_games = _check_games(max_games)
+        if max_games < 4:
+            raise ValueError(f"games='auto' needs max_games >= 4 (two deals, for a spread), got {max_games}")
     elif target_ci is not None:
         raise ValueError("target_ci is for games='auto'")
     else:
-        games = _check_games(games)
+        n_games = _check_games(games)
     for spec in (agent_a, agent_b):
         check_agent(spec)
     solution = None
@@ -386,13 +394,13 @@ def match(
     pilot: dict[str, Any] | None = None
     if not auto:
         if announce is not None:
-            announce(f"plays {games:,} games ({games // 2:,} deals, each with the seats swapped)")
-        scores = play_deals(rules, agents, seed, games // 2, names=names, lockstep=lockstep, progress=progress)
+            announce(f"plays {n_games:,} games ({n_games // 2:,} deals, each with the seats swapped)")
+        scores = play_deals(rules, agents, seed, n_games // 2, names=names, lockstep=lockstep, progress=progress)
     else:
         if announce is not None:
             announce(
                 f"plays {min(AUTO_PILOT_GAMES, max_games):,} games, then more until the 95% half-width is at most "
-                f"{100 * float(target_ci):.2f} points (at most {max_games:,} games)"
+                f"{100 * target:.2f} points (at most {max_games:,} games)"
             )
         blocks: list[np.ndarray] = []
         played, want = 0, min(AUTO_PILOT_GAMES, max_games) // 2
@@ -407,9 +415,9 @@ def match(
             if pilot is None:
                 pilot = {key: row[key] for key in PILOT_KEYS}
             half = row["win_rate_ci95_half_width"]
-            if half <= float(target_ci) or 2 * played >= max_games:
+            if half <= target or 2 * played >= max_games:
                 break
-            needed = games_needed(row["win_rate_deal_sd"], float(target_ci)) // 2
+            needed = games_needed(row["win_rate_deal_sd"], target) // 2
             want = min(max_games // 2, max(needed, played + max(1, played // 10)))  # (at least 10% more)
             if announce is not None:
                 announce(f"half-width {100 * half:.2f} points after {2 * played:,} games: playing to {2 * want:,}")
@@ -423,7 +431,7 @@ def match(
         "rules_fingerprint": rules.fingerprint,
         "seed": int(seed),
         **row,
-        "target_ci": float(target_ci) if auto else None,
+        "target_ci": target if auto else None,
         "pilot": pilot,
         "lockstep": all(plays_batches(agent, lockstep)[1] for agent in agents),
         "wall_seconds": wall,

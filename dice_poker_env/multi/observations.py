@@ -152,7 +152,7 @@ class PlayerLayout:
         return {key: observation[key] for key in self.keys if key in observation}
 
 
-def player_layout(player: Any, multi_flat_shape: tuple[int, ...]) -> PlayerLayout:
+def player_layout(player: Any, multi_flat_shape: tuple[int, ...] | None) -> PlayerLayout:
     """What ``player`` reads (:class:`PlayerLayout`); ``multi_flat_shape``: the table's multi-player
     flat vector's shape (:func:`multi_observation_space`'s, ``"flat"``)."""
     space = getattr(player, "observation_space", None) or getattr(
@@ -160,4 +160,5 @@ def player_layout(player: Any, multi_flat_shape: tuple[int, ...]) -> PlayerLayou
     )
     if getattr(player, "obs_mode", "dict") != "flat":
         return PlayerLayout("dict", tuple(space.spaces) if isinstance(space, spaces.Dict) else None)
-    return PlayerLayout("flat", None, getattr(space, "shape", None) == tuple(multi_flat_shape))
+    shape = getattr(space, "shape", None)
+    return PlayerLayout("flat", None, shape is not None and shape == multi_flat_shape)
