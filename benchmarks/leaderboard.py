@@ -69,9 +69,19 @@ PUBLISHED = [
 ]
 
 
+#: what a head-to-head match's JSON holds (``dice-poker match --json``); other files in results/winning/ are skipped
+MATCH_KEYS = ("rules", "agents", "win_rate", "win_rate_ci95", "win_rate_seat", "games", "mean_score", "command")
+
+
 def load_matches(folder: Path) -> list[dict]:
-    """The head-to-head matches saved in ``folder`` (``match_*.json``), by ruleset then agents."""
-    matches = [json.loads(path.read_text()) for path in sorted(folder.glob("match_*.json"))]
+    """The head-to-head matches saved in ``folder`` (``match_<rules>_<A>_vs_<B>.json``), by ruleset then agents."""
+    matches = []
+    for path in sorted(folder.glob("match_*_vs_*.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and all(key in data for key in MATCH_KEYS):
+            matches.append(data)
+        else:
+            print(f"leaderboard: {path.name} is not a dice-poker match result: skipped", file=sys.stderr)
     return sorted(matches, key=lambda m: (RULESETS.index(m["rules"]) if m["rules"] in RULESETS else 99, m["agents"]))
 
 

@@ -70,10 +70,12 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     winning.mkdir()
     (winning / "match_yacht_optimal_vs_greedy.json").write_text(json.dumps(fake_match()))
     (winning / "reach_yacht.json").write_text("{}")  # other results there are not matches
+    (winning / "match_yacht_reach.json").write_text('{"rules": "yacht"}')
+    (winning / "match_yacht_x_vs_y.json").write_text('{"rules": "yacht", "win_rate": 0.5}')
     out = tmp_path / "leaderboard.md"
     assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "## Two-player track: head to head" in text
+    assert "## Two-player track: head to head" in text and text.count("| yacht | optimal | greedy |") == 1
     assert (
         "| yacht | optimal | greedy | 81.65% | 80.69 - 82.61 | 5,306 | 81.2% / 82.1% | 169.52, 121.67 | "
         "`dice-poker match yacht --agents optimal greedy --games 5306` |"
