@@ -5,7 +5,7 @@ Plays ``--games`` games of agent A against agent B (default ``optimal`` against 
 step), and ``--aec-games`` of the same deals one by one through the PettingZoo AEC env
 (:func:`agents.course.duplicate.play_game`, the reference the tests compare with), and checks
 that the games both ways played end with the same scores. The dice are dealt inside the timing
-(:func:`agents.course.duplicate.deal_faces`, a NumPy generator per seat and deal); agents are
+(:func:`dice_poker_env.dice_sources.deal_faces`, a NumPy generator per seat and deal); agents are
 built, and the ruleset solved or read from the cache, before it.
 
     python benchmarks/bench_match.py --rules yahtzee [--games 20000] [--aec-games 200] [--agents optimal optimal]

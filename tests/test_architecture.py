@@ -21,8 +21,8 @@ SIZE_NOTE = "Size:"
 #: layers of the core, bottom up: a module imports only from its own part of the package or from lower layers
 LAYERS = {
     "rules": 0,
-    "dice_sources": 0,
     "engine": 1,
+    "dice_sources": 1.5,  # where the envs' dice come from (duplicate deals use the engine's dice constants)
     "envs": 2,
     "players": 2,
     "multi": 3,

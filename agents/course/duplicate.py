@@ -27,50 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, ROLL_DICE
+from dice_poker_env.dice_sources import DuplicateDice, deal_faces
+from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, ROLL_DICE
 from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.state import ROLLS_PER_TURN
 from dice_poker_env.rules import Rules
 
-
-def deal_faces(seed: int, deal: int, seats: int, turns: int) -> np.ndarray:
-    """The faces of deal ``deal``: ``(seats, turns, ROLLS_PER_TURN, 5)`` int64 in 1..6.
-
-    A function of ``(seed, deal, seat)`` only, per seat (NumPy's ``SeedSequence``): seat ``k``'s
-    faces are the same at a table of any size.
-    """
-    faces = np.empty((seats, turns, ROLLS_PER_TURN, N_DICE), dtype=np.int64)
-    for seat in range(seats):
-        rng = np.random.default_rng(np.random.SeedSequence([int(seed), int(deal), seat]))
-        faces[seat] = rng.integers(1, 7, size=(turns, ROLLS_PER_TURN, N_DICE))
-    return faces
-
-
-class DuplicateDice:
-    """A dice source (:class:`dice_poker_env.dice_sources.DiceSource`) serving a deal's faces.
-
-    Before each roll the game's driver says whose roll it is (:meth:`expect`); the roll then
-    takes the first faces of ``faces[seat, turn, roll]``. A roll nobody announced is an error
-    (a bug of the driver, not of an agent).
-    """
-
-    def __init__(self, faces: np.ndarray):
-        self.faces = np.asarray(faces, dtype=np.int64)
-        self._next: tuple[int, int, int] | None = None
-
-    def expect(self, seat: int, turn: int, roll: int) -> None:
-        """The next roll is ``seat``'s, in turn ``turn`` (0-based), roll ``roll`` of the turn (0 first)."""
-        self._next = (seat, turn, roll)
-
-    def roll(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-        if self._next is None or len(shape) != 1 or not 1 <= shape[0] <= N_DICE:
-            raise RuntimeError(f"duplicate dice: a roll of shape {shape} that the driver did not announce")
-        seat, turn, roll = self._next
-        self._next = None
-        return self.faces[seat, turn, roll, : shape[0]].copy()
-
-    def __repr__(self) -> str:
-        return f"DuplicateDice({self.faces.shape[0]} seats)"
+__all__ = ["DuplicateDice", "GameRecord", "deal_faces", "forfeit_action", "play_game"]
 
 
 def forfeit_action(mask: np.ndarray) -> int:

@@ -1,6 +1,6 @@
 """Head to head: two agents in duplicate two-player games, reported as a win rate with a 95% CI.
 
-A match is ``N`` *deals*. A deal (:func:`agents.course.duplicate.deal_faces`) fixes the dice of
+A match is ``N`` *deals*. A deal (:func:`dice_poker_env.dice_sources.deal_faces`) fixes the dice of
 every seat, turn and roll: the turn's first roll takes all five faces of ``faces[seat, turn, 0]``,
 a reroll of ``k`` dice the first ``k`` faces of ``faces[seat, turn, roll]``. Each deal is played
 twice, agent A in seat 0 against B in seat 1, then with the seats swapped, so both agents play
@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from agents.course.duplicate import deal_faces
 from agents.evaluation.limits import MAX_GAMES
 from agents.players.registry import as_action, check_agent, is_batch_agent
+from dice_poker_env.dice_sources import deal_faces
 from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, REROLLED_POSITIONS, roll_index_of_sorted
 from dice_poker_env.engine.game import explain_illegal, new_batch, step_batch
 from dice_poker_env.engine.masks import action_masks
@@ -145,7 +145,7 @@ def play_deals(
     Args:
         rules: the ruleset.
         agents: ``(A, B)``, agent objects (``act``; ``act_batch`` for lockstep).
-        seed: the match's seed (the dice: :func:`~agents.course.duplicate.deal_faces`).
+        seed: the match's seed (the dice: :func:`~dice_poker_env.dice_sources.deal_faces`).
         deals: how many deals.
         first: the first deal's index (a match played in blocks continues where it stopped).
         names: the agents' names for messages.

@@ -137,9 +137,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         try:
             command = load_command(source)
         except CommandUnavailable as error:
-            sub.add_parser(name, help=f"(unavailable: {error})")
+            sub.add_parser(name, help=f"(unavailable: {error})".replace("%", "%%"))
             continue
-        command_parser = sub.add_parser(name, help=command.HELP, description=command.HELP)
+        # argparse %-formats a help string (never a description): a plain "95%" in a HELP must not break --help
+        command_parser = sub.add_parser(name, help=command.HELP.replace("%", "%%"), description=command.HELP)
         command.add_arguments(command_parser)
         command_parser.set_defaults(func=command.run)
     return parser
