@@ -85,26 +85,24 @@ def main(argv: list[str] | None = None) -> list[dict]:
         episode_indices = np.arange(n)
 
     settings = [
-        ("uncompressed", lambda p: datasets._EpisodeWriter(p, compress=False), True),
-        ("deflate-1", lambda p: datasets._EpisodeWriter(p, level=1), True),
-        ("deflate-5 (default)", lambda p: datasets._EpisodeWriter(p), True),
-        ("deflate-9", lambda p: datasets._EpisodeWriter(p, level=9), True),
-        ("deflate-5, no header hint", lambda p: datasets._EpisodeWriter(p), False),
-        ("deflate-5, 1 thread", lambda p: datasets._EpisodeWriter(p, workers=1), True),
-        ("lzf", lambda p: Lzf(p), True),
+        ("uncompressed", lambda p: datasets._EpisodeWriter(p, compress=False)),
+        ("deflate-1", lambda p: datasets._EpisodeWriter(p, level=1)),
+        ("deflate-5 (default)", lambda p: datasets._EpisodeWriter(p)),
+        ("deflate-9", lambda p: datasets._EpisodeWriter(p, level=9)),
+        ("deflate-5, no header hint", lambda p: datasets._EpisodeWriter(p, minimal_headers=False)),
+        ("deflate-5, 1 thread", lambda p: datasets._EpisodeWriter(p, workers=1)),
+        ("lzf", lambda p: Lzf(p)),
     ]
-    results, reference = [], None
-    hint = datasets._no_attrs_hint
+    results: list[dict] = []
+    reference: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench-dataset-storage-") as root:
-        for name, make, with_hint in settings:
-            datasets._no_attrs_hint = hint if with_hint else (lambda: None)
+        for name, make in settings:
             path = Path(root) / f"{len(results)}.hdf5"
             clock, cpu = time.perf_counter(), cpu_seconds()
             writer = make(path)
             writer.write_many(episodes)
             writer.close()
             wall, cpu = time.perf_counter() - clock, cpu_seconds() - cpu
-            datasets._no_attrs_hint = hint
             read_cpu = cpu_seconds()
             steps = datasets._read_hdf5(path, Ids)
             read_cpu = cpu_seconds() - read_cpu
