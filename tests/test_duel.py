@@ -238,16 +238,21 @@ def test_monte_carlo_play_agrees_with_the_evaluation(mini):
     assert abs(score.mean() - exact) < half
 
 
-def test_cli_two_player(mini):
+def test_cli_two_player(three, tmp_path):
     from dice_poker_env.cli import main
 
+    path = tmp_path / "duel_three.json"
+    path.write_text(json.dumps(THREE))
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["solve", str(MINI_YACHT), "--two-player", "--json", "--no-progress", "--no-cache"]) == 0
+        assert main(["solve", str(path), "--two-player", "--json", "--no-progress", "--no-cache"]) == 0
     data = json.loads(out.getvalue())["two_player"]
-    assert abs(data["value"] - mini.value()) < 1e-12
-    assert data["solitaire"]["seat_0"] < data["value"] and data["solitaire"]["seat_1"] < 1.0 - data["value"]
+    assert abs(data["value"] - three.value()) < 1e-12
+    assert data["pairs"] == three.n_pairs and data["cells"] == three.n_cells
+    assert data["solitaire"]["seat_0"] <= data["value"] + 1e-12
+    assert data["solitaire"]["seat_1"] <= 1.0 - data["value"] + 1e-12
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["solve", str(MINI_YACHT), "--two-player", "--no-progress", "--no-cache"]) == 0
-    assert "two players" in out.getvalue() and "solitaire" in out.getvalue()
+        assert main(["solve", str(path), "--two-player", "--no-progress", "--no-cache"]) == 0
+    text = out.getvalue()
+    assert f"seat 0 wins {three.value():.9f}" in text and "solitaire play" in text

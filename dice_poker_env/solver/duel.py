@@ -131,7 +131,10 @@ class Duel:
         n_pairs, n_cells: stored pairs and (pair, d) cells; seconds: wall time of the solve.
     """
 
-    def __init__(self, rules: Rules, *, memory: int | None = None, progress: Any = None) -> None:
+    def __init__(self, rules: Rules, *, memory: int | None = None, progress: Any = None, solve: bool = True) -> None:
+        """Lay out and solve the table of ``rules`` (``memory``: bytes available, a ``MemoryError`` before
+        allocating when it needs more; ``progress``: tqdm-like, counting pairs; ``solve=False``: the layout
+        only, for :attr:`n_pairs` and :attr:`n_cells`, with an empty :attr:`table`)."""
         start = time.perf_counter()
         self.rules = rules
         self.tables = compile_rules(rules)
@@ -153,9 +156,10 @@ class Duel:
                 f"{self.n_cells:,} cells (pairs x point differences) need about {format_bytes(needed)}, "
                 f"but only {format_bytes(memory)} is available; force it (--force, force=True)"
             )
-        self.table = np.zeros(self.n_cells + 1)
-        self.table[-1] = _SENTINEL
-        self._solve(progress)
+        self.table = np.zeros(self.n_cells + 1 if solve else 0)
+        if solve:
+            self.table[-1] = _SENTINEL
+            self._solve(progress)
         self.seconds = time.perf_counter() - start
 
     def __repr__(self) -> str:
