@@ -121,8 +121,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.one is not None:
         print(json.dumps(one(args.one, args.evaluate, args.policy)))
         return
-    command = "python -m benchmarks.bench_duel " + " ".join(sys.argv[1:] if argv is None else argv)
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    pinned = f"taskset -c {','.join(map(str, affinity))} " if affinity and len(affinity) < (os.cpu_count() or 1) else ""
+    command = pinned + "python -m benchmarks.bench_duel " + " ".join(sys.argv[1:] if argv is None else argv)
     machine = {
         "cpus": os.cpu_count(),
         "affinity": affinity,

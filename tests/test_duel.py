@@ -179,6 +179,24 @@ def test_values_are_probabilities_monotone_in_the_difference(three):
     assert three.values(end, end, [3, 0, -3]).tolist() == [1.0, 0.5, 0.0]
 
 
+def test_the_last_turn_agrees_with_the_reach_solver(three):
+    """Seat 1's last turn, seat 0 done: to win it needs a rest above ``-d``, so its value lies between the
+    reach solver's maximum probabilities of a rest of at least ``1 - d`` and of at least ``-d``."""
+    from dice_poker_env.solver.reach import solve_reach
+
+    reach = solve_reach(three.rules, distribution=False, cache=False, progress=False, workers=1)
+    assert np.array_equal(reach.keys, three.keys)
+    turns = three.turns
+    movers = np.arange(three.layer_start[turns - 1], three.layer_start[turns])
+    ends = np.arange(three.layer_start[turns], three.layer_start[turns + 1])
+    d = np.arange(-120, 121)
+    m, o, dd = (a.reshape(-1) for a in np.meshgrid(movers, ends, d, indexing="ij"))
+    w = three.values(three.keys[m], three.keys[o], dd)
+    above, at_least = reach.state_probabilities(m, 1 - dd), reach.state_probabilities(m, -dd)
+    assert np.all(above <= w + 1e-12) and np.all(w <= at_least + 1e-12)
+    assert np.any((above < w - 1e-3) & (w < at_least - 1e-3))  # strictly between somewhere: ties count half
+
+
 def test_optimal_policy_evaluates_to_the_value_and_solitaire_is_below(three):
     value = three.value()
     assert abs(three.evaluate(three.turn_actions, 0) - value) < 1e-9

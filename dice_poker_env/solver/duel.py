@@ -55,6 +55,10 @@ time).
 
 Not cached: the solve is single-process and the tables it fits in are small
 (see ``docs/winning.md``, "Exact two-player solution").
+
+Size: the solve, the optimal policy's decisions, the policy evaluation and the
+queries all read the one table through its layout (stages, rows, chunks of
+columns and their candidates); split apart, each would need those internals.
 """
 
 from __future__ import annotations
