@@ -274,3 +274,44 @@ def test_cli_two_player(three, tmp_path):
         assert main(["solve", str(path), "--two-player", "--no-progress", "--no-cache"]) == 0
     text = out.getvalue()
     assert f"seat 0 wins {three.value():.9f}" in text and "solitaire play" in text
+
+
+# ------------------------------------------------------------------ cache
+def test_cache_is_reused_and_a_changed_file_is_rebuilt(three):
+    from dice_poker_env.solver import CacheWarning
+    from dice_poker_env.solver import cache as disk
+
+    rules = load_rules(dict(THREE, name="duel_cache"))
+    first = solve_duel(rules, progress=False)
+    assert not first.from_cache and np.array_equal(first.table, three.table)
+    again = solve_duel(rules, progress=False)
+    assert again.from_cache and np.array_equal(again.table, first.table)
+    assert again.value() == first.value() and np.array_equal(again.offset, first.offset)
+    path = disk.cache_path(rules.name, rules.fingerprint, kind="duel")
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0x01  # one bit of one value
+    path.write_bytes(bytes(data))
+    with pytest.warns(CacheWarning, match="checksum"):
+        rebuilt = solve_duel(rules, progress=False)
+    assert not rebuilt.from_cache and np.array_equal(rebuilt.table, first.table)
+    assert solve_duel(rules, progress=False).from_cache
+
+
+def test_cached_tables_that_do_not_fit_the_rules_are_refused(three):
+    """The second line of defence behind the keyed checksum: the table checked against the rules' layout."""
+    from dice_poker_env.solver.duel import DUEL_VERSION, _from_cache
+
+    meta = {"fingerprint": three.rules.fingerprint, "duel_version": DUEL_VERSION}
+    table = three.table[:-1]
+    assert _from_cache(three.rules, {"table": table.copy()}, meta).value() == three.value()
+    broken = {
+        "cells where": table[:-1],
+        "outside": np.where(np.arange(len(table)) == 5, 1.5, table),
+        "from 0 to 1": np.where(np.arange(len(table)) == 0, 0.25, table),
+        "arrays": table.astype(np.float32),
+    }
+    for message, bad in broken.items():
+        with pytest.raises(ValueError, match=message):
+            _from_cache(three.rules, {"table": bad}, meta)
+    with pytest.raises(ValueError, match="other rules"):
+        _from_cache(three.rules, {"table": table}, dict(meta, duel_version=0))

@@ -132,13 +132,16 @@ def run(args: argparse.Namespace) -> int:
         print("  quantiles " + ", ".join(f"{q:g}: {dist.quantile(q)}" for q in QUANTILES))
     if duel is not None:
         print(f"two players     seat 0 wins {duel['value']:.9f} (P(win) + P(tie)/2, optimal play of both)")
-        print(f"                {duel['pairs']:,} pairs of states, {duel['cells']:,} cells, {duel['seconds']:.1f} s")
+        loaded = " (loaded from cache)" if duel["from_cache"] else ""
+        print(
+            f"                {duel['pairs']:,} pairs of states, {duel['cells']:,} cells, {duel['seconds']:.1f} s{loaded}"
+        )
         solitaire = duel["solitaire"]
         print(
             f"solitaire play  against the optimal opponent: seat 0 {solitaire['seat_0']:.9f} "
             f"(optimal {duel['value']:.9f}), seat 1 {solitaire['seat_1']:.9f} (optimal {1 - duel['value']:.9f})"
         )
-    cached = solution.from_cache and (reach is None or reach.from_cache) and duel is None
+    cached = solution.from_cache and (reach is None or reach.from_cache) and (duel is None or duel["from_cache"])
     print(f"time            {seconds:.2f} s" + (" (loaded from cache)" if cached else ""))
     return 0
 
@@ -147,7 +150,7 @@ def _two_player(rules: Any, solution: Any, args: argparse.Namespace) -> dict[str
     """The two-player figures: seat 0's optimal value, the solitaire policy's against the optimal opponent."""
     from dice_poker_env.solver.duel import solitaire_policy, solve_duel
 
-    duel = solve_duel(rules, force=args.force, progress=False if args.no_progress else None)
+    duel = solve_duel(rules, cache=not args.no_cache, force=args.force, progress=False if args.no_progress else None)
     policy = solitaire_policy(solution)
     return {
         "value": duel.value(),
@@ -155,7 +158,7 @@ def _two_player(rules: Any, solution: Any, args: argparse.Namespace) -> dict[str
         "pairs": duel.n_pairs,
         "cells": duel.n_cells,
         "seconds": duel.seconds,
-        "cached": False,
+        "from_cache": duel.from_cache,
     }
 
 

@@ -53,8 +53,8 @@ plays a given policy and the other seat plays :meth:`Duel.turn_actions`: the sam
 pass with each roll's action given, a linear recursion (two stages kept at a
 time).
 
-Not cached: the solve is single-process and the tables it fits in are small
-(see ``docs/winning.md``, "Exact two-player solution").
+The solve is single-process. :func:`solve_duel` caches the table beside the
+solutions, with their key and checks (:mod:`.cache`, kind ``duel``).
 
 Size: the solve, the optimal policy's decisions, the policy evaluation and the
 queries all read the one table through its layout (stages, rows, chunks of
@@ -66,6 +66,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -78,6 +79,7 @@ from dice_poker_env.engine.state import BatchState
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import budget
+from dice_poker_env.solver import cache as disk
 from dice_poker_env.solver.budget import format_bytes
 from dice_poker_env.solver.keep_tables import N_PROPER_KEEPS, ROLL_POS
 from dice_poker_env.solver.reach_dp import (
@@ -98,6 +100,8 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 #: ``turn_actions(my_keys, opp_keys, diffs) -> (m, 3, 252)`` int64 env actions per (rolls left, roll)
 TurnPolicy = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
+#: bump when the two-player table's layout or meaning changes (its cache files are then rebuilt)
+DUEL_VERSION = 1
 #: mover states whose moves are asked of the engine at once
 BLOCK_STATES = 2048
 #: (pair, d) columns of one turn-widget call (as the reach solve's)
@@ -132,7 +136,8 @@ class Duel:
         stage_start: ``(2 turns + 2,)`` offsets of the stages' pairs.
         lo: per pair, the ``d`` of its row's first cell; offset: ``(pairs + 1,)`` where its row starts.
         table: float64 the rows one after another, then one sentinel cell.
-        n_pairs, n_cells: stored pairs and (pair, d) cells; seconds: wall time of the solve.
+        n_pairs, n_cells: stored pairs and (pair, d) cells.
+        seconds: wall time of the solve (or of loading it); from_cache: whether it was loaded.
     """
 
     def __init__(self, rules: Rules, *, memory: int | None = None, progress: Any = None, solve: bool = True) -> None:
@@ -165,6 +170,7 @@ class Duel:
             self.table[-1] = _SENTINEL
             self._solve(progress)
         self.seconds = time.perf_counter() - start
+        self.from_cache = False
 
     def __repr__(self) -> str:
         return f"Duel({self.rules.name!r}, n_pairs={self.n_pairs}, n_cells={self.n_cells})"
@@ -586,14 +592,17 @@ def _total(state: BatchState) -> np.ndarray:
 def solve_duel(
     rules: str | os.PathLike[str] | Rules,
     *,
+    cache: bool = True,
     force: bool = False,
     progress: bool | None = None,
     **options: Any,
 ) -> Duel:
-    """The exact two-player solution of a ruleset (not cached: see the module docstring).
+    """The exact two-player solution of a ruleset, from the disk cache or solved (then cached).
 
     Args:
         rules: ruleset name, rules-file path or :class:`Rules`.
+        cache: read and write the disk cache (the folder, key and checks of the solutions'
+            (:mod:`~dice_poker_env.solver.cache`): a file that fails a check warns and is solved again).
         force: solve even when the table is estimated not to fit in the available memory.
         progress: say on stderr that the table is being solved (default: yes).
         **options: rules options.
@@ -602,9 +611,54 @@ def solve_duel(
         SolveTooLargeError: the table (8 bytes per pair and point difference) would not fit in memory.
     """
     rules = load_rules(rules, **options)
+    start = time.perf_counter()
+    path = disk.cache_path(rules.name, rules.fingerprint, kind="duel")
+    if cache:
+        loaded = disk.load(path)
+        if loaded is not None:
+            try:
+                duel = _from_cache(rules, *loaded)
+            except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is solved again
+                warnings.warn(
+                    f"two-player cache {path} does not fit these rules ({error}); solving again",
+                    disk.CacheWarning,
+                    stacklevel=2,
+                )
+            else:
+                duel.seconds = time.perf_counter() - start
+                return duel
     if progress is not False:
         print(f"solving the two-player game of {rules.name} (every pair of states and difference)", file=sys.stderr)
     try:
-        return Duel(rules, memory=None if force else budget.available_memory())
+        duel = Duel(rules, memory=None if force else budget.available_memory())
     except MemoryError as error:
         raise SolveTooLargeError(f"the two-player table of {rules.name}: {error}") from error
+    if cache:
+        meta = {"fingerprint": rules.fingerprint, "rules": rules.name, "duel_version": DUEL_VERSION}
+        try:
+            disk.save(path, {"table": duel.table[:-1]}, meta)
+        except OSError as error:
+            warnings.warn(f"could not write the two-player cache {path}: {error}", disk.CacheWarning, stacklevel=2)
+    return duel
+
+
+def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Duel:
+    """The :class:`Duel` of a cache file's table, after checking it fits ``rules`` (a ``ValueError`` naming what
+    does not). The keyed checksum already covers every byte; this is the second line of defence: the layout
+    is recomputed from the rules (cheap: no solve) and the table must fill it, with probabilities in [0, 1]
+    and rows from exactly 0 to exactly 1."""
+    if meta.get("fingerprint") != rules.fingerprint or meta.get("duel_version") != DUEL_VERSION:
+        raise ValueError("it belongs to other rules or another version")
+    table = arrays.get("table")
+    if set(arrays) != {"table"} or table is None or table.dtype != np.float64 or table.ndim != 1:
+        raise ValueError(f"arrays {sorted((k, str(a.dtype), a.shape) for k, a in arrays.items())}")
+    duel = Duel(rules, solve=False)
+    if len(table) != duel.n_cells:
+        raise ValueError(f"{len(table):,} cells where the rules lay out {duel.n_cells:,}")
+    if not (np.all(table >= 0.0) and np.all(table <= 1.0)):
+        raise ValueError("values outside [0, 1]")
+    if np.any(table[duel.offset[:-1]] != 0.0) or np.any(table[duel.offset[1:] - 1] != 1.0):
+        raise ValueError("rows not running from 0 to 1")
+    duel.table = np.concatenate([table, [_SENTINEL]])
+    duel.from_cache = True
+    return duel
