@@ -1,13 +1,15 @@
 """Time and memory of the reach solve (the maximum probability of reaching every target from every state).
 
-    python -m benchmarks.bench_reach [--workers N] [--no-distribution] [RULES ...]   (from the repository root)
+    python -m benchmarks.bench_reach [--workers N] [--no-distribution] [--cache] [RULES ...]   (from the repository root)
 
 Per ruleset (default: yacht): the states, the stored cells (state x target), the table's memory, the
 wall and CPU time of the solve (the expected-score solve it needs for the policy's distribution is done
 first and not counted), this process's peak memory (its forked workers share the table; their own
 peaks are shown apart), the probability of reaching a few targets from the empty scorecard and the
-expected-score policy's mean. Runs in a temporary cache and key folder. CPU time is given because the
-machine may be shared: wall time then depends on the load, CPU time less so.
+expected-score policy's mean. Runs in a temporary cache and key folder, unless ``--cache``: then the
+solved tables go to the user's solver cache, where ``solve_reach`` (the ``winning`` agent, ``dice-poker
+solve --target``) finds them. CPU time is given because the machine may be shared: wall time then
+depends on the load, CPU time less so.
 """
 
 from __future__ import annotations
@@ -47,10 +49,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: the solver's)")
     parser.add_argument("--no-distribution", action="store_true", help="skip the expected-score policy's distribution")
     parser.add_argument("--progress", action="store_true", help="a line per layer (or piece of one) solved")
+    parser.add_argument(
+        "--cache", action="store_true", help="use (and fill) the user's solver cache, not a temporary one"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as root:
-        os.environ["DICE_POKER_CACHE"] = os.path.join(root, "cache")
-        os.environ["DICE_POKER_KEY_DIR"] = os.path.join(root, "key")
+        if not args.cache:
+            os.environ["DICE_POKER_CACHE"] = os.path.join(root, "cache")
+            os.environ["DICE_POKER_KEY_DIR"] = os.path.join(root, "key")
         import numpy as np
 
         from dice_poker_env.engine.tables import compile_rules
@@ -81,10 +87,15 @@ def main(argv: list[str] | None = None) -> None:
                 + ", ".join(f"P(>= {t}) {p:.6g}" for t, p in reach.items())
             )
             if len(dp.policy):
-                pmf = dp.policy[:-1] - dp.policy[1:]
+                at_least = dp.policy_row(0)
+                pmf = at_least[:-1] - at_least[1:]
                 scores = np.arange(len(pmf)) + int(dp.lo[0])
                 line += f"; policy mean {float(pmf @ scores):.9f} (expected score {solution.expected_score:.9f})"
             print(line, flush=True)
+            if args.cache:
+                from dice_poker_env.solver.reach import Reach, store
+
+                store(Reach(rules, dp))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ from the run folders under ``runs-benchmark/`` when they are there). Writes:
   track and budget;
 * ``performance_profiles.png`` (luck-free percent, pooled over rulesets) and ``sample_efficiency.png``
   (periodic evaluations' percent of optimal against steps, mean over seeds), when matplotlib is there;
-* ``docs/leaderboard.md``.
+* ``docs/leaderboard.md``, with the two-player track: every head-to-head match saved in
+  ``results/winning/match_*.json`` (``benchmarks/run_matches.py``, ``dice-poker match``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,50 @@ PUBLISHED = [
         "source": "issue 28",
     },
 ]
+
+
+#: what a head-to-head match's JSON holds (``dice-poker match --json``); other files in results/winning/ are skipped
+MATCH_KEYS = ("rules", "agents", "win_rate", "win_rate_ci95", "win_rate_seat", "games", "mean_score", "command")
+
+
+def load_matches(folder: Path) -> list[dict]:
+    """The head-to-head matches saved in ``folder`` (``match_<rules>_<A>_vs_<B>.json``), by ruleset then agents."""
+    matches = []
+    for path in sorted(folder.glob("match_*_vs_*.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and all(key in data for key in MATCH_KEYS):
+            matches.append(data)
+        else:
+            print(f"leaderboard: {path.name} is not a dice-poker match result: skipped", file=sys.stderr)
+    return sorted(matches, key=lambda m: (RULESETS.index(m["rules"]) if m["rules"] in RULESETS else 99, m["agents"]))
+
+
+def two_player_md(matches: list[dict]) -> list[str]:
+    """The two-player track's section of the leaderboard (empty without matches)."""
+    if not matches:
+        return []
+    lines = [
+        "",
+        "## Two-player track: head to head",
+        "",
+        'Duplicate two-player games (`dice-poker match`, docs/winning.md "Head to head"): every deal is played',
+        "twice with the seats swapped, both seats on the same dice; A's win rate is (wins + ties/2) / games with",
+        "a 95% normal interval over the deals (a deal's two games are one observation). From",
+        "`results/winning/match_*.json` (`python benchmarks/run_matches.py`); each file holds its command.",
+        "",
+        "| ruleset | A | B | A's win rate | 95% CI | games | A first / second | mean scores A, B | command |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in matches:
+        low, high = m["win_rate_ci95"]
+        first, second = m["win_rate_seat"]
+        score_a, score_b = m["mean_score"]
+        lines.append(
+            f"| {m['rules']} | {m['agents'][0]} | {m['agents'][1]} | {100 * m['win_rate']:.2f}% | "
+            f"{100 * low:.2f} - {100 * high:.2f} | {m['games']:,} | {100 * first:.1f}% / {100 * second:.1f}% | "
+            f"{score_a:.2f}, {score_b:.2f} | `{m['command']}` |"
+        )
+    return lines
 
 
 def load_rows() -> list[dict]:
@@ -285,7 +330,9 @@ def fmt_budget(budget: int) -> str:
     return "dataset" if not budget else f"{budget // 1_000_000}M"
 
 
-def leaderboard_md(agg: list[dict], rows: list[dict], refs: list[dict], poi: list[dict]) -> str:
+def leaderboard_md(
+    agg: list[dict], rows: list[dict], refs: list[dict], poi: list[dict], matches: list[dict] | None = None
+) -> str:
     lines = [
         "# Leaderboard",
         "",
@@ -353,6 +400,7 @@ def leaderboard_md(agg: list[dict], rows: list[dict], refs: list[dict], poi: lis
                 f"± {r['luck_free_percent_ci95']:.2f} | {r['mean']:.2f} ± {r['mean_ci95']:.2f} | "
                 f"{r['median']:g} | {bonus} |"
             )
+    lines += two_player_md(matches or [])
     lines += [
         "",
         "## Published Yahtzee results",
@@ -410,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
             writer.writeheader()
             writer.writerows(agg)
     written = plots(rows, args.reps)
-    args.out.write_text(leaderboard_md(agg, rows, refs, poi))
+    matches = load_matches(ROOT / "results" / "winning")
+    args.out.write_text(leaderboard_md(agg, rows, refs, poi, matches))
     print("wrote " + ", ".join(str(p) for p in [RESULTS / "aggregate.json", *written, args.out]))
     return 0
 

@@ -269,8 +269,16 @@ def test_the_results_page_shows_the_data():
     recipe["percent_of_optimal_mean"] = 12.3456
     page = results_page.page(rows, shipped)
     assert "**12.35**" in page
-    readme = results_page.readme_text((ROOT / "README.md").read_text(encoding="utf-8"), rows)
-    assert "**12.35**" in readme and readme != (ROOT / "README.md").read_text(encoding="utf-8")
+    # the README's table is the protocol's: reference rows on the fixed evaluation set, baselines' IQM
+    reference = json.loads((ROOT / "results" / "benchmark" / "reference.json").read_text(encoding="utf-8"))
+    aggregate = json.loads((ROOT / "results" / "benchmark" / "aggregate.json").read_text(encoding="utf-8"))
+    shipped_row = next(r for r in reference if r["agent"] == "trained" and r["rules"] == "yacht")
+    shipped_row["luck_free_percent"] = 12.3456
+    best = max((r for r in aggregate if r["track"] == "raw" and r["ruleset"] == "yacht"), key=lambda r: r["iqm"])
+    best["iqm"] = 99.9876
+    readme = results_page.readme_text((ROOT / "README.md").read_text(encoding="utf-8"), reference, aggregate)
+    assert "**12.35**" in readme and "99.99 [" in readme and readme != (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "dice-poker-eval-v1" in readme
     assert page.count("\n### ") == len({row["rules"] for row in rows})  # every ruleset's groups
 
 

@@ -46,6 +46,19 @@ def fake_rows() -> list[dict]:
     return rows
 
 
+def fake_match() -> dict:
+    return {
+        "rules": "yacht",
+        "agents": ["optimal", "greedy"],
+        "win_rate": 0.8165,
+        "win_rate_ci95": [0.8069, 0.8261],
+        "win_rate_seat": [0.812, 0.821],
+        "games": 5306,
+        "mean_score": [169.52, 121.67],
+        "command": "dice-poker match yacht --agents optimal greedy --games 5306",
+    }
+
+
 def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     leaderboard = load("leaderboard")
     results = tmp_path / "results"
@@ -53,9 +66,20 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     (results / "runs.json").write_text(json.dumps(fake_rows()))
     monkeypatch.setattr(leaderboard, "RESULTS", results)
     monkeypatch.setattr(leaderboard, "ROOT", tmp_path)
+    winning = results / "winning"
+    winning.mkdir()
+    (winning / "match_yacht_optimal_vs_greedy.json").write_text(json.dumps(fake_match()))
+    (winning / "reach_yacht.json").write_text("{}")  # other results there are not matches
+    (winning / "match_yacht_reach.json").write_text('{"rules": "yacht"}')
+    (winning / "match_yacht_x_vs_y.json").write_text('{"rules": "yacht", "win_rate": 0.5}')
     out = tmp_path / "leaderboard.md"
     assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
     text = out.read_text()
+    assert "## Two-player track: head to head" in text and text.count("| yacht | optimal | greedy |") == 1
+    assert (
+        "| yacht | optimal | greedy | 81.65% | 80.69 - 82.61 | 5,306 | 81.2% / 82.1% | 169.52, 121.67 | "
+        "`dice-poker match yacht --agents optimal greedy --games 5306` |"
+    ) in text
     assert "| raw | raw_ppo_1m | ppo | 1M | yahtzee | 4 |" in text
     assert "Pape 2025" in text and "244.87" in text
     agg = {(a["suite"], a["ruleset"]): a for a in json.loads((results / "aggregate.json").read_text())}

@@ -78,14 +78,15 @@ def _shift(vector: np.ndarray, points: np.ndarray) -> np.ndarray:
     return vector[np.clip(i, 0, vector.shape[-1] - 1)]
 
 
-def _brute(rules, policy=None) -> np.ndarray:
+def _brute(rules, policy=None, memo=None) -> np.ndarray:
     """``P(rest >= t)`` from the empty scorecard for ``t = LOW..HIGH + 1``: the best over all policies, or
-    under ``policy(filled, upper, full) -> (3, 252) actions`` when given. Full states, no canonical forms."""
+    under ``policy(filled, upper, full) -> (3, 252) actions`` when given. Full states, no canonical forms.
+    ``memo`` (a dict) receives every state's vector, keyed ``(filled, upper, full)``."""
     tables = compile_rules(rules)
     n = tables.n_boxes
     size = HIGH - LOW + 2
     done_vector = (np.arange(size) + LOW <= 0).astype(float)
-    memo: dict = {}
+    memo = {} if memo is None else memo
     rolls = np.arange(N_ROLLS)
 
     def value(filled: int, upper: int, full: bool) -> np.ndarray:
@@ -164,6 +165,15 @@ def test_matches_exhaustive_recursion_on_tiny_games(spec):
     assert np.abs(at_least - policy).max() < 1e-12
     assert abs(dist.pmf.sum() - 1.0) < 1e-12
     assert abs(dist.mean - solution.expected_score) < 1e-4  # the solver's turn tables are float32 (docs/solver.md)
+    # ... and from every other between-turn state: the policy's table (an opponent's rest, for `winning`)
+    memo: dict = {}
+    _brute(rules, _policy_of(solution), memo)
+    games = [k for k in memo if bin(k[0]).count("1") < reach.tables.turns]
+    assert len(games) > 5
+    for filled, upper, full in games:
+        pos = reach._positions(np.array([filled]), np.array([upper]), np.array([full]))
+        got_rest = reach.policy_probabilities(np.repeat(pos, len(targets)), targets)
+        assert np.abs(got_rest - memo[filled, upper, full]).max() < 1e-12, (filled, upper, full)
 
 
 def test_mid_game_probability_counts_the_points_and_bonus_so_far():
@@ -194,6 +204,17 @@ def small_file(tmp_path_factory):
 def small(small_file):
     """Six boxes with an upper bonus: every property below on a table of a few hundred states."""
     return solve_reach(small_file, progress=False)
+
+
+def test_rest_distribution_from_a_scorecard_is_the_expected_score_policys(small):
+    solution = solve(small.rules, progress=False)
+    for card in ({"fives": 15}, {"fives": 10, "yacht": 50}, {"sixes": 0, "choice": 20, "full_house": 25}):
+        dist = small.rest_distribution(card)
+        assert abs(dist.pmf.sum() - 1.0) < 1e-12
+        assert abs(dist.mean - solution.state_value(card)) < 1e-4  # float32 turn tables (docs/solver.md)
+        assert dist.lowest >= sum(card.values())  # the points on the card are part of the final score
+    with pytest.raises(SolverError, match="without the expected-score policy"):
+        solve_reach(small.rules, cache=False, progress=False, distribution=False, workers=1).rest_distribution()
 
 
 def test_table_is_monotone_and_one_at_or_below_the_least_score(small):
@@ -323,7 +344,7 @@ def test_worker_processes_give_the_same_table(small, monkeypatch):
     two = reach_dp.solve_reach_dp(tables, solution=solution, workers=2)
     # the chunks differ (pieces, blocks): the same up to the rounding of the first-roll sum
     assert np.abs(one.prob - two.prob).max() < 1e-14 and np.abs(one.policy - two.policy).max() < 1e-14
-    assert np.abs(one.prob - small.prob).max() < 1e-14 and np.abs(one.policy - small.policy_reach).max() < 1e-14
+    assert np.abs(one.prob - small.prob).max() < 1e-14 and np.abs(one.policy - small.policy_prob).max() < 1e-14
 
 
 def test_a_table_too_large_for_the_memory_is_refused_before_it_is_allocated(monkeypatch):

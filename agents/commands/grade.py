@@ -25,8 +25,52 @@ from dice_poker_env.cli.rules_arguments import parse_rules_options
 HELP = "grade a submitted agent against the optimal and greedy agents (Markdown, JSON and HTML report)"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_sandbox_arguments(parser: argparse.ArgumentParser, *, who: str, total: str, failures: str) -> None:
+    """The sandbox's limits, ``--solver`` and ``--unisolated`` (``dice-poker grade`` and ``tournament``).
+
+    Args:
+        parser: the command's parser.
+        who: the agent the limits are about, e.g. "the submission".
+        total: ``--total-seconds``' help, ``{default}`` standing for its default.
+        failures: ``--max-failures``' help, likewise.
+
+    Every default is ``None`` (the command's config or :class:`~agents.course.sandbox.Limits` decides);
+    :func:`given_limits` collects what was given.
+    """
     from agents.course.sandbox import Limits
+
+    parser.add_argument(
+        "--decision-seconds", type=float, help=f"time limit per decision (default {Limits.decision_seconds:g})"
+    )
+    parser.add_argument("--game-seconds", type=float, help=f"time limit per game (default {Limits.game_seconds:g})")
+    parser.add_argument(
+        "--load-seconds", type=float, help=f"time limit to load {who} (default {Limits.load_seconds:g})"
+    )
+    parser.add_argument("--memory-mb", type=int, help=f"memory {who} may use, MiB (default {Limits.memory_mb})")
+    parser.add_argument("--total-seconds", type=float, help=total.format(default=Limits.total_seconds))
+    parser.add_argument("--max-failures", type=int, help=failures.format(default=Limits.max_failures))
+    parser.add_argument(
+        "--solver",
+        choices=("allow", "flag", "forbid"),
+        help=f"the library's solver in {who}: allowed, reported, or refused (default allow)",
+    )
+    parser.add_argument(
+        "--unisolated",
+        action="store_true",
+        help="run without isolation where none is available (trusted code only; the report says so)",
+    )
+
+
+def given_limits(args: argparse.Namespace) -> dict[str, float | int]:
+    """The sandbox limits given on the command line (:func:`add_sandbox_arguments`), by ``Limits`` field."""
+    from agents.course.sandbox import Limits
+
+    names = ("decision_seconds", "game_seconds", "load_seconds", "memory_mb", "total_seconds", "max_failures")
+    assert all(hasattr(Limits, name) for name in names)
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.description = (
         "Benchmark a submitted agent (FILE.py:NAME or MODULE:NAME, with ,key=value constructor arguments) on "
@@ -59,35 +103,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="grading seed: the same seed, the same games (default 0)")
     parser.add_argument("--out", metavar="DIR", help="write DIR/report.json, report.md and report.html")
     parser.add_argument("--overwrite", action="store_true", help="with --out: replace a report already in DIR")
-    parser.add_argument(
-        "--decision-seconds", type=float, help=f"time limit per decision (default {Limits.decision_seconds:g})"
-    )
-    parser.add_argument("--game-seconds", type=float, help=f"time limit per game (default {Limits.game_seconds:g})")
-    parser.add_argument(
-        "--load-seconds", type=float, help=f"time limit to load the submission (default {Limits.load_seconds:g})"
-    )
-    parser.add_argument(
-        "--memory-mb", type=int, help=f"memory the submission may use, MiB (default {Limits.memory_mb})"
-    )
-    parser.add_argument(
-        "--total-seconds",
-        type=float,
-        help=f"time the submission may use in all (default {Limits.total_seconds:g}); then its games score 0",
-    )
-    parser.add_argument(
-        "--solver",
-        choices=("allow", "flag", "forbid"),
-        help="the library's solver in the submission: allowed, reported, or refused (default allow)",
-    )
-    parser.add_argument(
-        "--unisolated",
-        action="store_true",
-        help="run the submission without isolation where none is available (trusted code only; the report says so)",
-    )
-    parser.add_argument(
-        "--max-failures",
-        type=int,
-        help=f"failed games after which grading stops asking (default {Limits.max_failures})",
+    add_sandbox_arguments(
+        parser,
+        who="the submission",
+        total="time the submission may use in all (default {default:g}); then its games score 0",
+        failures="failed games after which grading stops asking (default {default})",
     )
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the summary")
     group = parser.add_argument_group("a class (a folder or several submissions; needs --out)")

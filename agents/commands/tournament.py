@@ -15,13 +15,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from agents.commands.grade import add_sandbox_arguments, given_limits
 from dice_poker_env.cli.rules_arguments import parse_rules_options
 
 HELP = "a duplicate tournament between submitted agents and the optimal and greedy anchors (Elo with intervals)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from agents.course.sandbox import Limits
     from agents.course.tournament import FORMATS, ROUND_ROBIN_MAX_GROUPS
 
     parser.description = (
@@ -49,28 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", metavar="DIR", help="write standings.csv, standings.json, games.json, leaderboard.html"
     )
     parser.add_argument("--overwrite", action="store_true", help="with --out: replace a tournament already in DIR")
-    parser.add_argument(
-        "--decision-seconds", type=float, help=f"time limit per decision (default {Limits.decision_seconds:g})"
-    )
-    parser.add_argument("--game-seconds", type=float, help=f"time limit per game (default {Limits.game_seconds:g})")
-    parser.add_argument(
-        "--load-seconds", type=float, help=f"time limit to load a submission (default {Limits.load_seconds:g})"
-    )
-    parser.add_argument(
-        "--total-seconds",
-        type=float,
-        help=f"time a submission may use in the whole tournament (default {Limits.total_seconds:g})",
-    )
-    parser.add_argument(
-        "--max-failures",
-        type=int,
-        help=f"failed games after which a submission forfeits the rest (default {Limits.max_failures})",
-    )
-    parser.add_argument(
-        "--solver", choices=("allow", "flag", "forbid"), default="allow", help="the library's solver in submissions"
-    )
-    parser.add_argument(
-        "--unisolated", action="store_true", help="run the submissions without isolation (trusted code only)"
+    add_sandbox_arguments(
+        parser,
+        who="a submission",
+        total="time a submission may use in the whole tournament (default {default:g})",
+        failures="failed games after which a submission forfeits the rest (default {default})",
     )
     parser.add_argument("--json", action="store_true", help="print the standings as JSON instead of a table")
 
@@ -85,14 +68,7 @@ def run(args: argparse.Namespace) -> int:
     protect_process()
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
-    given = {
-        "decision_seconds": args.decision_seconds,
-        "game_seconds": args.game_seconds,
-        "load_seconds": args.load_seconds,
-        "total_seconds": args.total_seconds,
-        "max_failures": args.max_failures,
-    }
-    limits = Limits(**{name: value for name, value in given.items() if value is not None})
+    limits = Limits(**given_limits(args))
     rules = load_rules(args.rules, **parse_rules_options(args.option))
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, OUTPUT_FILES, "a tournament") if out is not None else []
@@ -112,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             rounds=args.rounds,
             limits=limits,
             isolated=not args.unisolated,
-            solver=args.solver,
+            solver=args.solver or "allow",
             bootstrap=args.bootstrap,
             progress=not args.json,
         )

@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 from agents.course.classroom import ClassResult, StudentResult
 from agents.course.grade_report import _STYLE as REPORT_STYLE
+from agents.course.grader import write_whole
 from agents.course.rubric import Earned, failed_games
 
 #: the gradebook's columns before the rubric's
@@ -294,13 +295,6 @@ def render_class_html(result: ClassResult) -> str:
     )
 
 
-def _write(path: Path, text: str) -> Path:
-    partial = path.parent / f".{path.name}.partial"
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
-    return path
-
-
 def write_class(result: ClassResult, out: str | os.PathLike) -> list[Path]:
     """Write the class files and each student's Gradescope ``results.json`` (module docstring), each whole."""
     out = Path(out)
@@ -309,8 +303,8 @@ def write_class(result: ClassResult, out: str | os.PathLike) -> list[Path]:
         folder = out / student.submission.folder
         folder.mkdir(parents=True, exist_ok=True)
         text = json.dumps(gradescope_results(result, student), indent=1, sort_keys=True) + "\n"
-        written.append(_write(folder / GRADESCOPE_FILE, text))
-    written.append(_write(out / "gradebook.csv", gradebook_csv(result)))
-    written.append(_write(out / "index.html", render_class_html(result)))
-    written.append(_write(out / "class.json", json.dumps(class_data(result), indent=1, sort_keys=True) + "\n"))
+        written.append(write_whole(folder / GRADESCOPE_FILE, text))
+    written.append(write_whole(out / "gradebook.csv", gradebook_csv(result)))
+    written.append(write_whole(out / "index.html", render_class_html(result)))
+    written.append(write_whole(out / "class.json", json.dumps(class_data(result), indent=1, sort_keys=True) + "\n"))
     return written

@@ -323,13 +323,16 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
         "report.md": render_markdown(report),
         "report.html": render_html(report),
     }
-    written = []
-    for name, text in texts.items():
-        partial = out / f".{name}.partial"
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, out / name)
-        written.append(out / name)
-    return written
+    return [write_whole(out / name, text) for name, text in texts.items()]
+
+
+def write_whole(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` whole: into a hidden ``.NAME.partial`` beside it, then renamed into place
+    (a reader never sees half a file; an interrupted write leaves the old one). Returns ``path``."""
+    partial = path.parent / f".{path.name}.partial"
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+    return path
 
 
 #: the settings a grading config (``--config FILE``, TOML) may hold, with their defaults and types

@@ -43,7 +43,6 @@ import io
 import itertools
 import json
 import math
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -464,6 +463,7 @@ def games_json(result: dict[str, Any]) -> str:
 
 def write_outputs(result: dict[str, Any], out: Path) -> list[Path]:
     """:data:`OUTPUT_FILES` in ``out``, each written whole, then renamed into place."""
+    from agents.course.grader import write_whole
     from agents.course.tournament_page import render_html
 
     texts = {
@@ -472,13 +472,7 @@ def write_outputs(result: dict[str, Any], out: Path) -> list[Path]:
         "games.json": games_json(result),
         "leaderboard.html": render_html(result),
     }
-    written = []
-    for name, text in texts.items():
-        partial = out / f".{name}.partial"
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, out / name)
-        written.append(out / name)
-    return written
+    return [write_whole(out / name, text) for name, text in texts.items()]
 
 
 def summary_text(result: dict[str, Any]) -> str:

@@ -28,7 +28,7 @@ from dice_poker_env.envs.arguments import as_action, require_choice, require_dic
 from dice_poker_env.envs.illegal import IllegalActionError, IllegalActions
 from dice_poker_env.envs.observation import OBS_MODES, observe_flat
 from dice_poker_env.envs.render import render_ansi
-from dice_poker_env.multi.observations import encode, multi_observation_space
+from dice_poker_env.multi.observations import encode, multi_observation_space, player_layout
 from dice_poker_env.multi.rewards import REWARD_MODES, default_reward_mode, final_rewards
 from dice_poker_env.rules import Rules, load_rules
 
@@ -242,17 +242,11 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
         this table's multi-player flat vector (a model trained with
         :class:`~dice_poker_env.multi.seat.SeatEnv`).
         """
-        space = getattr(player, "observation_space", None) or getattr(
-            getattr(player, "model", None), "observation_space", None
-        )
-        if getattr(player, "obs_mode", "dict") != "flat":
-            obs = self.observe_as(agent, "dict")
-            if isinstance(space, spaces.Dict):  # a model wants exactly the keys it was trained on
-                seen = obs["observation"]
-                obs["observation"] = {key: seen[key] for key in space.spaces if key in seen}
-            return obs
-        obs = self.observe_as(agent, "flat")
-        if getattr(space, "shape", None) != obs["observation"].shape:
+        layout = player_layout(player, self._obs_spaces["flat"]["observation"].shape)
+        obs = self.observe_as(agent, layout.obs_mode)
+        if layout.obs_mode == "dict":  # a model wants exactly the keys it was trained on
+            obs["observation"] = layout.cut(obs["observation"])
+        elif not layout.multi_flat:
             obs["observation"] = observe_flat(self.tables, self.games[self.agent_name_mapping[agent]])
         return obs
 

@@ -8,15 +8,25 @@ scorecard, in turn order starting with the next player.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from dice_poker_env.engine.state import GameState
+from dice_poker_env.engine.state import BatchState, GameState
 from dice_poker_env.engine.tables import RuleTables
-from dice_poker_env.envs.observation import filled_flags, flat_scales, observation_space, observe_dict, observe_flat
+from dice_poker_env.envs.observation import (
+    filled_flags,
+    filled_flags_batch,
+    flat_scales,
+    observation_space,
+    observe_dict,
+    observe_dict_batch,
+    observe_flat,
+    observe_flat_batch,
+)
 
 
 def multi_observation_space(tables: RuleTables, num_players: int, obs_mode: str) -> spaces.Space[Any]:
@@ -84,3 +94,71 @@ def encode(
     obs["opponent_bonus"] = np.array([games[j].bonus for j in order], dtype=np.int64)
     obs["opponent_total"] = totals[order]
     return obs
+
+
+def encode_batch(
+    tables: RuleTables, own: BatchState, others: Sequence[BatchState], obs_mode: str
+) -> np.ndarray | dict[str, np.ndarray]:
+    """:func:`encode` of ``B`` tables at once: every value with a leading batch axis.
+
+    ``own`` holds the game of the player to observe at each table, ``others[k]`` the game of
+    the ``k``-th player after them in turn order (``len(others) = P - 1``). Row ``i`` equals
+    ``encode(tables, games_i, seat_i, obs_mode)`` of table ``i`` (its values sliced at ``i``).
+    """
+    totals = own.total
+    if obs_mode == "flat":
+        scale, upper_scale = flat_scales(tables)
+        span = float(max(tables.max_total - min(tables.min_total, 0), 1))
+        parts: list[np.ndarray] = [observe_flat_batch(tables, own)]
+        for g in others:
+            parts += [
+                filled_flags_batch(tables, g.filled).astype(np.float32),
+                (g.scores / scale).astype(np.float32),
+                np.clip(g.upper_total / upper_scale, -1, 1).astype(np.float32)[:, None],
+                np.clip(g.bonus / scale, 0, 1).astype(np.float32)[:, None],
+                np.clip((g.total - totals) / span, -1, 1).astype(np.float32)[:, None],
+            ]
+        return np.concatenate(parts, axis=1)
+    obs = observe_dict_batch(tables, own)
+    obs["opponent_filled"] = np.stack([filled_flags_batch(tables, g.filled) for g in others], axis=1)
+    obs["opponent_scores"] = np.stack([np.asarray(g.scores, dtype=np.int64) for g in others], axis=1)
+    obs["opponent_upper_total"] = np.stack([np.asarray(g.upper_total, dtype=np.int64) for g in others], axis=1)
+    obs["opponent_bonus"] = np.stack([np.asarray(g.bonus, dtype=np.int64) for g in others], axis=1)
+    obs["opponent_total"] = np.stack([np.asarray(g.total, dtype=np.int64) for g in others], axis=1)
+    return obs
+
+
+@dataclass(frozen=True)
+class PlayerLayout:
+    """The observation layout a player (an agent or model) reads at a multi-player table.
+
+    Attributes:
+        obs_mode: ``"dict"`` (the default) or ``"flat"`` (the player's ``obs_mode``).
+        keys: dict layout: the keys of the player's (or its ``model``'s) ``Dict`` observation
+            space, which it gets alone (those the multi-player dict has); ``None``: every key.
+        multi_flat: flat layout: the multi-player vector (the player's space has its shape: a
+            model trained with :class:`~dice_poker_env.multi.seat.SeatEnv`) instead of the
+            single env's.
+    """
+
+    obs_mode: str
+    keys: tuple[str, ...] | None = None
+    multi_flat: bool = False
+
+    def cut(self, observation: dict[str, Any]) -> dict[str, Any]:
+        """A dict observation cut to :attr:`keys` (in their order; as is without keys)."""
+        if self.keys is None:
+            return observation
+        return {key: observation[key] for key in self.keys if key in observation}
+
+
+def player_layout(player: Any, multi_flat_shape: tuple[int, ...] | None) -> PlayerLayout:
+    """What ``player`` reads (:class:`PlayerLayout`); ``multi_flat_shape``: the table's multi-player
+    flat vector's shape (:func:`multi_observation_space`'s, ``"flat"``)."""
+    space = getattr(player, "observation_space", None) or getattr(
+        getattr(player, "model", None), "observation_space", None
+    )
+    if getattr(player, "obs_mode", "dict") != "flat":
+        return PlayerLayout("dict", tuple(space.spaces) if isinstance(space, spaces.Dict) else None)
+    shape = getattr(space, "shape", None)
+    return PlayerLayout("flat", None, shape is not None and shape == multi_flat_shape)

@@ -47,7 +47,7 @@ from dice_poker_env.solver.state_space import StateIndex, StateSpace
 from dice_poker_env.solver.turn import widget
 
 #: bump when the reach table's layout or meaning changes (its cache files are then rebuilt)
-REACH_VERSION = 1
+REACH_VERSION = 2
 #: the quantiles ``dice-poker solve --distribution`` prints
 QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 #: the arrays of a cached reach table and their dtypes
@@ -126,6 +126,9 @@ class Reach:
         rules: the solved rules.
         distribution: the final-score distribution of the expected-score-optimal policy
             (:class:`ScoreDistribution`), ``None`` when it was not computed.
+        policy_prob: that policy's table in the layout of ``prob`` (empty when not computed):
+            per state and target, the probability that its rest from the state reaches the target
+            (:meth:`policy_probabilities`, :meth:`rest_distribution`).
         max_score: the highest final score a game can reach.
         n_states: between-turn states; n_cells: stored (state, target) probabilities.
         seconds: wall time of the solve (or of loading it); from_cache: whether it was loaded.
@@ -144,8 +147,8 @@ class Reach:
         )
         self.width = np.diff(self.offset)
         self.index = StateIndex(self.space, self.keys)
-        self.policy_reach = dp.policy
-        self.distribution = ScoreDistribution.from_reach(int(self.lo[0]), dp.policy) if len(dp.policy) else None
+        self.policy_prob = dp.policy
+        self.distribution = ScoreDistribution.from_reach(int(self.lo[0]), dp.policy_row(0)) if len(dp.policy) else None
         self.max_score = int(self.lo[0] + self.width[0] - 2)
         self.n_states = len(self.keys)
         self.n_cells = len(self.prob)
@@ -163,6 +166,28 @@ class Reach:
         column = np.clip(np.asarray(targets, dtype=np.int64) - self.lo[positions], 0, self.width[positions] - 1)
         result: np.ndarray = self.prob[self.offset[positions] + column]
         return result
+
+    def policy_probabilities(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """Like :meth:`state_probabilities`, for the expected-score-optimal policy: the probability that
+        its rest from each state reaches each target (a :class:`SolverError` when it was not computed)."""
+        if not len(self.policy_prob):
+            raise SolverError("this reach table was solved without the expected-score policy (distribution=False)")
+        positions = np.asarray(positions, dtype=np.int64)
+        column = np.clip(np.asarray(targets, dtype=np.int64) - self.lo[positions], 0, self.width[positions] - 1)
+        result: np.ndarray = self.policy_prob[self.offset[positions] + column]
+        return result
+
+    def rest_distribution(
+        self, scorecard: Mapping[str, Any] | None = None, bonus: int | None = None
+    ) -> ScoreDistribution:
+        """The final-score distribution of the expected-score-optimal policy from a between-turn scorecard
+        (the points already on it included): an opponent's, as the ``winning`` agent assumes it."""
+        filled, upper, full, _, _, so_far = self._state({"scorecard": scorecard, "bonus": bonus}, turn=False)
+        pos = int(self._positions(np.array([filled]), np.array([upper]), np.array([full]))[0])
+        targets = np.arange(int(self.lo[pos]), int(self.lo[pos] + self.width[pos]))
+        return ScoreDistribution.from_reach(
+            int(self.lo[pos]) + so_far, self.policy_probabilities(np.full(len(targets), pos), targets)
+        )
 
     def _positions(self, filled: np.ndarray, upper: np.ndarray, full: np.ndarray) -> np.ndarray:
         """Positions of (non-canonical) states, a :class:`SolverError` where no game reaches one."""
@@ -265,7 +290,7 @@ class Reach:
             "lo": self.lo,
             "offset": self.offset,
             "prob": self.prob,
-            "policy": self.policy_reach,
+            "policy": self.policy_prob,
         }
 
 
@@ -332,12 +357,19 @@ def solve_reach(
         raise SolveTooLargeError(f"the reach table of {rules.name}: {error}") from error
     reach = Reach(rules, dp, seconds=time.perf_counter() - start)
     if cache:
-        meta = {"fingerprint": rules.fingerprint, "rules": rules.name, "reach_version": REACH_VERSION}
-        try:
-            disk.save(path, reach.to_arrays(), meta)
-        except OSError as error:
-            warnings.warn(f"could not write the reach cache {path}: {error}", disk.CacheWarning, stacklevel=2)
+        store(reach)
     return reach
+
+
+def store(reach: Reach) -> None:
+    """Write a reach table to the disk cache (where :func:`solve_reach` looks; a warning when it cannot)."""
+    rules = reach.rules
+    path = disk.cache_path(rules.name, rules.fingerprint, kind="reach")
+    meta = {"fingerprint": rules.fingerprint, "rules": rules.name, "reach_version": REACH_VERSION}
+    try:
+        disk.save(path, reach.to_arrays(), meta)
+    except OSError as error:
+        warnings.warn(f"could not write the reach cache {path}: {error}", disk.CacheWarning, stacklevel=3)
 
 
 def _available() -> int | None:
@@ -363,7 +395,9 @@ def _from_cache(rules: Rules, arrays: dict[str, np.ndarray], meta: dict[str, Any
         raise ValueError("probabilities outside [0, 1] or rows not starting at 1")
     if np.any(prob[offset[1:] - 1] != 0.0):
         raise ValueError("rows not ending at 0")
-    if len(policy) not in (0, int(offset[1])) or not (np.all(policy >= 0.0) and np.all(policy <= 1.0)):
-        raise ValueError("the policy's row does not fit")
+    if len(policy) not in (0, len(prob)) or not (np.all(policy >= 0.0) and np.all(policy <= 1.0)):
+        raise ValueError("the policy's table does not fit")
+    if len(policy) and (np.any(policy[offset[:-1]] != 1.0) or np.any(policy[offset[1:] - 1] != 0.0)):
+        raise ValueError("the policy's rows do not start at 1 and end at 0")
     dp = ReachDPResult(keys, layer_start, lo, offset, prob, policy)
     return Reach(rules, dp, seconds=seconds, from_cache=True)

@@ -29,8 +29,10 @@ and target, the probability that the optimal agent's policy
 (:meth:`~dice_poker_env.solver.Solution.best_actions`: the expected-score-optimal
 action of every roll) reaches the target: the same candidates, but each roll
 takes the action that policy chooses instead of the best one. That is a linear
-recursion, kept for two layers at a time; its column at the empty scorecard is
-the exact final-score distribution of the policy.
+recursion over the same layout as the reach table (:attr:`ReachDPResult.policy`): per
+state, the distribution of the rest the policy scores from it (an opponent's, for
+the ``winning`` agent); the empty scorecard's row is the exact final-score
+distribution of the policy.
 
 Layers are split between forked worker processes writing into shared memory, as
 in :mod:`.backward`.
@@ -88,8 +90,8 @@ class ReachDPResult:
         lo: ``(S,)`` int64 per state, the target of its first column: the least rest of the state.
         offset: ``(S + 1,)`` int64 where each state's row starts in ``prob`` (its width: the difference).
         prob: float64, the rows of every state one after another (in the order of ``keys``).
-        policy: ``(width of the empty scorecard's row,)`` float64 probability that the expected-score
-            policy's rest from the empty scorecard reaches each target ``lo[0] + j``; empty when not computed.
+        policy: float64 in the layout of ``prob``: per state and target, the probability that the
+            expected-score policy's rest from that state reaches the target; empty when not computed.
     """
 
     keys: np.ndarray
@@ -102,6 +104,12 @@ class ReachDPResult:
     def row(self, position: int) -> np.ndarray:
         """The stored row of one state (a view): targets ``lo[position]`` and up."""
         return self.prob[int(self.offset[position]) : int(self.offset[position + 1])]
+
+    def policy_row(self, position: int) -> np.ndarray:
+        """The expected-score policy's row of one state (a view; empty when not computed)."""
+        if not len(self.policy):
+            return self.policy
+        return self.policy[int(self.offset[position]) : int(self.offset[position + 1])]
 
 
 @dataclass
@@ -176,20 +184,11 @@ def _shared_zeros(n: int) -> np.ndarray:
 _SHARED: dict[str, Any] = {}
 
 
-def _task(piece: tuple[int, int, int, bool]) -> int:
-    """A worker's piece ``(lo, hi, layer, swapped)`` of a layer (:func:`_reach_range` on :data:`_SHARED`)."""
-    lo, hi, layer, swapped = piece
-    shared = {key: value for key, value in _SHARED.items() if key != "pair"}
-    _reach_range(lo, hi, layer=layer, policy_tables=_policy_pair(swapped), **shared)
+def _task(piece: tuple[int, int, int]) -> int:
+    """A worker's piece ``(lo, hi, layer)`` of a layer (:func:`_reach_range` on :data:`_SHARED`)."""
+    lo, hi, layer = piece
+    _reach_range(lo, hi, layer=layer, **_SHARED)
     return hi - lo
-
-
-def _policy_pair(swapped: bool) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(this layer's, the next layer's)`` policy rows: the two shared buffers, in turn."""
-    pair = _SHARED.get("pair")
-    if pair is None:
-        return None
-    return (pair[1], pair[0]) if swapped else (pair[0], pair[1])
 
 
 def _reads(
@@ -233,25 +232,21 @@ def _reach_range(
     lo: np.ndarray,
     offset: np.ndarray,
     prob: np.ndarray,
-    policy_tables: tuple[np.ndarray, np.ndarray] | None,
+    policy: np.ndarray | None,
     solution: Solution | None,
 ) -> None:
     """Reach rows (and the policy's rows) of the states at positions ``start..stop`` of ``layer``."""
-    here_base = int(offset[layer_start[layer]])
     next_first = int(layer_start[layer + 1])
-    next_base = int(offset[next_first])
     for b_start in range(start, stop, BLOCK_STATES):
         b_end = min(stop, b_start + BLOCK_STATES)
         moves = block_moves(space, keys[b_start:b_end], index, next_first)
         bspace = moves.space
         reads = _reads(moves, lo, offset, 0, len(prob) - 1)
         act = None
-        if solution is not None and policy_tables is not None:
+        if solution is not None and policy is not None:
             filled, upper, full = space.decode(keys[b_start:b_end])
             rows_of, box_order = _stacked_rows(bspace, moves)
             act = _policy_rows(_policy_actions(solution, filled, upper, full), rows_of)
-            assert policy_tables is not None
-            policy_reads = _reads(moves, lo, offset, next_base, len(policy_tables[1]) - 1)
         c_start = b_start
         while c_start < b_end:  # chunks of about COLUMNS columns (at least one state)
             c_end = int(np.searchsorted(offset, offset[c_start] + COLUMNS, side="right")) - 1
@@ -269,14 +264,11 @@ def _reach_range(
             value = np.clip(turn_values(P1, P2), 0.0, 1.0)  # a sum of probabilities can round a hair past 1
             _exact_ends(value, offset[c_start : c_end + 1] - offset[c_start])
             prob[cols] = value
-            if act is not None and policy_tables is not None:
-                current, following = policy_tables
-                stacked = np.concatenate(
-                    [_candidates(following, policy_reads[box], state_of_col, target) for box in box_order]
-                )
+            if act is not None and policy is not None:
+                stacked = np.concatenate([_candidates(policy, reads[box], state_of_col, target) for box in box_order])
                 dist = np.clip(_policy_turn(stacked, act[:, :, state_of_col]), 0.0, 1.0)
                 _exact_ends(dist, offset[c_start : c_end + 1] - offset[c_start])
-                current[cols.start - here_base : cols.stop - here_base] = dist
+                policy[cols] = dist
             c_start = c_end
 
 
@@ -380,11 +372,11 @@ def solve_reach_dp(
     Args:
         tables: the compiled rules.
         solution: the expected-score solution of the same rules: then the policy's reach
-            probabilities from the empty scorecard are computed too (:attr:`ReachDPResult.policy`).
+            probabilities from every state are computed too (:attr:`ReachDPResult.policy`).
         workers: forked processes sharing each layer (default: as the expected-score solve).
         progress: optional tqdm-like object (``reset(total=)``, ``update(n)``), counting states.
         memory: bytes available: a ``MemoryError`` before the table is allocated when it needs more
-            (8 bytes a cell, and two of the largest layer's rows for the policy); ``None``: no check.
+            (8 bytes a cell, twice with the policy's table); ``None``: no check.
     """
     workers = default_workers() if workers is None else max(1, int(workers))
     if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
@@ -405,7 +397,7 @@ def _solve(
         raise ValueError("the solution's states are not this ruleset's")
     index = StateIndex(space, keys)
     lo, offset = row_layout(space, keys, layer_start)
-    needed = 8 * int(offset[-1]) + (16 * int(np.max(np.diff(offset[layer_start]))) if solution is not None else 0)
+    needed = 8 * int(offset[-1]) * (2 if solution is not None else 1)
     if memory is not None and needed > memory:
         raise MemoryError(
             f"{int(offset[-1]):,} cells (states x targets) need about {format_bytes(needed)}, "
@@ -417,15 +409,11 @@ def _solve(
     prob[-1] = _ILLEGAL
     n_terminal = int(layer_start[turns + 1] - layer_start[turns])
     prob[int(offset[layer_start[turns]]) : -1] = np.tile([1.0, 0.0], n_terminal)
-    pair: tuple[np.ndarray, np.ndarray] | None = None
-    if solution is not None:
-        biggest = int(np.max(np.diff(offset[layer_start]))) + 1
-        pair = (
-            _shared_zeros(biggest) if context else np.zeros(biggest),
-            _shared_zeros(biggest) if context else np.zeros(biggest),
-        )
-        pair[0][-1] = pair[1][-1] = _ILLEGAL
-        pair[1][: 2 * n_terminal] = np.tile([1.0, 0.0], n_terminal)
+    policy: np.ndarray | None = None
+    if solution is not None:  # the same layout, sentinel and terminal rows
+        policy = _shared_zeros(len(prob)) if context else np.zeros(len(prob))
+        policy[-1] = _ILLEGAL
+        policy[int(offset[layer_start[turns]]) : -1] = np.tile([1.0, 0.0], n_terminal)
     if progress is not None:
         progress.reset(total=int(layer_start[turns]))
     _SHARED.clear()
@@ -438,14 +426,13 @@ def _solve(
         offset=offset,
         prob=prob,
         solution=solution,
-        pair=pair,
+        policy=policy,
     )
     pool = worker_pool(context, workers) if context else None
-    swapped = False  # the policy's rows of the layer being solved go to pair[0] (pair[1] once swapped)
     try:
         for layer in range(turns - 1, -1, -1):
             a, b = int(layer_start[layer]), int(layer_start[layer + 1])
-            pieces = [(lo_, hi_, layer, swapped) for lo_, hi_ in _pieces(a, b, workers, offset)]
+            pieces = [(lo_, hi_, layer) for lo_, hi_ in _pieces(a, b, workers, offset)]
             if pool is not None and len(pieces) > 1:
                 for done in pool.imap_unordered(_task, pieces):
                     if progress is not None:
@@ -455,13 +442,8 @@ def _solve(
                     done = _task(piece)
                     if progress is not None:
                         progress.update(done)
-            swapped = not swapped  # this layer's rows become the next one's
     finally:
         if pool is not None:
             pool.terminate()
         _SHARED.clear()
-    policy = np.zeros(0)
-    if pair is not None:
-        last = pair[0] if swapped else pair[1]  # layer 0 was written before the last toggle
-        policy = np.array(last[: int(offset[1])])
-    return ReachDPResult(keys, layer_start, lo, offset, prob[:-1], policy)
+    return ReachDPResult(keys, layer_start, lo, offset, prob[:-1], np.zeros(0) if policy is None else policy[:-1])

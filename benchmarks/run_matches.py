@@ -1,0 +1,164 @@
+"""Play the head-to-head matches of the two-player track and save them in results/winning/.
+
+Each entry of :data:`MATCHUPS` is one match (:func:`agents.evaluation.match.match`): agent A against
+agent B on a ruleset, in duplicate two-player games, played until the 95% interval of A's win rate
+has a half-width of at most ``target_ci`` (``games="auto"``: a pilot block of 2,000 games measures
+the spread of the deals, which says how many games the target needs; then blocks up to that many).
+Its result goes to ``results/winning/match_<rules>_<A>_vs_<B>.json`` with the command that
+reproduces it and the hardware; ``benchmarks/leaderboard.py`` renders them as the two-player track.
+A match whose agent does not exist yet (``winning`` before its branch lands) is skipped with a
+message; a match already saved is skipped unless ``--force``.
+
+    python benchmarks/run_matches.py                       # every match not yet saved
+    python benchmarks/run_matches.py --only yacht --force  # again, the yacht matches only
+    python benchmarks/run_matches.py --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's agents package
+
+RESULTS = ROOT / "results" / "winning"
+
+
+@dataclass(frozen=True)
+class Matchup:
+    """Agent ``a`` against agent ``b`` on ``rules``, to a 95% half-width of ``target_ci`` (or ``games`` games)."""
+
+    rules: str
+    a: str
+    b: str
+    target_ci: float = 0.01
+    games: int | None = None  # a fixed number of games instead of a target
+    max_games: int = 400_000
+    seed: int = 0
+
+
+#: the matches of the two-player track: adding one is one line
+MATCHUPS = (
+    Matchup("yacht", "optimal", "greedy"),
+    Matchup("yahtzee", "optimal", "greedy"),
+    Matchup("yacht", "trained", "optimal"),  # the shipped RL policy (expected-score trained)
+    Matchup("yahtzee", "trained", "optimal"),
+    Matchup("yacht", "winning", "optimal"),
+    Matchup("yahtzee", "winning", "optimal"),
+)
+
+
+def slug(spec: str) -> str:
+    """An agent spec as a file-name part (``model:runs/x.npz`` -> ``model_runs_x.npz``)."""
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", spec).strip("_")
+
+
+def result_path(m: Matchup) -> Path:
+    return RESULTS / f"match_{m.rules}_{slug(m.a)}_vs_{slug(m.b)}.json"
+
+
+def command(m: Matchup) -> str:
+    """The ``dice-poker match`` command that plays the same games."""
+    games = f"--games {m.games}" if m.games else f"--games auto --target-ci {m.target_ci:g} --max-games {m.max_games}"
+    return f"dice-poker match {m.rules} --agents {m.a} {m.b} {games} --seed {m.seed} --json"
+
+
+def play(m: Matchup) -> dict:
+    from agents.evaluation.match import match
+
+    def announce(line: str) -> None:
+        print(f"  {line}", flush=True)
+
+    result = match(
+        m.rules,
+        m.a,
+        m.b,
+        games=m.games if m.games else "auto",
+        target_ci=None if m.games else m.target_ci,
+        max_games=m.max_games,
+        seed=m.seed,
+        announce=announce,
+    )
+    result["command"] = command(m)
+    result["script"] = "python benchmarks/run_matches.py"
+    result["hardware"] = hardware()
+    result["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return result
+
+
+def hardware() -> str:
+    """CPU model and count of this machine."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} vCPU (shared)"
+
+
+def missing_agent(m: Matchup) -> str | None:
+    """Why a matchup cannot be played yet (an agent that does not exist), or ``None``."""
+    from agents.players.registry import check_agent
+
+    for spec in (m.a, m.b):
+        try:
+            check_agent(spec)
+        except ValueError as error:
+            return str(error)
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", metavar="RULESET", help="only the matches on this ruleset")
+    parser.add_argument("--force", action="store_true", help="play again matches already saved")
+    parser.add_argument("--list", action="store_true", help="list the matches and whether each is saved")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MATCHUPS if args.only is None or m.rules == args.only]
+    if not chosen:
+        parser.error(f"no match on {args.only!r}; rulesets: {', '.join(sorted({m.rules for m in MATCHUPS}))}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for m in chosen:
+        path = result_path(m)
+        label = f"{m.rules}: {m.a} vs {m.b}"
+        if args.list:
+            print(f"{label}: {'saved in ' + str(path.relative_to(ROOT)) if path.exists() else 'not played'}")
+            continue
+        if path.exists() and not args.force:
+            print(f"{label}: already saved ({path.relative_to(ROOT)}; --force plays it again)")
+            continue
+        reason = missing_agent(m)
+        if reason is not None:
+            print(f"{label}: skipped, the agent does not exist yet ({reason})")
+            continue
+        print(f"{label}: {command(m)}", flush=True)
+        result = play(m)
+        path.write_text(json.dumps(result, indent=1) + "\n")
+        low, high = result["win_rate_ci95"]
+        pilot = result.get("pilot") or {}
+        if pilot.get("games_for_half_width_1pp"):
+            print(
+                f"  pilot of {pilot['games']:,} games: deal sd {pilot['win_rate_deal_sd']:.4f}, "
+                f"{pilot['games_for_half_width_1pp']:,} games for a 1-point half-width"
+            )
+        print(
+            f"  win rate {100 * result['win_rate']:.2f}% (95% CI {100 * low:.2f} - {100 * high:.2f}), "
+            f"{result['games']:,} games, {result['games_per_second']:,.0f} games/s -> {path.relative_to(ROOT)}",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
