@@ -14,8 +14,9 @@ layout needs no solve) and the solve time it implies at the largest solved size'
 
 Writes ``--out`` (default ``results/winning/duel_mini_yacht.json``): the command, the machine, the
 mini_yacht values and every row. ``--policy MODULE:FACTORY`` adds the value of another policy in each
-seat (``FACTORY(rules)`` returns a ``turn_actions(my_keys, opp_keys, diffs)`` callable, e.g. the
-``winning`` agent's) for the sizes evaluated.
+seat against the optimal opponent (``FACTORY(rules)`` returns a ``turn_actions(my_keys, opp_keys,
+diffs)`` callable) for the sizes evaluated; ``--policy winning`` is the ``winning`` agent's
+(:func:`winning_policy`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,14 @@ def ruleset(n_boxes: int) -> Any:
     return load_rules({"name": f"mini_yacht_{n_boxes}", "boxes": boxes})
 
 
+def winning_policy(rules: Any) -> Any:
+    """The ``winning`` agent's two-player policy (``agents.players.winning.WinningPolicy.turn_actions``)."""
+    from agents.players.winning import WinningPolicy
+    from dice_poker_env.solver.reach import solve_reach
+
+    return WinningPolicy(solve_reach(rules, progress=False)).turn_actions
+
+
 def one(n_boxes: int, evaluate: bool, policy: str | None) -> dict[str, Any]:
     """Solve one size in this process: a row of the table."""
     from dice_poker_env.solver import solve
@@ -92,7 +101,7 @@ def one(n_boxes: int, evaluate: bool, policy: str | None) -> dict[str, Any]:
         row["evaluate_wall_s"] = time.perf_counter() - wall
         row["evaluate_cpu_s"] = time.process_time() - cpu
         if policy:
-            module, _, attr = policy.partition(":")
+            module, _, attr = ("benchmarks.bench_duel:winning_policy" if policy == "winning" else policy).partition(":")
             factory = getattr(importlib.import_module(module), attr)
             given = factory(rules)
             row["policy"] = {"name": policy, "seat_0": duel.evaluate(given, 0), "seat_1": duel.evaluate(given, 1)}
