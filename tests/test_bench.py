@@ -218,6 +218,8 @@ def test_a_batch_agent_is_one_by_name_and_as_built(solution):
 
     rules = load_rules("yacht")
     for name in AGENT_NAMES:
+        if name == "winning":  # needs the reach table: tests/test_winning.py checks it on a small ruleset
+            continue
         agent = make_agent(name, rules, solution=solution)
         assert is_batch_agent(name) == is_batch_agent(agent) == (name != "random"), name
     path = Path(agents.__file__).parent / "policies" / "yacht.npz"  # a shipped policy, as a model file

@@ -305,7 +305,7 @@ def test_unknown_opponent_is_a_clear_error():
     assert result.returncode == 2
     assert result.stderr == (
         "dice-poker play: error: unknown agent 'wizard': use one of optimal, greedy, random, "
-        "trained, model:PATH, FILE.py:NAME or MODULE:NAME\n"
+        "trained, winning, model:PATH, FILE.py:NAME or MODULE:NAME\n"
     )
 
 

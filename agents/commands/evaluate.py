@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--agent",
         required=True,
         metavar="SPEC",
-        help="the agent: optimal, greedy, random, trained, model:PATH, FILE.py:NAME or MODULE:NAME",
+        help="the agent: optimal, greedy, random, trained, winning[,target=T], model:PATH, FILE.py:NAME or MODULE:NAME",
     )
     parser.add_argument(
         "--games",

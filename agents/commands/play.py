@@ -684,8 +684,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         default=["greedy"],
         metavar="AGENT",
-        help="one agent per opponent seat: random, greedy, optimal, trained, model:PATH, FILE.py:NAME or "
-        "MODULE:NAME (default: greedy)",
+        help="one agent per opponent seat: random, greedy, optimal, trained, winning[,target=T|,future=reach], "
+        "model:PATH, FILE.py:NAME or MODULE:NAME (default: greedy)",
     )
     parser.add_argument("--hints", action="store_true", help="coach mode: show the solver's best actions")
     parser.add_argument("--seed", type=int, default=None, help="seed of the dice (same seed, same dice)")

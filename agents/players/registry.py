@@ -7,6 +7,11 @@ Names the benchmark, the CLI and ``train.py`` understand:
 ``greedy``       :class:`agents.players.greedy.GreedyAgent`
 ``optimal``      :class:`agents.players.optimal.OptimalAgent` (the exact solver; keyword
                  ``solution`` reuses an already solved one)
+``winning``      :class:`agents.players.winning.WinningAgent`: plays to finish first
+                 at a table of 2 to 6 players (docs/winning.md); arguments as
+                 ``winning,target=200`` (play for a final score) or
+                 ``winning,future=reach``; needs the ruleset's reach table
+                 (solved once and cached: seconds for yacht, ~40 min for yahtzee)
 ``trained``      :class:`agents.policy.player.PolicyAgent`: the policy shipped with
                  the package for the ruleset (default options; NumPy only)
 ``model:PATH``   a ``.npz`` policy file of the batched trainers
@@ -55,7 +60,9 @@ import numpy as np
 
 from dice_poker_env.rules import Rules, load_rules
 
-AGENT_NAMES = ("optimal", "greedy", "random", "trained")
+AGENT_NAMES = ("optimal", "greedy", "random", "trained", "winning")
+#: the built-in agents that take ``key=value`` arguments after a comma: ``winning,target=200``
+_WITH_ARGUMENTS = ("winning",)
 #: What the error for an unknown agent lists.
 AGENT_FORMS = ", ".join(AGENT_NAMES) + ", model:PATH, FILE.py:NAME or MODULE:NAME"
 
@@ -94,6 +101,14 @@ def make_agent(name: str, rules: str | Rules, **kwargs: Any):
 
         solution = kwargs.get("solution")
         return OptimalAgent(solution if solution is not None else rules)
+    if isinstance(name, str) and name.split(",", 1)[0] == "winning":
+        from agents.players.winning import WinningAgent
+
+        arguments = builtin_arguments(name)
+        try:
+            return WinningAgent(rules, solution=kwargs.get("solution"), **arguments)
+        except TypeError as error:  # an unknown keyword
+            raise ValueError(f"agent {name!r}: {error}") from None
     if name == "trained":
         from agents.policy.player import shipped_policy
 
@@ -117,13 +132,36 @@ def is_batch_agent(agent: Any) -> bool:
     their games in lockstep. A name is judged without building the agent; an object by its exact type
     (a subclass may keep state)."""
     if isinstance(agent, str):
-        return agent in ("optimal", "greedy", "trained") or (agent.startswith("model:") and agent.endswith(".npz"))
+        return (
+            agent in ("optimal", "greedy", "trained")
+            or agent.split(",", 1)[0] == "winning"
+            or (agent.startswith("model:") and agent.endswith(".npz"))
+        )
     from agents.players.greedy import GreedyAgent
     from agents.players.heuristic import LookaheadAgent
     from agents.players.optimal import OptimalAgent
+    from agents.players.winning import WinningAgent
     from agents.policy.player import PolicyAgent
 
-    return type(agent) in (GreedyAgent, LookaheadAgent, OptimalAgent, PolicyAgent)
+    return type(agent) in (GreedyAgent, LookaheadAgent, OptimalAgent, PolicyAgent, WinningAgent)
+
+
+def builtin_arguments(name: str) -> dict[str, Any]:
+    """The ``key=value`` arguments of a built-in agent that takes them (``winning,target=200``); a
+    ``ValueError`` naming the spec for a malformed one."""
+    base, _, args = name.partition(",")
+    if base not in _WITH_ARGUMENTS:
+        raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
+    out: dict[str, Any] = {}
+    for item in _split_args(args):
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not _KEY.match(key):
+            raise ValueError(f"agent {name!r}: arguments must be key=value, got {item.strip()!r}")
+        if key in out:
+            raise ValueError(f"agent {name!r}: argument {key!r} given twice")
+        out[key] = literal_value(text.strip())
+    return out
 
 
 def check_agent(name: Any) -> None:
@@ -138,6 +176,9 @@ def check_agent(name: Any) -> None:
     if not isinstance(name, str):
         raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
     if name in AGENT_NAMES or name.startswith("model:"):
+        return
+    if ":" not in name and name.split(",", 1)[0] in _WITH_ARGUMENTS:
+        builtin_arguments(name)
         return
     custom = parse_agent_spec(name)
     if custom is None:
@@ -259,6 +300,8 @@ def parse_agent_spec(spec: str) -> AgentSpec | None:
             an argument that is not ``key=value``, a key given twice).
     """
     if not isinstance(spec, str) or spec in AGENT_NAMES or spec.startswith("model:"):
+        return None
+    if ":" not in spec.split(",", 1)[0] and spec.split(",", 1)[0] in _WITH_ARGUMENTS:
         return None
     match = _SPEC.match(spec.strip())
     if match is None:

@@ -1,0 +1,354 @@
+"""The winning agent: its utility against brute force, exact last turns, its special modes, batching, two-player turns.
+
+Small rulesets only (a three-box ruleset with an upper bonus, a joker and a five-of-a-kind bonus, and
+a six-box one with an upper bonus): their reach tables take a second or two.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from agents.players.optimal import OptimalAgent
+from agents.players.registry import is_batch_agent, make_agent
+from agents.players.winning import WinningAgent
+from dice_poker_env import load_rules
+from dice_poker_env.engine import game
+from dice_poker_env.engine.combinatorics import (
+    KEEP_ALL,
+    KEEP_OF_ACTION,
+    N_KEEP_ACTIONS,
+    N_ROLLS,
+    TRANSITION,
+    roll_index_of_faces,
+)
+from dice_poker_env.engine.position import make_position
+from dice_poker_env.envs.observation import observe_dict
+from dice_poker_env.envs.single import DicePokerEnv
+from dice_poker_env.multi import env as multi_env
+from dice_poker_env.solver import SolverError, solve
+from dice_poker_env.solver.reach import solve_reach
+
+TINY = {  # an upper bonus reached through the fives, a five-of-a-kind box with joker and bonus
+    "name": "tiny_winning",
+    "boxes": [
+        {"name": "fives", "kind": "face_sum", "face": 5},
+        {"name": "full_house", "kind": "full_house", "points": 25},
+        {"name": "yahtzee", "kind": "n_of_a_kind", "n": 5, "points": 50},
+    ],
+    "upper_bonus": {"threshold": 15, "points": 35},
+    "five_of_a_kind": {"box": "yahtzee", "bonus": 100, "joker": "forced"},
+}
+SMALL = {  # six boxes with an upper bonus (as tests/test_reach.py's small ruleset)
+    "name": "small_winning",
+    "boxes": [
+        {"name": "fives", "kind": "face_sum", "face": 5},
+        {"name": "sixes", "kind": "face_sum", "face": 6},
+        {"name": "full_house", "kind": "full_house", "points": 25},
+        {"name": "big_straight", "kind": "straight", "sets": [[2, 3, 4, 5, 6]], "points": 30},
+        {"name": "choice", "kind": "chance"},
+        {"name": "yacht", "kind": "n_of_a_kind", "n": 5, "points": 50},
+    ],
+    "upper_bonus": {"threshold": 20, "points": 35},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    rules = load_rules(TINY)
+    return WinningAgent(
+        rules,
+        reach=solve_reach(rules, cache=False, progress=False, workers=1),
+        solution=solve(rules, cache=False, progress=False, workers=1),
+    )
+
+
+@pytest.fixture(scope="module")
+def small():
+    rules = load_rules(SMALL)
+    return WinningAgent(
+        rules,
+        reach=solve_reach(rules, cache=False, progress=False, workers=1),
+        solution=solve(rules, cache=False, progress=False, workers=1),
+    )
+
+
+def _variant(agent: WinningAgent, **kwargs) -> WinningAgent:
+    return WinningAgent(agent.rules, reach=agent.reach, solution=agent.solution, **kwargs)
+
+
+# ------------------------------------------------------------------ the utility
+def _pmf(agent: WinningAgent, pos: int, points: int) -> dict[int, float]:
+    """An opponent's final-score distribution from the policy table, as ``{score: probability}``."""
+    reach = agent.reach
+    x = np.arange(reach.lo[pos] - 1, reach.lo[pos] + reach.width[pos] + 1)
+    at_least = reach.policy_probabilities(np.full(len(x), pos), x)
+    pmf = at_least[:-1] - at_least[1:]
+    return {int(points + x[i]): float(p) for i, p in enumerate(pmf) if p > 0}
+
+
+def _brute_utility(pmfs: list[dict[int, float]], xs: np.ndarray) -> np.ndarray:
+    """My expected win share with each final score ``x``: every combination of the opponents' finals."""
+    combos = list(itertools.product(*(p.items() for p in pmfs)))
+    finals = np.array([[f for f, _ in c] for c in combos])  # (combos, opponents)
+    prob = np.array([np.prod([p for _, p in c]) for c in combos])
+    best = finals.max(axis=1)
+    out = []
+    for x in xs:
+        share = np.where(x > best, 1.0, np.where(x == best, 1.0 / (1 + (finals == x).sum(axis=1)), 0.0))
+        out.append(float(prob @ share))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("opponents", [2, 3])
+def test_utility_and_weights_match_a_brute_force_over_the_opponents_finals(small, opponents):
+    policy = small.policy
+    rng = np.random.default_rng(opponents)
+    # late states (four or five boxes filled: short enough for the brute force) and points that make ties likely
+    layer = small.reach.layer_start
+    states = np.arange(int(layer[4]), int(layer[6]))
+    assert len(states) > opponents
+    pos = rng.choice(states, size=opponents, replace=False)
+    points = np.array([0, 5, 10][:opponents])
+    tlo, u = policy.utility(pos[None, :], points[None, :])
+    pmfs = [_pmf(small, int(p), int(q)) for p, q in zip(pos, points)]
+    xs = np.arange(int(tlo[0]) - 3, int(tlo[0]) + u.shape[1] + 3)
+    brute = _brute_utility(pmfs, xs)
+    got = np.concatenate([np.zeros(3), u[0], np.ones(3)])
+    assert np.abs(got - brute).max() < 1e-12
+    assert np.any((brute > 0) & (brute < 1))
+    ties = [x for x in xs if sum(x in p for p in pmfs) >= 2]
+    assert ties  # the comparison covers tied finals
+    start, w, below = policy.weights(pos[None, :], points[None, :])
+    assert np.all(w >= -1e-15)
+    # U(x) = below + sum of the weights up to x, to within the dropped tails
+    rebuilt = below[0] + np.concatenate([[0.0], np.cumsum(w[0])])
+    at = np.clip(xs - start[0] + 1, 0, w.shape[1])
+    assert np.abs(rebuilt[at] - brute).max() < 3 * policy.tail + 1e-12
+
+
+# ------------------------------------------------------------------ the last turn is exact
+def _finished(agent: WinningAgent, scorecard: dict[str, int]) -> dict[str, np.ndarray]:
+    names = agent.rules.box_names
+    scores = np.array([scorecard[n] for n in names], dtype=np.int64)
+    upper = int(scores @ agent.tables.is_upper.astype(np.int64))
+    bonus = agent.tables.upper_bonus_points if upper >= agent.tables.upper_bonus_threshold else 0
+    return {"filled": np.ones(len(names), dtype=np.int64), "scores": scores, "upper": upper, "bonus": int(bonus)}
+
+
+def _observation(agent, scorecard, dice, rolls_left, opponents, bonus=None):
+    state = make_position(agent.tables, scorecard, dice, rolls_left, bonus)
+    obs = observe_dict(agent.tables, state)
+    if opponents:
+        obs["opponent_filled"] = np.stack([o["filled"] for o in opponents])
+        obs["opponent_scores"] = np.stack([o["scores"] for o in opponents])
+        obs["opponent_upper_total"] = np.array([o["upper"] for o in opponents])
+        obs["opponent_bonus"] = np.array([o["bonus"] for o in opponents])
+        obs["opponent_total"] = np.array([o["scores"].sum() + o["bonus"] for o in opponents])
+    return obs, state
+
+
+def _brute_last_turn(agent, state, opponent_totals) -> np.ndarray:
+    """Win share of every action of a game's last turn against finished opponents: the engine scores every
+    roll, rerolls average through the dice's transition matrix (no solver code)."""
+    tables = agent.tables
+    n = tables.n_boxes
+    full = bool(game.five_kind_box_full(tables.one_game, state.filled, state.scores))
+    so_far = int(state.scores.sum()) + int(state.bonus)
+    best = max(opponent_totals)
+
+    def share(final: np.ndarray) -> np.ndarray:
+        ties = sum((final == t).astype(float) for t in opponent_totals)
+        return np.where(final > best, 1.0, np.where(final == best, 1.0 / (1.0 + ties), 0.0))
+
+    rolls = np.arange(N_ROLLS)
+    score = {}
+    for first in (False, True):
+        table = np.full((N_ROLLS, n), -np.inf)
+        for b in range(n):
+            legal = (np.broadcast_to(game.legal_boxes(tables, state.filled, full, rolls), (N_ROLLS,)) >> b) & 1 == 1
+            points, bonus, _ = game.score_points(tables, state.filled, state.upper_total, full, rolls, first, b)
+            table[:, b] = np.where(legal, share(so_far + np.broadcast_to(points + bonus, (N_ROLLS,))), -np.inf)
+        score[first] = table
+    q = np.full((3, N_ROLLS, N_KEEP_ACTIONS + n), -np.inf)
+    q[0, :, N_KEEP_ACTIONS:] = score[False]
+    w = score[False].max(axis=1)
+    for rolls_left, first in ((1, False), (2, True)):
+        keep = TRANSITION @ w
+        q[rolls_left, :, :KEEP_ALL] = keep[KEEP_OF_ACTION[:, :KEEP_ALL]]
+        q[rolls_left, :, N_KEEP_ACTIONS:] = score[first]
+        w = q[rolls_left].max(axis=1)
+    return q[state.rolls_left, state.roll]
+
+
+@pytest.mark.parametrize(
+    "mine, others",
+    [
+        ({"fives": 10, "full_house": 25}, [{"fives": 15, "full_house": 25, "yahtzee": 0}]),
+        (
+            {"fives": 15, "yahtzee": 50},
+            [{"fives": 10, "full_house": 25, "yahtzee": 50}, {"fives": 15, "full_house": 0, "yahtzee": 50}],
+        ),
+        ({"full_house": 0, "yahtzee": 0}, [{"fives": 5, "full_house": 0, "yahtzee": 0}] * 2),
+    ],
+)
+@pytest.mark.parametrize("rolls_left", [0, 1, 2])
+def test_the_last_players_last_turn_is_exact(tiny, mine, others, rolls_left):
+    opponents = [_finished(tiny, o) for o in others]
+    totals = [int(o["scores"].sum() + o["bonus"]) for o in opponents]
+    checked = 0
+    for dice in ([5, 5, 5, 2, 2], [1, 2, 3, 5, 5], [4, 4, 4, 4, 4], [5, 5, 5, 5, 5], [6, 6, 1, 2, 3]):
+        obs, state = _observation(tiny, mine, dice, rolls_left, opponents)
+        got = tiny.action_values(obs)
+        want = _brute_last_turn(tiny, state, totals)
+        assert np.array_equal(np.isfinite(got), np.isfinite(want))
+        legal = np.isfinite(want)
+        assert np.abs(got[legal] - want[legal]).max() < 1e-12
+        checked += int(np.ptp(want[legal]) > 0)
+    assert checked or rolls_left == 0  # some decision where the actions differ (no choice when scoring the last box)
+
+
+# ------------------------------------------------------------------ the special modes
+def _play_single(agent, games: int, seed: int, check) -> int:
+    env = DicePokerEnv(rules=agent.rules)
+    decisions = 0
+    for g in range(games):
+        obs, info = env.reset(seed=seed + g)
+        done = False
+        while not done:
+            action = check(obs, info["action_mask"])
+            decisions += 1
+            obs, _, done, _, info = env.step(action)
+    return decisions
+
+
+def test_a_target_plays_the_reach_policy(small):
+    agent = _variant(small, target=150)
+    names = small.rules.box_names
+
+    def check(obs, mask):
+        card = {names[k]: int(obs["scores"][k]) for k in np.flatnonzero(obs["filled"])}
+        situation = {"scorecard": card, "dice": obs["dice"].tolist(), "rolls_left": int(obs["rolls_left"])}
+        situation["bonus"] = int(obs["bonus"][0])
+        want = small.reach.action_probabilities(situation, 150)
+        got = agent.action_values(obs)
+        legal = np.isfinite(want)
+        assert np.array_equal(np.isfinite(got), legal)
+        assert np.abs(got[legal] - want[legal]).max() < 1e-12
+        action = agent.act(obs, mask)
+        assert got[action] == got[legal].max() and mask[action] == 1
+        return action
+
+    assert _play_single(agent, 4, 0, check) > 20
+
+
+def test_without_opponents_or_target_it_is_the_optimal_agent(small):
+    optimal = OptimalAgent(small.solution)
+
+    def check(obs, mask):
+        action = small.act(obs, mask)
+        assert action == optimal.act(obs, mask)
+        return action
+
+    assert _play_single(small, 3, 10, check) > 15
+
+
+# ------------------------------------------------------------------ batching, legality, two-player turns
+def _multi_observations(agent, players: int, games: int, seed: int):
+    """Observations and masks met in multi-player games played by ``agent`` (through the PettingZoo env)."""
+    env = multi_env(rules=agent.rules, num_players=players)
+    seen = []
+    for g in range(games):
+        env.reset(seed=seed + g)
+        for _name in env.agent_iter():
+            obs, _, term, trunc, _ = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            action = agent.act(obs["observation"], obs["action_mask"])
+            assert obs["action_mask"][action] == 1
+            seen.append((obs["observation"], obs["action_mask"]))
+            env.step(action)
+    return seen
+
+
+@pytest.mark.parametrize("players", [2, 4])
+def test_act_equals_act_batch_and_is_legal(small, players):
+    seen = _multi_observations(small, players, 2, 100 * players)
+    fresh = _variant(small)  # an empty memo: the answers do not depend on it
+    batch = {key: np.stack([o[key] for o, _ in seen]) for key in seen[0][0]}
+    masks = np.stack([m for _, m in seen])
+    actions = fresh.act_batch(batch, masks)
+    assert masks[np.arange(len(seen)), actions].all()
+    assert actions.tolist() == [small.act(o, m) for o, m in seen]
+    q = fresh.action_values(batch)
+    assert np.all((q[np.isfinite(q)] >= -1e-12) & (q[np.isfinite(q)] <= 1 + 1e-12))
+
+
+def test_turn_actions_agree_with_act(small):
+    seen = _multi_observations(small, 2, 3, 7)
+    policy = small.policy
+    space = small.reach.space
+    tables = small.tables
+    rows = []
+    for obs, _ in seen:
+        filled = int((obs["filled"] << np.arange(tables.n_boxes)).sum())
+        opp_filled = int((obs["opponent_filled"][0] << np.arange(tables.n_boxes)).sum())
+        my_key = space.key(filled, space.canonical_upper(filled, int(obs["upper_total"][0])), False)
+        opp_key = space.key(opp_filled, space.canonical_upper(opp_filled, int(obs["opponent_upper_total"][0])), False)
+        diff = int(obs["scores"].sum() + obs["bonus"][0]) - int(obs["opponent_total"][0])
+        rows.append((int(my_key), int(opp_key), diff, int(obs["rolls_left"]), obs))
+    table = policy.turn_actions(
+        np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
+    )
+    assert table.shape == (len(rows), 3, N_ROLLS)
+    for i, (_, _, _, rolls_left, obs) in enumerate(rows):
+        roll = int(roll_index_of_faces(np.asarray(obs["dice"])[None])[0])
+        assert table[i, rolls_left, roll] == small.act(obs)
+    with pytest.raises(ValueError, match="reachable|range"):
+        policy.turn_actions(np.array([-1]), np.array([0]), np.array([0]))
+
+
+def test_bad_observations_and_arguments_are_one_line_errors(small):
+    obs, _ = _observation(small, {}, [1, 2, 3, 4, 5], 2, [_finished(small, dict.fromkeys(small.rules.box_names, 0))])
+    obs["opponent_scores"] = obs["opponent_scores"] + 1
+    with pytest.raises(SolverError, match="opponent"):
+        small.act(obs)
+    with pytest.raises(ValueError, match="future"):
+        _variant(small, future="hope")
+    with pytest.raises(ValueError, match="target"):
+        _variant(small, target=1.5)
+
+
+def test_registry_builds_it_by_name(small, monkeypatch):
+    import agents.players.winning as module
+
+    monkeypatch.setattr(module, "solve_reach", lambda rules, **kw: small.reach)
+    monkeypatch.setattr(module, "solve", lambda rules, **kw: small.solution)
+    agent = make_agent("winning,future=reach", small.rules)
+    assert isinstance(agent, WinningAgent) and agent.future == "reach"
+    assert make_agent("winning", small.rules).future == "expected"
+    assert make_agent("winning,target=120", small.rules).target == 120
+    assert is_batch_agent("winning") and is_batch_agent(agent)
+
+
+# ------------------------------------------------------------------ head to head
+def test_it_wins_at_least_as_often_as_the_optimal_agent_head_to_head(small):
+    """Through the PettingZoo env, seats alternating: a broken agent (one that loses on purpose, reads the
+    opponents wrongly or plays for the wrong score) falls far below half."""
+    optimal = OptimalAgent(small.solution)
+    env = multi_env(rules=small.rules, num_players=2)
+    shares = []
+    for g in range(300):
+        env.reset(seed=g)
+        players = {"player_0": small, "player_1": optimal} if g % 2 == 0 else {"player_0": optimal, "player_1": small}
+        for name in env.agent_iter():
+            obs, _, term, trunc, _ = env.last()
+            env.step(None if term or trunc else players[name].act(obs["observation"], obs["action_mask"]))
+        me = "player_0" if g % 2 == 0 else "player_1"
+        scores = env.unwrapped.totals()
+        other = scores["player_1" if me == "player_0" else "player_0"]
+        shares.append(1.0 if scores[me] > other else 0.5 if scores[me] == other else 0.0)
+    assert np.mean(shares) >= 0.45, np.mean(shares)
