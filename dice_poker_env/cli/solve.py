@@ -2,7 +2,10 @@
 
 ``--target T`` adds the maximum probability of a final score of at least ``T`` (the reach table,
 :mod:`dice_poker_env.solver.reach`); ``--distribution`` the expected-score-optimal policy's final-score
-distribution (mean, median, quantiles; the whole table with ``--json``).
+distribution (mean, median, quantiles; the whole table with ``--json``). ``--two-player`` solves the
+two-player game exactly (:mod:`dice_poker_env.solver.duel`: small rulesets only): seat 0's value under
+optimal play of both, and the expected-score-optimal (solitaire) policy's value against the optimal
+two-player opponent in each seat.
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also the final-score distribution of the expected-score-optimal policy (the table with --json)",
     )
     parser.add_argument(
+        "--two-player",
+        action="store_true",
+        help="also the exact two-player solution (small rulesets: its table grows with the square of the states)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=None,
@@ -88,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
             force=args.force,
             progress=False if args.no_progress else None,
         )
+    duel = _two_player(rules, solution, args) if args.two_player else None
     seconds = time.perf_counter() - start
     if args.json:
         out: dict[str, Any] = {
@@ -104,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
             out["reach_probability"] = reach.probability(args.target)
         if reach is not None and reach.distribution is not None:
             out["distribution"] = _distribution_json(reach.distribution)
+        if duel is not None:
+            out["two_player"] = duel
         print(json.dumps(out, default=str))
         return 0
     print(rules.describe())
@@ -119,9 +130,36 @@ def run(args: argparse.Namespace) -> int:
             f"  mean {dist.mean:.6f}, std {dist.std:.4f}, median {dist.median}, range {dist.lowest}..{reach.max_score}"
         )
         print("  quantiles " + ", ".join(f"{q:g}: {dist.quantile(q)}" for q in QUANTILES))
-    cached = solution.from_cache and (reach is None or reach.from_cache)
+    if duel is not None:
+        print(f"two players     seat 0 wins {duel['value']:.9f} (P(win) + P(tie)/2, optimal play of both)")
+        loaded = " (loaded from cache)" if duel["from_cache"] else ""
+        print(
+            f"                {duel['pairs']:,} pairs of states, {duel['cells']:,} cells, {duel['seconds']:.1f} s{loaded}"
+        )
+        solitaire = duel["solitaire"]
+        print(
+            f"solitaire play  against the optimal opponent: seat 0 {solitaire['seat_0']:.9f} "
+            f"(optimal {duel['value']:.9f}), seat 1 {solitaire['seat_1']:.9f} (optimal {1 - duel['value']:.9f})"
+        )
+    cached = solution.from_cache and (reach is None or reach.from_cache) and (duel is None or duel["from_cache"])
     print(f"time            {seconds:.2f} s" + (" (loaded from cache)" if cached else ""))
     return 0
+
+
+def _two_player(rules: Any, solution: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The two-player figures: seat 0's optimal value, the solitaire policy's against the optimal opponent."""
+    from dice_poker_env.solver.duel import solitaire_policy, solve_duel
+
+    duel = solve_duel(rules, cache=not args.no_cache, force=args.force, progress=False if args.no_progress else None)
+    policy = solitaire_policy(solution)
+    return {
+        "value": duel.value(),
+        "solitaire": {"seat_0": duel.evaluate(policy, 0), "seat_1": duel.evaluate(policy, 1)},
+        "pairs": duel.n_pairs,
+        "cells": duel.n_cells,
+        "seconds": duel.seconds,
+        "from_cache": duel.from_cache,
+    }
 
 
 def _distribution_json(dist: ScoreDistribution) -> dict[str, Any]:

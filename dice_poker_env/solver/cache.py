@@ -134,8 +134,9 @@ def _read_key(path: Path) -> bytes:
     return key
 
 
-#: kinds of cache file: the expected-score solution and the reach table (:mod:`.reach`)
-KINDS = ("solution", "reach")
+#: kinds of cache file: the expected-score solution, the reach table (:mod:`.reach`) and the two-player
+#: table (:mod:`.duel`)
+KINDS = ("solution", "reach", "duel")
 
 
 def cache_path(name: str, fingerprint: str, kind: str = "solution") -> Path:
