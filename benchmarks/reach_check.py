@@ -51,15 +51,15 @@ def wilson(successes: int, n: int) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def check(name: str, games: int, seed: int) -> dict:
+def check(name: str, games: int, seed: int, targets: list[int] | None = None) -> dict:
     rules = load_rules(name)
     reach = solve_reach(rules)
     dist = reach.distribution
     assert dist is not None
     optimal = play_games(OptimalAgent(rules), games, seed=seed)
     rows = []
-    for q in QUANTILES:
-        target = dist.quantile(q)
+    chosen = [(q, dist.quantile(q)) for q in QUANTILES] if not targets else [(None, t) for t in targets]
+    for q, target in chosen:
         start = time.perf_counter()
         scores = play_games(WinningAgent(rules, target=target, reach=reach), games, seed=seed + 1)
         hits = int(np.count_nonzero(scores >= target))
@@ -105,13 +105,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("rules", nargs="*", default=["yacht"])
     parser.add_argument("--games", type=int, default=20_000, help="games per target (default 20000)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--targets", type=int, nargs="+", help="these targets instead of the five quantiles")
+    parser.add_argument("--name", default="", help="a suffix of the JSON file's name (e.g. a follow-up's)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "winning", help="the folder of the JSON files")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     failed = False
     for name in args.rules:
-        result = check(name, args.games, args.seed)
-        (args.out / f"reach_check_{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+        result = check(name, args.games, args.seed, args.targets)
+        (args.out / f"reach_check_{name}{args.name}.json").write_text(json.dumps(result, indent=1) + "\n")
         print(f"{name}: {args.games:,} games per target")
         print(
             f"  {'target':>6}  {'reach':>9}  {'its policy (95% CI)':>28}  {'E-policy exact':>14}  {'E-policy MC':>11}"

@@ -274,7 +274,8 @@ def test_the_results_page_shows_the_data():
     aggregate = json.loads((ROOT / "results" / "benchmark" / "aggregate.json").read_text(encoding="utf-8"))
     shipped_row = next(r for r in reference if r["agent"] == "trained" and r["rules"] == "yacht")
     shipped_row["luck_free_percent"] = 12.3456
-    best = max((r for r in aggregate if r["track"] == "raw" and r["ruleset"] == "yacht"), key=lambda r: r["iqm"])
+    complete = [r for r in aggregate if r["track"] == "raw" and r["ruleset"] == "yacht" and r["runs"] >= 10]
+    best = max(complete, key=lambda r: r["iqm"])
     best["iqm"] = 99.9876
     readme = results_page.readme_text((ROOT / "README.md").read_text(encoding="utf-8"), reference, aggregate)
     assert "**12.35**" in readme and "99.99 [" in readme and readme != (ROOT / "README.md").read_text(encoding="utf-8")

@@ -160,6 +160,14 @@ def _lf(row: dict[str, Any] | None, bold: bool = False) -> str:
     return f"{'**' + value + '**' if bold else value} ± {row['luck_free_percent_ci95']:.2f}"
 
 
+def protocol_seeds(row: dict[str, Any]) -> int:
+    """The seeds the protocol asks of a suite's ruleset (docs/benchmark.md): 10 at 1M and 10M steps; at 100M,
+    5 on yahtzee and 3 on the others. A suite with fewer finished runs is not in the README's table yet."""
+    if int(row.get("budget", 0)) < 100_000_000:
+        return 10
+    return 5 if row.get("ruleset") == "yahtzee" else 3
+
+
 def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, Any]]) -> str:
     """The README's headline table: per ruleset, luck-free percents of optimal on the fixed evaluation set.
 
@@ -169,7 +177,8 @@ def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, An
 
     Returns:
         A Markdown table: the optimal expected score, the reference agents (95% CI over games) and the
-        ``raw`` track's best baseline (the suite with the highest IQM over its seeds, with its 95% CI).
+        ``raw`` track's best baseline (the suite with the highest IQM over its seeds, with its 95% CI), among
+        the suites whose runs are complete (:func:`protocol_seeds`).
     """
     refs = {(row["agent"], row["rules"]): row for row in reference}
     titles = " | ".join(title for _, title in README_AGENTS)
@@ -182,7 +191,11 @@ def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, An
         if optimal is None:
             raise SystemExit(f"results_page: results/benchmark/reference.json has no optimal row for {rules}")
         cells = [_lf(refs.get((agent, rules)), bold=agent == "trained") for agent, _ in README_AGENTS]
-        raw = [row for row in aggregate if row.get("track") == "raw" and row.get("ruleset") == rules]
+        raw = [
+            row
+            for row in aggregate
+            if row.get("track") == "raw" and row.get("ruleset") == rules and row["runs"] >= protocol_seeds(row)
+        ]
         best = max(raw, key=lambda row: row["iqm"], default=None)
         baseline = (
             "—"
