@@ -19,6 +19,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from dice_poker_env.cli.rules_arguments import parse_rules_options
 
@@ -61,7 +62,7 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser, *, who: str, total: s
     )
 
 
-def given_limits(args: argparse.Namespace) -> dict[str, float | int]:
+def given_limits(args: argparse.Namespace) -> dict[str, Any]:
     """The sandbox limits given on the command line (:func:`add_sandbox_arguments`), by ``Limits`` field."""
     from agents.course.sandbox import Limits
 
