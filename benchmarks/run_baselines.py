@@ -123,8 +123,8 @@ def log(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def hardware() -> str:
-    """CPU model and count of this machine (the runs use one torch thread each)."""
+def cpu_model() -> str:
+    """This machine's CPU model and count, e.g. "Intel(R) Xeon(R) Processor, 2 vCPU (shared)"."""
     model = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -133,7 +133,12 @@ def hardware() -> str:
                 break
     except OSError:
         pass
-    return f"{model}, {os.cpu_count()} vCPU (shared), 1 torch thread per run"
+    return f"{model}, {os.cpu_count()} vCPU (shared)"
+
+
+def hardware() -> str:
+    """CPU model and count of this machine (the runs use one torch thread each)."""
+    return f"{cpu_model()}, 1 torch thread per run"
 
 
 def git_commit() -> str:

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import re
 import sys
 import time
@@ -28,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's agents package
+
+from benchmarks.run_baselines import cpu_model  # noqa: E402 - after the path
 
 RESULTS = ROOT / "results" / "winning"
 
@@ -89,22 +89,9 @@ def play(m: Matchup) -> dict:
     )
     result["command"] = command(m)
     result["script"] = "python benchmarks/run_matches.py"
-    result["hardware"] = hardware()
+    result["hardware"] = cpu_model()
     result["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return result
-
-
-def hardware() -> str:
-    """CPU model and count of this machine."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} vCPU (shared)"
 
 
 def missing_agent(m: Matchup) -> str | None:
