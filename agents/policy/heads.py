@@ -53,6 +53,9 @@ class PolicyOptions:
         box_points: the box logits' learnt points weight starts at this (0: off).
         keep_points: the box values' head and the keeps' expected points.
         keep_points_bonus: ``False``, ``True`` or ``"par"``: the upper bonus in the points (needs ``keep_points``).
+        players: the table the policy reads: 1, the single env's flat observation; 2, the two-player table's
+            (:func:`~dice_poker_env.multi.observations.multi_observation_space`, ``"flat"``: its own game, then
+            the opponent's scorecard), as self-play training (:mod:`agents.training.selfplay`) gives it.
 
     Raises:
         ValueError: an option out of range (one line naming it).
@@ -62,6 +65,7 @@ class PolicyOptions:
     box_points: float = 0.0
     keep_points: bool = False
     keep_points_bonus: bool | str = False
+    players: int = 1
 
     def __post_init__(self) -> None:
         box = self.box_points
@@ -71,6 +75,8 @@ class PolicyOptions:
             raise ValueError(f"keep_points_bonus must be true or par, got {self.keep_points_bonus!r}")
         if self.keep_points_bonus and not self.keep_points:
             raise ValueError("keep_points_bonus needs keep_points")
+        if isinstance(self.players, bool) or self.players not in (1, 2):
+            raise ValueError(f"players must be 1 or 2 (the table the policy reads), got {self.players!r}")
 
     @classmethod
     def from_config(cls, config: Any) -> PolicyOptions:
@@ -93,6 +99,7 @@ class PolicyOptions:
                 box_points=float(metadata.get("box_points", 0.0) or 0.0),
                 keep_points=bool(metadata.get("keep_points", False)),
                 keep_points_bonus=metadata.get("keep_points_bonus", False) or False,
+                players=metadata.get("players", 1),
             )
         except (TypeError, ValueError) as error:
             raise ValueError(f"{source}: {error}") from None
@@ -104,6 +111,7 @@ class PolicyOptions:
             "box_points": float(self.box_points),
             "keep_points": bool(self.keep_points),
             **({"keep_points_bonus": self.keep_points_bonus} if self.keep_points_bonus else {}),
+            **({"players": self.players} if self.players != 1 else {}),
         }
 
 
@@ -126,7 +134,7 @@ class PolicyHeads:
         tables = compile_rules(rules)
         self.n_actions, self.n_boxes = int(tables.n_actions), int(tables.n_boxes)
         self.obs = FlatObservation(rules)
-        self.inputs = PolicyInputs(rules, features=self.options.features)
+        self.inputs = PolicyInputs(rules, features=self.options.features, players=self.options.players)
         self.keep_bonus = (
             KeepBonus(rules, par=self.options.keep_points_bonus == "par") if self.options.keep_points_bonus else None
         )

@@ -181,18 +181,25 @@ class PolicyInputs:
     ``filled``, ``scores`` and ``upper_total`` slices and the ruleset's fixed box
     definitions: what a human player tracks, nothing the env does not show.
 
+    At a two-player table (``players=2``) the observation is the multi-player env's flat vector: the single
+    env's, then the opponent's scorecard (:func:`~dice_poker_env.multi.observations.multi_observation_space`);
+    the features still read the player's own game, which comes first.
+
     Args:
         rules: the ruleset of the observations.
         features: append the features (``False``: the flat observation alone).
+        players: 1 (the single env's observation) or 2 (a two-player table's).
     """
 
     n_features = 3
 
-    def __init__(self, rules: Rules, features: bool = True):
+    def __init__(self, rules: Rules, features: bool = True, players: int = 1):
         tables = compile_rules(rules)
         self.obs = FlatObservation(rules)
         self.features = bool(features)
-        self.obs_size = self.obs.size
+        self.players = int(players)
+        #: the observation's length: the player's own game, then per opponent its scorecard (2 n + 3 values)
+        self.obs_size = self.obs.size + (self.players - 1) * (2 * tables.n_boxes + 3)
         self.size = self.obs_size + (self.n_features if self.features else 0)
         self._threshold = float(tables.upper_bonus_threshold) if tables.has_upper_bonus else 0.0
         self._norm = max(self._threshold, 1.0)

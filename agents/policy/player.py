@@ -75,6 +75,11 @@ class PolicyAgent:
         self.activation = _ACTIVATIONS[activation]
         self.layer_norm = bool(self.metadata.get("layer_norm", False))  # as agents.training.actor_critic.hidden_norm
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
+        self.players = self.heads.options.players
+        if self.players > 1:  # what a multi-player table reads to hand it the table's flat vector
+            from gymnasium import spaces
+
+            self.observation_space = spaces.Box(-1.0, 1.0, shape=(self.inputs.obs_size,), dtype=np.float32)
         n_actions, n_boxes = self.heads.n_actions, self.heads.n_boxes
         if (
             not self.layers
@@ -111,9 +116,25 @@ class PolicyAgent:
     def reset(self) -> None:
         """Feed-forward policies keep no state between games."""
 
+    def _observations(self, observations: Any) -> np.ndarray:
+        """Flat observations as ``(B, D)`` float32; a one-line error where ``D`` is not the table's the policy reads."""
+        obs = np.asarray(observations, dtype=np.float32)
+        size = self.inputs.obs_size
+        if obs.ndim == 0 or obs.shape[-1] != size:
+            table = "a two-player table's" if self.players > 1 else "the single-player env's"
+            where = (
+                "play it at a two-player table (dice-poker match, the multi-player env)"
+                if self.players > 1
+                else "it reads one game, not a multi-player table's vector"
+            )
+            raise ValueError(
+                f"policy {self.name} reads {table} flat observation ({size} values), got shape {obs.shape}: {where}"
+            )
+        return obs.reshape(-1, size)
+
     def logits(self, observations: np.ndarray) -> np.ndarray:
         """Unmasked action logits ``(B, n_actions)`` of flat observations ``(B, D)``."""
-        x = self.inputs(np.asarray(observations, dtype=np.float32).reshape(-1, self.inputs.obs_size))
+        x = self.inputs(self._observations(observations))
         h = x
         for w, b in self.layers[:-1]:
             h = h @ w + b
@@ -126,7 +147,7 @@ class PolicyAgent:
 
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
         """The most probable legal action of each flat observation, ``(B,)`` int64."""
-        obs = np.asarray(observations, dtype=np.float32).reshape(-1, self.inputs.obs_size)
+        obs = self._observations(observations)
         masks = np.asarray(action_masks).reshape(len(obs), -1)
         if self.distinct_keeps:
             masks = distinct_keep_mask(masks, self.heads.obs.roll(self.heads.obs, obs))

@@ -19,15 +19,18 @@ which :class:`agents.policy.player.PolicyAgent` plays without torch.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from agents.policy.heads import PolicyHeads
+from agents.policy.files import check_ruleset
+from agents.policy.heads import PolicyHeads, PolicyOptions
+from agents.policy.inputs import PolicyInputs
 from agents.policy.player import PolicyAgent
 from dice_poker_env.rules import Rules
 
@@ -208,12 +211,50 @@ class ActorCritic(nn.Module):
         player = PolicyAgent(weights, metadata, rules)  # checks the file against the ruleset and its options
         hidden = [w.shape[1] for w, _ in player.layers[:-1]]
         model = cls(player.heads, hidden, metadata.get("activation", "tanh"), precision)
-        params = dict(model.named_parameters())
-        with torch.no_grad():
-            for name, value in model._exported_names().items():
-                array = weights[name].T if weights[name].ndim == 2 else weights[name]
-                params[value].copy_(torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)))
+        model.load_actor(weights, metadata)
         return model
+
+    def load_actor(
+        self, weights: Mapping[str, np.ndarray], metadata: Mapping[str, Any], source: str = "policy"
+    ) -> None:
+        """Start this network's actor from a policy file's weights (fine-tuning; the critic is left as it is).
+
+        The file's ruleset, options, activation and layer sizes must be this network's, except that a
+        single-player policy may start a two-player one (``players: 2``): the inputs the file never saw (the
+        opponent's scorecard) get zero weights, so the network first plays exactly as the file does.
+
+        Raises:
+            ValueError: (one line) the file does not fit this network.
+        """
+        mine = self.heads.options
+        theirs = PolicyOptions.from_metadata(metadata, source)
+        check_ruleset(metadata, self.heads.rules, source=source)
+        if theirs.players > mine.players or dataclasses.replace(theirs, players=mine.players) != mine:
+            raise ValueError(f"{source}: its options {theirs.metadata()} are not this network's {mine.metadata()}")
+        if metadata.get("activation", "tanh") != self.activation:
+            raise ValueError(f"{source}: activation {metadata.get('activation', 'tanh')!r}, not {self.activation!r}")
+        names = self._exported_names()
+        missing = sorted(set(names) - set(weights))
+        if missing:
+            raise ValueError(f"{source}: weights {', '.join(missing)} are missing (other layers or heads)")
+        params = dict(self.named_parameters())
+        file_inputs = PolicyInputs(self.heads.rules, features=theirs.features, players=theirs.players)
+        with torch.no_grad():
+            for name, param in names.items():
+                array = np.asarray(weights[name], dtype=np.float32)
+                if name == "w0" and file_inputs.size != self.in_dim and array.shape[0] == file_inputs.size:
+                    wide = np.zeros((self.in_dim, array.shape[1]), dtype=np.float32)
+                    own, features = file_inputs.obs_size, file_inputs.size - file_inputs.obs_size
+                    wide[:own] = array[:own]  # the player's own game comes first in both layouts
+                    wide[self.in_dim - features :] = array[own:]  # the features come last
+                    array = wide
+                array = array.T if array.ndim == 2 else array
+                if array.shape != tuple(params[param].shape):
+                    raise ValueError(
+                        f"{source}: weight {name} has shape {array.shape[::-1]}, this network's "
+                        f"{tuple(params[param].shape)[::-1]} (layer sizes differ)"
+                    )
+                params[param].copy_(torch.from_numpy(np.ascontiguousarray(array)))
 
     def _autocast(self, x: torch.Tensor):
         return torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")

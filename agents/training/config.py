@@ -148,6 +148,23 @@ class Batched(RL):
         "the chance that writing the box after the reroll reaches it; par = instead, for keeps and upper boxes, "
         "the change in the bonus's expected points under a par model (agents/policy/inputs.py, KeepBonus).",
     )
+    players: int = setting(
+        1,
+        "1: the single-player game, rewarded by points. 2: self-play at two-player tables "
+        "(agents/training/selfplay.py): one policy plays both seats, sees the opponent's scorecard and is paid "
+        "+1 for a win, -1 for a loss, 0 for a tie (the multi-player env's reward_mode win); evaluated by "
+        "duplicate matches against optimal (greedy without a solution) and benchmarked by matches against bench_agents.",
+    )
+    init_policy: str = setting(
+        "",
+        "A policy file (.npz) whose actor the run starts from (the critic starts fresh); a single-player policy "
+        "starts a players=2 run with zero weights on the opponent's scorecard, so it first plays as the file does.",
+    )
+    critic_warmup: int = setting(
+        0,
+        "Steps at the start during which only the critic learns and the actor is held (with init_policy: a "
+        "fresh critic's first guesses would otherwise move the policy at random).",
+    )
 
 
 @dataclass
@@ -358,6 +375,7 @@ _ON_POLICY = ("n_steps", "gae_lambda", "ent_coef", "vf_coef")
 #: keys of its section that an algorithm does not use
 UNUSED: dict[str, tuple[str, ...]] = {
     "batched_a2c": ("batch_size", "n_epochs", "clip_range"),
+    "batched_pqn": ("players", "init_policy", "critic_warmup"),
     "maskable_ppo": (*_DQN_ONLY, "illegal_penalty"),
     "ppo": _DQN_ONLY,
     "a2c": (*_DQN_ONLY, "batch_size", "n_epochs", "clip_range"),
@@ -538,6 +556,7 @@ NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
         name: (0, math.inf, True)
         for name in (
             "learning_starts",
+            "critic_warmup",
             "seed",
             "eval_freq",
             "checkpoint_freq",
@@ -600,6 +619,12 @@ def validate(c: Common) -> None:
             raise ValueError("keep_points_bonus needs keep_points=true")
         if not 0 <= c.box_points < 1e6:
             raise ValueError(f"box_points must be a non-negative number (0 = off), got {c.box_points!r}")
+        if c.players not in (1, 2):
+            raise ValueError(f"players must be 1 (the single-player game) or 2 (self-play), got {c.players!r}")
+        if c.init_policy and not c.init_policy.endswith(".npz"):
+            raise ValueError(
+                f"init_policy must be a policy file (.npz, written by a batched trainer), got {c.init_policy!r}"
+            )
     if isinstance(c, BatchedPQN) and c.end_e > c.start_e:
         raise ValueError(f"end_e ({c.end_e}) must not be above start_e ({c.start_e}): epsilon decays")
     if isinstance(c, BC) and not c.dataset:

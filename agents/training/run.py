@@ -363,6 +363,25 @@ def algo_label(config: Common) -> str:
     return config.algo
 
 
+def bench_matches(config: Common, rules, solution, final_path: Path) -> dict[str, Any]:
+    """A self-play policy's benchmark: a duplicate match (``bench_games`` games) against each of
+    ``bench_agents`` (``optimal`` only with a solution); the match summaries by opponent."""
+    from agents.evaluation.match import match
+
+    out: dict[str, Any] = {}
+    for opponent in config.bench_agents:
+        if opponent == "optimal" and solution is None:
+            continue
+        games = max(2, config.bench_games - config.bench_games % 2)
+        row = match(rules, f"model:{final_path}", opponent, games=games, seed=config.seed + 2_000_003)
+        low, high = row["win_rate_ci95"]
+        print(
+            f"model vs {opponent}: win rate {100 * row['win_rate']:.2f}% (95% CI {100 * low:.2f}-{100 * high:.2f}), {games:,} games"
+        )
+        out[opponent] = row
+    return out
+
+
 def finish(
     config: Common,
     rules,
@@ -390,7 +409,9 @@ def finish(
     if label != config.algo:
         results["label"] = label
     results.update(extra or {})
-    if config.bench_games > 0:
+    if config.bench_games > 0 and getattr(config, "players", 1) > 1:
+        results["matches"] = bench_matches(config, rules, solution, final_path)
+    elif config.bench_games > 0:
         agents = [a for a in config.bench_agents if not (a == "optimal" and solution is None)]
         name = "model" if label == config.algo else label  # the trained agent's row
         bench = benchmark(
@@ -416,7 +437,7 @@ def finish(
             plot_learning_curve(
                 run_dir / "evaluations.csv", run_dir / "learning_curve.png", optimal, title=f"{label} on {rules.name}"
             )
-        if config.bench_games > 0:
+        if config.bench_games > 0 and "matches" not in results:
             plot_score_distributions(bench, run_dir / "score_distribution.png")
     except ModuleNotFoundError as error:
         print(f"no plots ({error.name} is not installed)")

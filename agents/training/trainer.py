@@ -6,12 +6,14 @@ update rule. The loop, read top to bottom in :meth:`Trainer.run`:
 
 1. collect a rollout of ``n_steps`` steps of ``n_envs`` games in the NumPy
    batched env (:class:`agents.training.rollout.Rollout`), one policy forward per step
-   for all games;
+   for all games (with ``players: 2``, of ``n_envs`` two-player tables in self-play, paid
+   for winning: :class:`agents.training.selfplay.SelfPlayRollout`);
 2. update the network with the algorithm's rule;
 3. log to TensorBoard; every ``eval_freq`` steps play ``eval_episodes`` fixed
    games with the greedy policy (the NumPy :class:`~agents.policy.player.PolicyAgent`
-   that the benchmark and the shipped policies use) and write ``evaluations.csv``
-   and ``best_model.npz``; every ``checkpoint_freq`` steps write a checkpoint.
+   that the benchmark and the shipped policies use; with ``players: 2``, duplicate two-player
+   games against a fixed opponent) and write ``evaluations.csv`` and ``best_model.npz``;
+   every ``checkpoint_freq`` steps write a checkpoint.
 
 A checkpoint (``checkpoints/model_<steps>_steps.pt``) holds everything the run
 depends on at an update boundary: the network, the optimizer, the env's games
@@ -46,10 +48,11 @@ import torch
 
 from agents.players.sb3_agent import model_metadata
 from agents.policy.heads import PolicyHeads, PolicyOptions
-from agents.policy.player import PolicyAgent, save_policy
+from agents.policy.player import PolicyAgent, load_policy, save_policy
 from agents.training.actor_critic import ActorCritic, Compiled, resolve_precision
 from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation, evaluate, evaluate_trainer  # noqa: F401
 from agents.training.rollout import Rollout
+from agents.training.selfplay import SelfPlayRollout
 from dice_poker_env.rules import Rules
 
 #: config ``algo`` -> module holding its ``update(model, optimizer, batch, config, generator)``
@@ -109,7 +112,8 @@ class Trainer:
         algorithm = importlib.import_module(ALGORITHMS[config.algo])
         self.update_rule = algorithm.update
         self.behaviour = getattr(algorithm, "behaviour", None)
-        self.rollout = Rollout(
+        rollout = SelfPlayRollout if getattr(config, "players", 1) > 1 else Rollout
+        self.rollout: Rollout | SelfPlayRollout = rollout(
             rules,
             config.n_envs,
             config.n_steps,
@@ -130,6 +134,8 @@ class Trainer:
             resolve_precision(config.precision, self.device),
             **network_options,
         ).to(self.device)
+        if getattr(config, "init_policy", ""):
+            self.model.load_actor(*load_policy(config.init_policy), source=f"init_policy {config.init_policy}")
         #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
         self.policy = Compiled(self.model) if config.compile else self.model
         # the fused Adam kernel (CPU and CUDA): the same update rule, about 14% faster PPO updates measured here
@@ -218,6 +224,12 @@ class Trainer:
             raise ValueError(f"checkpoint {path} does not fit this run ({type(error).__name__}: {error})") from None
         self.updates, self.evaluation.best, self.train_seconds = counters
 
+    def _hold_actor(self, held: bool) -> None:
+        """``critic_warmup``: while ``held``, only the critic's parameters get gradients (and move)."""
+        for name, param in self.model.named_parameters():
+            if not name.startswith("critic."):
+                param.requires_grad_(not held)
+
     # ------------------------------------------------------------------ policy
     def agent(self) -> PolicyAgent:
         """The current policy as the NumPy agent that benchmarks and shipped policies use."""
@@ -269,6 +281,7 @@ class Trainer:
             lr = c.learning_rate * (fraction_left if c.lr_schedule == "linear" else 1.0)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
+            self._hold_actor(before < getattr(c, "critic_warmup", 0))
             if self.behaviour is None:
                 batch = self.rollout.collect(self.policy)
             else:
