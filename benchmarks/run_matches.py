@@ -43,6 +43,14 @@ class Matchup:
     games: int | None = None  # a fixed number of games instead of a target
     max_games: int = 400_000
     seed: int = 0
+    group: str | None = None  # matches of several training seeds of one recipe: their mean is printed
+
+
+#: self-play policies trained for the win (docs/winning.md "Self-play for the win"): one per ruleset and seed,
+#: ``python train.py --config configs/selfplay_ppo_R.yaml seed=S bench_games=0 --run-dir runs-selfplay/R_sS``,
+#: then the run's ``final_model.npz`` copied here
+SELFPLAY = "results/winning/selfplay"
+SELFPLAY_SEEDS = (0, 1, 2)
 
 
 #: the matches of the two-player track: adding one is one line
@@ -53,6 +61,14 @@ MATCHUPS = (
     Matchup("yahtzee", "trained", "optimal"),
     Matchup("yacht", "winning", "optimal"),
     Matchup("yahtzee", "winning", "optimal", target_ci=0.005),  # the edge is about 1 point: a half-width of 0.5
+    Matchup("yacht", "trained", "winning"),  # where self-play for the win starts from
+    Matchup("yahtzee", "trained", "winning"),
+    *(
+        Matchup(rules, f"model:{SELFPLAY}/{rules}_s{seed}.npz", opponent, group=f"selfplay_ppo vs {opponent}")
+        for rules in ("yacht", "yahtzee")
+        for opponent in ("optimal", "winning")
+        for seed in SELFPLAY_SEEDS
+    ),
 )
 
 
@@ -71,6 +87,14 @@ def command(m: Matchup) -> str:
     return f"dice-poker match {m.rules} --agents {m.a} {m.b} {games} --seed {m.seed} --json"
 
 
+def resolved(spec: str) -> str:
+    """An agent spec with a policy file named relative to the checkout (``model:results/...``) made absolute,
+    so the script runs from any folder (the saved command keeps the relative name)."""
+    if spec.startswith("model:") and not Path(spec[len("model:") :]).is_absolute():
+        return f"model:{ROOT / spec[len('model:') :]}"
+    return spec
+
+
 def play(m: Matchup) -> dict:
     from agents.evaluation.match import match
 
@@ -79,14 +103,15 @@ def play(m: Matchup) -> dict:
 
     result = match(
         m.rules,
-        m.a,
-        m.b,
+        resolved(m.a),
+        resolved(m.b),
         games=m.games if m.games else "auto",
         target_ci=None if m.games else m.target_ci,
         max_games=m.max_games,
         seed=m.seed,
         announce=announce,
     )
+    result["agents"] = [m.a, m.b]  # as named in the command
     result["command"] = command(m)
     result["script"] = "python benchmarks/run_matches.py"
     result["hardware"] = cpu_model()
@@ -100,9 +125,11 @@ def missing_agent(m: Matchup) -> str | None:
 
     for spec in (m.a, m.b):
         try:
-            check_agent(spec)
+            check_agent(resolved(spec))
         except ValueError as error:
             return str(error)
+        if spec.startswith("model:") and not Path(resolved(spec)[len("model:") :]).is_file():
+            return f"{spec[len('model:') :]}: no such policy file"
     return None
 
 
@@ -144,7 +171,19 @@ def main(argv: list[str] | None = None) -> int:
             f"{result['games']:,} games, {result['games_per_second']:,.0f} games/s -> {path.relative_to(ROOT)}",
             flush=True,
         )
+    summarize_groups(chosen)
     return 0
+
+
+def summarize_groups(chosen: list[Matchup]) -> None:
+    """The mean win rate over the training seeds of each group of saved matches (and each seed's)."""
+    groups: dict[tuple[str, str], list[float]] = {}
+    for m in chosen:
+        if m.group is not None and result_path(m).exists():
+            groups.setdefault((m.rules, m.group), []).append(json.loads(result_path(m).read_text())["win_rate"])
+    for (rules, group), rates in groups.items():
+        each = ", ".join(f"{100 * r:.2f}%" for r in rates)
+        print(f"{rules}: {group}: mean win rate {100 * sum(rates) / len(rates):.2f}% over {len(rates)} seeds ({each})")
 
 
 if __name__ == "__main__":

@@ -211,3 +211,17 @@ def test_critic_warmup_holds_the_actor_and_trains_the_critic(tmp_path):
     assert any(
         not torch.equal(p, before[name]) for name, p in trainer.model.named_parameters() if name.startswith("actor")
     )
+
+
+def test_a_two_player_policy_plays_as_an_opponent_in_the_multi_player_env():
+    from dice_poker_env.multi.seat import SeatEnv
+
+    two = PolicyAgent(small_model().export(), {**_metadata(), "players": 2}, YACHT)
+    env = SeatEnv(YACHT, [two], seat=1)  # the policy moves first: it reads the table's flat vector
+    _, info = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    done = False
+    while not done:
+        action = int(rng.choice(np.flatnonzero(info["action_mask"])))
+        _, _, done, _, info = env.step(action)
+    assert len(info["scores"]) == 2
