@@ -9,13 +9,17 @@ peaks are shown apart), the probability of reaching a few targets from the empty
 expected-score policy's mean. Runs in a temporary cache and key folder, unless ``--cache``: then the
 solved tables go to the user's solver cache, where ``solve_reach`` (the ``winning`` agent, ``dice-poker
 solve --target``) finds them. CPU time is given because the machine may be shared: wall time then
-depends on the load, CPU time less so.
+depends on the load, CPU time less so. Each ruleset's figures also go to
+``results/winning/bench_reach_<rules>_<table|table_and_distribution>_w<workers>.json`` (``--out``), with
+the command and the machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import resource
 import sys
 import tempfile
@@ -43,6 +47,9 @@ class LayerLines:
         )
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rules", nargs="*", default=["yacht"])
@@ -52,7 +59,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--cache", action="store_true", help="use (and fill) the user's solver cache, not a temporary one"
     )
+    parser.add_argument(
+        "--out", default=os.path.join(ROOT, "results", "winning"), help="the folder of the JSON files ('' for none)"
+    )
     args = parser.parse_args(argv)
+    command = "python -m benchmarks.bench_reach " + " ".join(sys.argv[1:] if argv is None else argv)
     with tempfile.TemporaryDirectory() as root:
         if not args.cache:
             os.environ["DICE_POKER_CACHE"] = os.path.join(root, "cache")
@@ -64,7 +75,8 @@ def main(argv: list[str] | None = None) -> None:
         from dice_poker_env.solver import solve
         from dice_poker_env.solver.reach_dp import solve_reach_dp
 
-        print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+        load = os.getloadavg()[0]
+        print(f"machine: {os.cpu_count()} CPUs, load average {load:.1f} at the start", flush=True)
         for name in args.rules:
             rules = load_rules(name)
             solution = None if args.no_distribution else solve(rules, progress=False, workers=args.workers)
@@ -92,6 +104,35 @@ def main(argv: list[str] | None = None) -> None:
                 scores = np.arange(len(pmf)) + int(dp.lo[0])
                 line += f"; policy mean {float(pmf @ scores):.9f} (expected score {solution.expected_score:.9f})"
             print(line, flush=True)
+            if args.out:
+                from dice_poker_env.solver.backward import default_workers
+
+                workers = args.workers or default_workers()
+                kind = "table" if args.no_distribution else "table_and_distribution"
+                record = {
+                    "rules": name,
+                    "rules_fingerprint": rules.fingerprint,
+                    "solved": kind,
+                    "workers": workers,
+                    "states": len(dp.keys),
+                    "cells": int(dp.prob.size),
+                    "table_mib": dp.prob.nbytes / 2**20,
+                    "wall_seconds": wall,
+                    "cpu_seconds": cpu,
+                    "peak_mib": peak,
+                    "worker_peak_mib": worker_peak,
+                    "reach_from_start": {str(t): p for t, p in reach.items()},
+                    "load_average_start": load,
+                    "load_average_end": os.getloadavg()[0],
+                    "command": command,
+                    "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+                    "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+                os.makedirs(args.out, exist_ok=True)
+                path = os.path.join(args.out, f"bench_reach_{name}_{kind}_w{workers}.json")
+                with open(path, "w") as handle:
+                    handle.write(json.dumps(record, indent=1) + "\n")
+                print(f"  -> {path}", flush=True)
             if args.cache:
                 from dice_poker_env.solver.reach import Reach, store
 

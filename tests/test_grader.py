@@ -88,6 +88,11 @@ class OutOfRange(Good):
         return 1000
 
 
+class Huge(Good):
+    def act(self, observation, action_mask):
+        return 2**40  # beyond int32: the mistakes list still names it
+
+
 class Malformed(Good):
     def act(self, observation, action_mask):
         return "32"
@@ -596,6 +601,13 @@ def test_a_really_illegal_action_is_an_illegal_action_not_a_failed_game(submissi
     assert row["regret_failure_mean"] == 0 and row["regret_illegal_mean"] == pytest.approx(row["regret_mean"])
     assert [game["failure"] for game in report["replays"]] == [None, None]
     assert "illegal actions 0.00" not in summary_text(report)
+
+
+def test_an_action_beyond_int32_is_named_as_it_was_answered(submissions):
+    report = run_grade(submissions, "Huge", games=1)
+    row = report["agents"]["submission"]
+    assert row["illegal_actions"] == 1
+    assert [m["mistake"] for m in row["mistakes"]] == [f"illegal action {2**40}"]
 
 
 def test_the_regret_parts_shown_add_up_to_the_total_shown():

@@ -17,6 +17,7 @@ from contextlib import redirect_stdout
 
 import numpy as np
 import pytest
+from rulesets import SMALL_BONUS_TOML, TINY_JOKER
 
 from dice_poker_env import load_rules
 from dice_poker_env.engine import game
@@ -35,16 +36,7 @@ from dice_poker_env.solver import CacheWarning, SolverError, solve
 from dice_poker_env.solver import cache as disk
 from dice_poker_env.solver.reach import ScoreDistribution, solve_reach
 
-TINY = {  # an upper bonus reached through the fives, a five-of-a-kind box with joker and bonus
-    "name": "tiny_reach",
-    "boxes": [
-        {"name": "fives", "kind": "face_sum", "face": 5},
-        {"name": "full_house", "kind": "full_house", "points": 25},
-        {"name": "yahtzee", "kind": "n_of_a_kind", "n": 5, "points": 50},
-    ],
-    "upper_bonus": {"threshold": 15, "points": 35},
-    "five_of_a_kind": {"box": "yahtzee", "bonus": 100, "joker": "forced"},
-}
+TINY = TINY_JOKER
 NEGATIVE = {  # negative points, an upper bonus paid on completion, first-roll doubling
     "name": "tiny_negative",
     "sections_in_order": True,
@@ -55,18 +47,7 @@ NEGATIVE = {  # negative points, an upper bonus paid on completion, first-roll d
     ],
     "upper_bonus": {"threshold": 0, "points": 50, "timing": "on_complete"},
 }
-SMALL_TOML = """
-name = "small_reach"
-boxes = [
-  { name = "fives",       kind = "face_sum", face = 5 },
-  { name = "sixes",       kind = "face_sum", face = 6 },
-  { name = "full_house",  kind = "full_house", points = 25 },
-  { name = "big_straight", kind = "straight", sets = [[2, 3, 4, 5, 6]], points = 30 },
-  { name = "choice",      kind = "chance" },
-  { name = "yacht",       kind = "n_of_a_kind", n = 5, points = 50 },
-]
-upper_bonus = { threshold = 20, points = 35 }
-"""
+SMALL_TOML = SMALL_BONUS_TOML
 #: targets ``LOW .. HIGH`` of the brute force: below every rest (probability 1) and above every rest (0)
 LOW, HIGH = -100, 500
 
@@ -195,7 +176,7 @@ def test_mid_game_probability_counts_the_points_and_bonus_so_far():
 # ------------------------------------------------------------------- a small ruleset
 @pytest.fixture(scope="module")
 def small_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("rules") / "small_reach.toml"
+    path = tmp_path_factory.mktemp("rules") / "small_bonus.toml"
     path.write_text(SMALL_TOML)
     return str(path)
 

@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 import pytest
+from rulesets import SMALL_BONUS, TINY_JOKER
 
 from agents.players.optimal import OptimalAgent
 from agents.players.registry import is_batch_agent, make_agent
@@ -31,28 +32,7 @@ from dice_poker_env.multi import env as multi_env
 from dice_poker_env.solver import SolverError, solve
 from dice_poker_env.solver.reach import solve_reach
 
-TINY = {  # an upper bonus reached through the fives, a five-of-a-kind box with joker and bonus
-    "name": "tiny_winning",
-    "boxes": [
-        {"name": "fives", "kind": "face_sum", "face": 5},
-        {"name": "full_house", "kind": "full_house", "points": 25},
-        {"name": "yahtzee", "kind": "n_of_a_kind", "n": 5, "points": 50},
-    ],
-    "upper_bonus": {"threshold": 15, "points": 35},
-    "five_of_a_kind": {"box": "yahtzee", "bonus": 100, "joker": "forced"},
-}
-SMALL = {  # six boxes with an upper bonus (as tests/test_reach.py's small ruleset)
-    "name": "small_winning",
-    "boxes": [
-        {"name": "fives", "kind": "face_sum", "face": 5},
-        {"name": "sixes", "kind": "face_sum", "face": 6},
-        {"name": "full_house", "kind": "full_house", "points": 25},
-        {"name": "big_straight", "kind": "straight", "sets": [[2, 3, 4, 5, 6]], "points": 30},
-        {"name": "choice", "kind": "chance"},
-        {"name": "yacht", "kind": "n_of_a_kind", "n": 5, "points": 50},
-    ],
-    "upper_bonus": {"threshold": 20, "points": 35},
-}
+TINY, SMALL = TINY_JOKER, SMALL_BONUS
 
 
 @pytest.fixture(scope="module")

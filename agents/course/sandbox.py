@@ -620,7 +620,7 @@ class SandboxedAgent:
                     self.game, self._decision, FailureKind.ILLEGAL, self._explain_illegal(observation, mask, action)
                 )
             )
-            action = action if -(1 << 31) <= action < 1 << 31 else -1  # the benchmark records it
+            action = action if -(1 << 63) <= action < 1 << 63 else -1  # the benchmark records it (int64)
         self._decision += 1
         return action
 
