@@ -132,16 +132,8 @@ class Rollout:
             torch.from_numpy(self._obs).to(self.device), torch.from_numpy(self._mask).to(self.device)
         ).cpu()
         advantages = self._gae(last_value)
-        returns = advantages + self._values
-        flat = lambda a: a.reshape(self.n_steps * self.n_envs, *a.shape[2:])  # noqa: E731
-        return Batch(
-            inputs=flat(torch.from_numpy(self._inputs)).to(self.device),
-            masks=flat(torch.from_numpy(self._masks)).to(self.device),
-            actions=flat(self._actions).to(self.device),
-            log_probs=flat(self._log_probs).to(self.device),
-            values=flat(self._values).to(self.device),
-            advantages=flat(advantages).to(self.device),
-            returns=flat(returns).to(self.device),
+        return flat_batch(
+            self._inputs, self._masks, self._actions, self._log_probs, self._values, advantages, self.device
         )
 
     def _gae(self, last_value: torch.Tensor) -> torch.Tensor:
@@ -185,6 +177,34 @@ class Rollout:
 
     def take_scores(self) -> np.ndarray:
         """Final scores of the games that ended since the last call."""
-        scores = np.concatenate(self.scores) if self.scores else np.zeros(0, dtype=np.int64)
-        self.scores = []
+        scores, self.scores = concat_scores(self.scores), []
         return scores
+
+
+def flat_batch(
+    inputs: np.ndarray,
+    masks: np.ndarray,
+    actions: torch.Tensor,
+    log_probs: torch.Tensor,
+    values: torch.Tensor,
+    advantages: torch.Tensor,
+    device: torch.device,
+) -> Batch:
+    """A rollout's ``(n_steps, n_envs, ...)`` buffers as one :class:`Batch` on ``device`` (returns: advantages
+    plus values); both rollouts (:class:`Rollout`, :class:`~agents.training.selfplay.SelfPlayRollout`) end so."""
+    size = values.shape[0] * values.shape[1]
+    flat = lambda a: a.reshape(size, *a.shape[2:]).to(device)  # noqa: E731
+    return Batch(
+        inputs=flat(torch.from_numpy(inputs)),
+        masks=flat(torch.from_numpy(masks)),
+        actions=flat(actions),
+        log_probs=flat(log_probs),
+        values=flat(values),
+        advantages=flat(advantages),
+        returns=flat(advantages + values),
+    )
+
+
+def concat_scores(scores: list[np.ndarray]) -> np.ndarray:
+    """The final scores gathered in ``scores``, one array (empty without any)."""
+    return np.concatenate(scores) if scores else np.zeros(0, dtype=np.int64)

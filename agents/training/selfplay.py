@@ -33,7 +33,7 @@ import torch
 
 from agents.policy.inputs import PolicyInputs
 from agents.training.actor_critic import ActorCritic, Compiled, sample
-from agents.training.rollout import Batch, Choose
+from agents.training.rollout import Batch, Choose, concat_scores, flat_batch
 from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, distinct_keep_mask, roll_index_of_sorted
 from dice_poker_env.engine.game import new_batch, step_batch
 from dice_poker_env.engine.masks import action_masks
@@ -175,16 +175,8 @@ class SelfPlayRollout:
             x = torch.from_numpy(inputs).to(self.device)
             last[:, seat] = model.value(x, torch.from_numpy(mask).to(self.device)).cpu()
         advantages = self._gae(last)
-        returns = advantages + self._values
-        flat = lambda a: a.reshape(self.n_steps * self.n_envs, *a.shape[2:])  # noqa: E731
-        return Batch(
-            inputs=flat(torch.from_numpy(self._inputs)).to(self.device),
-            masks=flat(torch.from_numpy(self._masks)).to(self.device),
-            actions=flat(self._actions).to(self.device),
-            log_probs=flat(self._log_probs).to(self.device),
-            values=flat(self._values).to(self.device),
-            advantages=flat(advantages).to(self.device),
-            returns=flat(returns).to(self.device),
+        return flat_batch(
+            self._inputs, self._masks, self._actions, self._log_probs, self._values, advantages, self.device
         )
 
     def _gae(self, last_value: torch.Tensor) -> torch.Tensor:
@@ -248,6 +240,5 @@ class SelfPlayRollout:
 
     def take_scores(self) -> np.ndarray:
         """Final totals (both seats) of the games that ended since the last call."""
-        scores = np.concatenate(self.scores) if self.scores else np.zeros(0, dtype=np.int64)
-        self.scores = []
+        scores, self.scores = concat_scores(self.scores), []
         return scores
