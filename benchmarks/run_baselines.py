@@ -54,6 +54,9 @@ FIELDS = (
     "mean_ci95",
     "median",
     "upper_bonus_rate",
+    "five_of_a_kind_rate",
+    "regret_keep_mean",
+    "regret_box_mean",
     "train_seconds",
     "wall_seconds",
     "hardware",
@@ -177,7 +180,13 @@ def write_rows(rows: list[dict]) -> None:
 
 
 def add_row(row: dict) -> None:
-    with _lock:
+    """Record ``row`` (replacing the run's earlier row), under a file lock: drivers of different suites may
+    run at once (say, one on the 100M runs and one on the 10M runs)."""
+    import fcntl
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with _lock, (RESULTS / ".runs.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         rows = [
             r
             for r in read_rows()
