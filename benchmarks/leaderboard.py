@@ -39,24 +39,30 @@ RULESETS = ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
 #: the slowest last (random plays game by game through the single env)
 REFERENCE_AGENTS = ("greedy", "agents.players.heuristic:LookaheadAgent", "trained", "optimal", "random")
 
-#: published Yahtzee results, only with figures found in this repository's docs or issue 28's text
+#: published Yahtzee results, each with where its figure and its setting were read
 PUBLISHED = [
     {
-        "who": "Pape 2025 (RL agent)",
-        "figure": "median 241.78; upper bonus 24.9% of games; Yahtzee in 34.1%",
+        "who": "Pape 2025 (RL agent, arXiv:2601.00007)",
+        "figure": "median 241.78 over 100,000 games; upper bonus in 24.9% of games; Yahtzee in 34.1%",
         "statistic": "median",
-        "inputs / prior knowledge / budget": "see the paper (not recorded in this repository)",
+        "inputs / prior knowledge / budget": "A2C (best of REINFORCE, A2C, PPO), self-play, a multi-headed network "
+        "with a shared trunk; feature and action encodings ablated (track depends on the encoding: see the "
+        "paper); a fixed training budget stated in the paper",
         "converted": "no sound conversion of a median to a percent of the optimal mean; "
-        "the optimal median on the evaluation set is 248",
-        "source": "docs/training.md",
+        "the optimal median on the evaluation set is 248 (the paper's 'within 5.0%' compares its median "
+        "with the optimal mean 254.59)",
+        "source": "the paper's abstract, arxiv.org/abs/2601.00007",
     },
     {
-        "who": "Yahtzotron (RL agent)",
-        "figure": "about 95% of optimal",
-        "statistic": "not recorded",
-        "inputs / prior knowledge / budget": "see its publication (not recorded in this repository)",
-        "converted": "-",
-        "source": "issue 28 (summary: 'the same ~5% gap as Pape 2025 and Yahtzotron')",
+        "who": "Yahtzotron 2021 (RL agent, github.com/dionhaefner/yahtzotron)",
+        "figure": "average score around 240 (Yahtzee and Yatzy), 'about 5% below perfect play'",
+        "statistic": "mean (rounded)",
+        "inputs / prior knowledge / budget": "A2C self-play, 4 players a game; input: rolls left, dice counts, "
+        "own scorecard; first 20,000 games imitating a greedy agent built on a table of each keep's expected "
+        "box points (rules knowledge: the `rules` track), then 100,000 games (about 15.6M decisions)",
+        "converted": "about 94.3% of optimal (240 / 254.59; the mean score over the optimal expected score "
+        "estimates the luck-free percent)",
+        "source": "the project's README and training code (yahtzotron/cli.py, training.py, agent.py)",
     },
     {
         "who": "Glenn 2006 (hand-written heuristic)",
@@ -147,7 +153,7 @@ def iqm_ci(matrix: np.ndarray, reps: int) -> tuple[float, float, float]:
 def suite_matrix(rows: list[dict], rulesets: list[str]) -> np.ndarray:
     """``(runs, rulesets)`` luck-free percents: the seeds every one of ``rulesets`` has (stratified bootstrap
     needs as many runs per task)."""
-    by = defaultdict(dict)
+    by: dict[str, dict[int, float]] = defaultdict(dict)
     for row in rows:
         by[row["ruleset"]][row["seed"]] = row["luck_free_percent"]
     n = min(len(by[r]) for r in rulesets)
@@ -330,6 +336,55 @@ def fmt_budget(budget: int) -> str:
     return "dataset" if not budget else f"{budget // 1_000_000}M"
 
 
+#: per-run fields that split the regret and count the two long-horizon goals (``run_baselines.py``)
+POINTS_FIELDS = ("regret_keep_mean", "regret_box_mean", "upper_bonus_rate", "five_of_a_kind_rate")
+
+
+def points_md(rows: list[dict], refs: list[dict]) -> list[str]:
+    """'Where the points go': per suite and ruleset, the seeds' mean regret of keep and of box decisions
+    (points per game) and their rates of the upper bonus and of five of a kind, beside the same figures of
+    the agents without training."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        if all(r.get(key) is not None for key in POINTS_FIELDS):
+            groups[(r["ruleset"], r["budget"], r["suite"])].append(r)
+    if not groups:
+        return []
+
+    def rate(value: float | None) -> str:
+        return "-" if value is None else f"{100 * value:.1f}%"
+
+    lines = [
+        "",
+        "## Where the points go",
+        "",
+        "Regret per game (points below the optimal expected score, luck removed) split into keep decisions and",
+        "box decisions, and the share of games with the upper bonus and with five of a kind (mean over the",
+        "recorded seeds; the agents without training below each ruleset's runs). A keep regret far above the box",
+        "regret says the agent loses its points choosing dice, not boxes.",
+        "",
+        "| ruleset | agent | runs | keep regret | box regret | upper bonus | five of a kind |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    by_ruleset: dict[str, list[str]] = defaultdict(list)
+    for (ruleset, _budget, suite), runs in sorted(groups.items()):
+        means = {key: float(np.mean([r[key] for r in runs])) for key in POINTS_FIELDS}
+        by_ruleset[ruleset].append(
+            f"| {ruleset} | {suite} | {len(runs)} | {means['regret_keep_mean']:.2f} | "
+            f"{means['regret_box_mean']:.2f} | {rate(means['upper_bonus_rate'])} | "
+            f"{rate(means['five_of_a_kind_rate'])} |"
+        )
+    for ruleset in sorted(by_ruleset, key=lambda name: RULESETS.index(name) if name in RULESETS else 99):
+        lines += by_ruleset[ruleset]
+        for r in refs:
+            if r["rules"] == ruleset and r["agent"] != "random" and r.get("regret_keep_mean") is not None:
+                lines.append(
+                    f"| {ruleset} | {r['agent']} | - | {r['regret_keep_mean']:.2f} | {r['regret_box_mean']:.2f} | "
+                    f"{rate(r.get('upper_bonus_rate'))} | {rate(r.get('five_of_a_kind_rate'))} |"
+                )
+    return lines
+
+
 def leaderboard_md(
     agg: list[dict], rows: list[dict], refs: list[dict], poi: list[dict], matches: list[dict] | None = None
 ) -> str:
@@ -400,13 +455,15 @@ def leaderboard_md(
                 f"± {r['luck_free_percent_ci95']:.2f} | {r['mean']:.2f} ± {r['mean_ci95']:.2f} | "
                 f"{r['median']:g} | {bonus} |"
             )
+    lines += points_md(rows, refs)
     lines += two_player_md(matches or [])
     lines += [
         "",
         "## Published Yahtzee results",
         "",
-        "Only figures this repository's docs or issue 28 quote; each with what it measures. A mean converts to a",
-        "percent of the optimal expected score (254.59); a median does not (the optimal median is 248).",
+        "Each with what it measures and where it was read. A mean converts to a percent of the optimal expected",
+        "score (254.59): the expected score is the optimal expected score less the expected regret, so the mean",
+        "score over 254.59 estimates the luck-free percent; a median does not convert (the optimal median is 248).",
         "",
         "| who | figure | statistic | inputs / prior knowledge / budget | converted | source |",
         "|---|---|---|---|---|---|",

@@ -288,6 +288,41 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
     return True
 
 
+#: fields added to the rows after the first runs were recorded (``--backfill`` fills them in)
+LATER_FIELDS = ("five_of_a_kind_rate", "regret_keep_mean", "regret_box_mean")
+
+
+def backfill() -> int:
+    """Fill in :data:`LATER_FIELDS` of earlier rows by evaluating their final policies again. The evaluation
+    is deterministic, so the replayed luck-free percent must equal the recorded one; a row where it does
+    not is reported and left as it was. Returns the number of rows that could not be filled in."""
+    todo = [r for r in read_rows() if any(r.get(key) is None for key in LATER_FIELDS)]
+    log(f"backfill: {len(todo)} rows to fill in")
+    failed = 0
+    for row in todo:
+        name = f"{row['suite']} {row['ruleset']} s{row['seed']}"
+        final = RUNS / row["suite"] / row["ruleset"] / f"s{row['seed']}" / SUITES[row["suite"]].final
+        if not final.exists():
+            log(f"{name}: no {final.relative_to(OUT)} here; left as it was")
+            failed += 1
+            continue
+        command = [*NICE, sys.executable, "-m", "dice_poker_env", "evaluate", row["ruleset"], "--agent"]
+        result = subprocess.run(
+            [*command, f"model:{final}", "--json"], cwd=ROOT, env=child_env(), capture_output=True, text=True
+        )
+        metrics = json.loads(result.stdout) if result.returncode == 0 else {}
+        if metrics.get("luck_free_percent") != row["luck_free_percent"]:
+            log(
+                f"{name}: the evaluation gives {metrics.get('luck_free_percent')}, not the recorded "
+                f"{row['luck_free_percent']}; left as it was"
+            )
+            failed += 1
+            continue
+        add_row({**row, **{key: metrics[key] for key in LATER_FIELDS}})
+        log(f"{name}: filled in")
+    return 1 if failed else 0
+
+
 def plan(names: list[str]) -> list[tuple[str, Suite, str, int]]:
     """The runs of the suites in order (seed-major within a suite: every ruleset gets seeds early)."""
     done = done_keys()
@@ -307,10 +342,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--rulesets", nargs="+", help="only these rulesets")
     parser.add_argument("--list", action="store_true", help="list the suites and their finished runs")
+    parser.add_argument(
+        "--backfill", action="store_true", help="fill in fields added later by evaluating recorded runs again"
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.suites if name not in SUITES]
     if unknown:
         parser.error(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(SUITES)}")
+    if args.backfill:
+        return backfill()
     if args.list or not args.suites:
         done = done_keys()
         for name, suite in SUITES.items():

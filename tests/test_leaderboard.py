@@ -43,6 +43,10 @@ def fake_rows() -> list[dict]:
                         "wall_seconds": 100.0,
                     }
                 )
+                if suite == "raw_ppo_1m":  # rows recorded before the keep/box split have no such fields
+                    rows[-1].update(
+                        regret_keep_mean=10.0 + k, regret_box_mean=4.0, five_of_a_kind_rate=0.25 + 0.01 * k
+                    )
     return rows
 
 
@@ -82,6 +86,9 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     ) in text
     assert "| raw | raw_ppo_1m | ppo | 1M | yahtzee | 4 |" in text
     assert "Pape 2025" in text and "244.87" in text
+    assert "## Where the points go" in text  # the seeds' means; the A2C rows lack the fields and are left out
+    assert "| yahtzee | raw_ppo_1m | 4 | 11.50 | 4.00 | 50.0% | 26.5% |" in text
+    assert "| yahtzee | raw_a2c_1m |" not in text.split("## Where the points go")[1].split("##")[0]
     agg = {(a["suite"], a["ruleset"]): a for a in json.loads((results / "aggregate.json").read_text())}
     yahtzee = agg[("raw_ppo_1m", "yahtzee")]
     assert yahtzee["iqm"] == pytest.approx(81.5)  # IQM of 80, 81, 82, 83: the middle two
