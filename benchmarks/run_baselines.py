@@ -96,6 +96,9 @@ SUITES: dict[str, Suite] = {
         "raw_batched_ppo_10m.yaml", 10_000_000, ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
     ),
     "raw_a2c_10m": Suite("raw_batched_a2c_10m.yaml", 10_000_000),
+    # masked PQN: the one-file algorithm (agents/training/pqn.py)
+    "raw_pqn_1m": Suite("raw_batched_pqn_1m.yaml", 1_000_000),
+    "raw_pqn_10m": Suite("raw_batched_pqn_10m.yaml", 10_000_000),
     "raw_ppo_100m_yahtzee": Suite("raw_batched_ppo_100m.yaml", 100_000_000, ("yahtzee",), SEEDS[:5]),
     "raw_ppo_100m": Suite(
         "raw_batched_ppo_100m.yaml", 100_000_000, ("yacht", "yatzy", "dice_poker", "school_poker"), SEEDS[:3]
