@@ -246,7 +246,8 @@ def test_play_against_a_file_agent(agent_file):
         "\n".join(["s on", "s tw", "s th", "s fours", "s fi", "s si", "s fu", "s four of", "s l", "s b", "s c", "s y"])
         + "\n"
     )
-    env = dict(os.environ, PYTHONIOENCODING="utf-8", COLUMNS="100")
+    # wide enough that the opponent's name (the agent file's path: long under pytest-xdist's folders) never wraps
+    env = dict(os.environ, PYTHONIOENCODING="utf-8", COLUMNS="400")
     result = subprocess.run(
         [
             sys.executable,
