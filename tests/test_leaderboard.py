@@ -44,9 +44,7 @@ def fake_rows() -> list[dict]:
                     }
                 )
                 if suite == "raw_ppo_1m":  # rows recorded before the keep/box split have no such fields
-                    rows[-1].update(
-                        regret_keep_mean=10.0 + k, regret_box_mean=4.0, five_of_a_kind_rate=0.25 + 0.01 * k
-                    )
+                    rows[-1].update(regret_keep_mean=10.0 + k, regret_box_mean=4.0, five_of_a_kind_rate=0.25 + 0.01 * k)
     return rows
 
 
