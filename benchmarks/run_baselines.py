@@ -38,6 +38,8 @@ RESULTS = OUT / "results" / "benchmark"
 ALL_RULESETS = ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
 #: training seeds of the benchmark runs (never used in recipe development)
 SEEDS = tuple(range(1000, 1010))
+#: the seeds recipe development uses (the probes)
+DEV_SEEDS = (0, 1)
 
 FIELDS = (
     "suite",
@@ -117,6 +119,18 @@ SUITES: dict[str, Suite] = {
         "ablation_4_keep_points_bonus_10m.yaml", 10_000_000, ("yahtzee",), SEEDS[:5]
     ),
     "bc_yahtzee": Suite("solver_bc_yahtzee.yaml", 0, ("yahtzee",), SEEDS[:5]),
+    # probes toward the raw track's Yahtzee target (97% at 100M): the raw PPO recipe with one change, at 10M
+    # on the development seeds 0 and 1 (recipe development never uses the baselines' seeds 1000-1009)
+    **{
+        f"probe_raw_ppo_{name}_10m": Suite(
+            "raw_batched_ppo_10m.yaml", 10_000_000, ("yahtzee",), DEV_SEEDS, overrides=(("yahtzee", change),)
+        )
+        for name, change in (
+            ("lambda095", ("gae_lambda=0.95",)),
+            ("wide512", ("net_arch=[512,512]",)),
+            ("deep3", ("net_arch=[256,256,256]",)),
+        )
+    },
 }
 
 _lock = threading.Lock()
