@@ -1,11 +1,12 @@
 """Rollouts of the batched trainers: a torch policy playing the NumPy-batched env.
 
-One :class:`Rollout` owns a :class:`~dice_poker_env.envs.vector.DicePokerVectorEnv`
-of ``n_envs`` games (``SAME_STEP`` autoreset: every stored step is a real
-transition, the step after a game's end already belongs to the next game) and
-``n_steps x n_envs`` buffers. :meth:`Rollout.collect` fills them with one policy
-forward pass per step for the whole batch, then computes GAE advantages; no
-Python loop over games.
+:class:`BaseRollout` holds what every rollout shares: ``n_steps x n_envs`` buffers that
+:meth:`BaseRollout.collect` fills with one policy forward pass per step for the whole
+batch (no Python loop over games), then GAE advantages, and checkpoints. One
+:class:`Rollout` owns a :class:`~dice_poker_env.envs.vector.DicePokerVectorEnv` of
+``n_envs`` games (``SAME_STEP`` autoreset: every stored step is a real transition,
+the step after a game's end already belongs to the next game); the self-play
+rollout (:mod:`agents.training.selfplay`) keeps two-player tables instead.
 """
 
 from __future__ import annotations
@@ -41,8 +42,137 @@ class Batch:
     returns: torch.Tensor  #: (B,) advantages + values (the critic's targets)
 
 
-class Rollout:
-    """Steps ``n_envs`` games with a policy, ``n_steps`` steps per :meth:`collect`.
+class BaseRollout:
+    """What every rollout of the batched trainers shares: ``n_steps x n_envs`` buffers, one policy forward pass
+    per step for all games (:meth:`collect`), the sampling generator, the score tally and checkpoints.
+
+    A rollout says how its games advance (:meth:`_advance`: store the step's rewards and ends, and the next
+    inputs and masks), the critic's values after the last step (:meth:`_last_values`), its advantages
+    (:meth:`_gae`) and how its games are saved (:meth:`_env_state`, :meth:`_restore_env`); its constructor sets
+    ``_obs`` and ``_mask`` (the first decision's) and allocates ``_rewards`` and ``_dones``.
+
+    Args:
+        rules: the ruleset.
+        n_envs, n_steps: batch shape of one rollout.
+        seed: seeds the action sampling (the rollout seeds its games from it too).
+        inputs: the policy's inputs (:class:`PolicyInputs`).
+        distinct_keeps: the policy sees each distinct keep once
+            (:func:`~dice_poker_env.engine.combinatorics.distinct_keep_mask`).
+        reward_scale: training rewards are the game's times this.
+        gamma, gae_lambda: discount and GAE lambda.
+    """
+
+    _obs: np.ndarray
+    _mask: np.ndarray
+    _rewards: np.ndarray
+    _dones: np.ndarray
+
+    def __init__(
+        self,
+        rules: Rules,
+        n_envs: int,
+        n_steps: int,
+        seed: int,
+        inputs: PolicyInputs,
+        *,
+        distinct_keeps: bool,
+        reward_scale: float,
+        gamma: float,
+        gae_lambda: float,
+        device: str | torch.device,
+    ):
+        self.rules = rules
+        self.n_envs, self.n_steps = int(n_envs), int(n_steps)
+        self.distinct_keeps = distinct_keeps
+        self.reward_scale, self.gamma, self.gae_lambda = float(reward_scale), float(gamma), float(gae_lambda)
+        self.device = torch.device(device)
+        self.inputs = inputs
+        self.generator = torch.Generator().manual_seed(int(seed))
+        T, N, A = self.n_steps, self.n_envs, int(compile_rules(rules).n_actions)
+        self._inputs = np.zeros((T, N, self.inputs.size), dtype=np.float32)
+        self._masks = np.zeros((T, N, A), dtype=bool)
+        self._actions = torch.zeros((T, N), dtype=torch.int64)
+        self._log_probs = torch.zeros((T, N))
+        self._values = torch.zeros((T, N))
+        #: final scores of the games that ended since the last :meth:`take_scores`
+        self.scores: list[np.ndarray] = []
+        self.steps = 0  #: env steps taken (all games)
+        self.illegal = 0  #: illegal actions taken (ends of games by an illegal action)
+
+    @property
+    def current_inputs(self) -> np.ndarray:
+        """The policy inputs of the games' current decisions, ``(n_envs, in_dim)`` float32 (a copy)."""
+        return self._obs.copy()
+
+    @torch.no_grad()
+    def collect(self, model: ActorCritic | Compiled, choose: Choose = sample) -> Batch:
+        """Play ``n_steps`` steps of every game with ``model``: ``choose`` picks the actions from its masked
+        logits (default: sampled from the softmax, as policy gradients do; :mod:`agents.training.pqn` passes
+        epsilon-greedy over its Q-values, its "values" then the best legal action's)."""
+        for t in range(self.n_steps):
+            self._record(t)
+            x = torch.from_numpy(self._obs).to(self.device)
+            logits, value = model(x, torch.from_numpy(self._mask).to(self.device))
+            action = choose(logits, self.generator if self.device.type == "cpu" else None)
+            self._log_probs[t] = torch.log_softmax(logits, dim=1).gather(1, action[:, None]).squeeze(1).cpu()
+            self._values[t] = value.cpu()
+            self._actions[t] = action.cpu()
+            self._advance(t, self._actions[t].numpy())
+        self.steps += self.n_steps * self.n_envs
+        advantages = self._gae(self._last_values(model))
+        return flat_batch(
+            self._inputs, self._masks, self._actions, self._log_probs, self._values, advantages, self.device
+        )
+
+    def _record(self, t: int) -> None:
+        """Store what step ``t`` decides from."""
+        self._inputs[t] = self._obs
+        self._masks[t] = self._mask
+
+    def _advance(self, t: int, actions: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _last_values(self, model: ActorCritic | Compiled) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _gae(self, last_value: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _env_state(self) -> object:
+        raise NotImplementedError
+
+    def _restore_env(self, env: object) -> None:
+        raise NotImplementedError
+
+    def state(self) -> dict:
+        """What :meth:`collect` continues from (for checkpoints): the games and their dice generator, the
+        current inputs and masks, the sampling generator, the step count and the scores not yet taken."""
+        return {
+            "env": self._env_state(),
+            "obs": self._obs,
+            "mask": self._mask,
+            "generator": self.generator.get_state(),
+            "steps": self.steps,
+            "scores": self.scores,
+            "illegal": self.illegal,
+        }
+
+    def restore(self, state: dict) -> None:
+        """Continue from :meth:`state`."""
+        self._restore_env(state["env"])
+        self._obs, self._mask = state["obs"], state["mask"]
+        self.generator.set_state(state["generator"])
+        self.steps, self.scores, self.illegal = state["steps"], list(state["scores"]), state["illegal"]
+
+    def take_scores(self) -> np.ndarray:
+        """Final scores of the games that ended since the last call."""
+        scores, self.scores = concat_scores(self.scores), []
+        return scores
+
+
+class Rollout(BaseRollout):
+    """Steps ``n_envs`` games of the single-player vector env with a policy, ``n_steps`` steps per
+    :meth:`collect`.
 
     Args:
         rules: the ruleset.
@@ -69,33 +199,23 @@ class Rollout:
         features: bool = True,
         device: str | torch.device = "cpu",
     ):
-        self.rules = rules
-        self.n_envs, self.n_steps = int(n_envs), int(n_steps)
-        self.distinct_keeps = distinct_keeps
-        self.reward_scale, self.gamma, self.gae_lambda = float(reward_scale), float(gamma), float(gae_lambda)
-        self.device = torch.device(device)
-        self.inputs = PolicyInputs(rules, features=features)
+        super().__init__(
+            rules,
+            n_envs,
+            n_steps,
+            seed,
+            PolicyInputs(rules, features=features),
+            distinct_keeps=distinct_keeps,
+            reward_scale=reward_scale,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            device=device,
+        )
         self.env = DicePokerVectorEnv(self.n_envs, rules, obs_mode="flat", autoreset_mode=AutoresetMode.SAME_STEP)
         obs, info = self.env.reset(seed=int(seed))
-        self.generator = torch.Generator().manual_seed(int(seed))
         self._obs, self._mask = self.inputs(obs), self._policy_mask(info["action_mask"])
-        T, N, A = self.n_steps, self.n_envs, int(compile_rules(rules).n_actions)
-        self._inputs = np.zeros((T, N, self.inputs.size), dtype=np.float32)
-        self._masks = np.zeros((T, N, A), dtype=bool)
-        self._rewards = np.zeros((T, N), dtype=np.float32)
-        self._dones = np.zeros((T, N), dtype=np.float32)
-        self._actions = torch.zeros((T, N), dtype=torch.int64)
-        self._log_probs = torch.zeros((T, N))
-        self._values = torch.zeros((T, N))
-        #: final scores of the games that ended since the last :meth:`take_scores`
-        self.scores: list[np.ndarray] = []
-        self.steps = 0  #: env steps taken (all games)
-        self.illegal = 0  #: illegal actions taken (ends of games by an illegal action)
-
-    @property
-    def current_inputs(self) -> np.ndarray:
-        """The policy inputs of the games' current positions, ``(n_envs, in_dim)`` float32 (a copy)."""
-        return self._obs.copy()
+        self._rewards = np.zeros((self.n_steps, self.n_envs), dtype=np.float32)
+        self._dones = np.zeros((self.n_steps, self.n_envs), dtype=np.float32)
 
     def _policy_mask(self, mask: np.ndarray) -> np.ndarray:
         if self.distinct_keeps:
@@ -103,38 +223,21 @@ class Rollout:
             mask = distinct_keep_mask(mask, self.env.state.roll)
         return mask.astype(bool)
 
-    @torch.no_grad()
-    def collect(self, model: ActorCritic | Compiled, choose: Choose = sample) -> Batch:
-        """Play ``n_steps`` steps of every game with ``model``: ``choose`` picks the actions from its masked
-        logits (default: sampled from the softmax, as policy gradients do; :mod:`agents.training.pqn` passes
-        epsilon-greedy over its Q-values, its "values" then the best legal action's)."""
-        for t in range(self.n_steps):
-            self._inputs[t] = self._obs
-            self._masks[t] = self._mask
-            x = torch.from_numpy(self._obs).to(self.device)
-            logits, value = model(x, torch.from_numpy(self._mask).to(self.device))
-            action = choose(logits, self.generator if self.device.type == "cpu" else None)
-            self._log_probs[t] = torch.log_softmax(logits, dim=1).gather(1, action[:, None]).squeeze(1).cpu()
-            self._values[t] = value.cpu()
-            self._actions[t] = action.cpu()
-            obs, reward, terminated, truncated, info = self.env.step(self._actions[t].numpy())
-            done = terminated | truncated
-            self._rewards[t] = reward * self.reward_scale
-            self._dones[t] = done
-            if done.any():
-                final = info["final_info"]
-                self.scores.append(np.asarray(final["final_score"])[final["_final_score"]])
-                if "illegal_action" in final:  # never, with the masks: counted so that tests can say so
-                    self.illegal += int(np.count_nonzero(final["illegal_action"]))
-            self._obs, self._mask = self.inputs(obs), self._policy_mask(info["action_mask"])
-        self.steps += self.n_steps * self.n_envs
-        last_value = model.value(
-            torch.from_numpy(self._obs).to(self.device), torch.from_numpy(self._mask).to(self.device)
-        ).cpu()
-        advantages = self._gae(last_value)
-        return flat_batch(
-            self._inputs, self._masks, self._actions, self._log_probs, self._values, advantages, self.device
-        )
+    def _advance(self, t: int, actions: np.ndarray) -> None:
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        done = terminated | truncated
+        self._rewards[t] = reward * self.reward_scale
+        self._dones[t] = done
+        if done.any():
+            final = info["final_info"]
+            self.scores.append(np.asarray(final["final_score"])[final["_final_score"]])
+            if "illegal_action" in final:  # never, with the masks: counted so that tests can say so
+                self.illegal += int(np.count_nonzero(final["illegal_action"]))
+        self._obs, self._mask = self.inputs(obs), self._policy_mask(info["action_mask"])
+
+    def _last_values(self, model: ActorCritic | Compiled) -> torch.Tensor:
+        x, mask = torch.from_numpy(self._obs).to(self.device), torch.from_numpy(self._mask).to(self.device)
+        return model.value(x, mask).cpu()
 
     def _gae(self, last_value: torch.Tensor) -> torch.Tensor:
         """Generalized advantage estimates (Schulman et al. 2016), ``(n_steps, n_envs)``."""
@@ -150,35 +253,17 @@ class Rollout:
             next_value = self._values[t]
         return advantages
 
-    def state(self) -> dict:
-        """What :meth:`collect` continues from: the env (games and generator), the
-        current observations and masks, the sampling generator, the step count and
-        the scores not yet taken (for checkpoints)."""
-        return {
-            "env": self.env.snapshot(),
-            "obs": self._obs,
-            "mask": self._mask,
-            "generator": self.generator.get_state(),
-            "steps": self.steps,
-            "scores": self.scores,
-            "illegal": self.illegal,
-        }
+    def _env_state(self) -> dict:
+        """The env (games and generator) as :meth:`DicePokerVectorEnv.snapshot` saves it."""
+        return self.env.snapshot()
 
-    def restore(self, state: dict) -> None:
-        """Continue from :meth:`state` (the env as :meth:`DicePokerVectorEnv.snapshot` saves it; checkpoints
-        of earlier versions hold the env object itself)."""
-        if isinstance(state["env"], dict):
-            self.env.restore(state["env"])
+    def _restore_env(self, env: object) -> None:
+        """Checkpoints of earlier versions hold the env object itself."""
+        if isinstance(env, dict):
+            self.env.restore(env)
         else:
-            self.env = state["env"]
-        self._obs, self._mask = state["obs"], state["mask"]
-        self.generator.set_state(state["generator"])
-        self.steps, self.scores, self.illegal = state["steps"], list(state["scores"]), state["illegal"]
-
-    def take_scores(self) -> np.ndarray:
-        """Final scores of the games that ended since the last call."""
-        scores, self.scores = concat_scores(self.scores), []
-        return scores
+            assert isinstance(env, DicePokerVectorEnv)
+            self.env = env
 
 
 def flat_batch(

@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 from agents.policy.inputs import PolicyInputs
-from agents.training.actor_critic import ActorCritic, Compiled, sample
-from agents.training.rollout import Batch, Choose, concat_scores, flat_batch
+from agents.training.actor_critic import ActorCritic, Compiled
+from agents.training.rollout import BaseRollout
 from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, distinct_keep_mask, roll_index_of_sorted
 from dice_poker_env.engine.game import new_batch, step_batch
 from dice_poker_env.engine.masks import action_masks
@@ -47,9 +47,10 @@ from dice_poker_env.rules import Rules
 PLAYERS = 2
 
 
-class SelfPlayRollout:
+class SelfPlayRollout(BaseRollout):
     """Steps ``n_envs`` two-player tables with one policy in both seats, ``n_steps`` decisions per table per
-    :meth:`collect`; the interface of :class:`~agents.training.rollout.Rollout` (the trainer uses either).
+    :meth:`collect` (:class:`~agents.training.rollout.BaseRollout`'s; the trainer uses this or
+    :class:`~agents.training.rollout.Rollout`).
 
     Args:
         rules: the ruleset.
@@ -76,32 +77,29 @@ class SelfPlayRollout:
         features: bool = True,
         device: str | torch.device = "cpu",
     ):
-        self.rules = rules
+        super().__init__(
+            rules,
+            n_envs,
+            n_steps,
+            seed,
+            PolicyInputs(rules, features=features, players=PLAYERS),
+            distinct_keeps=distinct_keeps,
+            reward_scale=reward_scale,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            device=device,
+        )
         self.tables = compile_rules(rules)
         self.masks_of = action_masks(self.tables)
-        self.n_envs, self.n_steps = int(n_envs), int(n_steps)
-        self.distinct_keeps = distinct_keeps
-        self.reward_scale, self.gamma, self.gae_lambda = float(reward_scale), float(gamma), float(gae_lambda)
-        self.device = torch.device(device)
-        self.inputs = PolicyInputs(rules, features=features, players=PLAYERS)
         self.rng = np.random.default_rng(int(seed))
-        self.generator = torch.Generator().manual_seed(int(seed))
         self.games = new_batch(self.tables, self._first_rolls(PLAYERS * self.n_envs))
         self.current = np.zeros(self.n_envs, dtype=np.int64)  #: the seat to move at each table
         self._obs, self._mask = self._observe(self.current)
-        T, N, A = self.n_steps, self.n_envs, int(self.tables.n_actions)
-        self._inputs = np.zeros((T, N, self.inputs.size), dtype=np.float32)
-        self._masks = np.zeros((T, N, A), dtype=bool)
+        T, N = self.n_steps, self.n_envs
         self._seats = np.zeros((T, N), dtype=np.int64)
         self._rewards = np.zeros((T, N, PLAYERS), dtype=np.float32)  #: each seat's result where a game ended
         self._dones = np.zeros((T, N), dtype=bool)
-        self._actions = torch.zeros((T, N), dtype=torch.int64)
-        self._log_probs = torch.zeros((T, N))
-        self._values = torch.zeros((T, N))
-        #: final totals (both seats) of the games that ended since the last :meth:`take_scores`
-        self.scores: list[np.ndarray] = []
-        self.steps = 0  #: decisions taken (all tables)
-        self.illegal = 0  #: always 0: the masks allow legal actions only (the single rollout's counter)
+        # self.scores: final totals (both seats) of the games that ended; self.illegal stays 0 (legal moves only)
 
     # ------------------------------------------------------------------ the tables
     def _first_rolls(self, games: int) -> np.ndarray:
@@ -147,37 +145,24 @@ class SelfPlayRollout:
         return ended, results
 
     # ------------------------------------------------------------------ rollouts
-    @property
-    def current_inputs(self) -> np.ndarray:
-        """The policy inputs of the players to move, ``(n_envs, in_dim)`` float32 (a copy)."""
-        return self._obs.copy()
+    def _record(self, t: int) -> None:
+        super()._record(t)
+        self._seats[t] = self.current
 
-    @torch.no_grad()
-    def collect(self, model: ActorCritic | Compiled, choose: Choose = sample) -> Batch:
-        """Play ``n_steps`` decisions at every table with ``model`` in both seats (``choose`` as in
-        :meth:`Rollout.collect <agents.training.rollout.Rollout.collect>`), then GAE per seat."""
-        for t in range(self.n_steps):
-            self._inputs[t], self._masks[t], self._seats[t] = self._obs, self._mask, self.current
-            x = torch.from_numpy(self._obs).to(self.device)
-            logits, value = model(x, torch.from_numpy(self._mask).to(self.device))
-            action = choose(logits, self.generator if self.device.type == "cpu" else None)
-            self._log_probs[t] = torch.log_softmax(logits, dim=1).gather(1, action[:, None]).squeeze(1).cpu()
-            self._values[t] = value.cpu()
-            self._actions[t] = action.cpu()
-            ended, results = self._step(self._actions[t].numpy())
-            self._dones[t] = ended
-            self._rewards[t] = results * self.reward_scale
-            self._obs, self._mask = self._observe(self.current)
-        self.steps += self.n_steps * self.n_envs
-        last = torch.zeros((self.n_envs, PLAYERS))  # each seat's value at its next decision
-        for seat in range(PLAYERS):  # (the seat to move: its observation now, exactly)
+    def _advance(self, t: int, actions: np.ndarray) -> None:
+        ended, results = self._step(actions)
+        self._dones[t] = ended
+        self._rewards[t] = results * self.reward_scale
+        self._obs, self._mask = self._observe(self.current)
+
+    def _last_values(self, model: ActorCritic | Compiled) -> torch.Tensor:
+        """Each seat's value at its next decision ``(n_envs, 2)`` (the seat to move: its observation now)."""
+        last = torch.zeros((self.n_envs, PLAYERS))
+        for seat in range(PLAYERS):
             inputs, mask = self._observe(np.full(self.n_envs, seat))
             x = torch.from_numpy(inputs).to(self.device)
             last[:, seat] = model.value(x, torch.from_numpy(mask).to(self.device)).cpu()
-        advantages = self._gae(last)
-        return flat_batch(
-            self._inputs, self._masks, self._actions, self._log_probs, self._values, advantages, self.device
-        )
+        return last
 
     def _gae(self, last_value: torch.Tensor) -> torch.Tensor:
         """GAE along each seat's own decisions, ``(n_steps, n_envs)``: read backwards, a step's advantage
@@ -207,26 +192,16 @@ class SelfPlayRollout:
         return advantages
 
     # ------------------------------------------------------------------ checkpoints
-    def state(self) -> dict:
-        """What :meth:`collect` continues from (for checkpoints): the tables, the dice generator, the current
-        inputs and masks, the sampling generator, the step count and the scores not yet taken."""
+    def _env_state(self) -> dict:
+        """The tables, the dice generator and the seats to move."""
         return {
-            "env": {
-                "np_random": self.rng.bit_generator.state,
-                "games": {name: values.copy() for name, values in self.games._asdict().items()},
-                "current": self.current.copy(),
-            },
-            "obs": self._obs,
-            "mask": self._mask,
-            "generator": self.generator.get_state(),
-            "steps": self.steps,
-            "scores": self.scores,
-            "illegal": self.illegal,
+            "np_random": self.rng.bit_generator.state,
+            "games": {name: values.copy() for name, values in self.games._asdict().items()},
+            "current": self.current.copy(),
         }
 
-    def restore(self, state: dict) -> None:
-        """Continue from :meth:`state`."""
-        env = state["env"]
+    def _restore_env(self, env: object) -> None:
+        assert isinstance(env, dict)
         games = BatchState(**{name: np.asarray(env["games"][name], dtype=np.int64) for name in BatchState._fields})
         if games.size != PLAYERS * self.n_envs or len(env["current"]) != self.n_envs:
             raise ValueError(f"the checkpoint holds {games.size // PLAYERS} tables, this run {self.n_envs}")
@@ -234,11 +209,3 @@ class SelfPlayRollout:
         rng.bit_generator.state = env["np_random"]
         self.rng, self.games = rng, games
         self.current = np.asarray(env["current"], dtype=np.int64)
-        self._obs, self._mask = state["obs"], state["mask"]
-        self.generator.set_state(state["generator"])
-        self.steps, self.scores, self.illegal = state["steps"], list(state["scores"]), state["illegal"]
-
-    def take_scores(self) -> np.ndarray:
-        """Final totals (both seats) of the games that ended since the last call."""
-        scores, self.scores = concat_scores(self.scores), []
-        return scores

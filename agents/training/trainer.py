@@ -51,7 +51,7 @@ from agents.policy.heads import PolicyHeads, PolicyOptions
 from agents.policy.player import PolicyAgent, load_policy, save_policy
 from agents.training.actor_critic import ActorCritic, Compiled, resolve_precision
 from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation, evaluate, evaluate_trainer  # noqa: F401
-from agents.training.rollout import Rollout
+from agents.training.rollout import BaseRollout, Rollout
 from agents.training.selfplay import SelfPlayRollout
 from dice_poker_env.rules import Rules
 
@@ -113,7 +113,7 @@ class Trainer:
         self.update_rule = algorithm.update
         self.behaviour = getattr(algorithm, "behaviour", None)
         rollout = SelfPlayRollout if getattr(config, "players", 1) > 1 else Rollout
-        self.rollout: Rollout | SelfPlayRollout = rollout(
+        self.rollout: BaseRollout = rollout(
             rules,
             config.n_envs,
             config.n_steps,
