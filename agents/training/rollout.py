@@ -46,20 +46,22 @@ class BaseRollout:
     """What every rollout of the batched trainers shares: ``n_steps x n_envs`` buffers, one policy forward pass
     per step for all games (:meth:`collect`), the sampling generator, the score tally and checkpoints.
 
-    A rollout says how its games advance (:meth:`_advance`: store the step's rewards and ends, and the next
-    inputs and masks), the critic's values after the last step (:meth:`_last_values`), its advantages
-    (:meth:`_gae`) and how its games are saved (:meth:`_env_state`, :meth:`_restore_env`); its constructor sets
-    ``_obs`` and ``_mask`` (the first decision's) and allocates ``_rewards`` and ``_dones``.
+    A rollout says how its games start (:meth:`_start`: the games, ``_obs`` and ``_mask`` of the first
+    decisions, the ``_rewards`` and ``_dones`` buffers), how they advance (:meth:`_advance`: store the step's
+    rewards and ends, then the next inputs and masks), the critic's values after the last step
+    (:meth:`_last_values`), its advantages (:meth:`_gae`) and how its games are saved (:meth:`_env_state`,
+    :meth:`_restore_env`).
 
     Args:
         rules: the ruleset.
         n_envs, n_steps: batch shape of one rollout.
-        seed: seeds the action sampling (the rollout seeds its games from it too).
-        inputs: the policy's inputs (:class:`PolicyInputs`).
+        seed: seeds the games (all of them) and the action sampling.
         distinct_keeps: the policy sees each distinct keep once
             (:func:`~dice_poker_env.engine.combinatorics.distinct_keep_mask`).
         reward_scale: training rewards are the game's times this.
         gamma, gae_lambda: discount and GAE lambda.
+        features: policy inputs with the upper-bonus features (:class:`PolicyInputs`).
+        device: where the batches go.
     """
 
     _obs: np.ndarray
@@ -67,26 +69,29 @@ class BaseRollout:
     _rewards: np.ndarray
     _dones: np.ndarray
 
+    #: the players whose observation a policy input holds (:class:`PolicyInputs`)
+    players = 1
+
     def __init__(
         self,
         rules: Rules,
         n_envs: int,
         n_steps: int,
         seed: int,
-        inputs: PolicyInputs,
         *,
-        distinct_keeps: bool,
-        reward_scale: float,
-        gamma: float,
-        gae_lambda: float,
-        device: str | torch.device,
+        distinct_keeps: bool = True,
+        reward_scale: float = 1.0,
+        gamma: float = 1.0,
+        gae_lambda: float = 0.95,
+        features: bool = True,
+        device: str | torch.device = "cpu",
     ):
         self.rules = rules
         self.n_envs, self.n_steps = int(n_envs), int(n_steps)
         self.distinct_keeps = distinct_keeps
         self.reward_scale, self.gamma, self.gae_lambda = float(reward_scale), float(gamma), float(gae_lambda)
         self.device = torch.device(device)
-        self.inputs = inputs
+        self.inputs = PolicyInputs(rules, features=features, players=self.players)
         self.generator = torch.Generator().manual_seed(int(seed))
         T, N, A = self.n_steps, self.n_envs, int(compile_rules(rules).n_actions)
         self._inputs = np.zeros((T, N, self.inputs.size), dtype=np.float32)
@@ -98,6 +103,7 @@ class BaseRollout:
         self.scores: list[np.ndarray] = []
         self.steps = 0  #: env steps taken (all games)
         self.illegal = 0  #: illegal actions taken (ends of games by an illegal action)
+        self._start(int(seed))
 
     @property
     def current_inputs(self) -> np.ndarray:
@@ -128,6 +134,9 @@ class BaseRollout:
         """Store what step ``t`` decides from."""
         self._inputs[t] = self._obs
         self._masks[t] = self._mask
+
+    def _start(self, seed: int) -> None:
+        raise NotImplementedError
 
     def _advance(self, t: int, actions: np.ndarray) -> None:
         raise NotImplementedError
@@ -172,47 +181,11 @@ class BaseRollout:
 
 class Rollout(BaseRollout):
     """Steps ``n_envs`` games of the single-player vector env with a policy, ``n_steps`` steps per
-    :meth:`collect`.
+    :meth:`collect` (arguments: :class:`BaseRollout`'s; the env's rewards, times ``reward_scale``)."""
 
-    Args:
-        rules: the ruleset.
-        n_envs, n_steps: batch shape of one rollout.
-        seed: seeds the env (all games) and the action sampling.
-        distinct_keeps: the policy sees each distinct keep once
-            (:func:`~dice_poker_env.engine.combinatorics.distinct_keep_mask`).
-        reward_scale: training rewards are the env's times this.
-        gamma, gae_lambda: discount and GAE lambda.
-        features: policy inputs with the upper-bonus features (:class:`PolicyInputs`).
-    """
-
-    def __init__(
-        self,
-        rules: Rules,
-        n_envs: int,
-        n_steps: int,
-        seed: int,
-        *,
-        distinct_keeps: bool = True,
-        reward_scale: float = 1.0,
-        gamma: float = 1.0,
-        gae_lambda: float = 0.95,
-        features: bool = True,
-        device: str | torch.device = "cpu",
-    ):
-        super().__init__(
-            rules,
-            n_envs,
-            n_steps,
-            seed,
-            PolicyInputs(rules, features=features),
-            distinct_keeps=distinct_keeps,
-            reward_scale=reward_scale,
-            gamma=gamma,
-            gae_lambda=gae_lambda,
-            device=device,
-        )
-        self.env = DicePokerVectorEnv(self.n_envs, rules, obs_mode="flat", autoreset_mode=AutoresetMode.SAME_STEP)
-        obs, info = self.env.reset(seed=int(seed))
+    def _start(self, seed: int) -> None:
+        self.env = DicePokerVectorEnv(self.n_envs, self.rules, obs_mode="flat", autoreset_mode=AutoresetMode.SAME_STEP)
+        obs, info = self.env.reset(seed=seed)
         self._obs, self._mask = self.inputs(obs), self._policy_mask(info["action_mask"])
         self._rewards = np.zeros((self.n_steps, self.n_envs), dtype=np.float32)
         self._dones = np.zeros((self.n_steps, self.n_envs), dtype=np.float32)

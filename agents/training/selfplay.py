@@ -31,7 +31,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from agents.policy.inputs import PolicyInputs
 from agents.training.actor_critic import ActorCritic, Compiled
 from agents.training.rollout import BaseRollout
 from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, distinct_keep_mask, roll_index_of_sorted
@@ -41,7 +40,6 @@ from dice_poker_env.engine.state import BatchState
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.multi.observations import encode_batch
 from dice_poker_env.multi.rewards import final_rewards
-from dice_poker_env.rules import Rules
 
 #: the players at a self-play table
 PLAYERS = 2
@@ -63,35 +61,12 @@ class SelfPlayRollout(BaseRollout):
         features: policy inputs with the upper-bonus features (:class:`PolicyInputs`).
     """
 
-    def __init__(
-        self,
-        rules: Rules,
-        n_envs: int,
-        n_steps: int,
-        seed: int,
-        *,
-        distinct_keeps: bool = True,
-        reward_scale: float = 1.0,
-        gamma: float = 1.0,
-        gae_lambda: float = 0.95,
-        features: bool = True,
-        device: str | torch.device = "cpu",
-    ):
-        super().__init__(
-            rules,
-            n_envs,
-            n_steps,
-            seed,
-            PolicyInputs(rules, features=features, players=PLAYERS),
-            distinct_keeps=distinct_keeps,
-            reward_scale=reward_scale,
-            gamma=gamma,
-            gae_lambda=gae_lambda,
-            device=device,
-        )
-        self.tables = compile_rules(rules)
+    players = PLAYERS
+
+    def _start(self, seed: int) -> None:
+        self.tables = compile_rules(self.rules)
         self.masks_of = action_masks(self.tables)
-        self.rng = np.random.default_rng(int(seed))
+        self.rng = np.random.default_rng(seed)
         self.games = new_batch(self.tables, self._first_rolls(PLAYERS * self.n_envs))
         self.current = np.zeros(self.n_envs, dtype=np.int64)  #: the seat to move at each table
         self._obs, self._mask = self._observe(self.current)
