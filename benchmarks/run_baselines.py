@@ -353,6 +353,25 @@ def plan(names: list[str]) -> list[tuple[str, Suite, str, int]]:
     return out
 
 
+def estimate_seconds(runs: list[tuple[str, Suite, str, int]], rows: list[dict]) -> float:
+    """What ``runs`` will take one after another, from the recorded rows: a suite's median wall time, else the
+    budget at the median pace (steps per second) of every recorded run; 0 without any recorded run."""
+    import statistics
+
+    paces = [r["steps"] / r["wall_seconds"] for r in rows if r.get("steps") and r.get("wall_seconds")]
+    if not paces:
+        return 0.0
+    pace = statistics.median(paces)
+    walls: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("wall_seconds"):
+            walls.setdefault(r["suite"], []).append(float(r["wall_seconds"]))
+    total = 0.0
+    for name, suite, _, _ in runs:
+        total += statistics.median(walls[name]) if name in walls else suite.budget / pace
+    return total
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("suites", nargs="*", help=f"suites to run, in order: {', '.join(SUITES)}")
@@ -383,7 +402,11 @@ def main(argv: list[str] | None = None) -> int:
     missing = sorted({s.config for _, s, _, _ in runs if not (ROOT / "configs" / "benchmark" / s.config).exists()})
     if missing:
         parser.error(f"no config {', '.join(missing)} in configs/benchmark/")
-    log(f"{len(runs)} runs to do, {args.jobs} at once")
+    cost = estimate_seconds(runs, read_rows()) / min(args.jobs, max(len(runs), 1))
+    log(
+        f"{len(runs)} runs to do, {args.jobs} at once"
+        + (f": about {cost / 3600:.1f} h at the recorded runs' pace" if cost else "")
+    )
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(lambda run: run_one(*run), runs))
     failed = results.count(False)

@@ -131,3 +131,13 @@ def test_benchmark_configs_load_and_the_raw_ones_use_no_rules_knowledge(path):
     if budget is not None:  # the budget bounds the steps trained (whole rollouts)
         assert config.total_timesteps <= budget
         assert config.total_timesteps % (config.n_envs * config.n_steps) == 0
+
+
+def test_run_baselines_says_what_the_runs_will_cost():
+    driver = load("run_baselines")
+    rows = [{"suite": "raw_ppo_1m", "steps": 1_000_000, "wall_seconds": w} for w in (100.0, 200.0, 300.0)]
+    todo = [("raw_ppo_1m", driver.SUITES["raw_ppo_1m"], "yahtzee", 1000)] * 2  # the suite's median wall time
+    assert driver.estimate_seconds(todo, rows) == pytest.approx(400.0)
+    later = [("raw_ppo_10m", driver.SUITES["raw_ppo_10m"], "yahtzee", 1000)]  # none recorded: the median pace
+    assert driver.estimate_seconds(later, rows) == pytest.approx(10_000_000 / 5_000.0)
+    assert driver.estimate_seconds(later, []) == 0.0
