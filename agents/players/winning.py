@@ -218,15 +218,8 @@ class WinningPolicy:
             return legal, points, pos
         space = self.space
         moves = space.chunk_moves(*space.decode(self.reach.keys[my_pos]))
-        pair = moves.pair_of_state
         for box in moves.open_boxes:
-            if self.tables.is_upper[box]:
-                up = moves.upper_moves(box)
-                ok, reward, key = up.legal, up.reward, up.next_key
-            else:
-                low = moves.lower_moves(box)
-                ok, reward = low.legal[:, pair], low.reward[:, pair]
-                key = np.where(low.becomes_full[:, pair], low.key_full[None, :], low.key_same[None, :])
+            ok, reward, key = moves.state_moves(box)
             rows = slice(int(self.base[box]), int(self.base[box + 1]))
             nxt = self.reach.index(np.where(ok, np.asarray(key, dtype=np.int64), self.reach.keys[0]))
             if np.any(ok & (nxt < 0)):  # pragma: no cover - the reach table holds every reachable state

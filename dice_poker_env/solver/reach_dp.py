@@ -131,16 +131,9 @@ def block_moves(space: StateSpace, keys: np.ndarray, index: StateIndex, fill: in
     filled, upper, full = space.decode(keys)
     block_space = space.for_block(filled)
     moves = block_space.chunk_moves(filled, upper, full)
-    pair = moves.pair_of_state
     boxes: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for box in moves.open_boxes:
-        if space.tables.is_upper[box]:
-            up = moves.upper_moves(box)
-            legal, reward, key = up.legal, up.reward, up.next_key
-        else:
-            low = moves.lower_moves(box)
-            legal, reward = low.legal[:, pair], low.reward[:, pair]
-            key = np.where(low.becomes_full[:, pair], low.key_full[None, :], low.key_same[None, :])
+        legal, reward, key = moves.state_moves(box)
         pos = index(np.asarray(key, dtype=np.int64))
         if np.any(legal & (pos < 0)):
             raise RuntimeError("reach solver: a legal move leads to a state outside the reachable set")

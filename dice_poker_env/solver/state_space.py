@@ -363,6 +363,18 @@ class ChunkMoves:
         )
         return np.broadcast_to(np.asarray(points + bonus - rep_points - rep_bonus, dtype=np.float64), shape)
 
+    def state_moves(self, box: int) -> tuple[np.ndarray, np.ndarray | float, np.ndarray]:
+        """``(legal, reward, next_key)`` of writing box ``box`` per (roll class, state) of the chunk, whatever the
+        box's section (upper: :meth:`upper_moves`; others: :meth:`lower_moves` taken per state); ``reward``
+        broadcasts to ``legal``'s shape."""
+        if self.space.tables.is_upper[box]:
+            up = self.upper_moves(box)
+            return up.legal, up.reward, up.next_key
+        low = self.lower_moves(box)
+        pair = self.pair_of_state
+        key = np.where(low.becomes_full[:, pair], low.key_full[None, :], low.key_same[None, :])
+        return low.legal[:, pair], low.reward[:, pair], key
+
     def lower_moves(self, box: int) -> LowerMoves:
         """The moves of a box outside the upper section, per roll class and pair."""
         space = self.space
