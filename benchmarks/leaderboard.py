@@ -346,7 +346,7 @@ def points_md(rows: list[dict], refs: list[dict]) -> list[str]:
     the agents without training."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
-        if all(r.get(key) is not None for key in POINTS_FIELDS):
+        if all(r.get(key) is not None for key in POINTS_FIELDS if key != "upper_bonus_rate"):  # yacht: no bonus
             groups[(r["ruleset"], r["budget"], r["suite"])].append(r)
     if not groups:
         return []
@@ -368,7 +368,10 @@ def points_md(rows: list[dict], refs: list[dict]) -> list[str]:
     ]
     by_ruleset: dict[str, list[str]] = defaultdict(list)
     for (ruleset, _budget, suite), runs in sorted(groups.items()):
-        means = {key: float(np.mean([r[key] for r in runs])) for key in POINTS_FIELDS}
+        means = {
+            key: None if any(r.get(key) is None for r in runs) else float(np.mean([r[key] for r in runs]))
+            for key in POINTS_FIELDS
+        }
         by_ruleset[ruleset].append(
             f"| {ruleset} | {suite} | {len(runs)} | {means['regret_keep_mean']:.2f} | "
             f"{means['regret_box_mean']:.2f} | {rate(means['upper_bonus_rate'])} | "

@@ -39,7 +39,7 @@ def fake_rows() -> list[dict]:
                         "luck_free_percent": base + k + (ruleset == "yacht"),
                         "mean": 200.0,
                         "median": 199.0,
-                        "upper_bonus_rate": 0.5,
+                        "upper_bonus_rate": None if ruleset == "yacht" else 0.5,  # yacht has no upper bonus
                         "wall_seconds": 100.0,
                     }
                 )
@@ -86,6 +86,7 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     assert "Pape 2025" in text and "244.87" in text
     assert "## Where the points go" in text  # the seeds' means; the A2C rows lack the fields and are left out
     assert "| yahtzee | raw_ppo_1m | 4 | 11.50 | 4.00 | 50.0% | 26.5% |" in text
+    assert "| yacht | raw_ppo_1m | 4 | 11.50 | 4.00 | - | 26.5% |" in text
     assert "| yahtzee | raw_a2c_1m |" not in text.split("## Where the points go")[1].split("##")[0]
     agg = {(a["suite"], a["ruleset"]): a for a in json.loads((results / "aggregate.json").read_text())}
     yahtzee = agg[("raw_ppo_1m", "yahtzee")]
