@@ -194,7 +194,10 @@ def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, An
         raw = [
             row
             for row in aggregate
-            if row.get("track") == "raw" and row.get("ruleset") == rules and row["runs"] >= protocol_seeds(row)
+            if row.get("track") == "raw"
+            and row.get("ruleset") == rules
+            and row["runs"] >= protocol_seeds(row)
+            and not str(row.get("suite", "")).startswith("probe_")  # recipe development, not a baseline
         ]
         best = max(raw, key=lambda row: row["iqm"], default=None)
         baseline = (
