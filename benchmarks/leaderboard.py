@@ -230,6 +230,8 @@ def improvements(rows: list[dict], reps: int) -> list[dict]:
             if not shared:
                 continue
             mx, my = suite_matrix(groups[x], shared), suite_matrix(groups[y], shared)
+            if min(len(mx), len(my)) < 2:  # one run a side: no spread to compare (a suite just started)
+                continue
             np.random.seed(0)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
