@@ -86,6 +86,8 @@ class Suite:
     final: str = "final_model.npz"
     #: extra ``key=value`` overrides per ruleset
     overrides: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: a Minari dataset the runs read, and the ``dice-poker dataset`` arguments that write it when it is missing
+    dataset: tuple[str, tuple[str, ...]] | None = None
 
 
 #: keep_points_bonus: par needs an upper bonus paid at a face-sum total (not yacht's, none; not school_poker's)
@@ -118,7 +120,13 @@ SUITES: dict[str, Suite] = {
     "ablation_4_keep_points_bonus_10m": Suite(
         "ablation_4_keep_points_bonus_10m.yaml", 10_000_000, ("yahtzee",), SEEDS[:5]
     ),
-    "bc_yahtzee": Suite("solver_bc_yahtzee.yaml", 0, ("yahtzee",), SEEDS[:5]),
+    "bc_yahtzee": Suite(
+        "solver_bc_yahtzee.yaml",
+        0,
+        ("yahtzee",),
+        SEEDS[:5],
+        dataset=("dice_poker/yahtzee/optimal-v0", ("yahtzee", "--agent", "optimal", "--episodes", "100000")),
+    ),
     # probes toward the raw track's Yahtzee target (97% at 100M): the raw PPO recipe with one change, at 10M
     # on the development seeds 0 and 1 (recipe development never uses the baselines' seeds 1000-1009)
     **{
@@ -340,6 +348,26 @@ def backfill() -> int:
     return 1 if failed else 0
 
 
+def ensure_dataset(name: str, suite: Suite) -> bool:
+    """Write the suite's dataset first when it is not in Minari's local datasets; ``False`` when it cannot be."""
+    if suite.dataset is None:
+        return True
+    dataset_id, arguments = suite.dataset
+    try:
+        import minari
+    except ImportError:
+        log(f"{name}: needs the dataset {dataset_id} and minari to read it (pip install -e '.[datasets]')")
+        return False
+    if dataset_id in minari.list_local_datasets():
+        return True
+    command = [sys.executable, "-m", "dice_poker_env", "dataset", *arguments]
+    log(f"{name}: the dataset {dataset_id} is missing; writing it first: {' '.join(['python', *command[1:]])}")
+    if subprocess.run([*NICE, *command], cwd=ROOT, env=child_env()).returncode != 0:
+        log(f"{name}: writing the dataset {dataset_id} failed")
+        return False
+    return True
+
+
 def plan(names: list[str]) -> list[tuple[str, Suite, str, int]]:
     """The runs of the suites in order (seed-major within a suite: every ruleset gets seeds early)."""
     done = done_keys()
@@ -407,9 +435,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(runs)} runs to do, {args.jobs} at once"
         + (f": about {cost / 3600:.1f} h at the recorded runs' pace" if cost else "")
     )
+    ready = {name: ensure_dataset(name, suite) for name, suite in {n: s for n, s, _, _ in runs}.items()}
+    skipped = [run for run in runs if not ready[run[0]]]
+    runs = [run for run in runs if ready[run[0]]]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(lambda run: run_one(*run), runs))
-    failed = results.count(False)
+    failed = results.count(False) + len(skipped)
     log(f"finished: {len(results) - failed} runs recorded, {failed} failed")
     return 1 if failed else 0
 

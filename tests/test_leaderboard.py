@@ -142,3 +142,21 @@ def test_run_baselines_says_what_the_runs_will_cost():
     later = [("raw_ppo_10m", driver.SUITES["raw_ppo_10m"], "yahtzee", 1000)]  # none recorded: the median pace
     assert driver.estimate_seconds(later, rows) == pytest.approx(10_000_000 / 5_000.0)
     assert driver.estimate_seconds(later, []) == 0.0
+
+
+def test_run_baselines_writes_a_missing_dataset_first(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("minari")
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "datasets"))
+    driver = load("run_baselines")
+    dataset_id = "dice_poker/yacht/greedy-test-v0"
+    suite = driver.Suite(
+        "x.yaml", 0, dataset=(dataset_id, ("yacht", "--agent", "greedy", "--episodes", "3", "--id", dataset_id))
+    )
+    assert driver.ensure_dataset("bc_test", suite)
+    assert "is missing; writing it first" in capsys.readouterr().out
+    import minari
+
+    assert dataset_id in minari.list_local_datasets()
+    assert driver.ensure_dataset("bc_test", suite)  # there now: nothing written again
+    assert "writing it first" not in capsys.readouterr().out
+    assert driver.ensure_dataset("plain", driver.SUITES["raw_ppo_1m"])  # a suite without a dataset
