@@ -292,12 +292,18 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
     groups = defaultdict(list)
     for row in rows:
         groups[row["suite"]].append(row)
+    curves = sorted((RESULTS / "curves").glob("*/*/s*.csv")) if (RESULTS / "curves").exists() else []
+    # one colour per suite in every plot and panel
+    suites = sorted(set(groups) | {path.parts[-3] for path in curves})
+    palette = plt.get_cmap("tab20")  # 20 colours; an integer picks one
+    color = {suite: palette(k % 20) for k, suite in enumerate(suites)}
     if groups:
         taus = np.linspace(0, 100, 201)
         fig, ax = plt.subplots(figsize=(7, 4))
         for suite, runs in sorted(groups.items()):
             values = np.array([x["luck_free_percent"] for x in runs])
-            ax.plot(taus, (values[None, :] > taus[:, None]).mean(axis=1), label=f"{suite} ({len(values)} runs)")
+            fraction = (values[None, :] > taus[:, None]).mean(axis=1)
+            ax.plot(taus, fraction, color=color[suite], label=f"{suite} ({len(values)} runs)")
         low = min(x["luck_free_percent"] for x in rows)
         ax.set_xlim(max(0.0, low - 5), 100)
         ax.set_xlabel("luck-free percent of optimal (tau)")
@@ -305,7 +311,6 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
         ax.set_title("Performance profiles (all rulesets pooled)")
         ax.legend(fontsize=7)
         written.append(save(fig, RESULTS / "performance_profiles.png", dpi=120))
-    curves = sorted((RESULTS / "curves").glob("*/*/s*.csv")) if (RESULTS / "curves").exists() else []
     if curves:
         by = defaultdict(list)
         for path in curves:
@@ -324,7 +329,7 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
                     continue
                 n = min(len(s) for s, _ in series)
                 mean = np.mean([v[:n] for _, v in series], axis=0)
-                ax.plot(series[0][0][:n], mean, label=f"{suite} ({len(series)})")
+                ax.plot(series[0][0][:n], mean, color=color[suite], label=f"{suite} ({len(series)})")
             ax.set_title(ruleset)
             ax.set_xscale("log")
             ax.set_xlabel("env steps")
