@@ -160,3 +160,35 @@ def test_run_baselines_writes_a_missing_dataset_first(tmp_path, monkeypatch, cap
     assert driver.ensure_dataset("bc_test", suite)  # there now: nothing written again
     assert "writing it first" not in capsys.readouterr().out
     assert driver.ensure_dataset("plain", driver.SUITES["raw_ppo_1m"])  # a suite without a dataset
+
+
+def test_backfill_fills_later_fields_only_where_the_replay_matches(tmp_path, monkeypatch):
+    import subprocess
+    from types import SimpleNamespace
+
+    driver = load("run_baselines")
+    monkeypatch.setattr(driver, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(driver, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(driver, "OUT", tmp_path)
+    for seed, recorded in ((1000, 80.0), (1001, 81.0), (1002, 82.0)):
+        driver.add_row({"suite": "raw_ppo_1m", "ruleset": "yacht", "seed": seed, "luck_free_percent": recorded})
+        if seed != 1002:  # s1002's policy file is gone
+            run = tmp_path / "runs" / "raw_ppo_1m" / "yacht" / f"s{seed}"
+            run.mkdir(parents=True)
+            (run / "final_model.npz").write_bytes(b"")
+
+    def replay(command, **kwargs):  # s1000 replays to its recorded percent, s1001 does not
+        replayed = 80.0 if "s1000" in command[-2] else 81.5
+        metrics = {
+            "luck_free_percent": replayed,
+            "five_of_a_kind_rate": 0.2,
+            "regret_keep_mean": 9.0,
+            "regret_box_mean": 3.0,
+        }
+        return SimpleNamespace(returncode=0, stdout=json.dumps(metrics), stderr="")
+
+    monkeypatch.setattr(subprocess, "run", replay)
+    assert driver.backfill() == 1  # two rows could not be filled in
+    rows = {r["seed"]: r for r in driver.read_rows()}
+    assert rows[1000]["regret_keep_mean"] == 9.0 and rows[1000]["luck_free_percent"] == 80.0
+    assert "regret_keep_mean" not in rows[1001] and "regret_keep_mean" not in rows[1002]
