@@ -40,8 +40,9 @@ import stat
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -58,6 +59,9 @@ _DTYPES = {"<i8", "<f8"}
 #: temporary files of interrupted writes older than this are removed by the next write
 STALE_SECONDS = 3600.0
 _DIGEST_LINE = 64 + 1  # hex SHA-256 and a newline
+
+
+T = TypeVar("T")
 
 
 class CacheWarning(UserWarning):
@@ -192,9 +196,11 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Non
         raise
 
 
-def load(path: Path, then: str = "solving again") -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
-    """Read a cache file; ``None`` if absent. An unusable file warns (``then``: what happens next) and
-    returns ``None``.
+def load(
+    path: Path, then: str = "solving again", stacklevel: int = 3
+) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+    """Read a cache file; ``None`` if absent. An unusable file warns (``then``: what happens next;
+    ``stacklevel`` as :func:`warnings.warn`'s, counted from this function's caller's caller) and returns ``None``.
 
     Never blocks: a FIFO or device at ``path`` is opened without waiting and
     rejected as not a regular file.
@@ -204,20 +210,34 @@ def load(path: Path, then: str = "solving again") -> tuple[dict[str, np.ndarray]
     except FileNotFoundError:
         return None
     except OSError as error:
-        warnings.warn(f"solver cache {path}: unreadable ({error}); {then}", CacheWarning, stacklevel=3)
+        warnings.warn(f"solver cache {path}: unreadable ({error}); {then}", CacheWarning, stacklevel=stacklevel)
         return None
     try:
         key = cache_key()
     except OSError as error:
-        warnings.warn(f"solver cache {path} cannot be verified ({error}); {then}", CacheWarning, stacklevel=3)
+        warnings.warn(f"solver cache {path} cannot be verified ({error}); {then}", CacheWarning, stacklevel=stacklevel)
         return None
     try:
         return _parse(data, key)
     except _OtherVersion as error:  # not damaged: written by another version of the library
-        warnings.warn(f"solver cache {path} is {error}; {then}", CacheWarning, stacklevel=3)
+        warnings.warn(f"solver cache {path} is {error}; {then}", CacheWarning, stacklevel=stacklevel)
         return None
     except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is not used
-        warnings.warn(f"solver cache {path} is damaged ({error}); {then}", CacheWarning, stacklevel=3)
+        warnings.warn(f"solver cache {path} is damaged ({error}); {then}", CacheWarning, stacklevel=stacklevel)
+        return None
+
+
+def load_as(path: Path, build: Callable[..., T], what: str, then: str = "solving again") -> T | None:
+    """The cache file at ``path`` made into an object by ``build(arrays, meta)``; ``None`` where there is none
+    or it cannot be used: a file that fails a check (:func:`load`), or that ``build`` refuses (written for
+    other rules), warns (``what`` names the cache, ``then`` says what happens next) on the caller's caller."""
+    loaded = load(path, then=then, stacklevel=4)
+    if loaded is None:
+        return None
+    try:
+        return build(*loaded)
+    except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is not used
+        warnings.warn(f"{what} {path} does not fit these rules ({error}); {then}", CacheWarning, stacklevel=3)
         return None
 
 

@@ -613,20 +613,10 @@ def solve_duel(
     rules = load_rules(rules, **options)
     start = time.perf_counter()
     path = disk.cache_path(rules.name, rules.fingerprint, kind="duel")
-    if cache:
-        loaded = disk.load(path)
-        if loaded is not None:
-            try:
-                duel = _from_cache(rules, *loaded)
-            except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is solved again
-                warnings.warn(
-                    f"two-player cache {path} does not fit these rules ({error}); solving again",
-                    disk.CacheWarning,
-                    stacklevel=2,
-                )
-            else:
-                duel.seconds = time.perf_counter() - start
-                return duel
+    duel = disk.load_as(path, lambda *cached: _from_cache(rules, *cached), "two-player cache") if cache else None
+    if duel is not None:
+        duel.seconds = time.perf_counter() - start
+        return duel
     if progress is not False:
         print(f"solving the two-player game of {rules.name} (every pair of states and difference)", file=sys.stderr)
     try:

@@ -334,20 +334,10 @@ def solve_reach(
     tables = compile_rules(rules)
     start = time.perf_counter()
     path = disk.cache_path(rules.name, rules.fingerprint, kind="reach")
-    if cache:
-        loaded = disk.load(path)
-        if loaded is not None:
-            try:
-                reach = _from_cache(rules, *loaded, seconds=time.perf_counter() - start)
-            except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is rebuilt
-                warnings.warn(
-                    f"reach cache {path} does not fit these rules ({error}); solving again",
-                    disk.CacheWarning,
-                    stacklevel=2,
-                )
-            else:
-                if reach.distribution is not None or not distribution:
-                    return reach
+    build = lambda *cached: _from_cache(rules, *cached, seconds=time.perf_counter() - start)  # noqa: E731
+    cached = disk.load_as(path, build, "reach cache") if cache else None
+    if cached is not None and (cached.distribution is not None or not distribution):
+        return cached
     solution = solve(rules, cache=cache, workers=workers, force=force, progress=progress) if distribution else None
     if progress is not False:
         print(f"solving the reach table of {rules.name} (every state and target)", file=sys.stderr, flush=True)

@@ -973,16 +973,10 @@ def solve(
     start = time.perf_counter()
     path = disk.cache_path(rules.name, rules.fingerprint)
     if cache:
-        loaded = disk.load(path)
-        if loaded is not None:
-            try:
-                return _from_cache(rules, *loaded, seconds=time.perf_counter() - start)
-            except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is rebuilt
-                warnings.warn(
-                    f"solver cache {path} does not fit these rules ({error}); solving again",
-                    disk.CacheWarning,
-                    stacklevel=2,
-                )
+        build = lambda *cached: _from_cache(rules, *cached, seconds=time.perf_counter() - start)  # noqa: E731
+        solution = disk.load_as(path, build, "solver cache")
+        if solution is not None:
+            return solution
     estimate = budget.estimate(tables, workers)
     available = budget.available_memory()
     if not force and available is not None and estimate.memory_bytes > available:
@@ -1030,14 +1024,8 @@ def cached(rules: str | os.PathLike[str] | Rules = "yahtzee", **options: Any) ->
     rules = load_rules(rules, **options)
     start = time.perf_counter()
     path = disk.cache_path(rules.name, rules.fingerprint)
-    loaded = disk.load(path, then="not used")
-    if loaded is None:
-        return None
-    try:
-        return _from_cache(rules, *loaded, seconds=time.perf_counter() - start)
-    except Exception as error:  # noqa: BLE001 - whatever is wrong with the file, it is not used
-        warnings.warn(f"solver cache {path} does not fit these rules ({error})", disk.CacheWarning, stacklevel=2)
-        return None
+    build = lambda *cached: _from_cache(rules, *cached, seconds=time.perf_counter() - start)  # noqa: E731
+    return disk.load_as(path, build, "solver cache", then="not used")
 
 
 #: the arrays of a cached solution and their dtypes
