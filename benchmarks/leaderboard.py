@@ -16,6 +16,7 @@ from the run folders under ``runs-benchmark/`` when they are there). Writes:
   track and budget;
 * ``performance_profiles.png`` (luck-free percent, pooled over rulesets) and ``sample_efficiency.png``
   (periodic evaluations' percent of optimal against steps, mean over seeds), when matplotlib is there;
+* ``running/<suite>/<ruleset>/s<seed>.csv``: the periodic evaluations so far of the runs still training;
 * ``docs/leaderboard.md``, with the two-player track: every head-to-head match saved in
   ``results/winning/match_*.json`` (``benchmarks/run_matches.py``, ``dice-poker match``).
 """
@@ -125,15 +126,26 @@ def load_rows() -> list[dict]:
 
 
 def collect_curves() -> int:
-    """Copy each recorded run's ``evaluations.csv`` from ``runs-benchmark/`` into ``results/benchmark/curves/``."""
+    """Copy each recorded run's ``evaluations.csv`` from ``runs-benchmark/`` into ``results/benchmark/curves/``,
+    and the curve so far of each run still training into ``results/benchmark/running/`` (a snapshot that the
+    next regeneration replaces; not in the plots)."""
     copied = 0
+    recorded = set()
     for row in load_rows():
+        recorded.add((row["suite"], row["ruleset"], f"s{row['seed']}"))
         source = ROOT / "runs-benchmark" / row["suite"] / row["ruleset"] / f"s{row['seed']}" / "evaluations.csv"
         target = RESULTS / "curves" / row["suite"] / row["ruleset"] / f"s{row['seed']}.csv"
         if source.exists() and (not target.exists() or source.stat().st_mtime > target.stat().st_mtime):
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
             copied += 1
+    shutil.rmtree(RESULTS / "running", ignore_errors=True)
+    for source in sorted((ROOT / "runs-benchmark").glob("*/*/s*/evaluations.csv")):
+        suite, ruleset, seed = source.parts[-4:-1]
+        if (suite, ruleset, seed) not in recorded:
+            target = RESULTS / "running" / suite / ruleset / f"{seed}.csv"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
     return copied
 
 

@@ -74,8 +74,12 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     (winning / "reach_yacht.json").write_text("{}")  # other results there are not matches
     (winning / "match_yacht_reach.json").write_text('{"rules": "yacht"}')
     (winning / "match_yacht_x_vs_y.json").write_text('{"rules": "yacht", "win_rate": 0.5}')
+    running = tmp_path / "runs-benchmark" / "raw_ppo_10m" / "yahtzee" / "s1000"  # still training: no row yet
+    running.mkdir(parents=True)
+    (running / "evaluations.csv").write_text("timesteps,percent_of_optimal\n1000000,80.0\n")
     out = tmp_path / "leaderboard.md"
     assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
+    assert (results / "running" / "raw_ppo_10m" / "yahtzee" / "s1000.csv").read_text().endswith("80.0\n")
     text = out.read_text()
     assert "## Two-player track: head to head" in text and text.count("| yacht | optimal | greedy |") == 1
     assert (
