@@ -231,13 +231,10 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
-    """Train (or resume) and evaluate one run; record its row. ``False`` when something failed."""
-    run_dir = RUNS / name / ruleset / f"s{seed}"
-    logfile = RUNS / name / ruleset / f"s{seed}.log"
-    logfile.parent.mkdir(parents=True, exist_ok=True)
+def train_command(suite: Suite, ruleset: str, seed: int, run_dir: Path) -> list[str]:
+    """The command that trains one run of ``suite`` from scratch into ``run_dir`` (at niceness 10)."""
     config = ROOT / "configs" / "benchmark" / suite.config
-    fresh = [
+    return [
         *NICE,
         sys.executable,
         "train.py",
@@ -249,6 +246,14 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
         f"seed={seed}",
         *dict(suite.overrides).get(ruleset, ()),
     ]
+
+
+def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
+    """Train (or resume) and evaluate one run; record its row. ``False`` when something failed."""
+    run_dir = RUNS / name / ruleset / f"s{seed}"
+    logfile = RUNS / name / ruleset / f"s{seed}.log"
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    fresh = train_command(suite, ruleset, seed, run_dir)
     final = run_dir / suite.final
     wall_file = RUNS / name / ruleset / f"s{seed}.wall.json"
     wall = json.loads(wall_file.read_text())["seconds"] if wall_file.exists() else 0.0
@@ -317,16 +322,28 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
 LATER_FIELDS = ("five_of_a_kind_rate", "regret_keep_mean", "regret_box_mean")
 
 
-def backfill() -> int:
+def backfill(retrain: bool = False) -> int:
     """Fill in :data:`LATER_FIELDS` of earlier rows by evaluating their final policies again. The evaluation
     is deterministic, so the replayed luck-free percent must equal the recorded one; a row where it does
-    not is reported and left as it was. Returns the number of rows that could not be filled in."""
+    not is reported and left as it was. A row whose policy file is gone is trained again from scratch with
+    ``retrain`` (training is deterministic on one CPU: the same check then audits the whole run), else left.
+    Returns 1 when some row could not be filled in, else 0."""
     todo = [r for r in read_rows() if any(r.get(key) is None for key in LATER_FIELDS)]
     log(f"backfill: {len(todo)} rows to fill in")
     failed = 0
     for row in todo:
         name = f"{row['suite']} {row['ruleset']} s{row['seed']}"
-        final = RUNS / row["suite"] / row["ruleset"] / f"s{row['seed']}" / SUITES[row["suite"]].final
+        suite = SUITES[row["suite"]]
+        run_dir = RUNS / row["suite"] / row["ruleset"] / f"s{row['seed']}"
+        final = run_dir / suite.final
+        if not final.exists() and retrain:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            log(f"{name}: its policy file is gone; training it again")
+            logfile = run_dir.parent / f"s{row['seed']}.log"
+            logfile.parent.mkdir(parents=True, exist_ok=True)
+            with logfile.open("a") as out:
+                command = train_command(suite, row["ruleset"], int(row["seed"]), run_dir)
+                subprocess.run(command, cwd=ROOT, env=child_env(), stdout=out, stderr=subprocess.STDOUT)
         if not final.exists():
             log(f"{name}: no {final.relative_to(OUT)} here; left as it was")
             failed += 1
@@ -409,12 +426,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--backfill", action="store_true", help="fill in fields added later by evaluating recorded runs again"
     )
+    parser.add_argument(
+        "--retrain", action="store_true", help="with --backfill: train again the runs whose policy file is gone"
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.suites if name not in SUITES]
     if unknown:
         parser.error(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(SUITES)}")
+    if args.retrain and not args.backfill:
+        parser.error("--retrain goes with --backfill")
     if args.backfill:
-        return backfill()
+        return backfill(retrain=args.retrain)
     if args.list or not args.suites:
         done = done_keys()
         for name, suite in SUITES.items():

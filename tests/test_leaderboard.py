@@ -181,8 +181,13 @@ def test_backfill_fills_later_fields_only_where_the_replay_matches(tmp_path, mon
             run.mkdir(parents=True)
             (run / "final_model.npz").write_bytes(b"")
 
-    def replay(command, **kwargs):  # s1000 replays to its recorded percent, s1001 does not
-        replayed = 80.0 if "s1000" in command[-2] else 81.5
+    def replay(command, **kwargs):  # s1000 and s1002 replay to their recorded percents, s1001 does not
+        if "train.py" in command:  # --retrain: the run is trained again into its folder
+            run_dir = Path(command[command.index("--run-dir") + 1])
+            run_dir.mkdir(parents=True)
+            (run_dir / "final_model.npz").write_bytes(b"")
+            return SimpleNamespace(returncode=0)
+        replayed = {"s1000": 80.0, "s1002": 82.0}.get(Path(command[-2]).parent.name, 81.5)
         metrics = {
             "luck_free_percent": replayed,
             "five_of_a_kind_rate": 0.2,
@@ -196,3 +201,6 @@ def test_backfill_fills_later_fields_only_where_the_replay_matches(tmp_path, mon
     rows = {r["seed"]: r for r in driver.read_rows()}
     assert rows[1000]["regret_keep_mean"] == 9.0 and rows[1000]["luck_free_percent"] == 80.0
     assert "regret_keep_mean" not in rows[1001] and "regret_keep_mean" not in rows[1002]
+    assert driver.backfill(retrain=True) == 1  # s1002 trained again and replays its percent; s1001 still not
+    rows = {r["seed"]: r for r in driver.read_rows()}
+    assert rows[1002]["regret_box_mean"] == 3.0 and "regret_keep_mean" not in rows[1001]
