@@ -248,6 +248,11 @@ def train_command(suite: Suite, ruleset: str, seed: int, run_dir: Path) -> list[
     ]
 
 
+def evaluate_command(ruleset: str, final: Path) -> list[str]:
+    """The command that plays the evaluation set with the policy file ``final`` and prints its JSON."""
+    return [sys.executable, "-m", "dice_poker_env", "evaluate", ruleset, "--agent", f"model:{final}", "--json"]
+
+
 def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
     """Train (or resume) and evaluate one run; record its row. ``False`` when something failed."""
     run_dir = RUNS / name / ruleset / f"s{seed}"
@@ -275,16 +280,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
         if code != 0 or not final.exists():
             log(f"{name} {ruleset} s{seed}: train.py failed (exit {code}); see {logfile}")
             return False
-    evaluate = [
-        sys.executable,
-        "-m",
-        "dice_poker_env",
-        "evaluate",
-        ruleset,
-        "--agent",
-        f"model:{final}",
-        "--json",
-    ]
+    evaluate = evaluate_command(ruleset, final)
     result = subprocess.run([*NICE, *evaluate], cwd=ROOT, env=child_env(), capture_output=True, text=True)
     if result.returncode != 0:
         log(f"{name} {ruleset} s{seed}: evaluation failed: {result.stderr.strip()[-300:]}")
@@ -348,10 +344,8 @@ def backfill(retrain: bool = False) -> int:
             log(f"{name}: no {final.relative_to(OUT)} here; left as it was")
             failed += 1
             continue
-        command = [*NICE, sys.executable, "-m", "dice_poker_env", "evaluate", row["ruleset"], "--agent"]
-        result = subprocess.run(
-            [*command, f"model:{final}", "--json"], cwd=ROOT, env=child_env(), capture_output=True, text=True
-        )
+        command = [*NICE, *evaluate_command(row["ruleset"], final)]
+        result = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True)
         metrics = json.loads(result.stdout) if result.returncode == 0 else {}
         if metrics.get("luck_free_percent") != row["luck_free_percent"]:
             log(
