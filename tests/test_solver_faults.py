@@ -704,11 +704,11 @@ def test_cli_output_into_a_closed_pipe_ends_quietly(tmp_path):
 
 def test_solver_pool_workers_end_on_terminate_even_under_a_raising_sigterm_handler():
     """A caller that turns SIGTERM into KeyboardInterrupt (``dice-poker dataset``) must not hang the solver's
-    ``pool.terminate()``: its forked workers put SIGTERM back to the default (end at once)."""
+    pool shutdown: its forked workers put SIGTERM back to the default (end at once)."""
     import multiprocessing
     import signal
 
-    from dice_poker_env.solver.backward import worker_pool
+    from dice_poker_env.solver.backward import end_pool, worker_pool
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
@@ -720,9 +720,52 @@ def test_solver_pool_workers_end_on_terminate_even_under_a_raising_sigterm_handl
             handlers = pool.map(signal.getsignal, [signal.SIGTERM] * 4)
         finally:
             started = time.perf_counter()
-            pool.terminate()
-            pool.join()
+            end_pool(pool)
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert all(h == signal.SIG_DFL for h in handlers)
     assert time.perf_counter() - started < 30
+
+
+def test_solver_pool_ended_before_its_workers_start_never_waits_on_a_lost_sigterm():
+    """Ending a pool at once, before its workers have run their initializer: a SIGTERM that reaches a
+    worker while it still has the parent's raising handler must not be dropped (it was, about once in a
+    hundred pools (this tries 40), and ``Pool.terminate()`` then waited forever). Workers fork with SIGTERM blocked, so
+    it waits for the default action; each pool ends well inside ``end_pool``'s two-second grace."""
+    import multiprocessing
+    import signal
+
+    from dice_poker_env.solver.backward import end_pool, worker_pool
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    slowest = 0.0
+    try:
+        for _ in range(40):
+            pool = worker_pool(multiprocessing.get_context("fork"), 2)
+            started = time.perf_counter()
+            end_pool(pool, grace=60.0)
+            slowest = max(slowest, time.perf_counter() - started)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert slowest < 30, f"a pool took {slowest:.1f} s to end: a worker's SIGTERM was lost"
+
+
+def test_end_pool_kills_a_worker_that_outlives_sigterm():
+    """Whatever keeps a worker alive through SIGTERM, ``end_pool`` returns: after its grace, SIGKILL."""
+    import multiprocessing
+    import signal
+
+    from dice_poker_env.solver.backward import end_pool, worker_pool
+
+    pool = worker_pool(multiprocessing.get_context("fork"), 1)
+    pool.apply(signal.signal, (signal.SIGTERM, signal.SIG_IGN))  # the one worker now ignores SIGTERM
+    pool.apply_async(time.sleep, (600,))  # and is busy: it will not take the stop sentinel either
+    (worker,) = pool._pool
+    time.sleep(0.2)
+    started = time.perf_counter()
+    end_pool(pool, grace=0.5)
+    assert 0.5 <= time.perf_counter() - started < 30
+    assert worker.exitcode == -signal.SIGKILL

@@ -16,6 +16,7 @@ import mmap
 import multiprocessing
 import os
 import signal
+import threading
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from multiprocessing.pool import Pool
@@ -115,18 +116,46 @@ def _solve_range(
 
 
 def _default_sigterm() -> None:
-    """Pool worker start: SIGTERM back to its default action (end the process).
+    """Pool worker start: SIGTERM back to its default action (end the process), then unblocked.
 
     A forked worker inherits the parent's Python handlers. Where the caller turns SIGTERM into an exception
     (``dice-poker dataset`` does, to clean up like Ctrl-C), ``Pool.terminate()`` would raise it inside a worker
     blocked on the task queue's lock instead of ending it, and the solve could hang in ``terminate``.
+    :func:`worker_pool` forks with SIGTERM blocked, so one sent before this point waits and ends the worker here.
     """
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def worker_pool(context: BaseContext, workers: int) -> Pool:
-    """The solver's pool of ``workers`` processes from ``context``; each ends at once on ``terminate()``."""
-    return context.Pool(workers, initializer=_default_sigterm)
+    """The solver's pool of ``workers`` processes from ``context``; end it with :func:`end_pool`."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:  # workers (and the pool's thread that starts new ones) begin with SIGTERM blocked
+        return context.Pool(workers, initializer=_default_sigterm)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def end_pool(pool: Pool, grace: float = 2.0) -> None:
+    """Terminate ``pool`` and wait for its workers; one still alive after ``grace`` seconds is killed.
+
+    ``Pool.terminate()`` sends each worker SIGTERM and then waits for it without a limit. A worker that
+    receives it before its initializer has run still has the parent's Python handler, and where that
+    handler has been replaced by the default before Python runs it, the signal is dropped: the worker
+    lives on, blocked on the task queue's lock, and ``terminate()`` never returns. So ``terminate()``
+    runs in a helper thread, and a worker it is still waiting for after ``grace`` seconds gets SIGKILL,
+    which cannot be caught or lost. (By then ``terminate()`` holds the queue's lock and has stopped the
+    thread that would start new workers, so killing one can neither leave the lock taken nor be undone.)
+    """
+    ender = threading.Thread(target=pool.terminate, name="end-solver-pool", daemon=True)
+    ender.start()
+    ender.join(grace)
+    if ender.is_alive():
+        for process in getattr(pool, "_pool", ()):
+            if process.exitcode is None:
+                process.kill()
+        ender.join()
+    pool.join()
 
 
 def _shared_zeros(n: int, dtype: npt.DTypeLike = np.float64) -> np.ndarray:
@@ -175,7 +204,7 @@ def _solve_dp(tables: RuleTables, *, chunk: int, progress: Any, workers: int) ->
                         progress.update(piece[1] - piece[0])
     finally:
         if pool is not None:
-            pool.terminate()
+            end_pool(pool)
         _SHARED.clear()
     value, variance = np.array(value), np.array(variance)  # private copies (the shared maps are released)
     return DPResult(keys=keys, layer_start=layer_start, value=value, value2=variance + value * value, space=space)

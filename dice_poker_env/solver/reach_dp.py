@@ -57,7 +57,7 @@ from dice_poker_env.engine.combinatorics import (
 from dice_poker_env.engine.game import ROLLS_PER_TURN
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.solver.allocator import roomy_malloc
-from dice_poker_env.solver.backward import default_workers, worker_pool
+from dice_poker_env.solver.backward import default_workers, end_pool, worker_pool
 from dice_poker_env.solver.budget import format_bytes
 from dice_poker_env.solver.keep_tables import KEEP_POS, N_PROPER_KEEPS
 from dice_poker_env.solver.reachability import reachable_layers
@@ -437,6 +437,6 @@ def _solve(
                         progress.update(done)
     finally:
         if pool is not None:
-            pool.terminate()
+            end_pool(pool)
         _SHARED.clear()
     return ReachDPResult(keys, layer_start, lo, offset, prob[:-1], np.zeros(0) if policy is None else policy[:-1])
