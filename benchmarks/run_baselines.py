@@ -253,14 +253,20 @@ def evaluate_command(ruleset: str, final: Path) -> list[str]:
     return [sys.executable, "-m", "dice_poker_env", "evaluate", ruleset, "--agent", f"model:{final}", "--json"]
 
 
+def run_path(suite: str, ruleset: str, seed: int) -> Path:
+    """A run's folder, ``runs-benchmark/<suite>/<ruleset>/s<seed>/``; its log and wall time lie beside it
+    (``s<seed>.log``, ``s<seed>.wall.json``). benchmarks/leaderboard.py reads the same layout."""
+    return RUNS / suite / ruleset / f"s{seed}"
+
+
 def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
     """Train (or resume) and evaluate one run; record its row. ``False`` when something failed."""
-    run_dir = RUNS / name / ruleset / f"s{seed}"
-    logfile = RUNS / name / ruleset / f"s{seed}.log"
+    run_dir = run_path(name, ruleset, seed)
+    logfile = run_dir.parent / f"{run_dir.name}.log"
     logfile.parent.mkdir(parents=True, exist_ok=True)
     fresh = train_command(suite, ruleset, seed, run_dir)
     final = run_dir / suite.final
-    wall_file = RUNS / name / ruleset / f"s{seed}.wall.json"
+    wall_file = run_dir.parent / f"{run_dir.name}.wall.json"
     wall = json.loads(wall_file.read_text())["seconds"] if wall_file.exists() else 0.0
     if not final.exists():
         has_checkpoint = any((run_dir / "checkpoints").glob("model_*_steps.*"))
@@ -330,12 +336,12 @@ def backfill(retrain: bool = False) -> int:
     for row in todo:
         name = f"{row['suite']} {row['ruleset']} s{row['seed']}"
         suite = SUITES[row["suite"]]
-        run_dir = RUNS / row["suite"] / row["ruleset"] / f"s{row['seed']}"
+        run_dir = run_path(row["suite"], row["ruleset"], row["seed"])
         final = run_dir / suite.final
         if not final.exists() and retrain:
             shutil.rmtree(run_dir, ignore_errors=True)
             log(f"{name}: its policy file is gone; training it again")
-            logfile = run_dir.parent / f"s{row['seed']}.log"
+            logfile = run_dir.parent / f"{run_dir.name}.log"
             logfile.parent.mkdir(parents=True, exist_ok=True)
             with logfile.open("a") as out:
                 command = train_command(suite, row["ruleset"], int(row["seed"]), run_dir)
