@@ -6,8 +6,15 @@ resumable: a run with a row in ``results/benchmark/runs.json`` is skipped; a run
 is only evaluated; a run with checkpoints continues with ``train.py --resume``; anything else starts
 afresh. The final metric always comes from ``dice-poker evaluate`` on the fixed evaluation set.
 
+Run folders are not committed. ``--park`` copies each unfinished run's latest checkpoint (with its
+config, learning curve, best policy and wall time) to ``results/benchmark/parked/``, which is committed: a run
+missing from ``runs-benchmark/`` but parked there is resumed from it, and its parked copy goes once its
+row is recorded. Resuming is deterministic, so a run trained over several sessions records what one
+uninterrupted run would.
+
     nohup python benchmarks/run_baselines.py raw_ppo_1m raw_a2c_1m raw_ppo_10m --jobs 2 &
     python benchmarks/run_baselines.py --list             # the suites and how many runs each has done
+    python benchmarks/run_baselines.py --park             # before stopping: keep unfinished runs' progress
 
 Training runs get one torch thread each (``torch_threads: 1`` and ``OMP_NUM_THREADS=1``) and run
 at niceness 10 (``nice``; not added twice when the driver itself runs under ``nice``). Training seeds are 1000 + k (k = 0..9): never used while the recipes were developed
@@ -35,6 +42,10 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(os.environ.get("BENCH_ROOT", ROOT)).resolve()
 RUNS = OUT / "runs-benchmark"
 RESULTS = OUT / "results" / "benchmark"
+#: unfinished runs' latest state, committed (``--park``) so that a fresh checkout resumes them
+PARKED = RESULTS / "parked"
+#: what a parked run keeps besides its latest checkpoint
+PARK_FILES = ("config.yaml", "evaluations.csv", "best_model.npz", "best_model.zip")
 ALL_RULESETS = ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
 #: training seeds of the benchmark runs (never used in recipe development)
 SEEDS = tuple(range(1000, 1010))
@@ -259,6 +270,64 @@ def run_path(suite: str, ruleset: str, seed: int) -> Path:
     return RUNS / suite / ruleset / f"s{seed}"
 
 
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The run's checkpoint with the most steps (``checkpoints/model_<steps>_steps.{pt,zip}``), if any."""
+    found = [(int(p.name.split("_")[1]), p) for p in (run_dir / "checkpoints").glob("model_*_steps.*")]
+    return max(found)[1] if found else None
+
+
+def wall_so_far(wall_file: Path, until: float | None) -> float:
+    """Seconds of training wall time behind the run's latest checkpoint.
+
+    ``wall_file`` holds the closed segments' total and, while a segment runs, when it began
+    (``open_since``, epoch seconds). A segment whose driver was killed counts up to ``until`` (the latest
+    checkpoint's time; what came after it is trained again), not at all when ``until`` is ``None``."""
+    if not wall_file.exists():
+        return 0.0
+    saved = json.loads(wall_file.read_text())
+    since = saved.get("open_since")
+    return float(saved["seconds"]) + (max(0.0, until - since) if since is not None and until is not None else 0.0)
+
+
+def unpark(name: str, ruleset: str, seed: int) -> bool:
+    """Put a parked run's state back into its run folder (when the folder is not there). ``True`` if it did."""
+    run_dir, parked = run_path(name, ruleset, seed), PARKED / name / ruleset / f"s{seed}"
+    if run_dir.exists() or not parked.is_dir():
+        return False
+    shutil.copytree(parked, run_dir, ignore=shutil.ignore_patterns("wall.json"))
+    shutil.copyfile(parked / "wall.json", run_dir.parent / f"{run_dir.name}.wall.json")
+    return True
+
+
+def park() -> int:
+    """Copy each unfinished run's resumable state to ``results/benchmark/parked/<suite>/<ruleset>/s<seed>/``
+    (its latest checkpoint, :data:`PARK_FILES` and the wall time behind the checkpoint), replacing an earlier
+    copy; remove the copies of runs that have a row. Safe while runs train (checkpoints are written whole).
+    Returns the number of runs parked."""
+    done = done_keys()
+    for folder in sorted(PARKED.glob("*/*/s*")):
+        if (folder.parts[-3], folder.parts[-2], int(folder.name[1:])) in done:
+            shutil.rmtree(folder)
+    parked = 0
+    for run_dir in sorted(RUNS.glob("*/*/s*/")):
+        name, ruleset, seed = run_dir.parts[-3], run_dir.parts[-2], int(run_dir.name[1:])
+        checkpoint = latest_checkpoint(run_dir)
+        if (name, ruleset, seed) in done or name not in SUITES or checkpoint is None:
+            continue
+        wall = wall_so_far(run_dir.parent / f"{run_dir.name}.wall.json", checkpoint.stat().st_mtime)
+        target = PARKED / name / ruleset / run_dir.name
+        shutil.rmtree(target, ignore_errors=True)
+        (target / "checkpoints").mkdir(parents=True)
+        shutil.copy2(checkpoint, target / "checkpoints" / checkpoint.name)
+        for file in PARK_FILES:
+            if (run_dir / file).exists():
+                shutil.copy2(run_dir / file, target / file)
+        (target / "wall.json").write_text(json.dumps({"seconds": round(wall, 1)}))
+        log(f"parked {name} {ruleset} s{seed} at {checkpoint.name} ({wall / 3600:.2f} h of wall time)")
+        parked += 1
+    return parked
+
+
 def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
     """Train (or resume) and evaluate one run; record its row. ``False`` when something failed."""
     run_dir = run_path(name, ruleset, seed)
@@ -267,18 +336,21 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
     fresh = train_command(suite, ruleset, seed, run_dir)
     final = run_dir / suite.final
     wall_file = run_dir.parent / f"{run_dir.name}.wall.json"
-    wall = json.loads(wall_file.read_text())["seconds"] if wall_file.exists() else 0.0
+    if not final.exists() and unpark(name, ruleset, seed):
+        log(f"{name} {ruleset} s{seed}: taken from {PARKED.relative_to(OUT)}")
+    checkpoint = latest_checkpoint(run_dir)
+    wall = wall_so_far(wall_file, checkpoint.stat().st_mtime if checkpoint else None)
     if not final.exists():
-        has_checkpoint = any((run_dir / "checkpoints").glob("model_*_steps.*"))
-        if has_checkpoint:
+        if checkpoint is not None:
             command = [*fresh[: len(NICE) + 2], "--run-dir", str(run_dir), "--resume"]
-            log(f"{name} {ruleset} s{seed}: resuming")
+            log(f"{name} {ruleset} s{seed}: resuming from {checkpoint.name}")
         else:
             if run_dir.exists():  # started but killed before its first checkpoint
                 shutil.rmtree(run_dir)
-            command = fresh
+            command, wall = fresh, 0.0
             log(f"{name} {ruleset} s{seed}: training")
         start = time.monotonic()
+        wall_file.write_text(json.dumps({"seconds": wall, "open_since": time.time()}))
         with logfile.open("a") as out:
             code = subprocess.run(command, cwd=ROOT, env=child_env(), stdout=out, stderr=subprocess.STDOUT).returncode
         wall += time.monotonic() - start
@@ -316,6 +388,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
     if suite.budget and row["steps"] is not None and row["steps"] > suite.budget:
         log(f"{name} {ruleset} s{seed}: trained {row['steps']} steps, over the budget {suite.budget}")
     add_row(row)
+    shutil.rmtree(PARKED / name / ruleset / f"s{seed}", ignore_errors=True)
     log(f"{name} {ruleset} s{seed}: {row['luck_free_percent']:.2f}% luck-free, mean {row['mean']:.1f}")
     return True
 
@@ -429,6 +502,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--retrain", action="store_true", help="with --backfill: train again the runs whose policy file is gone"
     )
+    parser.add_argument(
+        "--park",
+        action="store_true",
+        help="copy unfinished runs' latest checkpoints to results/benchmark/parked/ (commit it: a fresh checkout "
+        "resumes them)",
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.suites if name not in SUITES]
     if unknown:
@@ -437,6 +516,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--retrain goes with --backfill")
     if args.backfill:
         return backfill(retrain=args.retrain)
+    if args.park:
+        log(f"{park()} runs parked in {PARKED.relative_to(OUT)}")
+        return 0
     if args.list or not args.suites:
         done = done_keys()
         for name, suite in SUITES.items():

@@ -204,3 +204,62 @@ def test_backfill_fills_later_fields_only_where_the_replay_matches(tmp_path, mon
     assert driver.backfill(retrain=True) == 1  # s1002 trained again and replays its percent; s1001 still not
     rows = {r["seed"]: r for r in driver.read_rows()}
     assert rows[1002]["regret_box_mean"] == 3.0 and "regret_keep_mean" not in rows[1001]
+
+
+def test_park_keeps_an_unfinished_run_for_a_fresh_checkout_which_resumes_it(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    from types import SimpleNamespace
+
+    driver = load("run_baselines")
+    for name, path in (("OUT", tmp_path), ("RUNS", tmp_path / "runs"), ("RESULTS", tmp_path / "results")):
+        monkeypatch.setattr(driver, name, path)
+    monkeypatch.setattr(driver, "PARKED", tmp_path / "results" / "parked")
+    run = tmp_path / "runs" / "raw_ppo_10m" / "yacht" / "s1000"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "tb").mkdir()
+    for steps in (1000, 2000):
+        (run / "checkpoints" / f"model_{steps}_steps.pt").write_bytes(b"%d" % steps)
+    (run / "config.yaml").write_text("algo: ppo\n")
+    (run / "evaluations.csv").write_text("timesteps,mean\n")
+    latest = (run / "checkpoints" / "model_2000_steps.pt").stat().st_mtime
+    # the driver was killed 50 s after the segment began: it counts up to the latest checkpoint
+    (run.parent / "s1000.wall.json").write_text(json.dumps({"seconds": 100.0, "open_since": latest - 50.0}))
+    stale = tmp_path / "results" / "parked" / "raw_ppo_10m" / "yacht" / "s1001"
+    stale.mkdir(parents=True)  # parked earlier, recorded since: its copy goes
+    driver.add_row({"suite": "raw_ppo_10m", "ruleset": "yacht", "seed": 1001, "luck_free_percent": 90.0})
+
+    assert driver.park() == 1
+    parked = tmp_path / "results" / "parked" / "raw_ppo_10m" / "yacht" / "s1000"
+    assert sorted(p.relative_to(parked).as_posix() for p in parked.rglob("*") if p.is_file()) == [
+        "checkpoints/model_2000_steps.pt",
+        "config.yaml",
+        "evaluations.csv",
+        "wall.json",
+    ]
+    assert json.loads((parked / "wall.json").read_text())["seconds"] == pytest.approx(150.0)
+    assert not stale.exists()
+
+    import shutil
+
+    shutil.rmtree(tmp_path / "runs")  # a fresh checkout: only what was committed
+    commands = []
+
+    def fake(command, **kwargs):
+        commands.append(command)
+        if "train.py" in command:
+            run_dir = Path(command[command.index("--run-dir") + 1])
+            assert (run_dir / "checkpoints" / "model_2000_steps.pt").read_bytes() == b"2000"
+            (run_dir / "final_model.npz").write_bytes(b"")
+            (run_dir / "results.json").write_text(json.dumps({"timesteps": 9_999_360, "algorithm": "ppo"}))
+            return SimpleNamespace(returncode=0)
+        metrics = {"track": "raw", "luck_free_percent": 91.0, "mean": 230.0}
+        return SimpleNamespace(returncode=0, stdout=json.dumps(metrics), stderr="")
+
+    monkeypatch.setattr(subprocess, "run", fake)
+    assert driver.run_one("raw_ppo_10m", driver.SUITES["raw_ppo_10m"], "yacht", 1000)
+    assert "--resume" in commands[0]
+    (row,) = [r for r in driver.read_rows() if r["seed"] == 1000]
+    assert row["luck_free_percent"] == 91.0 and row["wall_seconds"] >= 150.0
+    assert not parked.exists()  # recorded: its parked copy is gone
+    assert os.listdir(tmp_path / "results" / "parked" / "raw_ppo_10m" / "yacht") == []
