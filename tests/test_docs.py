@@ -288,7 +288,7 @@ def test_the_readme_is_a_front_page():
     assert len(readme.splitlines()) <= 230
     # the two set-up commands, exactly
     assert 'pip install torch==2.13.0 && pip install -e ".[train]" && python train.py' in readme
-    test_command = "python -m pytest -q"
+    test_command = "python -m pytest -q -n logical --maxprocesses 4"
     assert f'pip install torch==2.13.0 && pip install -e ".[test]" && {test_command}\n' in readme
     assert test_command.replace("python", "python3", 1) in (ROOT / ".ci" / "run").read_text()  # CI runs it
     assert readme.count("results-table:start") == 1
