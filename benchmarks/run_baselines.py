@@ -9,8 +9,9 @@ afresh. The final metric always comes from ``dice-poker evaluate`` on the fixed 
 Run folders are not committed. ``--park`` copies each unfinished run's latest checkpoint (with its
 config, learning curve, best policy and wall time) to ``results/benchmark/parked/``, which is committed: a run
 missing from ``runs-benchmark/`` but parked there is resumed from it, and its parked copy goes once its
-row is recorded. Resuming is deterministic, so a run trained over several sessions records what one
-uninterrupted run would.
+row is recorded. Resuming is deterministic on one CPU model, so a run trained over several sessions
+on one kind of machine records what one uninterrupted run would; float arithmetic differs between CPU
+models, so a run continued on another kind names every machine in its ``hardware`` field.
 
     nohup python benchmarks/run_baselines.py raw_ppo_1m raw_a2c_1m raw_ppo_10m --jobs 2 &
     python benchmarks/run_baselines.py --list             # the suites and how many runs each has done
@@ -276,6 +277,12 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return max(found)[1] if found else None
 
 
+def machines_so_far(wall_file: Path) -> list[str]:
+    """The :func:`hardware` of each machine that trained the run so far, in order (a parked run may continue
+    on another machine: float arithmetic differs between CPU models, so the row names every one)."""
+    return list(json.loads(wall_file.read_text()).get("hardware", [])) if wall_file.exists() else []
+
+
 def wall_so_far(wall_file: Path, until: float | None) -> float:
     """Seconds of training wall time behind the run's latest checkpoint.
 
@@ -322,7 +329,8 @@ def park() -> int:
         for file in PARK_FILES:
             if (run_dir / file).exists():
                 shutil.copy2(run_dir / file, target / file)
-        (target / "wall.json").write_text(json.dumps({"seconds": round(wall, 1)}))
+        machines = machines_so_far(run_dir.parent / f"{run_dir.name}.wall.json")
+        (target / "wall.json").write_text(json.dumps({"seconds": round(wall, 1), "hardware": machines}))
         log(f"parked {name} {ruleset} s{seed} at {checkpoint.name} ({wall / 3600:.2f} h of wall time)")
         parked += 1
     return parked
@@ -340,6 +348,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
         log(f"{name} {ruleset} s{seed}: taken from {PARKED.relative_to(OUT)}")
     checkpoint = latest_checkpoint(run_dir)
     wall = wall_so_far(wall_file, checkpoint.stat().st_mtime if checkpoint else None)
+    machines = machines_so_far(wall_file)
     if not final.exists():
         if checkpoint is not None:
             command = [*fresh[: len(NICE) + 2], "--run-dir", str(run_dir), "--resume"]
@@ -347,14 +356,16 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
         else:
             if run_dir.exists():  # started but killed before its first checkpoint
                 shutil.rmtree(run_dir)
-            command, wall = fresh, 0.0
+            command, wall, machines = fresh, 0.0, []
             log(f"{name} {ruleset} s{seed}: training")
+        if hardware() not in machines[-1:]:
+            machines.append(hardware())
         start = time.monotonic()
-        wall_file.write_text(json.dumps({"seconds": wall, "open_since": time.time()}))
+        wall_file.write_text(json.dumps({"seconds": wall, "open_since": time.time(), "hardware": machines}))
         with logfile.open("a") as out:
             code = subprocess.run(command, cwd=ROOT, env=child_env(), stdout=out, stderr=subprocess.STDOUT).returncode
         wall += time.monotonic() - start
-        wall_file.write_text(json.dumps({"seconds": wall}))
+        wall_file.write_text(json.dumps({"seconds": wall, "hardware": machines}))
         if code != 0 or not final.exists():
             log(f"{name} {ruleset} s{seed}: train.py failed (exit {code}); see {logfile}")
             return False
@@ -377,7 +388,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
         **{key: metrics[key] for key in FIELDS if key in metrics},
         "train_seconds": trained.get("train_seconds"),
         "wall_seconds": round(wall, 1),
-        "hardware": hardware(),
+        "hardware": " + ".join(machines or [hardware()]),  # every machine that trained it, in order
         "git_commit": git_commit(),
         "config": f"configs/benchmark/{suite.config}",
         "command": " ".join(["python", *fresh[len(NICE) + 1 :]]).replace(str(OUT) + "/", "")
@@ -401,7 +412,7 @@ def backfill(retrain: bool = False) -> int:
     """Fill in :data:`LATER_FIELDS` of earlier rows by evaluating their final policies again. The evaluation
     is deterministic, so the replayed luck-free percent must equal the recorded one; a row where it does
     not is reported and left as it was. A row whose policy file is gone is trained again from scratch with
-    ``retrain`` (training is deterministic on one CPU: the same check then audits the whole run), else left.
+    ``retrain`` (training is deterministic on one CPU model: the same check then audits the whole run), else left.
     Returns 1 when some row could not be filled in, else 0."""
     todo = [r for r in read_rows() if any(r.get(key) is None for key in LATER_FIELDS)]
     log(f"backfill: {len(todo)} rows to fill in")
@@ -427,9 +438,15 @@ def backfill(retrain: bool = False) -> int:
         result = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True)
         metrics = json.loads(result.stdout) if result.returncode == 0 else {}
         if metrics.get("luck_free_percent") != row["luck_free_percent"]:
+            elsewhere = row.get("hardware") not in (None, hardware())
             log(
                 f"{name}: the evaluation gives {metrics.get('luck_free_percent')}, not the recorded "
                 f"{row['luck_free_percent']}; left as it was"
+                + (
+                    f" (recorded on {row['hardware']}; float arithmetic differs between CPU models)"
+                    if elsewhere
+                    else ""
+                )
             )
             failed += 1
             continue

@@ -224,7 +224,9 @@ def test_park_keeps_an_unfinished_run_for_a_fresh_checkout_which_resumes_it(tmp_
     (run / "evaluations.csv").write_text("timesteps,mean\n")
     latest = (run / "checkpoints" / "model_2000_steps.pt").stat().st_mtime
     # the driver was killed 50 s after the segment began: it counts up to the latest checkpoint
-    (run.parent / "s1000.wall.json").write_text(json.dumps({"seconds": 100.0, "open_since": latest - 50.0}))
+    (run.parent / "s1000.wall.json").write_text(
+        json.dumps({"seconds": 100.0, "open_since": latest - 50.0, "hardware": ["CPU A, 1 torch thread per run"]})
+    )
     stale = tmp_path / "results" / "parked" / "raw_ppo_10m" / "yacht" / "s1001"
     stale.mkdir(parents=True)  # parked earlier, recorded since: its copy goes
     driver.add_row({"suite": "raw_ppo_10m", "ruleset": "yacht", "seed": 1001, "luck_free_percent": 90.0})
@@ -237,7 +239,8 @@ def test_park_keeps_an_unfinished_run_for_a_fresh_checkout_which_resumes_it(tmp_
         "evaluations.csv",
         "wall.json",
     ]
-    assert json.loads((parked / "wall.json").read_text())["seconds"] == pytest.approx(150.0)
+    wall = json.loads((parked / "wall.json").read_text())
+    assert wall["seconds"] == pytest.approx(150.0) and wall["hardware"] == ["CPU A, 1 torch thread per run"]
     assert not stale.exists()
 
     import shutil
@@ -257,9 +260,12 @@ def test_park_keeps_an_unfinished_run_for_a_fresh_checkout_which_resumes_it(tmp_
         return SimpleNamespace(returncode=0, stdout=json.dumps(metrics), stderr="")
 
     monkeypatch.setattr(subprocess, "run", fake)
+    monkeypatch.setattr(driver, "hardware", lambda: "CPU B, 1 torch thread per run")  # resumed elsewhere
     assert driver.run_one("raw_ppo_10m", driver.SUITES["raw_ppo_10m"], "yacht", 1000)
     assert "--resume" in commands[0]
     (row,) = [r for r in driver.read_rows() if r["seed"] == 1000]
     assert row["luck_free_percent"] == 91.0 and row["wall_seconds"] >= 150.0
+    # float arithmetic differs between CPU models: the row names both machines that trained it
+    assert row["hardware"] == "CPU A, 1 torch thread per run + CPU B, 1 torch thread per run"
     assert not parked.exists()  # recorded: its parked copy is gone
     assert os.listdir(tmp_path / "results" / "parked" / "raw_ppo_10m" / "yacht") == []
