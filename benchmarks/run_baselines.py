@@ -538,10 +538,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.list or not args.suites:
         done = done_keys()
+        width = max(map(len, SUITES))
         for name, suite in SUITES.items():
             total = len(suite.rulesets) * len(suite.seeds)
             finished = sum((name, r, s) in done for r in suite.rulesets for s in suite.seeds)
-            print(f"{name:28s} {finished:3d}/{total:<3d} configs/benchmark/{suite.config}")
+            print(f"{name:{width}s} {finished:3d}/{total:<3d} configs/benchmark/{suite.config}")
         return 0
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
