@@ -37,6 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.training.run import latest_checkpoint  # the checkpoint train.py --resume continues from
+
 #: the code the runs use (train.py, configs, agents): this checkout, or a snapshot of it
 ROOT = Path(__file__).resolve().parents[1]
 #: where run folders and result rows go: $BENCH_ROOT (a checkout running a snapshot's code) or ROOT
@@ -265,16 +267,11 @@ def evaluate_command(ruleset: str, final: Path) -> list[str]:
     return [sys.executable, "-m", "dice_poker_env", "evaluate", ruleset, "--agent", f"model:{final}", "--json"]
 
 
-def run_path(suite: str, ruleset: str, seed: int) -> Path:
-    """A run's folder, ``runs-benchmark/<suite>/<ruleset>/s<seed>/``; its log and wall time lie beside it
-    (``s<seed>.log``, ``s<seed>.wall.json``). benchmarks/leaderboard.py reads the same layout."""
-    return RUNS / suite / ruleset / f"s{seed}"
-
-
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The run's checkpoint with the most steps (``checkpoints/model_<steps>_steps.{pt,zip}``), if any."""
-    found = [(int(p.name.split("_")[1]), p) for p in (run_dir / "checkpoints").glob("model_*_steps.*")]
-    return max(found)[1] if found else None
+def run_path(suite: str, ruleset: str, seed: int, root: Path | None = None) -> Path:
+    """A run's folder, ``<root>/<suite>/<ruleset>/s<seed>/`` (``root``: :data:`RUNS`, or :data:`PARKED` for
+    its parked copy); its log and wall time lie beside it (``s<seed>.log``, ``s<seed>.wall.json``, the
+    ``.with_suffix`` of the folder). benchmarks/leaderboard.py reads the same layout."""
+    return (RUNS if root is None else root) / suite / ruleset / f"s{seed}"
 
 
 def machines_so_far(wall_file: Path) -> list[str]:
@@ -298,11 +295,11 @@ def wall_so_far(wall_file: Path, until: float | None) -> float:
 
 def unpark(name: str, ruleset: str, seed: int) -> bool:
     """Put a parked run's state back into its run folder (when the folder is not there). ``True`` if it did."""
-    run_dir, parked = run_path(name, ruleset, seed), PARKED / name / ruleset / f"s{seed}"
+    run_dir, parked = run_path(name, ruleset, seed), run_path(name, ruleset, seed, PARKED)
     if run_dir.exists() or not parked.is_dir():
         return False
     shutil.copytree(parked, run_dir, ignore=shutil.ignore_patterns("wall.json"))
-    shutil.copyfile(parked / "wall.json", run_dir.parent / f"{run_dir.name}.wall.json")
+    shutil.copyfile(parked / "wall.json", run_dir.with_suffix(".wall.json"))
     return True
 
 
@@ -321,15 +318,16 @@ def park() -> int:
         checkpoint = latest_checkpoint(run_dir)
         if (name, ruleset, seed) in done or name not in SUITES or checkpoint is None:
             continue
-        wall = wall_so_far(run_dir.parent / f"{run_dir.name}.wall.json", checkpoint.stat().st_mtime)
-        target = PARKED / name / ruleset / run_dir.name
+        wall_file = run_dir.with_suffix(".wall.json")
+        wall = wall_so_far(wall_file, checkpoint.stat().st_mtime)
+        target = run_path(name, ruleset, seed, PARKED)
         shutil.rmtree(target, ignore_errors=True)
         (target / "checkpoints").mkdir(parents=True)
         shutil.copy2(checkpoint, target / "checkpoints" / checkpoint.name)
         for file in PARK_FILES:
             if (run_dir / file).exists():
                 shutil.copy2(run_dir / file, target / file)
-        machines = machines_so_far(run_dir.parent / f"{run_dir.name}.wall.json")
+        machines = machines_so_far(wall_file)
         (target / "wall.json").write_text(json.dumps({"seconds": round(wall, 1), "hardware": machines}))
         log(f"parked {name} {ruleset} s{seed} at {checkpoint.name} ({wall / 3600:.2f} h of wall time)")
         parked += 1
@@ -339,11 +337,11 @@ def park() -> int:
 def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
     """Train (or resume) and evaluate one run; record its row. ``False`` when something failed."""
     run_dir = run_path(name, ruleset, seed)
-    logfile = run_dir.parent / f"{run_dir.name}.log"
+    logfile = run_dir.with_suffix(".log")
     logfile.parent.mkdir(parents=True, exist_ok=True)
     fresh = train_command(suite, ruleset, seed, run_dir)
     final = run_dir / suite.final
-    wall_file = run_dir.parent / f"{run_dir.name}.wall.json"
+    wall_file = run_dir.with_suffix(".wall.json")
     if not final.exists() and unpark(name, ruleset, seed):
         log(f"{name} {ruleset} s{seed}: taken from {PARKED.relative_to(OUT)}")
     checkpoint = latest_checkpoint(run_dir)
@@ -399,7 +397,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
     if suite.budget and row["steps"] is not None and row["steps"] > suite.budget:
         log(f"{name} {ruleset} s{seed}: trained {row['steps']} steps, over the budget {suite.budget}")
     add_row(row)
-    shutil.rmtree(PARKED / name / ruleset / f"s{seed}", ignore_errors=True)
+    shutil.rmtree(run_path(name, ruleset, seed, PARKED), ignore_errors=True)
     log(f"{name} {ruleset} s{seed}: {row['luck_free_percent']:.2f}% luck-free, mean {row['mean']:.1f}")
     return True
 
@@ -425,7 +423,7 @@ def backfill(retrain: bool = False) -> int:
         if not final.exists() and retrain:
             shutil.rmtree(run_dir, ignore_errors=True)
             log(f"{name}: its policy file is gone; training it again")
-            logfile = run_dir.parent / f"{run_dir.name}.log"
+            logfile = run_dir.with_suffix(".log")
             logfile.parent.mkdir(parents=True, exist_ok=True)
             with logfile.open("a") as out:
                 command = train_command(suite, row["ruleset"], int(row["seed"]), run_dir)
