@@ -510,6 +510,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("suites", nargs="*", help=f"suites to run, in order: {', '.join(SUITES)}")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--rulesets", nargs="+", help="only these rulesets")
+    parser.add_argument(
+        "--seeds", nargs="+", type=int, help="only these training seeds (one seed of many suites: a first row of each)"
+    )
     parser.add_argument("--list", action="store_true", help="list the suites and their finished runs")
     parser.add_argument(
         "--backfill", action="store_true", help="fill in fields added later by evaluating recorded runs again"
@@ -547,6 +550,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = plan(args.suites)
     if args.rulesets:
         runs = [run for run in runs if run[2] in args.rulesets]
+    if args.seeds:
+        runs = [run for run in runs if run[3] in args.seeds]
     missing = sorted({s.config for _, s, _, _ in runs if not (ROOT / "configs" / "benchmark" / s.config).exists()})
     if missing:
         parser.error(f"no config {', '.join(missing)} in configs/benchmark/")

@@ -120,6 +120,19 @@ def test_run_baselines_skips_recorded_runs_and_refuses_unknown_suites(tmp_path, 
         assert (ROOT / "configs" / "benchmark" / suite.config).is_file(), suite.config
 
 
+def test_run_baselines_seeds_and_rulesets_pick_runs_across_suites(tmp_path, monkeypatch):
+    driver = load("run_baselines")
+    monkeypatch.setattr(driver, "RESULTS", tmp_path)
+    started = []
+    monkeypatch.setattr(
+        driver, "run_one", lambda name, suite, ruleset, seed: started.append((name, ruleset, seed)) or True
+    )
+    monkeypatch.setattr(driver, "ensure_dataset", lambda name, suite: True)
+    argv = ["raw_pqn_1m", "rules_ppo_10m", "--seeds", "1001", "--rulesets", "yacht", "--jobs", "1"]
+    assert driver.main(argv) == 0
+    assert started == [("raw_pqn_1m", "yacht", 1001), ("rules_ppo_10m", "yacht", 1001)]  # a first row of each suite
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "configs" / "benchmark").glob("*.yaml")), ids=lambda p: p.stem)
 def test_benchmark_configs_load_and_the_raw_ones_use_no_rules_knowledge(path):
     import yaml
