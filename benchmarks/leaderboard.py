@@ -149,11 +149,14 @@ def collect_curves() -> int:
     return copied
 
 
-def iqm_ci(matrix: np.ndarray, reps: int) -> tuple[float, float, float]:
-    """IQM of a ``(runs, tasks)`` matrix and its 95% stratified-bootstrap interval (rliable)."""
+def iqm_ci(matrix: np.ndarray, reps: int) -> tuple[float, float | None, float | None]:
+    """IQM of a ``(runs, tasks)`` matrix and its 95% stratified-bootstrap interval (rliable); no interval
+    (``None``) from a single run per task, where resampling has nothing to draw from."""
     from rliable import library as rly
     from rliable import metrics
 
+    if len(matrix) < 2:
+        return float(metrics.aggregate_iqm(matrix)), None, None
     np.random.seed(0)  # rliable draws from NumPy's global generator: the same rows give the same interval
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -163,13 +166,14 @@ def iqm_ci(matrix: np.ndarray, reps: int) -> tuple[float, float, float]:
 
 
 def suite_matrix(rows: list[dict], rulesets: list[str]) -> np.ndarray:
-    """``(runs, rulesets)`` luck-free percents: the seeds every one of ``rulesets`` has (stratified bootstrap
-    needs as many runs per task)."""
+    """``(seeds, rulesets)`` luck-free percents over the training seeds every one of ``rulesets`` has: the
+    stratified bootstrap needs as many runs per task, and a ruleset further along contributes the same
+    seeds as the others, never its lowest or highest few."""
     by: dict[str, dict[int, float]] = defaultdict(dict)
     for row in rows:
         by[row["ruleset"]][row["seed"]] = row["luck_free_percent"]
-    n = min(len(by[r]) for r in rulesets)
-    return np.array([[sorted(by[r].values())[i] for r in rulesets] for i in range(n)], dtype=np.float64)
+    seeds = sorted(set.intersection(*(set(by[r]) for r in rulesets)))
+    return np.array([[by[r][s] for r in rulesets] for s in seeds], dtype=np.float64).reshape(len(seeds), -1)
 
 
 def aggregate(rows: list[dict], reps: int) -> list[dict]:
@@ -199,8 +203,8 @@ def aggregate(rows: list[dict], reps: int) -> list[dict]:
                     "median_score_of_seeds": float(np.median(medians)),
                 }
             )
-        if len(rulesets) > 1:
-            matrix = suite_matrix(runs, rulesets)
+        matrix = suite_matrix(runs, rulesets)
+        if len(rulesets) > 1 and len(matrix):
             point, low, high = iqm_ci(matrix, reps)
             out.append(
                 {
@@ -407,6 +411,11 @@ def points_md(rows: list[dict], refs: list[dict]) -> list[str]:
     return lines
 
 
+def ci_md(low: float | None, high: float | None) -> str:
+    """An interval for a table, ``-`` where there is none (one run)."""
+    return "-" if low is None or high is None else f"{low:.2f} - {high:.2f}"
+
+
 def leaderboard_md(
     agg: list[dict], rows: list[dict], refs: list[dict], poi: list[dict], matches: list[dict] | None = None
 ) -> str:
@@ -430,14 +439,15 @@ def leaderboard_md(
         for a in sorted(agg, key=lambda a: (a["track"], a["budget"], a["suite"], a["ruleset"])):
             lines.append(
                 f"| {a['track']} | {a['suite']} | {a['algorithm']} | {fmt_budget(a['budget'])} | {a['ruleset']} | "
-                f"{a['runs']} | {a['iqm']:.2f} | {a['iqm_ci95_low']:.2f} - {a['iqm_ci95_high']:.2f} | "
+                f"{a['runs']} | {a['iqm']:.2f} | {ci_md(a['iqm_ci95_low'], a['iqm_ci95_high'])} | "
                 f"{a['mean']:.2f} | {a['min']:.2f} - {a['max']:.2f} |"
             )
         lines += [
             "",
             "Fewer runs than the protocol asks for (10 seeds at 1M and 10M, 5 at 100M) means the suite is still",
             "running: `python benchmarks/run_baselines.py --list` shows what is left. Across rulesets, only the",
-            "seeds every ruleset has are used (the stratified bootstrap needs as many runs per ruleset).",
+            "seeds every ruleset has are used (the stratified bootstrap needs as many runs per ruleset); one run",
+            "per ruleset has no interval (-).",
         ]
     else:
         lines.append("No run recorded yet.")

@@ -104,6 +104,31 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     assert out.read_text() == first  # seeded bootstrap: the same rows give the same page
 
 
+def test_aggregate_uses_the_seeds_every_ruleset_has_and_gives_one_run_no_interval():
+    leaderboard = load("leaderboard")
+    rows = [
+        {
+            "suite": "s",
+            "track": "raw",
+            "algorithm": "ppo",
+            "budget": 1,
+            "ruleset": ruleset,
+            "seed": seed,
+            "luck_free_percent": value,
+            "median": 200.0,
+        }
+        for ruleset, values in (("yahtzee", {1000: 70.0, 1001: 90.0, 1002: 80.0}), ("yacht", {1001: 60.0, 1002: 50.0}))
+        for seed, value in values.items()
+    ]
+    matrix = leaderboard.suite_matrix(rows, ["yahtzee", "yacht"])
+    assert matrix.tolist() == [[90.0, 60.0], [80.0, 50.0]]  # seeds 1001 and 1002, not yahtzee's lowest two
+    one = [dict(row, suite="t") for row in rows if row["seed"] == 1002]
+    agg = {a["ruleset"]: a for a in leaderboard.aggregate(one, reps=50)}
+    assert agg["yahtzee"]["iqm"] == 80.0 and agg["yahtzee"]["iqm_ci95_low"] is None
+    assert agg["all (yahtzee, yacht)"]["iqm_ci95_high"] is None
+    assert leaderboard.ci_md(None, None) == "-" and leaderboard.ci_md(1.0, 2.5) == "1.00 - 2.50"
+
+
 def test_run_baselines_skips_recorded_runs_and_refuses_unknown_suites(tmp_path, monkeypatch, capsys):
     driver = load("run_baselines")
     monkeypatch.setattr(driver, "RESULTS", tmp_path)
