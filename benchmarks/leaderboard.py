@@ -14,8 +14,9 @@ from the run folders under ``runs-benchmark/`` when they are there). Writes:
   mean, the seeds' min and max and the number of runs;
 * ``probability_of_improvement.json``: rliable's probability of improvement between suites of the same
   track and budget;
-* ``performance_profiles.png`` (luck-free percent, pooled over rulesets) and ``sample_efficiency.png``
-  (periodic evaluations' percent of optimal against steps, mean over seeds), when matplotlib is there;
+* ``performance_profiles.png`` (luck-free percent: the mean over rulesets of each one's fraction of runs
+  above tau) and ``sample_efficiency.png`` (periodic evaluations' percent of optimal against steps, mean
+  over seeds), when matplotlib is there;
 * ``running/<suite>/<ruleset>/s<seed>.csv``: the periodic evaluations so far of the runs still training;
 * ``docs/leaderboard.md``, with the two-player track: every head-to-head match saved in
   ``results/winning/match_*.json`` (``benchmarks/run_matches.py``, ``dice-poker match``).
@@ -288,6 +289,15 @@ def reference(games: int, path: Path) -> list[dict]:
     return rows
 
 
+def performance_profile(runs: list[dict], taus: np.ndarray) -> np.ndarray:
+    """rliable's performance profile: per ruleset the fraction of its runs whose luck-free percent is above
+    each tau, averaged over the rulesets (a ruleset further along in its seeds does not weigh more)."""
+    per_ruleset: dict[str, list[float]] = defaultdict(list)
+    for x in runs:
+        per_ruleset[x["ruleset"]].append(x["luck_free_percent"])
+    return np.mean([(np.array(v)[None, :] > taus[:, None]).mean(axis=1) for v in per_ruleset.values()], axis=0)
+
+
 def plots(rows: list[dict], reps: int) -> list[Path]:
     try:
         import matplotlib
@@ -317,14 +327,13 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
         taus = np.linspace(0, 100, 201)
         fig, ax = plt.subplots(figsize=(7, 4))
         for suite, runs in sorted(groups.items()):
-            values = np.array([x["luck_free_percent"] for x in runs])
-            fraction = (values[None, :] > taus[:, None]).mean(axis=1)
-            ax.plot(taus, fraction, color=color[suite], label=f"{suite} ({len(values)} runs)")
+            label = f"{suite} ({len(runs)} runs, {len({x['ruleset'] for x in runs})} rulesets)"
+            ax.plot(taus, performance_profile(runs, taus), color=color[suite], label=label)
         low = min(x["luck_free_percent"] for x in rows)
         ax.set_xlim(max(0.0, low - 5), 100)
         ax.set_xlabel("luck-free percent of optimal (tau)")
-        ax.set_ylabel("fraction of runs > tau")
-        ax.set_title("Performance profiles (all rulesets pooled)")
+        ax.set_ylabel("fraction of runs > tau (mean over rulesets)")
+        ax.set_title("Performance profiles")
         ax.legend(fontsize=7)
         written.append(save(fig, RESULTS / "performance_profiles.png", dpi=120))
     if curves:

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("rliable")
@@ -127,6 +128,10 @@ def test_aggregate_uses_the_seeds_every_ruleset_has_and_gives_one_run_no_interva
     assert agg["yahtzee"]["iqm"] == 80.0 and agg["yahtzee"]["iqm_ci95_low"] is None
     assert agg["all (yahtzee, yacht)"]["iqm_ci95_high"] is None
     assert leaderboard.ci_md(None, None) == "-" and leaderboard.ci_md(1.0, 2.5) == "1.00 - 2.50"
+    # three yahtzee runs and two yacht runs weigh the same: above 75 (2/3 + 0/2) / 2, not 2/5; above 55
+    # (3/3 + 1/2) / 2, not 4/5
+    profile = leaderboard.performance_profile(rows, np.array([75.0, 55.0]))
+    assert profile.tolist() == pytest.approx([1 / 3, 0.75])
 
 
 def test_run_baselines_skips_recorded_runs_and_refuses_unknown_suites(tmp_path, monkeypatch, capsys):
