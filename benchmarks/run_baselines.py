@@ -544,6 +544,9 @@ def main(argv: list[str] | None = None) -> int:
             total = len(suite.rulesets) * len(suite.seeds)
             finished = sum((name, r, s) in done for r in suite.rulesets for s in suite.seeds)
             print(f"{name:{width}s} {finished:3d}/{total:<3d} configs/benchmark/{suite.config}")
+        left = plan([name for name in SUITES if not name.startswith("probe_")])
+        hours = estimate_seconds(left, read_rows()) / 3600
+        print(f"left (without the probes): {len(left)} runs, about {hours:.0f} h of one core at the recorded pace")
         return 0
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")

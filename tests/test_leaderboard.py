@@ -191,6 +191,25 @@ def test_run_baselines_says_what_the_runs_will_cost():
     assert driver.estimate_seconds(later, []) == 0.0
 
 
+def test_run_baselines_list_says_what_is_left(tmp_path, monkeypatch, capsys):
+    driver = load("run_baselines")
+    monkeypatch.setattr(driver, "RESULTS", tmp_path)
+    for seed in driver.SEEDS:  # raw PPO 1M on every ruleset done at 100 s a run
+        for ruleset in driver.ALL_RULESETS:
+            driver.add_row(
+                {"suite": "raw_ppo_1m", "ruleset": ruleset, "seed": seed, "steps": 10**6, "wall_seconds": 100}
+            )
+    assert driver.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert "raw_ppo_1m" in out and " 50/50 " in out.split("raw_ppo_1m")[1].split("\n")[0]
+    left = [n for n in driver.SUITES if not n.startswith("probe_") and n != "raw_ppo_1m"]
+    runs = sum(len(driver.SUITES[n].rulesets) * len(driver.SUITES[n].seeds) for n in left)
+    hours = sum(
+        driver.SUITES[n].budget / 10_000 * len(driver.SUITES[n].rulesets) * len(driver.SUITES[n].seeds) for n in left
+    )
+    assert f"left (without the probes): {runs} runs, about {hours / 3600:.0f} h of one core" in out
+
+
 def test_run_baselines_writes_a_missing_dataset_first(tmp_path, monkeypatch, capsys):
     pytest.importorskip("minari")
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "datasets"))
