@@ -554,6 +554,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.rulesets:
         runs = [run for run in runs if run[2] in args.rulesets]
     if args.seeds:
+        known = {seed for name in args.suites for seed in SUITES[name].seeds}
+        if not set(args.seeds) <= known:
+            parser.error(f"no suite named trains seed(s) {sorted(set(args.seeds) - known)}; theirs: {sorted(known)}")
         runs = [run for run in runs if run[3] in args.seeds]
     missing = sorted({s.config for _, s, _, _ in runs if not (ROOT / "configs" / "benchmark" / s.config).exists()})
     if missing:

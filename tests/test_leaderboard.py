@@ -150,7 +150,7 @@ def test_run_baselines_skips_recorded_runs_and_refuses_unknown_suites(tmp_path, 
         assert (ROOT / "configs" / "benchmark" / suite.config).is_file(), suite.config
 
 
-def test_run_baselines_seeds_and_rulesets_pick_runs_across_suites(tmp_path, monkeypatch):
+def test_run_baselines_seeds_and_rulesets_pick_runs_across_suites(tmp_path, monkeypatch, capsys):
     driver = load("run_baselines")
     monkeypatch.setattr(driver, "RESULTS", tmp_path)
     started = []
@@ -161,6 +161,9 @@ def test_run_baselines_seeds_and_rulesets_pick_runs_across_suites(tmp_path, monk
     argv = ["raw_pqn_1m", "rules_ppo_10m", "--seeds", "1001", "--rulesets", "yacht", "--jobs", "1"]
     assert driver.main(argv) == 0
     assert started == [("raw_pqn_1m", "yacht", 1001), ("rules_ppo_10m", "yacht", 1001)]  # a first row of each suite
+    with pytest.raises(SystemExit):
+        driver.main(["raw_pqn_1m", "--seeds", "7"])  # not a seed of the suite: said, not an empty queue
+    assert "seed(s) [7]" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs" / "benchmark").glob("*.yaml")), ids=lambda p: p.stem)
