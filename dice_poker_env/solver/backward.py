@@ -144,8 +144,8 @@ def end_pool(pool: Pool, grace: float = 2.0) -> None:
     handler has been replaced by the default before Python runs it, the signal is dropped: the worker
     lives on, blocked on the task queue's lock, and ``terminate()`` never returns. :func:`worker_pool`
     closes that window (workers fork with SIGTERM blocked); as a backstop for any other way a worker
-    outlives SIGTERM, ``terminate()`` runs in a helper thread, and a worker it is still waiting for after ``grace`` seconds gets SIGKILL,
-    which cannot be caught or lost. (By then ``terminate()`` holds the queue's lock and has stopped the
+    outlives SIGTERM, ``terminate()`` runs in a helper thread, and a worker it is still waiting for
+    after ``grace`` seconds gets SIGKILL, which cannot be caught or lost. (By then ``terminate()`` holds the queue's lock and has stopped the
     thread that would start new workers, so killing one can neither leave the lock taken nor be undone.)
     """
     ender = threading.Thread(target=pool.terminate, name="end-solver-pool", daemon=True)
