@@ -18,7 +18,9 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,15 +125,42 @@ class Browser:
 
     def click_on(self, element: str) -> None:
         """A real mouse click in the middle of the element a JavaScript expression gives."""
-        box = self.evaluate(
-            f"(() => {{ const e = {element}; "
-            "e.scrollIntoView(); const r = e.getBoundingClientRect(); "
-            "return [r.left + r.width / 2, r.top + r.height / 2]; })()"
-        )
+        deadline = time.monotonic() + self.timeout
+        while True:  # the middle of the element, once nothing covers it there and the page stopped moving
+            box = self.evaluate(
+                f"(() => {{ const e = {element}; "
+                "e.scrollIntoView(); const r = e.getBoundingClientRect(); "
+                "const x = r.left + r.width / 2, y = r.top + r.height / 2, hit = document.elementFromPoint(x, y); "
+                "return [x, y, !!hit && (hit === e || e.contains(hit))]; })()"
+            )
+            if box[2] and self.evaluate(
+                f"(() => {{ const r = ({element}).getBoundingClientRect(); "
+                f"return r.left + r.width / 2 === {box[0]} && r.top + r.height / 2 === {box[1]}; }})()"
+            ):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"nothing clickable at the middle of {element}")
+            time.sleep(0.05)
         for kind in ("mousePressed", "mouseReleased"):
             self.call(
                 "Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1], "button": "left", "clickCount": 1}
             )
+
+    def until(self, expression: str, check: Callable[[Any], None], timeout: float = 10.0) -> Any:
+        """The expression's value once ``check`` passes on it; an input event's effect may land a frame later.
+
+        After ``timeout`` seconds the check's own AssertionError (naming the difference) goes up.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.evaluate(expression)
+            try:
+                check(value)
+                return value
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.05)
 
     def key(self, key: str, code: int) -> None:
         for kind in ("keyDown", "keyUp"):
@@ -201,6 +230,15 @@ def upper_total(report: dict, game: int, move: int) -> int:
     return sum(m[6] for m in report["replays"][game]["moves"][:move] if m[6] is not None and m[2] - 32 < 6)
 
 
+def shows(browser: Browser, want: dict) -> dict:
+    """What the replay shows once it shows ``want``; an AssertionError naming the first difference otherwise."""
+    return browser.until(SHOWN, lambda shown: check(shown, want))
+
+
+def _equal(value: Any, want: Any) -> None:
+    assert value == want, (value, want)
+
+
 def check(shown: dict, want: dict) -> None:
     for key in ("dice", "held", "held_dice", "faces", "action", "best", "card", "total", "upper"):
         assert shown[key] == want[key], (key, shown[key], want[key])
@@ -245,28 +283,28 @@ def test_the_replay_shows_the_recorded_game(report, tmp_path):
         browser.open(page.as_uri())
         assert browser.evaluate("document.getElementById('percent').textContent").endswith("%")
         moves = report["replays"][0]["moves"]
-        check(browser.evaluate(SHOWN), expected(report, 0, 0))
+        shows(browser, expected(report, 0, 0))
         for move in range(1, len(moves)):  # every move of game 0 with the "move" button
             browser.click("replay-next")
-            check(browser.evaluate(SHOWN), expected(report, 0, move))
+            shows(browser, expected(report, 0, move))
         browser.click("replay-next")  # past the end: stays at the last move
-        check(browser.evaluate(SHOWN), expected(report, 0, len(moves) - 1))
+        shows(browser, expected(report, 0, len(moves) - 1))
         browser.screenshot(artifacts / "replay_game0_last_move.png")
         browser.click("replay-next-game")
-        check(browser.evaluate(SHOWN), expected(report, 1, 0))
+        shows(browser, expected(report, 1, 0))
         for move in (1, 2):  # the keyboard steps too
             browser.key("ArrowRight", 39)
-            check(browser.evaluate(SHOWN), expected(report, 1, move))
+            shows(browser, expected(report, 1, move))
         browser.key("ArrowLeft", 37)
-        check(browser.evaluate(SHOWN), expected(report, 1, 1))
+        shows(browser, expected(report, 1, 1))
         browser.evaluate(
             "(() => { const e = document.getElementById('replay-game'); e.value = '3'; "  # numbered from 1
             "e.dispatchEvent(new Event('change')); })()"
         )
-        check(browser.evaluate(SHOWN), expected(report, 2, 0))
+        shows(browser, expected(report, 2, 0))
         browser.click("replay-last")
         last = len(report["replays"][2]["moves"]) - 1
-        check(browser.evaluate(SHOWN), expected(report, 2, last))
+        shows(browser, expected(report, 2, last))
         position = browser.evaluate("document.getElementById('replay-position').textContent")
         assert f"final score {report['replays'][2]['score']}" in position and position.startswith("game 3 of 3")
         browser.screenshot(artifacts / "replay_game2_last_move.png")
@@ -304,8 +342,12 @@ def open_move(browser: Browser, game: int, move: int) -> None:
         time.sleep(0.05)
 
 
-def visible(browser: Browser, selector: str) -> bool:
-    return browser.evaluate(f"document.querySelector({json.dumps(selector)}).checkVisibility()")
+def visible(browser: Browser, selector: str, want: bool | None = None) -> bool:
+    """Whether the element shows; with ``want``, once it does (or not) after the last input event."""
+    expression = f"document.querySelector({json.dumps(selector)}).checkVisibility()"
+    if want is None:
+        return browser.evaluate(expression)
+    return browser.until(expression, lambda shown: _equal(shown, want))
 
 
 def test_mistake_links_jump_to_their_move_and_next_mistake_walks_the_mistakes(report, tmp_path):
@@ -319,8 +361,7 @@ def test_mistake_links_jump_to_their_move_and_next_mistake_walks_the_mistakes(re
         assert browser.evaluate("document.querySelectorAll('a.replay-link').length") == len(examples)
         for k, example in enumerate(examples):  # each mistake card's link: a real click
             browser.click_on(f"document.querySelectorAll('a.replay-link')[{k}]")
-            shown = browser.evaluate(SHOWN)
-            check(shown, expected(report, example["game"], example["move"]))
+            shown = shows(browser, expected(report, example["game"], example["move"]))
             assert shown["hash"] == f"#replay-game-{example['game'] + 1}-move-{example['move'] + 1}"
             assert float(shown["loss"]) == pytest.approx(example["loss"], abs=1e-9)
             top = browser.evaluate("document.getElementById('replay').getBoundingClientRect().top")
@@ -335,23 +376,25 @@ def test_mistake_links_jump_to_their_move_and_next_mistake_walks_the_mistakes(re
         start = 1 if walk[0] == (0, 0) else 0
         for g, m in walk[start:]:  # from game 0, move 0: every mistake of every game with the button
             browser.click("replay-next-mistake")
-            check(browser.evaluate(SHOWN), expected(report, g, m))
+            shows(browser, expected(report, g, m))
         browser.click("replay-next-mistake")  # none after the last: it stays, and says so
-        check(browser.evaluate(SHOWN), expected(report, *walk[-1]))
-        assert browser.evaluate("document.getElementById('replay-mistake-note').textContent") == "no later mistake"
+        shows(browser, expected(report, *walk[-1]))
+        browser.until(
+            "document.getElementById('replay-mistake-note').textContent", lambda note: _equal(note, "no later mistake")
+        )
         browser.key("p", 80)  # the keyboard: p back, n forward
-        check(browser.evaluate(SHOWN), expected(report, *walk[-2]))
+        shows(browser, expected(report, *walk[-2]))
         browser.click("replay-prev-mistake")
-        check(browser.evaluate(SHOWN), expected(report, *walk[-3]))
+        shows(browser, expected(report, *walk[-3]))
         browser.key("n", 78)
-        check(browser.evaluate(SHOWN), expected(report, *walk[-2]))
+        shows(browser, expected(report, *walk[-2]))
     finally:
         browser.close()
     browser = Browser(tmp_path / "profile2")
     try:  # a link opened from outside the page (a bookmark, a message) opens its move
         g, m = walk[1]
         browser.open(page.as_uri() + f"#replay-game-{g + 1}-move-{m + 1}")
-        check(browser.evaluate(SHOWN), expected(report, g, m))
+        shows(browser, expected(report, g, m))
     finally:
         browser.close()
 
@@ -393,18 +436,17 @@ def test_the_card_shows_the_upper_bonus_and_the_best_actions_open_on_demand(repo
         )
         for move in range(len(made_up["replays"][0]["moves"])):  # game 0: the subtotal at every move
             open_move(browser, 0, move)
-            check(browser.evaluate(SHOWN), expected(made_up, 0, move))
+            shows(browser, expected(made_up, 0, move))
         open_move(browser, game, 5)
-        shown = browser.evaluate(SHOWN)
-        check(shown, expected(made_up, game, 5))
+        shown = shows(browser, expected(made_up, game, 5))
         assert shown["upper"] == "59/63"
         assert shown["bonus"] == "upper 59/63: bonus +35 needs 4 more from twos (up to 10)"
         # the best actions: closed until asked for, then the move made highlighted with its loss
         assert not browser.evaluate("document.getElementById('replay-alternatives').open")
         assert not visible(browser, "#replay-alt-rows")
         browser.click_on("document.querySelector('#replay-alternatives summary')")
+        assert visible(browser, "#replay-alt-rows", want=True)
         assert browser.evaluate("document.getElementById('replay-alternatives').open")
-        assert visible(browser, "#replay-alt-rows")
         assert browser.evaluate(SHOWN)["alternatives"] == [
             [41, "230.50", "best", ""],
             [44, "220.10", "-10.40", ""],
@@ -414,11 +456,11 @@ def test_the_card_shows_the_upper_bonus_and_the_best_actions_open_on_demand(repo
             "score twos (move made)"
         )
         browser.key("ArrowRight", 39)  # the upper section complete at 59: the bonus is missed
-        shown = browser.evaluate(SHOWN)
+        shown = shows(browser, expected(made_up, game, 6))
         assert shown["bonus"] == "upper 59/63: bonus +35 missed: the upper section ended 4 short"
         assert shown["alternatives"] == [[44, "200.00", "best", "chosen"]]  # still open on the next move
         browser.key("a", 65)  # the keyboard closes them
-        assert not visible(browser, "#replay-alt-rows")
+        assert not visible(browser, "#replay-alt-rows", want=False)
         browser.key("a", 65)
         lost = next(m for g, m in mistakes_in(made_up) if g == undetailed)
         open_move(browser, undetailed, lost)

@@ -536,6 +536,10 @@ def test_the_leaderboard_and_its_replays_in_chromium(played, tmp_path):
     artifacts = Path(os.environ.get("DICE_POKER_TEST_ARTIFACTS", tmp_path))
     artifacts.mkdir(parents=True, exist_ok=True)
     browser = Browser(tmp_path / "profile")
+
+    def at(game: int, move: int) -> None:  # the replay shows this move (once the last input event has landed)
+        browser.until(SHOWN, lambda shown: _check(shown, _expected(result, game, move)))
+
     try:
         browser.open((out / "leaderboard.html").as_uri())
         shown_rows = browser.evaluate(
@@ -545,27 +549,26 @@ def test_the_leaderboard_and_its_replays_in_chromium(played, tmp_path):
         assert shown_rows == [[r["agent"], f"{r['rating']:.1f}"] for r in result["standings"]]
         assert browser.evaluate("document.querySelectorAll('il, b').length") == 0  # names and messages stay text
         moves = result["games_played"][0]["moves"]
-        _check(browser.evaluate(SHOWN), _expected(result, 0, 0))
+        at(0, 0)
         for move in range(1, len(moves)):  # every move of game 0, both players', with the "move" button
             browser.click("replay-next")
-            _check(browser.evaluate(SHOWN), _expected(result, 0, move))
+            at(0, move)
         browser.click("replay-next")  # past the end: stays at the last move
-        _check(browser.evaluate(SHOWN), _expected(result, 0, len(moves) - 1))
+        at(0, len(moves) - 1)
         browser.key("ArrowLeft", 37)
-        _check(browser.evaluate(SHOWN), _expected(result, 0, len(moves) - 2))
+        at(0, len(moves) - 2)
         # a game with a forfeit, opened from its match's link
         game = next(g for g in result["games_played"] if g["forfeits"] and g["forfeits"][0]["move"] > 0)
         browser.evaluate(f"document.querySelector('a[data-game=\"{game['id']}\"]').click()")
-        _check(browser.evaluate(SHOWN), _expected(result, game["id"], 0))
+        at(game["id"], 0)
         browser.click("replay-last")
         last = len(game["moves"]) - 1
-        shown = browser.evaluate(SHOWN)
-        _check(shown, _expected(result, game["id"], last))
+        at(game["id"], last)
         browser.screenshot(artifacts / "tournament_replay.png")
         for move in range(last - 1, -1, -1):  # back to the start with the keyboard
             browser.key("ArrowLeft", 37)
             if move in (game["forfeits"][0]["move"], game["forfeits"][0]["move"] - 1, 0):
-                _check(browser.evaluate(SHOWN), _expected(result, game["id"], move))
+                at(game["id"], move)
     finally:
         browser.close()
     shot = artifacts / "tournament_replay.png"
