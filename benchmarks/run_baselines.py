@@ -153,6 +153,19 @@ SUITES: dict[str, Suite] = {
             ("deep3", ("net_arch=[256,256,256]",)),
         )
     },
+    # another algorithm on the same inputs: masked PQN, at 10M as fast as PPO and still rising, at 100M
+    "probe_raw_pqn_100m": Suite(
+        "raw_batched_pqn_10m.yaml",
+        100_000_000,
+        ("yahtzee",),
+        DEV_SEEDS,
+        overrides=(
+            (
+                "yahtzee",
+                ("total_timesteps=99991552", "eval_freq=5000000", "eval_episodes=2000", "checkpoint_freq=2000000"),
+            ),
+        ),
+    ),
 }
 
 _lock = threading.Lock()
