@@ -37,10 +37,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.training.run import latest_checkpoint  # the checkpoint train.py --resume continues from
-
 #: the code the runs use (train.py, configs, agents): this checkout, or a snapshot of it
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's agents, as train.py (run from ROOT) imports them, not an install
+    sys.path.insert(0, str(ROOT))
+
+from agents.training.run import checkpoints, latest_checkpoint  # noqa: E402  (what train.py --resume continues from)
+
 #: where run folders and result rows go: $BENCH_ROOT (a checkout running a snapshot's code) or ROOT
 OUT = Path(os.environ.get("BENCH_ROOT", ROOT)).resolve()
 RUNS = OUT / "runs-benchmark"
@@ -501,7 +504,8 @@ def plan(names: list[str]) -> list[tuple[str, Suite, str, int]]:
 
 def estimate_seconds(runs: list[tuple[str, Suite, str, int]], rows: list[dict]) -> float:
     """What ``runs`` will take one after another, from the recorded rows: a suite's median wall time, else the
-    budget at the median pace (steps per second) of every recorded run; 0 without any recorded run."""
+    budget at the median pace (steps per second) of every recorded run, less what a started or parked run's
+    latest checkpoint already holds; 0 without any recorded run."""
     import statistics
 
     paces = [r["steps"] / r["wall_seconds"] for r in rows if r.get("steps") and r.get("wall_seconds")]
@@ -513,9 +517,22 @@ def estimate_seconds(runs: list[tuple[str, Suite, str, int]], rows: list[dict]) 
         if r.get("wall_seconds"):
             walls.setdefault(r["suite"], []).append(float(r["wall_seconds"]))
     total = 0.0
-    for name, suite, _, _ in runs:
-        total += statistics.median(walls[name]) if name in walls else suite.budget / pace
+    for name, suite, ruleset, seed in runs:
+        whole = statistics.median(walls[name]) if name in walls else suite.budget / pace
+        total += whole * (1.0 - fraction_done(name, suite, ruleset, seed))
     return total
+
+
+def fraction_done(name: str, suite: Suite, ruleset: str, seed: int) -> float:
+    """How much of a started (or parked) run's budget its latest checkpoint holds: what resuming skips."""
+    if not suite.budget:
+        return 0.0
+    steps = [
+        max(checkpoints(folder))[0]
+        for folder in (run_path(name, ruleset, seed), run_path(name, ruleset, seed, PARKED))
+        if checkpoints(folder)
+    ]
+    return min(1.0, max(steps, default=0) / suite.budget)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -152,7 +152,8 @@ def test_run_baselines_skips_recorded_runs_and_refuses_unknown_suites(tmp_path, 
 
 def test_run_baselines_seeds_and_rulesets_pick_runs_across_suites(tmp_path, monkeypatch, capsys):
     driver = load("run_baselines")
-    monkeypatch.setattr(driver, "RESULTS", tmp_path)
+    for name, folder in (("RESULTS", tmp_path), ("RUNS", tmp_path / "runs"), ("PARKED", tmp_path / "parked")):
+        monkeypatch.setattr(driver, name, folder)
     started = []
     monkeypatch.setattr(
         driver, "run_one", lambda name, suite, ruleset, seed: started.append((name, ruleset, seed)) or True
@@ -194,9 +195,27 @@ def test_run_baselines_says_what_the_runs_will_cost():
     assert driver.estimate_seconds(later, []) == 0.0
 
 
+def test_run_baselines_counts_only_what_a_started_or_parked_run_has_left(tmp_path, monkeypatch):
+    driver = load("run_baselines")
+    monkeypatch.setattr(driver, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(driver, "PARKED", tmp_path / "parked")
+    rows = [{"suite": "raw_ppo_10m", "steps": 10_000_000, "wall_seconds": 1000.0}]
+    todo = [("raw_ppo_10m", driver.SUITES["raw_ppo_10m"], ruleset, 1000) for ruleset in ("yahtzee", "yacht")]
+    assert driver.estimate_seconds(todo, rows) == pytest.approx(2000.0)
+    started = driver.run_path("raw_ppo_10m", "yahtzee", 1000) / "checkpoints"
+    started.mkdir(parents=True)
+    for steps in (2_000_000, 4_000_000):  # the latest checkpoint counts
+        (started / f"model_{steps}_steps.pt").write_bytes(b"")
+    parked = driver.run_path("raw_ppo_10m", "yacht", 1000, driver.PARKED) / "checkpoints"
+    parked.mkdir(parents=True)
+    (parked / "model_9000000_steps.pt").write_bytes(b"")
+    assert driver.estimate_seconds(todo, rows) == pytest.approx(600.0 + 100.0)
+
+
 def test_run_baselines_list_says_what_is_left(tmp_path, monkeypatch, capsys):
     driver = load("run_baselines")
-    monkeypatch.setattr(driver, "RESULTS", tmp_path)
+    for name, folder in (("RESULTS", tmp_path), ("RUNS", tmp_path / "runs"), ("PARKED", tmp_path / "parked")):
+        monkeypatch.setattr(driver, name, folder)  # nothing of this checkout's own runs
     for seed in driver.SEEDS:  # raw PPO 1M on every ruleset done at 100 s a run
         for ruleset in driver.ALL_RULESETS:
             driver.add_row(
