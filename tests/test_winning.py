@@ -332,3 +332,24 @@ def test_it_wins_at_least_as_often_as_the_optimal_agent_head_to_head(small):
         other = scores["player_1" if me == "player_0" else "player_0"]
         shares.append(1.0 if scores[me] > other else 0.5 if scores[me] == other else 0.0)
     assert np.mean(shares) >= 0.45, np.mean(shares)
+
+
+def test_bench_winning_times_the_projects_match(small):
+    """benchmarks/bench_winning.py's self-play is the project's match of the agent against itself: the same
+    deals and scores, every decision counted, and the agent left as it was."""
+    import importlib.util
+    from pathlib import Path
+
+    from agents.evaluation.match import play_deals
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_winning.py"
+    spec = importlib.util.spec_from_file_location("bench_winning", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    row = bench.speed(small.rules, small, 6, seed=3)
+    assert "act_batch" not in vars(small)  # the timing wrapper is gone
+    scores = play_deals(small.rules, [small, small], 3, 3)
+    assert row["games"] == 6 and row["mean_score"] == pytest.approx(scores.mean())
+    turns = 2 * 6 * small.tables.turns  # every turn of both seats of every game: a box, after up to two rerolls
+    assert turns <= row["decisions"] <= 3 * turns
+    assert row["games_per_cpu_second"] > 0 and 0 < row["act_seconds"] <= row["wall_seconds"]
