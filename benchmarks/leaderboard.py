@@ -38,6 +38,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "benchmark"
 RULESETS = ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
+#: a suite named so is recipe development on the development seeds (run_baselines.py's probes), not a baseline
+PROBE_PREFIX = "probe_"
+
+
+def is_probe(suite: str) -> bool:
+    """Whether ``suite`` is a probe: shown apart from the baselines, never in their comparisons."""
+    return suite.startswith(PROBE_PREFIX)
+
+
 #: the slowest last (random plays game by game through the single env)
 REFERENCE_AGENTS = ("greedy", "agents.players.heuristic:LookaheadAgent", "trained", "optimal", "random")
 
@@ -185,7 +194,13 @@ def aggregate(rows: list[dict], reps: int) -> list[dict]:
     for suite, runs in sorted(groups.items()):
         first = runs[0]
         rulesets = [r for r in RULESETS if any(x["ruleset"] == r for x in runs)]
-        base = {"suite": suite, "track": first["track"], "algorithm": first["algorithm"], "budget": first["budget"]}
+        base = {
+            "suite": suite,
+            "track": first["track"],
+            "algorithm": first["algorithm"],
+            "budget": first["budget"],
+            "probe": is_probe(suite),
+        }
         for ruleset in rulesets:
             values = np.array([x["luck_free_percent"] for x in runs if x["ruleset"] == ruleset])
             point, low, high = iqm_ci(values[:, None], reps)
@@ -318,7 +333,11 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
     groups = defaultdict(list)
     for row in rows:
         groups[row["suite"]].append(row)
-    curves = sorted((RESULTS / "curves").glob("*/*/s*.csv")) if (RESULTS / "curves").exists() else []
+    curves = sorted(
+        path
+        for path in ((RESULTS / "curves").glob("*/*/s*.csv") if (RESULTS / "curves").exists() else [])
+        if not is_probe(path.parts[-3])
+    )
     # one colour per suite in every plot and panel
     suites = sorted(set(groups) | {path.parts[-3] for path in curves})
     palette = plt.get_cmap("tab20")  # 20 colours; an integer picks one
@@ -440,17 +459,24 @@ def leaderboard_md(
         "## Trained agents: IQM over seeds (95% stratified-bootstrap CI)",
         "",
     ]
-    if agg:
-        lines += [
+
+    def table(rows: list[dict]) -> list[str]:
+        out = [
             "| track | suite | algorithm | budget | ruleset | runs | IQM | 95% CI | mean | min - max |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
-        for a in sorted(agg, key=lambda a: (a["track"], a["budget"], a["suite"], a["ruleset"])):
-            lines.append(
+        for a in sorted(rows, key=lambda a: (a["track"], a["budget"], a["suite"], a["ruleset"])):
+            out.append(
                 f"| {a['track']} | {a['suite']} | {a['algorithm']} | {fmt_budget(a['budget'])} | {a['ruleset']} | "
                 f"{a['runs']} | {a['iqm']:.2f} | {ci_md(a['iqm_ci95_low'], a['iqm_ci95_high'])} | "
                 f"{a['mean']:.2f} | {a['min']:.2f} - {a['max']:.2f} |"
             )
+        return out
+
+    probes = [a for a in agg if a.get("probe")]
+    agg = [a for a in agg if not a.get("probe")]
+    if agg:
+        lines += table(agg)
         lines += [
             "",
             "Fewer runs than the protocol asks for (10 seeds at 1M and 10M, 5 at 100M) means the suite is still",
@@ -460,6 +486,17 @@ def leaderboard_md(
         ]
     else:
         lines.append("No run recorded yet.")
+    if probes:
+        lines += [
+            "",
+            "## Recipe development probes (not baselines)",
+            "",
+            "A baseline's recipe with one change, trained on the development seeds (0 and 1), never on the",
+            "baselines' seeds: what was tried toward a target (benchmark.md), kept out of the comparisons",
+            "above, the probability of improvement and the plots.",
+            "",
+            *table(probes),
+        ]
     if poi:
         lines += [
             "",
@@ -547,7 +584,8 @@ def main(argv: list[str] | None = None) -> int:
     order = {agent: k for k, agent in enumerate(("random", "greedy", REFERENCE_AGENTS[1], "trained", "optimal"))}
     refs.sort(key=lambda r: (RULESETS.index(r["rules"]) if r["rules"] in RULESETS else 99, order.get(r["agent"], 99)))
     agg = aggregate(rows, args.reps)
-    poi = improvements(rows, args.reps)
+    baselines = [row for row in rows if not is_probe(row["suite"])]
+    poi = improvements(baselines, args.reps)
     (RESULTS / "aggregate.json").write_text(json.dumps(agg, indent=1) + "\n")
     (RESULTS / "probability_of_improvement.json").write_text(json.dumps(poi, indent=1) + "\n")
     if agg:
@@ -555,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
             writer = csv.DictWriter(handle, fieldnames=list(agg[0]), lineterminator="\n")
             writer.writeheader()
             writer.writerows(agg)
-    written = plots(rows, args.reps)
+    written = plots(baselines, args.reps)
     matches = load_matches(ROOT / "results" / "winning")
     args.out.write_text(leaderboard_md(agg, rows, refs, poi, matches))
     print("wrote " + ", ".join(str(p) for p in [RESULTS / "aggregate.json", *written, args.out]))

@@ -43,6 +43,7 @@ if str(ROOT) not in sys.path:  # this checkout's agents, as train.py (run from R
     sys.path.insert(0, str(ROOT))
 
 from agents.training.run import checkpoints, latest_checkpoint  # noqa: E402  (what train.py --resume continues from)
+from benchmarks.leaderboard import is_probe  # noqa: E402  (a probe is not a baseline: one rule, the leaderboard's)
 
 #: where run folders and result rows go: $BENCH_ROOT (a checkout running a snapshot's code) or ROOT
 OUT = Path(os.environ.get("BENCH_ROOT", ROOT)).resolve()
@@ -574,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
             total = len(suite.rulesets) * len(suite.seeds)
             finished = sum((name, r, s) in done for r in suite.rulesets for s in suite.seeds)
             print(f"{name:{width}s} {finished:3d}/{total:<3d} configs/benchmark/{suite.config}")
-        left = plan([name for name in SUITES if not name.startswith("probe_")])
+        left = plan([name for name in SUITES if not is_probe(name)])
         hours = estimate_seconds(left, read_rows()) / 3600
         print(f"left (without the probes): {len(left)} runs, about {hours:.0f} h of one core at the recorded pace")
         return 0

@@ -66,7 +66,12 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     leaderboard = load("leaderboard")
     results = tmp_path / "results"
     results.mkdir()
-    (results / "runs.json").write_text(json.dumps(fake_rows()))
+    probe = [  # recipe development on the development seeds: apart from the baselines
+        {**row, "suite": "probe_raw_ppo_wide_1m", "seed": seed, "luck_free_percent": 90.0 + seed}
+        for row in fake_rows()[:1]
+        for seed in (0, 1)
+    ]
+    (results / "runs.json").write_text(json.dumps(fake_rows() + probe))
     monkeypatch.setattr(leaderboard, "RESULTS", results)
     monkeypatch.setattr(leaderboard, "ROOT", tmp_path)
     winning = results / "winning"
@@ -98,8 +103,12 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     assert yahtzee["iqm"] == pytest.approx(81.5)  # IQM of 80, 81, 82, 83: the middle two
     assert yahtzee["iqm_ci95_low"] <= yahtzee["iqm"] <= yahtzee["iqm_ci95_high"]
     assert agg[("raw_ppo_1m", "all (yahtzee, yacht)")]["runs"] == 8
-    (poi,) = json.loads((results / "probability_of_improvement.json").read_text())
+    (poi,) = json.loads((results / "probability_of_improvement.json").read_text())  # none with the probe
     assert {poi["x"], poi["y"]} == {"raw_ppo_1m", "raw_a2c_1m"}
+    assert agg[("probe_raw_ppo_wide_1m", "yahtzee")]["probe"] and not yahtzee["probe"]
+    baselines, probes = text.split("## Recipe development probes (not baselines)")
+    assert "| raw | probe_raw_ppo_wide_1m | ppo | 1M | yahtzee | 2 | 90.50 |" in probes.split("##")[0]
+    assert "probe_raw_ppo_wide_1m" not in baselines
     first = text
     assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
     assert out.read_text() == first  # seeded bootstrap: the same rows give the same page

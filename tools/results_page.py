@@ -197,7 +197,7 @@ def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, An
             if row.get("track") == "raw"
             and row.get("ruleset") == rules
             and row["runs"] >= protocol_seeds(row)
-            and not str(row.get("suite", "")).startswith("probe_")  # recipe development, not a baseline
+            and not row.get("probe")  # recipe development (benchmarks/leaderboard.py marks it), not a baseline
         ]
         best = max(raw, key=lambda row: row["iqm"], default=None)
         baseline = (
