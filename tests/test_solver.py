@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 import warnings
 from contextlib import redirect_stdout
 from functools import cache
@@ -418,9 +417,8 @@ def test_cache_is_reused_and_damage_is_detected(tmp_path, monkeypatch):
     assert not first.from_cache
     path = disk.cache_path(rules.name, rules.fingerprint)
     assert path.parent == tmp_path and path.exists()
-    start = time.perf_counter()
     second = solve(rules, progress=False)
-    assert second.from_cache and time.perf_counter() - start < 1.0
+    assert second.from_cache  # read, not solved again (no timing: a loaded machine may take any time)
     assert second.expected_score == first.expected_score and second.score_std == first.score_std
     # a flipped byte in the payload
     data = bytearray(path.read_bytes())
