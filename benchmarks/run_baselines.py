@@ -125,6 +125,8 @@ SUITES: dict[str, Suite] = {
     "raw_ppo_100m": Suite(
         "raw_batched_ppo_100m.yaml", 100_000_000, ("yacht", "yatzy", "dice_poker", "school_poker"), SEEDS[:3]
     ),
+    # the raw track's other 100M Yahtzee baseline: masked PQN, ahead of PPO on the development seeds (probe below)
+    "raw_pqn_100m_yahtzee": Suite("raw_batched_pqn_100m.yaml", 100_000_000, ("yahtzee",), SEEDS[:5]),
     "raw_maskable_ppo_1m": Suite("raw_maskable_ppo_1m.yaml", 1_000_000, final="final_model.zip"),
     "rules_ppo_10m": Suite("rules_batched_ppo_10m.yaml", 10_000_000, overrides=NO_PAR_BONUS),
     "rules_ppo_100m": Suite(
