@@ -17,6 +17,10 @@ models, so a run continued on another kind names every machine in its ``hardware
     python benchmarks/run_baselines.py --list             # the suites and how many runs each has done
     python benchmarks/run_baselines.py --park             # before stopping: keep unfinished runs' progress
 
+On a borrowed machine with more cores, ``--train-only`` trains without evaluating (the evaluation needs the
+solver's tables); copy back its finished run folders and its ``--park``-ed ones, and the driver here evaluates
+the finished runs (their rows name the machine that trained them) and resumes the others.
+
 Training runs get one torch thread each (``torch_threads: 1`` and ``OMP_NUM_THREADS=1``) and run
 at niceness 10 (``nice``; not added twice when the driver itself runs under ``nice``). Training seeds are 1000 + k (k = 0..9): never used while the recipes were developed
 (seeds 0-2), and far below the evaluation set's env seeds (2**40 + i).
@@ -353,8 +357,11 @@ def park() -> int:
     return parked
 
 
-def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
-    """Train (or resume) and evaluate one run; record its row. ``False`` when something failed."""
+def run_one(name: str, suite: Suite, ruleset: str, seed: int, evaluate: bool = True) -> bool:
+    """Train (or resume) and evaluate one run; record its row. ``False`` when something failed.
+
+    Without ``evaluate`` (``--train-only``) the trained run folder is left for a later call to evaluate and
+    record: training on a borrowed machine, the evaluation and the row here."""
     run_dir = run_path(name, ruleset, seed)
     logfile = run_dir.with_suffix(".log")
     logfile.parent.mkdir(parents=True, exist_ok=True)
@@ -386,8 +393,11 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
         if code != 0 or not final.exists():
             log(f"{name} {ruleset} s{seed}: train.py failed (exit {code}); see {logfile}")
             return False
-    evaluate = evaluate_command(ruleset, final)
-    result = subprocess.run([*NICE, *evaluate], cwd=ROOT, env=child_env(), capture_output=True, text=True)
+    if not evaluate:
+        log(f"{name} {ruleset} s{seed}: trained; evaluation left for later")
+        return True
+    command = evaluate_command(ruleset, final)
+    result = subprocess.run([*NICE, *command], cwd=ROOT, env=child_env(), capture_output=True, text=True)
     if result.returncode != 0:
         log(f"{name} {ruleset} s{seed}: evaluation failed: {result.stderr.strip()[-300:]}")
         return False
@@ -410,7 +420,7 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int) -> bool:
         "config": f"configs/benchmark/{suite.config}",
         "command": " ".join(["python", *fresh[len(NICE) + 1 :]]).replace(str(OUT) + "/", "")
         + " && "
-        + " ".join(["python", *evaluate[1:]]).replace(str(OUT) + "/", ""),
+        + " ".join(["python", *command[1:]]).replace(str(OUT) + "/", ""),
         "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if suite.budget and row["steps"] is not None and row["steps"] > suite.budget:
@@ -554,6 +564,12 @@ def main(argv: list[str] | None = None) -> int:
         "--retrain", action="store_true", help="with --backfill: train again the runs whose policy file is gone"
     )
     parser.add_argument(
+        "--train-only",
+        action="store_true",
+        help="train (or resume) the runs but leave their evaluation and rows to a later call without it (train on "
+        "another machine, copy the run folders here)",
+    )
+    parser.add_argument(
         "--park",
         action="store_true",
         help="copy unfinished runs' latest checkpoints to results/benchmark/parked/ (commit it: a fresh checkout "
@@ -603,9 +619,11 @@ def main(argv: list[str] | None = None) -> int:
     skipped = [run for run in runs if not ready[run[0]]]
     runs = [run for run in runs if ready[run[0]]]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(lambda run: run_one(*run), runs))
+        results = list(
+            pool.map(lambda run: run_one(run[0], run[1], run[2], run[3], evaluate=not args.train_only), runs)
+        )
     failed = results.count(False) + len(skipped)
-    log(f"finished: {len(results) - failed} runs recorded, {failed} failed")
+    log(f"finished: {len(results) - failed} runs {'trained' if args.train_only else 'recorded'}, {failed} failed")
     return 1 if failed else 0
 
 

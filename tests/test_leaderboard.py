@@ -165,7 +165,9 @@ def test_run_baselines_seeds_and_rulesets_pick_runs_across_suites(tmp_path, monk
         monkeypatch.setattr(driver, name, folder)
     started = []
     monkeypatch.setattr(
-        driver, "run_one", lambda name, suite, ruleset, seed: started.append((name, ruleset, seed)) or True
+        driver,
+        "run_one",
+        lambda name, suite, ruleset, seed, evaluate=True: started.append((name, ruleset, seed)) or True,
     )
     monkeypatch.setattr(driver, "ensure_dataset", lambda name, suite: True)
     argv = ["raw_pqn_1m", "rules_ppo_10m", "--seeds", "1001", "--rulesets", "yacht", "--jobs", "1"]
@@ -362,3 +364,41 @@ def test_park_keeps_an_unfinished_run_for_a_fresh_checkout_which_resumes_it(tmp_
     assert row["hardware"] == "CPU A, 1 torch thread per run + CPU B, 1 torch thread per run"
     assert not parked.exists()  # recorded: its parked copy is gone
     assert os.listdir(tmp_path / "results" / "parked" / "raw_ppo_10m" / "yacht") == []
+
+
+def test_train_only_leaves_the_evaluation_to_a_later_call(tmp_path, monkeypatch):
+    # --train-only trains (here: elsewhere) and records nothing; a later call evaluates the trained folder
+    # without training it again, and the row names the machine that trained it
+    import subprocess
+    from types import SimpleNamespace
+
+    driver = load("run_baselines")
+    monkeypatch.setattr(driver, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(driver, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(driver, "PARKED", tmp_path / "results" / "parked")
+    monkeypatch.setattr(driver, "OUT", tmp_path)
+    commands = []
+
+    def fake(command, **kwargs):
+        commands.append(command)
+        if "train.py" in command:
+            run_dir = Path(command[command.index("--run-dir") + 1])
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "final_model.npz").write_bytes(b"")
+            (run_dir / "results.json").write_text(json.dumps({"timesteps": 9_994_240, "algorithm": "pqn"}))
+            return SimpleNamespace(returncode=0)
+        metrics = {"track": "raw", "luck_free_percent": 91.5, "mean": 231.0}
+        return SimpleNamespace(returncode=0, stdout=json.dumps(metrics), stderr="")
+
+    monkeypatch.setattr(subprocess, "run", fake)
+    monkeypatch.setattr(driver, "hardware", lambda: "CPU big, 1 torch thread per run")
+    assert driver.main(["raw_pqn_10m", "--seeds", "1001", "--rulesets", "yacht", "--jobs", "1", "--train-only"]) == 0
+    kinds = lambda: ["train" if "train.py" in c else "evaluate" for c in commands if "train.py" in c or "evaluate" in c]  # noqa: E731
+    assert kinds() == ["train"]  # trained, not evaluated
+    assert driver.read_rows() == []
+    monkeypatch.setattr(driver, "hardware", lambda: "CPU small, 1 torch thread per run")
+    assert driver.run_one("raw_pqn_10m", driver.SUITES["raw_pqn_10m"], "yacht", 1001)
+    assert kinds() == ["train", "evaluate"]  # evaluated, not trained again
+    (row,) = driver.read_rows()
+    assert row["luck_free_percent"] == 91.5 and row["steps"] == 9_994_240
+    assert row["hardware"] == "CPU big, 1 torch thread per run"
