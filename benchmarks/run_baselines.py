@@ -329,8 +329,10 @@ def unpark(name: str, ruleset: str, seed: int) -> bool:
 def park() -> int:
     """Copy each unfinished run's resumable state to ``results/benchmark/parked/<suite>/<ruleset>/s<seed>/``
     (its latest checkpoint, :data:`PARK_FILES` and the wall time behind the checkpoint), replacing an earlier
-    copy; remove the copies of runs that have a row. Safe while runs train (checkpoints are written whole).
-    Returns the number of runs parked."""
+    copy; remove the copies of runs that have a row. A run trained but not yet evaluated (``--train-only``)
+    is parked with its final policy and ``results.json`` instead of a checkpoint: the driver that takes it
+    back evaluates it. Safe while runs train (checkpoints are written whole). Returns the number of runs
+    parked."""
     done = done_keys()
     for folder in sorted(PARKED.glob("*/*/s*")):
         if (folder.parts[-3], folder.parts[-2], int(folder.name[1:])) in done:
@@ -338,21 +340,30 @@ def park() -> int:
     parked = 0
     for run_dir in sorted(RUNS.glob("*/*/s*/")):
         name, ruleset, seed = run_dir.parts[-3], run_dir.parts[-2], int(run_dir.name[1:])
-        checkpoint = latest_checkpoint(run_dir)
-        if (name, ruleset, seed) in done or name not in SUITES or checkpoint is None:
+        if (name, ruleset, seed) in done or name not in SUITES:
+            continue
+        final = run_dir / SUITES[name].final
+        checkpoint = None if final.exists() else latest_checkpoint(run_dir)
+        if checkpoint is None and not final.exists():
             continue
         wall_file = run_dir.with_suffix(".wall.json")
-        wall = wall_so_far(wall_file, checkpoint.stat().st_mtime)
         target = run_path(name, ruleset, seed, PARKED)
         shutil.rmtree(target, ignore_errors=True)
-        (target / "checkpoints").mkdir(parents=True)
-        shutil.copy2(checkpoint, target / "checkpoints" / checkpoint.name)
-        for file in PARK_FILES:
+        target.mkdir(parents=True)
+        if checkpoint is None:  # trained, not evaluated: the policy and what the row reads
+            wall = wall_so_far(wall_file, None)
+            files, where = (final.name, "results.json", "config.yaml", "evaluations.csv"), "trained"
+        else:
+            wall = wall_so_far(wall_file, checkpoint.stat().st_mtime)
+            (target / "checkpoints").mkdir()
+            shutil.copy2(checkpoint, target / "checkpoints" / checkpoint.name)
+            files, where = PARK_FILES, f"at {checkpoint.name}"
+        for file in files:
             if (run_dir / file).exists():
                 shutil.copy2(run_dir / file, target / file)
         machines = machines_so_far(wall_file)
         (target / "wall.json").write_text(json.dumps({"seconds": round(wall, 1), "hardware": machines}))
-        log(f"parked {name} {ruleset} s{seed} at {checkpoint.name} ({wall / 3600:.2f} h of wall time)")
+        log(f"parked {name} {ruleset} s{seed} {where} ({wall / 3600:.2f} h of wall time)")
         parked += 1
     return parked
 
@@ -540,6 +551,11 @@ def fraction_done(name: str, suite: Suite, ruleset: str, seed: int) -> float:
     """How much of a started (or parked) run's budget its latest checkpoint holds: what resuming skips."""
     if not suite.budget:
         return 0.0
+    if any(
+        (folder / suite.final).exists()
+        for folder in (run_path(name, ruleset, seed), run_path(name, ruleset, seed, PARKED))
+    ):
+        return 1.0  # trained, not yet evaluated
     steps = [
         max(checkpoints(folder))[0]
         for folder in (run_path(name, ruleset, seed), run_path(name, ruleset, seed, PARKED))

@@ -396,9 +396,19 @@ def test_train_only_leaves_the_evaluation_to_a_later_call(tmp_path, monkeypatch)
     kinds = lambda: ["train" if "train.py" in c else "evaluate" for c in commands if "train.py" in c or "evaluate" in c]  # noqa: E731
     assert kinds() == ["train"]  # trained, not evaluated
     assert driver.read_rows() == []
+    # the borrowed machine parks the trained run (its policy, no checkpoint); a fresh checkout takes it back
+    assert driver.park() == 1
+    parked = tmp_path / "results" / "parked" / "raw_pqn_10m" / "yacht" / "s1001"
+    assert sorted(p.name for p in parked.iterdir()) == ["final_model.npz", "results.json", "wall.json"]
+    suite = driver.SUITES["raw_pqn_10m"]
+    assert driver.fraction_done("raw_pqn_10m", suite, "yacht", 1001) == 1.0  # nothing left to train
+    import shutil
+
+    shutil.rmtree(tmp_path / "runs")
     monkeypatch.setattr(driver, "hardware", lambda: "CPU small, 1 torch thread per run")
-    assert driver.run_one("raw_pqn_10m", driver.SUITES["raw_pqn_10m"], "yacht", 1001)
+    assert driver.run_one("raw_pqn_10m", suite, "yacht", 1001)
     assert kinds() == ["train", "evaluate"]  # evaluated, not trained again
     (row,) = driver.read_rows()
     assert row["luck_free_percent"] == 91.5 and row["steps"] == 9_994_240
     assert row["hardware"] == "CPU big, 1 torch thread per run"
+    assert not parked.exists()  # recorded: its parked copy is gone
