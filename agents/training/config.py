@@ -666,5 +666,7 @@ def saved_run_config(base: dict[str, Any]) -> dict[str, Any]:
 
 
 def as_dict(config: Common) -> dict[str, Any]:
-    """The config as a plain mapping (its section's fields only), as a run's ``config.yaml`` holds it."""
-    return dataclasses.asdict(config)
+    """The config as a plain mapping (its section's fields that its algorithm uses), as a run's ``config.yaml``
+    holds it: a file :func:`make_config` takes back as ``--config``."""
+    unused = set(UNUSED.get(ALIASES.get(config.algo, config.algo), ()))
+    return {key: value for key, value in dataclasses.asdict(config).items() if key not in unused}
