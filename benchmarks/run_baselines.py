@@ -184,6 +184,16 @@ SUITES: dict[str, Suite] = {
         )
         for name, change in (("lr5e-4", ("learning_rate=0.0005",)), ("lr3e-4", ("learning_rate=0.0003",)))
     },
+    # can the raw agent's network hold near-optimal play at all? behaviour cloning of the optimal games into it:
+    # the solver track's recipe with the raw track's inputs (the flat observation alone, no PolicyInputs features)
+    "probe_bc_raw_inputs": Suite(
+        "solver_bc_yahtzee.yaml",
+        0,
+        ("yahtzee",),
+        DEV_SEEDS,
+        dataset=("dice_poker/yahtzee/optimal-v0", ("yahtzee", "--agent", "optimal", "--episodes", "100000")),
+        overrides=(("yahtzee", ("features=false",)),),
+    ),
 }
 
 _lock = threading.Lock()
