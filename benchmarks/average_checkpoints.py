@@ -1,0 +1,69 @@
+"""Average the weights of a batched run's checkpoints (stochastic weight averaging) into a policy file.
+
+    python benchmarks/average_checkpoints.py RUN_DIR OUT.npz --from 60000000 --to 80000000
+    dice-poker evaluate yahtzee --agent model:OUT.npz
+
+A diagnostic of the raw track's Yahtzee target (docs/benchmark.md): does a run's policy lose points to the
+noise of a high learning rate (then the average of its checkpoints over a window plays better than any one of
+them), or has it stopped learning? Takes every checkpoint ``checkpoints/model_<steps>_steps.pt`` of
+``RUN_DIR`` with ``--from <= steps <= --to``, averages each weight tensor over them (float64, then the
+network's own dtype) and writes the policy the NumPy ``PolicyAgent`` plays, its metadata the last checkpoint's
+plus ``averaged_checkpoints`` (their step counts). Checkpoints are read as the trainer reads them (no code
+runs; a changed or truncated file is a one-line error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def average(run_dir: Path, out: Path, first: int, last: int) -> tuple[Path, list[int]]:
+    """Write the averaged policy of ``run_dir``'s checkpoints in ``[first, last]`` to ``out``."""
+    from agents.policy.player import save_policy
+    from agents.training.config import make_config, saved_run_config
+    from agents.training.run import checkpoints
+    from agents.training.trainer import Trainer, read_checkpoint
+    from dice_poker_env import load_rules
+
+    if not (run_dir / "checkpoints").is_dir():
+        raise ValueError(f"{run_dir}: no checkpoints/ folder (not a batched trainer's run folder)")
+    chosen = sorted(
+        (steps, path) for steps, path in checkpoints(run_dir) if path.suffix == ".pt" and first <= steps <= last
+    )
+    if not chosen:
+        raise ValueError(f"{run_dir}: no checkpoint from {first:,} to {last:,} steps")
+    states = [read_checkpoint(path)["model"] for _, path in chosen]
+    last_state = read_checkpoint(chosen[-1][1])
+    config = make_config(saved_run_config(dict(last_state["config"])))
+    trainer = Trainer(config, load_rules(config.rules, **config.rules_options), out.parent, log=lambda _: None)
+    trainer.load_checkpoint(chosen[-1][1])  # the network of this run, with the last checkpoint's weights
+    mean = {key: sum(state[key].double() for state in states) / len(states) for key in states[0]}
+    trainer.model.load_state_dict({key: value.to(states[0][key].dtype) for key, value in mean.items()})
+    steps = [step for step, _ in chosen]
+    metadata = {**trainer.metadata, "timesteps": steps[-1], "averaged_checkpoints": steps}
+    return save_policy(out, trainer.model.export(), metadata), steps
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("run_dir", type=Path, help="a batched trainer's run folder (with checkpoints/)")
+    parser.add_argument("out", type=Path, help="the policy file to write (.npz)")
+    parser.add_argument("--from", dest="first", type=int, default=0, help="first step count of the window")
+    parser.add_argument("--to", dest="last", type=int, default=2**62, help="last step count of the window")
+    args = parser.parse_args(argv)
+    try:
+        path, steps = average(args.run_dir, args.out, args.first, args.last)
+    except (ValueError, FileNotFoundError) as error:
+        parser.exit(2, f"average_checkpoints.py: error: {error}\n")
+    print(f"averaged {len(steps)} checkpoints ({steps[0]:,} - {steps[-1]:,} steps) -> {path}")
+
+
+if __name__ == "__main__":
+    main()
