@@ -184,6 +184,11 @@ SUITES: dict[str, Suite] = {
         )
         for name, change in (("lr5e-4", ("learning_rate=0.0005",)), ("lr3e-4", ("learning_rate=0.0003",)))
     },
+    # a dueling Q-network (V(s) + centred A(s, a)): the actor learns only how a state's actions differ, the
+    # precision Q-values need to rank actions a point apart in states worth 250; at 10M on the development seeds
+    "probe_raw_pqn_dueling_10m": Suite(
+        "raw_batched_pqn_10m.yaml", 10_000_000, ("yahtzee",), DEV_SEEDS, overrides=(("yahtzee", ("dueling=true",)),)
+    ),
     # can the raw agent's network hold near-optimal play at all? behaviour cloning of the optimal games into it:
     # the solver track's recipe with the raw track's inputs (the flat observation alone, no PolicyInputs features)
     "probe_bc_raw_inputs": Suite(

@@ -94,6 +94,38 @@ def test_updates_move_the_q_network_and_its_policy_file_records_layer_norm(tmp_p
     assert metadata["algorithm"] == "batched_pqn" and metadata["layer_norm"] is True
 
 
+def test_dueling_q_is_value_plus_centred_advantage_and_its_policy_file_plays_qs_best_action(tmp_path):
+    from agents.policy.player import PolicyAgent
+
+    rules = load_rules("yacht")
+    trainer = Trainer(tiny(dueling=True), rules, tmp_path / "run", metadata={"rules": "yacht"})
+    model = trainer.model
+    rollout = trainer.rollout
+    rollout.collect(trainer.policy, pqn.behaviour(trainer.config, 0.5))
+    x, mask = torch.from_numpy(rollout._obs), torch.from_numpy(rollout._mask)
+    with torch.no_grad():
+        q, best = model(x, mask)
+        advantage, value = model.actor_logits(x).double(), model.critic(x).double().squeeze(1)
+    legal = mask.numpy()
+    a = np.where(legal, advantage.numpy(), np.nan)
+    expected = value.numpy()[:, None] + advantage.numpy() - np.nanmean(a, axis=1, keepdims=True)
+    np.testing.assert_allclose(q.numpy()[legal], expected[legal], rtol=1e-5, atol=1e-5)
+    assert (q.numpy()[~legal] == MASKED_LOGIT).all() and torch.equal(best, q.max(dim=1).values)
+    path = trainer.run(progress=False)  # it trains: V and A both move
+    assert trainer.num_timesteps == 32 * 8 * 4 and trainer.rollout.illegal == 0
+    weights, metadata = load_policy(path)
+    assert metadata["dueling"] is True and metadata["layer_norm"] is True
+    assert not any(name.startswith("critic") for name in weights)  # the file holds A alone
+    agent = PolicyAgent(weights, metadata, rules)
+    inputs, legal = rollout._obs.copy(), rollout._mask.copy()  # the positions the run ended on
+    with torch.no_grad():
+        q, _ = model(torch.from_numpy(inputs), torch.from_numpy(legal))
+    chosen = np.where(legal, agent.logits(inputs[:, : agent.inputs.obs_size]), -np.inf).argmax(axis=1)
+    np.testing.assert_array_equal(chosen, q.argmax(dim=1).numpy())  # A's best legal action is Q's
+    plain = Trainer(tiny(), rules, tmp_path / "plain", metadata={"rules": "yacht"})
+    assert not hasattr(plain.model, "critic")  # off by default: the Q-network of the baselines, unchanged
+
+
 def test_pqn_is_selected_by_its_alias_and_its_section_refuses_ppo_fields():
     assert isinstance(make_config({"algo": "pqn"}), BatchedPQN)
     with pytest.raises(ValueError, match="'clip_range' is not used by algo batched_pqn"):

@@ -186,6 +186,11 @@ class BatchedPQN(Batched):
     end_e: float = setting(0.01, "Epsilon after exploration_fraction of training.")
     exploration_fraction: float = setting(0.2, "Fraction of training over which epsilon decays linearly.")
     layer_norm: bool = setting(True, "LayerNorm in the Q-network's hidden layers (what makes PQN stable).")
+    dueling: bool = setting(
+        False,
+        "Dueling Q-network: Q(s, a) = V(s) + A(s, a) - the mean of A over the legal actions, V a separate MLP "
+        "with LayerNorm (the policy file holds A, whose best legal action is Q's).",
+    )
     learning_rate: float = setting(0.001, "Optimizer learning rate.")
     max_grad_norm: float = setting(10.0, "Gradient clipping.")
     box_points: float = setting(

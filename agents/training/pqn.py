@@ -17,31 +17,48 @@ the lines below is shared with batched PPO and A2C (:class:`agents.training.trai
   actions, so its GAE returns (advantages + values) are exactly the Q(lambda) targets of the paper:
   ``G_t = r_t + gamma * ((1 - lambda) * max_a Q(s_{t+1}, a) + lambda * G_{t+1})``, cut at a game's end;
 - the update (:func:`update`): ``n_epochs`` passes over the rollout in shuffled minibatches of ``batch_size``,
-  each one gradient step on ``0.5 * (Q(s_t, a_t) - G_t)^2``.
+  each one gradient step on ``0.5 * (Q(s_t, a_t) - G_t)^2``;
+- with ``dueling: true`` (Wang et al. 2016) ``Q(s, a) = V(s) + A(s, a) - mean of A(s, .) over the legal actions``:
+  the actor is ``A``, and a separate MLP with LayerNorm is ``V``, so the actor learns only how the actions of a
+  state differ, not what the state is worth. The policy file holds ``A``, whose best legal action is ``Q``'s.
 """
 
 from __future__ import annotations
 
 import torch
 
-from agents.training.actor_critic import MASKED_LOGIT, ActorCritic, Compiled, gradient_step, sample
+from agents.training.actor_critic import MASKED_LOGIT, ActorCritic, Compiled, _init, gradient_step, mlp, sample
 from agents.training.rollout import Batch, Choose
 
 STATS = ("q_loss", "q_taken", "target")
 
 
 class QNetwork(ActorCritic):
-    """The actor of :class:`ActorCritic` read as Q-values (one per action); no critic."""
+    """The actor of :class:`ActorCritic` read as Q-values (one per action); no critic, or with ``dueling`` the
+    critic as the state's value ``V(s)`` and the actor as the advantages ``A(s, a)``."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, dueling: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        self.dueling = bool(dueling)
         del self.critic  # a state's value is its best legal action's
+        if self.dueling:  # V(s): an MLP of the actor's sizes with LayerNorm, its last layer at the critic's gain
+            self.critic = mlp([self.in_dim, *self.hidden, 1], self.activation, layer_norm=True)
+            _init(self.critic, 1.0)
+
+    def q_values(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Unmasked ``Q(s, a)`` ``(B, n_actions)`` (float32) of policy inputs ``x`` with legal actions ``mask``."""
+        with self._autocast(x):
+            q = self.actor_logits(x)
+            v = self.critic(x) if self.dueling else None
+        if v is None:
+            return q.float()
+        legal = mask.float()
+        mean = (q.float() * legal).sum(dim=1, keepdim=True) / legal.sum(dim=1, keepdim=True).clamp(min=1.0)
+        return v.float() + q.float() - mean
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked Q-values ``(B, n_actions)`` and ``max_a Q(s, a)`` over the legal actions ``(B,)`` (float32)."""
-        with self._autocast(x):
-            q = self.actor_logits(x)
-        q = q.float().masked_fill(~mask, MASKED_LOGIT)
+        q = self.q_values(x, mask).masked_fill(~mask, MASKED_LOGIT)
         return q, q.max(dim=1).values
 
     def value(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -56,7 +73,7 @@ NETWORK = QNetwork  #: the network agents.training.trainer.Trainer builds for th
 
 def network_options(config) -> dict[str, bool]:
     """The network's options from the config (recorded in the policy file's metadata)."""
-    return {"layer_norm": bool(config.layer_norm)}
+    return {"layer_norm": bool(config.layer_norm), "dueling": bool(config.dueling)}
 
 
 def epsilon(config, progress: float) -> float:
@@ -81,12 +98,10 @@ def behaviour(config, progress: float) -> Choose:
 
 
 def loss(
-    model: QNetwork, inputs: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
+    model: QNetwork, inputs: torch.Tensor, masks: torch.Tensor, actions: torch.Tensor, targets: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The squared TD(lambda) error of one minibatch and its statistics (:data:`STATS`, detached)."""
-    with model._autocast(inputs):
-        q = model.actor_logits(inputs)
-    taken = q.float().gather(1, actions[:, None]).squeeze(1)
+    taken = model.q_values(inputs, masks).gather(1, actions[:, None]).squeeze(1)
     total = 0.5 * (taken - targets).pow(2).mean()
     with torch.no_grad():
         stats = torch.stack([total, taken.mean(), targets.mean()])
@@ -110,7 +125,7 @@ def update(
     stats: dict[str, float] = {}
     for _ in range(int(config.n_epochs)):
         order = torch.randperm(size, generator=generator).to(batch.actions.device)
-        shuffled = [t[order] for t in (batch.inputs, batch.actions, batch.returns)]
+        shuffled = [t[order] for t in (batch.inputs, batch.masks, batch.actions, batch.returns)]
         totals, count = torch.zeros(len(STATS)), 0
         for start in range(0, size - minibatch + 1, minibatch):
             total, minibatch_stats = loss_of(model, *(t[start : start + minibatch] for t in shuffled))

@@ -161,6 +161,7 @@ BATCHED_RESUME_FIXED = (
     "keep_points",
     "keep_points_bonus",
     "layer_norm",
+    "dueling",
 )
 
 
