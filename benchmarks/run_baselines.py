@@ -186,9 +186,16 @@ SUITES: dict[str, Suite] = {
     },
     # a dueling Q-network (V(s) + centred A(s, a)): the actor learns only how a state's actions differ, the
     # precision Q-values need to rank actions a point apart in states worth 250; at 10M on the development seeds
-    "probe_raw_pqn_dueling_10m": Suite(
-        "raw_batched_pqn_10m.yaml", 10_000_000, ("yahtzee",), DEV_SEEDS, overrides=(("yahtzee", ("dueling=true",)),)
-    ),
+    **{
+        f"probe_raw_pqn_dueling_{budget}": Suite(
+            f"raw_batched_pqn_{budget}.yaml",
+            steps,
+            ("yahtzee",),
+            DEV_SEEDS,
+            overrides=(("yahtzee", ("dueling=true",)),),
+        )
+        for budget, steps in (("10m", 10_000_000), ("100m", 100_000_000))
+    },
     # can the raw agent's network hold near-optimal play at all? behaviour cloning of the optimal games into it:
     # the solver track's recipe with the raw track's inputs (the flat observation alone, no PolicyInputs features)
     "probe_bc_raw_inputs": Suite(
