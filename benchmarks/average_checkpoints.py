@@ -37,11 +37,14 @@ def average(run_dir: Path, out: Path, first: int, last: int) -> tuple[Path, list
     )
     if not chosen:
         raise ValueError(f"{run_dir}: no checkpoint from {first:,} to {last:,} steps")
-    states = [read_checkpoint(path)["model"] for _, path in chosen]
-    last_state = read_checkpoint(chosen[-1][1])
-    config = make_config(saved_run_config(dict(last_state["config"])))
-    trainer = Trainer(config, load_rules(config.rules, **config.rules_options), out.parent, log=lambda _: None)
-    trainer.load_checkpoint(chosen[-1][1])  # the network of this run, with the last checkpoint's weights
+    states, newest = [], {}
+    for _, path in chosen:  # each file read once; the newest one's config and metadata describe the run
+        newest = read_checkpoint(path)
+        states.append(newest["model"])
+    config = make_config(saved_run_config(dict(newest["config"])))
+    rules = load_rules(config.rules, **config.rules_options)
+    # the network of this run (built from its config), to hold the mean weights
+    trainer = Trainer(config, rules, out.parent, metadata=newest["metadata"], log=lambda _: None)
     mean = {key: sum(state[key].double() for state in states) / len(states) for key in states[0]}
     trainer.model.load_state_dict({key: value.to(states[0][key].dtype) for key, value in mean.items()})
     steps = [step for step, _ in chosen]

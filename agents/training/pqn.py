@@ -50,11 +50,12 @@ class QNetwork(ActorCritic):
         with self._autocast(x):
             q = self.actor_logits(x)
             v = self.critic(x) if self.dueling else None
+        q = q.float()
         if v is None:
-            return q.float()
+            return q
         legal = mask.float()
-        mean = (q.float() * legal).sum(dim=1, keepdim=True) / legal.sum(dim=1, keepdim=True).clamp(min=1.0)
-        return v.float() + q.float() - mean
+        mean = (q * legal).sum(dim=1, keepdim=True) / legal.sum(dim=1, keepdim=True).clamp(min=1.0)
+        return v.float() + q - mean
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked Q-values ``(B, n_actions)`` and ``max_a Q(s, a)`` over the legal actions ``(B,)`` (float32)."""
