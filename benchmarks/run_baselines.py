@@ -196,6 +196,23 @@ SUITES: dict[str, Suite] = {
         )
         for budget, steps in (("10m", 10_000_000), ("100m", 100_000_000))
     },
+    # the dueling recipe with one more change, at 10M on the development seeds: more updates per env step (the
+    # budget counts env steps, not gradient steps), longer lambda-returns (the bonus is paid many turns after
+    # the keeps that earn it), a wider actor
+    **{
+        f"probe_raw_pqn_dueling_{name}_10m": Suite(
+            "raw_batched_pqn_10m.yaml",
+            10_000_000,
+            ("yahtzee",),
+            DEV_SEEDS,
+            overrides=(("yahtzee", ("dueling=true", *change)),),
+        )
+        for name, change in (
+            ("epochs4", ("n_epochs=4",)),
+            ("lambda09", ("gae_lambda=0.9",)),
+            ("wide512", ("net_arch=[512,512]",)),
+        )
+    },
     # can the raw agent's network hold near-optimal play at all? behaviour cloning of the optimal games into it:
     # the solver track's recipe with the raw track's inputs (the flat observation alone, no PolicyInputs features)
     "probe_bc_raw_inputs": Suite(
