@@ -657,9 +657,8 @@ def saved_run_config(base: dict[str, Any]) -> dict[str, Any]:
     """A run folder's ``config.yaml`` as :func:`make_config` reads it. Runs written before the config had sections
     saved every field of every algorithm: the keys their algorithm never read are dropped, and so are retired
     options that were off (a retired option that was on stays, and is refused)."""
-    algo = ALIASES.get(str(base.get("algo", "batched_ppo")), str(base.get("algo", "batched_ppo")))
     try:
-        fields = {f.name for f in dataclasses.fields(section(algo))} - set(UNUSED.get(algo, ()))
+        fields = used_fields(str(base.get("algo", "batched_ppo")))
     except ValueError:
         return base
     return {
@@ -670,8 +669,14 @@ def saved_run_config(base: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def used_fields(algo: str) -> set[str]:
+    """The fields of ``algo``'s section that it reads: the section's, less its :data:`UNUSED` keys."""
+    algo = ALIASES.get(algo, algo)
+    return {f.name for f in dataclasses.fields(section(algo))} - set(UNUSED.get(algo, ()))
+
+
 def as_dict(config: Common) -> dict[str, Any]:
     """The config as a plain mapping (its section's fields that its algorithm uses), as a run's ``config.yaml``
     holds it: a file :func:`make_config` takes back as ``--config``."""
-    unused = set(UNUSED.get(ALIASES.get(config.algo, config.algo), ()))
-    return {key: value for key, value in dataclasses.asdict(config).items() if key not in unused}
+    used = used_fields(config.algo)
+    return {key: value for key, value in dataclasses.asdict(config).items() if key in used}
