@@ -199,7 +199,8 @@ SUITES: dict[str, Suite] = {
     # the dueling recipe with one more change, at 10M on the development seeds: more updates per env step (the
     # budget counts env steps, not gradient steps), longer lambda-returns (the bonus is paid many turns after
     # the keeps that earn it), a wider actor, less exploration at epsilon's floor (the lambda-returns carry a
-    # random action's cost back into the values of the states before it)
+    # random action's cost back into the values of the states before it), Boltzmann exploration (near-ties
+    # tried often, bad actions almost never; temperature 0.005 is half a point at reward_scale 0.01)
     **{
         f"probe_raw_pqn_dueling_{name}_10m": Suite(
             "raw_batched_pqn_10m.yaml",
@@ -213,6 +214,8 @@ SUITES: dict[str, Suite] = {
             ("lambda09", ("gae_lambda=0.9",)),
             ("wide512", ("net_arch=[512,512]",)),
             ("eps001", ("end_e=0.001",)),
+            ("temp005", ("temperature=0.005", "end_e=0.001")),
+            ("temp002", ("temperature=0.002", "end_e=0.001")),
         )
     },
     # can the raw agent's network hold near-optimal play at all? behaviour cloning of the optimal games into it:

@@ -82,6 +82,20 @@ def test_behaviour_is_greedy_or_uniform_over_the_legal_actions():
     assert (random != greedy).float().mean() > 0.3
 
 
+def test_temperature_draws_the_legal_actions_by_softmax_of_q():
+    generator = torch.Generator().manual_seed(0)
+    q = torch.tensor([[0.0, 0.01, 0.03, 5.0]]).repeat(20000, 1)  # the last action illegal, worth the most
+    legal = torch.tensor([True, True, True, False]).repeat(20000, 1)
+    q = q.masked_fill(~legal, MASKED_LOGIT)
+    chosen = pqn.behaviour(tiny(start_e=0.0, end_e=0.0, temperature=0.01), 0.0)(q, generator)
+    share = torch.bincount(chosen, minlength=4).float() / len(chosen)
+    expected = torch.softmax(torch.tensor([0.0, 1.0, 3.0]), dim=0)  # Q / temperature of the legal actions
+    np.testing.assert_allclose(share[:3].numpy(), expected.numpy(), atol=0.015)
+    assert share[3] == 0  # never the illegal action
+    with pytest.raises(ValueError, match="temperature must be a non-negative number"):
+        make_config({"algo": "batched_pqn"}, ["temperature=-0.01"])
+
+
 def test_updates_move_the_q_network_and_its_policy_file_records_layer_norm(tmp_path):
     rules = load_rules("yacht")
     trainer = Trainer(tiny(), rules, tmp_path / "run", metadata={"rules": "yacht"})

@@ -185,6 +185,12 @@ class BatchedPQN(Batched):
     start_e: float = setting(1.0, "Epsilon (the chance of a random legal action) at the start.")
     end_e: float = setting(0.01, "Epsilon after exploration_fraction of training.")
     exploration_fraction: float = setting(0.2, "Fraction of training over which epsilon decays linearly.")
+    temperature: float = setting(
+        0.0,
+        "Boltzmann exploration: outside epsilon's random actions, a legal action drawn with probability "
+        "softmax(Q / temperature) instead of the best (Q in reward_scale units: 0.01 is one point at reward_scale "
+        "0.01); 0: the best.",
+    )
     layer_norm: bool = setting(True, "LayerNorm in the Q-network's hidden layers (what makes PQN stable).")
     dueling: bool = setting(
         False,
@@ -632,6 +638,8 @@ def validate(c: Common) -> None:
             )
     if isinstance(c, BatchedPQN) and c.end_e > c.start_e:
         raise ValueError(f"end_e ({c.end_e}) must not be above start_e ({c.start_e}): epsilon decays")
+    if isinstance(c, BatchedPQN) and not 0 <= c.temperature < float("inf"):
+        raise ValueError(f"temperature must be a non-negative number (0: greedy), got {c.temperature!r}")
     if isinstance(c, BC) and not c.dataset:
         raise ValueError(f"{c.algo} imitates a dataset: set dataset=ID (written by dice-poker dataset)")
     if isinstance(c, (SB3, RLlibPPO)):

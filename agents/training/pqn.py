@@ -13,8 +13,10 @@ the lines below is shared with batched PPO and A2C (:class:`agents.training.trai
   benchmark and results are the other trainers' own;
 - the rollout is :class:`agents.training.rollout.Rollout` with an epsilon-greedy choice over the legal actions
   (:func:`behaviour`; epsilon decays linearly from ``start_e`` to ``end_e`` over the first
-  ``exploration_fraction`` of training). The rollout's "value" of a state is ``max_a Q(s, a)`` over its legal
-  actions, so its GAE returns (advantages + values) are exactly the Q(lambda) targets of the paper:
+  ``exploration_fraction`` of training; with a ``temperature`` the choices that are not random draw from
+  ``softmax(Q / temperature)`` over the legal actions, which tries near-ties often and bad actions rarely).
+  The rollout's "value" of a state is ``max_a Q(s, a)`` over its legal actions, so its GAE returns
+  (advantages + values) are exactly the Q(lambda) targets of the paper:
   ``G_t = r_t + gamma * ((1 - lambda) * max_a Q(s_{t+1}, a) + lambda * G_{t+1})``, cut at a game's end;
 - the update (:func:`update`): ``n_epochs`` passes over the rollout in shuffled minibatches of ``batch_size``,
   each one gradient step on ``0.5 * (Q(s_t, a_t) - G_t)^2``;
@@ -86,14 +88,17 @@ def epsilon(config, progress: float) -> float:
 
 def behaviour(config, progress: float) -> Choose:
     """The rollout's choice at ``progress``: with probability epsilon a uniformly random legal action (the masked
-    logits of the illegal ones are :data:`MASKED_LOGIT`), else the legal action of highest Q."""
+    logits of the illegal ones are :data:`MASKED_LOGIT`), else the legal action of highest Q, or with a
+    ``temperature`` a legal action drawn with probability ``softmax(Q / temperature)``."""
     eps = epsilon(config, progress)
+    temperature = float(config.temperature)
 
     def choose(q: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         legal = q > MASKED_LOGIT / 2
         random = sample(torch.where(legal, 0.0, MASKED_LOGIT), generator)
         explore = torch.rand(q.shape[0], generator=generator, device=q.device) < eps
-        return torch.where(explore, random, q.argmax(dim=1))
+        best = sample(torch.where(legal, q / temperature, MASKED_LOGIT), generator) if temperature else q.argmax(1)
+        return torch.where(explore, random, best)
 
     return choose
 
