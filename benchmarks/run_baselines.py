@@ -211,6 +211,7 @@ SUITES: dict[str, Suite] = {
         )
         for name, change in (
             ("epochs4", ("n_epochs=4",)),
+            ("epochs8", ("n_epochs=8",)),
             ("lambda09", ("gae_lambda=0.9",)),
             ("wide512", ("net_arch=[512,512]",)),
             ("eps001", ("end_e=0.001",)),
@@ -218,6 +219,14 @@ SUITES: dict[str, Suite] = {
             ("temp002", ("temperature=0.002", "end_e=0.001")),
         )
     },
+    # the two changes that gained at 10M, together at 100M: dueling and 4 epochs (93.86% at 10M on seed 0)
+    "probe_raw_pqn_dueling_epochs4_100m": Suite(
+        "raw_batched_pqn_100m.yaml",
+        100_000_000,
+        ("yahtzee",),
+        DEV_SEEDS,
+        overrides=(("yahtzee", ("dueling=true", "n_epochs=4")),),
+    ),
     # can the raw agent's network hold near-optimal play at all? behaviour cloning of the optimal games into it:
     # the solver track's recipe with the raw track's inputs (the flat observation alone, no PolicyInputs features)
     "probe_bc_raw_inputs": Suite(
