@@ -131,6 +131,8 @@ SUITES: dict[str, Suite] = {
     ),
     # the raw track's other 100M Yahtzee baseline: masked PQN, ahead of PPO on the development seeds (probe below)
     "raw_pqn_100m_yahtzee": Suite("raw_batched_pqn_100m.yaml", 100_000_000, ("yahtzee",), SEEDS[:5]),
+    # and dueling masked PQN, 97.23% on development seed 0 at 100M (probe_raw_pqn_dueling_100m below)
+    "raw_pqn_dueling_100m_yahtzee": Suite("raw_batched_pqn_dueling_100m.yaml", 100_000_000, ("yahtzee",), SEEDS[:5]),
     "raw_maskable_ppo_1m": Suite("raw_maskable_ppo_1m.yaml", 1_000_000, final="final_model.zip"),
     "rules_ppo_10m": Suite("rules_batched_ppo_10m.yaml", 10_000_000, overrides=NO_PAR_BONUS),
     "rules_ppo_100m": Suite(
