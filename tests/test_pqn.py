@@ -92,7 +92,7 @@ def test_temperature_draws_the_legal_actions_by_softmax_of_q():
     expected = torch.softmax(torch.tensor([0.0, 1.0, 3.0]), dim=0)  # Q / temperature of the legal actions
     np.testing.assert_allclose(share[:3].numpy(), expected.numpy(), atol=0.015)
     assert share[3] == 0  # never the illegal action
-    with pytest.raises(ValueError, match="temperature must be a non-negative number"):
+    with pytest.raises(ValueError, match="temperature must be >= 0, got -0.01"):
         make_config({"algo": "batched_pqn"}, ["temperature=-0.01"])
 
 

@@ -575,6 +575,7 @@ NUMERIC_RANGES: dict[str, tuple[float, float, bool]] = {
             "vf_coef",
             "num_env_runners",
             "illegal_penalty",
+            "temperature",
         )
     },
     **{name: (0, math.inf, False) for name in ("learning_rate", "clip_range", "max_grad_norm", "reward_scale")},
@@ -638,8 +639,6 @@ def validate(c: Common) -> None:
             )
     if isinstance(c, BatchedPQN) and c.end_e > c.start_e:
         raise ValueError(f"end_e ({c.end_e}) must not be above start_e ({c.start_e}): epsilon decays")
-    if isinstance(c, BatchedPQN) and not 0 <= c.temperature < float("inf"):
-        raise ValueError(f"temperature must be a non-negative number (0: greedy), got {c.temperature!r}")
     if isinstance(c, BC) and not c.dataset:
         raise ValueError(f"{c.algo} imitates a dataset: set dataset=ID (written by dice-poker dataset)")
     if isinstance(c, (SB3, RLlibPPO)):
