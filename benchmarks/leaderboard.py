@@ -492,7 +492,7 @@ def leaderboard_md(
             "## Recipe development probes (not baselines)",
             "",
             "A baseline's recipe with one change, trained on the development seeds (0 and 1), never on the",
-            "baselines' seeds: what was tried toward a target (benchmark.md), kept out of the comparisons",
+            "baselines' seeds: what was tried toward a target (benchmark-target.md), kept out of the comparisons",
             "above, the probability of improvement and the plots.",
             "",
             *table(probes),
