@@ -178,6 +178,17 @@ def test_file_and_module_errors(tmp_path):
     assert "syntax_agent" not in " ".join(sys.modules)  # a failed import leaves no half module behind
 
 
+def test_a_file_python_cannot_load_is_refused(tmp_path, monkeypatch):
+    import importlib.util
+
+    path = tmp_path / "unloadable_agent.py"
+    path.write_text("class A:\n    pass\n")
+    monkeypatch.setattr(importlib.util, "spec_from_file_location", lambda *args, **kwargs: None)
+    with pytest.raises(AgentLoadError, match="Python cannot load .*unloadable_agent.py as a module"):
+        make_agent(f"{path}:A", "yacht")
+    assert "unloadable_agent" not in " ".join(sys.modules)
+
+
 def test_malformed_actions_are_refused():
     assert as_action(np.int64(3)) == 3 and as_action(np.array(4)) == 4
     for bad in ["3", 3.0, None, True, np.array([1, 2]), np.float32(2)]:

@@ -242,6 +242,8 @@ class AgentSpec:
         if folder not in sys.path:
             sys.path.insert(0, folder)
         loader_spec = importlib.util.spec_from_file_location(module_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise AgentLoadError(f"agent {self.spec!r}: Python cannot load {self.source} as a module")
         module = importlib.util.module_from_spec(loader_spec)
         sys.modules[module_name] = module  # before running it: dataclasses and pickling look it up
         try:

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+
 from agents.training.config import SB3, one_line
 from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation
 from agents.training.run import fail
@@ -33,7 +35,7 @@ def make_env(config: SB3, rules, rank: int, *, training: bool):
     masked = ALGORITHMS[config.algo][2]
 
     def thunk():
-        env = DicePokerEnv(rules, obs_mode=config.obs_mode)
+        env: gym.Env = DicePokerEnv(rules, obs_mode=config.obs_mode)
         if not masked:
             env = LegalActionWrapper(env, penalty=config.illegal_penalty if training else 0.0)
         elif config.distinct_keeps:

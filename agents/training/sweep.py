@@ -434,7 +434,7 @@ def _stop_after(sweep_dir: Path):
     from ray import tune
 
     class StopAfter(tune.Callback):
-        def setup(self, **info):
+        def setup(self, *args: Any, **info: Any) -> None:
             path = sweep_dir / STOP_AFTER_FILE
             self.count = int(path.read_text()) if path.is_file() else 0
             self.ended = 0
