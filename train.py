@@ -191,7 +191,8 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
     solution = exact_solution(config, rules)
     optimal = float(solution.expected_score) if solution is not None else None
     if config.algo in BATCHED_ALGORITHMS:
-        trainer = batched_trainer(config, rules, run_dir, optimal, resume_from)
+        # one of three trainer classes, told apart by config.algo below (only RLlib's has results_extra)
+        trainer: Any = batched_trainer(config, rules, run_dir, optimal, resume_from)
     elif config.algo in IMITATION_ALGORITHMS:
         assert isinstance(config, BC)
         trainer = imitation_trainer(config, rules, run_dir, optimal)

@@ -15,8 +15,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
+
+if TYPE_CHECKING:
+    from agents.evaluation.benchmark import BenchmarkResult
 
 HELP = "benchmark agents against the exact solver (scores, percent of optimal, exact regret)"
 
@@ -111,7 +115,7 @@ def remove_empty(folders: list[Path]) -> None:
             return
 
 
-def write_results(result, out: Path) -> list[Path]:
+def write_results(result: BenchmarkResult, out: Path) -> list[Path]:
     """``results.json`` (written whole, then renamed into place) and the plot, when matplotlib is there."""
     path = out / "results.json"
     partial = out / ".results.json.partial"

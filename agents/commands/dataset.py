@@ -17,8 +17,12 @@ import argparse
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, parse_rules_options
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 PROG = "dice-poker dataset"
 
@@ -149,7 +153,7 @@ class _Interrupt:
         return self.signals > 0
 
 
-def _dataset_id(path) -> str:
+def _dataset_id(path: Path) -> str:
     from minari.storage import get_dataset_path
 
     return path.relative_to(get_dataset_path()).as_posix()

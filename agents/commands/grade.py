@@ -19,7 +19,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from dice_poker_env.cli.rules_arguments import parse_rules_options
 
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, REPORT_FILES, "a report") if out is not None else []
 
-    def interrupt(signum, frame):  # SIGTERM as Ctrl-C: the grade ends with a partial report
+    def interrupt(signum: int, frame: object) -> NoReturn:  # SIGTERM as Ctrl-C: the grade ends with a partial report
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, interrupt)
@@ -232,7 +232,7 @@ def run_class(args: argparse.Namespace) -> int:
     out = Path(args.out)
     created = check_out_dir(out, args.overwrite, CLASS_FILES, "a class's grades")
 
-    def interrupt(signum, frame):  # SIGTERM as Ctrl-C: the grades in progress end partial
+    def interrupt(signum: int, frame: object) -> NoReturn:  # SIGTERM as Ctrl-C: the grades in progress end partial
         raise KeyboardInterrupt
 
     def note(line: str) -> None:

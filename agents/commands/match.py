@@ -71,7 +71,7 @@ def _games(text: str) -> int | str:
 class _Progress:
     """A tqdm bar on a terminal, else a line at most every :data:`PROGRESS_LINE_SECONDS` on standard error."""
 
-    def __init__(self, total: int, enabled: bool):
+    def __init__(self, total: int, enabled: bool) -> None:
         self.total, self.done, self.bar = total, 0, None
         self.enabled = enabled
         self.start = self.last = time.perf_counter()

@@ -38,7 +38,7 @@ import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,6 +51,9 @@ from dice_poker_env.engine.position import secured_upper_bonus
 from dice_poker_env.engine.state import ROLLS_PER_TURN
 from dice_poker_env.engine.tables import RuleTables, compile_rules
 from dice_poker_env.rules import Rules
+
+if TYPE_CHECKING:
+    from dice_poker_env.multi import raw_env
 
 MAX_OPPONENTS = 5
 KEEP_WORDS = ("keep", "k", "hold")
@@ -326,7 +329,7 @@ def points_now(tables: RuleTables, state: game.GameState, mask: np.ndarray) -> l
 class Screen:
     """All terminal output (rich), so the game logic stays plain."""
 
-    def __init__(self, rules: Rules, names: list[str]):
+    def __init__(self, rules: Rules, names: list[str]) -> None:
         from rich.console import Console
 
         self.console = Console(highlight=False)
@@ -388,7 +391,7 @@ class Screen:
 class Coach:
     """The solver's action values, solved on first use; ``unavailable`` says why there are none."""
 
-    def __init__(self, rules: Rules, screen: Screen):
+    def __init__(self, rules: Rules, screen: Screen) -> None:
         self.rules, self.screen = rules, screen
         self.solution: Any = None
         self.unavailable: str | None = None
@@ -421,7 +424,9 @@ class Coach:
             return None
 
 
-def top_actions(values: np.ndarray, mask: np.ndarray, dice: Sequence[int], box_names, n: int = 5):
+def top_actions(
+    values: np.ndarray, mask: np.ndarray, dice: Sequence[int], box_names: Sequence[str], n: int = 5
+) -> list[tuple[str, float, int]]:
     """The ``n`` best distinct decisions: ``[(description, value, action)]``, best first."""
     seen: dict[str, tuple[float, int]] = {}
     for action in np.flatnonzero(mask):
@@ -576,7 +581,7 @@ def play(args: argparse.Namespace) -> int:
     return 0
 
 
-def opponent_action(env, opponents: list[Any], i: int, names: list[str], screen: Screen) -> int:
+def opponent_action(env: raw_env, opponents: list[Any], i: int, names: list[str], screen: Screen) -> int:
     """Seat ``i``'s agent's action; an agent that fails or cheats is replaced by a random player."""
     mask = env.observe(env.agent_selection)["action_mask"]
     try:
@@ -591,13 +596,21 @@ def opponent_action(env, opponents: list[Any], i: int, names: list[str], screen:
         return int(opponents[i - 1].act(None, mask))
 
 
-def potential_now(env) -> np.ndarray:
+def potential_now(env: raw_env) -> np.ndarray:
     from dice_poker_env.envs.observation import potential_points
 
     return potential_points(env.tables, env.games[0])
 
 
-def show_hints(screen: Screen, coach: Coach, values, mask, dice, box_names, boxes_now=()) -> None:
+def show_hints(
+    screen: Screen,
+    coach: Coach,
+    values: np.ndarray | None,
+    mask: np.ndarray,
+    dice: Sequence[int],
+    box_names: Sequence[str],
+    boxes_now: Sequence[tuple[int, int, int]] = (),
+) -> None:
     """Every open box's points now (``boxes_now``, :func:`points_now`), then the solver's best actions."""
     if boxes_now:
         parts = [f"{box_names[k]} {points}" + (f" (+{bonus} bonus)" if bonus else "") for k, points, bonus in boxes_now]
@@ -613,7 +626,7 @@ def show_hints(screen: Screen, coach: Coach, values, mask, dice, box_names, boxe
         screen.say(f"  {text:<28} {value:8.2f}{gap}", "magenta")
 
 
-def finish(screen: Screen, env, names: list[str], rules: Rules) -> None:
+def finish(screen: Screen, env: raw_env, names: list[str], rules: Rules) -> None:
     screen.board(env.games, -1, None)
     totals = np.array(list(env.totals().values()))
     order = np.argsort(-totals, kind="stable")

@@ -14,6 +14,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from agents.commands.grade import add_sandbox_arguments, given_limits
 from dice_poker_env.cli.rules_arguments import parse_rules_options
@@ -73,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, OUTPUT_FILES, "a tournament") if out is not None else []
 
-    def interrupt(signum, frame):  # SIGTERM as Ctrl-C: the sandboxes are stopped on the way out
+    def interrupt(
+        signum: int, frame: object
+    ) -> NoReturn:  # SIGTERM as Ctrl-C: the sandboxes are stopped on the way out
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, interrupt)

@@ -377,7 +377,18 @@ def grade_class(
     )
 
 
-def _grade_parallel(submissions, specs, rules, options, baselines, rubric, out, jobs, results, note) -> bool:
+def _grade_parallel(
+    submissions: Sequence[Submission],
+    specs: Sequence[str | None],
+    rules: Rules,
+    options: dict[str, Any],
+    baselines: Baselines,
+    rubric: Rubric | None,
+    out: str | os.PathLike,
+    jobs: int,
+    results: dict[int, Any],  # StudentResult values: `results[i].report` is narrowed below, which mypy cannot do
+    note: Callable[[str], None],
+) -> bool:
     """Grade in ``jobs`` worker processes; fills ``results``; ``True`` when interrupted."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed

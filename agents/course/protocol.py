@@ -14,9 +14,12 @@ import re
 import socket
 import struct
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: largest message the worker accepts from the grader (bytes)
 MAX_MESSAGE = 1 << 20
@@ -75,8 +78,8 @@ def nesting_depth(data: bytes) -> int:
     return int(steps.cumsum().max(initial=0))
 
 
-def _bounded_number(kind: type):
-    def parse(text: str):
+def _bounded_number(kind: type) -> Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
         if len(text) > MAX_NUMBER:
             raise ProtocolError(f"a number of {len(text)} characters (the limit is {MAX_NUMBER})")
         value = kind(text)
@@ -87,7 +90,7 @@ def _bounded_number(kind: type):
     return parse
 
 
-def _no_constant(name: str):
+def _no_constant(name: str) -> NoReturn:
     raise ProtocolError(f"{name} is not a number the protocol allows")
 
 

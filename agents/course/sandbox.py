@@ -270,7 +270,7 @@ class SandboxedAgent:
         isolated: bool = True,
         solver: str = "allow",
         start: bool = True,
-    ):
+    ) -> None:
         from agents.players.registry import parse_agent_spec
 
         parsed = parse_agent_spec(spec)

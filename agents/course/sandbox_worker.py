@@ -29,6 +29,11 @@ import os
 import socket
 import sys
 import traceback
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
 
 #: solver modules the submission imported or tried to (reported in every answer)
 SOLVER_SEEN: list[str] = []
@@ -72,11 +77,11 @@ def _limit(limits: dict) -> None:
 class _SolverWatch:
     """An import hook: notes (``flag``) or refuses (``forbid``) the library's solver modules."""
 
-    def __init__(self, forbid: bool, modules: tuple[str, ...]):
+    def __init__(self, forbid: bool, modules: tuple[str, ...]) -> None:
         self.forbid = forbid
         self.modules = modules
 
-    def find_spec(self, name, path=None, target=None):  # noqa: ARG002 - the MetaPathFinder interface
+    def find_spec(self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> None:  # noqa: ARG002 - the MetaPathFinder interface
         module = next((m for m in self.modules if name == m or name.startswith(m + ".")), None)
         if module is not None:
             if module not in SOLVER_SEEN:
@@ -85,7 +90,9 @@ class _SolverWatch:
                 raise ImportError(f"the grading forbids the solver: 'import {name}' is not allowed")
         return None
 
-    def find_module(self, name, path=None):  # pragma: no cover - Python < 3.4 interface
+    def find_module(
+        self, name: str, path: Sequence[str] | None = None
+    ) -> None:  # pragma: no cover - Python < 3.4 interface
         return None
 
 

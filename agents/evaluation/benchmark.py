@@ -43,7 +43,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -68,11 +68,22 @@ from dice_poker_env.envs.observation import observe, observe_batch, observe_dict
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.rules import Rules, load_rules
 
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from rich.console import Console
+
+    from dice_poker_env.solver import Solution
+
 #: z for a two-sided 95% normal interval
 Z95 = 1.959963984540054
 
 
-def load_solution(rules: Rules, required: bool = False):
+@overload
+def load_solution(rules: Rules, required: Literal[True]) -> Solution: ...
+@overload
+def load_solution(rules: Rules, required: bool = False) -> Solution | None: ...
+def load_solution(rules: Rules, required: bool = False) -> Solution | None:
     """``solve(rules)`` from :mod:`dice_poker_env.solver`, or ``None`` without a solution.
 
     There is none when the solver is not installed, or when it refuses the
@@ -101,7 +112,7 @@ def load_solution(rules: Rules, required: bool = False):
         return None
 
 
-def cached_solution(rules: Rules):
+def cached_solution(rules: Rules) -> Solution | None:
     """The solution of ``rules`` if the solver's disk cache holds it (loaded and checked), else ``None``;
     never solves (what ``bench --no-regret`` without the optimal agent uses for the percent of optimal)."""
     try:
@@ -170,11 +181,11 @@ class _Partial:
                 mine[3], mine[4] = worst, {**example, "game": example["game"] + shift}
 
 
-def _dice_text(dice) -> str:
+def _dice_text(dice: Sequence[int] | np.ndarray) -> str:
     return "-".join(str(int(d)) for d in dice)
 
 
-def _kept_text(dice, action: int) -> str:
+def _kept_text(dice: Sequence[int] | np.ndarray, action: int) -> str:
     kept = kept_dice(dice, action)
     return _dice_text(kept) if kept else "nothing"
 
@@ -184,7 +195,7 @@ def box_title(name: str) -> str:
     return name.replace("_", " ")
 
 
-def _describe(rules: Rules, dice, action: int, points: int | None = None) -> str:
+def _describe(rules: Rules, dice: Sequence[int] | np.ndarray, action: int, points: int | None = None) -> str:
     """``keep 2-2``, ``score full house (25 points)`` or ``scratch yahtzee (0 points)`` (``points``: what the box
     takes, when known)."""
     if action >= N_KEEP_ACTIONS:
@@ -195,7 +206,9 @@ def _describe(rules: Rules, dice, action: int, points: int | None = None) -> str
     return f"keep {_kept_text(dice, action)}"
 
 
-def _mistake_label(rules: Rules, dice, taken: int, best: int, points: dict[int, int] | None = None) -> tuple[str, str]:
+def _mistake_label(
+    rules: Rules, dice: Sequence[int] | np.ndarray, taken: int, best: int, points: dict[int, int] | None = None
+) -> tuple[str, str]:
     """A label that groups similar mistakes across games, and its kind.
 
     ``points``: what the dice would write into each box (by score action); a box that takes 0 points is a
@@ -245,9 +258,9 @@ LOCKSTEP_GAMES = 2048
 
 def play_games(
     rules: Rules,
-    agent,
+    agent: Any,
     seeds: Sequence[int] | np.ndarray,
-    solution=None,
+    solution: Solution | None = None,
     record: list | None = None,
     *,
     regret_batch: int = REGRET_BATCH,
@@ -295,9 +308,9 @@ def play_games(
 
 def _play_one_by_one(
     rules: Rules,
-    agent,
+    agent: Any,
     seeds: Sequence[int] | np.ndarray,
-    solution,
+    solution: Solution | None,
     out: _Partial,
     record: list | None,
     regret_batch: int,
@@ -375,7 +388,13 @@ def _play_one_by_one(
         _settle_games(rules, solution, out, pending, regret_batch)
 
 
-def _settle_games(rules: Rules, solution, out: _Partial, games: list, regret_batch: int) -> None:
+def _settle_games(
+    rules: Rules,
+    solution: Any,  # a Solution: the caller's last call is guarded by `if pending:`, which mypy cannot tie to it
+    out: _Partial,
+    games: list,
+    regret_batch: int,
+) -> None:
     """Regret of finished one-by-one games (``[(decisions, moves), ...]``), in their order; fills the moves."""
     decisions = [d for game, _ in games for d in game]
     observations = {key: np.stack([d[0][key] for d in decisions]) for key in decisions[0][0]}
@@ -407,7 +426,12 @@ def _settle_games(rules: Rules, solution, out: _Partial, games: list, regret_bat
 
 
 def _decision_losses(
-    solution, observations: dict, actions: np.ndarray, legal: np.ndarray, so_far: np.ndarray, batch: int
+    solution: Solution,
+    observations: dict,
+    actions: np.ndarray,
+    legal: np.ndarray,
+    so_far: np.ndarray,
+    batch: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(best action, points lost)`` of each decision (dict observations with a leading axis), ``batch``
     decisions per ``action_values`` call. An illegal action ends the game: it loses ``Q(best)`` minus the
@@ -488,7 +512,9 @@ def _tally(
             }
 
 
-def _play_lockstep(rules: Rules, agent, seeds: list[int], solution, out: _Partial, regret_batch: int) -> None:
+def _play_lockstep(
+    rules: Rules, agent: Any, seeds: list[int], solution: Solution | None, out: _Partial, regret_batch: int
+) -> None:
     """All ``seeds``' games at once on the engine's batched step (see :func:`play_games`)."""
     tables = compile_rules(rules)
     masks = action_masks(tables)
@@ -583,7 +609,7 @@ def _worker(rules: Rules, agent_name: str, seeds: np.ndarray, with_regret: bool)
     return play_games(rules, agent, seeds, solution if with_regret else None)
 
 
-def _build(agent_name: str, rules: Rules, solution):
+def _build(agent_name: str, rules: Rules, solution: Solution | None) -> Any:
     from agents.players.registry import make_agent
 
     if agent_name == "optimal" and solution is None:
@@ -860,7 +886,7 @@ def benchmark(
     return BenchmarkResult(data=data, scores=raw_scores, games=records)
 
 
-def _pool(workers: int):
+def _pool(workers: int) -> ProcessPoolExecutor:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -868,7 +894,9 @@ def _pool(workers: int):
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 
-def _play_parallel(pool, rules: Rules, agent_name: str, seeds: np.ndarray, workers: int, with_regret: bool) -> _Partial:
+def _play_parallel(
+    pool: ProcessPoolExecutor, rules: Rules, agent_name: str, seeds: np.ndarray, workers: int, with_regret: bool
+) -> _Partial:
     chunks = np.array_split(seeds, workers)
     part = _Partial()
     futures = [pool.submit(_worker, rules, agent_name, chunk, with_regret) for chunk in chunks]
@@ -878,7 +906,7 @@ def _play_parallel(pool, rules: Rules, agent_name: str, seeds: np.ndarray, worke
 
 
 # ----------------------------------------------------------------------- output
-def render_table(data: dict[str, Any], console=None, mistakes: int = 3) -> None:
+def render_table(data: dict[str, Any], console: Console | None = None, mistakes: int = 3) -> None:
     """Print the benchmark as rich tables (one row per agent, then top mistakes)."""
     from rich.console import Console
     from rich.table import Table
@@ -912,7 +940,7 @@ def render_table(data: dict[str, Any], console=None, mistakes: int = 3) -> None:
     ):
         table.add_column(column, justify="left" if column == "agent" else "right")
 
-    def fmt(value, spec=".2f", suffix=""):
+    def fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
         return "—" if value is None else f"{value:{spec}}{suffix}"
 
     for name, row in data["agents"].items():

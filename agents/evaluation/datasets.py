@@ -69,7 +69,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -84,6 +84,13 @@ from dice_poker_env.engine.state import BatchState
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import observation_space, observe_dict_batch, observe_flat_batch
 from dice_poker_env.rules import RULESET_NAMES, Rules, load_rules
+
+if TYPE_CHECKING:
+    from gymnasium import spaces
+    from gymnasium.envs.registration import EnvSpec
+
+    from dice_poker_env.engine.tables import RuleTables
+    from dice_poker_env.solver import Solution
 
 #: the namespace of the default dataset ids: ``dice_poker/<ruleset>/<agent>-v0``
 NAMESPACE = "dice_poker"
@@ -186,7 +193,7 @@ def make_policy(spec: DatasetAgentSpec, rules: Rules, solution: Any, seed: int) 
         agent = OptimalAgent(solution)
         tables = compile_rules(rules)
 
-        def base(state, observe, masks):
+        def base(state: BatchState, observe: Callable[[str], Any], masks: np.ndarray) -> np.ndarray:
             full = game.five_kind_box_full(tables, state.filled, state.scores)
             return agent.act_situation(
                 state.filled, state.upper_total, full, state.roll, state.rolls_left, action_masks=masks
@@ -201,7 +208,7 @@ def make_policy(spec: DatasetAgentSpec, rules: Rules, solution: Any, seed: int) 
             base = lambda state, observe, masks: np.asarray(agent.act_batch(observe(mode), masks), dtype=np.int64)  # noqa: E731
         else:  # one game at a time (SB3 models)
 
-            def base(state, observe, masks):
+            def base(state: BatchState, observe: Callable[[str], Any], masks: np.ndarray) -> np.ndarray:
                 obs = observe(mode)
                 one = (lambda i: {k: v[i] for k, v in obs.items()}) if isinstance(obs, Mapping) else (lambda i: obs[i])
                 return np.array([agent.act(one(i), masks[i]) for i in range(len(masks))], dtype=np.int64)
@@ -210,7 +217,7 @@ def make_policy(spec: DatasetAgentSpec, rules: Rules, solution: Any, seed: int) 
         return base
     explore = RandomAgent(seed=int(rng.integers(1 << 63)))
 
-    def mixed(state, observe, masks):
+    def mixed(state: BatchState, observe: Callable[[str], Any], masks: np.ndarray) -> np.ndarray:
         actions = base(state, observe, masks)
         chosen = explore.rng.random(len(masks)) < spec.eps
         if chosen.any():
@@ -224,7 +231,7 @@ def make_policy(spec: DatasetAgentSpec, rules: Rules, solution: Any, seed: int) 
 class _Observer:
     """The live games' observations in a layout, each computed at most once a step."""
 
-    def __init__(self, tables, state: BatchState, mode: str, observation: Any):
+    def __init__(self, tables: RuleTables, state: BatchState, mode: str, observation: Any) -> None:
         self.tables, self.state, self.cache = tables, state, {mode: observation}
 
     def __call__(self, mode: str) -> Any:
@@ -480,7 +487,7 @@ class _EpisodeWriter:
         level: int = COMPRESSION_LEVEL,
         workers: int = 2,
         minimal_headers: bool = True,
-    ):
+    ) -> None:
         import h5py
 
         self.h5py = h5py
@@ -498,12 +505,12 @@ class _EpisodeWriter:
             self._gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
             self._gcpl.set_obj_track_times(False)
 
-    def _type(self, dtype: np.dtype):
+    def _type(self, dtype: np.dtype) -> Any:
         if dtype not in self._types:
             self._types[dtype] = self.h5py.h5t.py_create(dtype, logical=True)  # bool: h5py's enum, as Minari's
         return self._types[dtype]
 
-    def _plist(self, dtype: np.dtype, shape: tuple[int, ...]):
+    def _plist(self, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
         """The creation property list of a compressed dataset of ``dtype`` and ``shape`` (one chunk)."""
         key = (_shuffled(dtype), shape)
         if key not in self._plists:
@@ -520,7 +527,7 @@ class _EpisodeWriter:
             self._plists[key] = dcpl
         return self._plists[key]
 
-    def _dataset(self, group, name: str, data: np.ndarray, chunk: bytes | None = None) -> None:
+    def _dataset(self, group: Any, name: str, data: np.ndarray, chunk: bytes | None = None) -> None:
         h5py = self.h5py
         space = h5py.h5s.create_simple(data.shape)
         if self.compress:
@@ -534,11 +541,11 @@ class _EpisodeWriter:
             if data.size:
                 dataset.write(h5py.h5s.ALL, h5py.h5s.ALL, data)
 
-    def _attribute(self, group, name: str, value: int) -> None:
+    def _attribute(self, group: Any, name: str, value: int) -> None:
         attribute = self.h5py.h5a.create(group, name.encode(), self._type(np.dtype(np.int64)), self._scalar)
         attribute.write(np.array(value, dtype=np.int64))
 
-    def _group(self, parent, name: str):
+    def _group(self, parent: Any, name: str) -> Any:
         if self._gcpl is None:
             return self.h5py.h5g.create(parent, name.encode())
         return self.h5py.h5g.create(parent, name.encode(), gcpl=self._gcpl)
@@ -599,7 +606,7 @@ class _EpisodeWriter:
         self.file.close()
 
 
-def _env_spec(rules: Rules, obs_mode: str):
+def _env_spec(rules: Rules, obs_mode: str) -> EnvSpec | None:
     """The env spec ``recover_environment`` makes: this library's env, these rules, options and layout.
 
     A shipped ruleset is recovered by name; a rules file by its absolute path
@@ -728,7 +735,7 @@ def write_dataset(
         if not (final / "data" / "metadata.json").is_file():
             raise DatasetError(f"{final} exists and is not a Minari dataset: --overwrite only replaces datasets")
 
-    def build_policy(solution):
+    def build_policy(solution: Solution | None) -> Policy:
         try:
             return make_policy(spec, rules, solution, seed)
         except (ValueError, OSError) as error:  # a missing or foreign model, no shipped policy, ...
@@ -884,7 +891,7 @@ def _options_text(rules: Rules) -> str:
     return f" ({', '.join(f'{k}={v}' for k, v in rules.options.items())})" if rules.options else ""
 
 
-def _action_space(rules: Rules):
+def _action_space(rules: Rules) -> spaces.Discrete:
     from gymnasium import spaces
 
     return spaces.Discrete(int(compile_rules(rules).n_actions))

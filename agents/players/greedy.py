@@ -84,7 +84,7 @@ class GreedyAgent:
 
     obs_mode = "dict"
 
-    def __init__(self, rules: str | Rules = "yacht", name: str = "greedy"):
+    def __init__(self, rules: str | Rules = "yacht", name: str = "greedy") -> None:
         self.name = name
         self.rules = load_rules(rules)
         self.tables = compile_rules(self.rules)

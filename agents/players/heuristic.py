@@ -51,7 +51,7 @@ class LookaheadAgent:
     track = "rules"
     obs_mode = "dict"
 
-    def __init__(self, rules: str | Rules = "yahtzee"):
+    def __init__(self, rules: str | Rules = "yahtzee") -> None:
         self.tables = tables = compile_rules(load_rules(rules))
         self.score = tables.score.astype(np.float64)  # (252 rolls, n_boxes): plain points
         self.par = box_par(self.score)

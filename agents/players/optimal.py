@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import Solution, solve
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 #: Points within which the optimal agent's action is optimal, and below which a
 #: loss counts as zero. The agent plays the solver's fast path
@@ -49,7 +52,7 @@ class OptimalAgent:
         cache: bool = True,
         progress: bool | None = None,
         **options: Any,
-    ):
+    ) -> None:
         if isinstance(rules, Solution):
             self.solution = rules
         else:
@@ -78,7 +81,14 @@ class OptimalAgent:
         return self.act_situation(*situation[:5], action_masks=action_masks)
 
     def act_situation(
-        self, filled, upper, full, roll, rolls_left, *, action_masks: np.ndarray | None = None
+        self,
+        filled: npt.ArrayLike,
+        upper: npt.ArrayLike,
+        full: npt.ArrayLike,
+        roll: npt.ArrayLike,
+        rolls_left: npt.ArrayLike,
+        *,
+        action_masks: np.ndarray | None = None,
     ) -> np.ndarray:
         """:meth:`act_batch` from the games' situations as the engine holds them (``(B,)`` int64).
 

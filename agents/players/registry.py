@@ -54,11 +54,14 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dice_poker_env.rules import Rules, load_rules
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 AGENT_NAMES = ("optimal", "greedy", "random", "trained", "winning")
 #: the built-in agents that take ``key=value`` arguments after a comma: ``winning,target=200``
@@ -71,7 +74,7 @@ _MODULE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 _KEY = re.compile(r"^[A-Za-z_]\w*$")
 
 
-def make_agent(name: str, rules: str | Rules, **kwargs: Any):
+def make_agent(name: str, rules: str | Rules, **kwargs: Any) -> Any:
     """An agent for ``rules`` by name (table in the module docstring).
 
     Args:
@@ -215,7 +218,7 @@ class AgentSpec:
             return self.attr
         return f"{self.attr}({', '.join(f'{k}={v!r}' for k, v in self.kwargs)})"
 
-    def module(self):
+    def module(self) -> ModuleType:
         """Import the spec's module (a file: once per process, under a name derived from its path)."""
         if not self.is_file:
             try:
@@ -382,7 +385,7 @@ class ImportedAgent:
         name: the name it is reported under.
     """
 
-    def __init__(self, agent: Any, name: str):
+    def __init__(self, agent: Any, name: str) -> None:
         self.agent = agent
         self.name = name
         self.obs_mode = getattr(agent, "obs_mode", "dict")

@@ -208,7 +208,7 @@ def load_model(
     return cls.load(os.fspath(path), custom_objects=custom, **kwargs)
 
 
-def algorithm_class(algo: str):
+def algorithm_class(algo: str) -> type[Any]:
     """The SB3 / sb3-contrib class of a config ``algo`` name (imports it)."""
     import importlib
 
@@ -312,7 +312,7 @@ class SB3Agent:
         rules: Rules | None = None,
         name: str = "model",
         deterministic: bool = True,
-    ):
+    ) -> None:
         self.model = model
         self.metadata = dict(metadata)
         self.rules = (

@@ -16,11 +16,15 @@ Arithmetic of the rules, not the solver's values. NumPy only.
 from __future__ import annotations
 
 from math import comb
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dice_poker_env.engine.combinatorics import N_DICE
 from dice_poker_env.rules import Box, Rules
+
+if TYPE_CHECKING:
+    from agents.policy.observation import ArrayT
 
 #: par: the count of its face each upper box is expected to score (the threshold 63 = 3 x (1 + ... + 6))
 PAR_COUNT = 3
@@ -36,7 +40,7 @@ def par_points(box: Box) -> float:
     return float((PAR_COUNT - (box.base if box.kind == "relative_face" else 0)) * box.face)
 
 
-def points_needed(threshold, upper_total):
+def points_needed(threshold: float, upper_total: ArrayT) -> ArrayT:
     """The points still needed for the upper bonus (NumPy arrays or torch tensors): ``threshold - upper_total``,
     negative once the total is above the threshold."""
     return threshold - upper_total

@@ -29,7 +29,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from agents.policy.observation import FlatObservation, as_float
 from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules
+
+if TYPE_CHECKING:
+    from agents.policy.observation import ArrayT
 
 #: options of earlier versions that measured worse and were removed (docs/experiments.md), with the value
 #: that means "off": a policy file recording that value plays as before, any other is refused
@@ -128,7 +131,7 @@ class PolicyHeads:
         keep_bonus: the :class:`KeepBonus` of ``keep_points_bonus`` (or None).
     """
 
-    def __init__(self, rules: Rules, options: PolicyOptions | None = None):
+    def __init__(self, rules: Rules, options: PolicyOptions | None = None) -> None:
         self.rules = rules
         self.options = options if options is not None else PolicyOptions()
         tables = compile_rules(rules)
@@ -154,7 +157,7 @@ class PolicyHeads:
         """The network's input size."""
         return self.inputs.size
 
-    def logits(self, t, x, out, u=None, box_w=None):
+    def logits(self, t: Any, x: ArrayT, out: ArrayT, u: Any = None, box_w: Any = None) -> ArrayT:
         """The actor's logits ``(B, n_actions)``: the network's outputs plus the heads' terms (float32).
 
         Args:
@@ -176,7 +179,7 @@ class PolicyHeads:
             boxes = boxes + self.obs.potential_points(x) * box_w
         return _concat([keeps, boxes])
 
-    def points_terms(self, t, x, u):
+    def points_terms(self, t: Any, x: ArrayT, u: ArrayT) -> tuple[ArrayT, ArrayT]:
         """``keep_points``' terms for box values ``u`` ``(B, n_boxes)``: ``(keeps (B, 32), boxes (B, n_boxes))``,
         the keeps' expected points after one reroll and the boxes' points now, each box's weighted by ``u``
         (with ``keep_points_bonus``, the upper bonus in them). Element-wise in float32."""
@@ -193,7 +196,7 @@ class PolicyHeads:
         return keeps, boxes
 
 
-def _sum_over_boxes(table, weights):
+def _sum_over_boxes(table: ArrayT, weights: ArrayT) -> ArrayT:
     """``sum_b table[:, b, :] * weights[:, b]``: ``(B, n_boxes, K)`` and ``(B, n_boxes)`` -> ``(B, K)``.
     NumPy: one einsum; torch: element-wise products and a sum along vectors of keeps (what compiles fastest,
     and stays float32 under bfloat16 autocast)."""
@@ -202,7 +205,7 @@ def _sum_over_boxes(table, weights):
     return (table * weights[:, :, None]).sum(dim=1)
 
 
-def _add_columns(values, columns, added):
+def _add_columns(values: ArrayT, columns: ArrayT, added: ArrayT) -> ArrayT:
     """``values`` with ``added`` ``(B, len(columns))`` added to its (distinct) ``columns`` (a new array)."""
     if isinstance(values, np.ndarray):
         values = values.copy()
@@ -211,7 +214,7 @@ def _add_columns(values, columns, added):
     return values.index_add(1, columns, added)
 
 
-def _concat(parts):
+def _concat(parts: list[ArrayT]) -> ArrayT:
     """The arrays side by side (last axis), NumPy or torch."""
     if isinstance(parts[0], np.ndarray):
         return np.concatenate(parts, axis=1)

@@ -14,6 +14,7 @@ The heads that use them are :mod:`agents.policy.heads`.
 from __future__ import annotations
 
 from math import comb
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from dice_poker_env.engine.combinatorics import (
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_scales
 from dice_poker_env.rules import Rules
+
+if TYPE_CHECKING:
+    from agents.policy.observation import ArrayT
 
 
 def keep_expected_points(rules: Rules) -> np.ndarray:
@@ -75,7 +79,7 @@ class KeepBonus:
     it keeps and how many dice it rolls (``combo``: ``6 * kept + rolled``).
     """
 
-    def __init__(self, rules: Rules, par: bool = False):
+    def __init__(self, rules: Rules, par: bool = False) -> None:
         tables = compile_rules(rules)
         if not tables.has_upper_bonus:
             raise ValueError(f"keep_points_bonus: ruleset {rules.name!r} has no upper bonus")
@@ -122,7 +126,7 @@ class KeepBonus:
         names = ("combo", "combo_chance", "count_value", "upper") + (("chance", "bits") if self.par else ())
         return {name: getattr(self, name) for name in names}
 
-    def terms(self, t, roll, upper_total, upper_open):
+    def terms(self, t: Any, roll: ArrayT, upper_total: ArrayT, upper_open: ArrayT) -> tuple[ArrayT, ArrayT | None]:
         """``(keeps, boxes)``: the bonus points (``potential_points``' units) each keep ``(B, 32, U)`` adds to
         each upper box's, and with ``par`` each upper box action adds ``(B, U)`` (else ``None``).
 
@@ -161,7 +165,7 @@ class KeepBonus:
         return keeps, boxes
 
 
-def _take_last(values, index):
+def _take_last(values: ArrayT, index: ArrayT) -> ArrayT:
     """``values`` gathered along the last axis at ``index`` (NumPy arrays or torch tensors)."""
     if isinstance(values, np.ndarray):
         return np.take_along_axis(values, index, axis=-1)
@@ -193,7 +197,7 @@ class PolicyInputs:
 
     n_features = 3
 
-    def __init__(self, rules: Rules, features: bool = True, players: int = 1):
+    def __init__(self, rules: Rules, features: bool = True, players: int = 1) -> None:
         tables = compile_rules(rules)
         self.obs = FlatObservation(rules)
         self.features = bool(features)

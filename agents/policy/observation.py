@@ -11,6 +11,8 @@ observation comes first. No torch import: a torch tensor's own methods do the wo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import numpy as np
 
 from dice_poker_env.engine.combinatorics import N_DICE, N_FACES, ROLL_INDEX_OF_CODE, encode_counts
@@ -18,13 +20,19 @@ from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import flat_layout, flat_scales, flat_size
 from dice_poker_env.rules import Rules
 
+if TYPE_CHECKING:
+    import torch
 
-def as_index(x):
+#: a NumPy array or a torch tensor: the decoder's code is written once for both, and returns the kind it is given
+ArrayT = TypeVar("ArrayT", np.ndarray, "torch.Tensor")
+
+
+def as_index(x: ArrayT) -> ArrayT:
     """Integer indices of a NumPy array or a torch tensor of whole numbers."""
     return np.rint(x).astype(np.int64) if isinstance(x, np.ndarray) else x.round().long()
 
 
-def as_float(x):
+def as_float(x: ArrayT) -> ArrayT:
     """``x`` as float32 (a NumPy array or a torch tensor, e.g. one computed under bfloat16 autocast)."""
     return x.astype(np.float32, copy=False) if isinstance(x, np.ndarray) else x.float()
 
@@ -43,7 +51,7 @@ class FlatObservation:
         score_scale, upper_scale: the points' and the upper total's scales.
     """
 
-    def __init__(self, rules: Rules):
+    def __init__(self, rules: Rules) -> None:
         tables = compile_rules(rules)
         self.size = flat_size(tables)
         self.n_boxes = tables.n_boxes
@@ -56,32 +64,32 @@ class FlatObservation:
         """The tables :meth:`roll` reads, by name (for torch buffers)."""
         return {"roll_of_code": self.roll_of_code, "code_weights": self.code_weights}
 
-    def face_counts(self, x):
+    def face_counts(self, x: ArrayT) -> ArrayT:
         """``(B, 6)`` float: how many dice show each face (whole numbers)."""
         return (as_float(x[:, self.layout["face_counts"]]) * N_DICE).round()
 
-    def roll(self, t, x):
+    def roll(self, t: Any, x: ArrayT) -> ArrayT:
         """``(B,)`` int64: the index of the sorted roll (0..251); ``t`` holds ``roll_of_code`` and
         ``code_weights``. Element-wise in float32: the code must be exact, which a bfloat16 matrix product is not."""
         return t.roll_of_code[as_index((self.face_counts(x) * t.code_weights).sum(-1))]
 
-    def filled(self, x):
+    def filled(self, x: ArrayT) -> ArrayT:
         """``(B, n_boxes)`` float: 1 where the box is filled."""
         return as_float(x[:, self.layout["filled"]])
 
-    def open_boxes(self, x):
+    def open_boxes(self, x: ArrayT) -> ArrayT:
         """``(B, n_boxes)`` float: 1 where the box is open."""
         return 1.0 - self.filled(x)
 
-    def scores(self, x):
+    def scores(self, x: ArrayT) -> ArrayT:
         """``(B, n_boxes)`` float: the points written in each box (0 where open)."""
         return as_float(x[:, self.layout["scores"]]) * self.score_scale
 
-    def potential_points(self, x):
+    def potential_points(self, x: ArrayT) -> ArrayT:
         """``(B, n_boxes)`` float: the points each box would score now, in the observation's units (points /
         ``score_scale``, as the env shows them)."""
         return as_float(x[:, self.layout["potential_points"]])
 
-    def upper_total(self, x):
+    def upper_total(self, x: ArrayT) -> ArrayT:
         """``(B,)`` float: the upper section's total in points (whole numbers; clipped at ``upper_scale``)."""
         return (as_float(x[:, self.layout["upper_total"].start]) * self.upper_scale).round()

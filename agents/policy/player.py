@@ -57,7 +57,7 @@ class PolicyAgent:
         metadata: Mapping[str, Any],
         rules: Rules | None = None,
         name: str = "model",
-    ):
+    ) -> None:
         self.metadata = dict(metadata)
         self.rules = (
             load_rules(rules)

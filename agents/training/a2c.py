@@ -9,14 +9,19 @@ in one process (the "A2C" of the batched setting); the loop around it is
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from agents.training.actor_critic import ActorCritic, evaluate_actions, gradient_step, normalized
 from agents.training.rollout import Batch
 
+if TYPE_CHECKING:
+    from agents.training.config import BatchedPPO
+
 
 def update(
-    model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, config, generator: torch.Generator
+    model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, config: BatchedPPO, generator: torch.Generator
 ) -> dict[str, float]:
     """One A2C step from ``batch``; returns its statistics."""
     log_prob, entropies, values = evaluate_actions(model, batch.inputs, batch.masks, batch.actions)

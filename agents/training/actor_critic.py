@@ -48,13 +48,13 @@ class _CompiledTanh(torch.autograd.Function):
     """:func:`tanh_formula`, its gradient from the output: ``1 - y^2``."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
         y = tanh_formula(x)
         ctx.save_for_backward(y)
         return y
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (y,) = ctx.saved_tensors
         return grad * (1.0 - y * y)
 
@@ -159,7 +159,7 @@ class ActorCritic(nn.Module):
         activation: str = "tanh",
         precision: str = "float32",
         layer_norm: bool = False,
-    ):
+    ) -> None:
         super().__init__()
         check_network_fields(hidden, activation)
         self.heads = heads
@@ -256,7 +256,7 @@ class ActorCritic(nn.Module):
                     )
                 params[param].copy_(torch.from_numpy(np.ascontiguousarray(array)))
 
-    def _autocast(self, x: torch.Tensor):
+    def _autocast(self, x: torch.Tensor) -> torch.autocast:
         return torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.precision == "bfloat16")
 
     def actor_logits(self, x: torch.Tensor) -> torch.Tensor:
@@ -348,11 +348,11 @@ class Compiled:
     element-wise work around the matrix products; compiling costs 10-30 s at the first call of each.
     """
 
-    def __init__(self, target: Callable):
+    def __init__(self, target: Callable) -> None:
         self.target = target
         self._compiled: Callable | None = torch.compile(target)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._compiled is not None:
             try:
                 return self._compiled(*args, **kwargs)
@@ -366,7 +366,7 @@ class Compiled:
                 self._compiled = None
         return self.target(*args, **kwargs)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.target, name)
 
 

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -56,6 +56,9 @@ from dice_poker_env.engine.combinatorics import (
     distinct_keep_mask,
 )
 from dice_poker_env.rules import Rules
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 #: how the behaviour-cloning baseline is named wherever it is reported
 LABEL = "imitation of the solver"
@@ -169,7 +172,7 @@ class BCTrainer:
         optimal: float | None = None,
         metadata: dict[str, Any] | None = None,
         log: Callable[[str], None] = print,
-    ):
+    ) -> None:
         self.config, self.rules, self.run_dir = config, rules, Path(run_dir)
         self.optimal, self.log = optimal, log
         self.device = torch.device(config.device)
@@ -214,7 +217,7 @@ class BCTrainer:
     def save_policy(self, path: str | os.PathLike) -> Path:
         return save_policy(path, self.model.export(), {**self.metadata, "timesteps": self.num_timesteps})
 
-    def evaluate(self, writer=None) -> float:
+    def evaluate(self, writer: SummaryWriter | None = None) -> float:
         """The evaluation of every trainer family (:func:`agents.training.evaluator.evaluate_trainer`)."""
         return evaluate_trainer(self, writer)
 

@@ -35,7 +35,10 @@ import dataclasses
 import difflib
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 #: ``train.py`` with no ``--config`` runs this file (the defaults of :class:`BatchedPPO`)
 DEFAULT_CONFIG_NAME = "batched_ppo_yacht.yaml"
@@ -498,7 +501,7 @@ def make_config(base: dict[str, Any] | None = None, overrides: list[str] | None 
     return result
 
 
-def _set_field(config, cls: type, algo: str, key: Any, value: Any, source: str) -> None:
+def _set_field(config: DictConfig, cls: type, algo: str, key: Any, value: Any, source: str) -> None:
     """Set field ``key`` (a dotted path reaches into a mapping) of the OmegaConf ``config`` to ``value``."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException

@@ -59,7 +59,7 @@ class Evaluation:
         log: where the console lines go.
     """
 
-    def __init__(self, run_dir: str | os.PathLike, optimal: float | None, log: Callable[[str], None] = print):
+    def __init__(self, run_dir: str | os.PathLike, optimal: float | None, log: Callable[[str], None] = print) -> None:
         self.csv = Path(run_dir) / "evaluations.csv"
         self.optimal, self.log = optimal, log
         self.best = -math.inf  #: the best mean score (self-play: win rate) so far (kept in checkpoints)

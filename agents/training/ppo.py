@@ -11,12 +11,15 @@ checkpoints, resume) is :mod:`agents.batched`'s, shared with A2C.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from agents.training.actor_critic import ActorCritic, Compiled, evaluate_actions, gradient_step, normalized
 from agents.training.rollout import Batch
+
+if TYPE_CHECKING:
+    from agents.training.config import BatchedPPO
 
 STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 
@@ -62,7 +65,7 @@ _compiled_loss: Compiled | None = None
 
 
 def update(
-    model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, config, generator: torch.Generator
+    model: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, config: BatchedPPO, generator: torch.Generator
 ) -> dict[str, float]:
     """One PPO update from ``batch``; returns the last epoch's mean statistics."""
     global _compiled_loss

@@ -27,10 +27,15 @@ the lines below is shared with batched PPO and A2C (:class:`agents.training.trai
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import torch
 
 from agents.training.actor_critic import MASKED_LOGIT, ActorCritic, Compiled, _init, gradient_step, mlp, sample
 from agents.training.rollout import Batch, Choose
+
+if TYPE_CHECKING:
+    from agents.training.config import BatchedPQN
 
 STATS = ("q_loss", "q_taken", "target")
 
@@ -39,7 +44,7 @@ class QNetwork(ActorCritic):
     """The actor of :class:`ActorCritic` read as Q-values (one per action); no critic, or with ``dueling`` the
     critic as the state's value ``V(s)`` and the actor as the advantages ``A(s, a)``."""
 
-    def __init__(self, *args, dueling: bool = False, **kwargs):
+    def __init__(self, *args: Any, dueling: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.dueling = bool(dueling)
         del self.critic  # a state's value is its best legal action's
@@ -74,19 +79,19 @@ class QNetwork(ActorCritic):
 NETWORK = QNetwork  #: the network agents.training.trainer.Trainer builds for this algorithm
 
 
-def network_options(config) -> dict[str, bool]:
+def network_options(config: BatchedPQN) -> dict[str, bool]:
     """The network's options from the config (recorded in the policy file's metadata)."""
     return {"layer_norm": bool(config.layer_norm), "dueling": bool(config.dueling)}
 
 
-def epsilon(config, progress: float) -> float:
+def epsilon(config: BatchedPQN, progress: float) -> float:
     """Epsilon at ``progress`` (the fraction of ``total_timesteps`` done): linear from ``start_e`` to ``end_e``
     over the first ``exploration_fraction``, then ``end_e``."""
     span = max(float(config.exploration_fraction), 1e-12)
     return float(config.start_e + (config.end_e - config.start_e) * min(progress / span, 1.0))
 
 
-def behaviour(config, progress: float) -> Choose:
+def behaviour(config: BatchedPQN, progress: float) -> Choose:
     """The rollout's choice at ``progress``: with probability epsilon a uniformly random legal action (the masked
     logits of the illegal ones are :data:`MASKED_LOGIT`), else the legal action of highest Q, or with a
     ``temperature`` a legal action drawn with probability ``softmax(Q / temperature)``."""
@@ -118,7 +123,7 @@ _compiled_loss: Compiled | None = None  #: the compiled loss, one per process (a
 
 
 def update(
-    model: QNetwork, optimizer: torch.optim.Optimizer, batch: Batch, config, generator: torch.Generator
+    model: QNetwork, optimizer: torch.optim.Optimizer, batch: Batch, config: BatchedPQN, generator: torch.Generator
 ) -> dict[str, float]:
     """One PQN update from ``batch`` (its ``returns`` are the Q(lambda) targets); the last epoch's mean statistics."""
     global _compiled_loss

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -56,6 +56,11 @@ from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.envs.vector import DicePokerVectorEnv
 from dice_poker_env.rules import Rules, load_rules
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+    from torch.utils.tensorboard import SummaryWriter
 
 #: the envs' name in RLlib's registry (``config.environment(ENV_NAME, env_config=...)``)
 ENV_NAME = "dice_poker_masked"
@@ -94,7 +99,7 @@ class MaskedDiceEnv(gym.Env):
         config: :func:`env_config`'s mapping (RLlib passes it as the env config).
     """
 
-    def __init__(self, config: dict[str, Any] | None = None):
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
         config = dict(config or {})
         self.rules = load_rules(config.get("rules", "yacht"), **config.get("rules_options", {}))
         self.env = DicePokerEnv(self.rules, obs_mode="flat")
@@ -109,11 +114,13 @@ class MaskedDiceEnv(gym.Env):
             mask = distinct_keep_mask(mask, self.env.state.roll)
         return {"action_mask": mask.astype(np.float32), "observations": self.inputs(obs)}
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
         return self._observe(obs, info), info
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(int(action))
         return self._observe(obs, info), reward * self.reward_scale, terminated, truncated, info
 
@@ -127,7 +134,7 @@ class MaskedDiceVectorEnv(gym.vector.VectorEnv):
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
 
-    def __init__(self, config: dict[str, Any] | None = None):
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
         config = dict(config or {})
         self.rules = load_rules(config.get("rules", "yacht"), **config.get("rules_options", {}))
         self.num_envs = int(config.get("num_envs", 1))
@@ -146,11 +153,13 @@ class MaskedDiceVectorEnv(gym.vector.VectorEnv):
             mask = distinct_keep_mask(mask, self.env.state.roll)
         return {"action_mask": mask.astype(np.float32), "observations": self.inputs(obs)}
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
         return self._observe(obs, info), info
 
-    def step(self, actions):
+    def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(np.asarray(actions, dtype=np.int64))
         return self._observe(obs, info), reward * self.reward_scale, terminated, truncated, info
 
@@ -158,7 +167,7 @@ class MaskedDiceVectorEnv(gym.vector.VectorEnv):
         self.env.close()
 
 
-def make_env(config: dict[str, Any]):
+def make_env(config: dict[str, Any]) -> MaskedDiceEnv | MaskedDiceVectorEnv:
     """RLlib's env creator: one game, or the batched env when RLlib asks for ``num_envs`` games."""
     if "num_envs" in config:
         return MaskedDiceVectorEnv(config)
@@ -180,7 +189,7 @@ class MaskedPPOModule(DefaultPPOTorchRLModule):
     actions to the lowest float32, so their probability is zero.
     """
 
-    def __init__(self, *, observation_space: gym.Space | None = None, **kwargs: Any):
+    def __init__(self, *, observation_space: gym.Space | None = None, **kwargs: Any) -> None:
         if not isinstance(observation_space, spaces.Dict) or set(observation_space) != {"action_mask", "observations"}:
             raise ValueError(
                 f"{type(self).__name__} needs a Dict observation space of action_mask and observations, "
@@ -199,7 +208,7 @@ class MaskedPPOModule(DefaultPPOTorchRLModule):
         return obs["action_mask"], {**batch, Columns.OBS: obs["observations"]}
 
     @staticmethod
-    def _mask(out: dict[str, Any], mask) -> dict[str, Any]:
+    def _mask(out: dict[str, Any], mask: torch.Tensor) -> dict[str, Any]:
         logits = out[Columns.ACTION_DIST_INPUTS]
         out[Columns.ACTION_DIST_INPUTS] = torch.where(mask > 0.5, logits, torch.full_like(logits, _LOWEST))
         return out
@@ -239,7 +248,7 @@ def actor_weights(module: Any) -> dict[str, np.ndarray]:
 class IllegalActionCount(RLlibCallback):
     """Counts the episodes, and those an illegal action ended (over the run); logs the raw final scores."""
 
-    def on_episode_end(self, *, episode, metrics_logger=None, **kwargs: Any) -> None:
+    def on_episode_end(self, *, episode: Any, metrics_logger: MetricsLogger | None = None, **kwargs: Any) -> None:
         info = episode.get_infos(-1)
         if metrics_logger is None or not isinstance(info, dict):
             return
@@ -249,7 +258,7 @@ class IllegalActionCount(RLlibCallback):
             metrics_logger.log_value("final_score", float(info["final_score"]), reduce="mean", window=100)
 
 
-def ppo_config(config: Any, rules: Rules):
+def ppo_config(config: Any, rules: Rules) -> PPOConfig:
     """RLlib's ``PPOConfig`` for the ``rllib_ppo`` config section (hyper-parameters mapped one to one)."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -322,7 +331,7 @@ class RLlibTrainer:
         optimal: float | None = None,
         metadata: dict[str, Any] | None = None,
         log: Callable[[str], None] = print,
-    ):
+    ) -> None:
         import ray
 
         self.config, self.rules, self.run_dir = config, rules, Path(run_dir)
@@ -357,7 +366,7 @@ class RLlibTrainer:
                 reap_on_exit()  # its processes end with this driver, even if it is killed
         try:
             register_env()
-            self.algo = ppo_config(config, rules).build_algo()
+            self.algo: Any = ppo_config(config, rules).build_algo()  # RLlib's Algorithm (None once closed)
         except BaseException:
             self.close()
             raise
@@ -392,7 +401,7 @@ class RLlibTrainer:
         }
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self, writer=None) -> float:
+    def evaluate(self, writer: SummaryWriter | None = None) -> float:
         """The evaluation of every trainer family (:func:`agents.training.evaluator.evaluate_trainer`)."""
         return evaluate_trainer(self, writer)
 

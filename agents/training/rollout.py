@@ -85,7 +85,7 @@ class BaseRollout:
         gae_lambda: float = 0.95,
         features: bool = True,
         device: str | torch.device = "cpu",
-    ):
+    ) -> None:
         self.rules = rules
         self.n_envs, self.n_steps = int(n_envs), int(n_steps)
         self.distinct_keeps = distinct_keeps

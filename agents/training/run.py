@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agents.training.config import (
     BATCHED_ALGORITHMS,
@@ -40,6 +40,13 @@ from agents.training.config import (
     saved_run_config,
     yaml_problem,
 )
+
+if TYPE_CHECKING:
+    from agents.training.bc import BCTrainer
+    from agents.training.rllib_ppo import RLlibTrainer
+    from agents.training.trainer import Trainer
+    from dice_poker_env.rules import Rules
+    from dice_poker_env.solver import Solution
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,7 +172,7 @@ BATCHED_RESUME_FIXED = (
 )
 
 
-def load_config_rules(config: Common):
+def load_config_rules(config: Common) -> Rules:
     """The ruleset of the config (a one-line error if it does not load or compile)."""
     from dice_poker_env.engine.tables import compile_rules
     from dice_poker_env.rules import load_rules
@@ -179,7 +186,7 @@ def load_config_rules(config: Common):
         fail(f"rules={config.rules!r}{options}: {error}")
 
 
-def check_bench_agents(config: Common, rules) -> None:
+def check_bench_agents(config: Common, rules: Rules) -> None:
     """Every agent of the final benchmark loads for this ruleset before training starts: model files (present,
     readable, of this ruleset), the shipped policy of ``trained``, custom agents (``optimal`` needs the solve,
     and is left out of the benchmark without one)."""
@@ -229,7 +236,7 @@ def clear_run(run_dir: Path) -> None:
             path.unlink()
 
 
-def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rules) -> Path:
+def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rules: Rules) -> Path:
     """The checkpoint ``--resume`` continues from, checked whole and against the config."""
     from agents.players.sb3_agent import check_ruleset
 
@@ -267,7 +274,7 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
     return checkpoint
 
 
-def exact_solution(config: Common, rules):
+def exact_solution(config: Common, rules: Rules) -> Solution | None:
     """The solver's solution (the yardstick), or ``None`` when ``solver`` is off or the solve is refused."""
     from agents.evaluation.benchmark import load_solution
 
@@ -315,7 +322,9 @@ def run_metadata(config: Common) -> dict[str, Any]:
     return {"config": as_dict(config), "command": command, "version": dice_poker_env.__version__, "git_commit": commit}
 
 
-def batched_trainer(config: Common, rules, run_dir: Path, optimal: float | None, resume_from: Path | None):
+def batched_trainer(
+    config: Common, rules: Rules, run_dir: Path, optimal: float | None, resume_from: Path | None
+) -> Trainer:
     """The project's batched torch trainer (agents/training/trainer.py), resumed if asked; nothing written yet."""
     from agents.training.trainer import Trainer
 
@@ -331,7 +340,7 @@ def batched_trainer(config: Common, rules, run_dir: Path, optimal: float | None,
     return trainer
 
 
-def rllib_trainer(config: Common, rules, run_dir: Path, optimal: float | None):
+def rllib_trainer(config: Common, rules: Rules, run_dir: Path, optimal: float | None) -> RLlibTrainer:
     """RLlib's PPO with action masking (agents/training/rllib_ppo.py): Ray and the algorithm built, nothing written yet."""
     try:
         from agents.training.rllib_ppo import RLlibTrainer
@@ -343,7 +352,7 @@ def rllib_trainer(config: Common, rules, run_dir: Path, optimal: float | None):
         fail(f"RLlib's PPO cannot be built: {type(error).__name__}: {one_line(error)}")
 
 
-def imitation_trainer(config: BC, rules, run_dir: Path, optimal: float | None):
+def imitation_trainer(config: BC, rules: Rules, run_dir: Path, optimal: float | None) -> BCTrainer:
     """Behaviour cloning from ``config.dataset`` (agents/training/bc.py); the dataset is read and checked, nothing written yet."""
     from agents.training.bc import BCTrainer
 
@@ -364,7 +373,7 @@ def algo_label(config: Common) -> str:
     return config.algo
 
 
-def bench_matches(config: Common, rules, solution, final_path: Path) -> dict[str, Any]:
+def bench_matches(config: Common, rules: Rules, solution: Solution | None, final_path: Path) -> dict[str, Any]:
     """A self-play policy's benchmark: a duplicate match (``bench_games`` games) against each of
     ``bench_agents`` (``optimal`` only with a solution); the match summaries by opponent."""
     from agents.evaluation.match import match
@@ -385,9 +394,9 @@ def bench_matches(config: Common, rules, solution, final_path: Path) -> dict[str
 
 def finish(
     config: Common,
-    rules,
+    rules: Rules,
     run_dir: Path,
-    solution,
+    solution: Solution | None,
     optimal: float | None,
     final_path: Path,
     timesteps: int,

@@ -14,7 +14,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
@@ -22,8 +22,18 @@ from agents.training.config import SB3, one_line
 from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation
 from agents.training.run import fail
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def make_env(config: SB3, rules, rank: int, *, training: bool):
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+    from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
+
+    from dice_poker_env.rules import Rules
+
+
+def make_env(config: SB3, rules: Rules, rank: int, *, training: bool) -> Callable[[], gym.Env]:
     """A thunk building env ``rank``: the game, the illegal-action fallback for unmasked
     algorithms, SB3's Monitor (raw scores), and (training only) the reward scale."""
     from stable_baselines3.common.monitor import Monitor
@@ -34,7 +44,7 @@ def make_env(config: SB3, rules, rank: int, *, training: bool):
 
     masked = ALGORITHMS[config.algo][2]
 
-    def thunk():
+    def thunk() -> gym.Env:
         env: gym.Env = DicePokerEnv(rules, obs_mode=config.obs_mode)
         if not masked:
             env = LegalActionWrapper(env, penalty=config.illegal_penalty if training else 0.0)
@@ -49,7 +59,7 @@ def make_env(config: SB3, rules, rank: int, *, training: bool):
     return thunk
 
 
-def make_vec_env(config: SB3, rules, n_envs: int, seed: int, *, training: bool):
+def make_vec_env(config: SB3, rules: Rules, n_envs: int, seed: int, *, training: bool) -> VecEnv:
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     if config.vec_env == "batched":
@@ -63,7 +73,7 @@ def make_vec_env(config: SB3, rules, n_envs: int, seed: int, *, training: bool):
     return vec
 
 
-def _batched_vec_env(config: SB3, rules, n_envs: int, seed: int, *, training: bool):
+def _batched_vec_env(config: SB3, rules: Rules, n_envs: int, seed: int, *, training: bool) -> VecEnvWrapper:
     """The project's NumPy batched env behind SB3's VecEnv API (imported only here).
 
     All games live in one process, stepped together; masked algorithms only (the
@@ -90,10 +100,10 @@ def _batched_vec_env(config: SB3, rules, n_envs: int, seed: int, *, training: bo
         return vec
 
     class ScaleVecReward(VecEnvWrapper):
-        def reset(self):
+        def reset(self) -> VecEnvObs:
             return self.venv.reset()
 
-        def step_wait(self):
+        def step_wait(self) -> VecEnvStepReturn:
             obs, reward, done, info = self.venv.step_wait()
             return obs, reward * config.reward_scale, done, info
 
@@ -101,7 +111,7 @@ def _batched_vec_env(config: SB3, rules, n_envs: int, seed: int, *, training: bo
 
 
 # ----------------------------------------------------------------------------- model
-def build_model(config: SB3, env, run_dir: Path):
+def build_model(config: SB3, env: VecEnv, run_dir: Path) -> BaseAlgorithm:
     import torch
 
     from agents.players.sb3_agent import algorithm_class
@@ -150,7 +160,9 @@ def build_model(config: SB3, env, run_dir: Path):
 
 
 # ----------------------------------------------------------------------------- callbacks
-def make_callbacks(config: SB3, rules, run_dir: Path, optimal: float | None, metadata: dict):
+def make_callbacks(
+    config: SB3, rules: Rules, run_dir: Path, optimal: float | None, metadata: dict
+) -> tuple[list[BaseCallback], Any]:
     """Periodic evaluation (mean score, percent of optimal -> TensorBoard, console,
     evaluations.csv, best_model.zip) and checkpoints (with the ruleset metadata)."""
     from stable_baselines3.common.callbacks import BaseCallback
@@ -163,10 +175,10 @@ def make_callbacks(config: SB3, rules, run_dir: Path, optimal: float | None, met
         """Like sb3-contrib's MaskableEvalCallback, recording game scores and % of optimal through the
         evaluation of every trainer family (:class:`agents.training.evaluator.Evaluation`)."""
 
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.next_eval = config.eval_freq
-            self.eval_env = None
+            self.eval_env: VecEnv | None = None
             self.evaluation = Evaluation(run_dir, optimal, lambda text: print(text, flush=True))
             self.started = time.perf_counter()
 
@@ -215,7 +227,7 @@ def make_callbacks(config: SB3, rules, run_dir: Path, optimal: float | None, met
             return float(np.mean(rewards))
 
     class Checkpoint(BaseCallback):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.next_save = config.checkpoint_freq
 
@@ -259,7 +271,9 @@ def make_callbacks(config: SB3, rules, run_dir: Path, optimal: float | None, met
     return callbacks, evaluator
 
 
-def sb3_model(config: SB3, rules, run_dir: Path, resume_from: Path | None):
+def sb3_model(
+    config: SB3, rules: Rules, run_dir: Path, resume_from: Path | None
+) -> tuple[VecEnv, BaseAlgorithm, dict[str, Any]]:
     """SB3's training envs and model (fresh, or loaded from a checkpoint); nothing written yet."""
     from stable_baselines3.common.utils import set_random_seed
 
@@ -312,7 +326,15 @@ def sb3_model(config: SB3, rules, run_dir: Path, resume_from: Path | None):
 
 
 def sb3_learn(
-    config: SB3, rules, run_dir: Path, optimal: float | None, env, model, metadata: dict, *, resumed: bool
+    config: SB3,
+    rules: Rules,
+    run_dir: Path,
+    optimal: float | None,
+    env: VecEnv,
+    model: BaseAlgorithm,
+    metadata: dict,
+    *,
+    resumed: bool,
 ) -> tuple[Path, int, float]:
     """Train an SB3 model with the evaluation and checkpoint callbacks; save the final model."""
     from agents.players.sb3_agent import save_model

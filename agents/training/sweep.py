@@ -57,10 +57,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from ray.tune import Callback
+    from ray.tune.experiment import Trial as TuneTrial
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the keys of a sweep file
@@ -160,7 +164,7 @@ def load_sweep(path: Path, fields: set[str], default_config: Path) -> Sweep:
             raise SweepError(f"{path}: {key} must be a mapping, got {value!r}")
         return value
 
-    def check_fields(where: str, keys) -> None:
+    def check_fields(where: str, keys: Iterable[Any]) -> None:
         for key in keys:
             if str(key).split(".")[0] not in fields or key == "seed":
                 why = "set by seeds" if key == "seed" else "unknown config field"
@@ -421,7 +425,7 @@ def run_trial(config: dict[str, Any], *, sweep_dir: str, train_script: str) -> N
 STOP_AFTER_FILE = ".stop_after"
 
 
-def _stop_after(sweep_dir: Path):
+def _stop_after(sweep_dir: Path) -> Callback:
     """A Tune callback for ``--stop-after N``: it interrupts the sweep once N trials have ended.
 
     N is read from ``SWEEP/.stop_after`` when each session of the sweep starts
@@ -444,10 +448,10 @@ def _stop_after(sweep_dir: Path):
             if self.ended == self.count:
                 os.kill(os.getpid(), signal.SIGUSR1)
 
-        def on_trial_complete(self, iteration, trials, trial, **info):
+        def on_trial_complete(self, iteration: int, trials: list[TuneTrial], trial: TuneTrial, **info: Any) -> None:
             self._ended()
 
-        def on_trial_error(self, iteration, trials, trial, **info):
+        def on_trial_error(self, iteration: int, trials: list[TuneTrial], trial: TuneTrial, **info: Any) -> None:
             self._ended()
 
     return StopAfter()

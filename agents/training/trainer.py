@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -54,6 +54,9 @@ from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation, evaluate, ev
 from agents.training.rollout import BaseRollout, Rollout
 from agents.training.selfplay import SelfPlayRollout
 from dice_poker_env.rules import Rules
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 #: config ``algo`` -> module holding its ``update(model, optimizer, batch, config, generator)``
 #: (and optionally ``NETWORK``, the network class, default ActorCritic; ``network_options(config)``, more keyword
@@ -102,7 +105,7 @@ class Trainer:
         optimal: float | None = None,
         metadata: dict[str, Any] | None = None,
         log: Callable[[str], None] = print,
-    ):
+    ) -> None:
         if config.algo not in ALGORITHMS:
             raise ValueError(f"algo must be one of {', '.join(ALGORITHMS)}, got {config.algo!r}")
         self.config, self.rules, self.run_dir = config, rules, Path(run_dir)
@@ -239,7 +242,7 @@ class Trainer:
         return save_policy(path, self.model.export(), {**self.metadata, "timesteps": self.num_timesteps})
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self, writer=None) -> float:
+    def evaluate(self, writer: SummaryWriter | None = None) -> float:
         """Play the fixed evaluation games with the current policy (:func:`agents.training.evaluator.evaluate_trainer`)."""
         return evaluate_trainer(self, writer)
 

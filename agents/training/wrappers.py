@@ -24,7 +24,7 @@ The same fallback is applied when a trained unmasked model is played by
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -55,18 +55,18 @@ class LegalActionWrapper(gym.Wrapper):
         penalty: points subtracted from the reward of a step whose action was replaced.
     """
 
-    def __init__(self, env: gym.Env, penalty: float = 0.0):
+    def __init__(self, env: gym.Env, penalty: float = 0.0) -> None:
         super().__init__(env)
         self.penalty = float(penalty)
         self._mask: np.ndarray | None = None
         self.replaced = 0  #: illegal actions replaced since construction
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
         self._mask = info["action_mask"]
         return obs, info
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         mask = self._mask if self._mask is not None else _dice_env(self.env).action_masks()
         legal = legal_fallback(self.env, int(action), mask)
         obs, reward, terminated, truncated, info = self.env.step(legal)
@@ -96,11 +96,11 @@ class DistinctKeepWrapper(gym.Wrapper):
             info["action_mask"] = distinct_keep_mask(info["action_mask"], _dice_env(self.env).state.roll)
         return info
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
         return obs, self._filtered(info)
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return obs, reward, terminated, truncated, self._filtered(info)
 
@@ -115,11 +115,11 @@ class ScaleReward(gym.RewardWrapper):
     ``info["final_score"]`` is untouched, so episode scores stay readable.
     """
 
-    def __init__(self, env: gym.Env, scale: float):
+    def __init__(self, env: gym.Env, scale: float) -> None:
         super().__init__(env)
         self.scale = float(scale)
 
-    def reward(self, reward):
+    def reward(self, reward: SupportsFloat) -> float:
         return float(reward) * self.scale
 
     def action_masks(self) -> np.ndarray:
