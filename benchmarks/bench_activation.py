@@ -30,13 +30,14 @@ import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def fastest(call, repeats: int) -> float:
+def fastest(call: Callable[[], object], repeats: int) -> float:
     """Milliseconds of the fastest of ``repeats`` calls (after two warm-up calls)."""
     call()
     call()
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> dict:
     class AutogradFormula(nn.Module):
         """The formula with its gradient left to autograd."""
 
-        def forward(self, x):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
             return actor_critic.tanh_formula(x)
 
     activations = {
@@ -107,11 +108,11 @@ def main(argv: list[str] | None = None) -> dict:
         forward = torch.compile(model)
         loss = torch.compile(ppo.loss)
 
-        def forward_call():
+        def forward_call() -> None:
             with torch.no_grad():
                 forward(x, mask)
 
-        def loss_call():
+        def loss_call() -> None:
             total, _ = loss(model, x, mask, actions, old_log_probs, advantages, returns, 0.2, 0.5, 0.005)
             model.zero_grad(set_to_none=True)
             total.backward()

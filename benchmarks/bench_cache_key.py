@@ -16,9 +16,10 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 
 
-def best(fn, repeat: int = 5) -> float:
+def best(fn: Callable[..., object], repeat: int = 5) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()

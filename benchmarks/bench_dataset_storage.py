@@ -31,6 +31,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     class Lzf(datasets._EpisodeWriter):
         """The writer with h5py's LZF filter, through HDF5's filter pipeline (no direct chunk write)."""
 
-        def _dataset(self, group, name, data, chunk=None):
+        def _dataset(self, group: Any, name: str, data: np.ndarray, chunk: bytes | None = None) -> None:
             dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
             dcpl.set_obj_track_times(False)
             if self._hint is not None:

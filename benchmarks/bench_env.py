@@ -23,9 +23,11 @@ import random
 import statistics
 import time
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 
-def ours(wrapped: bool):
+def ours(wrapped: bool) -> Callable[[int], float]:
     import gymnasium as gym
 
     import dice_poker_env  # noqa: F401 - registers the ids
@@ -47,7 +49,7 @@ def ours(wrapped: bool):
     return run
 
 
-def gym_yahtzee():
+def gym_yahtzee() -> Callable[[int], float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from gym_yahtzee.envs.yahtzee_env import YahtzeeSingleEnv
@@ -83,7 +85,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, run in runners.items():
             rates[name].append(run(args.steps))
-    result = {
+    result: dict[str, Any] = {
         "machine": f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores",
         "steps_per_second": {name: statistics.median(r) for name, r in rates.items()},
     }

@@ -29,6 +29,7 @@ import json  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,9 +50,9 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error(f"--{name} must be at least 1")
 
     import torch
-    from bench_activation import fastest  # milliseconds of the fastest call
 
     from agents.policy.inputs import keep_expected_points
+    from benchmarks.bench_activation import fastest  # milliseconds of the fastest call
     from dice_poker_env.rules import load_rules
 
     torch.set_num_threads(1)
@@ -78,15 +79,15 @@ def main(argv: list[str] | None = None) -> dict:
         if gap > 1e-4 * float(reference.abs().max()):
             raise SystemExit(f"{name}: differs from the reference sum by {gap}")
 
-    def forward(fn):
-        def call():
+    def forward(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Callable[[], None]:
+        def call() -> None:
             with torch.no_grad():
                 fn(values, roll)
 
         return call
 
-    def forward_backward(fn):
-        def call():
+    def forward_backward(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Callable[[], None]:
+        def call() -> None:
             v = values.clone().requires_grad_()
             fn(v, roll).backward(grad)
 

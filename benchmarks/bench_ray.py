@@ -36,12 +36,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke_batched.yaml"
 
 
-def train(args: list[str], env: dict) -> float:
+def train(args: list[str | Path | int], env: dict[str, str]) -> float:
     """Wall-clock seconds of one ``python train.py`` command (which must succeed)."""
     started = time.perf_counter()
     out = subprocess.run(
@@ -54,7 +55,7 @@ def train(args: list[str], env: dict) -> float:
     return time.perf_counter() - started
 
 
-def sweep_overhead(work: Path, env: dict, trials: int, steps: int, num_cpus: int) -> dict:
+def sweep_overhead(work: Path, env: dict[str, str], trials: int, steps: int, num_cpus: int) -> dict:
     import yaml
 
     tiny = {
@@ -101,7 +102,7 @@ def sweep_overhead(work: Path, env: dict, trials: int, steps: int, num_cpus: int
     }
 
 
-def throughput(work: Path, env: dict, steps: int) -> list[dict]:
+def throughput(work: Path, env: dict[str, str], steps: int) -> list[dict]:
     common = [
         "n_envs=64",
         "n_steps=64",
@@ -124,7 +125,7 @@ def throughput(work: Path, env: dict, steps: int) -> list[dict]:
                     ["algo=rllib_ppo", f"vec_env={vec_env}", f"num_env_runners={runners}"],
                 )
             )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, overrides in contenders:
         run_dir = work / name.replace(" ", "_").replace("=", "-")
         try:
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> dict:
     }
     env.pop("RAY_ADDRESS", None)
     (work / "r").mkdir()
-    report = {
+    report: dict[str, Any] = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }

@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
                 + ", ".join(f"P(>= {t}) {p:.6g}" for t, p in reach.items())
             )
             if len(dp.policy):
+                assert solution is not None  # the policy's rows are computed only from a solution
                 at_least = dp.policy_row(0)
                 pmf = at_least[:-1] - at_least[1:]
                 scores = np.arange(len(pmf)) + int(dp.lo[0])

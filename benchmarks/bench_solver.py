@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 PAIRS = [
     ("yahtzee joker=free", ["yahtzee", "--option", "joker=free"], "american", 254.589609),
@@ -108,6 +109,7 @@ def bench_solve(repeat: int) -> list[dict]:
             if theirs_available:
                 seconds, theirs_out, _ = _run([sys.executable, "-c", _THEIRS, variant], dict(os.environ))
                 theirs_times.append(seconds)
+        assert ours_out is not None  # repeat >= 1 (main checks it): the loop ran, and each round sets it or raises
         row = {
             "ruleset": label,
             "published": published,
@@ -166,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=20000, help="games for the play benchmark (0: skip)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
     args = parser.parse_args(argv)
-    results = {"solve": bench_solve(args.repeat), "target_ratio": TARGET_RATIO}
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    results: dict[str, Any] = {"solve": bench_solve(args.repeat), "target_ratio": TARGET_RATIO}
     if args.games:
         results["play"] = bench_play(args.games)
     if args.json:

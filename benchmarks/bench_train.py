@@ -37,26 +37,29 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+from types import ModuleType  # noqa: E402
+from typing import Any  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def load_train():
+def load_train() -> ModuleType:
     spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
+    assert spec is not None and spec.loader is not None  # a .py file's path always has a spec with a loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["train_script"] = module
     spec.loader.exec_module(module)
     return module
 
 
-def config_from(train, path: Path, overrides: list[str]):
+def config_from(train: ModuleType, path: Path, overrides: list[str]) -> Any:
     import yaml
 
     return train.make_config(yaml.safe_load(path.read_text()), overrides)
 
 
-def time_sb3(train, config, updates: int) -> float:
+def time_sb3(train: ModuleType, config: Any, updates: int) -> float:
     """Env steps/s of MaskablePPO.learn over ``updates`` rollouts (after one warm-up rollout)."""
     from dice_poker_env.rules import load_rules
 
@@ -73,7 +76,7 @@ def time_sb3(train, config, updates: int) -> float:
     return per_update * updates / seconds
 
 
-def time_batched(config, updates: int) -> float:
+def time_batched(config: Any, updates: int) -> float:
     """Env steps/s of the batched trainer over ``updates`` rollouts (after one warm-up rollout)."""
     from agents.training.trainer import Trainer
     from dice_poker_env.rules import load_rules

@@ -45,6 +45,8 @@ import random  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -77,7 +79,7 @@ class MaskedSampler:
         return np.where(pick < keeps, pick, 32 + box)
 
 
-def batched(num_envs: int, obs_mode: str = "dict"):
+def batched(num_envs: int, obs_mode: str = "dict") -> Callable[[float], float]:
     import gymnasium as gym
 
     import dice_poker_env  # noqa: F401 - registers the ids
@@ -106,7 +108,7 @@ def batched(num_envs: int, obs_mode: str = "dict"):
     return run
 
 
-def single(wrapped: bool = False):
+def single(wrapped: bool = False) -> Callable[[float], float]:
     import gymnasium as gym
 
     import dice_poker_env  # noqa: F401
@@ -136,7 +138,7 @@ def single(wrapped: bool = False):
     return run
 
 
-def sync_vector():
+def sync_vector() -> Callable[[float], float]:
     import gymnasium as gym
 
     import dice_poker_env  # noqa: F401
@@ -162,7 +164,7 @@ def sync_vector():
     return run
 
 
-def gym_yahtzee():
+def gym_yahtzee() -> Callable[[float], float]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from gym_yahtzee.envs.yahtzee_env import YahtzeeSingleEnv
@@ -302,10 +304,10 @@ def main() -> None:
         for name, run in runners.items():
             rates[name].append(run(args.seconds))
             if name in env_only:
-                env_only[name].append(run.env_only[0])
+                env_only[name].append(run.env_only[0])  # type: ignore[attr-defined]  # set by batched()
     per_second = {name: statistics.median(r) for name, r in rates.items()}
     base = per_second["single env"]
-    result: dict[str, object] = {
+    result: dict[str, Any] = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"pinned to {sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}",
         "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,

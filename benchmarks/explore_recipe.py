@@ -69,7 +69,7 @@ def main(argv: list[str]) -> None:
         batch = rollout.collect(model)
         rollout_seconds += time.time() - t
         t = time.time()
-        stats = update(model, optimizer, batch, c, generator)
+        stats = update(model, optimizer, batch, c, generator)  # type: ignore[arg-type]  # c: the fields update reads
         update_seconds += time.time() - t
         if rollout.steps - last >= 262_144 or rollout.steps >= c.total:
             last = rollout.steps

@@ -32,8 +32,12 @@ import sys
 import warnings
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results" / "benchmark"
@@ -323,7 +327,7 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
         print("leaderboard: no plots (matplotlib is not installed)", file=sys.stderr)
         return []
 
-    def save(fig, path: Path, dpi: int) -> Path:
+    def save(fig: Figure, path: Path, dpi: int) -> Path:
         fig.tight_layout()
         fig.savefig(path, dpi=dpi)
         plt.close(fig)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import collections
 import time
+from collections.abc import Callable
+from typing import Any
 
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import load_rules
@@ -34,13 +36,13 @@ PHASES = [
 ]
 
 
-def _counted(function, label: str, seconds: collections.Counter):
-    def wrapper(*args, **kwargs):
+def _counted(function: Callable[..., Any], label: str, seconds: collections.Counter[str]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         start = time.process_time()
         try:
             return function(*args, **kwargs)
         finally:
-            seconds[label] += time.process_time() - start
+            seconds[label] += time.process_time() - start  # type: ignore[assignment]  # a Counter of float seconds
 
     return wrapper
 
@@ -53,7 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     options = dict(item.split("=", 1) for item in args.option)
     rules = load_rules(args.rules, **options)
-    seconds: collections.Counter = collections.Counter()
+    seconds: collections.Counter[str] = collections.Counter()
     originals = [(owner, name, getattr(owner, name)) for owner, name, _ in PHASES]
     for owner, name, label in PHASES:
         setattr(owner, name, _counted(getattr(owner, name), label, seconds))

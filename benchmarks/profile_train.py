@@ -37,10 +37,10 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--updates must be at least 1")
 
     import torch
-    from bench_train import config_from, load_train
     from torch.profiler import ProfilerActivity, profile
 
     from agents.training.trainer import Trainer
+    from benchmarks.bench_train import config_from, load_train
     from dice_poker_env.rules import load_rules
 
     torch.set_num_threads(1)

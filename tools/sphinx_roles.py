@@ -104,4 +104,4 @@ class SphinxRoles(griffe.Extension):
             obj = stack.pop()
             if obj.docstring is not None:
                 obj.docstring.value = rewrite(obj.docstring.value, obj)
-            stack.extend(member for member in obj.members.values() if not member.is_alias)
+            stack.extend(member for member in obj.members.values() if not isinstance(member, griffe.Alias))

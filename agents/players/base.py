@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from dice_poker_env.rules import Rules
 
 
 @runtime_checkable
@@ -22,3 +26,12 @@ class Agent(Protocol):
     def act(self, observation: Any, action_mask: np.ndarray) -> int: ...
 
     def reset(self) -> None: ...
+
+
+class BatchAgent(Protocol):
+    """Plays many games of one ruleset at once from their dict observations (the optimal, winning, greedy and
+    heuristic agents): ``act_batch`` returns a legal ``(B,)`` int64 action for each game."""
+
+    rules: Rules
+
+    def act_batch(self, observations: Mapping[str, Any], action_masks: np.ndarray) -> np.ndarray: ...

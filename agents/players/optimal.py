@@ -15,6 +15,8 @@ from dice_poker_env.solver import Solution, solve
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from agents.players.base import BatchAgent
+
 #: Points within which the optimal agent's action is optimal, and below which a
 #: loss counts as zero. The agent plays the solver's fast path
 #: (:meth:`~dice_poker_env.solver.Solution.best_actions`, values compared in
@@ -112,7 +114,7 @@ class OptimalAgent:
         return actions
 
 
-def play_games(agent: OptimalAgent, n_games: int, seed: int = 0, *, batch: int = 20000) -> np.ndarray:
+def play_games(agent: BatchAgent, n_games: int, seed: int = 0, *, batch: int = 20000) -> np.ndarray:
     """Final scores of ``n_games`` seeded games played by ``agent``, batched over the engine.
 
     Uses the same engine functions and dict observations as the environments
