@@ -21,6 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+
 
 def average(run_dir: Path, out: Path, first: int, last: int) -> tuple[Path, list[int]]:
     """Write the averaged policy of ``run_dir``'s checkpoints in ``[first, last]`` to ``out``."""
@@ -58,8 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("run_dir", type=Path, help="a batched trainer's run folder (with checkpoints/)")
     parser.add_argument("out", type=Path, help="the policy file to write (.npz)")
-    parser.add_argument("--from", dest="first", type=int, default=0, help="first step count of the window")
-    parser.add_argument("--to", dest="last", type=int, default=2**62, help="last step count of the window")
+    parser.add_argument("--from", dest="first", type=at_least(0), default=0, help="first step count of the window")
+    parser.add_argument("--to", dest="last", type=at_least(0), default=2**62, help="last step count of the window")
     args = parser.parse_args(argv)
     try:
         path, steps = average(args.run_dir, args.out, args.first, args.last)

@@ -36,6 +36,8 @@ from pathlib import Path  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+
 
 def fastest(call: Callable[[], object], repeats: int) -> float:
     """Milliseconds of the fastest of ``repeats`` calls (after two warm-up calls)."""
@@ -51,13 +53,15 @@ def fastest(call: Callable[[], object], repeats: int) -> float:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median reported)")
-    parser.add_argument("--repeats", type=int, default=50, help="calls per figure and round (the fastest counts)")
-    parser.add_argument("--rows", type=int, default=1024, help="batch rows (default 1,024, the trainer's minibatch)")
+    parser.add_argument("--rounds", type=at_least(1), default=3, help="interleaved rounds (median reported)")
+    parser.add_argument(
+        "--repeats", type=at_least(1), default=50, help="calls per figure and round (the fastest counts)"
+    )
+    parser.add_argument(
+        "--rows", type=at_least(1), default=1024, help="batch rows (default 1,024, the trainer's minibatch)"
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
-    if min(args.rounds, args.repeats, args.rows) < 1:
-        parser.error("--rounds, --repeats and --rows must be at least 1")
 
     import torch
     from torch import nn

@@ -32,17 +32,17 @@ from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rules", default="yacht", help="ruleset (default yacht)")
-    parser.add_argument("--games", type=int, default=2000, help="games per agent and path (default 2000)")
+    parser.add_argument("--games", type=at_least(1), default=2000, help="games per agent and path (default 2000)")
     parser.add_argument("--agents", nargs="+", default=["optimal", "greedy", "trained"], help="named agents")
-    parser.add_argument("--seed", type=int, default=0, help="benchmark seed (default 0)")
+    parser.add_argument("--seed", type=at_least(0), default=0, help="benchmark seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
-    if args.games < 1:
-        parser.error("--games must be at least 1")
 
     from agents.evaluation.benchmark import game_seeds, load_solution, play_games
     from agents.players.registry import make_agent

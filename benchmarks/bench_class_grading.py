@@ -35,6 +35,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from agents.evaluation.limits import MAX_GAMES  # noqa: E402
+
 COURSE = ROOT / "examples" / "course" / "instructor"
 CLASS = COURSE / "class_example"
 CONTENDERS = ("class", "class-1job", "singles")
@@ -83,8 +87,8 @@ def same_reports(a: Path, b: Path) -> tuple[int, list[str]]:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--games", type=int, default=200, help="games per agent (default 200)")
-    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds (default 1)")
+    parser.add_argument("--games", type=at_least(1, most=MAX_GAMES), default=200, help="games per agent (default 200)")
+    parser.add_argument("--rounds", type=at_least(1), default=1, help="interleaved rounds (default 1)")
     parser.add_argument(
         "--contenders", default=",".join(CONTENDERS), help=f"comma-separated, of {', '.join(CONTENDERS)}"
     )

@@ -37,6 +37,9 @@ from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
 
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from agents.evaluation.limits import MAX_EPISODES  # noqa: E402
+
 
 def cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -45,7 +48,12 @@ def cpu_seconds() -> float:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--episodes", type=int, default=100_000)
+    parser.add_argument(
+        "--episodes",
+        type=at_least(1, most=MAX_EPISODES),
+        default=100_000,
+        help=f"games to write (default 100,000; at most {MAX_EPISODES:,}, the dataset command's limit)",
+    )
     parser.add_argument("--rules", default="yahtzee")
     parser.add_argument("--agent", default="optimal")
     parser.add_argument("--obs-mode", default="flat", choices=("flat", "dict"))

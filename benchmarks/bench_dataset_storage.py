@@ -37,12 +37,13 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
 
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
 from benchmarks.bench_dataset import cpu_seconds  # noqa: E402 - after the path (its preamble is this one's)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--episodes", type=int, default=2_000)
+    parser.add_argument("--episodes", type=at_least(1), default=2_000)
     parser.add_argument("--rules", default="yahtzee")
     parser.add_argument("--json", action="store_true", help="print one JSON list")
     args = parser.parse_args(argv)

@@ -34,12 +34,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agents.commands.arguments import at_least
+
 ROOT = Path(__file__).resolve().parents[1]
 MINI_YACHT = ROOT / "examples" / "rules" / "mini_yacht.toml"
 #: boxes removed, first first, below six boxes
 DROP = ("fives", "sixes", "full_house", "big_straight")
 #: Yacht's boxes added, first first, above six boxes
 ADD = ("four_of_a_kind", "little_straight", "fours", "threes", "twos", "ones")
+#: the sizes there are: every ruleset from ``6 - len(DROP)`` to ``6 + len(ADD)`` boxes
+SIZE = at_least(6 - len(DROP), most=6 + len(ADD))
 
 
 def ruleset(n_boxes: int) -> Any:
@@ -119,12 +123,17 @@ def layout(n_boxes: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--boxes", type=int, nargs="*", default=[5, 6, 7, 8], help="sizes to solve (5 to 12)")
+    parser.add_argument("--boxes", type=SIZE, nargs="+", default=[5, 6, 7, 8], help="sizes to solve (5 to 12)")
     parser.add_argument("--evaluate-up-to", type=int, default=8, help="evaluate the solitaire policy up to here")
-    parser.add_argument("--layout-up-to", type=int, default=12, help="table sizes (no solve) up to here")
+    parser.add_argument(
+        "--layout-up-to",
+        type=at_least(0, most=6 + len(ADD)),
+        default=12,
+        help="table sizes (no solve) up to here (12 at most)",
+    )
     parser.add_argument("--policy", default=None, help="MODULE:FACTORY of another policy to evaluate")
     parser.add_argument("--out", default=str(ROOT / "results" / "winning" / "duel_mini_yacht.json"))
-    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # a child: one size
+    parser.add_argument("--one", type=SIZE, default=None, help=argparse.SUPPRESS)  # a child: one size
     parser.add_argument("--evaluate", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one is not None:

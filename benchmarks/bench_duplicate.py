@@ -37,7 +37,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents package
 
-from agents.course.duplicate import deal_faces, play_game  # noqa: E402 - after the path
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from agents.course.duplicate import deal_faces, play_game  # noqa: E402
 from agents.players.greedy import GreedyAgent  # noqa: E402
 from dice_poker_env.engine.combinatorics import KEEP_ALL  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
@@ -112,8 +113,10 @@ def measure(rules_name: str, deals: int, seed: int, variant: str = "low_ties") -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rules", default="yahtzee")
-    parser.add_argument("--deals", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--deals", type=at_least(2), default=2000, help="deals to play (at least 2: a standard deviation)"
+    )
+    parser.add_argument("--seed", type=at_least(0), default=0)
     parser.add_argument("--variant", choices=VARIANTS, default="low_ties")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

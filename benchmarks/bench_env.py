@@ -26,6 +26,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from agents.commands.arguments import at_least
+
 
 def ours(wrapped: bool) -> Callable[[int], float]:
     import gymnasium as gym
@@ -71,8 +73,8 @@ def gym_yahtzee() -> Callable[[int], float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=50_000, help="steps per round and env")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    parser.add_argument("--steps", type=at_least(1), default=50_000, help="steps per round and env")
+    parser.add_argument("--rounds", type=at_least(1), default=5, help="interleaved rounds")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 

@@ -38,6 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from agents.evaluation.limits import MAX_GAMES  # noqa: E402
+
 
 def course_files(checkout: Path) -> tuple[Path, Path]:
     """The starter agent and the grading config of a checkout: ``student/my_agent.py`` and
@@ -121,9 +124,16 @@ def _grade(checkout: Path, games: int, extra: list[str], cache: Path, max_failur
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--starts", type=int, default=10, help="worker starts of each kind (default 10)")
-    parser.add_argument("--decisions", type=int, default=2000, help="act round trips of each kind (default 2000)")
-    parser.add_argument("--games", type=int, default=2000, help="games of the course grade (default 2000; 0: skip)")
+    parser.add_argument("--starts", type=at_least(1), default=10, help="worker starts of each kind (default 10)")
+    parser.add_argument(
+        "--decisions", type=at_least(1), default=2000, help="act round trips of each kind (default 2000)"
+    )
+    parser.add_argument(
+        "--games",
+        type=at_least(0, most=MAX_GAMES),
+        default=2000,
+        help="games of the course grade (default 2000; 0: skip)",
+    )
     parser.add_argument("--baseline", metavar="DIR", help="another checkout to time the same grade in")
     parser.add_argument(
         "--grades",

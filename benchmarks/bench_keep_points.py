@@ -36,18 +36,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rules", default="yahtzee", help="ruleset whose table is used (default yahtzee)")
-    parser.add_argument("--rows", type=int, default=1024, help="batch rows (default 1,024, the trainer's)")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median reported)")
-    parser.add_argument("--repeats", type=int, default=50, help="calls per figure (the fastest counts)")
+    parser.add_argument("--rows", type=at_least(1), default=1024, help="batch rows (default 1,024, the trainer's)")
+    parser.add_argument("--rounds", type=at_least(1), default=5, help="interleaved rounds (median reported)")
+    parser.add_argument("--repeats", type=at_least(1), default=50, help="calls per figure (the fastest counts)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
-    for name in ("rows", "rounds", "repeats"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1")
 
     import torch
 

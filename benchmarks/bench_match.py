@@ -27,7 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's agents package
 
-from agents.course.duplicate import deal_faces, play_game  # noqa: E402 - after the path
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from agents.course.duplicate import deal_faces, play_game  # noqa: E402
 from agents.evaluation.match import play_deals  # noqa: E402
 from agents.players.registry import make_agent  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
@@ -76,13 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rules", default="yahtzee")
     parser.add_argument("--agents", nargs=2, default=["optimal", "optimal"], metavar=("A", "B"))
-    parser.add_argument("--games", type=int, default=20_000, help="games in lockstep (even)")
-    parser.add_argument("--aec-games", type=int, default=200, help="games through the AEC env (even)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--games", type=at_least(2), default=20_000, help="games in lockstep (even)")
+    parser.add_argument(
+        "--aec-games", type=at_least(2), default=200, help="games through the AEC env (even, at least 2)"
+    )
+    parser.add_argument("--seed", type=at_least(0), default=0)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
-    if args.games < 2 or args.games % 2 or args.aec_games < 0 or args.aec_games % 2 or args.aec_games > args.games:
+    if args.games % 2 or args.aec_games % 2 or args.aec_games > args.games:
         parser.error("--games and --aec-games must be even, --aec-games at most --games")
     result = measure(args.rules, args.agents, args.games, args.aec_games, args.seed)
     if args.out:

@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agents.commands.arguments import at_least
+
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke_batched.yaml"
 
@@ -149,10 +151,14 @@ def throughput(work: Path, env: dict[str, str], steps: int) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=4, help="runs in the sweep and in the sequence (default 4)")
-    parser.add_argument("--steps", type=int, default=4096, help="training steps of each of those runs (default 4096)")
-    parser.add_argument("--num-cpus", type=int, default=2, help="CPUs of the embedded Ray (default 2)")
-    parser.add_argument("--rl-steps", type=int, default=8192, help="training steps of each throughput run")
+    parser.add_argument(
+        "--trials", type=at_least(1), default=4, help="runs in the sweep and in the sequence (default 4)"
+    )
+    parser.add_argument(
+        "--steps", type=at_least(1), default=4096, help="training steps of each of those runs (default 4096)"
+    )
+    parser.add_argument("--num-cpus", type=at_least(1), default=2, help="CPUs of the embedded Ray (default 2)")
+    parser.add_argument("--rl-steps", type=at_least(1), default=8192, help="training steps of each throughput run")
     parser.add_argument("--skip-sweep", action="store_true", help="measure the RLlib throughput only")
     parser.add_argument("--skip-rllib", action="store_true", help="measure the sweep overhead only")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")

@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+from agents.commands.arguments import at_least
+
 
 class LayerLines:
     """A tqdm-like progress (``reset``, ``update``) printing the states done with the wall and CPU time so far
@@ -53,7 +55,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rules", nargs="*", default=["yacht"])
-    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: the solver's)")
+    parser.add_argument("--workers", type=at_least(1), default=None, help="worker processes (default: the solver's)")
     parser.add_argument("--no-distribution", action="store_true", help="skip the expected-score policy's distribution")
     parser.add_argument("--progress", action="store_true", help="a line per layer (or piece of one) solved")
     parser.add_argument(
@@ -100,8 +102,8 @@ def main(argv: list[str] | None = None) -> None:
             )
             if len(dp.policy):
                 assert solution is not None  # the policy's rows are computed only from a solution
-                at_least = dp.policy_row(0)
-                pmf = at_least[:-1] - at_least[1:]
+                tail = dp.policy_row(0)  # P(final score >= each score)
+                pmf = tail[:-1] - tail[1:]
                 scores = np.arange(len(pmf)) + int(dp.lo[0])
                 line += f"; policy mean {float(pmf @ scores):.9f} (expected score {solution.expected_score:.9f})"
             print(line, flush=True)

@@ -40,6 +40,8 @@ import tempfile
 import time
 from typing import Any
 
+from agents.commands.arguments import at_least
+
 PAIRS = [
     ("yahtzee joker=free", ["yahtzee", "--option", "joker=free"], "american", 254.589609),
     ("yatzy", ["yatzy"], "yatzy-scandinavian", 248.4399894),
@@ -164,12 +166,12 @@ def bench_play(games: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=5, help="runs per solver, alternating (the fastest counts)")
-    parser.add_argument("--games", type=int, default=20000, help="games for the play benchmark (0: skip)")
+    parser.add_argument(
+        "--repeat", type=at_least(1), default=5, help="runs per solver, alternating (the fastest counts)"
+    )
+    parser.add_argument("--games", type=at_least(0), default=20000, help="games for the play benchmark (0: skip)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
     args = parser.parse_args(argv)
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
     results: dict[str, Any] = {"solve": bench_solve(args.repeat), "target_ratio": TARGET_RATIO}
     if args.games:
         results["play"] = bench_play(args.games)

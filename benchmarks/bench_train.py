@@ -43,6 +43,8 @@ from typing import Any  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+
 
 def load_train() -> ModuleType:
     spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
@@ -94,8 +96,8 @@ def time_batched(config: Any, updates: int) -> float:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median reported)")
-    parser.add_argument("--updates", type=int, default=3, help="timed rollouts+updates per contender and round")
+    parser.add_argument("--rounds", type=at_least(1), default=3, help="interleaved rounds (median reported)")
+    parser.add_argument("--updates", type=at_least(1), default=3, help="timed rollouts+updates per contender and round")
     parser.add_argument("--rules", default="yacht", help="ruleset (default yacht, the default config's)")
     parser.add_argument("--net-arch", default="[256, 256]", help="hidden layers of both contenders")
     parser.add_argument("--batched-config", type=Path, default=ROOT / "configs" / "batched_ppo_yacht.yaml")

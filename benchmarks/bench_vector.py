@@ -50,6 +50,8 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from agents.commands.arguments import at_least, more_than  # noqa: E402
+
 ENV_ID = "DicePoker/Yahtzee-v0"
 BATCH_SIZES = (1, 64, 1024, 4096, 16384)
 SYNC_ENVS = 64
@@ -277,12 +279,16 @@ def optimal(n_games: int, num_envs: int = 20_000) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=1.0, help="seconds per contender and round")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
-    parser.add_argument("--memory-steps", type=int, default=10_000_000, help="env steps of the RSS check (0: skip)")
+    parser.add_argument("--seconds", type=more_than(0), default=1.0, help="seconds per contender and round")
+    parser.add_argument("--rounds", type=at_least(1), default=3, help="interleaved rounds")
+    parser.add_argument(
+        "--memory-steps", type=at_least(0), default=10_000_000, help="env steps of the RSS check (0: skip)"
+    )
     parser.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--optimal", type=int, default=0, help="also play this many games with the optimal agent")
+    parser.add_argument(
+        "--optimal", type=at_least(0), default=0, help="also play this many games with the optimal agent"
+    )
     args = parser.parse_args()
 
     if not args.no_pin and hasattr(os, "sched_setaffinity"):

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from agents.commands.arguments import at_least
+
 
 def speed(rules: Any, agent: Any, n_games: int, seed: int = 0) -> dict[str, Any]:
     """``agent`` against itself in ``n_games`` duplicate two-player games: decisions and games per second."""
@@ -64,10 +66,14 @@ def speed(rules: Any, agent: Any, n_games: int, seed: int = 0) -> dict[str, Any]
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rules", nargs="*", default=["yacht"])
-    parser.add_argument("--games", type=int, default=200, help="self-play games per agent for the speed (default 200)")
-    parser.add_argument("--match", type=int, default=0, help="duplicate games of winning against optimal (default 0)")
+    parser.add_argument(
+        "--games", type=at_least(0), default=200, help="self-play games per agent for the speed (default 200; 0: none)"
+    )
+    parser.add_argument(
+        "--match", type=at_least(0), default=0, help="duplicate games of winning against optimal (default 0)"
+    )
     parser.add_argument("--future", default="expected", choices=("reach", "expected"))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=at_least(0), default=0)
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args(argv)
     from agents.evaluation.match import match

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from agents.commands.arguments import at_least
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -573,10 +575,17 @@ def leaderboard_md(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from agents.evaluation.protocol import EVAL_GAMES
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", action="store_true", help="first evaluate the non-learned reference rows")
-    parser.add_argument("--games", type=int, default=10_000, help="games of the reference rows (default 10000)")
-    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    parser.add_argument(
+        "--games",
+        type=at_least(1, most=EVAL_GAMES),
+        default=10_000,
+        help=f"games of the reference rows (default 10000, at most {EVAL_GAMES}: the evaluation set)",
+    )
+    parser.add_argument("--reps", type=at_least(1), default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.md", help="the leaderboard page")
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)

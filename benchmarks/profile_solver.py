@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agents.commands.arguments import at_least
+from dice_poker_env.cli.rules_arguments import parse_rules_options
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import load_rules
 from dice_poker_env.solver import backward, turn
@@ -51,10 +53,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("rules", nargs="?", default="yahtzee")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--chunk", type=int, default=256, help="states per widget chunk (the solver default)")
+    parser.add_argument("--chunk", type=at_least(1), default=256, help="states per widget chunk (the solver default)")
     args = parser.parse_args()
-    options = dict(item.split("=", 1) for item in args.option)
-    rules = load_rules(args.rules, **options)
+    try:
+        rules = load_rules(args.rules, **parse_rules_options(args.option))
+    except ValueError as error:  # a malformed or unknown option, an unknown ruleset (RulesError)
+        parser.error(str(error))
     seconds: collections.Counter[str] = collections.Counter()
     originals = [(owner, name, getattr(owner, name)) for owner, name, _ in PHASES]
     for owner, name, label in PHASES:

@@ -25,16 +25,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "batched_ppo_yacht.yaml")
-    parser.add_argument("--updates", type=int, default=3, help="profiled rollouts and updates (default 3)")
-    parser.add_argument("--rows", type=int, default=8, help="operators listed per phase (default 8)")
+    parser.add_argument("--updates", type=at_least(1), default=3, help="profiled rollouts and updates (default 3)")
+    parser.add_argument("--rows", type=at_least(1), default=8, help="operators listed per phase (default 8)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     args = parser.parse_args(argv)
-    if args.updates < 1:
-        parser.error("--updates must be at least 1")
 
     import torch
     from torch.profiler import ProfilerActivity, profile

@@ -34,7 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.players.optimal import OptimalAgent, play_games  # noqa: E402 - after the path
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from agents.players.optimal import OptimalAgent, play_games  # noqa: E402
 from agents.players.winning import WinningAgent  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
 from dice_poker_env.solver.reach import solve_reach  # noqa: E402
@@ -104,8 +105,8 @@ def check(name: str, games: int, seed: int, targets: list[int] | None = None) ->
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rules", nargs="*", default=["yacht"])
-    parser.add_argument("--games", type=int, default=20_000, help="games per target (default 20000)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--games", type=at_least(1), default=20_000, help="games per target (default 20000)")
+    parser.add_argument("--seed", type=at_least(0), default=0)
     parser.add_argument("--targets", type=int, nargs="+", help="these targets instead of the five quantiles")
     parser.add_argument("--name", default="", help="a suffix of the JSON file's name (e.g. a follow-up's)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "winning", help="the folder of the JSON files")

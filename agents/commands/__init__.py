@@ -3,7 +3,8 @@
 The core's command line (:mod:`dice_poker_env.cli`) finds them through the entry
 point group ``dice_poker_env.commands`` in ``pyproject.toml``, so the core never
 imports this package. Each module here is one command with ``HELP``,
-``add_arguments(parser)`` and ``run(args)``; :func:`module_main` runs one as
+``add_arguments(parser)`` and ``run(args)`` (except :mod:`agents.commands.arguments`,
+the argparse types they and the benchmark scripts share); :func:`module_main` runs one as
 ``python -m agents.commands.NAME`` where the command is not installed.
 """
 
