@@ -582,15 +582,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--games",
         type=at_least(1, most=EVAL_GAMES),
-        default=10_000,
-        help=f"games of the reference rows (default 10000, at most {EVAL_GAMES}: the evaluation set)",
+        help=f"with --reference: games of the reference rows (default and most {EVAL_GAMES}: the evaluation set)",
     )
     parser.add_argument("--reps", type=at_least(1), default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.md", help="the leaderboard page")
     args = parser.parse_args(argv)
+    if args.games is not None and not args.reference:
+        parser.error("--games goes with --reference (the games of the reference rows)")
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.reference:
-        reference(args.games, RESULTS / "reference.json")
+        reference(EVAL_GAMES if args.games is None else args.games, RESULTS / "reference.json")
     collect_curves()
     rows = load_rows()
     refs = json.loads((RESULTS / "reference.json").read_text()) if (RESULTS / "reference.json").exists() else []

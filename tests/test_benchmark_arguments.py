@@ -86,6 +86,14 @@ def test_a_bad_number_is_a_one_line_usage_error(script, args, message):
     assert [line for line in done.stderr.splitlines() if "error:" in line] == [f"{script}: error: {message}"]
 
 
+def test_leaderboard_games_goes_with_reference():
+    done = _run("leaderboard.py", ["--games", "100"])
+    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stdout == ""
+    assert [line for line in done.stderr.splitlines() if "error:" in line] == [
+        "leaderboard.py: error: --games goes with --reference (the games of the reference rows)"
+    ]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
