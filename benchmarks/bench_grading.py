@@ -137,12 +137,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--baseline", metavar="DIR", help="another checkout to time the same grade in")
     parser.add_argument(
         "--grades",
-        default="isolated,unisolated,baseline",
         help="which course grades to time, in this order, comma-separated; a name may repeat, e.g."
-        " isolated,baseline,baseline,isolated (default isolated,unisolated,baseline)",
+        " isolated,baseline,baseline,isolated (default isolated,unisolated, then baseline with --baseline)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
+    kinds = {"isolated": (ROOT, []), "unisolated": (ROOT, ["--unisolated"])}
+    if args.baseline:
+        kinds["baseline"] = (Path(args.baseline).resolve(), [])
+    order = args.grades.split(",") if args.grades is not None else list(kinds)
+    unknown = sorted(set(order) - set(kinds))
+    if unknown:  # before any timing
+        parser.error(f"--grades: {', '.join(unknown)} is not one of {', '.join(kinds)} (baseline needs --baseline)")
     from agents.course.isolation import isolation_method, isolation_problem
 
     problem = isolation_problem()
@@ -157,13 +163,6 @@ def main(argv: list[str] | None = None) -> dict:
     out["start_seconds"] = {name: statistics.median(values) for name, values in starts.items()}
     out["decision_ms"] = {name: value * 1000 for name, value in _decisions(args.decisions).items()}
     if args.games:
-        kinds = {"isolated": (ROOT, []), "unisolated": (ROOT, ["--unisolated"])}
-        if args.baseline:
-            kinds["baseline"] = (Path(args.baseline).resolve(), [])
-        order = args.grades.split(",")
-        unknown = sorted(set(order) - set(kinds))
-        if unknown:
-            parser.error(f"--grades: {', '.join(unknown)} is not one of {', '.join(kinds)} (baseline needs --baseline)")
         # Each checkout has a solver cache of its own, filled first (a first run solves): two checkouts whose cache
         # formats differ would otherwise take each other's file for a damaged one and solve again in the timed runs.
         caches = Path(tempfile.mkdtemp(prefix="bench-grading-"))

@@ -39,6 +39,11 @@ CASES = [
     ("bench_env.py", ["--rounds", "0"], "argument --rounds: must be at least 1, got 0"),
     ("bench_grading.py", ["--starts", "0"], "argument --starts: must be at least 1, got 0"),
     ("bench_grading.py", ["--games", "-1"], "argument --games: must be at least 0, got -1"),
+    (
+        "bench_grading.py",
+        ["--grades", "isolated,baseline"],
+        "--grades: baseline is not one of isolated, unisolated (baseline needs --baseline)",
+    ),
     ("bench_keep_points.py", ["--repeats", "0"], "argument --repeats: must be at least 1, got 0"),
     ("bench_match.py", ["--aec-games", "0"], "argument --aec-games: must be at least 2, got 0"),
     ("bench_ray.py", ["--num-cpus", "0"], "argument --num-cpus: must be at least 1, got 0"),
