@@ -247,9 +247,6 @@ def aggregate(rows: list[dict], reps: int) -> list[dict]:
 
 def improvements(rows: list[dict], reps: int) -> list[dict]:
     """rliable's probability of improvement of suite X over Y (same track and budget, shared rulesets)."""
-    from rliable import library as rly
-    from rliable import metrics
-
     groups = defaultdict(list)
     for row in rows:
         groups[row["suite"]].append(row)
@@ -270,22 +267,23 @@ def improvements(rows: list[dict], reps: int) -> list[dict]:
             mx, my = suite_matrix(groups[x], shared), suite_matrix(groups[y], shared)
             if min(len(mx), len(my)) < 2:  # one run a side: no spread to compare (a suite just started)
                 continue
-            np.random.seed(0)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                point, interval = rly.get_interval_estimates(
-                    {"p": (mx, my)}, metrics.probability_of_improvement, reps=reps
-                )
-            out.append(
-                {
-                    "x": x,
-                    "y": y,
-                    "rulesets": shared,
-                    "p_x_better": float(point["p"]),
-                    "ci95": [float(v) for v in np.asarray(interval["p"]).ravel()],
-                }
-            )
+            p, low, high = probability_of_improvement(mx, my, reps)
+            out.append({"x": x, "y": y, "rulesets": shared, "p_x_better": p, "ci95": [low, high]})
     return out
+
+
+def probability_of_improvement(mx: np.ndarray, my: np.ndarray, reps: int) -> tuple[float, float, float]:
+    """rliable's probability that a run of X beats a run of Y, averaged over the tasks (the columns of the
+    ``(runs, tasks)`` matrices ``mx`` and ``my``), with its 95% stratified-bootstrap interval (seeded)."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    np.random.seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        point, interval = rly.get_interval_estimates({"p": (mx, my)}, metrics.probability_of_improvement, reps=reps)
+    low, high = np.asarray(interval["p"]).ravel()
+    return float(point["p"]), float(low), float(high)
 
 
 def reference(games: int, path: Path) -> list[dict]:

@@ -24,6 +24,11 @@ BENCHMARKS = ROOT / "benchmarks"
 #: (script, arguments, the error after "SCRIPT: error: "): at least one bad value of every script with a checked option
 CASES = [
     ("average_checkpoints.py", ["RUN_DIR", "OUT.npz", "--from", "-1"], "argument --from: must be at least 0, got -1"),
+    (
+        "compare.py",
+        ["NAME", "RESULT.json", "--budget", "10M", "--reps", "0"],
+        "argument --reps: must be at least 1, got 0",
+    ),
     ("bench_activation.py", ["--rows", "0"], "argument --rows: must be at least 1, got 0"),
     ("bench_benchmark.py", ["--games", "0"], "argument --games: must be at least 1, got 0"),
     ("bench_benchmark.py", ["--seed", "-1"], "argument --seed: must be at least 0, got -1"),

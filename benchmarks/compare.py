@@ -1,0 +1,224 @@
+"""Your agent's result in the protocol's statistics, beside the baselines: one command for a paper's table.
+
+Evaluate each training seed's agent on the fixed evaluation set with ``dice-poker evaluate ... --json``, one
+file per seed and ruleset, then aggregate them as the leaderboard aggregates the baselines (docs/benchmark.md)::
+
+    for s in 0 1 2 3 4 5 6 7 8 9; do
+      dice-poker evaluate yahtzee --agent model:runs/mine-s$s/final_model.npz --json > results/mine/yahtzee-s$s.json
+    done
+    python benchmarks/compare.py "my agent" --budget 10M results/mine/*.json
+
+It prints, per ruleset and across them, the interquartile mean (IQM) of the seeds' luck-free percents with its
+95% stratified-bootstrap interval, and against every baseline at the same budget (``results/benchmark/runs.json``)
+the baseline's IQM on the same rulesets and rliable's probability that a run of yours beats a run of it, with
+its interval. ``--json`` prints the same as one JSON object.
+
+Every file must come from the protocol: all 10,000 games of its ruleset's evaluation set, the ruleset as the
+library defines it today (its fingerprint), one track for all files. A file's ``seed`` key (add it if you like)
+pairs seeds across rulesets; without it the files of a ruleset count in the order given. Fewer seeds than the
+protocol asks for (10 at 1M and 10M, 5 at 100M) are aggregated all the same, with a line that says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
+
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from benchmarks import leaderboard  # noqa: E402 - the leaderboard's own statistics: both give the same numbers
+
+#: the protocol's budgets (``offline``: trained from a dataset, no env steps, like behaviour cloning)
+BUDGETS = {"1M": 1_000_000, "10M": 10_000_000, "100M": 100_000_000, "offline": 0}
+#: the fewest training seeds the protocol asks for at each budget
+MIN_SEEDS = {1_000_000: 10, 10_000_000: 10, 100_000_000: 5, 0: 5}
+
+
+class SubmissionError(ValueError):
+    """A result file the protocol cannot aggregate (one line naming the file and the reason)."""
+
+
+def read_result(path: Path, track: str | None) -> dict[str, Any]:
+    """One ``dice-poker evaluate --json`` result, checked against the protocol and today's rulesets."""
+    from agents.evaluation.protocol import EVAL_GAMES, eval_set_id
+    from dice_poker_env.rules import load_rules
+
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SubmissionError(f"{path}: not a readable JSON file ({error})") from None
+    needed = ("rules", "eval_set", "games", "luck_free_percent", "rules_fingerprint", "median")
+    if not isinstance(result, dict) or any(key not in result for key in needed):
+        raise SubmissionError(f"{path}: not the output of `dice-poker evaluate --json` (it needs {', '.join(needed)})")
+    try:
+        rules = load_rules(result["rules"])
+    except (ValueError, OSError) as error:
+        raise SubmissionError(f"{path}: {error}") from None
+    if result["games"] != EVAL_GAMES or result["eval_set"] != eval_set_id(rules):
+        raise SubmissionError(
+            f"{path}: played {result['games']} games of {result['eval_set']}; the protocol uses all {EVAL_GAMES:,} "
+            f"of {eval_set_id(rules)}"
+        )
+    if result["rules_fingerprint"] != rules.fingerprint:
+        options = result.get("rules_options") or {}
+        raise SubmissionError(
+            f"{path}: evaluated on other rules than the baselines' {rules.name} (fingerprint "
+            f"{result['rules_fingerprint']}, options {options}; today's {rules.fingerprint})"
+        )
+    if track is not None and result.get("track") not in (None, track):
+        raise SubmissionError(f"{path}: the agent declares the {result['track']} track, not {track}")
+    percent = result["luck_free_percent"]
+    if not isinstance(percent, (int, float)) or not 0 <= percent <= 100:
+        raise SubmissionError(f"{path}: luck_free_percent must be a number in [0, 100], got {percent!r}")
+    return result
+
+
+def submission_rows(paths: list[Path], name: str, budget: int, track: str | None) -> list[dict[str, Any]]:
+    """The results as rows of the leaderboard's shape (suite ``name``), one per file."""
+    results = [(path, read_result(path, track)) for path in paths]
+    tracks = {result["track"] for _, result in results if result.get("track") is not None}
+    if len(tracks) > 1:
+        raise SubmissionError(f"the files declare several tracks ({', '.join(sorted(tracks))}): compare one at a time")
+    chosen = track or (tracks.pop() if tracks else None)
+    if chosen is None:
+        raise SubmissionError("no file declares a track: say which with --track raw|rules|solver")
+    rows: list[dict[str, Any]] = []
+    count: dict[str, int] = {}
+    seen: set[tuple[str, Any]] = set()
+    for path, result in results:
+        ruleset = result["rules"]
+        seed = result.get("seed", count.get(ruleset, 0))
+        count[ruleset] = count.get(ruleset, 0) + 1
+        if (ruleset, seed) in seen:
+            raise SubmissionError(f"{path}: a second result for {ruleset} seed {seed}")
+        seen.add((ruleset, seed))
+        rows.append(
+            {
+                "suite": name,
+                "track": chosen,
+                "algorithm": name,
+                "budget": budget,
+                "ruleset": ruleset,
+                "seed": seed,
+                "luck_free_percent": float(result["luck_free_percent"]),
+                "median": float(result["median"]),
+            }
+        )
+    return rows
+
+
+def compare(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], reps: int) -> dict[str, Any]:
+    """The submission's aggregates and, against each baseline suite at its budget, the IQMs on the shared rulesets
+    and the probability of improvement (``None`` where either side has fewer than two seeds)."""
+    name, budget = rows[0]["suite"], rows[0]["budget"]
+    rulesets = [r for r in leaderboard.RULESETS if any(row["ruleset"] == r for row in rows)]
+    aggregate = leaderboard.aggregate(rows, reps)
+    versus = []
+    suites = sorted({row["suite"] for row in baselines if row["budget"] == budget and row["suite"] != name})
+    for suite in suites:
+        theirs = [row for row in baselines if row["suite"] == suite]
+        shared = [r for r in rulesets if any(row["ruleset"] == r for row in theirs)]
+        if not shared:
+            continue
+        mine, other = leaderboard.suite_matrix(rows, shared), leaderboard.suite_matrix(theirs, shared)
+        entry: dict[str, Any] = {
+            "suite": suite,
+            "track": theirs[0]["track"],
+            "rulesets": shared,
+            "runs": [int(mine.size), int(other.size)],
+            "iqm": [leaderboard.iqm_ci(mine, reps)[0], leaderboard.iqm_ci(other, reps)[0]],
+            "p_better": None,
+            "p_better_ci95": None,
+        }
+        if min(len(mine), len(other)) >= 2:
+            p, low, high = leaderboard.probability_of_improvement(mine, other, reps)
+            entry.update(p_better=p, p_better_ci95=[low, high])
+        versus.append(entry)
+    return {"name": name, "track": rows[0]["track"], "budget": budget, "aggregate": aggregate, "versus": versus}
+
+
+def report_md(report: dict[str, Any]) -> str:
+    """The comparison as Markdown tables (what a paper's appendix can paste)."""
+    budget = leaderboard.fmt_budget(report["budget"])
+    lines = [
+        f"{report['name']} ({report['track']} track, {budget}) on the evaluation sets dice-poker-eval-v1: "
+        "IQM of the seeds' luck-free percents [95% stratified-bootstrap CI]",
+        "",
+        "| ruleset | seeds | IQM | 95% CI | mean | min - max |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in report["aggregate"]:
+        lines.append(
+            f"| {row['ruleset']} | {row['runs']} | {row['iqm']:.2f} | {leaderboard.ci_md(row['iqm_ci95_low'], row['iqm_ci95_high'])} | "
+            f"{row['mean']:.2f} | {row['min']:.2f} - {row['max']:.2f} |"
+        )
+    if report["versus"]:
+        lines += [
+            "",
+            f"Against the baselines at {budget}, on the rulesets both have:",
+            "",
+            "| baseline | track | rulesets | runs (yours, theirs) | IQM (yours, theirs) | P(yours > theirs) | 95% CI |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for entry in report["versus"]:
+            p = "-" if entry["p_better"] is None else f"{entry['p_better']:.2f}"
+            ci = "-" if entry["p_better_ci95"] is None else "{:.2f} - {:.2f}".format(*entry["p_better_ci95"])
+            lines.append(
+                f"| {entry['suite']} | {entry['track']} | {', '.join(entry['rulesets'])} | "
+                f"{entry['runs'][0]}, {entry['runs'][1]} | {entry['iqm'][0]:.2f}, {entry['iqm'][1]:.2f} | {p} | {ci} |"
+            )
+    else:
+        lines += ["", f"No baseline at {budget} shares a ruleset with these results."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("name", help="your agent's name in the tables")
+    parser.add_argument(
+        "files", nargs="+", type=Path, help="`dice-poker evaluate --json` outputs, one per seed and ruleset"
+    )
+    parser.add_argument("--budget", required=True, choices=list(BUDGETS), help="the env steps each seed trained")
+    parser.add_argument("--track", choices=("raw", "rules", "solver"), help="the track (when the files declare none)")
+    parser.add_argument(
+        "--runs",
+        type=Path,
+        default=leaderboard.RESULTS / "runs.json",
+        help="the baselines' rows (default results/benchmark/runs.json)",
+    )
+    parser.add_argument("--reps", type=at_least(1), default=2000, help="bootstrap resamples (default 2000)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    args = parser.parse_args(argv)
+    budget = BUDGETS[args.budget]
+    try:
+        rows = submission_rows(args.files, args.name, budget, args.track)
+    except SubmissionError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    try:
+        recorded = json.loads(args.runs.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        parser.error(f"--runs {args.runs}: {error}")
+    if args.name in {row["suite"] for row in recorded}:
+        parser.error(f"{args.name!r} is a recorded suite's name: give yours another")
+    baselines = [row for row in recorded if not leaderboard.is_probe(row["suite"])]
+    for ruleset in sorted({row["ruleset"] for row in rows}):
+        seeds = sum(row["ruleset"] == ruleset for row in rows)
+        if seeds < MIN_SEEDS[budget]:
+            print(
+                f"note: {seeds} seed{'s' * (seeds != 1)} on {ruleset}; the protocol asks for at least "
+                f"{MIN_SEEDS[budget]} at {args.budget}",
+                file=sys.stderr,
+            )
+    report = compare(rows, baselines, args.reps)
+    print(json.dumps(report, indent=1) if args.json else report_md(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""benchmarks/compare.py aggregates a submission's `dice-poker evaluate --json` files as the leaderboard does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rliable")
+
+from agents.evaluation.protocol import eval_set_id, evaluate, versions  # noqa: E402
+from benchmarks import compare, leaderboard  # noqa: E402
+from dice_poker_env.rules import load_rules  # noqa: E402
+
+
+def result(ruleset: str, percent: float, **changes) -> dict:
+    """What `dice-poker evaluate RULESET --json` writes, with the fields compare.py reads."""
+    rules = load_rules(ruleset)
+    return {
+        "agent": "model:x.npz",
+        "track": "raw",
+        "rules": ruleset,
+        "rules_options": dict(rules.options),
+        "eval_set": eval_set_id(rules),
+        "games": 10_000,
+        "luck_free_percent": percent,
+        "median": 200.0,
+        **versions(rules),
+        **changes,
+    }
+
+
+def write(folder: Path, results: list[dict]) -> list[str]:
+    paths = []
+    for item in results:
+        path = folder / f"r{len(list(folder.glob('r*.json')))}.json"  # a new file each time
+        path.write_text(json.dumps(item))
+        paths.append(str(path))
+    return paths
+
+
+def baselines(folder: Path) -> str:
+    rows = [
+        {"suite": suite, "track": "raw", "algorithm": suite, "budget": 10_000_000, "ruleset": ruleset, "seed": seed}
+        | {"luck_free_percent": base + 0.1 * seed + (ruleset == "yacht"), "median": 200.0}
+        for suite, base in (("raw_ppo_10m", 90.0), ("raw_a2c_10m", 70.0))
+        for ruleset in ("yahtzee", "yacht")
+        for seed in range(4)
+    ]
+    rows.append(rows[0] | {"suite": "raw_ppo_1m", "budget": 1_000_000})  # another budget: not compared
+    path = folder / "runs.json"
+    path.write_text(json.dumps(rows))
+    return str(path)
+
+
+def test_a_real_evaluation_is_accepted_and_gives_its_own_percent(tmp_path, capsys):
+    real = evaluate("yacht", "greedy")
+    files = write(tmp_path, [real, real | {"seed": 1}])
+    assert compare.main(["greedy", "--budget", "offline", "--runs", baselines(tmp_path), "--json", *files]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["track"] == "rules" and report["aggregate"][0]["runs"] == 2
+    assert report["aggregate"][0]["iqm"] == pytest.approx(real["luck_free_percent"])
+    assert report["versus"] == []  # no baseline trained offline in the rows given
+
+
+def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_path, capsys):
+    mine = [result(r, 80.0 + k + (r == "yacht"), seed=k) for r in ("yahtzee", "yacht") for k in range(4)]
+    files = write(tmp_path, mine)
+    assert (
+        compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "200", "--json", *files]) == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    rows = compare.submission_rows([Path(f) for f in files], "mine", 10_000_000, None)
+    assert report["aggregate"] == json.loads(json.dumps(leaderboard.aggregate(rows, 200)))
+    by = {entry["suite"]: entry for entry in report["versus"]}
+    assert set(by) == {"raw_ppo_10m", "raw_a2c_10m"}  # not the 1M suite
+    assert by["raw_a2c_10m"]["p_better"] == 1.0 and by["raw_ppo_10m"]["p_better"] == 0.0
+    assert by["raw_ppo_10m"]["rulesets"] == ["yahtzee", "yacht"] and by["raw_ppo_10m"]["runs"] == [8, 8]
+    assert by["raw_ppo_10m"]["iqm"][1] == pytest.approx(90.65)
+    assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "200", *files]) == 0
+    text = capsys.readouterr()
+    assert "| yahtzee | 4 |" in text.out and "| raw_a2c_10m | raw | yahtzee, yacht | 8, 8 |" in text.out
+    assert "4 seeds on yahtzee; the protocol asks for at least 10 at 10M" in text.err
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"games": 500, "eval_set": "dice-poker-eval-v1/yahtzee/first-500"}, "the protocol uses all 10,000"),
+        ({"rules_fingerprint": "0123456789abcdef", "rules_options": {"joker": "free"}}, "other rules than"),
+        ({"track": "rules"}, "several tracks"),
+        ({"luck_free_percent": 101.0}, "luck_free_percent must be a number in [0, 100]"),
+        ({"seed": 0}, "a second result for yahtzee seed 0"),
+        ({"rules": "no_such_rules"}, "no_such_rules"),
+    ],
+)
+def test_a_file_off_the_protocol_is_refused_in_one_line(tmp_path, capsys, change, message):
+    files = write(tmp_path, [result("yahtzee", 90.0, seed=0), result("yahtzee", 91.0) | change])
+    with pytest.raises(SystemExit) as stop:
+        compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), *files])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_bad_files_names_and_tracks_are_refused(tmp_path, capsys):
+    runs = baselines(tmp_path)
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    no_track = write(tmp_path, [result("yahtzee", 90.0, track=None)])
+    cases = [
+        (["mine", "--budget", "10M", "--runs", runs, str(tmp_path / "bad.json")], "not a readable JSON file"),
+        (["mine", "--budget", "10M", "--runs", runs, str(tmp_path / "list.json")], "not the output of"),
+        (["mine", "--budget", "10M", "--runs", runs, *no_track], "say which with --track"),
+        (
+            [
+                "mine",
+                "--budget",
+                "10M",
+                "--track",
+                "rules",
+                "--runs",
+                runs,
+                *write(tmp_path, [result("yahtzee", 90.0)]),
+            ],
+            "declares the raw track, not rules",
+        ),
+        (
+            ["raw_ppo_10m", "--budget", "10M", "--runs", runs, *no_track[:1], "--track", "raw"],
+            "a recorded suite's name",
+        ),
+        (["mine", "--budget", "5M", "--runs", runs, *no_track], "invalid choice"),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as stop:
+            compare.main(argv)
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err, argv
+    assert compare.main(["mine", "--budget", "10M", "--track", "raw", "--runs", runs, *no_track]) == 0
