@@ -292,3 +292,22 @@ def test_the_readme_is_a_front_page():
     assert f'pip install torch==2.13.0 && pip install -e ".[test]" && {test_command}\n' in readme
     assert test_command.replace("python", "python3", 1) in (ROOT / ".ci" / "run").read_text()  # CI runs it
     assert readme.count("results-table:start") == 1
+
+
+def test_the_citation_file_is_valid_and_cites_this_version():
+    """CITATION.cff (GitHub's "Cite this repository", Zenodo) has the fields CFF 1.2.0 requires and the
+    package's version and license."""
+    yaml = pytest.importorskip("yaml")
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the core's dependency tomli
+        import tomli as tomllib
+
+    import dice_poker_env
+
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert citation["cff-version"] == "1.2.0" and citation["type"] == "software"
+    assert citation["message"] and citation["title"] and citation["authors"][0]["name"]
+    assert str(citation["version"]) == project["version"] == dice_poker_env.__version__
+    assert citation["license"] == project["license"] and "MIT License" in (ROOT / "LICENSE").read_text()
