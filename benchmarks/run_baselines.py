@@ -635,7 +635,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--seeds", nargs="+", type=int, help="only these training seeds (one seed of many suites: a first row of each)"
     )
-    parser.add_argument("--list", action="store_true", help="list the suites and their finished runs")
+    parser.add_argument(
+        "--list", action="store_true", help="list the suites, their finished runs and the hours of one core left"
+    )
     parser.add_argument(
         "--backfill", action="store_true", help="fill in fields added later by evaluating recorded runs again"
     )
@@ -666,14 +668,15 @@ def main(argv: list[str] | None = None) -> int:
         log(f"{park()} runs parked in {PARKED.relative_to(OUT)}")
         return 0
     if args.list or not args.suites:
-        done = done_keys()
+        done, rows = done_keys(), read_rows()
         width = max(map(len, SUITES))
         for name, suite in SUITES.items():
             total = len(suite.rulesets) * len(suite.seeds)
             finished = sum((name, r, s) in done for r in suite.rulesets for s in suite.seeds)
-            print(f"{name:{width}s} {finished:3d}/{total:<3d} configs/benchmark/{suite.config}")
+            todo = f"{estimate_seconds(plan([name]), rows) / 3600:5.1f} h left" if finished < total else " " * 11
+            print(f"{name:{width}s} {finished:3d}/{total:<3d} {todo}  configs/benchmark/{suite.config}")
         left = plan([name for name in SUITES if not is_probe(name)])
-        hours = estimate_seconds(left, read_rows()) / 3600
+        hours = estimate_seconds(left, rows) / 3600
         print(f"left (without the probes): {len(left)} runs, about {hours:.0f} h of one core at the recorded pace")
         return 0
     if args.jobs < 1:

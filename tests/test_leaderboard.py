@@ -235,6 +235,9 @@ def test_run_baselines_list_says_what_is_left(tmp_path, monkeypatch, capsys):
     assert driver.main(["--list"]) == 0
     out = capsys.readouterr().out
     assert "raw_ppo_1m" in out and " 50/50 " in out.split("raw_ppo_1m")[1].split("\n")[0]
+    assert "h left" not in out.split("raw_ppo_1m ")[1].split("\n")[0]  # done: nothing left
+    a2c = driver.SUITES["raw_a2c_1m"]  # no row yet: the budget at the recorded pace (10,000 steps a second)
+    assert f"{a2c.budget / 10_000 * 50 / 3600:5.1f} h left" in out.split("raw_a2c_1m ")[1].split("\n")[0]
     left = [n for n in driver.SUITES if not n.startswith("probe_") and n != "raw_ppo_1m"]
     runs = sum(len(driver.SUITES[n].rulesets) * len(driver.SUITES[n].seeds) for n in left)
     hours = sum(
