@@ -14,9 +14,10 @@ from the run folders under ``runs-benchmark/`` when they are there). Writes:
   mean, the seeds' min and max and the number of runs;
 * ``probability_of_improvement.json``: rliable's probability of improvement between suites of the same
   track and budget;
-* ``performance_profiles.png`` (luck-free percent: the mean over rulesets of each one's fraction of runs
-  above tau) and ``sample_efficiency.png`` (periodic evaluations' percent of optimal against steps, mean
-  over seeds), when matplotlib is there;
+* ``docs/img/benchmark/performance_profiles.png`` (one panel per budget; luck-free percent: the mean over
+  rulesets of each one's fraction of runs above tau) and ``docs/img/benchmark/sample_efficiency.png``
+  (periodic evaluations' percent of optimal against steps, mean over seeds; one panel per ruleset), when
+  matplotlib is there: beside the page (``--out``), which shows them;
 * ``running/<suite>/<ruleset>/s<seed>.csv``: the periodic evaluations so far of the runs still training;
 * ``docs/leaderboard.md``, with the two-player track: every head-to-head match saved in
   ``results/winning/match_*.json`` (``benchmarks/run_matches.py``, ``dice-poker match``).
@@ -317,7 +318,8 @@ def performance_profile(runs: list[dict], taus: np.ndarray) -> np.ndarray:
     return np.mean([(np.array(v)[None, :] > taus[:, None]).mean(axis=1) for v in per_ruleset.values()], axis=0)
 
 
-def plots(rows: list[dict], reps: int) -> list[Path]:
+def plots(rows: list[dict], folder: Path) -> list[Path]:
+    """Draw the performance profiles and the sample-efficiency curves into ``folder``; the files written."""
     try:
         import matplotlib
 
@@ -329,7 +331,7 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
 
     def save(fig: Figure, path: Path, dpi: int) -> Path:
         fig.tight_layout()
-        fig.savefig(path, dpi=dpi)
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")  # with the legends below the panels
         plt.close(fig)
         return path
 
@@ -340,25 +342,45 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
     curves = sorted(
         path
         for path in ((RESULTS / "curves").glob("*/*/s*.csv") if (RESULTS / "curves").exists() else [])
-        if not is_probe(path.parts[-3])
+        if not is_probe(path.parts[-3]) and groups.get(path.parts[-3], [{}])[0].get("budget") != 0
     )
-    # one colour per suite in every plot and panel
-    suites = sorted(set(groups) | {path.parts[-3] for path in curves})
-    palette = plt.get_cmap("tab20")  # 20 colours; an integer picks one
-    color = {suite: palette(k % 20) for k, suite in enumerate(suites)}
+    # a suite's colour is its recipe's (the same at every budget), its line style its budget, in every plot
+    families = sorted({family(suite) for suite in set(groups) | {path.parts[-3] for path in curves}})
+    palette = plt.get_cmap("tab20" if len(families) > 10 else "tab10")  # an integer picks one colour
+
+    def style(suite: str) -> dict:
+        budget = int(groups[suite][0].get("budget") or 0) if suite in groups else 0
+        return {
+            "color": palette(families.index(family(suite)) % palette.N),
+            "linestyle": BUDGET_STYLES.get(budget, "-"),
+        }
+
     if groups:
-        taus = np.linspace(0, 100, 201)
-        fig, ax = plt.subplots(figsize=(7, 4))
-        for suite, runs in sorted(groups.items()):
-            label = f"{suite} ({len(runs)} runs, {len({x['ruleset'] for x in runs})} rulesets)"
-            ax.plot(taus, performance_profile(runs, taus), color=color[suite], label=label)
-        low = min(x["luck_free_percent"] for x in rows)
-        ax.set_xlim(max(0.0, low - 5), 100)
-        ax.set_xlabel("luck-free percent of optimal (tau)")
-        ax.set_ylabel("fraction of runs > tau (mean over rulesets)")
-        ax.set_title("Performance profiles")
-        ax.legend(fontsize=7)
-        written.append(save(fig, RESULTS / "performance_profiles.png", dpi=120))
+        taus = np.linspace(0, 100, 1001)  # 0.1-point steps: the 100M runs lie within a few points
+        budgets = sorted({runs[0]["budget"] for runs in groups.values()}, key=lambda b: (b == 0, b))
+        columns = min(2, len(budgets))
+        fig, axes = plt.subplots(
+            -(-len(budgets) // columns),
+            columns,
+            figsize=(6 * columns, 5.2 * -(-len(budgets) // columns)),
+            squeeze=False,
+        )
+        for ax in list(axes.ravel())[len(budgets) :]:
+            ax.axis("off")
+        for ax, budget in zip(axes.ravel(), budgets):
+            chosen = {suite: runs for suite, runs in sorted(groups.items()) if runs[0]["budget"] == budget}
+            for suite, runs in chosen.items():
+                label = f"{suite} ({len(runs)} runs, {len({x['ruleset'] for x in runs})} rulesets)"
+                ax.plot(taus, performance_profile(runs, taus), label=label, **style(suite))
+            low = min(x["luck_free_percent"] for runs in chosen.values() for x in runs)
+            ax.set_xlim(max(0.0, low - 5), 100)
+            ax.set_ylim(-0.02, 1.02)
+            ax.set_xlabel("luck-free percent of optimal (tau)")
+            ax.set_ylabel("fraction of runs > tau (mean over rulesets)")
+            ax.set_title(f"{fmt_budget(budget)} env steps" if budget else "trained on a dataset")
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+        fig.suptitle("Performance profiles")
+        written.append(save(fig, folder / "performance_profiles.png", dpi=110))
     if curves:
         by = defaultdict(list)
         for path in curves:
@@ -369,22 +391,47 @@ def plots(rows: list[dict], reps: int) -> list[Path]:
                 value = np.array([float(d["percent_of_optimal"]) for d in data])
                 by[(path.parts[-3], path.parts[-2])].append((steps, value))
         rulesets = sorted({r for _, r in by}, key=lambda r: RULESETS.index(r) if r in RULESETS else 99)
-        fig, axes = plt.subplots(1, len(rulesets), figsize=(4 * len(rulesets), 3.5), squeeze=False)
-        for k, ruleset in enumerate(rulesets):
-            ax = axes[0][k]
+        columns = min(3, len(rulesets) + 1)
+        rows_of_panels = -(-(len(rulesets) + 1) // columns)  # one panel more: the legend
+        fig, axes = plt.subplots(rows_of_panels, columns, figsize=(4.2 * columns, 3.4 * rows_of_panels), squeeze=False)
+        panels = list(axes.ravel())
+        legend: dict[str, object] = {}
+        for ax, ruleset in zip(panels, rulesets):
             for (suite, r), series in sorted(by.items()):
                 if r != ruleset:
                     continue
                 n = min(len(s) for s, _ in series)
                 mean = np.mean([v[:n] for _, v in series], axis=0)
-                ax.plot(series[0][0][:n], mean, color=color[suite], label=f"{suite} ({len(series)})")
+                (line,) = ax.plot(series[0][0][:n], mean, **style(suite))
+                legend.setdefault(suite, line)
             ax.set_title(ruleset)
             ax.set_xscale("log")
             ax.set_xlabel("env steps")
             ax.set_ylabel("% of optimal (periodic evaluation)")
-            ax.legend(fontsize=6)
-        written.append(save(fig, RESULTS / "sample_efficiency.png", dpi=110))
+        for ax in panels[len(rulesets) :]:
+            ax.axis("off")
+        panels[len(rulesets)].legend(
+            list(legend.values()),
+            list(legend),
+            loc="center",
+            fontsize=8,
+            title="mean over the seeds' curves",
+            title_fontsize=8,
+        )
+        written.append(save(fig, folder / "sample_efficiency.png", dpi=110))
     return written
+
+
+#: line styles of the budgets in the plots (a recipe keeps its colour at every budget)
+BUDGET_STYLES = {1_000_000: ":", 10_000_000: "--", 100_000_000: "-"}
+
+
+def family(suite: str) -> str:
+    """A suite's recipe: its name without the budget (``raw_ppo_10m`` -> ``raw_ppo``)."""
+    for suffix in ("_100m_yahtzee", "_100m", "_10m", "_1m"):
+        if suite.endswith(suffix):
+            return suite[: -len(suffix)]
+    return suite
 
 
 def fmt_budget(budget: int) -> str:
@@ -449,16 +496,22 @@ def ci_md(low: float | None, high: float | None) -> str:
 
 
 def leaderboard_md(
-    agg: list[dict], rows: list[dict], refs: list[dict], poi: list[dict], matches: list[dict] | None = None
+    agg: list[dict],
+    rows: list[dict],
+    refs: list[dict],
+    poi: list[dict],
+    matches: list[dict] | None = None,
+    figures: list[str] | None = None,
 ) -> str:
+    """The leaderboard page; ``figures``: the plots' paths relative to the page, shown after the first table."""
     lines = [
         "# Leaderboard",
         "",
         "Generated by `python benchmarks/leaderboard.py` from `results/benchmark/` (do not edit by hand);",
         "the protocol is [benchmark.md](benchmark.md). Metric: the luck-free percent of optimal on the ruleset's",
-        "fixed evaluation set (10,000 games). Runs trained on a shared 2-vCPU machine (the `hardware` column of",
-        "`results/benchmark/runs.csv`); every run's command is in that file. The same command redraws",
-        "`results/benchmark/performance_profiles.png` and `results/benchmark/sample_efficiency.png`.",
+        "fixed evaluation set (10,000 games). The runs trained on shared 2-vCPU machines, some on a borrowed",
+        "16-vCPU one (each row's `hardware` in `results/benchmark/runs.csv`, with its command). The same",
+        "command redraws the plots below.",
         "",
         "## Trained agents: IQM over seeds (95% stratified-bootstrap CI)",
         "",
@@ -490,6 +543,16 @@ def leaderboard_md(
         ]
     else:
         lines.append("No run recorded yet.")
+    captions = {
+        "performance_profiles.png": "Performance profiles: for each luck-free percent tau, the fraction of a "
+        "suite's runs above it (mean over rulesets), one panel per budget.",
+        "sample_efficiency.png": "Sample efficiency: the periodic evaluations' percent of optimal (mean score "
+        "over the optimal expected score in 500-2,000 games of each run's own, not the evaluation set) against "
+        "env steps, the mean over the seeds recorded.",
+    }
+    for figure in figures or []:
+        caption = captions.get(Path(figure).name, Path(figure).stem.replace("_", " "))
+        lines += ["", f"![{caption.split(':')[0]}]({figure})", "", caption]
     if probes:
         lines += [
             "",
@@ -605,9 +668,12 @@ def main(argv: list[str] | None = None) -> int:
             writer = csv.DictWriter(handle, fieldnames=list(agg[0]), lineterminator="\n")
             writer.writeheader()
             writer.writerows(agg)
-    written = plots(baselines, args.reps)
+    figures = args.out.parent / "img" / "benchmark"
+    figures.mkdir(parents=True, exist_ok=True)
+    written = plots(baselines, figures)
     matches = load_matches(ROOT / "results" / "winning")
-    args.out.write_text(leaderboard_md(agg, rows, refs, poi, matches))
+    shown = [path.relative_to(args.out.parent).as_posix() for path in written]
+    args.out.write_text(leaderboard_md(agg, rows, refs, poi, matches, shown))
     print("wrote " + ", ".join(str(p) for p in [RESULTS / "aggregate.json", *written, args.out]))
     return 0
 

@@ -83,6 +83,9 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     running = tmp_path / "runs-benchmark" / "raw_ppo_10m" / "yahtzee" / "s1000"  # still training: no row yet
     running.mkdir(parents=True)
     (running / "evaluations.csv").write_text("timesteps,percent_of_optimal\n1000000,80.0\n")
+    curve = results / "curves" / "raw_ppo_1m" / "yahtzee" / "s1000.csv"  # a recorded run's periodic evaluations
+    curve.parent.mkdir(parents=True)
+    curve.write_text("timesteps,percent_of_optimal\n500000,70.0\n1000000,80.0\n")
     out = tmp_path / "leaderboard.md"
     assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
     assert (results / "running" / "raw_ppo_10m" / "yahtzee" / "s1000.csv").read_text().endswith("80.0\n")
@@ -109,6 +112,9 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     baselines, probes = text.split("## Recipe development probes (not baselines)")
     assert "| raw | probe_raw_ppo_wide_1m | ppo | 1M | yahtzee | 2 | 90.50 |" in probes.split("##")[0]
     assert "probe_raw_ppo_wide_1m" not in baselines
+    for figure in ("performance_profiles", "sample_efficiency"):  # drawn beside the page, which shows them
+        assert (tmp_path / "img" / "benchmark" / f"{figure}.png").stat().st_size > 0
+        assert f"](img/benchmark/{figure}.png)" in text
     first = text
     assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
     assert out.read_text() == first  # seeded bootstrap: the same rows give the same page
