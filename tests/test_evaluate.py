@@ -165,3 +165,24 @@ def test_the_rules_heuristic_plays_the_same_in_lockstep_and_one_by_one():
     batch = play_games(rules, LookaheadAgent(rules), seeds, lockstep=True)
     single = play_games(rules, LookaheadAgent(rules), seeds, lockstep=False)
     assert batch.scores == single.scores
+
+
+def test_a_result_names_the_bytes_of_the_agent_file_it_played(tmp_path):
+    """``agent_sha256``: the SHA-256 of the policy file (or agent source file) evaluated, so a reported number
+    points at one exact file; a changed file gives another; built-in agents have none."""
+    import hashlib
+    import shutil
+    from pathlib import Path
+
+    import agents
+
+    policy = tmp_path / "yacht.npz"
+    shutil.copyfile(Path(agents.__file__).parent / "policies" / "yacht.npz", policy)
+    result = evaluate(RULES, f"model:{policy}", games=20)
+    assert result["agent_sha256"] == hashlib.sha256(policy.read_bytes()).hexdigest()
+    source = tmp_path / "mine.py"
+    source.write_text("from agents.players.greedy import GreedyAgent as Mine\n")
+    assert (
+        evaluate(RULES, f"{source}:Mine", games=20)["agent_sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
+    )
+    assert evaluate(RULES, "greedy", games=20)["agent_sha256"] is None

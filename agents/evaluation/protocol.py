@@ -16,12 +16,14 @@ Layering: imports :mod:`agents.evaluation.benchmark` and the core package; ``tor
 
 from __future__ import annotations
 
+import hashlib
+import os
 from typing import Any
 
 import numpy as np
 
 from agents.evaluation.benchmark import Z95, _build, load_solution, play_games, summarize
-from agents.players.registry import check_agent, is_batch_agent
+from agents.players.registry import check_agent, is_batch_agent, parse_agent_spec
 from dice_poker_env.rules import Rules, load_rules
 
 #: the evaluation set's version: bumped (with a new seed range) if the set ever changes
@@ -93,6 +95,23 @@ def agent_track(spec: str, agent: Any) -> str | None:
     return track
 
 
+def agent_sha256(agent: str) -> str | None:
+    """The SHA-256 of the file an agent spec plays from (``model:PATH``, ``FILE.py:NAME``), which ties a result to
+    those exact bytes; ``None`` for the built-in agents and modules."""
+    if agent.startswith("model:"):
+        path: str | None = agent[len("model:") :]
+    else:
+        spec = parse_agent_spec(agent)
+        path = spec.source if spec is not None and spec.is_file else None
+    if path is None or not os.path.isfile(path):
+        return None
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def versions(rules: Rules) -> dict[str, Any]:
     """What every result records: env id (with its version), observation layout version,
     ruleset fingerprint and library version."""
@@ -131,8 +150,9 @@ def evaluate(
 
     Returns:
         ``{"luck_free_percent", "luck_free_percent_ci95", "regret_mean", "regret_ci95", "mean",
-        "mean_ci95", "median", "upper_bonus_rate", "games", "eval_set", "track", ...}``; the ``_ci95``
-        fields are half-widths of 95% normal intervals over the games.
+        "mean_ci95", "median", "upper_bonus_rate", "games", "eval_set", "track", "agent_sha256", ...}``; the
+        ``_ci95`` fields are half-widths of 95% normal intervals over the games; ``agent_sha256`` is the agent
+        file's (:func:`agent_sha256`).
 
     Raises:
         ValueError: a bad agent spec, track or game count; no exact solution of the ruleset.
@@ -142,6 +162,7 @@ def evaluate(
     if track is not None and track not in TRACKS:
         raise ValueError(f"track must be one of {', '.join(TRACKS)}, got {track!r}")
     check_agent(agent)
+    sha256 = agent_sha256(agent)  # of the bytes about to be loaded
     if solution is None:
         solution = load_solution(rules)
     if solution is None:
@@ -166,6 +187,7 @@ def evaluate(
     regret_ci = Z95 * float(regret.std(ddof=1)) / np.sqrt(len(regret)) if len(regret) > 1 else 0.0
     return {
         "agent": agent,
+        "agent_sha256": sha256,
         "track": track if track is not None else declared,
         "rules": rules.name,
         "rules_options": dict(rules.options),
