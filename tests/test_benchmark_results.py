@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import re
 import sys
 from datetime import datetime
@@ -61,6 +62,14 @@ def expected_track(suite: str) -> str:
 def test_the_file_has_the_drivers_columns_and_rows():
     assert HEADER == DRIVER.FIELDS
     assert len(ROWS) > 0
+
+
+def test_the_json_rows_the_leaderboard_reads_are_the_csv_rows():
+    """``runs.json`` (read by the leaderboard and the driver) and ``runs.csv`` (read by people) say the same."""
+    rows = json.loads((RESULTS / "runs.json").read_text())
+    assert len(rows) == len(ROWS)
+    for row, text in zip(rows, ROWS):
+        assert {key: "" if row.get(key) is None else str(row[key]) for key in HEADER} == text, row_id(text)
 
 
 def test_every_run_is_recorded_once():
