@@ -11,7 +11,8 @@ file per seed and ruleset, then aggregate them as the leaderboard aggregates the
 It prints, per ruleset and across them, the interquartile mean (IQM) of the seeds' luck-free percents with its
 95% stratified-bootstrap interval, and against every baseline at the same budget (``results/benchmark/runs.json``)
 the baseline's IQM on the same rulesets and rliable's probability that a run of yours beats a run of it, with
-its interval. ``--json`` prints the same as one JSON object.
+its interval. ``--json`` prints the same as one JSON object; ``--plot FILE.png`` also draws the performance
+profiles of yours and of the baselines at the budget (matplotlib).
 
 Every file must come from the protocol: all 10,000 games of its ruleset's evaluation set, the ruleset as the
 library defines it today (its fingerprint), one track for all files. A file's ``seed`` key (add it if you like)
@@ -176,6 +177,46 @@ def report_md(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def plot(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], path: Path) -> Path:
+    """Performance profiles of the submission and of every baseline at its budget, on the submission's rulesets
+    (each baseline on those it has), into ``path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    name, budget = rows[0]["suite"], rows[0]["budget"]
+    rulesets = {row["ruleset"] for row in rows}
+    suites: dict[str, list[dict[str, Any]]] = {name: rows}
+    for row in baselines:
+        if row["budget"] == budget and row["ruleset"] in rulesets:
+            suites.setdefault(row["suite"], []).append(row)
+    taus = np.linspace(0, 100, 1001)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for suite, runs in suites.items():
+        label = f"{suite} ({len(runs)} runs, {len({x['ruleset'] for x in runs})} rulesets)"
+        mine = suite == name
+        ax.plot(
+            taus,
+            leaderboard.performance_profile(runs, taus),
+            label=label,
+            linewidth=2.5 if mine else 1.2,
+            color="black" if mine else None,
+        )
+    low = min(x["luck_free_percent"] for runs in suites.values() for x in runs)
+    ax.set_xlim(max(0.0, low - 5), 100)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("luck-free percent of optimal (tau)")
+    ax.set_ylabel("fraction of runs > tau (mean over rulesets)")
+    ax.set_title(f"Performance profiles at {leaderboard.fmt_budget(budget)} ({', '.join(sorted(rulesets))})")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -194,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--reps", type=at_least(1), default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument(
+        "--plot", type=Path, metavar="FILE.png", help="also draw the performance profiles beside the baselines'"
+    )
     args = parser.parse_args(argv)
     budget = BUDGETS[args.budget]
     try:
@@ -215,8 +259,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{MIN_SEEDS[budget]} at {args.budget}",
                 file=sys.stderr,
             )
+    if args.plot is not None and not args.plot.parent.is_dir():
+        parser.error(f"--plot {args.plot}: no folder {args.plot.parent}")
     report = compare(rows, baselines, args.reps)
     print(json.dumps(report, indent=1) if args.json else report_md(report))
+    if args.plot is not None:
+        print(f"wrote {plot(rows, baselines, args.plot)}", file=sys.stderr)
     return 0
 
 

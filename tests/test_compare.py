@@ -82,6 +82,13 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
     text = capsys.readouterr()
     assert "| yahtzee | 4 |" in text.out and "| raw_a2c_10m | raw | yahtzee, yacht | 8, 8 |" in text.out
     assert "4 seeds on yahtzee; the protocol asks for at least 10 at 10M" in text.err
+    pytest.importorskip("matplotlib")
+    figure = tmp_path / "profiles.png"
+    assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--plot", str(figure), *files]) == 0
+    assert figure.read_bytes().startswith(b"\x89PNG") and f"wrote {figure}" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        compare.main(["mine", "--budget", "10M", "--plot", str(tmp_path / "no" / "p.png"), *files])
+    assert "--plot" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
