@@ -17,6 +17,9 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's dice_poker_env, not an installed copy
 
 
 def best(fn: Callable[..., object], repeat: int = 5) -> float:

@@ -34,7 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.commands.arguments import at_least
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
+
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI_YACHT = ROOT / "examples" / "rules" / "mini_yacht.toml"

@@ -21,12 +21,16 @@ import json
 import platform
 import random
 import statistics
+import sys
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from agents.commands.arguments import at_least
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
+
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
 
 
 def ours(wrapped: bool) -> Callable[[int], float]:

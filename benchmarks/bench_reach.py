@@ -24,8 +24,11 @@ import resource
 import sys
 import tempfile
 import time
+from pathlib import Path
 
-from agents.commands.arguments import at_least
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
+
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
 
 
 class LayerLines:

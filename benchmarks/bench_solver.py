@@ -38,9 +38,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-from agents.commands.arguments import at_least
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
+
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
 
 PAIRS = [
     ("yahtzee joker=free", ["yahtzee", "--option", "joker=free"], "american", 254.589609),

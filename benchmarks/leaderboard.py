@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from agents.commands.arguments import at_least
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
+
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

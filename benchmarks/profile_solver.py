@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import argparse
 import collections
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from agents.commands.arguments import at_least
-from dice_poker_env.cli.rules_arguments import parse_rules_options
-from dice_poker_env.engine.tables import compile_rules
-from dice_poker_env.rules import load_rules
-from dice_poker_env.solver import backward, turn
-from dice_poker_env.solver.block_scores import BlockScores
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
+
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from dice_poker_env.cli.rules_arguments import parse_rules_options  # noqa: E402 - after the path
+from dice_poker_env.engine.tables import compile_rules  # noqa: E402 - after the path
+from dice_poker_env.rules import load_rules  # noqa: E402 - after the path
+from dice_poker_env.solver import backward, turn  # noqa: E402 - after the path
+from dice_poker_env.solver.block_scores import BlockScores  # noqa: E402 - after the path
 
 #: (object, attribute, label): the phases, outermost first; each function is
 #: replaced where its caller looks it up (the module that imports it by name)

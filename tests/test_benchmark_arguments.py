@@ -208,3 +208,36 @@ def test_more_than_refuses_with_a_one_line_message(text, message):
     with pytest.raises(argparse.ArgumentTypeError) as error:
         more_than(0)(text)
     assert str(error.value) == message
+
+
+def _imports_of_the_project(tree: ast.Module) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        and any(
+            name.split(".")[0] in ("agents", "dice_poker_env", "benchmarks")
+            for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "path", sorted([*BENCHMARKS.glob("*.py"), *(ROOT / "tools").glob("*.py")]), ids=lambda p: p.name
+)
+def test_a_script_measures_this_checkout_not_an_installed_copy(path):
+    """A script that imports the project puts this checkout first on ``sys.path`` before it does, so the figure it
+    prints is the code beside it, whatever copy of the package is installed (or none)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    imports = _imports_of_the_project(tree)
+    if not imports:
+        return
+    inserts = [
+        node.lineno
+        for top in tree.body
+        for node in ([top, *top.body] if isinstance(top, ast.If) else [top])
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and ast.unparse(node.value.func) == "sys.path.insert"
+    ]
+    assert inserts and min(inserts) < min(imports), f"{path.name} imports the project before sys.path.insert(0, ROOT)"
