@@ -4,20 +4,22 @@ Evaluate each training seed's agent on the fixed evaluation set with ``dice-poke
 file per seed and ruleset, then aggregate them as the leaderboard aggregates the baselines (docs/benchmark.md)::
 
     for s in 0 1 2 3 4 5 6 7 8 9; do
-      dice-poker evaluate yahtzee --agent model:runs/mine-s$s/final_model.npz --json > results/mine/yahtzee-s$s.json
+      dice-poker evaluate yahtzee --agent model:runs/mine-s$s/final_model.npz --seed $s --json > mine/yahtzee-s$s.json
     done
-    python benchmarks/compare.py "my agent" --budget 10M results/mine/*.json
+    python benchmarks/compare.py "my agent" --budget 10M mine/*.json
 
 It prints, per ruleset and across them, the interquartile mean (IQM) of the seeds' luck-free percents with its
 95% stratified-bootstrap interval, and against every baseline at the same budget (``results/benchmark/runs.json``)
 the baseline's IQM on the same rulesets and rliable's probability that a run of yours beats a run of it, with
-its interval. ``--json`` prints the same as one JSON object; ``--plot FILE.png`` also draws the performance
-profiles of yours and of the baselines at the budget (matplotlib).
+its interval; then every run (file, seed, percent, the agent file's SHA-256) and what the runs were measured on
+(env id, observation layout, ruleset fingerprint, library version). ``--json`` prints the same as one JSON
+object; ``--plot FILE.png`` also draws the performance profiles of yours and of the baselines at the budget.
 
 Every file must come from the protocol: all 10,000 games of its ruleset's evaluation set, the ruleset as the
-library defines it today (its fingerprint), one track for all files. A file's ``seed`` key (add it if you like)
-pairs seeds across rulesets; without it the files of a ruleset count in the order given. Fewer seeds than the
-protocol asks for (10 at 1M and 10M, 5 at 100M) are aggregated all the same, with a line that says so.
+library defines it today (its fingerprint), one track for all files, no seed or agent file twice. The ``seed``
+of ``dice-poker evaluate --seed N`` pairs seeds across rulesets (every file has one, or none: then the files of
+a ruleset count in the order given). Fewer seeds than the protocol asks for (10 at 1M and 10M, 5 at 100M) are
+aggregated all the same, with a line that says so.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ from benchmarks import leaderboard  # noqa: E402 - the leaderboard's own statist
 BUDGETS = {"1M": 1_000_000, "10M": 10_000_000, "100M": 100_000_000, "offline": 0}
 #: the fewest training seeds the protocol asks for at each budget
 MIN_SEEDS = {1_000_000: 10, 10_000_000: 10, 100_000_000: 5, 0: 5}
+
+
+#: what each result records of the code, the env and the agent it measured (printed with the seeds' percents)
+PROVENANCE = ("agent", "agent_sha256", "env_id", "observation_layout_version", "rules_fingerprint", "library_version")
 
 
 class SubmissionError(ValueError):
@@ -73,8 +79,12 @@ def read_result(path: Path, track: str | None) -> dict[str, Any]:
     if track is not None and result.get("track") not in (None, track):
         raise SubmissionError(f"{path}: the agent declares the {result['track']} track, not {track}")
     percent = result["luck_free_percent"]
-    if not isinstance(percent, (int, float)) or not 0 <= percent <= 100:
-        raise SubmissionError(f"{path}: luck_free_percent must be a number in [0, 100], got {percent!r}")
+    if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not -1e9 < percent <= 100:
+        # below 0 is possible: an agent losing more than the optimal expected score (random on school_poker)
+        raise SubmissionError(f"{path}: luck_free_percent must be a number of at most 100, got {percent!r}")
+    seed = result.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise SubmissionError(f"{path}: seed must be an integer (the training seed), got {seed!r}")
     return result
 
 
@@ -87,16 +97,33 @@ def submission_rows(paths: list[Path], name: str, budget: int, track: str | None
     chosen = track or (tracks.pop() if tracks else None)
     if chosen is None:
         raise SubmissionError("no file declares a track: say which with --track raw|rules|solver")
+    seeded = [path.name for path, result in results if result.get("seed") is not None]
+    if seeded and len(seeded) < len(results):
+        raise SubmissionError(
+            f"{len(seeded)} of the {len(results)} files have a seed (such as {seeded[0]}): give every file one "
+            "(dice-poker evaluate --seed N) or none (the files of a ruleset then count in the order given)"
+        )
     rows: list[dict[str, Any]] = []
     count: dict[str, int] = {}
-    seen: set[tuple[str, Any]] = set()
+    seen: dict[tuple[str, Any], Path] = {}
+    played: dict[str, Path] = {}
     for path, result in results:
         ruleset = result["rules"]
         seed = result.get("seed", count.get(ruleset, 0))
         count[ruleset] = count.get(ruleset, 0) + 1
         if (ruleset, seed) in seen:
-            raise SubmissionError(f"{path}: a second result for {ruleset} seed {seed}")
-        seen.add((ruleset, seed))
+            raise SubmissionError(
+                f"{path}: a second result for {ruleset} seed {seed} (the first: {seen[ruleset, seed]})"
+            )
+        seen[ruleset, seed] = path
+        digest = result.get("agent_sha256")
+        if digest is not None and f"{ruleset}/{digest}" in played:
+            raise SubmissionError(
+                f"{path}: the same agent file as {played[f'{ruleset}/{digest}']} (agent_sha256 {digest[:12]}...): "
+                "one seed counted twice"
+            )
+        if digest is not None:
+            played[f"{ruleset}/{digest}"] = path
         rows.append(
             {
                 "suite": name,
@@ -106,18 +133,29 @@ def submission_rows(paths: list[Path], name: str, budget: int, track: str | None
                 "ruleset": ruleset,
                 "seed": seed,
                 "luck_free_percent": float(result["luck_free_percent"]),
+                "luck_free_percent_ci95": result.get("luck_free_percent_ci95"),
                 "median": float(result["median"]),
+                "file": str(path),
+                **{key: result.get(key) for key in PROVENANCE},
             }
         )
     return rows
 
 
 def compare(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], reps: int) -> dict[str, Any]:
-    """The submission's aggregates and, against each baseline suite at its budget, the IQMs on the shared rulesets
-    and the probability of improvement (``None`` where either side has fewer than two seeds)."""
+    """The submission's aggregates, its runs and, against each baseline suite at its budget, the IQMs on the
+    shared rulesets and the probability of improvement (``None`` where either side has fewer than two seeds)."""
     name, budget = rows[0]["suite"], rows[0]["budget"]
     rulesets = [r for r in leaderboard.RULESETS if any(row["ruleset"] == r for row in rows)]
     aggregate = leaderboard.aggregate(rows, reps)
+    notes = []
+    if len(rulesets) > 1:
+        across = leaderboard.suite_matrix(rows, rulesets).size
+        if across < len(rows):
+            notes.append(
+                f"across rulesets: {across} of your {len(rows)} runs, the seeds every ruleset has"
+                + ("" if across else " (none: no seed is in every ruleset, so no row across them)")
+            )
     versus = []
     suites = sorted({row["suite"] for row in baselines if row["budget"] == budget and row["suite"] != name})
     for suite in suites:
@@ -126,6 +164,10 @@ def compare(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], reps: i
         if not shared:
             continue
         mine, other = leaderboard.suite_matrix(rows, shared), leaderboard.suite_matrix(theirs, shared)
+        if not mine.size or not other.size:
+            notes.append(f"{suite}: no seed in every one of {', '.join(shared)} on one side; not compared")
+            continue
+        fewest = min(sum(row["ruleset"] == r for row in theirs) for r in shared)
         entry: dict[str, Any] = {
             "suite": suite,
             "track": theirs[0]["track"],
@@ -134,19 +176,36 @@ def compare(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], reps: i
             "iqm": [leaderboard.iqm_ci(mine, reps)[0], leaderboard.iqm_ci(other, reps)[0]],
             "p_better": None,
             "p_better_ci95": None,
+            "complete": fewest >= MIN_SEEDS[budget],
         }
         if min(len(mine), len(other)) >= 2:
             p, low, high = leaderboard.probability_of_improvement(mine, other, reps)
             entry.update(p_better=p, p_better_ci95=[low, high])
         versus.append(entry)
-    return {"name": name, "track": rows[0]["track"], "budget": budget, "aggregate": aggregate, "versus": versus}
+    runs = [
+        {
+            key: row[key]
+            for key in ("file", "ruleset", "seed", "luck_free_percent", "luck_free_percent_ci95", *PROVENANCE)
+        }
+        for row in rows
+    ]
+    return {
+        "name": name,
+        "track": rows[0]["track"],
+        "budget": budget,
+        "eval_set": "dice-poker-eval-v1",
+        "aggregate": aggregate,
+        "versus": versus,
+        "runs": runs,
+        "notes": notes,
+    }
 
 
 def report_md(report: dict[str, Any]) -> str:
     """The comparison as Markdown tables (what a paper's appendix can paste)."""
     budget = leaderboard.fmt_budget(report["budget"])
     lines = [
-        f"{report['name']} ({report['track']} track, {budget}) on the evaluation sets dice-poker-eval-v1: "
+        f"{report['name']} ({report['track']} track, {budget}) on the evaluation sets {report['eval_set']}: "
         "IQM of the seeds' luck-free percents [95% stratified-bootstrap CI]",
         "",
         "| ruleset | seeds | IQM | 95% CI | mean | min - max |",
@@ -160,7 +219,8 @@ def report_md(report: dict[str, Any]) -> str:
     if report["versus"]:
         lines += [
             "",
-            f"Against the baselines at {budget}, on the rulesets both have:",
+            f"Against the baselines at {budget}, on the rulesets both have (* fewer seeds than the protocol asks: "
+            "the suite is still running):",
             "",
             "| baseline | track | rulesets | runs (yours, theirs) | IQM (yours, theirs) | P(yours > theirs) | 95% CI |",
             "|---|---|---|---|---|---|---|",
@@ -168,12 +228,30 @@ def report_md(report: dict[str, Any]) -> str:
         for entry in report["versus"]:
             p = "-" if entry["p_better"] is None else f"{entry['p_better']:.2f}"
             ci = "-" if entry["p_better_ci95"] is None else "{:.2f} - {:.2f}".format(*entry["p_better_ci95"])
+            star = "" if entry["complete"] else "*"
             lines.append(
-                f"| {entry['suite']} | {entry['track']} | {', '.join(entry['rulesets'])} | "
+                f"| {entry['suite']}{star} | {entry['track']} | {', '.join(entry['rulesets'])} | "
                 f"{entry['runs'][0]}, {entry['runs'][1]} | {entry['iqm'][0]:.2f}, {entry['iqm'][1]:.2f} | {p} | {ci} |"
             )
     else:
         lines += ["", f"No baseline at {budget} shares a ruleset with these results."]
+    lines += [
+        "",
+        "Every run (report them all):",
+        "",
+        "| file | ruleset | seed | luck-free % | agent_sha256 |",
+        "|---|---|---|---|---|",
+    ]
+    for run in report["runs"]:
+        ci = run["luck_free_percent_ci95"]
+        percent = f"{run['luck_free_percent']:.2f}" + ("" if ci is None else f" ± {ci:.2f}")
+        digest = run["agent_sha256"] or "-"
+        lines.append(f"| {Path(run['file']).name} | {run['ruleset']} | {run['seed']} | {percent} | {digest} |")
+    lines += ["", "Measured with:"]
+    for key in PROVENANCE[2:]:
+        values = sorted({str(run[key]) for run in report["runs"]})
+        lines.append(f"* {key}: {', '.join(values)}")
+    lines += [f"* note: {note}" for note in report["notes"]]
     return "\n".join(lines)
 
 

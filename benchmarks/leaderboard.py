@@ -192,7 +192,7 @@ def suite_matrix(rows: list[dict], rulesets: list[str]) -> np.ndarray:
     for row in rows:
         by[row["ruleset"]][row["seed"]] = row["luck_free_percent"]
     seeds = sorted(set.intersection(*(set(by[r]) for r in rulesets)))
-    return np.array([[by[r][s] for r in rulesets] for s in seeds], dtype=np.float64).reshape(len(seeds), -1)
+    return np.array([[by[r][s] for r in rulesets] for s in seeds], dtype=np.float64).reshape(len(seeds), len(rulesets))
 
 
 def aggregate(rows: list[dict], reps: int) -> list[dict]:

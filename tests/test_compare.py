@@ -56,7 +56,7 @@ def baselines(folder: Path) -> str:
 
 def test_a_real_evaluation_is_accepted_and_gives_its_own_percent(tmp_path, capsys):
     real = evaluate("yacht", "greedy")
-    files = write(tmp_path, [real, real | {"seed": 1}])
+    files = write(tmp_path, [real | {"seed": 0}, real | {"seed": 1}])
     assert compare.main(["greedy", "--budget", "offline", "--runs", baselines(tmp_path), "--json", *files]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["track"] == "rules" and report["aggregate"][0]["runs"] == 2
@@ -80,7 +80,7 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
     assert by["raw_ppo_10m"]["iqm"][1] == pytest.approx(90.65)
     assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "200", *files]) == 0
     text = capsys.readouterr()
-    assert "| yahtzee | 4 |" in text.out and "| raw_a2c_10m | raw | yahtzee, yacht | 8, 8 |" in text.out
+    assert "| yahtzee | 4 |" in text.out and "| raw_a2c_10m* | raw | yahtzee, yacht | 8, 8 |" in text.out
     assert "4 seeds on yahtzee; the protocol asks for at least 10 at 10M" in text.err
     pytest.importorskip("matplotlib")
     figure = tmp_path / "profiles.png"
@@ -97,13 +97,17 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
         ({"games": 500, "eval_set": "dice-poker-eval-v1/yahtzee/first-500"}, "the protocol uses all 10,000"),
         ({"rules_fingerprint": "0123456789abcdef", "rules_options": {"joker": "free"}}, "other rules than"),
         ({"track": "rules"}, "several tracks"),
-        ({"luck_free_percent": 101.0}, "luck_free_percent must be a number in [0, 100]"),
-        ({"seed": 0}, "a second result for yahtzee seed 0"),
+        ({"luck_free_percent": 101.0}, "luck_free_percent must be a number of at most 100"),
+        ({"seed": 0}, "a second result for yahtzee seed 0 (the first: "),
+        ({"seed": "1"}, "seed must be an integer"),
+        ({"seed": None, "x": 1}, "1 of the 2 files have a seed"),
+        ({"seed": 1, "agent_sha256": "ab" * 32}, "the same agent file as"),
         ({"rules": "no_such_rules"}, "no_such_rules"),
     ],
 )
 def test_a_file_off_the_protocol_is_refused_in_one_line(tmp_path, capsys, change, message):
-    files = write(tmp_path, [result("yahtzee", 90.0, seed=0), result("yahtzee", 91.0) | change])
+    first = result("yahtzee", 90.0, seed=0, agent_sha256="ab" * 32)
+    files = write(tmp_path, [first, result("yahtzee", 91.0) | change])
     with pytest.raises(SystemExit) as stop:
         compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), *files])
     assert stop.value.code == 2
@@ -145,3 +149,25 @@ def test_bad_files_names_and_tracks_are_refused(tmp_path, capsys):
         assert stop.value.code == 2
         assert message in capsys.readouterr().err, argv
     assert compare.main(["mine", "--budget", "10M", "--track", "raw", "--runs", runs, *no_track]) == 0
+
+
+def test_every_run_is_listed_with_what_it_was_measured_on_and_gaps_are_said(tmp_path, capsys):
+    """The report lists each run (file, seed, percent, agent_sha256) and the versions, accepts a percent below 0
+    (an agent worse than losing the whole optimal score), marks a baseline short of the protocol's seeds, and says
+    which runs the row across rulesets leaves out (no crash when no seed is in every ruleset)."""
+    mine = [result("yahtzee", 80.0 + k, seed=k, agent_sha256=f"{k:064x}") for k in range(3)]
+    mine.append(result("yacht", -7.5, seed=9, agent_sha256="f" * 64))
+    files = write(tmp_path, mine)
+    assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "100", *files]) == 0
+    out = capsys.readouterr().out
+    assert f"| {Path(files[0]).name} | yahtzee | 0 | 80.00 | {0:064x} |" in out
+    assert f"| {Path(files[3]).name} | yacht | 9 | -7.50 | {'f' * 64} |" in out
+    assert (
+        "* rules_fingerprint: "
+        + ", ".join(sorted([load_rules("yacht").fingerprint, load_rules("yahtzee").fingerprint]))
+        in out
+    )
+    assert "* note: across rulesets: 0 of your 4 runs" in out and "all (" not in out
+    assert "* note: raw_ppo_10m: no seed in every one of yahtzee, yacht" in out
+    assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "100", *files[:3]]) == 0
+    assert "| raw_ppo_10m* | raw | yahtzee | 3, 4 |" in capsys.readouterr().out  # 4 seeds of the protocol's 10

@@ -133,7 +133,20 @@ def test_cli_table_and_track_check(capsys):
     assert len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize(("args", "message"), [(["--games", "0"], "--games"), (["--agent", "nobody"], "unknown")])
+def test_cli_records_the_training_seed_as_a_label(capsys):
+    code, out, _ = run_cli([RULES, "--agent", "greedy", "--games", "20", "--seed", "1003", "--json"], capsys)
+    labelled = json.loads(out)
+    assert code == 0 and labelled.pop("seed") == 1003
+    code, out, _ = run_cli([RULES, "--agent", "greedy", "--games", "20", "--json"], capsys)
+    assert labelled == json.loads(out)  # a label: the same games, the same numbers
+    code, out, _ = run_cli([RULES, "--agent", "greedy", "--games", "20", "--seed", "7"], capsys)
+    assert "training seed 7" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--games", "0"], "--games"), (["--agent", "nobody"], "unknown"), (["--seed", "-1"], "--seed")],
+)
 def test_cli_bad_arguments_are_one_line_errors(args, message, capsys):
     base = [RULES, "--agent", "greedy", "--games", "5"]
     code, _, err = run_cli([*base, *args], capsys)

@@ -41,6 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("raw", "rules", "solver"),
         help="the track the agent is submitted to (when the agent declares none; checked when it does)",
     )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="the training seed of the agent, recorded in the result as a label (benchmarks/compare.py pairs "
+        "seeds across rulesets by it); it changes no game",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
@@ -50,13 +57,18 @@ def run(args: argparse.Namespace) -> int:
     games = EVAL_GAMES if args.games is None else args.games
     if not 1 <= games <= EVAL_GAMES:
         raise ValueError(f"--games must be in 1..{EVAL_GAMES} (the evaluation set's size), got {games}")
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"--seed must be a training seed (0 or more), got {args.seed}")
     rules = load_rules_from(args)
     result = evaluate(rules, args.agent, games=games, track=args.track)
+    if args.seed is not None:
+        result["seed"] = args.seed
     if args.json:
         print(json.dumps(result), flush=True)
         return 0
     lines = [
-        f"{result['eval_set']}: {result['agent']} ({result['track'] or 'no track declared'}), {result['games']} games",
+        f"{result['eval_set']}: {result['agent']} ({result['track'] or 'no track declared'}), {result['games']} games"
+        + ("" if args.seed is None else f", training seed {args.seed}"),
         f"luck-free percent of optimal  {result['luck_free_percent']:8.3f} ± {result['luck_free_percent_ci95']:.3f}",
         f"mean regret                   {result['regret_mean']:8.3f} ± {result['regret_ci95']:.3f}"
         f"  (keeps {result['regret_keep_mean']:.3f}, boxes {result['regret_box_mean']:.3f})",
