@@ -116,7 +116,8 @@ def test_percent_follows_from_the_regret_with_one_optimal_score_per_ruleset(rule
     implied = []
     for row in (row for row in ROWS if row["ruleset"] == ruleset):
         percent, regret = float(row["luck_free_percent"]), float(row["regret_mean"])
-        assert 0 < percent <= 100 and regret >= 0 and float(row["luck_free_percent_ci95"]) > 0, row_id(row)
+        # (below 0 is possible: an agent whose decisions lose more than the optimal expected score)
+        assert percent <= 100 and regret >= 0 and float(row["luck_free_percent_ci95"]) > 0, row_id(row)
         implied.append(100 * regret / (100 - percent))
         if row["regret_keep_mean"] and row["regret_box_mean"]:
             parts = float(row["regret_keep_mean"]) + float(row["regret_box_mean"])
