@@ -12,8 +12,9 @@ It prints, per ruleset and across them, the interquartile mean (IQM) of the seed
 95% stratified-bootstrap interval, and against every baseline at the same budget (``results/benchmark/runs.json``)
 the baseline's IQM on the same rulesets and rliable's probability that a run of yours beats a run of it, with
 its interval; then every run (file, seed, percent, the agent file's SHA-256) and what the runs were measured on
-(env id, observation layout, ruleset fingerprint, library version). ``--json`` prints the same as one JSON
-object; ``--plot FILE.png`` also draws the performance profiles of yours and of the baselines at the budget.
+(env id, observation layout, ruleset fingerprint, library version, the evaluating code's commit). ``--json``
+prints the same as one JSON object; ``--plot FILE.png`` also draws the performance profiles of yours and of the
+baselines at the budget.
 
 Every file must come from the protocol: all 10,000 games of its ruleset's evaluation set, the ruleset as the
 library defines it today (its fingerprint), one track for all files, no seed or agent file twice. The ``seed``
@@ -42,7 +43,15 @@ MIN_SEEDS = {1_000_000: 10, 10_000_000: 10, 100_000_000: 5, 0: 5}
 
 
 #: what each result records of the code, the env and the agent it measured (printed with the seeds' percents)
-PROVENANCE = ("agent", "agent_sha256", "env_id", "observation_layout_version", "rules_fingerprint", "library_version")
+PROVENANCE = (
+    "agent",
+    "agent_sha256",
+    "env_id",
+    "observation_layout_version",
+    "rules_fingerprint",
+    "library_version",
+    "git_commit",
+)
 
 
 class SubmissionError(ValueError):

@@ -199,3 +199,22 @@ def test_a_result_names_the_bytes_of_the_agent_file_it_played(tmp_path):
         evaluate(RULES, f"{source}:Mine", games=20)["agent_sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
     )
     assert evaluate(RULES, "greedy", games=20)["agent_sha256"] is None
+
+
+def test_a_result_names_the_commit_of_the_code_that_measured_it(monkeypatch, tmp_path):
+    """``git_commit``: the evaluating code's commit where it runs from a git checkout (``-dirty`` when its files
+    differ), never the commit of some other repository around an installed copy."""
+    import shutil
+    import subprocess
+
+    from agents.evaluation import protocol
+
+    commit = protocol.code_commit()
+    if shutil.which("git") and (protocol.CHECKOUT / ".git").exists():
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=protocol.CHECKOUT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        assert commit is not None and commit.removesuffix("-dirty") == head
+    assert evaluate(RULES, "greedy", games=5)["git_commit"] == commit
+    monkeypatch.setattr(protocol, "CHECKOUT", tmp_path / "site-packages")  # an installed copy
+    assert protocol.code_commit() is None

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -95,6 +97,29 @@ def agent_track(spec: str, agent: Any) -> str | None:
     return track
 
 
+#: the folder above the ``agents`` package: a git checkout when the code runs in place or installed editable
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def code_commit() -> str | None:
+    """The git commit of the code in use (``-dirty`` where its files differ from it) when it runs from a git
+    checkout; ``None`` for an installed copy (there ``library_version`` identifies it) or without git."""
+    if not (CHECKOUT / ".git").exists():  # an installed copy: never a commit of whatever repository is around
+        return None
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=40"],
+            cwd=CHECKOUT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return described or None
+
+
 def agent_sha256(agent: str) -> str | None:
     """The SHA-256 of the file an agent spec plays from (``model:PATH``, ``FILE.py:NAME``), which ties a result to
     those exact bytes; ``None`` for the built-in agents and modules."""
@@ -150,9 +175,9 @@ def evaluate(
 
     Returns:
         ``{"luck_free_percent", "luck_free_percent_ci95", "regret_mean", "regret_ci95", "mean",
-        "mean_ci95", "median", "upper_bonus_rate", "games", "eval_set", "track", "agent_sha256", ...}``; the
-        ``_ci95`` fields are half-widths of 95% normal intervals over the games; ``agent_sha256`` is the agent
-        file's (:func:`agent_sha256`).
+        "mean_ci95", "median", "upper_bonus_rate", "games", "eval_set", "track", "agent_sha256", "git_commit",
+        ...}``; the ``_ci95`` fields are half-widths of 95% normal intervals over the games; ``agent_sha256`` is
+        the agent file's (:func:`agent_sha256`), ``git_commit`` the evaluating code's (:func:`code_commit`).
 
     Raises:
         ValueError: a bad agent spec, track or game count; no exact solution of the ruleset.
@@ -208,4 +233,5 @@ def evaluate(
         "five_of_a_kind_rate": row["five_of_a_kind_rate"],
         "illegal_actions": row["illegal_actions"],
         **versions(rules),
+        "git_commit": code_commit(),
     }

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -303,23 +302,15 @@ def run_metadata(config: Common) -> dict[str, Any]:
     run as ``train.py``), the library's version and, in a git checkout, the commit of the code (``-dirty``
     where the files differ from it)."""
     import dice_poker_env
+    from agents.evaluation.protocol import code_commit
 
     command = "python train.py " + " ".join(sys.argv[1:]) if Path(sys.argv[0]).name == "train.py" else None
-    try:
-        commit = (
-            subprocess.run(
-                ["git", "describe", "--always", "--dirty", "--abbrev=40"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=True,
-            ).stdout.strip()
-            or None
-        )
-    except (OSError, subprocess.SubprocessError):  # no git, or not a checkout
-        commit = None
-    return {"config": as_dict(config), "command": command, "version": dice_poker_env.__version__, "git_commit": commit}
+    return {
+        "config": as_dict(config),
+        "command": command,
+        "version": dice_poker_env.__version__,
+        "git_commit": code_commit(),
+    }
 
 
 def batched_trainer(
