@@ -272,6 +272,19 @@ def test_student_folders_are_safe_and_unique(tmp_path):
     assert all(f and f.strip(".") == f and all(c.isalnum() or c in "._-" for c in f) for f in folders)
 
 
+def test_a_student_named_like_a_class_file_gets_another_folder(tmp_path):
+    """``gradebook.csv.py`` must not take the folder name of the class's gradebook (it crashed the class)."""
+    for name in ("gradebook.csv", "index.html", "Class.json", "alice"):
+        (tmp_path / f"{name}.py").write_text("class A:\n    def act(self, o, m):\n        return 32\n")
+    folders = {s.student: s.folder for s in find_submissions([str(tmp_path)])}
+    assert folders == {
+        "Class.json": "Class.json-2",
+        "alice": "alice",
+        "gradebook.csv": "gradebook.csv-2",
+        "index.html": "index.html-2",
+    }
+
+
 def test_finding_the_agent_class(tmp_path):
     one = tmp_path / "one.py"
     one.write_text("class Helper:\n    pass\n\n\nclass Agent:\n    def act(self, o, m):\n        return 32\n")
@@ -290,6 +303,22 @@ def test_finding_the_agent_class(tmp_path):
     )
     assert find_agent_class(runs) == ("A", None)
     assert not (tmp_path / "ran").exists()  # parsed, never run in the grader
+    inherits = tmp_path / "inherits.py"  # act inherited within the file: the class derived from the others
+    inherits.write_text(
+        "class Base:\n    def act(self, o, m):\n        return self.choose(o, m)\n\n\n"
+        "class Middle(Base):\n    pass\n\n\nclass MyAgent(Middle):\n    def choose(self, o, m):\n        return 32\n"
+    )
+    assert find_agent_class(inherits) == ("MyAgent", None)
+    outside = tmp_path / "outside.py"  # act from another module: not knowable without running the file
+    outside.write_text("from somewhere import Agent\n\n\nclass MyAgent(Agent):\n    pass\n")
+    name, why = find_agent_class(outside)
+    assert name is None and "MyAgent may inherit one from outside the file" in why and "--class" in why
+    two = tmp_path / "two.py"  # two agents of one base, each with the base's act, stay a choice for the instructor
+    two.write_text(
+        "class A:\n    def act(self, o, m):\n        return 32\n\n\nclass B(A):\n    pass\n\n\nclass C(A):\n    pass\n"
+    )
+    name, why = find_agent_class(two)
+    assert name is None and "2 classes with an act method" in why and "B, C" in why
 
 
 def test_rubric_curves_and_failed_games():

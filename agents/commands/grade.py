@@ -213,8 +213,8 @@ def _chosen(args: argparse.Namespace) -> dict:
 def run_class(args: argparse.Namespace) -> int:
     """Grade a class (:func:`agents.course.classroom.grade_class`) and write its files."""
     from agents.commands.bench import check_out_dir, remove_empty
-    from agents.course.classroom import find_submissions, grade_class
-    from agents.course.gradebook import CLASS_FILES, class_data, write_class
+    from agents.course.classroom import CLASS_FILES, find_submissions, grade_class
+    from agents.course.gradebook import class_data, write_class
     from agents.course.grader import LIMIT_SETTINGS
     from agents.course.rubric import load_rubric
     from agents.course.sandbox import Limits

@@ -100,21 +100,40 @@ class ClassResult:
     seconds: float = 0.0
 
 
+#: the files the class writes in its output folder besides the students' folders (:mod:`agents.course.gradebook`)
+CLASS_FILES = ("gradebook.csv", "index.html", "class.json")
+
+
 # ------------------------------------------------------------------ finding the submissions
 def agent_classes(source: str) -> list[str]:
-    """The top-level classes of a Python source that define an ``act`` method (parsed, never run).
+    """The top-level classes of a Python source that have an ``act`` method, their own or inherited from another
+    class of the same file, less the bases whose ``act`` a derived class inherits: ``class Base`` with ``act``
+    and ``class MyAgent(Base)`` without one give ``MyAgent``; a derived class with its own ``act`` leaves both
+    (the instructor chooses). Parsed, never run.
 
     Raises:
         SyntaxError: the source does not parse.
     """
     tree = ast.parse(source)
-    found = []
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and any(
-            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "act" for item in node.body
-        ):
-            found.append(node.name)
-    return found
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    bases = {
+        name: [base.id for base in node.bases if isinstance(base, ast.Name) and base.id in classes]
+        for name, node in classes.items()
+    }
+
+    def own_act(name: str) -> bool:
+        return any(
+            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "act"
+            for item in classes[name].body
+        )
+
+    def has_act(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        return own_act(name) or any(has_act(base, seen | {name}) for base in bases[name] if base not in seen)
+
+    agents = [name for name in classes if has_act(name)]
+    # a class whose act a derived class uses as it is (not overriding it) is that class's base, not an agent
+    inherited = {base for name in agents if not own_act(name) for base in bases[name]}
+    return [name for name in agents if name not in inherited]
 
 
 def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> tuple[str | None, str | None]:
@@ -139,11 +158,17 @@ def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> 
     if len(classes) == 1:
         return classes[0], None
     if not classes:
-        return None, f"no class with an act method in {name}; name the agent's class with --class NAME"
+        inheriting = [node.name for node in ast.parse(source).body if isinstance(node, ast.ClassDef) and node.bases]
+        maybe = f" ({', '.join(inheriting)} may inherit one from outside the file)" if inheriting else ""
+        return None, f"no class with an act method in {name}{maybe}; name the agent's class with --class NAME"
     return None, f"{len(classes)} classes with an act method in {name} ({', '.join(classes)}); choose one with --class"
 
 
 def _folder(stem: str, taken: set[str]) -> str:
+    """The student's folder under the output folder: safe characters, never a name taken (case-insensitively),
+    whether by another student or by the class's own files (a student ``gradebook.csv.py`` gets
+    ``gradebook.csv-2``)."""
+    taken.update(name.lower() for name in CLASS_FILES)
     base = _SAFE.sub("_", stem).strip(".") or "student"
     folder, n = base, 2
     while folder.lower() in taken:

@@ -54,8 +54,6 @@ COLUMNS = (
     "failure_kinds",
     "report",
 )
-#: the files the class writes in ``DIR`` (besides the students' folders)
-CLASS_FILES = ("gradebook.csv", "index.html", "class.json")
 #: Gradescope's per-submission file
 GRADESCOPE_FILE = "results.json"
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
