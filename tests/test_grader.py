@@ -667,3 +667,22 @@ def test_mistakes_word_a_scratch_as_a_scratch():
     assert not any("_" in label for label in labels)
     examples = [m["worst_example"]["taken"] for m in result.data["agents"]["random"]["mistakes"]]
     assert any(text.startswith("scratch ") for text in examples)
+
+
+def test_a_failure_message_keeps_all_of_a_multi_line_message_on_one_line():
+    """A submission's exception is reported from its ``Type: ...`` line on, joined on one line (its last line
+    alone hid the start of the message); a SyntaxError leaves its source excerpt out."""
+    from agents.course.sandbox_worker import _failure
+
+    try:
+        raise ValueError("first line\nsecond line\nlast line")
+    except ValueError as error:
+        assert _failure("exception", error)["message"] == "ValueError: first line / second line / last line"
+    try:
+        compile("class Agent(:\n", "student.py", "exec")
+    except SyntaxError as error:
+        assert _failure("load", error)["message"].startswith("SyntaxError: ")
+    try:
+        raise KeyError
+    except KeyError as error:
+        assert _failure("exception", error)["message"] == "KeyError"

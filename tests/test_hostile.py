@@ -282,6 +282,23 @@ def test_the_solver_policy():
     assert honest_flagged["solver"]["imported"] == [] and honest_flagged["problems"] == []
 
 
+def test_check_reports_a_forbidden_solver_import_the_agent_caught(tmp_path):
+    """Under ``solver: forbid`` an agent that catches the refused import plays on; grading lists the attempt, so
+    ``dice-poker check`` does too (it said "interface OK")."""
+    from agents.course.checker import check, check_json
+
+    sneak = tmp_path / "sneak.py"
+    sneak.write_text(
+        "try:\n    import dice_poker_env.solver  # noqa: F401\nexcept ImportError:\n    pass\n"
+        + (HOSTILE / "honest.py").read_text()
+    )
+    result = check(f"{sneak}:Agent", RULES, games=1, limits=LIMITS, solver="forbid")
+    assert not result.ok and any("forbids" in line and "dice_poker_env.solver" in line for line in result.problems)
+    assert check_json(result)["solver_imports"] == ["dice_poker_env.solver"]
+    honest = check(f"{HOSTILE / 'honest.py'}:Agent", RULES, games=1, limits=LIMITS, solver="forbid")
+    assert honest.ok and check_json(honest)["solver_imports"] == []
+
+
 def test_markup_in_names_messages_and_output_is_escaped(tmp_path):
     evil = tmp_path / "<img src=x onerror=alert('file')>.py"
     evil.write_text((HOSTILE / "injection.py").read_text())

@@ -96,6 +96,11 @@ class CheckResult:
             )
         if self.solver_imports and self.solver == "flag":
             lines.append(f"imported the library's solver ({', '.join(self.solver_imports)}): grading reports it")
+        if self.solver_imports and self.solver == "forbid":  # even where the agent caught the ImportError
+            lines.append(
+                f"tried to import the library's solver ({', '.join(self.solver_imports)}), which this grading "
+                "forbids: grading reports it"
+            )
         return lines
 
     @property
@@ -221,4 +226,6 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         "failures": [f.to_json() for f in result.failures],
         "failure_count": result.failure_count,
         "stdout_bytes": result.printed,
+        "solver": result.solver,
+        "solver_imports": result.solver_imports,
     }

@@ -100,10 +100,18 @@ def _failure(kind: str, error: BaseException) -> dict:
     lines = traceback.format_exception(type(error), error, error.__traceback__)
     text = "".join(lines)
     message = "".join(traceback.format_exception_only(type(error), error)).strip().splitlines()
+    # the message from its "Type: ..." line on, on one line: all of a multi-line message, not its last line
+    # (a SyntaxError's source excerpt comes before that line and is left out)
+    name = type(error).__name__
+    start = next(
+        (k for k, line in enumerate(message) if line.startswith((name, f"{type(error).__module__}.{name}"))),
+        max(len(message) - 1, 0),
+    )
+    one_line = " / ".join(line.strip() for line in message[start:] if line.strip())
     return {
         "ok": False,
         "error": kind,
-        "message": (message[-1] if message else type(error).__name__)[:2000],
+        "message": (one_line or name)[:2000],
         "traceback": text[-8000:],
     }
 
