@@ -159,6 +159,7 @@ def test_the_gradebook_has_a_row_per_student(graded):
         "two": "no_agent",
     }
     assert rows["flaky"]["failed_games"] == "2" and rows["flaky"]["failure_kinds"] == "exception:2"
+    assert rows["illegal"]["flags"].startswith("stopped:") and rows["good"]["flags"] == ""
     assert rows["illegal"]["failed_games"] == str(GAMES)
     assert "2 classes with an act method" in rows["two"]["failure_kinds"] and rows["two"]["report"] == ""
     good = json.loads((out / "good" / "report.json").read_text())["agents"]["submission"]
@@ -483,3 +484,17 @@ def test_sigterm_ends_the_class_with_partial_reports(folder, tmp_path, jobs):
     report = json.loads((out / "b_slow" / "report.json").read_text())
     assert report["interrupted"] is True
     assert "interrupted" in (out / "index.html").read_text()
+
+
+def test_flags_name_printing_solver_use_and_a_stop():
+    from agents.course.classroom import flags
+
+    assert flags({}) == ""
+    report = {
+        "stdout": {"bytes": 1039},
+        "solver": {"policy": "flag", "imported": ["dice_poker_env.solver"]},
+        "failures": {"stopped_because": "failures"},
+    }
+    assert flags(report) == "stdout:1039;solver:flag;stopped:failures"
+    allowed = {"solver": {"policy": "allow", "imported": ["dice_poker_env.solver"]}}
+    assert flags(allowed) == ""  # allowed: nothing to flag

@@ -451,6 +451,23 @@ def _grade_parallel(
     return interrupted
 
 
+def flags(report: dict[str, Any]) -> str:
+    """What an instructor looks for besides the failures, ``;``-separated: ``stdout:BYTES`` (the agent printed),
+    ``solver:POLICY`` (it imported the library's solver, or tried to, under ``flag`` or ``forbid``),
+    ``stopped:REASON`` (grading stopped asking it for decisions: too many failures, the time budget)."""
+    out = []
+    printed = (report.get("stdout") or {}).get("bytes") or 0
+    if printed:
+        out.append(f"stdout:{printed}")
+    solver = report.get("solver") or {}
+    if solver.get("imported") and solver.get("policy") in ("flag", "forbid"):
+        out.append(f"solver:{solver['policy']}")
+    stopped = (report.get("failures") or {}).get("stopped_because")
+    if stopped:
+        out.append(f"stopped:{stopped}")
+    return ";".join(out)
+
+
 def _line(result: StudentResult) -> str:
     """One line per graded student for the terminal (control characters replaced)."""
     text = f"{result.submission.student}: {result.status}"
@@ -461,4 +478,7 @@ def _line(result: StudentResult) -> str:
         text += f", {sum(e.points for e in result.earned):g} of {sum(e.max_points for e in result.earned):g} points"
     if result.error:
         text += f" ({result.error})"
+    if result.report:
+        marked = flags(result.report)
+        text += f" [{marked.replace(';', ', ')}]" if marked else ""
     return re.sub(r"[\x00-\x1f\x7f-\x9f]", "?", text)

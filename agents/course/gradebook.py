@@ -2,7 +2,7 @@
 
 * ``DIR/gradebook.csv``: one row per student (:data:`COLUMNS`, then one column per rubric
   criterion): status, percent of optimal with its 95% CI, mean score, the exact regret and its
-  keep, box and illegal parts, the upper bonus rate, failed games and failures by kind, and
+  keep, box and illegal parts, the upper bonus rate, failed games and failures by kind, the flags, and
   the points. A cell that a spreadsheet would read as a formula (starting with ``=``, ``+``,
   ``-``, ``@``, a tab or a carriage return) is prefixed with ``'``.
 * ``DIR/<student>/results.json``: the student's result in Gradescope's autograder format (without
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from agents.course.classroom import ClassResult, StudentResult
+from agents.course.classroom import ClassResult, StudentResult, flags
 from agents.course.grade_report import _STYLE as REPORT_STYLE
 from agents.course.grader import write_whole
 from agents.course.rubric import Earned, failed_games
@@ -52,6 +52,7 @@ COLUMNS = (
     "upper_bonus_rate",
     "failures",
     "failure_kinds",
+    "flags",
     "report",
 )
 #: Gradescope's per-submission file
@@ -95,6 +96,7 @@ def _row(student: StudentResult) -> dict[str, Any]:
         "failures": failures.get("count"),
         "failure_kinds": ";".join(f"{k}:{n}" for k, n in sorted(failures.get("by_kind", {}).items()))
         or (student.error or ""),
+        "flags": flags(report),
         "report": f"{s.folder}/report.html" if student.files else "",
     }
     for name, points in earned.items():
@@ -255,6 +257,9 @@ def render_class_html(result: ClassResult) -> str:
             else ""
         )
         status = e(student.status) + (f'<br><span class="problem">{e(student.error)}</span>' if student.error else "")
+        if row["flags"]:
+            status += f'<br><span class="problem">{e(row["flags"].replace(";", ", "))}</span>'
+
         bonus = row["upper_bonus_rate"]
         cells = [
             link,
