@@ -428,6 +428,15 @@ def test_the_command_grades_a_class_in_parallel(graded, folder, tmp_path):
     assert {k: rows["odd:name,x"][k] for k in keys} == {k: before["good"][k] for k in keys}
     assert json.loads((out / "odd_name_x" / "report.json").read_text())["submission"] == f"{odd}:Agent"
     assert (out / "index.html").is_file() and (out / "good" / "results.json").is_file()
+    # --overwrite with a smaller class: the folders of the students gone go too, nothing else does
+    (out / "notes").mkdir()
+    (out / "notes" / "report.json").write_text("{}")  # not a folder class.json names
+    again = _command(
+        files[0], "--rules", "yacht", "--games", "2", "--out", str(out), "--overwrite", "--decision-seconds", "20",
+        "--game-seconds", "120", "--load-seconds", "120", *UNISOLATED,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["good", "notes"]
 
 
 @pytest.mark.parametrize(

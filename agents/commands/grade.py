@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -103,7 +105,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--games", type=int, help="games per agent (default 2000)")
     parser.add_argument("--seed", type=int, help="grading seed: the same seed, the same games (default 0)")
     parser.add_argument("--out", metavar="DIR", help="write DIR/report.json, report.md and report.html")
-    parser.add_argument("--overwrite", action="store_true", help="with --out: replace a report already in DIR")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --out: replace a report (or a class's grades: the folders of students no longer in it go too) "
+        "already in DIR",
+    )
     add_sandbox_arguments(
         parser,
         who="the submission",
@@ -259,7 +266,10 @@ def run_class(args: argparse.Namespace) -> int:
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+    earlier = _earlier_folders(out) if args.overwrite else set()
     written = write_class(result, out)
+    for folder in sorted(earlier - {student.submission.folder for student in result.students}):
+        shutil.rmtree(out / folder, ignore_errors=True)  # --overwrite: a student no longer in the class
     if args.json:
         print(json.dumps(class_data(result), sort_keys=True), flush=True)
     else:
@@ -269,6 +279,21 @@ def run_class(args: argparse.Namespace) -> int:
             flush=True,
         )
     return 130 if result.interrupted else 0
+
+
+def _earlier_folders(out: Path) -> set[str]:
+    """The students' folders an earlier grading of a class wrote in ``out`` (from its ``class.json``): only plain
+    names of folders in ``out`` that hold a report, so nothing else is ever removed."""
+    try:
+        earlier = json.loads((out / "class.json").read_text())
+        names = {str(student["folder"]) for student in earlier["students"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    return {
+        name
+        for name in names
+        if name not in (".", "..") and "/" not in name and os.sep not in name and (out / name / "report.json").is_file()
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
