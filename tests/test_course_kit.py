@@ -168,6 +168,26 @@ def test_check_reports_a_slow_submission_with_the_config_limits(student, capsys)
     assert code == 0 and data["ok"] and data["games_played"] == 2 and data["problems"] == []
 
 
+def test_check_takes_a_bare_file_as_grading_does(tmp_path, capsys):
+    """``dice-poker check my_agent.py``: the file's agent class, found as class grading finds it (it was refused)."""
+    from agents.commands.check import main
+
+    mine = tmp_path / "my_agent.py"
+    mine.write_text(
+        "class Base:\n    def act(self, observation, action_mask):\n        return self.choose(action_mask)\n\n\n"
+        "class MyAgent(Base):\n    def choose(self, action_mask):\n        return int(action_mask.nonzero()[0][-1])\n"
+    )
+    assert main([str(mine), "--rules", "yacht", "--games", "1", *UNISOLATED]) == 0
+    assert f"check {mine}:MyAgent on yacht" in capsys.readouterr().out
+    two = tmp_path / "two.py"
+    two.write_text(
+        "class A:\n    def act(self, o, m):\n        return 32\n\n\nclass B:\n    def act(self, o, m):\n        return 32\n"
+    )
+    assert main([str(two), "--rules", "yacht", *UNISOLATED]) == 2
+    err = capsys.readouterr().err
+    assert "2 classes with an act method" in err and len(err.strip().splitlines()) == 1
+
+
 def test_check_bad_input_is_a_one_line_error(student, capsys):
     code, out, err = run_check(student, "Good", "--games", "0", capsys=capsys)
     assert code == 2 and "games must be an integer from 1" in err and "Traceback" not in err

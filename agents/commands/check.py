@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -28,7 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "returns something that is not an action or an illegal action, raises, is too slow, or prints to standard "
         "output. No regret and no solver: it takes seconds. Exit status 0 when the interface is fine, 1 otherwise."
     )
-    parser.add_argument("submission", metavar="SUBMISSION", help="the agent: my_agent.py:MyAgent[,key=value...]")
+    parser.add_argument(
+        "submission",
+        metavar="SUBMISSION",
+        help="the agent: my_agent.py:MyAgent[,key=value...], or my_agent.py (its agent class, found as grading finds it)",
+    )
     parser.add_argument(
         "--config",
         metavar="FILE",
@@ -58,8 +63,16 @@ def run(args: argparse.Namespace) -> int:
     chosen = settings(args.config, rules=args.rules, seed=args.seed, options=parse_rules_options(args.option))
     limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
     rules = load_rules(chosen["rules"], **chosen["options"])
+    submission = args.submission
+    if submission.endswith(".py") and os.path.isfile(submission):  # a bare file: its agent class, as grading finds it
+        from agents.course.classroom import find_agent_class
+
+        name, why = find_agent_class(submission)
+        if name is None:
+            raise ValueError(f"{submission}: {why}")
+        submission = f"{submission}:{name}"
     result = check(
-        args.submission,
+        submission,
         rules,
         games=args.games,
         seed=chosen["seed"],
