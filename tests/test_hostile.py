@@ -74,6 +74,30 @@ def processes_with(marker: str, wait: float = 5.0) -> list[str]:
         time.sleep(0.1)
 
 
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[1])  # the field after the state
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _another_workers(pid: int) -> bool:
+    """Whether ``pid`` descends from another pytest-xdist worker (a sibling of this one, whose hostile tests run
+    at the same time); an orphan, reparented away from its worker, is nobody's: it is what the check finds."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return False
+    me, controller = os.getpid(), os.getppid()
+    ancestor, steps = _parent(pid), 0
+    while ancestor > 1 and steps < 64:
+        if ancestor == me:
+            return False
+        if ancestor != controller and _parent(ancestor) == controller:
+            return True
+        ancestor, steps = _parent(ancestor), steps + 1
+    return False
+
+
 def _processes_with(marker: str) -> list[str]:
     found = []
     for pid in os.listdir("/proc"):
@@ -84,7 +108,7 @@ def _processes_with(marker: str) -> list[str]:
                 line = handle.read().decode(errors="replace")
         except OSError:
             continue
-        if marker in line:
+        if marker in line and not _another_workers(int(pid)):
             found.append(line.replace("\0", " "))
     return found
 
