@@ -251,6 +251,11 @@ def test_the_class_page_links_every_report_and_escapes_names(graded):
     parsed.feed(page)
     assert "script" not in parsed.tags and "<script" not in page.lower()
     assert SCRIPT_NAME in "".join(parsed.text)  # shown as text
+    assert "<th>illegal and failed</th>" in page  # the regret's other parts: a row's parts add up
+    illegal = next(s for s in result.students if s.submission.student == "illegal")
+    part = illegal.report["agents"]["submission"]
+    lost = (part["regret_illegal_mean"] or 0) + (part["regret_failure_mean"] or 0)
+    assert f'<td class="num">{lost:.2f}</td>' in page.split('data-student="illegal"')[1].split("</tr>")[0]
     reports = [s for s in result.students if s.files]
     assert parsed.links[-2:] == ["gradebook.csv", "class.json"]
     assert len(parsed.links) - 2 == len(reports) == len(STUDENTS) - 1  # "two" has no report

@@ -241,7 +241,7 @@ def render_class_html(result: ClassResult) -> str:
     body.append("</table>")
     head = (
         "<th>student</th><th>status</th><th>percent of optimal (95% CI)</th><th>mean</th><th>regret: keeps</th>"
-        "<th>boxes</th><th>upper bonus</th><th>failed games</th>"
+        "<th>boxes</th><th>illegal and failed</th><th>upper bonus</th><th>failed games</th>"
     )
     if result.rubric is not None:
         head += f"<th>points (of {result.rubric.max_points:g})</th>"
@@ -270,6 +270,11 @@ def render_class_html(result: ClassResult) -> str:
             _fmt(row["mean"]),
             _fmt(row["regret_keep"]),
             _fmt(row["regret_box"]),
+            _fmt(
+                None
+                if row["regret_illegal"] is None and row["regret_failure"] is None
+                else (row["regret_illegal"] or 0.0) + (row["regret_failure"] or 0.0)
+            ),
             _fmt(None if bonus is None else 100 * bonus, 1, "%"),
             "n/a" if row["failed_games"] is None else f"{row['failed_games']} of {row['games']}",
         ]
