@@ -57,7 +57,10 @@ def baselines(folder: Path) -> str:
 def test_a_real_evaluation_is_accepted_and_gives_its_own_percent(tmp_path, capsys):
     real = evaluate("yacht", "greedy")
     files = write(tmp_path, [real | {"seed": 0}, real | {"seed": 1}])
-    assert compare.main(["greedy", "--budget", "offline", "--runs", baselines(tmp_path), "--json", *files]) == 0
+    assert (
+        compare.main(["greedy", "--budget", "offline", "--runs", baselines(tmp_path), "--reps", "50", "--json", *files])
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["track"] == "rules" and report["aggregate"][0]["runs"] == 2
     assert report["aggregate"][0]["iqm"] == pytest.approx(real["luck_free_percent"])
@@ -84,7 +87,12 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
     assert "4 seeds on yahtzee; the protocol asks for at least 10 at 10M" in text.err
     pytest.importorskip("matplotlib")
     figure = tmp_path / "profiles.png"
-    assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--plot", str(figure), *files]) == 0
+    assert (
+        compare.main(
+            ["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "50", "--plot", str(figure), *files]
+        )
+        == 0
+    )
     assert figure.read_bytes().startswith(b"\x89PNG") and f"wrote {figure}" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         compare.main(["mine", "--budget", "10M", "--plot", str(tmp_path / "no" / "p.png"), *files])
@@ -148,7 +156,7 @@ def test_bad_files_names_and_tracks_are_refused(tmp_path, capsys):
             compare.main(argv)
         assert stop.value.code == 2
         assert message in capsys.readouterr().err, argv
-    assert compare.main(["mine", "--budget", "10M", "--track", "raw", "--runs", runs, *no_track]) == 0
+    assert compare.main(["mine", "--budget", "10M", "--track", "raw", "--runs", runs, "--reps", "50", *no_track]) == 0
 
 
 def test_every_run_is_listed_with_what_it_was_measured_on_and_gaps_are_said(tmp_path, capsys):
