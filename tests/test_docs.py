@@ -311,3 +311,17 @@ def test_the_citation_file_is_valid_and_cites_this_version():
     assert citation["message"] and citation["title"] and citation["authors"][0]["name"]
     assert str(citation["version"]) == project["version"] == dice_poker_env.__version__
     assert citation["license"] == project["license"] and "MIT License" in (ROOT / "LICENSE").read_text()
+
+
+def test_the_readme_examples_run_one_after_another(capsys):
+    """The README's 30-second example and its solver snippet, run in order as a reader pastes them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## 30-second example", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 2
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - the project's own README
+    assert "final score" in capsys.readouterr().out
+    values = namespace["solution"].action_values(namespace["gym"].make("DicePoker/Yahtzee-v0").reset(seed=7)[0])
+    assert values.max() > 200
