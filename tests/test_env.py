@@ -247,6 +247,15 @@ def test_ansi_render_shows_dice_and_scorecard():
     assert "would score 25" in text
 
 
+def test_human_render_prints_the_first_position_and_every_step(capsys):
+    """As Gymnasium's own envs: ``render_mode="human"`` shows the position after ``reset`` too."""
+    env = gym.make("DicePoker/Yahtzee-v0", render_mode="human")
+    env.reset(options={"scorecard": {"chance": 23}, "dice": [2, 2, 2, 5, 5]})
+    assert "2 2 2 5 5" in capsys.readouterr().out
+    env.step(32 + env.unwrapped.rules.box_names.index("full_house"))
+    assert "full_house" in capsys.readouterr().out
+
+
 def test_info_at_the_end_has_final_score_and_scorecard():
     env = gym.make("DicePoker/Yacht-v0")
     card = {name: 0 for name in env.unwrapped.rules.box_names[:-1]}

@@ -153,6 +153,8 @@ class DicePokerEnv(gym.Env[Any, int]):
         self._done = False
         self._score = int(self.state.total)
         self._mask = self._masks.of_game(self.state)  # a shared read-only row: copied when handed out
+        if self.render_mode == "human":  # as Gymnasium's own envs: the first position too
+            self.render()
         return self._observation(), self._info()
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
