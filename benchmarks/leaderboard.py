@@ -42,6 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -358,29 +361,15 @@ def plots(rows: list[dict], folder: Path) -> list[Path]:
         }
 
     if groups:
-        taus = np.linspace(0, 100, 1001)  # 0.1-point steps: the 100M runs lie within a few points
         budgets = sorted({runs[0]["budget"] for runs in groups.values()}, key=lambda b: (b == 0, b))
         columns = min(2, len(budgets))
-        fig, axes = plt.subplots(
-            -(-len(budgets) // columns),
-            columns,
-            figsize=(6 * columns, 5.2 * -(-len(budgets) // columns)),
-            squeeze=False,
-        )
+        rows_of_panels = -(-len(budgets) // columns)
+        fig, axes = plt.subplots(rows_of_panels, columns, figsize=(6 * columns, 5.2 * rows_of_panels), squeeze=False)
         for ax in list(axes.ravel())[len(budgets) :]:
             ax.axis("off")
         for ax, budget in zip(axes.ravel(), budgets):
             chosen = {suite: runs for suite, runs in sorted(groups.items()) if runs[0]["budget"] == budget}
-            for suite, runs in chosen.items():
-                label = f"{suite} ({len(runs)} runs, {len({x['ruleset'] for x in runs})} rulesets)"
-                ax.plot(taus, performance_profile(runs, taus), label=label, **style(suite))
-            low = min(x["luck_free_percent"] for runs in chosen.values() for x in runs)
-            ax.set_xlim(max(0.0, low - 5), 100)
-            ax.set_ylim(-0.02, 1.02)
-            ax.set_xlabel("luck-free percent of optimal (tau)")
-            ax.set_ylabel("fraction of runs > tau (mean over rulesets)")
-            ax.set_title(f"{fmt_budget(budget)} env steps" if budget else "trained on a dataset")
-            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+            profile_panel(ax, chosen, f"{fmt_budget(budget)} env steps" if budget else "trained on a dataset", style)
         fig.suptitle("Performance profiles")
         written.append(save(fig, folder / "performance_profiles.png", dpi=110))
     if curves:
@@ -422,6 +411,22 @@ def plots(rows: list[dict], folder: Path) -> list[Path]:
         )
         written.append(save(fig, folder / "sample_efficiency.png", dpi=110))
     return written
+
+
+def profile_panel(ax: Axes, suites: dict[str, list[dict]], title: str, style: Callable[[str], dict]) -> None:
+    """One panel of performance profiles (matplotlib ``ax``): each suite's curve, labelled with its runs and
+    rulesets and drawn in ``style(suite)``; the x axis from 5 points below the lowest run; the legend below."""
+    taus = np.linspace(0, 100, 1001)  # 0.1-point steps: the 100M runs lie within a few points
+    for suite, runs in suites.items():
+        label = f"{suite} ({len(runs)} runs, {len({x['ruleset'] for x in runs})} rulesets)"
+        ax.plot(taus, performance_profile(runs, taus), label=label, **style(suite))
+    low = min(x["luck_free_percent"] for runs in suites.values() for x in runs)
+    ax.set_xlim(max(0.0, low - 5), 100)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("luck-free percent of optimal (tau)")
+    ax.set_ylabel("fraction of runs > tau (mean over rulesets)")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
 
 
 #: line styles of the budgets in the plots (a recipe keeps its colour at every budget)
