@@ -105,16 +105,12 @@ CLASS_FILES = ("gradebook.csv", "index.html", "class.json")
 
 
 # ------------------------------------------------------------------ finding the submissions
-def agent_classes(source: str) -> list[str]:
-    """The top-level classes of a Python source that have an ``act`` method, their own or inherited from another
+def agent_classes(tree: ast.Module) -> list[str]:
+    """The top-level classes of a parsed Python source that have an ``act`` method, their own or inherited from another
     class of the same file, less the bases whose ``act`` a derived class inherits: ``class Base`` with ``act``
     and ``class MyAgent(Base)`` without one give ``MyAgent``; a derived class with its own ``act`` leaves both
-    (the instructor chooses). Parsed, never run.
-
-    Raises:
-        SyntaxError: the source does not parse.
+    (the instructor chooses). The source is parsed, never run.
     """
-    tree = ast.parse(source)
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     bases = {
         name: [base.id for base in node.bases if isinstance(base, ast.Name) and base.id in classes]
@@ -152,13 +148,14 @@ def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> 
     if class_name is not None:
         return class_name, None
     try:
-        classes = agent_classes(source)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError):  # graded anyway, so that its report shows the error
         return "Agent", None
+    classes = agent_classes(tree)
     if len(classes) == 1:
         return classes[0], None
     if not classes:
-        inheriting = [node.name for node in ast.parse(source).body if isinstance(node, ast.ClassDef) and node.bases]
+        inheriting = [node.name for node in tree.body if isinstance(node, ast.ClassDef) and node.bases]
         maybe = f" ({', '.join(inheriting)} may inherit one from outside the file)" if inheriting else ""
         return None, f"no class with an act method in {name}{maybe}; name the agent's class with --class NAME"
     return None, f"{len(classes)} classes with an act method in {name} ({', '.join(classes)}); choose one with --class"

@@ -259,7 +259,6 @@ def render_class_html(result: ClassResult) -> str:
         status = e(student.status) + (f'<br><span class="problem">{e(student.error)}</span>' if student.error else "")
         if row["flags"]:
             status += f'<br><span class="problem">{e(row["flags"].replace(";", ", "))}</span>'
-
         bonus = row["upper_bonus_rate"]
         cells = [
             link,
