@@ -5,6 +5,7 @@ results and the class page."""
 from __future__ import annotations
 
 import csv
+import html
 import html.parser
 import io
 import json
@@ -159,7 +160,14 @@ def test_the_gradebook_has_a_row_per_student(graded):
         "two": "no_agent",
     }
     assert rows["flaky"]["failed_games"] == "2" and rows["flaky"]["failure_kinds"] == "exception:2"
-    assert rows["illegal"]["flags"].startswith("stopped:") and rows["good"]["flags"] == ""
+    assert rows["illegal"]["flags"].startswith("stopped:") and rows["weak"]["flags"] == ""
+    # the same code under other names (flaky: good's with a few lines added): each names the others
+    assert rows["good"]["flags"].split(";") == [
+        "similar:_script_alert_1__script_(100%)",
+        "similar:two(100%)",
+        "similar:flaky(81%)",
+    ]
+    assert rows["two"]["flags"].startswith("similar:_script_alert_1__script_(100%);similar:good(100%)")
     assert rows["illegal"]["failed_games"] == str(GAMES)
     assert "2 classes with an act method" in rows["two"]["failure_kinds"] and rows["two"]["report"] == ""
     good = json.loads((out / "good" / "report.json").read_text())["agents"]["submission"]
@@ -258,7 +266,14 @@ def test_the_class_page_links_every_report_and_escapes_names(graded):
     assert f'<td class="num">{lost:.2f}</td>' in page.split('data-student="illegal"')[1].split("</tr>")[0]
     reports = [s for s in result.students if s.files]
     assert parsed.links[-2:] == ["gradebook.csv", "class.json"]
-    assert len(parsed.links) - 2 == len(reports) == len(STUDENTS) - 1  # "two" has no report
+    assert len(reports) == len(STUDENTS) - 1  # "two" has no report
+    assert set(parsed.links[:-2]) == {f"{s.submission.folder}/report.html" for s in reports}
+    similar = page.split("<h2>Similar code</h2>")[1].split("</table>")[0]  # the copies, file names escaped
+    assert (
+        similar.count("<tr>") == 1 + len(result.similar)
+        and html.escape(SCRIPT_NAME) + ".py" in similar
+        and "two.py</td>" in similar
+    )
     from urllib.parse import unquote
 
     for link in parsed.links:
@@ -425,6 +440,7 @@ def test_the_command_grades_a_class_in_parallel(graded, folder, tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "graded 3 submissions" in done.stdout and "(2 at a time)" in done.stdout
+    assert "similar code: good and odd_name_x (100% of the first is in the second" in done.stdout
     rows = _rows(out)
     before = _rows(graded[1])
     keys = ("status", "failed_games", "percent_of_optimal", "mean", "regret", "failure_kinds")
@@ -450,6 +466,9 @@ def test_the_command_grades_a_class_in_parallel(graded, folder, tmp_path):
         (["--games", "2"], "needs --out DIR"),
         (["--out", "OUT", "--jobs", "0"], "jobs must be an integer >= 1"),
         (["--out", "OUT", "--rubric", "missing.toml"], "--rubric missing.toml: cannot read it"),
+        (["--out", "OUT", "--starter", "missing.py"], "--starter missing.py: no such file"),
+        (["--out", "OUT", "--similarity", "1.5"], "--similarity must be a share in (0, 1], got 1.5"),
+        (["--out", "OUT", "--similarity", "nan"], "--similarity must be a share in (0, 1], got nan"),
     ],
 )
 def test_class_command_errors_are_one_line(folder, tmp_path, args, message):
@@ -460,8 +479,9 @@ def test_class_command_errors_are_one_line(folder, tmp_path, args, message):
 
 
 def test_single_grade_options_are_refused_for_one_submission(folder):
-    done = _command(f"{folder / 'good.py'}:Agent", "--rules", "yacht", "--jobs", "2", *UNISOLATED)
-    assert done.returncode == 2 and "grade a class" in done.stderr
+    for option in (["--jobs", "2"], ["--starter", str(folder / "good.py")], ["--similarity", "0.5"]):
+        done = _command(f"{folder / 'good.py'}:Agent", "--rules", "yacht", *option, *UNISOLATED)
+        assert done.returncode == 2 and "grade a class" in done.stderr, option
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

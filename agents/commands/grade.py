@@ -127,6 +127,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the agent class in each file (default: the one class with an act method)",
     )
     group.add_argument("--rubric", metavar="FILE", help="the points: a rubric file (TOML, docs/grading.md)")
+    group.add_argument(
+        "--starter",
+        metavar="FILE",
+        action="append",
+        help="code every student was given (repeatable): not counted when looking for similar submissions",
+    )
+    group.add_argument(
+        "--similarity",
+        metavar="SHARE",
+        type=float,
+        help="flag two submissions as similar when this share of one's code is in the other (0 to 1; default 0.8)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,8 +151,10 @@ def run(args: argparse.Namespace) -> int:
     protect_process()
     if is_class(args.submission):
         return run_class(args)
-    if args.jobs is not None or args.class_name is not None or args.rubric is not None:
-        raise ValueError("--jobs, --class and --rubric grade a class: a folder or several submissions")
+    if any(getattr(args, name) is not None for name in ("jobs", "class_name", "rubric", "starter", "similarity")):
+        raise ValueError(
+            "--jobs, --class, --rubric, --starter and --similarity grade a class: a folder or several submissions"
+        )
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
     chosen = _chosen(args)
@@ -225,6 +239,7 @@ def run_class(args: argparse.Namespace) -> int:
     from agents.course.grader import LIMIT_SETTINGS
     from agents.course.rubric import load_rubric
     from agents.course.sandbox import Limits
+    from agents.course.similarity import DEFAULT_SHARE
     from agents.evaluation.limits import MAX_GAMES, check_count
     from dice_poker_env.rules import load_rules
 
@@ -234,6 +249,11 @@ def run_class(args: argparse.Namespace) -> int:
     if not args.out:
         raise ValueError("grading a class needs --out DIR (the reports, gradebook.csv and index.html go there)")
     rubric = load_rubric(args.rubric) if args.rubric else None
+    if args.similarity is not None and not 0.0 < args.similarity <= 1.0:
+        raise ValueError(f"--similarity must be a share in (0, 1], got {args.similarity:g}")
+    for path in args.starter or ():
+        if not os.path.isfile(path):
+            raise ValueError(f"--starter {path}: no such file")
     submissions = find_submissions(args.submission, args.class_name)
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out)
@@ -260,6 +280,8 @@ def run_class(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             rubric=rubric,
             progress=note,
+            starter=args.starter or (),
+            similar_share=DEFAULT_SHARE if args.similarity is None else args.similarity,
         )
     except BaseException:
         remove_empty(created)
@@ -273,6 +295,12 @@ def run_class(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(class_data(result), sort_keys=True), flush=True)
     else:
+        for pair in result.similar:
+            print(
+                f"similar code: {pair.first} and {pair.second} ({pair.share_first:.0%} of the first is in the "
+                f"second, {pair.share_second:.0%} of the second in the first): read both (docs/grading.md)",
+                flush=True,
+            )
         print(
             f"graded {len(result.students)} submissions in {result.seconds:.1f} s ({result.jobs} at a time); "
             f"wrote {written[-3]}, {written[-2]} and a folder per student",

@@ -41,6 +41,7 @@ from typing import Any
 from agents.course.grader import Baselines, grade, protect_process, reference_games, write_report
 from agents.course.rubric import Earned, Rubric, score_report
 from agents.course.sandbox import Limits
+from agents.course.similarity import DEFAULT_SHARE, SimilarPair, read_sources, similar_pairs
 from agents.evaluation.benchmark import load_solution
 from dice_poker_env.rules import Rules, load_rules
 
@@ -98,6 +99,7 @@ class ClassResult:
     students: list[StudentResult]
     interrupted: bool = False
     seconds: float = 0.0
+    similar: list[SimilarPair] = field(default_factory=list)
 
 
 #: the files the class writes in its output folder besides the students' folders (:mod:`agents.course.gradebook`)
@@ -317,6 +319,8 @@ def grade_class(
     jobs: int | None = None,
     rubric: Rubric | None = None,
     progress: Callable[[str], None] | None = None,
+    starter: Sequence[str | os.PathLike[str]] = (),
+    similar_share: float = DEFAULT_SHARE,
 ) -> ClassResult:
     """Grade ``submissions`` (:func:`find_submissions`) on the same games and write each report (module docstring).
 
@@ -332,6 +336,9 @@ def grade_class(
         jobs: submissions graded at once (default: the cores this process may use); 1 grades in this process.
         rubric: the points (:mod:`agents.course.rubric`); ``None``: no points.
         progress: called with a line per graded student.
+        starter: the files every student was given (their code does not count as shared,
+            :mod:`agents.course.similarity`).
+        similar_share: the share of a file found in another from which the pair is reported as similar.
 
     Returns:
         The :class:`ClassResult` (the class files are written by :func:`agents.course.gradebook.write_class`).
@@ -354,6 +361,11 @@ def grade_class(
             raise ValueError(f"{problem}; to grade without isolation (trusted code only) pass --unisolated")
     limits = limits or Limits()
     start = time.perf_counter()
+    given = read_sources({str(path): path for path in starter})
+    if len(given) < len(starter):
+        missing = next(str(path) for path in starter if str(path) not in given)
+        raise ValueError(f"starter {missing}: cannot read this file")
+    similar = similar_pairs(read_sources({s.folder: s.path for s in submissions}), given.values(), share=similar_share)
     solution = load_solution(rules, required=True)  # solved (and cached) once, before the workers load it
     baselines = reference_games(rules, games=games, seed=seed, solution=solution)
     options = {"games": games, "seed": seed, "limits": limits, "isolated": isolated, "solver": solver}
@@ -396,6 +408,7 @@ def grade_class(
         students=students,
         interrupted=interrupted,
         seconds=time.perf_counter() - start,
+        similar=similar,
     )
 
 
@@ -463,6 +476,17 @@ def flags(report: dict[str, Any]) -> str:
     if stopped:
         out.append(f"stopped:{stopped}")
     return ";".join(out)
+
+
+def similar_to(result: ClassResult, student: StudentResult) -> list[tuple[str, float]]:
+    """The students whose code is much like this student's (:attr:`ClassResult.similar`): ``(folder, share)``,
+    ``share`` the larger of the two shares."""
+    me = student.submission.folder
+    return [
+        (pair.second if pair.first == me else pair.first, pair.share)
+        for pair in result.similar
+        if me in (pair.first, pair.second)
+    ]
 
 
 def _line(result: StudentResult) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from agents.course.classroom import ClassResult, StudentResult, flags
+from agents.course.classroom import ClassResult, StudentResult, flags, similar_to
 from agents.course.grade_report import _STYLE as REPORT_STYLE
 from agents.course.grader import write_whole
 from agents.course.rubric import Earned, failed_games
@@ -70,7 +70,7 @@ def _cell(value: Any) -> str:
     return "'" + text if text.startswith(_FORMULA) else text
 
 
-def _row(student: StudentResult) -> dict[str, Any]:
+def _row(result: ClassResult, student: StudentResult) -> dict[str, Any]:
     """The gradebook's fields of one student (numbers stay numbers)."""
     s = student.submission
     report = student.report or {}
@@ -96,7 +96,12 @@ def _row(student: StudentResult) -> dict[str, Any]:
         "failures": failures.get("count"),
         "failure_kinds": ";".join(f"{k}:{n}" for k, n in sorted(failures.get("by_kind", {}).items()))
         or (student.error or ""),
-        "flags": flags(report),
+        "flags": ";".join(
+            filter(
+                None,
+                [flags(report), *(f"similar:{other}({share:.0%})" for other, share in similar_to(result, student))],
+            )
+        ),
         "report": f"{s.folder}/report.html" if student.files else "",
     }
     for name, points in earned.items():
@@ -116,7 +121,7 @@ def gradebook_csv(result: ClassResult) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
     for student in result.students:
-        row = _row(student)
+        row = _row(result, student)
         writer.writerow([_cell(row.get(column)) for column in columns])
     return buffer.getvalue()
 
@@ -193,9 +198,17 @@ def class_data(result: ClassResult) -> dict[str, Any]:
             "max_points": result.rubric.max_points,
             "criteria": [{"name": c.name, "kind": c.kind, "points": c.points} for c in result.rubric.criteria],
         },
+        "similar": [
+            {
+                "students": [pair.first, pair.second],
+                "shares": [pair.share_first, pair.share_second],
+                "shared_fingerprints": pair.shared,
+            }
+            for pair in result.similar
+        ],
         "students": [
             {
-                **_row(student),
+                **_row(result, student),
                 "folder": student.submission.folder,
                 "spec": student.submission.spec,
                 "error": student.error,
@@ -211,6 +224,31 @@ def _fmt(value: float | None, digits: int = 2, suffix: str = "") -> str:
 
 
 _CLASS_STYLE = ".bar{display:inline-block;height:.7rem;background:#0969da;vertical-align:middle;margin-right:.4rem}"
+
+
+def _similar_html(result: ClassResult) -> str:
+    """The class page's pairs of similar submissions (nothing when there are none)."""
+    if not result.similar:
+        return ""
+    e = html.escape
+    names = {s.submission.folder: s for s in result.students}
+
+    def who(folder: str) -> str:
+        student = names[folder]
+        path = e(os.path.basename(student.submission.path))
+        return f'<a href="{e(quote(folder))}/report.html">{path}</a>' if student.files else path
+
+    rows = "".join(
+        f"<tr><td>{who(p.first)}</td><td>{who(p.second)}</td>"
+        f'<td class="num">{p.share_first:.0%}</td><td class="num">{p.share_second:.0%}</td></tr>'
+        for p in result.similar
+    )
+    return (
+        "<h2>Similar code</h2><p>Pairs of submissions that share much of their code once names, comments and "
+        "layout are set aside (and the starter code given to everyone, when named): a hint to read the two files, "
+        "not a verdict.</p><table><tr><th>file</th><th>file</th><th>of the first in the second</th>"
+        f"<th>of the second in the first</th></tr>{rows}</table>"
+    )
 
 
 def render_class_html(result: ClassResult) -> str:
@@ -247,7 +285,7 @@ def render_class_html(result: ClassResult) -> str:
         head += f"<th>points (of {result.rubric.max_points:g})</th>"
     body.append(f'<h2>Students</h2><table id="students"><tr>{head}</tr>')
     for student in result.students:
-        row = _row(student)
+        row = _row(result, student)
         name = e(student.submission.student)
         link = f'<a href="{e(quote(student.submission.folder))}/report.html">{name}</a>' if student.files else name
         percent = row["percent_of_optimal"]
@@ -286,6 +324,7 @@ def render_class_html(result: ClassResult) -> str:
             + "</tr>"
         )
     body.append("</table>")
+    body.append(_similar_html(result))
     body.append(
         "<p>Each student's report (percent of optimal, the exact regret, the costliest mistakes, failures "
         'and a replay of every game) is linked from their name; <a href="gradebook.csv">gradebook.csv</a> holds '
