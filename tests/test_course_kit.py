@@ -57,6 +57,17 @@ class Chatty(Good):
         return super().act(observation, action_mask)
 
 
+class Logger(Good):
+    def act(self, observation, action_mask):
+        sys.stderr.write("x" * 999 + "\\n")  # 1,000 bytes a decision: 24 MB over the grading's 2000 games
+        return super().act(observation, action_mask)
+
+
+class Notes(Good):
+    def reset(self):
+        sys.stderr.write("new game\\n")  # 9 bytes a game: 18 KB over the grading
+
+
 class Slow(Good):
     def act(self, observation, action_mask):
         time.sleep(3)
@@ -149,6 +160,11 @@ def test_check_passes_a_good_submission_without_the_solver(student, capsys, monk
         ("Malformed", "malformed (2 games, first game 1, decision 1)"),
         ("Raises", "exception (2 games, first game 1, decision 1): KeyError: 'dice'"),
         ("Chatty", "printed 144 bytes to standard output"),  # "hello" and a newline at each of 2 x 12 decisions
+        (
+            "Logger",
+            "wrote 0 bytes to standard output and 24000 to standard error in 2 game(s): at that rate the grading's "
+            "2000 games write about 24.0 MB to one of them, past the limit of 1024 KiB",
+        ),
         ("NoAct", "load (loading)"),
         ("Missing", "has no 'Missing'"),
     ],
@@ -158,6 +174,11 @@ def test_check_reports_interface_errors(student, capsys, name, expected):
     assert code == 1, out + err
     assert "interface problem(s)" in out and expected in out, out
     assert "Traceback" not in out + err
+
+
+def test_check_passes_a_little_standard_error(student, capsys):
+    code, out, err = run_check(student, "Notes", capsys=capsys)
+    assert code == 0 and "interface OK" in out and "18 bytes on standard error" in out, out + err
 
 
 def test_check_reports_a_slow_submission_with_the_config_limits(student, capsys):

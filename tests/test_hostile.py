@@ -298,12 +298,29 @@ def test_the_solver_policy():
     forbidden = grade_file("solver_user.py", solver="forbid", games=1)
     assert forbidden["status"] == "not_loaded"
     assert forbidden["failures"]["recorded"][0]["kind"] == "solver"
-    assert "forbids the solver" in forbidden["failures"]["recorded"][0]["message"]
+    assert "forbids the library's solver and agents" in forbidden["failures"]["recorded"][0]["message"]
     flagged = grade_file("solver_user.py", solver="flag", games=1)
     assert flagged["status"] == "ok" and flagged["solver"]["imported"] == ["dice_poker_env.solver"]
     assert any("solver" in line for line in flagged["problems"])
     honest_flagged = grade_file("honest.py", solver="flag", games=1)
     assert honest_flagged["solver"]["imported"] == [] and honest_flagged["problems"] == []
+
+
+@pytest.mark.parametrize("mode", ["import", "source"])
+def test_the_solver_policy_covers_the_librarys_agents(mode):
+    """A submission that plays the library's heuristic (or a trained policy) as its own: refused under ``forbid``,
+    by the import hook, and by the files' absence from the sandbox."""
+    forbidden = grade_file("library_agent.py", f",mode={mode}", solver="forbid", games=1)
+    assert forbidden["status"] == "not_loaded"
+    failure = forbidden["failures"]["recorded"][0]
+    if mode == "import":
+        assert failure["kind"] == "solver" and "'import agents.players.heuristic' is not allowed" in failure["message"]
+    else:
+        assert ("PermissionError" in failure["message"] or "FileNotFoundError" in failure["message"]) and (
+            forbidden["stdout"]["bytes"] == 0
+        )
+    allowed = grade_file("library_agent.py", f",mode={mode}", solver="allow", games=1)
+    assert allowed["status"] == "ok"
 
 
 def test_check_reports_a_forbidden_solver_import_the_agent_caught(tmp_path):

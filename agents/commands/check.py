@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         limits=limits,
         isolated=not args.unisolated,
         solver=chosen["solver"],
+        graded_games=chosen["games"],
     )
     if args.json:
         print(json.dumps(check_json(result), sort_keys=True), flush=True)

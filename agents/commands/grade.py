@@ -55,7 +55,7 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser, *, who: str, total: s
     parser.add_argument(
         "--solver",
         choices=("allow", "flag", "forbid"),
-        help=f"the library's solver in {who}: allowed, reported, or refused (default allow)",
+        help=f"the library's solver and agents (optimal, heuristic, trained...) in {who}: allowed, reported, or refused (default allow)",
     )
     parser.add_argument(
         "--unisolated",

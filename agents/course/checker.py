@@ -50,6 +50,8 @@ class CheckResult:
         failure_count: all failures, recorded or not.
         printed: bytes it wrote to standard output.
         printed_sample: the start of it.
+        stderr_bytes: bytes it wrote to standard error.
+        graded_games: the games of the grading the check prepares for (the config's), to project the output to.
         solver_imports: the solver modules it imported (or tried to).
         solver: the solver policy.
     """
@@ -69,6 +71,8 @@ class CheckResult:
     failure_count: int = 0
     printed: int = 0
     printed_sample: str = ""
+    stderr_bytes: int = 0
+    graded_games: int | None = None
     solver_imports: list[str] = field(default_factory=list)
     solver: str = "allow"
 
@@ -91,17 +95,35 @@ class CheckResult:
             lines.append(f"... and {more} more failure(s)")
         if self.printed:
             lines.append(
-                f"printed {self.printed} bytes to standard output (agents must print nothing: use logging or "
-                f"standard error); the start: {self.printed_sample[:80]!r}"
+                f"printed {self.printed} bytes to standard output (agents should print nothing: remove the prints, "
+                f"or log at debug level); the start: {self.printed_sample[:80]!r}"
+            )
+        projected = self.projected_output
+        if projected is not None and projected > self.limits.output_kb * 1024:
+            lines.append(
+                f"wrote {self.printed} bytes to standard output and {self.stderr_bytes} to standard error in "
+                f"{self.games_played} game(s): at that rate the grading's {self.graded_games} games write about "
+                f"{_size(projected)} to one of them, past the limit of {self.limits.output_kb} KiB for the whole "
+                "grading, after which every game fails; write less (logging's debug and info are off by default)"
             )
         if self.solver_imports and self.solver == "flag":
-            lines.append(f"imported the library's solver ({', '.join(self.solver_imports)}): grading reports it")
+            lines.append(
+                f"imported the library's solver or agents ({', '.join(self.solver_imports)}): grading reports it"
+            )
         if self.solver_imports and self.solver == "forbid":  # even where the agent caught the ImportError
             lines.append(
-                f"tried to import the library's solver ({', '.join(self.solver_imports)}), which this grading "
+                f"tried to import the library's solver or agents ({', '.join(self.solver_imports)}), which this grading "
                 "forbids: grading reports it"
             )
         return lines
+
+    @property
+    def projected_output(self) -> float | None:
+        """The bytes the grading's games would write to the busier of standard output and error, at the rate of the
+        games played here (``None`` without the grading's game count or a game played)."""
+        if self.graded_games is None or not self.games_played:
+            return None
+        return max(self.printed, self.stderr_bytes) * self.graded_games / self.games_played
 
     @property
     def ok(self) -> bool:
@@ -118,6 +140,7 @@ def check(
     limits: Limits | None = None,
     isolated: bool = True,
     solver: str = "allow",
+    graded_games: int | None = None,
 ) -> CheckResult:
     """Play ``games`` games of ``rules`` with ``submission`` in the grading sandbox; its interface problems.
 
@@ -129,6 +152,7 @@ def check(
         limits: the grading limits (:class:`agents.course.sandbox.Limits`).
         isolated: run the submission isolated, as grading does (``False``: trusted code only).
         solver: the solver policy, as grading's: ``allow``, ``flag`` or ``forbid``.
+        graded_games: the grading's games (the config's): output that would pass the limit over them is a problem.
 
     Returns:
         A :class:`CheckResult`.
@@ -150,6 +174,7 @@ def check(
         isolation=isolation_method() if agent.isolated else "none",
         limits=limits,
         solver=solver,
+        graded_games=graded_games,
     )
     env = DicePokerEnv(rules)
     try:
@@ -181,8 +206,14 @@ def check(
     result.failure_count = agent.failure_count + (agent.load_error is not None)
     result.printed = agent.printed.bytes
     result.printed_sample = agent.printed.sample
+    result.stderr_bytes = agent.printed.stderr_bytes
     result.solver_imports = list(agent.solver_imports)
     return result
+
+
+def _size(count: float) -> str:
+    """A byte count for people: ``3.4 MB``, ``820 KB``."""
+    return f"{count / 1e6:.1f} MB" if count >= 1e6 else f"{count / 1e3:.0f} KB"
 
 
 def check_text(result: CheckResult) -> str:
@@ -204,6 +235,8 @@ def check_text(result: CheckResult) -> str:
     lines += [f"  problem: {line}" for line in result.problems]
     if result.ok:
         lines.append("  no output on standard output; every action legal")
+        if result.stderr_bytes:
+            lines.append(f"  {result.stderr_bytes} bytes on standard error (it counts against the output limit)")
     lines.append(
         "This checks the interface only (no regret, no solver); `dice-poker grade` measures how well it plays."
     )
@@ -226,6 +259,7 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         "failures": [f.to_json() for f in result.failures],
         "failure_count": result.failure_count,
         "stdout_bytes": result.printed,
+        "stderr_bytes": result.stderr_bytes,
         "solver": result.solver,
         "solver_imports": result.solver_imports,
     }

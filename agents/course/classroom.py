@@ -332,7 +332,7 @@ def grade_class(
         seed: the grading seed.
         limits: each submission's limits (:class:`agents.course.sandbox.Limits`).
         isolated: run each submission isolated (``False`` only for trusted code).
-        solver: the library's solver in the submissions: ``allow``, ``flag`` or ``forbid``.
+        solver: the library's solver and agents in the submissions: ``allow``, ``flag`` or ``forbid``.
         jobs: submissions graded at once (default: the cores this process may use); 1 grades in this process.
         rubric: the points (:mod:`agents.course.rubric`); ``None``: no points.
         progress: called with a line per graded student.
@@ -463,7 +463,7 @@ def _grade_parallel(
 
 def flags(report: dict[str, Any]) -> str:
     """What an instructor looks for besides the failures, ``;``-separated: ``stdout:BYTES`` (the agent printed),
-    ``solver:POLICY`` (it imported the library's solver, or tried to, under ``flag`` or ``forbid``),
+    ``solver:POLICY`` (it imported the library's solver or agents, or tried to, under ``flag`` or ``forbid``),
     ``stopped:REASON`` (grading stopped asking it for decisions: too many failures, the time budget)."""
     out = []
     printed = (report.get("stdout") or {}).get("bytes") or 0

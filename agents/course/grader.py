@@ -115,7 +115,7 @@ def grade(
         progress: a line per finished agent on stderr.
         isolated: run the submission isolated (:mod:`agents.course.sandbox`); ``False`` only for trusted code
             (the report says it ran unisolated).
-        solver: the library's solver in the submission: ``allow``, ``flag`` (reported) or ``forbid``.
+        solver: the library's solver and agents in the submission: ``allow``, ``flag`` (reported) or ``forbid``.
         baselines: the reference agents' games, already played (:func:`reference_games`, with the same
             rules, games, seed and ``top_mistakes``): the same report, without playing them again.
 
@@ -240,7 +240,7 @@ def _problems(agent: SandboxedAgent, games: int, interrupted: bool = False) -> l
         )
     if agent.solver_imports:
         verb = "tried to import (forbidden)" if agent.solver == "forbid" else "imported"
-        lines.append(f"the submission {verb} the library's solver: {', '.join(agent.solver_imports)}")
+        lines.append(f"the submission {verb} the library's solver or agents: {', '.join(agent.solver_imports)}")
     if interrupted:
         lines.append(
             f"partial: the grading was interrupted during game {agent.game + 1} of the submission's {games}; "
@@ -278,7 +278,7 @@ def _problems(agent: SandboxedAgent, games: int, interrupted: bool = False) -> l
             )
         lines.append(
             f"the submission printed {agent.printed.bytes} bytes to standard output (first in {where}); "
-            "agents should print nothing (use logging or standard error)"
+            "agents should print nothing (remove the prints, or log at debug level)"
         )
     return lines
 

@@ -21,7 +21,7 @@ benchmark, but the submission itself (``FILE.py:NAME`` or ``MODULE:NAME``, as in
   ``max_failures`` failures, or once the total time is spent, no more decisions are
   asked for: the remaining games end at once and score 0.
 * **Solver policy**: ``solver="allow" | "flag" | "forbid"``: the worker watches imports
-  of the library's solver and optimal agent (:data:`SOLVER_MODULES`); under ``flag`` they
+  of the library's solver and its agents (:data:`SOLVER_MODULES`); under ``flag`` they
   are reported, under ``forbid`` they fail (and the files are not in the sandbox).
 * **No seeds leak**: the worker receives only observations and masks, and per game a
   seed for its own randomness that depends on the game's number only
@@ -75,8 +75,22 @@ from dice_poker_env.rules import Rules
 
 #: failures recorded in full (with tracebacks); later ones are only counted
 MAX_RECORDED_FAILURES = 20
-#: modules of the library that hold or use the exact solver (the ``solver`` policy watches them)
-SOLVER_MODULES = ("dice_poker_env.solver", "agents.players.optimal")
+#: modules of the library that hold or use the exact solver, and the library's own agents (a heuristic at 94% of
+#: optimal, trained policies at 98%: a submission that imports one plays the library's game, not its own); the
+#: ``solver`` policy watches them. The worker's own modules (``agents.players.registry``, ``agents.course``) and the
+#: rules engine (``dice_poker_env.engine``, what the starter agent scores dice with) are not among them.
+SOLVER_MODULES = (
+    "dice_poker_env.solver",
+    "agents.players.optimal",
+    "agents.players.heuristic",
+    "agents.players.winning",
+    "agents.players.greedy",
+    "agents.players.random_agent",
+    "agents.players.sb3_agent",
+    "agents.policy",
+    "agents.training",
+    "agents.evaluation",
+)
 #: the solver policies of a grading
 SOLVER_POLICIES = ("allow", "flag", "forbid")
 #: ``game_failure`` of a game the grader no longer asked for (after ``max_failures`` failures or the total time)
@@ -96,7 +110,7 @@ class FailureKind(str, enum.Enum):
     RESOURCE = "resource"  #: the worker was killed for CPU time or file size
     OUTPUT = "output"  #: it wrote more than the limit to standard output or error
     PROTOCOL = "protocol"  #: a frame that is not a message of the protocol (too big, too deep, not JSON)
-    SOLVER = "solver"  #: it imported the library's solver where the grading forbids it
+    SOLVER = "solver"  #: it imported the library's solver or agents where the grading forbids it
 
     def __str__(self) -> str:
         return self.value
@@ -215,9 +229,10 @@ class Failure:
 
 @dataclass
 class Printed:
-    """What the submission wrote to standard output (it should print nothing)."""
+    """What the submission wrote to standard output (it should print nothing), and how much to standard error."""
 
     bytes: int = 0
+    stderr_bytes: int = 0
     first_game: int | None = None
     first_decision: int | None = None
     sample: str = ""
@@ -503,6 +518,7 @@ class SandboxedAgent:
             if self.printed.first_game is None:
                 self.printed.first_game, self.printed.first_decision = self.game, self._decision
             self.printed.bytes = out
+        self.printed.stderr_bytes = err
         total = out + err
         if total > self._output_seen and max(out, err) > self.limits.output_kb * 1024:
             self._output_seen = total

@@ -18,7 +18,7 @@ per message:
 * ``{"op": "close"}``: exits.
 
 Every answer carries ``"solver": [modules]`` once the submission has imported (or, under
-``forbid``, tried to import) the library's solver. The grader decides the failure kinds;
+``forbid``, tried to import) the library's solver or agents. The grader decides the failure kinds;
 what the worker says is only evidence (the submission runs in this process and could
 say anything).
 """
@@ -75,7 +75,7 @@ def _limit(limits: dict) -> None:
 
 
 class _SolverWatch:
-    """An import hook: notes (``flag``) or refuses (``forbid``) the library's solver modules."""
+    """An import hook: notes (``flag``) or refuses (``forbid``) the library's solver and agent modules."""
 
     def __init__(self, forbid: bool, modules: tuple[str, ...]) -> None:
         self.forbid = forbid
@@ -87,7 +87,9 @@ class _SolverWatch:
             if module not in SOLVER_SEEN:
                 SOLVER_SEEN.append(module)
             if self.forbid:
-                raise ImportError(f"the grading forbids the solver: 'import {name}' is not allowed")
+                raise ImportError(
+                    f"the grading forbids the library's solver and agents: 'import {name}' is not allowed"
+                )
         return None
 
     def find_module(

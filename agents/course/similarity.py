@@ -19,9 +19,9 @@ and rewritten logic is not caught.
 from __future__ import annotations
 
 import io
-import os
 import itertools
 import keyword
+import os
 import tokenize
 import zlib
 from collections.abc import Iterable, Mapping

@@ -221,7 +221,7 @@ def tournament(
         limits: the submissions' limits (:class:`agents.course.sandbox.Limits`), per submission for
             the whole tournament.
         isolated: run the submissions isolated (``False``: trusted code only).
-        solver: the library's solver in submissions: ``allow``, ``flag`` or ``forbid``.
+        solver: the library's solver and agents in submissions: ``allow``, ``flag`` or ``forbid``.
         bootstrap: resamples for the ratings' intervals.
         progress: a line per round on standard error.
 
