@@ -51,6 +51,32 @@ def test_yahtzee_forced_joker_lower_box_at_full_value():
         assert new.scores[rules.box_index(box)] == points
 
 
+@pytest.mark.parametrize("joker", ["forced", "free"])
+def test_a_joker_from_the_first_roll_is_doubled_as_the_pattern_is(joker):
+    """First-roll doubling and a joker together (custom rulesets): the joker scores as if the pattern matched, so it
+    doubles as the pattern's own points do; from a later roll nothing doubles."""
+    rules = load_rules(
+        {
+            "name": "joker_double",
+            "boxes": [
+                {"name": "sixes", "kind": "face_sum", "face": 6},
+                {"name": "trips", "kind": "n_of_a_kind", "n": 3, "points": "sum", "first_roll_double": True},
+                {"name": "house", "kind": "full_house", "points": 25, "first_roll_double": True},
+                {"name": "chance", "kind": "chance"},
+                {"name": "yacht", "kind": "n_of_a_kind", "n": 5, "points": 50},
+            ],
+            "five_of_a_kind": {"box": "yacht", "bonus": 0, "joker": joker},
+        }
+    )
+    tables = compile_rules(rules)
+    for yacht in ({}, {"yacht": 50}, {"yacht": 0}):
+        for rolls_left, factor in ((2, 2), (1, 1), (0, 1)):
+            state = make_position(tables, {"sixes": 18, **yacht}, [6, 6, 6, 6, 6], rolls_left=rolls_left)
+            assert play_box(rules, state, "trips")[0] == 30 * factor, (yacht, rolls_left)
+            if yacht:  # the joker: the full house at its full value
+                assert play_box(rules, state, "house")[0] == 25 * factor, (yacht, rolls_left)
+
+
 def test_yahtzee_forced_joker_scratched_box_no_bonus_but_joker():
     rules = load_rules("yahtzee")
     state = make_position(compile_rules(rules), {"yahtzee": 0, "fours": 12}, [4, 4, 4, 4, 4])

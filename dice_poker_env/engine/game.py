@@ -156,7 +156,8 @@ def score_points(
         use_joker = active & tables.is_lower[box]
         if tables.joker == JOKER_FREE:
             use_joker = use_joker & ((filled & tables.matching_upper_bit[roll]) != 0)
-        points = select(use_joker, tables.score_joker[roll, box], points)
+        joker = select(first_roll, tables.score_joker_first_roll[roll, box], tables.score_joker[roll, box])
+        points = select(use_joker, joker, points)
     bonus = select(bonus_due, tables.five_kind_bonus, 0)
     upper = tables.is_upper[box]
     new_upper = upper_total + select(upper, points, 0)

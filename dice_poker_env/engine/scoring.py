@@ -89,14 +89,28 @@ def box_score(box: Box, counts: np.ndarray) -> np.ndarray:
     return np.where(match, _points(box, counts, matching_sum) + box.extra, 0)
 
 
+def _doubled(box: Box, points: np.ndarray, match: np.ndarray, double_extra: bool) -> np.ndarray:
+    """``points`` doubled where the box's first-roll doubling applies (``match`` and points above 0)."""
+    doubled = 2 * points if double_extra else 2 * (points - box.extra) + box.extra
+    return np.where(match & (points > 0), doubled, points)
+
+
 def first_roll_score(box: Box, counts: np.ndarray, double_extra: bool) -> np.ndarray:
     """Points when the box is scored from the turn's first roll (doubling rule)."""
     plain = box_score(box, counts)
     if not box.first_roll_double:
         return plain
     match, _ = pattern(box, counts)
-    doubled = 2 * plain if double_extra else 2 * (plain - box.extra) + box.extra
-    return np.where(match & (plain > 0), doubled, plain)
+    return _doubled(box, plain, match, double_extra)
+
+
+def joker_first_roll_score(box: Box, counts: np.ndarray, double_extra: bool) -> np.ndarray:
+    """Points for five of a kind placed in ``box`` as a joker from the turn's first roll: the joker's points
+    (:func:`joker_score`), doubled as the pattern's own points are, since the joker scores as if it matched."""
+    joker = joker_score(box, counts)
+    if not box.first_roll_double:
+        return joker
+    return _doubled(box, joker, np.ones(joker.shape, dtype=bool), double_extra)
 
 
 def joker_score(box: Box, counts: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Any, cast
 import numpy as np
 
 from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS, roll_index
-from dice_poker_env.engine.scoring import box_score, first_roll_score, joker_score
+from dice_poker_env.engine.scoring import box_score, first_roll_score, joker_first_roll_score, joker_score
 from dice_poker_env.rules.spec import Rules, RulesError
 
 JOKER_NONE, JOKER_FORCED, JOKER_FREE = 0, 1, 2
@@ -71,6 +71,8 @@ class RuleTables(RuleConstants):
     score_first_roll: np.ndarray
     #: (252, n) points for a five of a kind placed as a joker.
     score_joker: np.ndarray
+    #: (252, n) the same from the turn's first roll (doubling rules).
+    score_joker_first_roll: np.ndarray
     #: (n,) bool: box is in the upper section.
     is_upper: np.ndarray
     #: (n,) bool: box is in the lower section.
@@ -136,6 +138,7 @@ class OneGameTables(RuleConstants):
     score: dict[tuple[int, int], int]
     score_first_roll: dict[tuple[int, int], int]
     score_joker: dict[tuple[int, int], int]
+    score_joker_first_roll: dict[tuple[int, int], int]
     is_upper: list[bool]
     is_lower: list[bool]
     five_kind_roll: list[bool]
@@ -171,6 +174,7 @@ class OneGameTables(RuleConstants):
             score=by_roll_and_box(tables.score),
             score_first_roll=by_roll_and_box(tables.score_first_roll),
             score_joker=by_roll_and_box(tables.score_joker),
+            score_joker_first_roll=by_roll_and_box(tables.score_joker_first_roll),
             is_upper=[bool(v) for v in tables.is_upper],
             is_lower=[bool(v) for v in tables.is_lower],
             five_kind_roll=[bool(v) for v in tables.five_kind_roll],
@@ -275,6 +279,9 @@ def _build_tables(rules: Rules) -> RuleTables:
     score = np.stack([box_score(b, counts) for b in rules.boxes], axis=1).astype(np.int64)
     first = np.stack([first_roll_score(b, counts, rules.double_extra) for b in rules.boxes], axis=1).astype(np.int64)
     joker = np.stack([joker_score(b, counts) for b in rules.boxes], axis=1).astype(np.int64)
+    joker_first = np.stack(
+        [joker_first_roll_score(b, counts, rules.double_extra) for b in rules.boxes], axis=1
+    ).astype(np.int64)
     is_upper = np.array([b.section == "upper" for b in rules.boxes])
     bits = 1 << np.arange(rules.n_boxes)
     upper_bits = int(bits[is_upper].sum())
@@ -289,7 +296,7 @@ def _build_tables(rules: Rules) -> RuleTables:
 
     five = rules.five_of_a_kind
     bonus = rules.upper_bonus
-    reachable = [score, first] + ([joker] if five and five.joker != "none" else [])
+    reachable = [score, first] + ([joker, joker_first] if five and five.joker != "none" else [])
     # (return_index: numpy's plain unique imports numpy.ma on first use, 30 ms of every solve)
     possible = tuple(
         np.unique(np.concatenate([t[:, k] for t in reachable] + [[0]]), return_index=True)[0]
@@ -312,6 +319,7 @@ def _build_tables(rules: Rules) -> RuleTables:
         score=score,
         score_first_roll=first,
         score_joker=joker,
+        score_joker_first_roll=joker_first,
         is_upper=is_upper,
         is_lower=~is_upper,
         upper_bits=upper_bits,

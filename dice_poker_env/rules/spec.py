@@ -175,6 +175,10 @@ class Rules:
     def fingerprint(self) -> str:
         """A hash of everything that changes play (the solver's cache key)."""
         play = {k: v for k, v in self.spec.items() if k not in ("title", "description")}
+        if self.five_of_a_kind and self.five_of_a_kind.joker != "none" and any(b.first_roll_double for b in self.boxes):
+            # a joker from the first roll is doubled since 2026-12 (it was not): such rulesets' solutions cached before
+            # then must not be found under the same key. Every other ruleset keeps its fingerprint.
+            play["joker_first_roll_doubled"] = True
         payload = json.dumps(play, sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
