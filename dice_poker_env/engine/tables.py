@@ -279,9 +279,9 @@ def _build_tables(rules: Rules) -> RuleTables:
     score = np.stack([box_score(b, counts) for b in rules.boxes], axis=1).astype(np.int64)
     first = np.stack([first_roll_score(b, counts, rules.double_extra) for b in rules.boxes], axis=1).astype(np.int64)
     joker = np.stack([joker_score(b, counts) for b in rules.boxes], axis=1).astype(np.int64)
-    joker_first = np.stack(
-        [joker_first_roll_score(b, counts, rules.double_extra) for b in rules.boxes], axis=1
-    ).astype(np.int64)
+    joker_first = np.stack([joker_first_roll_score(b, counts, rules.double_extra) for b in rules.boxes], axis=1).astype(
+        np.int64
+    )
     is_upper = np.array([b.section == "upper" for b in rules.boxes])
     bits = 1 << np.arange(rules.n_boxes)
     upper_bits = int(bits[is_upper].sum())
