@@ -125,6 +125,30 @@ def test_cli_json_has_the_protocol_keys(capsys):
     assert np.isfinite(data["luck_free_percent"])
 
 
+def test_a_rules_file_that_takes_a_shipped_name_is_labelled_custom(tmp_path, capsys):
+    """A copy of Yacht's rules with another score, still named ``yacht``: its results say so (env id, evaluation set),
+    and the shipped policy, trained on the real Yacht, is refused naming the rules, not options."""
+    from dice_poker_env.rules import load_rules
+
+    spec = dict(load_rules("yacht").raw_spec)
+    spec["boxes"] = [dict(box, points=100) if box["name"] == "yacht" else box for box in spec["boxes"]]
+    path = tmp_path / "house.json"
+    path.write_text(json.dumps(spec))
+    fingerprint = load_rules(str(path)).fingerprint
+    code, out, _ = run_cli([str(path), "--agent", "greedy", "--games", "50", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["rules_fingerprint"] == fingerprint != load_rules("yacht").fingerprint
+    assert data["env_id"] == f"DicePoker/Custom-v0(rules=yacht@{fingerprint})"
+    assert data["eval_set"] == f"dice-poker-eval-v1/custom:yacht@{fingerprint}/first-50"
+    code, _, err = run_cli([str(path), "--agent", "trained", "--games", "50"], capsys)
+    assert code == 2 and "another fingerprint" in err and "options" not in err
+    # the shipped ruleset, spelled out in a file of its own, is the shipped ruleset
+    same = tmp_path / "yacht.json"
+    same.write_text(json.dumps(load_rules("yacht").raw_spec))
+    code, out, _ = run_cli([str(same), "--agent", "greedy", "--games", "50", "--json"], capsys)
+    assert json.loads(out)["env_id"] == "DicePoker/Yacht-v0"
+
+
 def test_cli_table_and_track_check(capsys):
     code, out, _ = run_cli([RULES, "--agent", "random", "--games", "20"], capsys)
     assert code == 0 and "luck-free percent of optimal" in out and "(raw)" in out

@@ -50,9 +50,28 @@ def eval_seeds(games: int = EVAL_GAMES) -> np.ndarray:
     return EVAL_SEED_BASE + np.arange(int(games), dtype=np.int64)
 
 
+def is_shipped(rules: Rules) -> bool:
+    """Whether ``rules`` are the shipped ruleset of their name (with their options): a rules file may take a shipped
+    name (``name = "yacht"``) and change the play, and then it is a custom ruleset."""
+    from dice_poker_env.rules import RULESET_NAMES, load_rules
+
+    if rules.name not in RULESET_NAMES:
+        return False
+    try:
+        return load_rules(rules.name, **rules.options).fingerprint == rules.fingerprint
+    except ValueError:  # options the shipped ruleset does not have
+        return False
+
+
+def ruleset_label(rules: Rules) -> str:
+    """The ruleset's name in results: a shipped ruleset's name, or ``custom:NAME@FINGERPRINT``."""
+    return rules.name if is_shipped(rules) else f"custom:{rules.name}@{rules.fingerprint}"
+
+
 def eval_set_id(rules: Rules, games: int = EVAL_GAMES) -> str:
-    """The evaluation set's name, e.g. ``dice-poker-eval-v1/yahtzee`` (``.../first-500`` for a prefix)."""
-    name = f"dice-poker-eval-{EVAL_SET_VERSION}/{rules.name}"
+    """The evaluation set's name, e.g. ``dice-poker-eval-v1/yahtzee`` (``.../first-500`` for a prefix); a custom
+    ruleset's names its fingerprint (``dice-poker-eval-v1/custom:NAME@FINGERPRINT``)."""
+    name = f"dice-poker-eval-{EVAL_SET_VERSION}/{ruleset_label(rules)}"
     return name if games == EVAL_GAMES else f"{name}/first-{games}"
 
 
@@ -144,8 +163,10 @@ def versions(rules: Rules) -> dict[str, Any]:
     from dice_poker_env.envs.observation import OBSERVATION_LAYOUT_VERSION
     from dice_poker_env.registration import env_id_for
 
-    env_id, _ = env_id_for(rules.name)
-    if rules.options:  # options are keywords of the ruleset's id
+    env_id, _ = env_id_for(rules.name if is_shipped(rules) else rules)
+    if not is_shipped(rules):
+        env_id += f"(rules={rules.name}@{rules.fingerprint})"
+    elif rules.options:  # options are keywords of the ruleset's id
         env_id += "(" + ", ".join(f"{k}={v}" for k, v in sorted(rules.options.items())) + ")"
     return {
         "env_id": env_id,

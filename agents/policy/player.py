@@ -174,8 +174,9 @@ def shipped_policy(rules: str | Rules, name: str = "trained") -> PolicyAgent:
         )
     weights, metadata = load_policy(path)
     if metadata.get("rules_fingerprint") != rules.fingerprint:
-        raise ValueError(
-            f"the shipped policy for {rules.name!r} plays its default options "
-            f"{metadata.get('rules_options')}, not {dict(rules.options)}; train one for these options"
-        )
+        if metadata.get("rules_options") != dict(rules.options):
+            why = f"plays its default options {metadata.get('rules_options')}, not {dict(rules.options)}"
+        else:
+            why = f"plays the shipped rules, and {rules.source or 'these rules'} change them (another fingerprint)"
+        raise ValueError(f"the shipped policy for {rules.name!r} {why}; train one for these rules")
     return PolicyAgent(weights, metadata, rules, name=name)
