@@ -449,11 +449,12 @@ def test_the_command_grades_a_class_in_parallel(graded, folder, tmp_path):
     assert {k: rows["odd:name,x"][k] for k in keys} == {k: before["good"][k] for k in keys}
     assert json.loads((out / "odd_name_x" / "report.json").read_text())["submission"] == f"{odd}:Agent"
     assert (out / "index.html").is_file() and (out / "good" / "results.json").is_file()
-    # --overwrite with a smaller class: the folders of the students gone go too, nothing else does
+    # --overwrite with a smaller class (one file: a class through --jobs): the folders of the students gone go too,
+    # nothing else does
     (out / "notes").mkdir()
     (out / "notes" / "report.json").write_text("{}")  # not a folder class.json names
     again = _command(
-        files[0], "--rules", "yacht", "--games", "2", "--out", str(out), "--overwrite", "--decision-seconds", "20",
+        files[0], "--jobs", "1", "--rules", "yacht", "--games", "2", "--out", str(out), "--overwrite", "--decision-seconds", "20",
         "--game-seconds", "120", "--load-seconds", "120", *UNISOLATED,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
@@ -476,6 +477,19 @@ def test_class_command_errors_are_one_line(folder, tmp_path, args, message):
     done = _command(str(folder), "--rules", "yacht", *args, *UNISOLATED)
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_one_bare_file_is_one_students_grade(folder, tmp_path):
+    """``grade my_agent.py --out DIR`` (as ``check my_agent.py``): the single grade of its agent class, its report in
+    DIR, not a class of one; a missing file is refused before anything runs."""
+    out = tmp_path / "report"
+    done = _command(str(folder / "good.py"), "--rules", "yacht", "--games", "2", "--out", str(out), *UNISOLATED)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "report.md"]
+    assert json.loads((out / "report.json").read_text())["submission"] == f"{folder / 'good.py'}:Agent"
+    for missing in ("nope.py", "nope.py:Agent"):
+        done = _command(missing, "--rules", "yacht", "--games", "2", *UNISOLATED)
+        assert done.returncode == 2 and done.stderr.strip().endswith("nope.py: no such file"), done.stderr
 
 
 def test_single_grade_options_are_refused_for_one_submission(folder):

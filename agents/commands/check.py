@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 
@@ -54,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agents.commands.grade import resolve_submission
     from agents.course.checker import check, check_json, check_text
     from agents.course.grader import LIMIT_SETTINGS, protect_process, settings
     from agents.course.sandbox import Limits
@@ -63,14 +63,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = settings(args.config, rules=args.rules, seed=args.seed, options=parse_rules_options(args.option))
     limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
     rules = load_rules(chosen["rules"], **chosen["options"])
-    submission = args.submission
-    if submission.endswith(".py") and os.path.isfile(submission):  # a bare file: its agent class, as grading finds it
-        from agents.course.classroom import find_agent_class
-
-        name, why = find_agent_class(submission)
-        if name is None:
-            raise ValueError(f"{submission}: {why}")
-        submission = f"{submission}:{name}"
+    submission = resolve_submission(args.submission)
     result = check(
         submission,
         rules,

@@ -1,13 +1,15 @@
 """``dice-poker grade``: grade a submitted agent for a course (:mod:`agents.course.grader`).
 
 ``dice-poker grade SUBMISSION --rules yahtzee [--games 2000] [--seed S] [--out DIR]``,
-``SUBMISSION`` an agent spec (``student.py:MyAgent``). Settings may come from a
+``SUBMISSION`` an agent spec (``student.py:MyAgent``) or one file (``student.py``: its agent class, found
+as class grading finds it). Settings may come from a
 grading config (``--config grading.toml``); options on the command line win.
 ``--out DIR`` is checked before the first game, as ``dice-poker bench --out``,
 and the summary is printed before the report files are written.
 
 A whole class: ``dice-poker grade SUBMISSIONS_DIR --rules yahtzee --out DIR [--jobs N]
-[--rubric rubric.toml] [--class NAME]`` (or several files and specs):
+[--rubric rubric.toml] [--class NAME]`` (or several files and specs; one file with a class option is a class of
+one):
 :mod:`agents.course.classroom` grades them, :mod:`agents.course.gradebook` writes the class files.
 """
 
@@ -86,7 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "submission",
         metavar="SUBMISSION",
         nargs="+",
-        help="the agent: student.py:MyAgent[,key=value...]; a class: a folder of *.py files, or several files",
+        help="the agent: student.py:MyAgent[,key=value...] or student.py (its one agent class); a class: a folder of "
+        "*.py files, or several files",
     )
     parser.add_argument(
         "--config",
@@ -149,12 +152,14 @@ def run(args: argparse.Namespace) -> int:
     from dice_poker_env.rules import load_rules
 
     protect_process()
-    if is_class(args.submission):
+    class_options = any(getattr(args, name) is not None for name in _CLASS_OPTIONS)
+    if is_class(args.submission) or (class_options and args.submission[0].endswith(".py")):
         return run_class(args)
-    if any(getattr(args, name) is not None for name in ("jobs", "class_name", "rubric", "starter", "similarity")):
+    if class_options:
         raise ValueError(
             "--jobs, --class, --rubric, --starter and --similarity grade a class: a folder or several submissions"
         )
+    submission = resolve_submission(args.submission[0])
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
     chosen = _chosen(args)
@@ -172,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         report = grade(
-            args.submission[0],
+            submission,
             rules,
             games=chosen["games"],
             seed=chosen["seed"],
@@ -204,12 +209,35 @@ def run(args: argparse.Namespace) -> int:
     return 130 if report["interrupted"] else 0
 
 
-def is_class(submissions: Sequence[str]) -> bool:
-    """A class rather than one submission: several, a folder, or a file without ``:NAME``."""
-    import os
+#: the options that only grade a class (with one ``FILE.py`` they make it a class of one)
+_CLASS_OPTIONS = ("jobs", "class_name", "rubric", "starter", "similarity")
 
-    first = submissions[0]
-    return len(submissions) > 1 or os.path.isdir(first) or first.endswith(".py")
+
+def is_class(submissions: Sequence[str]) -> bool:
+    """A class rather than one submission: several submissions or a folder."""
+    return len(submissions) > 1 or os.path.isdir(submissions[0])
+
+
+def resolve_submission(submission: str) -> str:
+    """One submission's agent spec, checked before anything runs: a bare ``FILE.py`` gets its agent class as
+    class grading finds it; a ``FILE.py:NAME`` spec's file must exist (a ``ValueError`` naming it, as given)."""
+    from agents.course.classroom import find_agent_class
+    from agents.players.registry import parse_agent_spec
+
+    if submission.endswith(".py"):
+        if not os.path.isfile(submission):
+            raise ValueError(f"{submission}: no such file")
+        name, why = find_agent_class(submission)
+        if name is None:
+            raise ValueError(f"{submission}: {why}")
+        return f"{submission}:{name}"
+    try:
+        parsed = parse_agent_spec(submission)
+    except ValueError:
+        return submission  # the grader reports a malformed spec as it always has
+    if parsed is not None and parsed.is_file and not os.path.isfile(parsed.source):
+        raise ValueError(f"{parsed.source}: no such file")
+    return submission
 
 
 def _chosen(args: argparse.Namespace) -> dict:
