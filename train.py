@@ -105,7 +105,8 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Common]:
         nargs="?",
         const="latest",
         metavar="CHECKPOINT",
-        help="continue from a checkpoint zip, or (no value) the run folder's latest checkpoint",
+        help="continue from a checkpoint (.pt or .zip; in its own run folder unless --run-dir names another), or "
+        "(no value) the run folder's latest checkpoint",
     )
     parser.add_argument(
         "--overwrite",
@@ -120,9 +121,14 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Common]:
         "run code when loaded; only for files you trust",
     )
     parser.add_argument(
+        "--sweep",
+        metavar="FILE",
+        help="run a Ray Tune sweep of the configurations in FILE instead (train.py --sweep FILE --help: its options)",
+    )
+    parser.add_argument(
         "overrides", nargs="*", metavar="key=value", help="config overrides, e.g. total_timesteps=200000"
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides before and after the options
     if args.trust_model_files:  # read by agents.players.sb3_agent.load_model
         from agents.players.sb3_agent import TRUST_ENV
 
@@ -130,6 +136,10 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Common]:
     if args.resume and "=" in args.resume and not args.resume.endswith(".zip"):
         args.overrides.insert(0, args.resume)  # "--resume key=value": a bare --resume then an override
         args.resume = "latest"
+    if args.resume and args.resume != "latest" and args.run_dir is None:
+        checkpoint = Path(args.resume)
+        if checkpoint.parent.name == "checkpoints" and (checkpoint.parent.parent / "config.yaml").is_file():
+            args.run_dir = checkpoint.parent.parent  # the checkpoint's own run goes on
     if args.resume and args.overwrite:
         fail("--resume continues a run and --overwrite replaces it: give one of them")
     if args.resume == "latest" and args.run_dir is None:

@@ -470,6 +470,17 @@ def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
     )
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert "resumed from" in longer.stdout and json.loads((run / "results.json").read_text())["timesteps"] == 6144
+    # a checkpoint path alone goes on in its own run (no new folder), overrides may follow the options; a total
+    # that is not a multiple of checkpoint_freq is checkpointed at its end, so the next resume starts there
+    again = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "total_timesteps=10240", "--resume",
+         str(run / "checkpoints" / "model_6144_steps.pt"), "checkpoint_freq=4096"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert "model_10240_steps.pt" in {p.name for p in (run / "checkpoints").iterdir()}
+    assert json.loads((run / "results.json").read_text())["timesteps"] == 10240
 
 
 def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):

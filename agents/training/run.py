@@ -248,7 +248,7 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
     except (ValueError, OSError) as error:
         earlier = [p for _, p in checkpoints(run_dir) if p != checkpoint]
         hint = "; an earlier checkpoint can be given as --resume PATH" if args.resume == "latest" and earlier else ""
-        fail(f"--resume: {error}{hint}")
+        fail(f"--resume: {str(error).rstrip('.') if hint else error}{hint}")
     for name in ("algo", "obs_mode", "distinct_keeps"):
         saved = metadata.get("algorithm" if name == "algo" else name, False if name == "distinct_keeps" else None)
         if saved != getattr(config, name):
@@ -256,6 +256,13 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
                 f"--resume: checkpoint {checkpoint} was trained with {name}={saved!r}, the config says "
                 f"{name}={getattr(config, name)!r}; resume with the run's own {name} or start a new run"
             )
+    named = re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", checkpoint.name)
+    if named is not None and int(named.group(1)) > config.total_timesteps:
+        fail(
+            f"--resume: checkpoint {checkpoint} is at {int(named.group(1)):,} timesteps, past "
+            f"total_timesteps={config.total_timesteps:,}; resume with a larger total_timesteps=N (the run's "
+            "results would otherwise be rewritten from nothing trained)"
+        )
     saved_config = run_config_of(checkpoint, run_dir)
     reference = saved_run_config(read_config_file(saved_config)) if saved_config is not None else args.base
     try:

@@ -310,6 +310,8 @@ class Trainer:
             bar.close()
         if c.eval_freq > 0 and not self.evaluation.recorded(self.num_timesteps):
             self.evaluate(writer)  # the end point of the learning curve
+        if c.checkpoint_freq > 0 and self.num_timesteps % c.checkpoint_freq:
+            self.save_checkpoint()  # the end point too: --resume with a larger total goes on from here
         writer.close()
         return self.save_policy(self.run_dir / "final_model.npz")
 
