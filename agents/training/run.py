@@ -257,10 +257,11 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
                 f"{name}={getattr(config, name)!r}; resume with the run's own {name} or start a new run"
             )
     named = re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", checkpoint.name)
-    if named is not None and int(named.group(1)) > config.total_timesteps:
+    total = getattr(config, "total_timesteps", None)  # (an imitation run counts epochs)
+    if named is not None and total is not None and int(named.group(1)) > total:
         fail(
             f"--resume: checkpoint {checkpoint} is at {int(named.group(1)):,} timesteps, past "
-            f"total_timesteps={config.total_timesteps:,}; resume with a larger total_timesteps=N (the run's "
+            f"total_timesteps={total:,}; resume with a larger total_timesteps=N (the run's "
             "results would otherwise be rewritten from nothing trained)"
         )
     saved_config = run_config_of(checkpoint, run_dir)
