@@ -421,6 +421,22 @@ def test_reset_seed_must_be_an_int(seed):
     )
 
 
+def test_a_0d_integer_tensor_is_an_action_as_in_the_vector_env():
+    """A torch policy's ``torch.tensor(3)`` plays action 3 (Gymnasium's ``Discrete`` takes 0-d integers); a 1-d,
+    float or bool tensor is not an action."""
+    torch = pytest.importorskip("torch")
+    for action, legal in ((torch.tensor(3), True), (torch.tensor(3, dtype=torch.uint8), True), (torch.tensor([3]), False),
+                          (torch.tensor(3.0), False), (torch.tensor(True), False)):  # fmt: skip
+        env = DicePokerEnv("yacht")
+        env.reset(seed=0)
+        expected = DicePokerEnv("yacht")
+        expected.reset(seed=0)
+        obs, _, _, _, info = env.step(action)
+        assert (not info.get("illegal_action")) == legal, action
+        if legal:
+            assert obs["dice"].tolist() == expected.step(3)[0]["dice"].tolist()
+
+
 @pytest.mark.parametrize("action", [31, 99, -1, None, True, 3.0, np.array([3]), np.float64(3), "3"])
 def test_masks_are_all_zeros_after_an_illegal_action_ends_the_episode(action):
     env = DicePokerEnv("yacht")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from numbers import Real
 from typing import Any
@@ -35,14 +36,22 @@ def require_dice_source(name: str, value: Any) -> None:
 
 
 def as_action(action: Any) -> Any:
-    """A NumPy integer or a 0-d integer array as a Python ``int``; anything else unchanged.
+    """A NumPy integer, a 0-d integer array or a 0-d integer tensor (torch, JAX: anything with ``shape == ()``
+    that converts with ``__index__``) as a Python ``int``; anything else unchanged.
 
-    Front ends call this before judging an action, so ``np.int64(3)`` and
-    ``np.array(3)`` are action 3 while ``np.array([3])``, ``True``, ``3.0`` or
-    ``None`` stay what they are and are reported as not an integer.
+    Front ends call this before judging an action, so ``np.int64(3)``, ``np.array(3)`` and
+    ``torch.tensor(3)`` are action 3 while ``np.array([3])``, ``torch.tensor([3])``, ``True``,
+    ``3.0``, ``torch.tensor(3.0)`` or ``None`` stay what they are and are reported as not an integer.
     """
     if isinstance(action, np.integer) or (
         isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu"
     ):
         return int(action)
+    if isinstance(action, (bool, int, float, str, bytes, np.ndarray, np.generic)) or action is None:
+        return action
+    if tuple(getattr(action, "shape", (None,))) == () and "bool" not in str(getattr(action, "dtype", "")):
+        try:
+            return operator.index(action)  # a 0-d integer tensor of another library
+        except TypeError:  # a float tensor: not an action
+            return action
     return action
