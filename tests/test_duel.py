@@ -234,8 +234,25 @@ def test_bad_queries_and_policies_are_refused(three):
 
 
 def test_a_table_too_large_for_the_memory_is_refused():
-    with pytest.raises(MemoryError, match="cells"):
+    with pytest.raises(MemoryError, match="pairs of states need at least"):  # before the layout's arrays
         Duel(load_rules(THREE), memory=1024)
+    small = Duel(load_rules(THREE), solve=False)
+    room = 24 * small.n_pairs + 8 * small.n_pairs * 2  # past the first check, short of the whole table
+    if 8 * small.n_cells + 16 * small.max_stage_cells > room:
+        with pytest.raises(MemoryError, match="cells"):
+            Duel(load_rules(THREE), memory=room)
+
+
+def test_yahtzee_s_two_player_table_is_refused_before_anything_is_allocated():
+    """1.6 TiB: the check comes before the layout (which alone would take hundreds of GiB)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    with pytest.raises(MemoryError, match="pairs of states need at least"):
+        Duel(load_rules("yahtzee"), memory=64 << 30)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 1 << 30, peak
 
 
 # ------------------------------------------------------------------ the shipped small ruleset

@@ -305,6 +305,9 @@ def test_cli_solve_target_and_distribution(small, small_file):
     assert dist["median"] == small.distribution.median and abs(dist["mean"] - small.distribution.mean) < 1e-12
     text = _cli("solve", small_file, "--target", "120", "--distribution", "--no-progress")
     assert "P(score >= 120)" in text and "median" in text and "quantiles" in text
+    # the same table, cached with its distribution: --target alone prints no distribution (what was asked for)
+    assert "distribution" not in json.loads(_cli("solve", small_file, "--target", "120", "--json", "--no-progress"))
+    assert "quantiles" not in _cli("solve", small_file, "--target", "120", "--no-progress")
 
 
 def test_cli_advise_target(small, small_file):

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         if reach is not None and args.target is not None:
             out["target"] = args.target
             out["reach_probability"] = reach.probability(args.target)
-        if reach is not None and reach.distribution is not None:
+        if args.distribution and reach is not None and reach.distribution is not None:
             out["distribution"] = _distribution_json(reach.distribution)
         if duel is not None:
             out["two_player"] = duel
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"states          {solution.n_states:,}")
     if reach is not None and args.target is not None:
         print(f"P(score >= {args.target})  {reach.probability(args.target):.9g}  (maximum over all policies)")
-    if reach is not None and reach.distribution is not None:
+    if args.distribution and reach is not None and reach.distribution is not None:
         dist = reach.distribution
         print("expected-score-optimal policy's final score:")
         print(

@@ -156,6 +156,13 @@ class Duel:
         self.layer_of = np.repeat(np.arange(self.turns + 1), self.n_layer)
         self.index = StateIndex(self.space, self.keys)
         self.least, self.most = rest_bounds(self.space, self.keys, self.layer_start)
+        pairs = sum(self._stage_pairs())
+        at_least = 16 * pairs + 8 * 3 * pairs  # the layout's two arrays per pair, and rows of 3 cells or more
+        if memory is not None and at_least > memory:  # before the layout allocates anything per pair
+            raise MemoryError(
+                f"{pairs:,} pairs of states need at least {format_bytes(at_least)}, but only "
+                f"{format_bytes(memory)} is available; force it (--force, force=True)"
+            )
         self._layout()
         self.n_pairs = int(self.stage_start[-1])
         self.n_cells = int(self.offset[-1])
@@ -180,8 +187,12 @@ class Duel:
         """``(mover layer, other layer)`` of a stage (ints or arrays)."""
         return stage // 2, (stage + 1) // 2
 
+    def _stage_pairs(self) -> list[int]:
+        """The pairs of states of each stage (its mover's layer times the other's)."""
+        return [int(np.prod([self.n_layer[x] for x in self._stage_layers(s)])) for s in range(2 * self.turns + 1)]
+
     def _layout(self) -> None:
-        counts = [int(np.prod([self.n_layer[x] for x in self._stage_layers(s)])) for s in range(2 * self.turns + 1)]
+        counts = self._stage_pairs()
         self.stage_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         lows, widths = [], []
         for s in range(2 * self.turns + 1):
@@ -619,10 +630,18 @@ def solve_duel(
         return duel
     if progress is not False:
         print(f"solving the two-player game of {rules.name} (every pair of states and difference)", file=sys.stderr)
+    from dice_poker_env.solver.solution import _progress_bar
+
+    bar = _progress_bar(
+        rules, progress, long=True, what="the two-player table of ", unit="pair", phases=("the two-player table",)
+    )
     try:
-        duel = Duel(rules, memory=None if force else budget.available_memory())
+        duel = Duel(rules, memory=None if force else budget.available_memory(), progress=bar)
     except MemoryError as error:
         raise SolveTooLargeError(f"the two-player table of {rules.name}: {error}") from error
+    finally:
+        if bar is not None:
+            bar.close()
     if cache:
         meta = {"fingerprint": rules.fingerprint, "rules": rules.name, "duel_version": DUEL_VERSION}
         try:

@@ -341,10 +341,18 @@ def solve_reach(
     solution = solve(rules, cache=cache, workers=workers, force=force, progress=progress) if distribution else None
     if progress is not False:
         print(f"solving the reach table of {rules.name} (every state and target)", file=sys.stderr, flush=True)
+    from dice_poker_env.solver.solution import _progress_bar
+
+    bar = _progress_bar(rules, progress, long=True, what="the reach table of ", phases=("the reach table",))
     try:
-        dp = solve_reach_dp(tables, solution=solution, workers=workers, memory=None if force else _available())
+        dp = solve_reach_dp(
+            tables, solution=solution, workers=workers, memory=None if force else _available(), progress=bar
+        )
     except MemoryError as error:
         raise SolveTooLargeError(f"the reach table of {rules.name}: {error}") from error
+    finally:
+        if bar is not None:
+            bar.close()
     reach = Reach(rules, dp, seconds=time.perf_counter() - start)
     if cache:
         store(reach)

@@ -867,8 +867,9 @@ class _ProgressLines:
 
     PHASES = ("finding the reachable states", "valuing the states")
 
-    def __init__(self, rules: Rules):
+    def __init__(self, rules: Rules, phases: tuple[str, ...] | None = None):
         self.name, self.phase, self.total, self.done = rules.name, -1, 1, 0
+        self.phases = phases or self.PHASES
         self.start = self.last = time.perf_counter()
 
     def reset(self, total: int | None = None) -> None:
@@ -879,7 +880,7 @@ class _ProgressLines:
         now = time.perf_counter()
         if now - self.last >= PROGRESS_LINE_SECONDS:
             self.last = now
-            what = self.PHASES[min(max(self.phase, 0), len(self.PHASES) - 1)]
+            what = self.phases[min(max(self.phase, 0), len(self.phases) - 1)]
             print(
                 f"solving {self.name}: {what}, {100.0 * self.done / self.total:.0f}% ({now - self.start:.0f} s)",
                 file=sys.stderr,
@@ -890,9 +891,18 @@ class _ProgressLines:
         pass
 
 
-def _progress_bar(rules: Rules, enabled: bool | None, long: bool = False) -> Any:  # tqdm (untyped), lines or None
+def _progress_bar(
+    rules: Rules,
+    enabled: bool | None,
+    long: bool = False,
+    *,
+    what: str = "",
+    unit: str = "state",
+    phases: tuple[str, ...] | None = None,
+) -> Any:  # tqdm (untyped), lines or None
     """A tqdm bar on a terminal, else progress lines for a long solve; ``None`` when there is no progress to
-    show (``enabled`` False, or None for a short solve off a terminal)."""
+    show (``enabled`` False, or None for a short solve off a terminal). ``what`` names the table (``"the reach
+    table of "``), ``unit`` what is counted, ``phases`` the phases' names in the lines."""
     if enabled is None:
         enabled = sys.stderr.isatty() or long
     if not enabled:
@@ -904,9 +914,9 @@ def _progress_bar(rules: Rules, enabled: bool | None, long: bool = False) -> Any
             pass
         else:
             return tqdm(
-                total=1, desc=f"solving {rules.name}", unit="state", file=sys.stderr, leave=False, dynamic_ncols=True
+                total=1, desc=f"solving {what}{rules.name}", unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True
             )
-    return _ProgressLines(rules) if long else None
+    return _ProgressLines(rules, phases) if long else None
 
 
 def _resolve_workers(workers: int | None) -> int:
