@@ -121,9 +121,16 @@ def test_points_now_of_every_open_box():
     assert set(now) == {"twos", *rules.box_names[6:]}
 
 
-@pytest.mark.parametrize("text", ["roll all", "reroll", "r", "reroll all", "keep", "keep none"])
+@pytest.mark.parametrize("text", ["roll all", "reroll", "r", "reroll all", "keep none"])
 def test_reroll_everything(text):
     assert command(text).action == 0
+
+
+@pytest.mark.parametrize("text", ["keep", "k", "hold"])
+def test_a_bare_keep_asks_which_dice(text):
+    """A player who types ``k`` may mean to stand: nothing is rerolled, and the message says how to."""
+    done = command(text)
+    assert done.action is None and "which dice?" in done.error and "none` rerolls all five" in done.error
 
 
 @pytest.mark.parametrize(

@@ -214,7 +214,9 @@ def parse_command(
                 assert why is not None  # the faces are not all among the dice
                 return Command(error=why.replace("among your dice", "to reroll among your dice"))
         else:
-            if rest in ("", "none", "nothing"):
+            if rest == "":  # not "reroll all": a player who types "k" may mean to stand
+                return Command(error=f"{verb} which dice? e.g. `{verb} 6 6 6`; `{verb} none` rerolls all five")
+            if rest in ("none", "nothing"):
                 return Command(action=0)
             if rest in ("all", "everything"):
                 return Command(error="keeping all five dice is not a roll; to stop, score a box")
