@@ -235,7 +235,7 @@ def test_gradescope_results_follow_the_format(graded):
         else:
             assert "leaderboard" not in data and data["score"] == 0
     two = _no_nan((out / "two" / "results.json").read_text())
-    assert "2 classes with an act method" in two["output"]
+    assert "2 classes with an act method" in two["output"] and "--class" not in two["output"]  # for the student
 
 
 class _Links(html.parser.HTMLParser):

@@ -158,7 +158,7 @@ def test_check_passes_a_good_submission_without_the_solver(student, capsys, monk
     [
         ("Illegal", "illegal (2 games, first game 1, decision 1): returned 31 (keep all five dice)"),
         ("Malformed", "malformed (2 games, first game 1, decision 1)"),
-        ("Raises", "exception (2 games, first game 1, decision 1): KeyError: 'dice'"),
+        ("Raises", "exception (2 games, first game 1, decision 1): KeyError: 'dice' (at student.py:"),
         ("Chatty", "printed 144 bytes to standard output"),  # "hello" and a newline at each of 2 x 12 decisions
         (
             "Logger",

@@ -639,8 +639,11 @@ def test_the_report_explains_luck(submissions):
     assert "luck-free" in summary_text(report)
     report["agents"]["optimal"]["percent_of_optimal"] = 100.42
     report["agents"]["optimal"]["estimated_percent_of_optimal"] = 100.0
+    assert "above 100 is luck" not in summary_text(report)  # the summary shows only the submission's row
+    report["agents"]["submission"]["percent_of_optimal"] = 100.42
     summary = summary_text(report)
     assert "above 100 is luck in the dice" in summary
+    report["agents"]["submission"]["percent_of_optimal"] = 90.0
     page = render_html(report)
     assert "100.4%" in page and "100.00%" in page
     import html as html_module

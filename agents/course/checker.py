@@ -13,6 +13,8 @@ practice seed, never the hidden grading seed.
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,7 +91,8 @@ class CheckResult:
                 if len(same) == 1
                 else f"{len(same)} games, first {failure_where(same[0].to_json())}"
             )
-            lines.append(f"{kind} ({where}): {message}")
+            line = _line_in_submission(same[0].traceback, self.submission)
+            lines.append(f"{kind} ({where}): {message}" + (f" (at {line})" if line else ""))
         more = self.failure_count - sum(len(same) for same in list(groups.values())[:LISTED])
         if more > 0:
             lines.append(f"... and {more} more failure(s)")
@@ -209,6 +212,24 @@ def check(
     result.stderr_bytes = agent.printed.stderr_bytes
     result.solver_imports = list(agent.solver_imports)
     return result
+
+
+def _line_in_submission(traceback: str, submission: str) -> str | None:
+    """``my_agent.py:12 in act``: the innermost frame of ``traceback`` in the submission's own file (the sandbox shows
+    it under another folder), or ``None``."""
+    from agents.players.registry import parse_agent_spec
+
+    try:
+        spec = parse_agent_spec(submission)
+    except ValueError:
+        return None
+    if spec is None or not spec.is_file or not traceback:
+        return None
+    name = os.path.basename(spec.source)
+    frames = [
+        f for f in re.findall(r'File "([^"]+)", line (\d+), in (\S+)', traceback) if os.path.basename(f[0]) == name
+    ]
+    return f"{name}:{frames[-1][1]} in {frames[-1][2]}" if frames else None
 
 
 def _size(count: float) -> str:

@@ -104,9 +104,10 @@ def _split_text(split: tuple[str, list[tuple[str, str]]]) -> str:
     return ", ".join(f"{label} {value}" for label, value in split[1])
 
 
-def _lucky(report: dict[str, Any]) -> bool:
-    """Whether some agent's percent of optimal is above 100 (luck in the dice)."""
-    return any((row.get("percent_of_optimal") or 0.0) > 100.0 for row in report["agents"].values())
+def _lucky(report: dict[str, Any], agents: tuple[str, ...] | None = None) -> bool:
+    """Whether some agent's (of ``agents``, default all) percent of optimal is above 100 (luck in the dice)."""
+    rows = [row for name, row in report["agents"].items() if agents is None or name in agents]
+    return any((row.get("percent_of_optimal") or 0.0) > 100.0 for row in rows)
 
 
 def failure_where(failure: dict[str, Any]) -> str:
@@ -187,7 +188,7 @@ def _summary(report: dict[str, Any]) -> str:
             f"failed games {sum(failed.values())} ({detail}); illegal actions "
             f"{report['agents']['submission']['illegal_actions']}"
         )
-    if _lucky(report):
+    if _lucky(report, ("submission",)):  # the only agent this summary shows
         lines.append(
             "note: a percent of optimal above 100 is luck in the dice (the mean of finitely many games can "
             "exceed the optimal expectation); the luck-free percent (optimal - regret) cannot"

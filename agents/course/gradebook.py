@@ -136,7 +136,10 @@ def gradescope_results(result: ClassResult, student: StudentResult) -> dict[str,
             f"mean score {row['mean']:.2f} on {report['games']} games; status {student.status}."
         )
     else:
-        output = f"Not scored: {student.error or student.status}."
+        why = student.error or student.status
+        if student.status == "no_agent":  # the reason without its advice to the instructor (--class)
+            why = why.split("; ")[0] + " (one agent class is graded per file: name it as the assignment asks)"
+        output = f"Not scored: {why}."
     problems = report.get("problems", [])
     if problems:
         output += "\n" + "\n".join(f"Problem: {line}" for line in problems)

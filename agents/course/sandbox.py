@@ -387,7 +387,12 @@ class SandboxedAgent:
             "limits": self.limits.for_worker(self.isolated),
             "solver": self.solver,
         }
-        reply, failure = self._request(hello, self.limits.load_seconds, "loading the submission")
+        reply, failure = self._request(
+            hello,
+            self.limits.load_seconds,
+            "loading the submission",
+            f"the load time limit of {self.limits.load_seconds:g} s",
+        )
         if failure is not None:
             failure.kind = FailureKind.LOAD if failure.kind == FailureKind.EXCEPTION else failure.kind
             return failure
@@ -429,10 +434,14 @@ class SandboxedAgent:
         except OSError:  # pragma: no cover
             return ""
 
-    def _request(self, message: dict, seconds: float, what: str) -> tuple[dict, Failure | None]:
+    def _request(
+        self, message: dict, seconds: float, what: str, limit: str | None = None
+    ) -> tuple[dict, Failure | None]:
         """Send ``message`` and wait at most ``seconds`` (and what is left of the total) for the answer.
 
-        A failure kills the worker; an answer that is not ``ok`` is returned as it is (no failure).
+        ``what`` says when (every failure's message ends with it), ``limit`` which limit ``seconds`` is (a
+        timeout's message names it). A failure kills the worker; an answer that is not ``ok`` is returned as it is
+        (no failure).
         """
         left = self.limits.total_seconds - self.seconds
         budget = left < seconds
@@ -456,7 +465,10 @@ class SandboxedAgent:
                     )
                     if budget
                     else Failure(
-                        self.game, self._decision, FailureKind.TIMEOUT, f"no answer within {seconds:g} s ({what})"
+                        self.game,
+                        self._decision,
+                        FailureKind.TIMEOUT,
+                        f"no answer within {seconds:.3g} s ({limit + ', ' if limit else ''}{what})",
                     )
                 ),
             )
@@ -591,7 +603,10 @@ class SandboxedAgent:
         seed = agent_seed(self.game) if self.has_seed else None
         start = time.monotonic()
         reply, failure = self._request(
-            {"op": "reset", "seed": seed}, self.limits.decision_seconds, "the agent's seed()/reset()"
+            {"op": "reset", "seed": seed},
+            self.limits.decision_seconds,
+            f"the agent's seed()/reset() before game {self.game + 1}",
+            f"the decision time limit of {self.limits.decision_seconds:g} s",
         )
         self._game_time += time.monotonic() - start
         if failure is None and reply.get("ok") is not True:
@@ -606,17 +621,18 @@ class SandboxedAgent:
             self.game_failure = self.game_failure or STOPPED
             return -1
         left = self.limits.game_seconds - self._game_time
-        seconds, what = (
-            (self.limits.decision_seconds, "decision time limit")
+        seconds, limit = (
+            (self.limits.decision_seconds, f"the decision time limit of {self.limits.decision_seconds:g} s")
             if self.limits.decision_seconds <= left
-            else (max(left, 1e-3), "game time limit")
+            else (max(left, 1e-3), f"what was left of the game time limit of {self.limits.game_seconds:g} s")
         )
         mask = np.asarray(action_mask)
         start = time.monotonic()
         reply, failure = self._request(
             {"op": "act", "obs": encode_observation(observation), "mask": mask.tolist()},
             seconds,
-            f"{what}, decision {self._decision + 1} of game {self.game + 1}",
+            f"decision {self._decision + 1} of game {self.game + 1}",
+            limit,
         )
         self._game_time += time.monotonic() - start
         if failure is None and reply.get("ok") is not True:
