@@ -541,6 +541,8 @@ def old_run(smoke_run, tmp_path):
         (["net_arch=[32]", "total_timesteps=5000"], "net_arch=[32] differs from the run's net_arch=[64, 64]"),
         (["learning_rate=0.1"], "learning_rate=0.1 differs from the run's learning_rate=0.0003"),
         (["total_timesteps=1000"], "is at 2,048 timesteps, past total_timesteps=1,000; resume with a larger"),
+        (["seed=5", "total_timesteps=5000"], "seed=5 differs from the run's seed=0"),
+        (["n_envs=8", "total_timesteps=5000"], "n_envs=8 differs from the run's n_envs="),
     ],
 )
 def test_failed_resume_writes_nothing(old_run, overrides, message, capsys):

@@ -131,6 +131,8 @@ RUN_ARTIFACTS = (
 
 #: config fields a resumed model keeps from its checkpoint: changing one on --resume is refused
 RESUME_FIXED = (
+    "seed",
+    "n_envs",
     "rules",
     "rules_options",
     "obs_mode",
@@ -160,7 +162,6 @@ RESUME_FIXED = (
 #: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
 BATCHED_RESUME_FIXED = (
     "features",
-    "n_envs",
     "reward_scale",
     "precision",
     "box_points",
