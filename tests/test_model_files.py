@@ -115,6 +115,32 @@ def test_a_malicious_model_zip_runs_no_code(tmp_path, key, capsys):
     assert not marker.exists()
 
 
+def test_pickled_objects_in_the_weights_are_a_one_line_refusal(tmp_path, capsys):
+    """``policy.pth`` holding a pickled object (torch's weights-only load refuses it): no code runs, and the
+    command says so in one line naming the object, not with torch's traceback."""
+    import io
+
+    import torch
+
+    from dice_poker_env.cli import main
+
+    marker = tmp_path / "pwned"
+    path = _trained_zip(tmp_path)
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    buffer = io.BytesIO()
+    torch.save({"weights": Marker(marker)}, buffer)
+    members["policy.pth"] = buffer.getvalue()
+    evil = tmp_path / "evil_pth.zip"
+    with zipfile.ZipFile(evil, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    assert main(["bench", "yacht", "--agents", f"model:{evil}", "--games", "2", "--no-regret"]) != 0
+    err = capsys.readouterr().err
+    assert "hold pickled objects" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not marker.exists()
+
+
 def test_a_hostile_policy_kwargs_entry_is_refused(tmp_path):
     from agents.players.sb3_agent import SB3Agent, UntrustedModelError
 

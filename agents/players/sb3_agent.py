@@ -205,7 +205,17 @@ def load_model(
     if trusted:
         return cls.load(os.fspath(path), custom_objects=dict(overrides or {}) or None, **kwargs)
     custom = safe_custom_objects(path, algo, rules, obs_mode, overrides)
-    return cls.load(os.fspath(path), custom_objects=custom, **kwargs)
+    import pickle
+
+    try:
+        return cls.load(os.fspath(path), custom_objects=custom, **kwargs)
+    except pickle.UnpicklingError as error:  # torch's weights_only load refused an object in the weights
+        found = re.search(r"GLOBAL ([\w.]+)", str(error))
+        what = f" ({found.group(1)})" if found else ""
+        raise ValueError(
+            f"{path}: its weights (policy.pth) hold pickled objects{what}, which the safe load refuses; load it "
+            f"only if you trust the file ({TRUST_ENV}=1, train.py --trust-model-files)"
+        ) from None
 
 
 def algorithm_class(algo: str) -> type[Any]:
