@@ -84,11 +84,22 @@ def test_bad_game_counts_are_refused(games):
         ({"algorithm": "batched_ppo", "features": True}, "rules"),
         ({"algorithm": "batched_ppo", "features": False, "keep_points_bonus": "par"}, "rules"),
         ({"algorithm": "batched_ppo", "bonus_shaping": 1.0}, "rules"),
-        ({"algorithm": "bc", "features": True}, "solver"),
+        ({"algorithm": "bc", "features": True}, "solver"),  # a policy file from before dataset_agent
+        ({"algorithm": "bc", "dataset_agent": "optimal"}, "solver"),
+        ({"algorithm": "bc", "dataset_agent": "greedy"}, "rules"),
+        ({"algorithm": "bc", "dataset_agent": "random"}, "raw"),
     ],
 )
 def test_policy_track_from_metadata(metadata, track):
     assert policy_track(metadata) == track
+
+
+def test_an_imitation_is_named_after_its_dataset_agent():
+    from agents.training.bc import dataset_agent, imitation_label
+
+    assert imitation_label(dataset_agent("dice_poker/yacht/optimal-v0")) == "imitation of the solver"
+    assert imitation_label(dataset_agent("dice_poker/yacht/greedy-v0")) == "imitation of the greedy agent"
+    assert imitation_label(dataset_agent("mine")) == "imitation"
 
 
 def run_cli(args, capsys):

@@ -89,10 +89,13 @@ def check_training_seed(seed: int) -> None:
 
 
 def policy_track(metadata: dict[str, Any]) -> str:
-    """The track of a trained policy from its metadata: ``solver`` for imitation of the solver
-    (``bc``), ``rules`` when any of :data:`RULES_OPTIONS` is on, else ``raw``."""
+    """The track of a trained policy from its metadata: an imitation (``bc``) is on its dataset agent's track
+    (the optimal agent's: ``solver``; greedy's or a trained policy's: ``rules``; random's: ``raw``; another or
+    unknown agent's: ``solver``, the track that allows anything); else ``rules`` when any of
+    :data:`RULES_OPTIONS` is on, else ``raw``."""
     if metadata.get("algorithm", metadata.get("algo")) == "bc":
-        return "solver"
+        imitated = {"optimal": "solver", "greedy": "rules", "trained": "rules", "random": "raw"}
+        return imitated.get(str(metadata.get("dataset_agent")), "solver")
     return "rules" if any(metadata.get(name) for name in RULES_OPTIONS) else "raw"
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,8 +61,22 @@ from dice_poker_env.rules import Rules
 if TYPE_CHECKING:
     from torch.utils.tensorboard import SummaryWriter
 
-#: how the behaviour-cloning baseline is named wherever it is reported
+#: how the behaviour-cloning baseline is named wherever it is reported (of the optimal agent's dataset)
 LABEL = "imitation of the solver"
+
+
+def imitation_label(agent: str | None) -> str:
+    """What a behaviour-cloning run imitates, from its dataset's agent: :data:`LABEL` for the optimal agent's
+    games, ``imitation of the greedy agent`` for another's, ``imitation`` when it is not known."""
+    if agent == "optimal":
+        return LABEL
+    return f"imitation of the {agent} agent" if agent else "imitation"
+
+
+def dataset_agent(dataset_id: str) -> str | None:
+    """The agent of a dataset id as ``dice-poker dataset`` names them (``dice_poker/yacht/greedy-v0``), or ``None``."""
+    found = re.fullmatch(r"[^/]+/[^/]+/(.+)-v\d+", dataset_id)
+    return found.group(1) if found else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -189,7 +204,7 @@ class BCTrainer:
             **model_metadata(rules, "flat", "bc", seed=config.seed),
             **(metadata or {}),
             "algorithm": "bc",
-            "label": LABEL,
+            "label": imitation_label(info["agent"]),
             "obs_mode": "flat",
             "masked": True,
             "dataset": config.dataset,
@@ -236,11 +251,11 @@ class BCTrainer:
         writer = SummaryWriter(str(self.run_dir / "tb" / "run"))
         writer.add_text(
             "config",
-            f"bc ({LABEL}) from {c.dataset}: {size:,} decisions of {data.episodes:,} games "
+            f"bc ({imitation_label(data.info['agent'])}) from {c.dataset}: {size:,} decisions of {data.episodes:,} games "
             f"by the {data.info['agent']} agent",
         )
         self.log(
-            f"bc ({LABEL}): {size:,} decisions of {data.episodes:,} {data.info['agent']} games "
+            f"bc ({imitation_label(data.info['agent'])}): {size:,} decisions of {data.episodes:,} {data.info['agent']} games "
             f"from {c.dataset}, {c.bc_epochs} epochs"
         )
         started = time.perf_counter()

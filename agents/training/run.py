@@ -365,11 +365,12 @@ def imitation_trainer(config: BC, rules: Rules, run_dir: Path, optimal: float | 
 
 
 def algo_label(config: Common) -> str:
-    """The algorithm as reported: behaviour cloning is named as the imitation of the solver it is."""
+    """The algorithm as reported: behaviour cloning is named as the imitation it is (of the solver, of the greedy
+    agent: the agent of its dataset)."""
     if config.algo in IMITATION_ALGORITHMS:
-        from agents.training.bc import LABEL
+        from agents.training.bc import dataset_agent, imitation_label
 
-        return f"{config.algo} ({LABEL})"
+        return f"{config.algo} ({imitation_label(dataset_agent(str(getattr(config, 'dataset', ''))))})"
     return config.algo
 
 
