@@ -167,8 +167,16 @@ def test_table_sizes_seat_everyone_at_tables_of_2_to_players_plus_1(agents, play
         return
     sizes = table_sizes(agents, players)
     assert sum(sizes) == agents
-    assert all(2 <= s <= min(players + 1, 7) for s in sizes)
+    assert all(2 <= s <= 6 for s in sizes)
     assert max(sizes) - min(sizes) <= 1
+    # no table further from `players` than every way of seating them at equal tables must be
+    possible = [
+        max(abs(size - players) for size in [agents // t + 1] * (agents % t) + [agents // t] * (t - agents % t))
+        for t in range(1, agents // 2 + 1)
+        if agents // t >= 2 and -(-agents // t) <= 6
+    ]
+    assert max(abs(s - players) for s in sizes) == min(possible), sizes
+    assert table_sizes(5, 4) == [5]  # not 3 + 2
 
 
 def test_round_robin_groups_and_rotations():

@@ -77,14 +77,21 @@ FORMAT_VERSION = 1
 def table_sizes(agents: int, players: int) -> list[int]:
     """How many agents sit at each table of a round: ``players``, or one more or fewer to seat everyone.
 
-    ``ceil(agents / players)`` tables as equal as possible; where that would leave a table of
-    one, one table fewer (some then seat ``players + 1``).
+    Tables as equal as possible, of :data:`MIN_PLAYERS` to :data:`MAX_PLAYERS` seats, their number chosen so
+    that no table is further from ``players`` than it must be (5 agents at tables of 4: one table of 5, not
+    3 + 2), then the number of tables closest to ``agents / players``.
     """
-    tables = max(1, math.ceil(agents / players))
-    if agents // tables < MIN_PLAYERS:
-        tables -= 1
-    base, extra = divmod(agents, tables)
-    return [base + 1] * extra + [base] * (tables - extra)
+    best: tuple[tuple[float, float], list[int]] | None = None
+    for tables in range(1, agents // MIN_PLAYERS + 1):
+        base, extra = divmod(agents, tables)
+        sizes = [base + 1] * extra + [base] * (tables - extra)
+        if sizes[-1] < MIN_PLAYERS or sizes[0] > MAX_PLAYERS:
+            continue
+        key = (max(abs(size - players) for size in sizes), abs(tables - agents / players))
+        if best is None or key < best[0]:
+            best = (key, sizes)
+    assert best is not None, (agents, players)  # two agents or more always seat
+    return best[1]
 
 
 def choose_format(agents: int, players: int, fmt: str = "auto") -> str:
@@ -263,6 +270,8 @@ def tournament(
             agent = SandboxedAgent(name, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
             entries.append(Entry(name, "submission", agent))
             agent.start()  # (one at a time: a sandbox dies with the thread that started it)
+            if agent.load_error is not None and progress:
+                print(f"{name} did not load: {agent.load_error.message}; it forfeits its games", file=sys.stderr)
         records, matches = _play(entries, rules, players, games, seed, fmt, rounds, turns, progress)
     finally:
         for entry in entries:
@@ -477,9 +486,11 @@ def write_outputs(result: dict[str, Any], out: Path) -> list[Path]:
 
 def summary_text(result: dict[str, Any]) -> str:
     """The standings for the terminal (control characters replaced by ``?``)."""
+    sizes = sorted({len(m["agents"]) for m in result["matches"]} or {result["players"]}, reverse=True)
+    seats = f"{sizes[0]} seats a table" if len(sizes) == 1 else f"tables of {' and '.join(map(str, sizes))} seats"
     lines = [
         f"{result['rules']}: {len(result['agents'])} agents, {result['format']}, {result['rounds']} round(s), "
-        f"{len(result['matches'])} matches, {len(result['games_played'])} games, {result['players']} seats a table",
+        f"{len(result['matches'])} matches, {len(result['games_played'])} games, {seats}",
         f"{'rank':>4}  {'rating':>7}  {'95% interval':>15}  {'games':>5}  {'wins':>4}  {'mean':>7}  {'fail':>4}  agent",
     ]
     for row in result["standings"]:
@@ -489,4 +500,8 @@ def summary_text(result: dict[str, Any]) -> str:
             f"{row['games']:>5}  {row['wins']:>4}  {mean:>7}  {row['failures']:>4}  {row['agent']}"
             + ("" if row["status"] == "ok" else f" ({row['status']})")
         )
+    for row in result["standings"]:  # why a submission played no game: the reason, not only its status
+        failures = result.get("failures", {}).get(row["agent"]) or []
+        if row["status"] == "not_loaded" and failures:
+            lines.append(f"{row['agent']} did not load: {failures[0]['message']}")
     return "\n".join("".join("?" if ord(ch) < 32 or 127 <= ord(ch) < 160 else ch for ch in line) for line in lines)
