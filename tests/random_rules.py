@@ -90,8 +90,15 @@ def random_spec(rng: np.random.Generator, max_boxes: int = 6, *, solvable: bool 
     if tables.is_upper.any() and rng.random() < 0.6 and not (solvable and big):
         lowest, highest = tables.min_upper_total, tables.max_upper_total
         timing = "on_complete" if lowest < 0 or rng.random() < 0.4 else "on_reach"
+        upper = np.flatnonzero(tables.is_upper)
+        if tables.turns < len(upper):  # the last upper box is never filled; the best `turns` of them at most
+            timing = "on_reach" if lowest >= 0 else "none"
+            tops = sorted(
+                (max(int(t[:, k].max()) for t in (tables.score, tables.score_first_roll)) for k in upper), reverse=True
+            )
+            highest = min(highest, sum(max(points, 0) for points in tops[: tables.turns]))
         low = 1 if timing == "on_reach" else lowest
-        if low <= highest:
+        if timing != "none" and low <= highest:
             spec["upper_bonus"] = {
                 "threshold": int(rng.integers(low, highest + 1)),
                 "points": int(rng.integers(0, 51)),

@@ -117,6 +117,21 @@ def test_rules_pickle_and_hash_by_content():
         ),
         ('name = "x"\nboxes = [{ name = "a", kind = "chance" }]\nupper_bonus = 3', "'upper_bonus': expected Mapping"),
         ('name = "x"\nboxes = [{ name = "a", kind = "chance" ', "not a valid TOML file"),
+        (  # a misspelt key: named as such, not only as the field that is missing
+            'name = "x"\nboxes = [{ name = "ones", kind = "face_sum", face = 1 }]\n'
+            "upper_bonus = { treshold = 3, points = 5 }",
+            "missing required field 'upper_bonus.threshold' (is 'upper_bonus.treshold' a misspelling of it?)",
+        ),
+        (  # one turn fills one of the two upper boxes: at most 30, never 40
+            'name = "x"\nturns = 1\nupper_bonus = { threshold = 40, points = 35 }\nboxes = [\n'
+            '{ name = "fives", kind = "face_sum", face = 5 }, { name = "sixes", kind = "face_sum", face = 6 }]',
+            "'upper_bonus.threshold': expected an integer in 1..30",
+        ),
+        (
+            'name = "x"\nturns = 1\nupper_bonus = { threshold = 0, points = 35, timing = "on_complete" }\n'
+            'boxes = [{ name = "fives", kind = "face_sum", face = 5 }, { name = "sixes", kind = "face_sum", face = 6 }]',
+            "turns = 1 fill at most 1 of the 2 upper boxes",
+        ),
     ],
 )
 def test_malformed_files_name_file_field_and_expectation(tmp_path, text, message):
@@ -125,6 +140,15 @@ def test_malformed_files_name_file_field_and_expectation(tmp_path, text, message
         compile_rules(load_rules(path))  # (the last case: compiling finds what needs the score tables)
     assert str(path) in str(error.value)
     assert message in str(error.value)
+
+
+def test_a_yaml_syntax_error_is_one_line(tmp_path):
+    pytest.importorskip("yaml")
+    path = write(tmp_path, "bad.yaml", "name: x\nboxes: [ {name: c, kind: chance\n")
+    with pytest.raises(RulesError) as error:
+        load_rules(path)
+    assert "not a valid YAML file" in str(error.value) and "line 3" in str(error.value)
+    assert len(str(error.value).splitlines()) == 1
 
 
 def test_unknown_ruleset_file_type_and_missing_file(tmp_path):

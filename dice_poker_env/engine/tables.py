@@ -258,6 +258,21 @@ def check_upper_bonus(tables: RuleTables) -> None:
         return
     lowest, highest = tables.min_upper_total, tables.max_upper_total
     field_path = f"{rules.source}: field 'upper_bonus"
+    n_upper = int(tables.is_upper.sum())
+    if rules.turns < n_upper:  # a game fills only `turns` boxes: the best upper boxes, at most
+        if bonus.timing == "on_complete":
+            raise RulesError(
+                f"{field_path}.timing': an on_complete bonus is paid when the last upper box is filled, and "
+                f"turns = {rules.turns} fill at most {rules.turns} of the {n_upper} upper boxes"
+            )
+        best = sorted(
+            (
+                max(int(t[:, k].max()) for t in (tables.score, tables.score_first_roll, tables.score_joker_first_roll))
+                for k in np.flatnonzero(tables.is_upper)
+            ),
+            reverse=True,
+        )
+        highest = min(highest, sum(max(points, 0) for points in best[: rules.turns]))
     if bonus.timing == "on_reach":
         if lowest < 0:
             raise RulesError(

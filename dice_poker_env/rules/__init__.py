@@ -67,8 +67,9 @@ def read_rules_file(path: str | os.PathLike[str]) -> dict[str, Any]:
             return loaded
     except RulesError:
         raise
-    except Exception as error:  # parser errors name line and column; keep them
-        raise RulesError(f"{path}: not a valid {suffix[1:].upper()} file: {error}") from error
+    except Exception as error:  # parser errors name line and column; keep them, on one line (PyYAML's take four)
+        detail = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        raise RulesError(f"{path}: not a valid {suffix[1:].upper()} file: {detail}") from error
 
 
 def _shipped_spec(name: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ validating and naming a ruleset.
 from __future__ import annotations
 
 import copy
+import difflib
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -231,7 +232,9 @@ class _Reader:
         self.used.add(key)
         if key not in self.data:
             if default is ...:
-                raise RulesError(f"{self.source}: missing required field '{self.where(key)}'")
+                close = difflib.get_close_matches(key, [k for k in self.data if isinstance(k, str)], n=1, cutoff=0.75)
+                typo = f" (is '{self.where(close[0])}' a misspelling of it?)" if close else ""
+                raise RulesError(f"{self.source}: missing required field '{self.where(key)}'{typo}")
             return default
         value = self.data[key]
         kinds = kind if isinstance(kind, tuple) else (kind,)
