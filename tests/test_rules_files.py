@@ -142,6 +142,29 @@ def test_malformed_files_name_file_field_and_expectation(tmp_path, text, message
     assert message in str(error.value)
 
 
+def test_every_option_value_is_checked_when_the_rules_load():
+    """A typo in the patch of a value nobody chose yet is found at once, naming the option (it surfaced only when
+    the value was chosen, as an error that did not say which option made it)."""
+    spec = {
+        "name": "t",
+        "boxes": [{"name": "c", "kind": "chance"}, {"name": "y", "kind": "n_of_a_kind", "n": 5, "points": 50}],
+        "options": {
+            "big": {
+                "doc": "x",
+                "default": False,
+                "values": {False: {"boxes.y.points": 50}, True: {"boxes.y.pionts": 100}},
+            }
+        },
+    }
+    with pytest.raises(RulesError, match=r"option 'big' = True: unknown field 'boxes\[1\].pionts'"):
+        load_rules(spec)
+    spec["options"]["big"]["values"][True] = {"boxes.y.points": "lots"}
+    with pytest.raises(RulesError, match=r"option 'big' = True: field 'boxes\[1\].points'"):
+        load_rules(spec)
+    spec["options"]["big"]["values"][True] = {"boxes.y.points": 100}
+    assert load_rules(spec, big=True).boxes[1].points == 100 and load_rules(spec).boxes[1].points == 50
+
+
 def test_a_yaml_syntax_error_is_one_line(tmp_path):
     pytest.importorskip("yaml")
     path = write(tmp_path, "bad.yaml", "name: x\nboxes: [ {name: c, kind: chance\n")

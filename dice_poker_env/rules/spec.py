@@ -426,6 +426,33 @@ def build_rules(
     if not isinstance(spec, Mapping):
         raise RulesError(f"{source}: the rules must be a table/mapping, got {type(spec).__name__}")
     resolved, assignment = resolve_options(spec, source, chosen_options or {})
+    for name, value in _other_option_values(spec, source, assignment):  # each value's patches, before it is chosen
+        try:
+            variant, variant_assignment = resolve_options(spec, source, {**assignment, name: value})
+            _build(spec, variant, source, variant_assignment)
+        except RulesError as error:
+            detail = str(error).removeprefix(f"{source}: ")
+            raise RulesError(f"{source}: option {name!r} = {value!r}: {detail}") from None
+    try:
+        return _build(spec, resolved, source, assignment)
+    except RulesError as error:
+        chosen = {k: v for k, v in assignment.items() if (chosen_options or {}).get(k) is not None}
+        if not chosen:
+            raise
+        detail = str(error).removeprefix(f"{source}: ")
+        raise RulesError(
+            f"{source}: with option {', '.join(f'{k} = {v!r}' for k, v in chosen.items())}: {detail}"
+        ) from None
+
+
+def _other_option_values(spec: Mapping[str, Any], source: str, assignment: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Every ``(option, value)`` of the spec other than the one ``assignment`` chose."""
+    options = _parse_options(copy.deepcopy(dict(spec)), source)
+    return [(o.name, v) for o in options.values() for v in o.values if v != assignment.get(o.name)]
+
+
+def _build(spec: Mapping[str, Any], resolved: dict[str, Any], source: str, assignment: dict[str, Any]) -> Rules:
+    """:func:`build_rules` of ``spec`` with its options applied (``resolved``; ``assignment`` records them)."""
     r = _Reader(resolved, source, "")
     name = r.get("name", str)
     title = r.get("title", str, name)
