@@ -51,12 +51,21 @@ _KEPT = ("results.json", "evaluations.csv", "config.yaml")
 def collect(run_dirs: list[Path], out: Path, group: str | None = None) -> list[Path]:
     """Copy each run's small result files to ``out/runs/<rules>/<run name>/`` (with ``group``: the label
     these runs are aggregated under, kept in a ``group`` file beside them)."""
-    copied = []
-    for run in run_dirs:
+    read = []
+    for run in run_dirs:  # every run checked before any is copied
         results = run / "results.json"
         if not results.is_file():
             raise SystemExit(f"agents.evaluation.results: error: {run}: no results.json (is the run finished?)")
-        rules = json.loads(results.read_text())["rules"]
+        data = json.loads(results.read_text())
+        if data.get("percent_of_optimal") is None:
+            raise SystemExit(
+                f"agents.evaluation.results: error: {run}: its results.json has no percent of optimal (trained with "
+                "bench_games=0 or solver=off): nothing to aggregate (benchmark it: train.py --run-dir RUN --resume bench_games=2000)"
+            )
+        read.append((run, data))
+    copied = []
+    for run, data in read:
+        rules = data["rules"]
         target = out / "runs" / rules / run.name
         target.mkdir(parents=True, exist_ok=True)
         for name in _KEPT:

@@ -257,20 +257,24 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
                 f"--resume: checkpoint {checkpoint} was trained with {name}={saved!r}, the config says "
                 f"{name}={getattr(config, name)!r}; resume with the run's own {name} or start a new run"
             )
-    named = re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", checkpoint.name)
-    total = getattr(config, "total_timesteps", None)  # (an imitation run counts epochs)
-    if named is not None and total is not None and int(named.group(1)) > total:
-        fail(
-            f"--resume: checkpoint {checkpoint} is at {int(named.group(1)):,} timesteps, past "
-            f"total_timesteps={total:,}; resume with a larger total_timesteps=N (the run's "
-            "results would otherwise be rewritten from nothing trained)"
-        )
     saved_config = run_config_of(checkpoint, run_dir)
     reference = saved_run_config(read_config_file(saved_config)) if saved_config is not None else args.base
     try:
         before = make_config(reference)
     except ValueError as error:
         fail(f"--resume: {saved_config or args.config}: {error}")
+    named = re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", checkpoint.name)
+    total = getattr(config, "total_timesteps", None)  # (an imitation run counts epochs)
+    if (
+        named is not None
+        and total is not None
+        and int(named.group(1)) > total != getattr(before, "total_timesteps", None)
+    ):
+        fail(  # (at the run's own total, a finished run goes on to its benchmark: whole rollouts may pass the total)
+            f"--resume: checkpoint {checkpoint} is at {int(named.group(1)):,} timesteps, past "
+            f"total_timesteps={total:,}; resume with a larger total_timesteps=N (the run's results would otherwise "
+            "be rewritten from nothing trained)"
+        )
     fixed = RESUME_FIXED + (BATCHED_RESUME_FIXED if config.algo in BATCHED_ALGORITHMS else ())
     changed = [name for name in fixed if getattr(config, name, None) != getattr(before, name, None)]
     if changed:
