@@ -312,6 +312,9 @@ def test_registry_builds_it_by_name(small, monkeypatch):
     assert make_agent("winning", small.rules).future == "expected"
     assert make_agent("winning,target=120", small.rules).target == 120
     assert is_batch_agent("winning") and is_batch_agent(agent)
+    # a misspelt argument is named as the agent's, not as an unknown rules option
+    with pytest.raises(ValueError, match=r"unknown argument 'taget' \(winning takes target, future, tail\)"):
+        make_agent("winning,taget=120", small.rules)
 
 
 # ------------------------------------------------------------------ head to head

@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 AGENT_NAMES = ("optimal", "greedy", "random", "trained", "winning")
 #: the built-in agents that take ``key=value`` arguments after a comma: ``winning,target=200``
 _WITH_ARGUMENTS = ("winning",)
+#: the arguments each of them takes in a spec (``winning,target=200``)
+_ARGUMENTS = {"winning": ("target", "future", "tail")}
 #: What the error for an unknown agent lists.
 AGENT_FORMS = ", ".join(AGENT_NAMES) + ", model:PATH, FILE.py:NAME or MODULE:NAME"
 
@@ -163,6 +165,8 @@ def builtin_arguments(name: str) -> dict[str, Any]:
             raise ValueError(f"agent {name!r}: arguments must be key=value, got {item.strip()!r}")
         if key in out:
             raise ValueError(f"agent {name!r}: argument {key!r} given twice")
+        if key not in _ARGUMENTS[base]:
+            raise ValueError(f"agent {name!r}: unknown argument {key!r} ({base} takes {', '.join(_ARGUMENTS[base])})")
         out[key] = literal_value(text.strip())
     return out
 
