@@ -296,6 +296,8 @@ def test_bad_observations_and_arguments_are_one_line_errors(small):
     obs["opponent_scores"] = obs["opponent_scores"] + 1
     with pytest.raises(SolverError, match="opponent"):
         small.act(obs)
+    with pytest.raises(SolverError, match="observation must be a dict"):
+        small.act(np.zeros(10), np.ones(45, dtype=np.int8))  # a flat observation
     with pytest.raises(ValueError, match="future"):
         _variant(small, future="hope")
     with pytest.raises(ValueError, match="target"):

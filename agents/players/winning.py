@@ -552,6 +552,10 @@ class WinningAgent:
 
     def act(self, observation: Mapping[str, Any], action_mask: np.ndarray | None = None) -> int:
         """The best legal action for one observation."""
+        if not isinstance(observation, Mapping):
+            raise SolverError(
+                f"observation must be a dict: the multi-player env's (obs_mode='dict'), got {type(observation).__name__}"
+            )
         batch = {key: np.asarray(value)[None] for key, value in observation.items()}
         masks = None if action_mask is None else np.asarray(action_mask)[None, :]
         return int(self.act_batch(batch, masks)[0])
