@@ -316,6 +316,9 @@ def test_agent_names_are_distinct_and_recognisable():
     ) == ["optimal", "a/final_model", "b/final_model", "best_model"]
     assert agent_names(["greedy", "model:x/greedy.zip"]) == ["greedy", "x/greedy"]  # never shadows an agent
     assert agent_names([("model", "model:m.zip"), "model:runs/model.zip"]) == ["model", "runs/model"]
+    # a policy file's stem too; a .zip and a .npz of one stem in one folder keep their suffixes
+    assert agent_names(["model:a/final_model.npz", "model:b/final_model.zip"]) == ["a/final_model", "b/final_model"]
+    assert agent_names(["model:a/final_model.npz", "model:a/final_model.zip"]) == ["final_model.npz", "final_model.zip"]
     for twice in (["greedy", "greedy"], ["model:m.zip", "model:./m.zip"], [("a", "greedy"), ("a", "random")]):
         with pytest.raises(ValueError, match="distinct names"):
             agent_names(twice)

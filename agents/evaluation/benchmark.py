@@ -637,8 +637,8 @@ def agent_names(agents: Sequence[Any]) -> list[str]:
             names.append(str(entry[0]))
             parts.append(None)
         elif isinstance(entry, str) and entry.startswith("model:"):
-            path = Path(os.path.abspath(entry[len("model:") :]))  # one file, one name
-            parts.append((path.with_suffix("") if path.suffix == ".zip" else path).parts[1:])
+            path = Path(os.path.abspath(entry[len("model:") :]))  # one file, one name: its stem
+            parts.append((path.with_suffix("") if path.suffix in (".zip", ".npz") else path).parts[1:])
             names.append(parts[-1][-1] if parts[-1] else entry)
         else:
             custom = parse_agent_spec(entry) if isinstance(entry, str) else None
@@ -647,6 +647,11 @@ def agent_names(agents: Sequence[Any]) -> list[str]:
             else:
                 names.append(entry if isinstance(entry, str) else str(getattr(entry, "name", type(entry).__name__)))
             parts.append(None)
+    same = Counter(p for p in parts if p is not None)
+    for i, entry in enumerate(agents):  # a .zip and a .npz of one stem in one folder: their file names
+        if parts[i] is not None and same[parts[i]] > 1 and isinstance(entry, str):
+            parts[i] = Path(os.path.abspath(entry[len("model:") :])).parts[1:]
+            names[i] = parts[i][-1]
     depth = [1] * len(names)
     while True:  # lengthen the clashing models' names by one folder at a time
         counts = Counter(names)
