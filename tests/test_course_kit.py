@@ -183,7 +183,7 @@ def test_check_passes_a_little_standard_error(student, capsys):
 
 def test_check_reports_a_slow_submission_with_the_config_limits(student, capsys):
     code, out, _ = run_check(student, "Slow", "--config", str(student / "slow.toml"), capsys=capsys)
-    assert code == 1 and "timeout (game 1, decision 1): no answer within 1 s" in out, out
+    assert code == 1 and "timeout (2 games, first game 1, decision 1): no answer within 1 s" in out, out  # one line
     code, out, _ = run_check(student, "Good", "--json", capsys=capsys)
     data = json.loads(out)
     assert code == 0 and data["ok"] and data["games_played"] == 2 and data["problems"] == []

@@ -82,10 +82,11 @@ class CheckResult:
     def problems(self) -> list[str]:
         """One line per interface problem (empty: the interface is fine)."""
         groups: dict[tuple[str, str], list[Failure]] = {}
-        for failure in self.failures:  # the same failure in every game: one line
-            groups.setdefault((str(failure.kind), failure.message), []).append(failure)
+        for failure in self.failures:  # the same failure in every game: one line (its numbers aside)
+            groups.setdefault((str(failure.kind), re.sub(r"\d+", "#", failure.message)), []).append(failure)
         lines = []
-        for (kind, message), same in list(groups.items())[:LISTED]:
+        for (kind, _), same in list(groups.items())[:LISTED]:
+            message = same[0].message
             where = (
                 failure_where(same[0].to_json())
                 if len(same) == 1
@@ -251,7 +252,8 @@ def check_text(result: CheckResult) -> str:
         lines.append(
             f"  {result.decisions} decision(s) answered"
             + (f", the slowest in {result.slowest:.3f} s" if result.decisions else "")
-            + f" (limits: {limits.decision_seconds:g} s a decision, {limits.game_seconds:g} s a game)"
+            + f" (limits: {limits.decision_seconds:g} s a decision, {limits.game_seconds:g} s a game, "
+            f"{limits.memory_mb:g} MiB of memory)"
         )
     lines += [f"  problem: {line}" for line in result.problems]
     if result.ok:

@@ -132,6 +132,22 @@ def _headline(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _limits(report: dict[str, Any]) -> str:
+    """The submission's limits in a sentence (``""`` where the report has none)."""
+    limits = report.get("limits") or {}
+    parts = [
+        ("decision_seconds", "{:g} s a decision"),
+        ("game_seconds", "{:g} s a game"),
+        ("load_seconds", "{:g} s to load"),
+        ("total_seconds", "{:g} s in all"),
+        ("memory_mb", "{:g} MiB of memory"),
+        ("output_kb", "{:g} KiB of output"),
+        ("max_failures", "{:g} failed games"),
+    ]
+    said = [text.format(limits[key]) for key, text in parts if isinstance(limits.get(key), (int, float))]
+    return f" Limits: {', '.join(said)}." if said else ""
+
+
 def _isolation(report: dict[str, Any]) -> str:
     """``Isolated (bubblewrap 0.8.0)`` or ``UNISOLATED``."""
     isolation = report.get("isolation") or {}
@@ -230,7 +246,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"{md_text(report['rules_title'])} ({md_text(report['rules'])}"
         + (f", options {md_text(report['rules_options'])}" if report["rules_options"] else "")
-        + f"), {report['games']} games, seed {report['seed']}. {_isolation(report)}.",
+        + f"), {report['games']} games, seed {report['seed']}. {_isolation(report)}.{_limits(report)}",
         "",
         f"**{_pct(head['percent'])} of optimal** (95% CI ± {_num(head['ci'], 1)}): mean score "
         f"{_num(head['mean'])} ± {_num(head['ci95'])}, optimal expected score {_num(report['optimal_expected_score'])}."
@@ -625,7 +641,7 @@ def render_html(report: dict[str, Any]) -> str:
             if report["rules_options"]
             else ""
         )
-        + f"), {report['games']} games, seed {report['seed']}. {e(_isolation(report))}. "
+        + f"), {report['games']} games, seed {report['seed']}. {e(_isolation(report))}.{e(_limits(report))} "
         f'Status: <strong id="status">{e(report["status"])}'
         "</strong>.</p>",
         f'<div class="headline"><span class="big" id="percent">{_pct(head["percent"])}</span> of optimal '
