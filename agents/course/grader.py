@@ -251,8 +251,10 @@ def _problems(agent: SandboxedAgent, games: int, interrupted: bool = False) -> l
         lines.append(f"the submission did not load ({error.kind}): {error.message}; it scores 0 in every game")
         return lines
     if agent.failure_count:
-        kinds = Counter(f.kind for f in agent.failures)
+        kinds = Counter(FailureKind(f.kind).value for f in agent.failures)
         detail = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+        if agent.failure_count > len(agent.failures):  # beyond MAX_RECORDED_FAILURES: counted, not kept
+            detail += f", {agent.failure_count - len(agent.failures)} more not recorded in detail"
         lines.append(
             f"{agent.failure_count} game(s) ended early because of the submission ({detail}); "
             "each such game counts the points written until then"
