@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs=2,
         required=True,
         metavar=("A", "B"),
-        help="the two agents: optimal, greedy, random, trained, model:PATH, FILE.py:NAME or MODULE:NAME",
+        help="the two agents: optimal, greedy, random, trained, winning[,target=T|,future=reach], model:PATH, "
+        "FILE.py:NAME or MODULE:NAME",
     )
     parser.add_argument(
         "--games",
