@@ -178,8 +178,21 @@ def test_a_match_is_deterministic_and_auto_mode_stops_at_the_target(monkeypatch)
     assert other["mean_score"] != first["mean_score"]
     auto = match(YACHT, "greedy", "optimal", games="auto", target_ci=0.03, seed=9)
     assert auto["win_rate_ci95_half_width"] <= 0.03 and auto["pilot"]["games"] == 200 < auto["games"]
+    assert auto["target_reached"] is True and fixed_games_target_missed()
     fixed = match(YACHT, "greedy", "optimal", games=auto["games"], seed=9)  # the same deals, in other blocks
     assert {k: fixed[k] for k in keys} == {k: auto[k] for k in keys}
+
+
+def fixed_games_target_missed():
+    """A cap below what the target needs: the result and its text say the target was missed."""
+    from agents.evaluation.match import render
+
+    capped = match(YACHT, "optimal", "greedy", games="auto", target_ci=0.01, max_games=100, seed=0)
+    assert capped["games"] == 100 and capped["target_reached"] is False
+    assert "short of the target 1.00: --max-games stopped the match first" in render(capped)
+    one = render(match(YACHT, "optimal", "greedy", games=2, seed=0))
+    assert "(1 deal, seats swapped)" in one and "no interval from one deal" in one and "nan" not in one
+    return True
 
 
 class Cheater:

@@ -649,9 +649,10 @@ def agent_names(agents: Sequence[Any]) -> list[str]:
             parts.append(None)
     same = Counter(p for p in parts if p is not None)
     for i, entry in enumerate(agents):  # a .zip and a .npz of one stem in one folder: their file names
-        if parts[i] is not None and same[parts[i]] > 1 and isinstance(entry, str):
-            parts[i] = Path(os.path.abspath(entry[len("model:") :])).parts[1:]
-            names[i] = parts[i][-1]
+        stem = parts[i]
+        if stem is not None and same[stem] > 1 and isinstance(entry, str):
+            full = Path(os.path.abspath(entry[len("model:") :])).parts[1:]
+            parts[i], names[i] = full, full[-1]
     depth = [1] * len(names)
     while True:  # lengthen the clashing models' names by one folder at a time
         counts = Counter(names)

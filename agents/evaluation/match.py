@@ -394,7 +394,10 @@ def match(
     pilot: dict[str, Any] | None = None
     if not auto:
         if announce is not None:
-            announce(f"plays {n_games:,} games ({n_games // 2:,} deals, each with the seats swapped)")
+            deals = n_games // 2
+            announce(
+                f"plays {n_games:,} games ({deals:,} deal{'s' if deals != 1 else ''}, each with the seats swapped)"
+            )
         scores = play_deals(rules, agents, seed, n_games // 2, names=names, lockstep=lockstep, progress=progress)
     else:
         if announce is not None:
@@ -432,6 +435,7 @@ def match(
         "seed": int(seed),
         **row,
         "target_ci": target if auto else None,
+        "target_reached": (row["win_rate_ci95_half_width"] <= target) if auto else None,
         "pilot": pilot,
         "lockstep": all(plays_batches(agent, lockstep)[1] for agent in agents),
         "wall_seconds": wall,
@@ -444,15 +448,25 @@ def render(result: dict[str, Any]) -> str:
     """The match as a few lines of text."""
     a, b = result["agents"]
     low, high = result["win_rate_ci95"] or (float("nan"), float("nan"))
+    interval = (
+        f"95% CI {100 * low:.2f} - {100 * high:.2f}"
+        if np.isfinite(low) and np.isfinite(high)
+        else "no interval from one deal: play at least 4 games"
+    )
+    deals = f"{result['deals']:,} deal{'s' if result['deals'] != 1 else ''}"
     lines = [
-        f"{result['rules']}: {a} vs {b}, {result['games']:,} games ({result['deals']:,} deals, seats swapped), "
-        f"seed {result['seed']}",
-        f"win rate of {a}  {100 * result['win_rate']:.2f}%  (95% CI {100 * low:.2f} - {100 * high:.2f})",
+        f"{result['rules']}: {a} vs {b}, {result['games']:,} games ({deals}, seats swapped), seed {result['seed']}",
+        f"win rate of {a}  {100 * result['win_rate']:.2f}%  ({interval})",
         f"wins / ties / losses  {result['wins']:,} / {result['ties']:,} / {result['losses']:,}",
         f"as first player {100 * result['win_rate_seat'][0]:.2f}%, as second {100 * result['win_rate_seat'][1]:.2f}%",
         f"mean scores  {result['mean_score'][0]:.2f} vs {result['mean_score'][1]:.2f}  (margin "
         f"{result['margin_mean']:+.2f} ± {result['margin_ci95_half_width'] or 0:.2f})",
     ]
+    if result.get("target_reached") is False:
+        lines.append(
+            f"the 95% half-width is {100 * result['win_rate_ci95_half_width']:.2f} points, short of the target "
+            f"{100 * result['target_ci']:.2f}: --max-games stopped the match first"
+        )
     if result.get("games_for_half_width_1pp"):
         lines.append(f"games for a 1-point half-width at this spread: {result['games_for_half_width_1pp']:,}")
     lines.append(f"{result['wall_seconds']:.1f} s ({result['games_per_second']:,.0f} games/s)")
