@@ -252,6 +252,8 @@ def test_cli_json(tmp_path, capsys):
         (["--games", "auto"], "--target-ci"),
         (["--games", "4", "--target-ci", "0.01"], "--games auto"),
         (["--games", "auto", "--target-ci", "2"], "half-width"),
+        (["--games", "auto", "--target-ci", "0"], "--target-ci must be a half-width in (0, 0.5)"),
+        (["--games", "auto", "--target-ci", "0.01", "--max-games", "2"], "--max-games must be at least 4"),
         (["--seed", "-1"], "seed"),
         (["--out", "/no/such/folder/m.json"], "--out"),
     ],

@@ -111,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--games auto needs --target-ci W (the 95% half-width to reach, e.g. 0.01)")
     if games != "auto" and (args.target_ci is not None or args.max_games is not None):
         raise ValueError("--target-ci and --max-games go with --games auto")
+    if args.target_ci is not None and not 0 < args.target_ci < 0.5:
+        raise ValueError(f"--target-ci must be a half-width in (0, 0.5) (0.01 is one point), got {args.target_ci:g}")
+    if args.max_games is not None and args.max_games < 4:
+        raise ValueError(f"--max-games must be at least 4 (two deals, for a spread), got {args.max_games}")
     out = Path(args.out) if args.out else None
     if out is not None and (out.is_dir() or not out.parent.is_dir()):
         raise ValueError(f"--out {out}: not a file in an existing folder")
