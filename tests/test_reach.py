@@ -359,3 +359,18 @@ def test_cached_arrays_that_do_not_fit_the_rules_are_refused(small):
             _from_cache(small.rules, arrays, meta, seconds=0.0)
     with pytest.raises(ValueError, match="other rules"):
         _from_cache(small.rules, small.to_arrays(), dict(meta, reach_version=0), seconds=0.0)
+
+
+def test_an_env_observation_is_a_position(small):
+    """The table reads the env's own dict observation, as the solution's action_values does."""
+    from dice_poker_env.envs.single import DicePokerEnv
+
+    env = DicePokerEnv(small.rules)
+    obs, _ = env.reset(seed=3, options={"scorecard": {"fives": 15}, "dice": [5, 5, 2, 3, 6], "rolls_left": 1})
+    by_obs = small.action_probabilities(obs, 120)
+    by_position = small.action_probabilities(
+        {"scorecard": {"fives": 15}, "dice": [5, 5, 2, 3, 6], "rolls_left": 1}, 120
+    )
+    assert np.array_equal(by_obs, by_position)
+    with pytest.raises(SolverError, match="'filled' and 'scores' must have"):
+        small.action_probabilities({**obs, "filled": obs["filled"][:2]}, 120)

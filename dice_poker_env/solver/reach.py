@@ -200,6 +200,8 @@ class Reach:
     def _state(self, situation: Mapping[str, Any], *, turn: bool) -> tuple[int, int, bool, int, int, int]:
         """``(filled, upper, full, roll, rolls_left, points so far)`` of a position, validated by the engine."""
         known = {"scorecard", "dice", "rolls_left", "bonus"}
+        if isinstance(situation, Mapping) and "filled" in situation and "scores" in situation:
+            situation = self._position_of_observation(situation)  # an env observation (obs_mode="dict")
         if not isinstance(situation, Mapping) or not set(situation) <= known:
             raise SolverError(f"a position is a dict with keys among {sorted(known)}")
         if turn and "dice" not in situation:
@@ -218,6 +220,21 @@ class Reach:
         full = bool(self.space.n_full == 2 and five_kind_box_full(self.tables.one_game, filled, scores))
         so_far = int(scores.sum()) + int(state.bonus)
         return filled, int(state.upper_total), full, int(state.roll), int(state.rolls_left), so_far
+
+    def _position_of_observation(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        """The position of a single env's dict observation (or a seat's of the multi-player env)."""
+        filled = np.asarray(observation["filled"]).reshape(-1)
+        scores = np.asarray(observation["scores"]).reshape(-1)
+        if filled.shape != (self.rules.n_boxes,) or scores.shape != filled.shape:
+            raise SolverError(f"observation: 'filled' and 'scores' must have {self.rules.n_boxes} entries each")
+        scorecard = {name: int(scores[k]) for k, name in enumerate(self.rules.box_names) if filled[k]}
+        bonus = np.asarray(observation.get("bonus", 0)).reshape(-1)
+        return {
+            "scorecard": scorecard,
+            "dice": [int(d) for d in np.asarray(observation["dice"]).reshape(-1)],
+            "rolls_left": int(np.asarray(observation["rolls_left"]).reshape(-1)[0]),
+            "bonus": int(bonus[0]) if len(bonus) else 0,
+        }
 
     # ----------------------------------------------------------- queries
     def probability(self, target: int, scorecard: Mapping[str, Any] | None = None, bonus: int | None = None) -> float:
