@@ -44,6 +44,7 @@ import itertools
 import json
 import math
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,8 @@ OUTPUT_FILES = ("standings.csv", "standings.json", "games.json", "leaderboard.ht
 COLUMNS = tuple("rank agent kind rating rating_low rating_high games wins mean_score failures status".split())
 #: the output's format version
 FORMAT_VERSION = 1
+#: seconds between two progress lines within a round
+PROGRESS_SECONDS = 15.0
 
 
 # ------------------------------------------------------------------ the schedule (pure)
@@ -365,6 +368,11 @@ def _play(
             groups = swiss_tables(order, met, players)
         size = max(len(g) for g in groups)
         faces = {d: deal_faces(seed, round_ * games + d, size, turns) for d in range(games)}
+        in_round = games * sum(len(g) for g in groups)  # every deal at every rotation of its table
+        start = len(records)
+        if progress:
+            print(f"round {round_ + 1} of {rounds}: {len(groups)} table(s), {in_round:,} games", file=sys.stderr)
+        last = time.monotonic()
         for group in groups:
             for a, b in itertools.combinations(group, 2):
                 met[a, b] += 1
@@ -380,11 +388,10 @@ def _play(
                     played = _Played(len(records), match.id, round_, match.deal, k, seated, record)
                     records.append(played)
                     match.games.append(played.id)
+                    if progress and time.monotonic() - last >= PROGRESS_SECONDS:
+                        last = time.monotonic()
+                        print(f"  {len(records) - start:,} of {in_round:,} games", file=sys.stderr, flush=True)
                 matches.append(match)
-        if progress:
-            print(
-                f"round {round_ + 1} of {rounds}: {len(groups)} table(s), {len(records)} games so far", file=sys.stderr
-            )
     return records, matches
 
 
