@@ -35,6 +35,7 @@ import dataclasses
 import difflib
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -438,14 +439,16 @@ def help_text() -> str:
     text = "common fields (defaults of the shipped recipe, batched_ppo; a section may change a default):\n"
     text += lines(BatchedPPO, common)
     for cls, algos in FAMILIES.items():
-        own = [f.name for f in dataclasses.fields(cls) if f.name not in common]
+        only = set(UNUSED.get(algos[0], ())) if len(algos) == 1 else set()  # a section's fields its one algo ignores
+        own = [f.name for f in dataclasses.fields(cls) if f.name not in common and f.name not in only]
         changed = [n for n in common if getattr(cls(), n) != getattr(BatchedPPO(), n)]
         text += f"\n\nalgo: {' | '.join(algos)}  ({(cls.__doc__ or '').strip()})\n" + lines(cls, own)
         if changed:
             text += "\n  defaults changed: " + ", ".join(f"{n}={getattr(cls(), n)!r}" for n in changed)
         for algo in algos:
-            if UNUSED.get(algo):
-                text += f"\n  not used by {algo}: {', '.join(UNUSED[algo])}"
+            unused = [n for n in UNUSED.get(algo, ()) if n in common or len(algos) > 1]
+            if unused:
+                text += f"\n  not used by {algo}: {', '.join(unused)}"
     return text
 
 
@@ -512,7 +515,11 @@ def _set_field(config: DictConfig, cls: type, algo: str, key: Any, value: Any, s
     if isinstance(key, str) and name in RETIRED:
         raise ValueError(f"{where}: option {name!r} was retired ({RETIRED[name]}); remove it")
     if isinstance(key, str) and (name in all_fields() and name not in fields or name in UNUSED.get(algo, ())):
-        raise ValueError(f"{where}: config field {name!r} is not used by algo {algo}; remove it")
+        hint = ""
+        if not source.startswith("override"):  # the file is another algo's: name the algo's own, if shipped
+            shipped = Path(__file__).resolve().parents[2] / "configs" / f"{algo}_yacht.yaml"
+            hint = f" (or start from {algo}'s own config: --config configs/{shipped.name})" if shipped.is_file() else ""
+        raise ValueError(f"{where}: config field {name!r} is not used by algo {algo}; remove it{hint}")
     if not isinstance(key, str) or name not in fields:
         close = difflib.get_close_matches(str(key), fields, n=3, cutoff=0.6)
         raise ValueError(
