@@ -225,6 +225,18 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
             f"{(trainer if config.algo in BATCHED_ALGORITHMS else model).num_timesteps:,} timesteps"
         )
 
+    if config.algo in BATCHED_ALGORITHMS:  # what the budget becomes: whole rollouts
+        rollout = int(config.n_envs) * int(config.n_steps)
+        total = int(config.total_timesteps)
+        if total % rollout:
+            print(
+                f"total_timesteps={total:,} trains whole rollouts of n_envs x n_steps = {rollout:,} steps: "
+                f"{-(-total // rollout) * rollout:,} steps"
+            )
+        batch = getattr(config, "batch_size", None)
+        if batch is not None and config.algo != "batched_a2c" and int(batch) > rollout:
+            print(f"batch_size={int(batch):,} is more than a rollout's {rollout:,} samples: each update takes them all")
+
     # 3. train
     if config.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS, *RLLIB_ALGORITHMS):
         final_path = trainer.run(progress=config.progress_bar)
