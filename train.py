@@ -38,6 +38,7 @@ from typing import Any, NoReturn
 from agents.training.config import (  # noqa: F401 - make_config, field_docs, Config: the config API of train.py
     BATCHED_ALGORITHMS,
     BC,
+    Batched,
     IMITATION_ALGORITHMS,
     RLLIB_ALGORITHMS,
     SB3,
@@ -225,7 +226,7 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
             f"{(trainer if config.algo in BATCHED_ALGORITHMS else model).num_timesteps:,} timesteps"
         )
 
-    if config.algo in BATCHED_ALGORITHMS:  # what the budget becomes: whole rollouts
+    if isinstance(config, Batched):  # what the budget becomes: whole rollouts
         rollout = int(config.n_envs) * int(config.n_steps)
         total = int(config.total_timesteps)
         if total % rollout:
