@@ -38,10 +38,10 @@ from typing import Any, NoReturn
 from agents.training.config import (  # noqa: F401 - make_config, field_docs, Config: the config API of train.py
     BATCHED_ALGORITHMS,
     BC,
-    Batched,
     IMITATION_ALGORITHMS,
     RLLIB_ALGORITHMS,
     SB3,
+    Batched,
     Common,
     Config,
     all_fields,
