@@ -565,6 +565,15 @@ def test_resume_from_a_truncated_checkpoint_writes_nothing(old_run, capsys):
     assert folder_state(run_dir) == before
 
 
+def test_a_folder_of_other_files_is_not_a_run(tmp_path, capsys):
+    train = load_train()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    err = refused(train, ["--config", SMOKE, "--run-dir", str(other)], capsys)
+    assert "is not a train.py run folder" in err and "--overwrite only replaces runs" in err
+
+
 def test_resume_needs_the_run_and_a_checkpoint(tmp_path, capsys):
     train = load_train()
     assert "needs --run-dir" in refused(train, ["--resume"], capsys)

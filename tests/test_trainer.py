@@ -481,6 +481,11 @@ def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     assert "model_10240_steps.pt" in {p.name for p in (run / "checkpoints").iterdir()}
     assert json.loads((run / "results.json").read_text())["timesteps"] == 10240
+    policy = subprocess.run(  # a policy file is not a checkpoint: said so, not "an older format"
+        [sys.executable, str(ROOT / "train.py"), "--run-dir", str(run), "--resume", str(run / "final_model.npz")],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert policy.returncode == 2 and "a policy or model file, not a checkpoint" in policy.stderr, policy.stderr
 
 
 def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):

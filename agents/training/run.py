@@ -214,15 +214,15 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
         fail(f"run folder {run_dir}: {parent} is not writable")
     if resume or not run_dir.is_dir() or not any(run_dir.iterdir()):
         return
-    if not overwrite:
-        fail(
-            f"--run-dir {run_dir} holds an earlier run; continue it with --resume, "
-            "start it again with --overwrite, or choose a new folder"
-        )
     if not (run_dir / "config.yaml").is_file():
         fail(
             f"--run-dir {run_dir} is not empty and is not a train.py run folder (no config.yaml): "
             "--overwrite only replaces runs; choose a new or empty folder"
+        )
+    if not overwrite:
+        fail(
+            f"--run-dir {run_dir} holds an earlier run; continue it with --resume, "
+            "start it again with --overwrite, or choose a new folder"
         )
 
 

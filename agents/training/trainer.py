@@ -329,6 +329,11 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         raise FileNotFoundError(f"{path}: no such checkpoint")
     data = path.read_bytes()
     if not data.startswith(CHECKPOINT_MAGIC):
+        if data.startswith(b"PK") and path.suffix in (".npz", ".zip"):  # a policy file or an SB3 model
+            raise ValueError(
+                f"{path}: a policy or model file, not a checkpoint of the batched trainers; resume from the run's "
+                "checkpoints/model_N_steps.pt (or start a new run from a policy with init_policy=PATH)"
+            )
         if data.startswith(b"PK"):  # a torch.save zip: the pickled checkpoints of format 1 (before 2026-12)
             raise ValueError(
                 f"{path}: a checkpoint of an older format (pickled objects, which can run code when loaded); "
