@@ -404,7 +404,8 @@ class Coach:
             self._tried = True
             from dice_poker_env.solver import solve
 
-            self.screen.say(f"(solving {self.rules.name} exactly for hints and grading; this is done once)", "dim")
+            if not _solution_cached(self.rules):
+                self.screen.say(f"(solving {self.rules.name} exactly for hints and grading; this is done once)", "dim")
             try:
                 self.solution = solve(self.rules)
             except Exception as error:  # noqa: BLE001 - any solver failure only disables coaching
@@ -459,13 +460,20 @@ class Grades:
 
 
 # ------------------------------------------------------------------- game
+def _solution_cached(rules: Rules) -> bool:
+    """Whether the solver's cache holds this ruleset's solution (then nothing is solved, and nothing is said)."""
+    from dice_poker_env.solver.cache import cache_path
+
+    return cache_path(rules.name, rules.fingerprint).is_file()
+
+
 def load_opponents(names: Sequence[str], rules: Rules, seed: int | None, screen: Screen) -> list[Any]:
     """Agents by name; one whose optional dependencies are missing (``model:PATH`` without
     the ``train`` extra) is replaced by a random player, with a message."""
     opponents = []
     for k, name in enumerate(names):
         agent_seed = None if seed is None else seed + 1 + k
-        if name == "optimal":
+        if name == "optimal" and not _solution_cached(rules):
             screen.say("(the optimal agent solves the game exactly first; this is done once)", "dim")
         try:
             opponents.append(make_agent(name, rules, seed=agent_seed))
