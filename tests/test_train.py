@@ -330,6 +330,13 @@ def test_model_refuses_another_ruleset(tmp_path):
     with pytest.raises(RulesetMismatchError, match="joker"):  # same boxes, another option
         make_agent(f"model:{path}", load_rules("yahtzee", joker="free"))
     assert SB3Agent.load(path, rules="yahtzee").obs_mode == "flat"
+    from agents.policy.files import check_ruleset
+
+    other = {**model_metadata(rules, "flat", "maskable_ppo"), "rules_fingerprint": "deadbeef"}
+    with pytest.raises(RulesetMismatchError, match="another ruleset named 'yahtzee'"):
+        check_ruleset(other, rules)
+    with pytest.raises(RulesetMismatchError, match="records no ruleset fingerprint"):
+        check_ruleset({**other, "rules_fingerprint": None}, rules)
 
 
 def test_unmasked_algorithm_trains_through_the_fallback_wrapper(tmp_path):

@@ -57,6 +57,17 @@ def check_ruleset(metadata: Mapping[str, Any], rules: Rules, source: str = "the 
         return f"{name!r}" + (f" (options {opts})" if opts else "")
 
     trained = metadata.get("rules", "?")
+    if metadata.get("rules_fingerprint") is None:
+        raise RulesetMismatchError(
+            f"{source} records no ruleset fingerprint, so it cannot be checked against ruleset "
+            f"{text(rules.name, rules.options)}: it was not written by this library's training, or is damaged"
+        )
+    if trained == rules.name and dict(metadata.get("rules_options") or {}) == dict(rules.options):
+        raise RulesetMismatchError(
+            f"{source} was trained on another ruleset named {trained!r} [fingerprint {metadata.get('rules_fingerprint')}]"
+            f" than the one given [fingerprint {rules.fingerprint}]: the same name, different rules (a custom rules "
+            "file, or scoring changed); benchmark it on the rules file it was trained on"
+        )
     raise RulesetMismatchError(
         f"{source} was trained on ruleset {text(trained, metadata.get('rules_options') or {})} "
         f"[fingerprint {metadata.get('rules_fingerprint')}] and cannot play ruleset "
