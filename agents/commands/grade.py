@@ -330,7 +330,8 @@ def run_class(args: argparse.Namespace) -> int:
                 flush=True,
             )
         print(
-            f"graded {len(result.students)} submissions in {result.seconds:.1f} s ({result.jobs} at a time); "
+            f"graded {len(result.students)} submission{'s' if len(result.students) != 1 else ''} in "
+            f"{result.seconds:.1f} s ({min(result.jobs, len(result.students))} at a time); "
             f"wrote {written[-3]}, {written[-2]} and a folder per student",
             flush=True,
         )

@@ -242,7 +242,8 @@ def check_text(result: CheckResult) -> str:
     """The result on one screen (control characters from the submission replaced by ``?``)."""
     isolation = f"isolated ({result.isolation})" if result.isolation != "none" else "UNISOLATED"
     verdict = "interface OK" if result.ok else f"{len(result.problems)} interface problem(s)"
-    lines = [f"check {result.submission} on {result.rules} ({result.games} games, {isolation}): {verdict}"]
+    games = f"{result.games} game{'s' if result.games != 1 else ''}"
+    lines = [f"check {result.submission} on {result.rules} ({games}, {isolation}): {verdict}"]
     limits = result.limits
     if result.loaded:
         lines.append(

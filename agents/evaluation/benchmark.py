@@ -987,7 +987,7 @@ def render_table(data: dict[str, Any], console: Console | None = None, mistakes:
         for name, row in data["agents"].items():
             for m in row.get("mistakes", [])[:mistakes]:
                 ex = m["worst_example"] or {}
-                example = f"{_dice_text(ex.get('dice', []))}, {ex.get('rolls_left')} rerolls left: {ex.get('taken')} (best: {ex.get('best')})"
+                example = f"{_dice_text(ex.get('dice', []))}, {ex.get('rolls_left')} reroll{'' if ex.get('rolls_left') == 1 else 's'} left: {ex.get('taken')} (best: {ex.get('best')})"
                 worst.add_row(
                     name,
                     m["mistake"],
