@@ -180,6 +180,14 @@ def test_render_ansi_shows_every_player():
 
 
 # ------------------------------------------------------------------ one seat
+@pytest.mark.parametrize("opponents", [0, 6])
+def test_seat_env_counts_its_opponents(opponents):
+    with pytest.raises(
+        ValueError, match=rf"opponents: 1 to 5 agents \(2 to 6 players with the learner\), got {opponents}"
+    ):
+        SeatEnv("yacht", opponents=["random"] * opponents)
+
+
 @pytest.mark.parametrize("obs_mode", ["dict", "flat"])
 def test_seat_env_passes_check_env(obs_mode):
     with warnings.catch_warnings():

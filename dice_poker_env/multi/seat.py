@@ -20,7 +20,7 @@ from gymnasium import spaces
 from dice_poker_env.dice_sources import DiceSource
 from dice_poker_env.envs.arguments import as_action, require_choice
 from dice_poker_env.envs.illegal import IllegalActionError, IllegalActions
-from dice_poker_env.multi.aec import raw_env
+from dice_poker_env.multi.aec import MAX_PLAYERS, MIN_PLAYERS, raw_env
 from dice_poker_env.players import RandomAgent
 from dice_poker_env.rules import Rules
 
@@ -139,6 +139,11 @@ class SeatEnv(gym.Env[Any, int]):
         self._illegal_actions = IllegalActions.from_arguments(illegal_action, illegal_penalty)
         require_choice("render_mode", render_mode, self.metadata["render_modes"], optional=True)
         num_players = len(opponents) + 1
+        if not MIN_PLAYERS <= num_players <= MAX_PLAYERS:
+            raise ValueError(
+                f"opponents: {MIN_PLAYERS - 1} to {MAX_PLAYERS - 1} agents ({MIN_PLAYERS} to {MAX_PLAYERS} players with "
+                f"the learner), got {len(opponents)}"
+            )
         self.game = raw_env(rules, num_players, reward_mode, obs_mode=obs_mode, dice_source=dice_source, **rule_options)
         if not (seat == "random" or (isinstance(seat, (int, np.integer)) and 0 <= seat < num_players)):
             raise ValueError(f"seat must be 0..{num_players - 1} or 'random', got {seat!r}")
