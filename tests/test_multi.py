@@ -185,7 +185,7 @@ def test_seat_env_counts_its_opponents(opponents):
     with pytest.raises(
         ValueError, match=rf"opponents: 1 to 5 agents \(2 to 6 players with the learner\), got {opponents}"
     ):
-        SeatEnv("yacht", opponents=["random"] * opponents)
+        multi.SeatEnv("yacht", opponents=["random"] * opponents)
 
 
 @pytest.mark.parametrize("obs_mode", ["dict", "flat"])
