@@ -769,3 +769,49 @@ def test_end_pool_kills_a_worker_that_outlives_sigterm():
     end_pool(pool, grace=0.5)
     assert 0.5 <= time.perf_counter() - started < 30
     assert worker.exitcode == -signal.SIGKILL
+
+
+def test_a_solve_ended_by_sigterm_takes_its_workers_with_it_quietly(tmp_path):
+    """``timeout``, a scheduler or ``kill`` end the solving process: its forked workers end too (Linux), without
+    a BrokenPipeError traceback each, and none is left running."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the workers follow their parent on Linux")
+    marker = f"solve-{uuid.uuid4().hex}"
+    script = (
+        "import sys; from dice_poker_env.solver import solve\n"
+        f"# {marker}\n"
+        "print('started', flush=True); solve('yatzy', cache=False, workers=2, progress=False)\n"
+    )
+    env = {**os.environ, "DICE_POKER_CACHE": str(tmp_path / "cache")}
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, marker], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    assert process.stdout is not None and process.stdout.readline().strip() == "started"
+    time.sleep(1.5)  # the workers are forked and busy
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(marker):
+        time.sleep(0.2)
+    assert not _running(marker)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def _running(marker: str) -> list[int]:
+    """The processes whose command line holds ``marker`` (forked workers keep their parent's)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if marker.encode() in handle.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found

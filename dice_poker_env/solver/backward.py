@@ -16,6 +16,7 @@ import mmap
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from dataclasses import dataclass
 from multiprocessing.context import BaseContext
@@ -124,7 +125,28 @@ def _default_sigterm() -> None:
     :func:`worker_pool` forks with SIGTERM blocked, so one sent before this point waits and ends the worker here.
     """
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _end_with_parent()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+def _end_with_parent() -> None:
+    """Linux: this process gets SIGTERM when its parent dies (``timeout``, a scheduler or ``kill`` ending the
+    solve), so a worker ends quietly with it instead of printing a BrokenPipeError traceback when it answers a
+    parent that is gone, or living on. Elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+        pass
+    parent = multiprocessing.parent_process()
+    if (
+        parent is not None and os.getppid() != parent.pid
+    ):  # the parent died before the call: end now, as the signal would have
+        os._exit(0)
 
 
 def worker_pool(context: BaseContext, workers: int) -> Pool:
