@@ -639,7 +639,8 @@ def dataset_path(dataset_id: str) -> Path:
         parse_dataset_id(dataset_id)
     except (ValueError, TypeError):
         raise DatasetError(
-            f"malformed dataset id {dataset_id!r}: expected NAMESPACE/NAME-vVERSION, e.g. dice_poker/yacht/optimal-v0"
+            f"malformed dataset id {dataset_id!r}: Minari takes [NAMESPACE/]NAME-vVERSION, a namespace part of at least "
+            "two characters, letters, digits, _ and - (e.g. dice_poker/yacht/optimal-v0)"
         ) from None
     root = os.environ.get("MINARI_DATASETS_PATH")  # as minari.load_dataset finds it
     if root is None:
