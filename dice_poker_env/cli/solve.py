@@ -127,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
         dist = reach.distribution
         print("expected-score-optimal policy's final score:")
         print(
-            f"  mean {dist.mean:.6f}, std {dist.std:.4f}, median {dist.median}, range {dist.lowest}..{reach.max_score}"
+            f"  mean {dist.mean:.6f}, std {dist.std:.4f}, median {dist.median}, scores "
+            f"{int(dist.scores[dist.pmf > 0].min())}..{int(dist.scores[dist.pmf > 0].max())} (those of positive probability)"
         )
         print("  quantiles " + ", ".join(f"{q:g}: {dist.quantile(q)}" for q in QUANTILES))
     if duel is not None:
