@@ -141,6 +141,18 @@ def test_pickled_objects_in_the_weights_are_a_one_line_refusal(tmp_path, capsys)
     assert not marker.exists()
 
 
+def test_a_folder_or_a_checkpoint_given_as_a_model_says_what_it_is(tmp_path, capsys):
+    from dice_poker_env.cli import main
+
+    checkpoint = tmp_path / "checkpoints" / "model_2048_steps.pt"
+    checkpoint.parent.mkdir()
+    checkpoint.write_bytes(b"DPCK")
+    for path, message in ((tmp_path, "a folder; give the model file in it"), (checkpoint, "a training checkpoint")):
+        assert main(["bench", "yacht", "--agents", f"model:{path}", "--games", "2", "--no-regret"]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_a_hostile_policy_kwargs_entry_is_refused(tmp_path):
     from agents.players.sb3_agent import SB3Agent, UntrustedModelError
 

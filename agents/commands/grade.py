@@ -159,7 +159,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             "--jobs, --class, --rubric, --starter and --similarity grade a class: a folder or several submissions"
         )
-    submission = resolve_submission(args.submission[0])
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
     chosen = _chosen(args)
@@ -167,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
     from agents.evaluation.limits import MAX_GAMES, check_count
 
     check_count("games", chosen["games"], most=MAX_GAMES)  # before the solve and the submission
+    submission = resolve_submission(args.submission[0])
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, REPORT_FILES, "a report") if out is not None else []

@@ -274,8 +274,15 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     reported as such (``ValueError``) before anything loads it.
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: a folder; give the model file in it (final_model.npz or final_model.zip)")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such model file")
+    if path.suffix == ".pt":
+        raise ValueError(
+            f"{path}: a training checkpoint of the batched trainers, not a model to play; play its run's "
+            "final_model.npz or best_model.npz"
+        )
     if path.suffix == ".npz":  # a policy file of the batched trainers
         return load_policy(path)[1]
     damaged = f"{path}: truncated or corrupt model file"
