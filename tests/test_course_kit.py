@@ -166,7 +166,7 @@ def test_check_passes_a_good_submission_without_the_solver(student, capsys, monk
             "2000 games write about 24.0 MB to one of them, past the limit of 1024 KiB",
         ),
         ("NoAct", "load (loading)"),
-        ("Missing", "has no 'Missing'"),
+        ("Missing", "student.py has no 'Missing'"),
     ],
 )
 def test_check_reports_interface_errors(student, capsys, name, expected):
@@ -174,6 +174,7 @@ def test_check_reports_interface_errors(student, capsys, name, expected):
     assert code == 1, out + err
     assert "interface problem(s)" in out and expected in out, out
     assert "Traceback" not in out + err
+    assert "/submission/" not in out and "AgentLoadError" not in out  # the file as the student knows it
 
 
 def test_check_passes_a_little_standard_error(student, capsys):

@@ -298,10 +298,13 @@ class SandboxedAgent:
             if problem is not None:
                 raise ValueError(f"{problem}; to grade without isolation (trusted code only) pass --unisolated")
         self._file: str | None = None
+        #: the submission's path inside the sandbox and as given: messages name the file as given
+        self._shown: tuple[str, str] | None = None
         if parsed.is_file:  # the worker resolves it the same wherever it starts
             self._file = os.path.abspath(parsed.source)
             inside = f"{SUBMISSION_DIR}/{os.path.basename(self._file)}" if isolated else self._file
             spec = inside + spec[len(parsed.source) :]
+            self._shown = (inside, parsed.source) if isolated else None
         self.spec = spec
         self.rules = rules
         self.limits = limits or Limits()
@@ -403,8 +406,8 @@ class SandboxedAgent:
                 self.game,
                 -1,
                 FailureKind.SOLVER if forbidden else FailureKind.LOAD,
-                _text(reply.get("message", "the submission did not load"), 2000),
-                _text(reply.get("traceback", ""), 8000, tail=True),
+                self._as_given(_text(reply.get("message", "the submission did not load"), 2000)),
+                self._as_given(_text(reply.get("traceback", ""), 8000, tail=True)),
             )
         obs_mode = reply.get("obs_mode")
         self.obs_mode = obs_mode if obs_mode in ("dict", "flat") else "dict"
@@ -571,9 +574,15 @@ class SandboxedAgent:
             self.game,
             decision,
             kind,
-            _text(reply.get("message", ""), 2000),
-            _text(reply.get("traceback", ""), 8000, tail=True),
+            self._as_given(_text(reply.get("message", ""), 2000)),
+            self._as_given(_text(reply.get("traceback", ""), 8000, tail=True)),
         )
+
+    def _as_given(self, text: str) -> str:
+        """A message from the worker as its reader knows the file: the path given, not the sandbox's, and no internal
+        exception class before a load error's own words."""
+        text = text.replace("agents.players.registry.AgentLoadError: ", "")
+        return text.replace(*self._shown) if self._shown is not None else text
 
     # ------------------------------------------------------------ agent interface
     @property
