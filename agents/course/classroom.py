@@ -22,6 +22,10 @@ The outputs (:mod:`agents.course.gradebook`): per student ``DIR/<student>/report
 ``report.md``, ``report.html`` (today's report) and Gradescope's ``results.json``; for the
 class ``DIR/gradebook.csv``, ``DIR/index.html`` (the class page) and ``DIR/class.json``.
 The points come from a rubric (:mod:`agents.course.rubric`).
+
+Size: one class grade (finding the submissions and their agent classes, staging, grading in parallel with
+its interruption, the flags and similar pairs a gradebook shows); the files are :mod:`agents.course.gradebook`'s,
+the similarity measure :mod:`agents.course.similarity`'s.
 """
 
 from __future__ import annotations

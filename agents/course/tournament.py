@@ -34,6 +34,9 @@ the tournament.
 Output (:func:`write_outputs`): ``standings.csv``, ``standings.json`` (standings, matches and
 failures), ``games.json`` (every game, move by move) and ``leaderboard.html``
 (:mod:`agents.course.tournament_page`).
+
+Size: one tournament from schedule to standings (the pure schedule, entries, the match loop with its
+progress, the standings and their files); the ratings, the deals and the page are modules of their own.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ files in ``rules/data``; users write their own in the same format, see
 every front end uses (and checks what needs them, such as an upper-bonus
 threshold the upper boxes can reach), so this module is only about reading,
 validating and naming a ruleset.
+
+Size: one format's reader (the Rules type, every field's check with its one-line error, the options and
+their patches, each value checked as the file loads), kept whole so that every rule of the format is read in
+one place.
 """
 
 from __future__ import annotations
