@@ -624,3 +624,25 @@ def test_the_duplicate_benchmark_measures_what_it_says():
     seen = env.observe("player_0")
     assert GreedyAgent(YACHT).act(seen["observation"], seen["action_mask"]) == 0b11000  # keeps 5-5
     assert bench.LowTieGreedy(YACHT).act(seen["observation"], seen["action_mask"]) == 0b00110  # keeps 2-2
+
+
+def test_the_librarys_own_agents_take_part_in_process(tmp_path):
+    """``random`` (or ``winning``, ``trained``, ``model:PATH``) beside a submission: played in the grader's process,
+    shown as built-in, never a sandbox's failure."""
+    from agents.course.sandbox import Limits
+    from agents.course.tournament import is_builtin
+
+    assert is_builtin("random") and is_builtin("winning,future=reach") and is_builtin("model:x.npz")
+    assert not is_builtin("subs.py:First") and not is_builtin("optimal")
+    (tmp_path / "subs.py").write_text(SUBMISSIONS)
+    first = f"{tmp_path / 'subs.py'}:First"
+    result = tournament(
+        [first, "random"], YACHT, players=2, games=1, seed=4, bootstrap=50, isolated=False,
+        limits=Limits(decision_seconds=60, game_seconds=600, load_seconds=300),
+    )  # fmt: skip
+    rows = {row["agent"]: row for row in result["standings"]}
+    assert rows["random"]["kind"] == "builtin" and rows["random"]["status"] == "ok" and rows["random"]["games"] == 6
+    assert "random" not in result["failures"]
+    from agents.course.tournament_page import render_html
+
+    assert "<code>random</code> (built-in)" in render_html(result)

@@ -31,7 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"rotated, so luck cancels): a round-robin up to {ROUND_ROBIN_MAX_GROUPS} groups, else Swiss. Writes the "
         "standings (Elo ratings with 95% bootstrap intervals) and a leaderboard page with a replay of every game."
     )
-    parser.add_argument("submissions", metavar="SUBMISSION", nargs="+", help="an agent: student.py:MyAgent[,key=value]")
+    parser.add_argument(
+        "submissions",
+        metavar="SUBMISSION",
+        nargs="+",
+        help="an agent: student.py:MyAgent[,key=value] (sandboxed), or one of the library's own: random, trained, "
+        "winning[,target=T|,future=reach], model:PATH (played in process)",
+    )
     parser.add_argument("--rules", default="yahtzee", help="ruleset name or rules file (default yahtzee)")
     parser.add_argument(
         "--option", "-o", action="append", default=[], metavar="NAME=VALUE", help="a rules option (repeatable)"

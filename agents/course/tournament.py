@@ -145,7 +145,7 @@ class Entry:
 
     def status(self) -> str:
         """``ok``, ``failures``, ``stopped`` (no more decisions asked for) or ``not_loaded``."""
-        if self.kind == "anchor":
+        if self.kind != "submission":  # an anchor or a built-in agent, played in this process
             return "ok"
         if self.player.load_error is not None:
             return "not_loaded"
@@ -203,6 +203,12 @@ def entry_names(submissions: list[str]) -> list[str]:
             raise ValueError(f"submission {spec!r} is given twice")
         seen.add(spec)
     return list(submissions)
+
+
+def is_builtin(name: str) -> bool:
+    """Whether an entrant is one of the library's own agents, played in the grader's process: ``random``,
+    ``trained``, ``winning[,ARGS]`` or a policy or model file (``model:PATH``, read without running code)."""
+    return name in ("random", "trained") or name.split(",", 1)[0] == "winning" or name.startswith("model:")
 
 
 # ------------------------------------------------------------------ the tournament
@@ -273,6 +279,9 @@ def tournament(
     ]
     try:
         for name in names:
+            if is_builtin(name):  # the library's own agents (winning, random, trained, model:PATH): no sandbox
+                entries.append(Entry(name, "builtin", make_agent(name, rules, solution=solution)))
+                continue
             agent = SandboxedAgent(name, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
             entries.append(Entry(name, "submission", agent))
             agent.start()  # (one at a time: a sandbox dies with the thread that started it)

@@ -186,7 +186,7 @@ def render_html(result: dict[str, Any]) -> str:
         mean = "n/a" if row["mean_score"] is None else f"{row['mean_score']:.2f}"
         body.append(
             f'<tr class="{e(row["kind"])}" data-agent="{e(row["agent"])}"><td class="num">{row["rank"]}</td>'
-            f"<td><code>{e(row['agent'])}</code>{' (anchor)' if row['kind'] == 'anchor' else ''}</td>"
+            f"<td><code>{e(row['agent'])}</code>{' (anchor)' if row['kind'] == 'anchor' else ' (built-in)' if row['kind'] == 'builtin' else ''}</td>"
             f'<td class="num rating">{row["rating"]:.1f}</td>'
             f'<td class="num">{row["rating_low"]:.1f} to {row["rating_high"]:.1f}</td><td>{_bar(row, low, high)}</td>'
             f'<td class="num">{row["games"]}</td><td class="num">{row["wins"]}</td><td class="num">{mean}</td>'
