@@ -399,7 +399,10 @@ def resolve_options(
     unknown = sorted(set(chosen) - set(options))
     if unknown:
         known = ", ".join(f"{o.name} ({', '.join(map(repr, o.values))})" for o in options.values()) or "none"
-        raise RulesError(f"{source}: unknown rules option {unknown[0]!r}; options of this ruleset: {known}")
+        raise RulesError(
+            f"{source}: unknown rules option {unknown[0]!r}; options of this ruleset: {known} (an env's or agent's "
+            "keyword it does not take is read as a rules option: check the keyword)"
+        )
     assignment: dict[str, Any] = {}
     for option in options.values():
         value = chosen.get(option.name, option.default)
