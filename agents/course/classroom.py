@@ -365,11 +365,11 @@ def grade_class(
             raise ValueError(f"{problem}; to grade without isolation (trusted code only) pass --unisolated")
     limits = limits or Limits()
     start = time.perf_counter()
-    given = read_sources({str(path): path for path in starter})
-    if len(given) < len(starter):
-        missing = next(str(path) for path in starter if str(path) not in given)
-        raise ValueError(f"starter {missing}: cannot read this file")
-    similar = similar_pairs(read_sources({s.folder: s.path for s in submissions}), given.values(), share=similar_share)
+    try:
+        given = [Path(path).read_text(encoding="utf-8", errors="replace") for path in starter]
+    except OSError as error:
+        raise ValueError(f"starter {error.filename}: cannot read this file") from None
+    similar = similar_pairs(read_sources({s.folder: s.path for s in submissions}), given, share=similar_share)
     solution = load_solution(rules, required=True)  # solved (and cached) once, before the workers load it
     baselines = reference_games(rules, games=games, seed=seed, solution=solution)
     options = {"games": games, "seed": seed, "limits": limits, "isolated": isolated, "solver": solver}

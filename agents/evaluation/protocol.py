@@ -166,8 +166,9 @@ def versions(rules: Rules) -> dict[str, Any]:
     from dice_poker_env.envs.observation import OBSERVATION_LAYOUT_VERSION
     from dice_poker_env.registration import env_id_for
 
-    env_id, _ = env_id_for(rules.name if is_shipped(rules) else rules)
-    if not is_shipped(rules):
+    shipped = is_shipped(rules)  # (loads the shipped ruleset: once)
+    env_id, _ = env_id_for(rules.name if shipped else rules)
+    if not shipped:
         env_id += f"(rules={rules.name}@{rules.fingerprint})"
     elif rules.options:  # options are keywords of the ruleset's id
         env_id += "(" + ", ".join(f"{k}={v}" for k, v in sorted(rules.options.items())) + ")"

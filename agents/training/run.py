@@ -89,15 +89,22 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
     """The checkpoint with the most timesteps in ``run_dir/checkpoints`` (``None`` if there is none)."""
-    return max(checkpoints(run_dir))[1] if checkpoints(run_dir) else None
+    found = checkpoints(run_dir)
+    return max(found)[1] if found else None
+
+
+def checkpoint_steps(path: Path) -> int | None:
+    """The timesteps in a checkpoint's name (``model_N_steps.pt`` or ``.zip``), ``None`` for another name."""
+    match = re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", path.name)
+    return int(match.group(1)) if match else None
 
 
 def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     """``(timesteps, path)`` of every checkpoint of the run (SB3 ``.zip``, batched trainers ``.pt``)."""
     return [
-        (int(match.group(1)), path)
+        (steps, path)
         for path in (run_dir / "checkpoints").glob("model_*_steps.*")
-        if (match := re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", path.name))
+        if (steps := checkpoint_steps(path)) is not None
     ]
 
 
@@ -263,15 +270,11 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
         before = make_config(reference)
     except ValueError as error:
         fail(f"--resume: {saved_config or args.config}: {error}")
-    named = re.fullmatch(r"model_(\d+)_steps\.(zip|pt)", checkpoint.name)
+    steps = checkpoint_steps(checkpoint)
     total = getattr(config, "total_timesteps", None)  # (an imitation run counts epochs)
-    if (
-        named is not None
-        and total is not None
-        and int(named.group(1)) > total != getattr(before, "total_timesteps", None)
-    ):
+    if steps is not None and total is not None and steps > total != getattr(before, "total_timesteps", None):
         fail(  # (at the run's own total, a finished run goes on to its benchmark: whole rollouts may pass the total)
-            f"--resume: checkpoint {checkpoint} is at {int(named.group(1)):,} timesteps, past "
+            f"--resume: checkpoint {checkpoint} is at {steps:,} timesteps, past "
             f"total_timesteps={total:,}; resume with a larger total_timesteps=N (the run's results would otherwise "
             "be rewritten from nothing trained)"
         )
