@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ from agents.course.tournament import (
     rotation,
     round_robin_groups,
     standings_csv,
+    summary_text,
     swiss_tables,
     table_sizes,
     tournament,
@@ -283,6 +285,34 @@ def test_draws_rate_equal_and_a_clean_sweep_stays_finite():
     ratings = rate(sweep, 3, anchor=1, bootstrap=50)
     assert math.isfinite(ratings.rating[0]) and ratings.rating[0] > ANCHOR_RATING + 400
     assert ratings.rating[2] == pytest.approx(ANCHOR_RATING + fit(sweep, 3)[2] - fit(sweep, 3)[1])  # no games: prior
+
+
+def test_no_interval_without_resamples_or_with_a_single_match():
+    """Resampling one match gives it back: its interval would have no width, so there is none."""
+    one_match = Comparisons.of([(0, 1, 1.0, 7), (0, 2, 1.0, 7), (1, 2, 0.0, 7)])
+    several = Comparisons.of([(0, 1, 1.0, m) for m in range(5)] + [(1, 0, 1.0, 9)])
+    for data, bootstrap in ((one_match, 100), (several, 0)):
+        ratings = rate(data, 3, anchor=0, bootstrap=bootstrap)
+        assert ratings.bootstrap == 0 and np.isnan(ratings.low).all() and np.isnan(ratings.high).all()
+        assert np.isfinite(ratings.rating).all()
+    assert rate(several, 3, anchor=0, bootstrap=20).bootstrap == 20
+
+
+def test_a_tournament_of_one_match_shows_no_interval():
+    result = tournament(["random"], YACHT, players=3, games=1, seed=1, isolated=False)
+    assert len(result["matches"]) == 1 and result["rating"]["bootstrap"] == 0
+    assert "fewer than two matches" in result["rating"]["interval"]
+    assert all(row["rating_low"] is None and row["rating_high"] is None for row in result["standings"])
+    text = summary_text(result)
+    assert "1 match," in text and "95% intervals: none (fewer than two matches" in text and ".." not in text
+    from agents.course.tournament_page import render_html
+
+    page = render_html(result)
+    standings = page.split('id="standings"')[1].split("</table>")[0]
+    assert "without 95% intervals" in page and '<td class="num">none</td>' in standings
+    assert '<td class="num">fixed</td>' in standings and not re.search(r"\d to \d", standings)
+    rows = list(csv.DictReader(io.StringIO(standings_csv(result))))
+    assert all(row["rating_low"] == "" for row in rows)
 
 
 def test_rate_refuses_bad_arguments():

@@ -92,9 +92,9 @@ class Ratings:
 
     Attributes:
         rating: ``(n,)`` the fitted ratings.
-        low: ``(n,)`` the 2.5th percentile of the bootstrap's ratings.
-        high: ``(n,)`` the 97.5th percentile.
-        bootstrap: how many resamples the intervals come from.
+        low: ``(n,)`` the 2.5th percentile of the bootstrap's ratings (NaN without intervals).
+        high: ``(n,)`` the 97.5th percentile (NaN without intervals).
+        bootstrap: how many resamples the intervals come from (0: none).
     """
 
     rating: np.ndarray
@@ -110,7 +110,8 @@ def rate(comparisons: Comparisons, n_agents: int, anchor: int, *, bootstrap: int
         comparisons: the pairwise results.
         n_agents: how many agents.
         anchor: the agent whose rating is fixed at :data:`ANCHOR_RATING`.
-        bootstrap: resamples (0: no intervals, ``low`` and ``high`` equal the ratings).
+        bootstrap: resamples (0: no intervals, ``low`` and ``high`` NaN; with fewer than two
+            matches there is nothing to resample, and no intervals either).
         seed: the resampling's seed (the same seed, the same intervals).
 
     Raises:
@@ -125,9 +126,10 @@ def rate(comparisons: Comparisons, n_agents: int, anchor: int, *, bootstrap: int
         return ratings - ratings[anchor] + ANCHOR_RATING
 
     rating = anchored(fit(comparisons, n_agents))
-    if bootstrap == 0 or len(comparisons) == 0:
-        return Ratings(rating, rating.copy(), rating.copy(), 0)
     matches, index = np.unique(comparisons.match, return_inverse=True)
+    if bootstrap == 0 or len(matches) < 2:  # resampling one match gives it back: a zero-width interval
+        unknown = np.full(n_agents, np.nan)
+        return Ratings(rating, unknown, unknown.copy(), 0)
     rng = np.random.default_rng(seed)
     samples = np.empty((bootstrap, n_agents))
     for b in range(bootstrap):

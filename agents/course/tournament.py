@@ -312,7 +312,11 @@ def tournament(
             "anchor": ANCHOR,
             "anchor_rating": ANCHOR_RATING,
             "prior_sd": PRIOR_SD,
-            "interval": "95% percentile bootstrap over matches",
+            "interval": "95% percentile bootstrap over matches"
+            if ratings.bootstrap
+            else "none (--bootstrap 0)"
+            if bootstrap == 0
+            else "none (fewer than two matches to resample)",
             "bootstrap": ratings.bootstrap,
         },
         "isolation": {"isolated": bool(isolated), "solver": solver},
@@ -429,8 +433,8 @@ def _standings(entries: list[Entry], records: list[_Played], ratings: Any) -> li
                 "agent": entries[a].name,
                 "kind": entries[a].kind,
                 "rating": round(float(ratings.rating[a]), 1),
-                "rating_low": round(float(ratings.low[a]), 1),
-                "rating_high": round(float(ratings.high[a]), 1),
+                "rating_low": round(float(ratings.low[a]), 1) if ratings.bootstrap else None,
+                "rating_high": round(float(ratings.high[a]), 1) if ratings.bootstrap else None,
                 "games": int(games[a]),
                 "wins": int(wins[a]),
                 "mean_score": round(float(points[a] / games[a]), 2) if games[a] else None,
@@ -509,16 +513,26 @@ def summary_text(result: dict[str, Any]) -> str:
     seats = f"{sizes[0]} seats a table" if len(sizes) == 1 else f"tables of {' and '.join(map(str, sizes))} seats"
     lines = [
         f"{result['rules']}: {len(result['agents'])} agents, {result['format']}, {result['rounds']} round(s), "
-        f"{len(result['matches'])} matches, {len(result['games_played'])} games, {seats}",
+        f"{len(result['matches'])} match{'es' if len(result['matches']) != 1 else ''}, "
+        f"{len(result['games_played'])} games, {seats}",
         f"{'rank':>4}  {'rating':>7}  {'95% interval':>15}  {'games':>5}  {'wins':>4}  {'mean':>7}  {'fail':>4}  agent",
     ]
     for row in result["standings"]:
         mean = "n/a" if row["mean_score"] is None else f"{row['mean_score']:.2f}"
+        interval = (
+            f"{'fixed':>7}  {'':<7}"
+            if row["agent"] == result["rating"]["anchor"]
+            else f"{'none':>7}  {'':<7}"
+            if row["rating_low"] is None
+            else f"{row['rating_low']:>7.1f}..{row['rating_high']:<7.1f}"
+        )
         lines.append(
-            f"{row['rank']:>4}  {row['rating']:>7.1f}  {row['rating_low']:>7.1f}..{row['rating_high']:<7.1f} "
+            f"{row['rank']:>4}  {row['rating']:>7.1f}  {interval} "
             f"{row['games']:>5}  {row['wins']:>4}  {mean:>7}  {row['failures']:>4}  {row['agent']}"
             + ("" if row["status"] == "ok" else f" ({row['status']})")
         )
+    if not result["rating"]["bootstrap"]:
+        lines.append(f"95% intervals: {result['rating']['interval']}")
     for row in result["standings"]:  # why a submission played no game: the reason, not only its status
         failures = result.get("failures", {}).get(row["agent"]) or []
         if row["status"] == "not_loaded" and failures:

@@ -146,11 +146,13 @@ def _bar(row: dict[str, Any], low: float, high: float) -> str:
     def at(value: float) -> float:
         return 100.0 * (value - low) / span
 
+    mark = f'<i style="left:calc({at(row["rating"]):.1f}% - 1px)"></i>'
+    if row["rating_low"] is None:  # no interval: the rating alone
+        return f'<div class="bar" title="{row["rating"]:.1f}, no interval">{mark}</div>'
     left, right = at(row["rating_low"]), at(row["rating_high"])
     return (
         f'<div class="bar" title="{row["rating_low"]:.1f} to {row["rating_high"]:.1f}">'
-        f'<span style="left:{left:.1f}%;width:{max(right - left, 0.5):.1f}%"></span>'
-        f'<i style="left:calc({at(row["rating"]):.1f}% - 1px)"></i></div>'
+        f'<span style="left:{left:.1f}%;width:{max(right - left, 0.5):.1f}%"></span>{mark}</div>'
     )
 
 
@@ -159,8 +161,8 @@ def render_html(result: dict[str, Any]) -> str:
     e = html.escape
     rating = result["rating"]
     standings = result["standings"]
-    low = min(r["rating_low"] for r in standings)
-    high = max(r["rating_high"] for r in standings)
+    low = min(r["rating"] if r["rating_low"] is None else r["rating_low"] for r in standings)
+    high = max(r["rating"] if r["rating_high"] is None else r["rating_high"] for r in standings)
     options = (
         f", options <code>{e(json.dumps(result['rules_options'], sort_keys=True))}</code>"
         if result["rules_options"]
@@ -175,8 +177,13 @@ def render_html(result: dict[str, Any]) -> str:
         f"{len(result['matches'])} matches, {len(result['games_played'])} games, seed {result['seed']}. "
         f"{isolation}.</p>",
         f'<div class="headline">Ratings: Elo points from a Bradley-Terry fit to every pairwise duplicate comparison, '
-        f"{e(rating['anchor'])} fixed at {rating['anchor_rating']:g}, with 95% intervals from "
-        f"{rating['bootstrap']} bootstrap resamples of the matches (prior sd {rating['prior_sd']:g}). "
+        f"{e(rating['anchor'])} fixed at {rating['anchor_rating']:g}, "
+        + (
+            f"with 95% intervals from {rating['bootstrap']} bootstrap resamples of the matches"
+            if rating["bootstrap"]
+            else f"without 95% intervals: {e(rating['interval'])}"
+        )
+        + f" (prior sd {rating['prior_sd']:g}). "
         "A forfeited game counts 0 points and last place.</div>",
         '<h2>Standings</h2><table id="standings"><tr><th>rank</th><th>agent</th><th>rating</th>'
         "<th>95% interval</th><th></th><th>games</th><th>wins</th><th>mean score</th><th>failures</th>"
@@ -188,7 +195,14 @@ def render_html(result: dict[str, Any]) -> str:
             f'<tr class="{e(row["kind"])}" data-agent="{e(row["agent"])}"><td class="num">{row["rank"]}</td>'
             f"<td><code>{e(row['agent'])}</code>{' (anchor)' if row['kind'] == 'anchor' else ' (built-in)' if row['kind'] == 'builtin' else ''}</td>"
             f'<td class="num rating">{row["rating"]:.1f}</td>'
-            f'<td class="num">{row["rating_low"]:.1f} to {row["rating_high"]:.1f}</td><td>{_bar(row, low, high)}</td>'
+            + (
+                '<td class="num">fixed</td>'
+                if row["agent"] == rating["anchor"]
+                else '<td class="num">none</td>'
+                if row["rating_low"] is None
+                else f'<td class="num">{row["rating_low"]:.1f} to {row["rating_high"]:.1f}</td>'
+            )
+            + f"<td>{_bar(row, low, high)}</td>"
             f'<td class="num">{row["games"]}</td><td class="num">{row["wins"]}</td><td class="num">{mean}</td>'
             f'<td class="num">{row["failures"]}</td><td>{e(row["status"])}</td></tr>'
         )

@@ -12,6 +12,8 @@ total wins); the win rate is the mean result. The two games of a deal share thei
 not independent; the deals are. So the 95% interval is a normal interval over the *deals*: each
 deal's two results averaged, ``mean ± 1.96 s / sqrt(N)`` (``s`` the standard deviation of the
 deal means). The games needed for a half-width ``w`` follow from ``s``: ``2 (1.96 s / w)**2``.
+When every deal had the same result (``s`` = 0: all won, all lost or all split), that interval
+would have no width; the Wilson score interval over the deals replaces it (:func:`wilson`).
 
 **Lockstep.** Every game of a block of deals is played at once on the engine's batched step
 (:func:`~dice_poker_env.engine.game.step_batch`): at each step, each game's player to move
@@ -261,7 +263,8 @@ def summarize(scores: np.ndarray) -> dict[str, Any]:
     """The match's statistics from :func:`play_deals`' scores (``(deals, 2, 2)``), from A's side.
 
     ``win_rate`` = (wins + ties / 2) / games, with its 95% normal interval over the deals
-    (``win_rate_ci95``, clipped to [0, 1]; ``win_rate_ci95_half_width``); the win rate in each
+    (``win_rate_ci95``, clipped to [0, 1]; ``win_rate_ci95_half_width``; when every deal had the
+    same result, the :func:`wilson` interval, named in ``win_rate_ci95_method``); the win rate in each
     seat; the mean scores and the mean margin (A - B, with its interval over deals); ``split_deals``,
     the share of deals whose two games went one to each agent (or tied both); and
     ``games_for_half_width_1pp``, the games a half-width of one percentage point needs at this spread.
@@ -276,6 +279,11 @@ def summarize(scores: np.ndarray) -> dict[str, Any]:
     win_rate = float(per_deal.mean()) if deals else float("nan")
     spread = float(per_deal.std(ddof=1)) if deals > 1 else float("nan")
     half = Z95 * spread / math.sqrt(deals) if deals > 1 else float("nan")
+    low, high = max(0.0, win_rate - half), min(1.0, win_rate + half)
+    method = "normal over deals"
+    if deals > 1 and spread == 0.0:  # every deal the same result: the normal interval would have no width
+        low, high = wilson(win_rate, deals)
+        half, method = max(win_rate - low, high - win_rate), "Wilson score over deals (every deal had the same result)"
     margin = (a - b).mean(axis=1)
     margin_half = Z95 * float(margin.std(ddof=1)) / math.sqrt(deals) if deals > 1 else float("nan")
     needed = 2 * math.ceil((Z95 * spread / 0.01) ** 2) if deals > 1 else None
@@ -286,8 +294,9 @@ def summarize(scores: np.ndarray) -> dict[str, Any]:
         "ties": int((a == b).sum()),
         "losses": int((a < b).sum()),
         "win_rate": win_rate,
-        "win_rate_ci95": [max(0.0, win_rate - half), min(1.0, win_rate + half)] if deals > 1 else None,
+        "win_rate_ci95": [low, high] if deals > 1 else None,
         "win_rate_ci95_half_width": half if deals > 1 else None,
+        "win_rate_ci95_method": method if deals > 1 else None,
         "win_rate_deal_sd": spread if deals > 1 else None,
         "win_rate_seat": [float(result[:, 0].mean()), float(result[:, 1].mean())] if deals else None,
         "mean_score": [float(a.mean()), float(b.mean())] if deals else None,
@@ -296,6 +305,18 @@ def summarize(scores: np.ndarray) -> dict[str, Any]:
         "split_deals": float(np.mean(per_deal == 0.5)) if deals else None,
         "games_for_half_width_1pp": needed,
     }
+
+
+def wilson(rate: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion ``rate`` observed over ``n`` trials.
+
+    Unlike the normal interval it keeps a width when every trial had the same outcome: after
+    ``n`` lost deals the win rate is below ``Z95**2 / (n + Z95**2)``, not exactly 0.
+    """
+    z2 = Z95 * Z95
+    centre = (rate + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z95 / (1 + z2 / n) * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def games_needed(deal_sd: float, half_width: float) -> int:
@@ -453,6 +474,8 @@ def render(result: dict[str, Any]) -> str:
         if np.isfinite(low) and np.isfinite(high)
         else "no interval from one deal: play at least 4 games"
     )
+    if (result.get("win_rate_ci95_method") or "").startswith("Wilson"):
+        interval += ", Wilson: every deal had the same result"
     deals = f"{result['deals']:,} deal{'s' if result['deals'] != 1 else ''}"
     lines = [
         f"{result['rules']}: {a} vs {b}, {result['games']:,} games ({deals}, seats swapped), seed {result['seed']}",
