@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 import zlib
 from pathlib import Path
@@ -197,6 +198,23 @@ def test_a_match_is_deterministic_and_auto_mode_stops_at_the_target(monkeypatch)
     assert auto["target_reached"] is True and fixed_games_target_missed()
     fixed = match(YACHT, "greedy", "optimal", games=auto["games"], seed=9)  # the same deals, in other blocks
     assert {k: fixed[k] for k in keys} == {k: auto[k] for k in keys}
+
+
+def test_auto_mode_when_every_deal_is_won_plays_the_deals_wilson_needs(monkeypatch):
+    """No spread to extrapolate from: the next block is the deals Wilson's interval needs."""
+    import agents.evaluation.match as module
+
+    played = []
+
+    def won(rules, agents, seed, deals, first=0, **kwargs):
+        played.append(deals)
+        return np.array([[[10, 5], [5, 10]]] * deals)
+
+    monkeypatch.setattr(module, "play_deals", won)
+    monkeypatch.setattr(module, "AUTO_PILOT_GAMES", 200)
+    row = match(YACHT, "greedy", "greedy", games="auto", target_ci=0.01, seed=0)
+    assert played[0] == 100 and len(played) == 2 and row["target_reached"] is True
+    assert row["deals"] == math.ceil(1.959963984540054**2 * 0.99 / 0.01) and row["win_rate_ci95_half_width"] <= 0.01
 
 
 def fixed_games_target_missed():

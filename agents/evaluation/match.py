@@ -442,6 +442,8 @@ def match(
             if half <= target or 2 * played >= max_games:
                 break
             needed = games_needed(row["win_rate_deal_sd"], target) // 2
+            if row["win_rate_deal_sd"] == 0:  # every deal alike so far: the deals Wilson's interval needs
+                needed = math.ceil(Z95 * Z95 * (1 - target) / target)
             want = min(max_games // 2, max(needed, played + max(1, played // 10)))  # (at least 10% more)
             if announce is not None:
                 announce(f"half-width {100 * half:.2f} points after {2 * played:,} games: playing to {2 * want:,}")
