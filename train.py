@@ -245,7 +245,15 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
     else:
         assert isinstance(config, SB3)
         final_path, timesteps, train_seconds = sb3_learn(
-            config, rules, run_dir, optimal, env, model, metadata, resumed=resume_from is not None
+            config,
+            rules,
+            run_dir,
+            optimal,
+            env,
+            model,
+            metadata,
+            resumed=resume_from is not None,
+            resume_from=resume_from,
         )
     print(f"trained {timesteps:,} timesteps in {train_seconds:.0f} s -> {final_path}")
     extra = trainer.results_extra if config.algo in RLLIB_ALGORITHMS else None

@@ -251,6 +251,45 @@ def test_resume_continues_from_the_latest_checkpoint(smoke_run, tmp_path):
     assert results["timesteps"] >= 2560
 
 
+def test_an_sb3_resume_keeps_the_learning_curve_its_seconds_and_best(smoke_run, tmp_path):
+    """Killed after the evaluation at 2,048 but before its checkpoint: the resumed run drops that row and
+    makes it again, counts its seconds on from the checkpoint's, and a worse policy is not saved as best."""
+    import csv
+    import shutil
+
+    from agents.players.sb3_agent import read_metadata
+
+    run_dir, _ = smoke_run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    for name in ("checkpoints/model_2048_steps.zip", "final_model.zip", "results.json"):
+        (copy / name).unlink()
+    with (copy / "evaluations.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["timesteps"] for row in rows] == ["1024", "2048"]
+    rows[0]["mean_score"] = "999.0"  # a best no policy reaches: best_model.zip must stay as it is
+    with (copy / "evaluations.csv").open("w", newline="") as handle:
+        out = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        out.writeheader()
+        out.writerows(rows)
+    best = (copy / "best_model.zip").read_bytes()
+    seconds = read_metadata(copy / "checkpoints" / "model_1024_steps.zip")["train_seconds"]
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "--run-dir", str(copy), "--resume", "bench_games=0"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    with (copy / "evaluations.csv").open(newline="") as handle:
+        after = list(csv.DictReader(handle))
+    assert [row["timesteps"] for row in after] == ["1024", "2048"]
+    assert float(after[1]["seconds"]) >= seconds > 0
+    assert (copy / "best_model.zip").read_bytes() == best
+    assert read_metadata(copy / "final_model.zip")["train_seconds"] >= seconds
+
+
 def test_saved_model_reloads_and_reproduces_its_actions(tmp_path):
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO

@@ -98,6 +98,28 @@ def test_resume_continues_exactly_where_the_run_stopped(tmp_path):
     assert np.array_equal(straight.rollout.env.state.scores, resumed.rollout.env.state.scores)
 
 
+def test_a_resumed_run_logs_each_evaluation_once(tmp_path):
+    """Evaluations past the checkpoint (the run was killed later) are dropped, then made again: one row a step."""
+    import csv
+
+    rules, update = load_rules("yacht"), 32 * 8
+    straight = Trainer(config(eval_freq=update, eval_episodes=4), rules, tmp_path / "straight")
+    straight.run(progress=False)
+    first = Trainer(config(eval_freq=update, eval_episodes=4), rules, tmp_path / "split")
+    first.run(progress=False, stop_at=2 * update)
+    checkpoint = first.save_checkpoint()
+    first.run(progress=False, stop_at=3 * update)  # one more evaluation, then the run is killed
+    resumed = Trainer(config(eval_freq=update, eval_episodes=4), rules, tmp_path / "split")
+    resumed.load_checkpoint(checkpoint)
+    resumed.run(progress=False)
+
+    def rows(run):
+        with (tmp_path / run / "evaluations.csv").open(newline="") as handle:
+            return [(row["timesteps"], row["mean_score"]) for row in csv.DictReader(handle)]
+
+    assert rows("split") == rows("straight") and len(rows("split")) == 4
+
+
 def test_checkpoint_of_another_ruleset_or_algo_or_a_truncated_file_is_refused(tmp_path):
     trainer = Trainer(config(), load_rules("yacht"), tmp_path / "run")
     path = trainer.save_checkpoint()

@@ -111,6 +111,27 @@ class Evaluation:
         self.best = max(self.best, value)
         return best
 
+    def rewind(self, timesteps: int) -> list[dict[str, str]]:
+        """A resumed run: drop the rows past ``timesteps`` (evaluated after the checkpoint it resumes
+        from; they will be evaluated again) and return the rows kept.
+
+        The file is rewritten whole under a temporary name, then renamed into place.
+        """
+        if not self.csv.is_file():
+            return []
+        with self.csv.open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            columns, rows = reader.fieldnames or list(CSV_COLUMNS), list(reader)
+        kept = [row for row in rows if row.get("timesteps", "").isdigit() and int(row["timesteps"]) <= timesteps]
+        if len(kept) < len(rows):
+            partial = self.csv.with_name(f".{self.csv.name}.partial")
+            with partial.open("w", newline="") as handle:
+                out = csv.DictWriter(handle, fieldnames=columns)
+                out.writeheader()
+                out.writerows(kept)
+            os.replace(partial, self.csv)
+        return kept
+
     def recorded(self, timesteps: int) -> bool:
         """Whether ``evaluations.csv`` already has a row at ``timesteps``."""
         if not self.csv.is_file():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -161,10 +162,18 @@ def build_model(config: SB3, env: VecEnv, run_dir: Path) -> BaseAlgorithm:
 
 # ----------------------------------------------------------------------------- callbacks
 def make_callbacks(
-    config: SB3, rules: Rules, run_dir: Path, optimal: float | None, metadata: dict
+    config: SB3,
+    rules: Rules,
+    run_dir: Path,
+    optimal: float | None,
+    metadata: dict,
+    *,
+    seconds_before: float = 0.0,
+    best: float = -math.inf,
 ) -> tuple[list[BaseCallback], Any]:
     """Periodic evaluation (mean score, percent of optimal -> TensorBoard, console,
-    evaluations.csv, best_model.zip) and checkpoints (with the ruleset metadata)."""
+    evaluations.csv, best_model.zip) and checkpoints (with the ruleset metadata and the training
+    seconds so far). A resumed run passes the seconds and the best mean score it had reached."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     from agents.players.sb3_agent import ALGORITHMS, save_model
@@ -180,7 +189,7 @@ def make_callbacks(
             self.next_eval = config.eval_freq
             self.eval_env: VecEnv | None = None
             self.evaluation = Evaluation(run_dir, optimal, lambda text: print(text, flush=True))
-            self.started = time.perf_counter()
+            self.evaluation.best = best
 
         def _on_training_start(self) -> None:
             self.next_eval = (self.num_timesteps // config.eval_freq + 1) * config.eval_freq
@@ -220,7 +229,7 @@ def make_callbacks(
                 return_episode_rewards=True,
                 **extra,
             )
-            seconds = time.perf_counter() - self.started
+            seconds = seconds_before + time.perf_counter() - clock.started
             if self.evaluation.record(self.num_timesteps, np.asarray(rewards), seconds, self.logger.record):
                 save_model(self.model, run_dir / "best_model.zip", {**metadata, "timesteps": self.num_timesteps})
             self.logger.dump(self.num_timesteps)
@@ -238,7 +247,8 @@ def make_callbacks(
             if self.num_timesteps >= self.next_save:
                 self.next_save += config.checkpoint_freq
                 path = run_dir / "checkpoints" / f"model_{self.num_timesteps}_steps.zip"
-                save_model(self.model, path, {**metadata, "timesteps": self.num_timesteps})
+                seconds = seconds_before + time.perf_counter() - clock.started
+                save_model(self.model, path, {**metadata, "timesteps": self.num_timesteps, "train_seconds": seconds})
                 if config.save_replay_buffer and hasattr(self.model, "save_replay_buffer"):
                     self.model.save_replay_buffer(path.with_suffix(".replay.pkl"))
             return True
@@ -262,7 +272,21 @@ def make_callbacks(
         def _on_step(self) -> bool:
             return True
 
-    callbacks: list = [LogConfig()]
+    class Clock(BaseCallback):
+        """When this session's training started (the evaluations' and checkpoints' seconds count from it)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.started = time.perf_counter()
+
+        def _on_training_start(self) -> None:
+            self.started = time.perf_counter()
+
+        def _on_step(self) -> bool:
+            return True
+
+    clock = Clock()
+    callbacks: list = [clock, LogConfig()]
     evaluator = ScoreEval() if config.eval_freq > 0 else None
     if evaluator is not None:
         callbacks.append(evaluator)
@@ -335,11 +359,30 @@ def sb3_learn(
     metadata: dict,
     *,
     resumed: bool,
+    resume_from: Path | None = None,
 ) -> tuple[Path, int, float]:
-    """Train an SB3 model with the evaluation and checkpoint callbacks; save the final model."""
-    from agents.players.sb3_agent import save_model
+    """Train an SB3 model with the evaluation and checkpoint callbacks; save the final model.
 
-    callbacks, evaluator = make_callbacks(config, rules, run_dir, optimal, metadata)
+    A resumed run (``resume_from``, the checkpoint) drops the learning curve's rows past the
+    checkpoint and continues its training seconds (the checkpoint's, else the last row's) and its
+    best mean score; returns the final model, the timesteps and the training seconds of the whole run.
+    """
+    from agents.players.sb3_agent import read_metadata, save_model
+
+    seconds_before, best = 0.0, -math.inf
+    if resumed:
+        kept = Evaluation(run_dir, optimal).rewind(model.num_timesteps)
+        key = "win_rate" if kept and kept[-1].get("win_rate") else "mean_score"
+        best = max((float(row[key]) for row in kept if row.get(key)), default=-math.inf)
+        seconds = read_metadata(resume_from).get("train_seconds") if resume_from is not None else None
+        if not isinstance(seconds, (int, float)) or isinstance(
+            seconds, bool
+        ):  # a checkpoint without them (an earlier version)
+            seconds = float(kept[-1]["seconds"]) if kept and kept[-1].get("seconds") else 0.0
+        seconds_before = float(seconds)
+    callbacks, evaluator = make_callbacks(
+        config, rules, run_dir, optimal, metadata, seconds_before=seconds_before, best=best
+    )
     remaining = max(config.total_timesteps - model.num_timesteps, 0)
     started = time.perf_counter()
     if remaining:
@@ -350,8 +393,12 @@ def sb3_learn(
             reset_num_timesteps=not resumed,
             tb_log_name="run",
         )
-    train_seconds = time.perf_counter() - started
-    final_path = save_model(model, run_dir / "final_model.zip", {**metadata, "timesteps": model.num_timesteps})
+    train_seconds = seconds_before + time.perf_counter() - started
+    final_path = save_model(
+        model,
+        run_dir / "final_model.zip",
+        {**metadata, "timesteps": model.num_timesteps, "train_seconds": train_seconds},
+    )
     if evaluator is not None and not evaluator.evaluation.recorded(model.num_timesteps):
         evaluator.evaluate()  # the end point of the learning curve
     env.close()

@@ -256,7 +256,11 @@ class Trainer:
         from torch.utils.tensorboard import SummaryWriter
 
         c = self.config
-        writer = SummaryWriter(str(self.run_dir / "tb" / "run"))
+        # a resumed run: what was logged past its checkpoint is logged again, so it goes (TensorBoard's
+        # purge_step, the CSV's rewind); the seconds and the best so far are the checkpoint's
+        resumed_at = self.num_timesteps
+        writer = SummaryWriter(str(self.run_dir / "tb" / "run"), purge_step=resumed_at + 1 if resumed_at else None)
+        self.evaluation.rewind(resumed_at)
         if self.updates == 0:
             writer.add_text("config", "\n".join(f"    {k}: {v}" for k, v in self.state_dict()["config"].items()))
         bar = None
