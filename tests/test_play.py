@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -266,6 +267,27 @@ def test_a_whole_game_from_a_script():
     assert again.stdout == "".join(
         line for line in out.splitlines(True) if not line.startswith("(solving yacht exactly")
     )
+
+
+def test_alone_for_the_best_score():
+    """``--opponents none``: one scorecard, the final score against the solver's expected one, the same grading."""
+    lines = []
+    for prefix in PREFIXES:
+        lines += ["r", "reroll", f"s {prefix}"]
+    result = run_play(["yacht", "--opponents", "none", "--seed", "3"], "\n".join(lines) + "\n")
+    out = result.stdout
+    assert result.returncode == 0 and "Traceback" not in result.stderr, out + result.stderr
+    assert "alone, for the best score" in out and out.count("you write") == 12
+    assert "Final result:" not in out and "greedy" not in out
+    final = re.search(r"Final score: (\d+) \(optimal play averages 169\.77 over all dice\)", out)
+    written = sum(int(n) for n in re.findall(r"you write (\d+) in", out))
+    assert final and int(final.group(1)) >= written  # the boxes, plus any bonus
+    assert "expected points lost" in out
+    again = run_play(["yacht", "--opponents", "none", "--seed", "3"], "\n".join(lines) + "\n")
+    solving = "(solving yacht exactly"  # only the run that solved it first says so
+    assert again.stdout == "".join(line for line in out.splitlines(True) if not line.startswith(solving))
+    mixed = run_play(["yacht", "--opponents", "none", "greedy"], "")
+    assert mixed.returncode == 2 and "--opponents none plays alone" in mixed.stderr
 
 
 def test_end_of_input_ends_the_game_cleanly():

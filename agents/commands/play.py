@@ -2,7 +2,8 @@
 
 The human sits in the first seat of a :class:`dice_poker_env.multi.raw_env` game;
 each other seat is an agent built by name (:func:`agents.players.registry.make_agent`:
-``random``, ``greedy``, ``optimal``, ``trained``, ``model:PATH``).
+``random``, ``greedy``, ``optimal``, ``trained``, ``model:PATH``). ``--opponents none``
+plays alone (:class:`SoloTable`, the single-player env) to practise for the best score.
 Commands, typed naturally::
 
     keep 2 2 6   | k 226 | hold 2,2,6   keep these faces, reroll the others
@@ -483,6 +484,45 @@ def load_opponents(names: Sequence[str], rules: Rules, seed: int | None, screen:
     return opponents
 
 
+class SoloTable:
+    """``--opponents none``: the one-seat game, :class:`~dice_poker_env.envs.single.DicePokerEnv`
+    behind the few calls the game loop makes of the multi-player env (one seat, ``player_0``)."""
+
+    possible_agents = ("player_0",)
+    agent_selection = "player_0"
+    current = 0
+
+    def __init__(self, rules: Rules) -> None:
+        from dice_poker_env.envs.single import DicePokerEnv
+
+        self.env = DicePokerEnv(rules, obs_mode="dict")
+        self.tables = self.env.tables
+
+    def reset(self, seed: int | None = None) -> None:
+        self.seen, _ = self.env.reset(seed=seed)
+
+    @property
+    def games(self) -> list[game.GameState]:
+        assert self.env.state is not None  # (after reset)
+        return [self.env.state]
+
+    @property
+    def game_over(self) -> bool:
+        return game.is_over(self.tables, self.games[0])
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        return {"observation": self.seen, "action_mask": self.env.action_masks()}
+
+    def step(self, action: int) -> None:
+        self.seen = self.env.step(action)[0]
+
+    def scorecard(self, agent: str) -> dict[str, int | None]:
+        return self.env.scorecard()
+
+    def totals(self) -> dict[str, int]:
+        return {"player_0": self.env.score}
+
+
 def seat_names(player: str, opponents: Sequence[str]) -> list[str]:
     names = [player]
     for name in opponents:
@@ -501,24 +541,28 @@ def play(args: argparse.Namespace) -> int:
         raise ValueError(
             "PettingZoo is not installed (the game's table is dice_poker_env.multi's PettingZoo env): pip install 'dice-poker-env[cli]'"
         )
-    if not 1 <= len(args.opponents) <= MAX_OPPONENTS:
+    solo = [name.lower() for name in args.opponents] == ["none"]
+    if "none" in (name.lower() for name in args.opponents) and not solo:
+        raise ValueError("--opponents none plays alone: give it alone, not with other agents")
+    if not solo and not 1 <= len(args.opponents) <= MAX_OPPONENTS:
         raise ValueError(f"--opponents takes 1 to {MAX_OPPONENTS} agents, got {len(args.opponents)}")
     if args.seed is not None and args.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
     if sys.stdin is None or sys.stdin.closed:
         raise ValueError("standard input is closed: play reads your commands from it (a terminal or a script)")
     rules = load_rules_from(args)
-    names = seat_names(args.name, args.opponents)
+    names = seat_names(args.name, [] if solo else args.opponents)
     screen = Screen(rules, names)
-    opponents = load_opponents(args.opponents, rules, args.seed, screen)
-    env = multi.raw_env(rules, len(names), obs_mode="dict")
+    opponents = [] if solo else load_opponents(args.opponents, rules, args.seed, screen)
+    env: Any = SoloTable(rules) if solo else multi.raw_env(rules, len(names), obs_mode="dict")
     env.reset(seed=args.seed)
     coach = Coach(rules, screen)
     grading = not args.no_grade
     grades = Grades()
     box_names = rules.box_names
     who = "you" if names[0] == "you" else f"you ({names[0]})"
-    screen.say(f"{rules.title}: {who} against {', '.join(names[1:])}. Type `help` for the commands.", "bold")
+    against = f"against {', '.join(names[1:])}" if names[1:] else "alone, for the best score"
+    screen.say(f"{rules.title}: {who} {against}. Type `help` for the commands.", "bold")
     last_turn_shown = -1
     kept: list[int] | None = None  # the faces the human kept at the last reroll: the others are new
     names_agent = env.possible_agents[0]
@@ -586,7 +630,7 @@ def play(args: argparse.Namespace) -> int:
         if action >= N_KEEP_ACTIONS:
             points = int(env.games[0].scores[action - N_KEEP_ACTIONS])
             screen.say(f"you write {points} in {box_names[action - N_KEEP_ACTIONS]}", "green")
-    finish(screen, env, names, rules)
+    finish(screen, env, names, rules, coach if solo else None)
     report_grades(screen, coach, grades, grading)
     return 0
 
@@ -606,7 +650,7 @@ def opponent_action(env: raw_env, opponents: list[Any], i: int, names: list[str]
         return int(opponents[i - 1].act(None, mask))
 
 
-def potential_now(env: raw_env) -> np.ndarray:
+def potential_now(env: raw_env | SoloTable) -> np.ndarray:
     from dice_poker_env.envs.observation import potential_points
 
     return potential_points(env.tables, env.games[0])
@@ -636,9 +680,16 @@ def show_hints(
         screen.say(f"  {text:<28} {value:8.2f}{gap}", "magenta")
 
 
-def finish(screen: Screen, env: raw_env, names: list[str], rules: Rules) -> None:
+def finish(screen: Screen, env: Any, names: list[str], rules: Rules, coach: Coach | None = None) -> None:
+    """The final board and result; alone (``coach`` given), the score against the solver's expected one."""
     screen.board(env.games, -1, None)
     totals = np.array(list(env.totals().values()))
+    if len(totals) == 1:
+        line = f"Final score: {int(totals[0])}"
+        if coach is not None and coach.load():
+            line += f" (optimal play averages {coach.solution.expected_score:.2f} over all dice)"
+        screen.say(line, "bold")
+        return
     order = np.argsort(-totals, kind="stable")
     screen.say("Final result:", "bold")
     mean = totals.mean()
@@ -692,7 +743,8 @@ HELP = "play a game in the terminal against the agents"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = textwrap.fill(
-        "Play a dice game in the terminal against agents (one seat each). Dice and "
+        "Play a dice game in the terminal against agents (one seat each), or alone "
+        "(--opponents none). Dice and "
         "scorecards are drawn in the terminal; type commands as below. With --hints the "
         "solver's expected final score of the best actions is shown before each decision; "
         "at the end your decisions are graded against the solver. Reads a script of "
@@ -708,7 +760,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=["greedy"],
         metavar="AGENT",
         help="one agent per opponent seat: random, greedy, optimal, trained, winning[,target=T|,future=reach], "
-        "model:PATH, FILE.py:NAME or MODULE:NAME (default: greedy)",
+        "model:PATH, FILE.py:NAME or MODULE:NAME (default: greedy); none: play alone for the best score",
     )
     parser.add_argument("--hints", action="store_true", help="coach mode: show the solver's best actions")
     parser.add_argument("--seed", type=int, default=None, help="seed of the dice (same seed, same dice)")
