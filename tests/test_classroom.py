@@ -318,6 +318,10 @@ def test_finding_the_agent_class(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("class Agent(:\n")
     assert find_agent_class(broken) == ("Agent", None)  # graded: its report shows the syntax error
+    deep = tmp_path / "deep.py"  # the parser runs out of stack (RecursionError) or memory, not out of syntax
+    for expression in ("1+" * 100_000 + "1", "-" * 200_000 + "1"):
+        deep.write_text(f"class Agent:\n    pass\n_x = {expression}\n")
+        assert find_agent_class(deep) == ("Agent", None)  # graded: its report shows the failure, the class goes on
     runs = tmp_path / "runs.py"
     runs.write_text(
         f"open({str(tmp_path / 'ran')!r}, 'w').close()\nclass A:\n    def act(self, o, m):\n        return 32\n"

@@ -580,6 +580,9 @@ def test_frames_from_the_worker_are_parsed_defensively():
         assert receive(right, untrusted=True)["action"] == 35  # brackets in strings do not count
     assert nesting_depth(b'{"a":[[1],{"b":"]]]]"}]}') == 8  # small: not scanned
     assert nesting_depth(b'[[[[[[[[["x"]]]]]]]]]') == 9
+    assert nesting_depth(b'[[[[[[[[["a\\"[[[[[[[[[[[[[[[[[[[[\\\\"]]]]]]]]]') == 9  # escaped quotes stay in the string
+    # an unterminated string of escaped quotes: quadratic for a backtracking pattern (minutes at this size)
+    assert nesting_depth(b"[" * 9 + b'"' + b'\\"' * 128_000) == 9
 
 
 def test_grading_untrusted_code_needs_isolation_or_an_explicit_flag(submissions, monkeypatch):
