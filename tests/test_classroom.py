@@ -293,6 +293,21 @@ def test_student_folders_are_safe_and_unique(tmp_path):
     assert all(f and f.strip(".") == f and all(c.isalnum() or c in "._-" for c in f) for f in folders)
 
 
+def test_a_symbolic_link_in_a_class_folder_is_not_followed(tmp_path):
+    """A link could point at any file the grader reads (its first line would reach the report) or at another
+    student's file (the class would stop: given twice): it is that student's problem, and the class goes on."""
+    (tmp_path / "alice.py").write_text("class Agent:\n    def act(self, o, m):\n        return 32\n")
+    secret = tmp_path / "elsewhere" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0\n")
+    (tmp_path / "mallory.py").symlink_to(secret)
+    (tmp_path / "zed.py").symlink_to(tmp_path / "alice.py")
+    found = {s.student: s for s in find_submissions([str(tmp_path)])}
+    assert found["alice"].spec is not None and found["alice"].problem is None
+    for name in ("mallory", "zed"):
+        assert found[name].spec is None and "symbolic link, not followed" in found[name].problem
+
+
 def test_a_student_named_like_a_class_file_gets_another_folder(tmp_path):
     """``gradebook.csv.py`` must not take the folder name of the class's gradebook (it crashed the class)."""
     for name in ("gradebook.csv", "index.html", "Class.json", "alice"):

@@ -184,18 +184,23 @@ def find_submissions(entries: Sequence[str], class_name: str | None = None) -> l
     """The submissions of a class: each entry a folder (its ``*.py`` files, sorted), a ``FILE.py`` or a
     ``FILE.py:NAME`` spec (``NAME`` wins over ``class_name``).
 
+    A symbolic link in a folder is not followed: it is that student's problem (not loaded), since it
+    could point at any file the grader can read, or at another student's file.
+
     Raises:
         ValueError: an entry that is none of these, a folder without ``*.py`` files, a file given twice.
     """
     from agents.players.registry import parse_agent_spec
 
     files: list[tuple[str, str | None]] = []
+    links: set[str] = set()
     for entry in entries:
         if os.path.isdir(entry):
-            found = sorted(p for p in Path(entry).iterdir() if p.suffix == ".py" and p.is_file())
+            found = sorted(p for p in Path(entry).iterdir() if p.suffix == ".py" and (p.is_file() or p.is_symlink()))
             if not found:
                 raise ValueError(f"{entry}: no *.py file in this folder")
             files += [(str(p), None) for p in found]
+            links.update(str(p) for p in found if p.is_symlink())
         elif entry.endswith(".py"):
             if not os.path.isfile(entry):
                 raise ValueError(f"{entry}: no such file")
@@ -211,11 +216,15 @@ def find_submissions(entries: Sequence[str], class_name: str | None = None) -> l
     taken: set[str] = set()
     out = []
     for path, spec in files:
+        stem = Path(path).stem
+        if path in links:
+            problem = f"{os.path.basename(path)} is a symbolic link, not followed: hand in the file itself"
+            out.append(Submission(stem, _folder(stem, taken), path, None, problem))
+            continue
         real = os.path.realpath(path)
         if real in seen:
             raise ValueError(f"{path}: given more than once")
         seen.add(real)
-        stem = Path(path).stem
         if spec is None:
             name, problem = find_agent_class(path, class_name)
             spec = f"{path}:{name}" if name is not None else None
@@ -369,7 +378,8 @@ def grade_class(
         given = [Path(path).read_text(encoding="utf-8", errors="replace") for path in starter]
     except OSError as error:
         raise ValueError(f"starter {error.filename}: cannot read this file") from None
-    similar = similar_pairs(read_sources({s.folder: s.path for s in submissions}), given, share=similar_share)
+    compared = {s.folder: s.path for s in submissions if not (s.spec is None and os.path.islink(s.path))}
+    similar = similar_pairs(read_sources(compared), given, share=similar_share)  # (links are not followed)
     solution = load_solution(rules, required=True)  # solved (and cached) once, before the workers load it
     baselines = reference_games(rules, games=games, seed=seed, solution=solution)
     options = {"games": games, "seed": seed, "limits": limits, "isolated": isolated, "solver": solver}
