@@ -306,7 +306,21 @@ def test_the_solver_policy():
     assert honest_flagged["solver"]["imported"] == [] and honest_flagged["problems"] == []
 
 
-@pytest.mark.parametrize("mode", ["import", "source"])
+def test_forbid_hides_the_compiled_copies_and_the_trained_weights():
+    """Under ``forbid`` the sandbox covers the agents' ``__pycache__`` folders (a ``.pyc`` loads without the import
+    hook) and ``agents/policies``; ``mode=pyc`` of the hostile agent then finds no compiled copy (see below)."""
+    from agents.course.sandbox import CODE_DIR, SandboxedAgent
+
+    agent = SandboxedAgent(str(HOSTILE / "library_agent.py") + ":Agent", RULES, solver="forbid", start=False)
+    command = " ".join(agent._command(3)[0])
+    for covered in ("agents/players/__pycache__", "agents/policies", "dice_poker_env/solver"):
+        assert f"--tmpfs {CODE_DIR}/{covered} " in command
+    assert f"--ro-bind /dev/null {CODE_DIR}/agents/players/heuristic.py " in command
+    allowed = SandboxedAgent(str(HOSTILE / "library_agent.py") + ":Agent", RULES, solver="allow", start=False)
+    assert "__pycache__" not in " ".join(allowed._command(3)[0])
+
+
+@pytest.mark.parametrize("mode", ["import", "source", "pyc", "policies"])
 def test_the_solver_policy_covers_the_librarys_agents(mode):
     """A submission that plays the library's heuristic (or a trained policy) as its own: refused under ``forbid``,
     by the import hook, and by the files' absence from the sandbox."""
@@ -315,10 +329,12 @@ def test_the_solver_policy_covers_the_librarys_agents(mode):
     failure = forbidden["failures"]["recorded"][0]
     if mode == "import":
         assert failure["kind"] == "solver" and "'import agents.players.heuristic' is not allowed" in failure["message"]
-    else:
+    else:  # the files are not there
         assert ("PermissionError" in failure["message"] or "FileNotFoundError" in failure["message"]) and (
             forbidden["stdout"]["bytes"] == 0
         )
+    if mode == "pyc":
+        return  # (allowed, it loads where the install compiled the module, which a checkout may not have done)
     allowed = grade_file("library_agent.py", f",mode={mode}", solver="allow", games=1)
     assert allowed["status"] == "ok"
 

@@ -22,7 +22,8 @@ benchmark, but the submission itself (``FILE.py:NAME`` or ``MODULE:NAME``, as in
   asked for: the remaining games end at once and score 0.
 * **Solver policy**: ``solver="allow" | "flag" | "forbid"``: the worker watches imports
   of the library's solver and its agents (:data:`SOLVER_MODULES`); under ``flag`` they
-  are reported, under ``forbid`` they fail (and the files are not in the sandbox).
+  are reported, under ``forbid`` they fail (and the files, their compiled copies and the
+  trained policies' weights, :data:`SOLVER_DATA`, are not in the sandbox).
 * **No seeds leak**: the worker receives only observations and masks, and per game a
   seed for its own randomness that depends on the game's number only
   (:func:`agent_seed`), never on the grading seed. The dice are drawn in the grader.
@@ -38,6 +39,7 @@ their own modules.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import hashlib
 import json
@@ -91,6 +93,8 @@ SOLVER_MODULES = (
     "agents.training",
     "agents.evaluation",
 )
+#: folders of data the library's agents play from, hidden with :data:`SOLVER_MODULES` under ``forbid``
+SOLVER_DATA = ("agents/policies",)
 #: the solver policies of a grading
 SOLVER_POLICIES = ("allow", "flag", "forbid")
 #: ``game_failure`` of a game the grader no longer asked for (after ``max_failures`` failures or the total time)
@@ -362,6 +366,17 @@ class SandboxedAgent:
                         hidden.append(f"{CODE_DIR}/{name}/{'/'.join(rest.split('.'))}")
                     elif path.with_suffix(".py").is_file():
                         hidden.append(f"{CODE_DIR}/{name}/{'/'.join(rest.split('.'))}.py")
+                        # its compiled copy too: a .pyc loads without the import system's watch
+                        cache = path.parent / "__pycache__"
+                        with contextlib.suppress(OSError):  # made now, so that none appears uncovered later
+                            cache.mkdir(exist_ok=True)
+                        if cache.is_dir():
+                            hidden.append(f"{CODE_DIR}/{name}/{'/'.join(rest.split('.')[:-1] + ['__pycache__'])}")
+                for data in SOLVER_DATA:  # the trained policies' weights: a submission could play them itself
+                    head, _, rest = data.partition("/")
+                    if head == name and Path(folder, rest).is_dir():
+                        hidden.append(f"{CODE_DIR}/{data}")
+        hidden = list(dict.fromkeys(hidden))
         command = sandbox_command(argv, self._file, scratch_mb=self.limits.scratch_mb, hidden=tuple(hidden))
         # bubblewrap's own environment is visible to the sandbox (/proc/1/environ): give it nothing
         return command, {"PATH": "/usr/bin:/bin"}, "/"

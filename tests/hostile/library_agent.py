@@ -1,6 +1,10 @@
-"""Plays the library's own heuristic agent (94% of optimal) as its own: imports it (``mode=import``), or reads its
-source file to run it where the import is refused (``mode=source``). Under ``solver = "forbid"`` both fail to load."""
+"""Plays the library's own heuristic agent (94% of optimal) as its own: imports it (``mode=import``), reads its
+source file to run it where the import is refused (``mode=source``), loads its compiled copy, which no import hook
+sees (``mode=pyc``), or reads a trained policy's weights (``mode=policies``). Under ``solver = "forbid"`` all fail
+to load."""
 
+import glob
+import importlib.machinery
 import os
 
 import numpy as np
@@ -14,6 +18,14 @@ class Agent:
         self.rules = rules
         if mode == "import":
             from agents.players.heuristic import LookaheadAgent  # noqa: F401 - the import is the point
+        elif mode == "pyc":
+            found = glob.glob(os.path.join(os.path.dirname(agents.__file__), "players", "__pycache__", "heuristic.*"))
+            if not found:
+                raise FileNotFoundError("no compiled copy of the heuristic")
+            importlib.machinery.SourcelessFileLoader("stolen_heuristic", found[0]).load_module()
+        elif mode == "policies":
+            with open(os.path.join(os.path.dirname(agents.__file__), "policies", "yacht.npz"), "rb") as handle:
+                print(f"read {len(handle.read())} bytes of a trained policy")
         else:
             path = os.path.join(os.path.dirname(agents.__file__), "players", "heuristic.py")
             with open(path) as handle:  # the source, to run under another name
