@@ -184,6 +184,7 @@ def test_nothing_is_written_outside_the_scratch_folder(tmp_path):
     # it could write only in its own scratch folder (its /tmp, also its $HOME), gone now
     wrote = report["stdout"]["sample"]
     assert wrote.startswith("WROTE") and "/tmp/hostile-scratch.txt" in wrote and str(ROOT) not in wrote
+    assert "/dev/" not in wrote  # /dev is read-only
     assert report["status"] == "ok" and scores(report) == honest()
 
 

@@ -87,7 +87,7 @@ def _mounts(binds: list[tuple[str, str]], hidden: list[str], scratch_mb: int) ->
     return args
 
 
-_READ_ONLY_ROOT = ["--remount-ro", "/"]
+_READ_ONLY_ROOT = ["--remount-ro", "/", "--remount-ro", "/dev"]  # /dev: bubblewrap makes it a writable tmpfs (/dev/shm)
 
 
 def sandbox_environment() -> dict[str, str]:

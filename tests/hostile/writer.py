@@ -1,4 +1,5 @@
-"""Writes files into the repository, $HOME and /tmp (the paths the test watches), and its own scratch."""
+"""Writes files into the repository, $HOME and /tmp (the paths the test watches), /dev and /dev/shm (a tmpfs past
+the scratch limit, were /dev writable), and its own scratch."""
 
 import os
 
@@ -11,7 +12,13 @@ class Agent:
     def __init__(self, rules, targets=""):
         self.rules = rules
         wrote = []
-        for path in [*targets.split("|"), os.path.expanduser("~/hostile-home.txt"), "/tmp/hostile-scratch.txt"]:
+        for path in [
+            *targets.split("|"),
+            os.path.expanduser("~/hostile-home.txt"),
+            "/dev/shm/hostile.txt",
+            "/dev/hostile.txt",
+            "/tmp/hostile-scratch.txt",
+        ]:
             try:
                 with open(path, "w") as handle:
                     handle.write("written by a submission")
