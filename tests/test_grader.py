@@ -464,7 +464,7 @@ def test_the_course_template_grades_its_starter_agent(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     data = json.loads((out / "report.json").read_text())
-    assert data["status"] == "ok" and data["rules"] == "yahtzee" and data["seed"] == 20261201
+    assert data["status"] == "ok" and data["rules"] == "yahtzee" and data["seed"] == 759597655150152821
     assert data["rules_options"] == {"joker": "forced"} and data["limits"]["memory_mb"] == 2048
     assert 30 < data["agents"]["submission"]["percent_of_optimal"] < 100
     assert data["agents"]["submission"]["illegal_actions"] == 0
@@ -514,13 +514,20 @@ def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path,
         ]
     )
     assert code == 0
-    data = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr()
+    data = json.loads(printed.out)
     assert data["status"] == "ok" and data["games"] == 2 and (out / "report.html").is_file()
+    assert "warning: seed 2 is small" in printed.err and "secrets.randbits(63)" in printed.err  # a guessable seed
     code = cli.main(
         ["grade", f"{submissions / 'student.py'}:Good", "--rules", "yacht", "--games", "2", "--out", str(out)]
         + UNISOLATED
     )
-    assert code == 2 and "holds a report already" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 2 and "holds a report already" in err and len(err.strip().splitlines()) == 1
+    from agents.commands.grade import warn_guessable_seed
+
+    warn_guessable_seed(759597655150152821)  # the kit's: 63 random bits
+    assert capsys.readouterr().err == ""
     assert cli.main(["grade", "student.py:Good", "--rules", "no_such_rules"]) == 2
 
 

@@ -307,6 +307,24 @@ def test_the_solver_policy():
     assert honest_flagged["solver"]["imported"] == [] and honest_flagged["problems"] == []
 
 
+def test_an_agent_that_guessed_a_small_seed_is_flagged_and_gains_nothing_luck_free():
+    """``clairvoyant.py`` finds the grading seed (5) from its first game's dice and then plays knowing every die:
+    its percent of optimal passes 100, but the luck-free percent charges its departures from the expected-value
+    play, and its luck, far beyond chance, is flagged. An honest agent's luck on the same games is not."""
+    from agents.course.classroom import flags, luck_z
+    from agents.course.rubric import load_rubric, score_report
+
+    report = grade_file("clairvoyant.py", games=12, solver="forbid")
+    row = report["agents"]["submission"]
+    assert report["status"] == "ok" and row["percent_of_optimal"] > 100
+    assert row["estimated_percent_of_optimal"] < row["percent_of_optimal"] - 30
+    assert luck_z(report) > 8 and "luck:+" in flags(report)
+    fair = grade_file("honest.py", games=12)
+    assert abs(luck_z(fair)) < 4 and "luck" not in flags(fair)
+    earned = {e.name: e for e in score_report(load_rubric(ROOT / "examples/course/instructor/rubric.toml"), report)}
+    assert earned["luck-free percent of optimal"].points < 30  # its raw percent, past 95%, would earn all 65
+
+
 def test_forbid_hides_the_compiled_copies_and_the_trained_weights():
     """Under ``forbid`` the sandbox covers the agents' ``__pycache__`` folders (a ``.pyc`` loads without the import
     hook) and ``agents/policies``; ``mode=pyc`` of the hostile agent then finds no compiled copy (see below)."""

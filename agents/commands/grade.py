@@ -170,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, REPORT_FILES, "a report") if out is not None else []
+    warn_guessable_seed(chosen["seed"])
 
     def interrupt(signum: int, frame: object) -> NoReturn:  # SIGTERM as Ctrl-C: the grade ends with a partial report
         raise KeyboardInterrupt
@@ -207,6 +208,23 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print("wrote " + ", ".join(str(p) for p in written))
     return 130 if report["interrupted"] else 0
+
+
+#: grading seeds below this are few enough for a submission to try them all against the dice it sees
+GUESSABLE_SEEDS = 1 << 32
+
+
+def warn_guessable_seed(seed: int) -> None:
+    """A one-line warning on standard error when the grading seed is small enough to be found by trying."""
+    if 0 <= seed < GUESSABLE_SEEDS:
+        print(
+            f"dice-poker grade: warning: seed {seed} is small: a submission that tries seeds against the dice it "
+            "sees could find it and know every die ahead; grade with a large random seed "
+            "(python -c 'import secrets; print(secrets.randbits(63))'). The luck-free percent and the luck flag "
+            "are not fooled either way (docs/grading.md, Seeds)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 #: the options that only grade a class (with one ``FILE.py`` they make it a class of one)
@@ -282,10 +300,12 @@ def run_class(args: argparse.Namespace) -> int:
     for path in args.starter or ():
         if not os.path.isfile(path):
             raise ValueError(f"--starter {path}: no such file")
+    check_count("jobs", args.jobs, most=1024)  # (as grade_class would: before the warning below)
     submissions = find_submissions(args.submission, args.class_name)
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out)
     created = check_out_dir(out, args.overwrite, CLASS_FILES, "a class's grades")
+    warn_guessable_seed(chosen["seed"])
 
     def interrupt(signum: int, frame: object) -> NoReturn:  # SIGTERM as Ctrl-C: the grades in progress end partial
         raise KeyboardInterrupt

@@ -46,7 +46,7 @@ from agents.course.grader import Baselines, grade, protect_process, reference_ga
 from agents.course.rubric import Earned, Rubric, score_report
 from agents.course.sandbox import Limits
 from agents.course.similarity import DEFAULT_SHARE, SimilarPair, read_sources, similar_pairs
-from agents.evaluation.benchmark import load_solution
+from agents.evaluation.benchmark import Z95, load_solution
 from dice_poker_env.rules import Rules, load_rules
 
 #: a student's folder name: these characters only (others become ``_``)
@@ -218,8 +218,8 @@ def find_submissions(entries: Sequence[str], class_name: str | None = None) -> l
     for path, spec in files:
         stem = Path(path).stem
         if path in links:
-            problem = f"{os.path.basename(path)} is a symbolic link, not followed: hand in the file itself"
-            out.append(Submission(stem, _folder(stem, taken), path, None, problem))
+            link = f"{os.path.basename(path)} is a symbolic link, not followed: hand in the file itself"
+            out.append(Submission(stem, _folder(stem, taken), path, None, link))
             continue
         real = os.path.realpath(path)
         if real in seen:
@@ -478,7 +478,9 @@ def _grade_parallel(
 def flags(report: dict[str, Any]) -> str:
     """What an instructor looks for besides the failures, ``;``-separated: ``stdout:BYTES`` (the agent printed),
     ``solver:POLICY`` (it imported the library's solver or agents, or tried to, under ``flag`` or ``forbid``),
-    ``stopped:REASON`` (grading stopped asking it for decisions: too many failures, the time budget)."""
+    ``stopped:REASON`` (grading stopped asking it for decisions: too many failures, the time budget),
+    ``luck:+Z`` (its games' dice luck is Z standard errors above 0, :data:`LUCK_Z`: past what chance gives an
+    agent that cannot know the dice in advance)."""
     out = []
     printed = (report.get("stdout") or {}).get("bytes") or 0
     if printed:
@@ -489,7 +491,29 @@ def flags(report: dict[str, Any]) -> str:
     stopped = (report.get("failures") or {}).get("stopped_because")
     if stopped:
         out.append(f"stopped:{stopped}")
+    z = luck_z(report)
+    if z is not None and z > LUCK_Z:
+        out.append(f"luck:+{z:.1f}")
     return ";".join(out)
+
+
+#: standard errors of luck above 0 from which a grade is flagged (chance: about 3 in 100,000 honest grades)
+LUCK_Z = 4.0
+
+
+def luck_z(report: dict[str, Any]) -> float | None:
+    """How many standard errors the submission's mean luck (score minus the worth of its play) is above 0.
+
+    Any agent that cannot see the dice ahead scores, on average, what its decisions are worth (the optimal
+    expectation minus its exact regret): its luck is 0 give or take its interval. One that knows the dice
+    in advance (a guessed grading seed) deviates from the expected-value play, which the regret counts, and
+    scores more than that all the same. ``None`` without the figures (no regret).
+    """
+    row = (report.get("agents") or {}).get("submission") or {}
+    mean, ci = row.get("luck_mean"), row.get("luck_ci95")
+    if not isinstance(mean, (int, float)) or not isinstance(ci, (int, float)) or not ci > 0:
+        return None
+    return float(mean) / (float(ci) / Z95)
 
 
 def similar_to(result: ClassResult, student: StudentResult) -> list[tuple[str, float]]:

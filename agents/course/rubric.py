@@ -26,6 +26,10 @@ The kinds (:data:`KINDS`):
   games by more than ``margin`` points (default 0); all or nothing.
 * ``percent_of_optimal``: the mean score in percent of the optimal expected score, through
   the criterion's ``thresholds`` (below).
+* ``luck_free_percent``: the luck-free percent of optimal, 100 x (optimal expected score -
+  exact regret) / optimal expected score, through the ``thresholds``: the dice's luck is
+  out of it (a grade of 2,000 games moves less), and so is what an agent that learnt the
+  dice in advance (a guessed grading seed) would score beyond its play's worth.
 * ``upper_bonus``: the percent of games in which the upper bonus was secured, through the
   ``thresholds`` (a ruleset without an upper bonus earns the criterion's full points).
 
@@ -49,7 +53,13 @@ from dataclasses import dataclass
 from typing import Any
 
 #: the criterion kinds and whether each uses ``thresholds``
-KINDS = {"legal_play": False, "beats_greedy": False, "percent_of_optimal": True, "upper_bonus": True}
+KINDS = {
+    "legal_play": False,
+    "beats_greedy": False,
+    "percent_of_optimal": True,
+    "luck_free_percent": True,
+    "upper_bonus": True,
+}
 #: the curves of a criterion with thresholds
 CURVES = ("linear", "steps")
 #: the keys a criterion may have
@@ -236,6 +246,13 @@ def score_report(rubric: Rubric, report: dict[str, Any]) -> list[Earned]:
             value = row["percent_of_optimal"]
             fraction = curve_fraction(value, c.thresholds, c.curve)
             detail = f"{value:.2f}% of optimal"
+        elif c.kind == "luck_free_percent":
+            value = row.get("estimated_percent_of_optimal")
+            if value is None:
+                fraction, detail = 0.0, "no luck-free percent (the grading computed no regret)"
+            else:
+                fraction = curve_fraction(value, c.thresholds, c.curve)
+                detail = f"{value:.2f}% of optimal, luck-free"
         else:  # upper_bonus
             rate = row.get("upper_bonus_rate")
             if rate is None:

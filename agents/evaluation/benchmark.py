@@ -729,6 +729,7 @@ def summarize(
     failure = np.asarray(part.regret_failure) if part.regret_failure else np.zeros(len(keep))
     total = keep + box + illegal + failure
     r_mean, r_std, r_ci = _mean_ci(total)
+    luck_mean, _, luck_ci = _mean_ci(scores - (optimal - total))  # what the dice gave beyond the play's worth
     out.update(
         regret_mean=r_mean,
         regret_ci95=r_ci,
@@ -741,6 +742,8 @@ def summarize(
         regret_failure_mean=float(failure.mean()),
         estimated_expected_score=optimal - r_mean,
         estimated_percent_of_optimal=100.0 * (optimal - r_mean) / optimal if optimal else None,
+        luck_mean=luck_mean,
+        luck_ci95=luck_ci,
     )
     ranked = sorted(part.mistakes.items(), key=lambda item: -item[1][0])[:top]
     out["mistakes"] = [

@@ -28,6 +28,9 @@ match plays exactly the games the AEC env plays deal by deal
 answers an illegal action stops the match with an error naming it.
 
 Layering: imports the core package and :mod:`agents` (the registry, the duplicate deals).
+
+Size: one measurement: the lockstep play of the deals, the win rate's statistics (with the
+auto mode's stopping rule) and its text, which are only used together.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.evaluation.benchmark import Z95  # the normal 97.5% quantile (95% two-sided intervals)
 from agents.evaluation.limits import MAX_GAMES
 from agents.players.registry import as_action, check_agent, is_batch_agent
 from dice_poker_env.dice_sources import deal_faces
@@ -53,8 +57,6 @@ from dice_poker_env.envs.observation import observe_flat_batch
 from dice_poker_env.multi.observations import PlayerLayout, encode_batch, multi_observation_space, player_layout
 from dice_poker_env.rules import Rules, load_rules
 
-#: the normal 97.5% quantile (95% two-sided intervals)
-Z95 = 1.959963984540054
 #: deals played at once in lockstep (twice as many games): bounds the memory of a block
 LOCKSTEP_DEALS = 2048
 #: ``games="auto"``: the games of the first block, whose spread sizes the rest
