@@ -382,8 +382,6 @@ def _play(
             else:
                 order = shuffle
             groups = swiss_tables(order, met, players)
-        size = max(len(g) for g in groups)
-        faces = {d: deal_faces(seed, round_ * games + d, size, turns) for d in range(games)}
         in_round = games * sum(len(g) for g in groups)  # every deal at every rotation of its table
         start = len(records)
         if progress:
@@ -393,11 +391,14 @@ def _play(
             for a, b in itertools.combinations(group, 2):
                 met[a, b] += 1
                 met[b, a] += 1
-            for d in range(games):
-                match = Match(len(matches), round_, round_ * games + d, group, totals=[0] * len(group))
+            for _ in range(games):
+                # every match its own deal: a submission keeps its memory from game to game, and a deal it met
+                # before (another group's, the same round) would be dice it knows in advance
+                match = Match(len(matches), round_, len(matches), group, totals=[0] * len(group))
+                faces = deal_faces(seed, match.deal, len(group), turns)
                 for k in range(len(group)):
                     seated = rotation(group, k)
-                    record = play_game(rules, [entries[a].player for a in seated], faces[d][: len(group)])
+                    record = play_game(rules, [entries[a].player for a in seated], faces)
                     record.seats = list(seated)
                     for seat, points in enumerate(record.results):
                         match.totals[group.index(seated[seat])] += points
