@@ -587,6 +587,32 @@ def test_load_transitions_reads_what_iterate_episodes_reads(obs_mode, monkeypatc
         datasets.load_transitions("dice_poker/yacht/nothing-v0")
 
 
+def test_a_damaged_or_hand_made_dataset_is_a_one_line_error(datasets_root, monkeypatch):
+    """Episodes whose arrays do not fit each other (more actions than rewards: rows were left unread, and
+    training crashed on them) and metadata without the keys every reader needs: DatasetError, one line."""
+    import h5py
+
+    monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False: None)
+    dataset_id = "dice_poker/yacht/greedy-eps0_5-v0"
+    assert write("yacht", "--agent", "greedy:eps=0.5", "--episodes", "3") == 0
+    data = datasets_root / dataset_id / "data"
+    with h5py.File(data / "main_data.hdf5", "a") as file:
+        longer = np.concatenate([file["episode_0/actions"][()]] * 2)
+        del file["episode_0/actions"]
+        file["episode_0/actions"] = longer
+    with pytest.raises(datasets.DatasetError, match="episode 0 holds .* actions but its .* has shape") as info:
+        datasets.load_transitions(dataset_id)
+    assert "\n" not in str(info.value)
+    metadata = json.loads((data / "metadata.json").read_text())
+    info_text = metadata["dice_poker"]
+    stored = json.loads(info_text) if isinstance(info_text, str) else info_text
+    stored.pop("rules_fingerprint")
+    metadata["dice_poker"] = json.dumps(stored) if isinstance(info_text, str) else stored
+    (data / "metadata.json").write_text(json.dumps(metadata))
+    with pytest.raises(datasets.DatasetError, match="metadata lacks rules_fingerprint"):
+        datasets.dataset_info(minari.load_dataset(dataset_id))
+
+
 def _dead_pid() -> int:
     pid = 4_000_000
     while True:

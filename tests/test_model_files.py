@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -263,6 +264,82 @@ def test_unclear_policy_metadata_is_a_clear_one_line_error(tmp_path, capsys, fie
     assert main(["bench", rules, "--agents", f"model:{path}", "--games", "2", "--no-regret"]) == 2
     err = capsys.readouterr().err
     assert match in err and len(err.strip().splitlines()) == 1
+
+
+def _policy_variant(tmp_path, name, change_weights=None, metadata_text=None):
+    from agents.policy.player import save_policy
+
+    weights, metadata = load_policy(_shipped())
+    if change_weights is not None:
+        change_weights(weights)
+    if metadata_text is not None:
+        path = tmp_path / f"{name}.npz"
+        np.savez(path, metadata=np.array(metadata_text), **weights)
+        return path
+    return save_policy(tmp_path / f"{name}.npz", weights, metadata)
+
+
+@pytest.mark.parametrize(
+    ("case", "match"),
+    [
+        ("short_bias", "layer 0's w0 .* and b0 .* are not a layer's shapes"),
+        ("scalar_weights", "layer 0's w0 \\(\\) and b0"),
+        ("next_layer_misfit", "layer 1 takes 3 inputs, layer 0 gives"),
+        ("no_bias", "layer 1 has weights w1 but no bias b1"),
+        ("deep_metadata", "nested too deep"),
+        ("activation_list", "activation must be one of tanh, relu, got \\['x'\\]"),
+    ],
+)
+def test_a_hand_made_policy_file_is_a_one_line_error_at_load(tmp_path, capsys, case, match):
+    """Shapes that only failed mid-game (a NumPy broadcast error) or metadata that raised a TypeError or
+    RecursionError: refused when the file loads, in one line."""
+    from dice_poker_env.cli import main
+
+    _, metadata = load_policy(_shipped())
+    changes = {
+        "short_bias": lambda w: w.update(b0=w["b0"][:3]),
+        "scalar_weights": lambda w: w.update(w0=np.float32(1.0)),
+        "next_layer_misfit": lambda w: w.update(w1=w["w1"][:3]),
+        "no_bias": lambda w: w.pop("b1"),
+    }
+    if case == "deep_metadata":
+        path = _policy_variant(tmp_path, case, metadata_text="[" * 100_000 + "]" * 100_000)
+    elif case == "activation_list":
+        from agents.policy.player import save_policy
+
+        path = save_policy(tmp_path / "list.npz", load_policy(_shipped())[0], {**metadata, "activation": ["x"]})
+    else:
+        path = _policy_variant(tmp_path, case, change_weights=changes[case])
+    assert main(["bench", metadata["rules"], "--agents", f"model:{path}", "--games", "2", "--no-regret"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err) and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("case", ["bogus_policy_kwargs", "net_arch_text", "weights_not_torch", "deep_data"])
+def test_a_hand_made_model_zip_is_a_one_line_error(tmp_path, capsys, case):
+    """policy_kwargs the policy does not take, weights that are not torch's archive, JSON nested past the parser:
+    SB3 and torch raised TypeError, RuntimeError or RecursionError with a traceback."""
+    from dice_poker_env.cli import main
+
+    model = _trained_zip(tmp_path)
+    out = tmp_path / f"{case}.zip"
+    if case == "bogus_policy_kwargs":
+        _with_data(model, out, lambda d: d["policy_kwargs"].update(bogus=1))
+    elif case == "net_arch_text":
+        _with_data(model, out, lambda d: d["policy_kwargs"].update(net_arch="abc"))
+    else:
+        with zipfile.ZipFile(model) as archive:
+            members = {name: archive.read(name) for name in archive.namelist()}
+        if case == "weights_not_torch":
+            members["policy.pth"] = b"not a torch archive" * 10
+        else:
+            members["data"] = b"[" * 100_000 + b"]" * 100_000
+        with zipfile.ZipFile(out, "w") as archive:
+            for name, content in members.items():
+                archive.writestr(name, content)
+    assert main(["bench", "yacht", "--agents", f"model:{out}", "--games", "2", "--no-regret"]) == 2
+    err = capsys.readouterr().err
+    assert str(out) in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
 def test_an_agent_returning_none_is_a_one_line_error_naming_it(tmp_path, capsys):

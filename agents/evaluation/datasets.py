@@ -980,7 +980,14 @@ def dataset_info(dataset: Any) -> dict[str, Any]:
     info = dataset.storage.metadata.get("dice_poker")
     if not isinstance(info, dict):
         raise DatasetError(f"{dataset.id}: not a dice_poker_env dataset (no 'dice_poker' metadata)")
+    missing = [key for key in INFO_KEYS if key not in info]
+    if missing:
+        raise DatasetError(f"{dataset.id}: its 'dice_poker' metadata lacks {', '.join(missing)} (damaged or hand-made)")
     return info
+
+
+#: what every reader of a dataset's ``dice_poker`` metadata relies on
+INFO_KEYS = ("rules", "rules_options", "rules_fingerprint", "obs_mode")
 
 
 def episode_seeds(dataset: Any) -> np.ndarray:
@@ -1012,6 +1019,19 @@ def load_transitions(dataset_id: str) -> dict[str, Any]:
             f"dataset {dataset_id!r} not found under MINARI_DATASETS_PATH "
             f"({dataset_path(dataset_id).parents[len(Path(dataset_id).parts) - 1]})"
         ) from None
+    try:
+        return _transitions(dataset)
+    except DatasetError:
+        raise
+    except (IndexError, KeyError, TypeError, ValueError, OSError) as error:  # arrays that do not fit each other
+        text = " ".join(str(error).split())[:200]
+        raise DatasetError(
+            f"dataset {dataset_id!r} is damaged or hand-made: its arrays do not fit ({type(error).__name__}: {text})"
+        ) from None
+
+
+def _transitions(dataset: Any) -> dict[str, Any]:
+    """:func:`load_transitions` of a loaded dataset (any error: arrays that do not fit each other)."""
     metadata = dataset.storage.metadata
     if metadata.get("data_format") == "hdf5":
         return _read_hdf5(Path(dataset.storage.data_path) / "main_data.hdf5", dataset)
@@ -1077,6 +1097,11 @@ def _read_hdf5(path: Path, dataset: Any) -> dict[str, Any]:
             array = np.empty((total + extra, *sample.shape[1:]), dtype=sample.dtype)
             for e, start, length in zip(episodes, starts.tolist(), lengths.tolist()):
                 file_id = h5py.h5d.open(file.id, f"episode_{e}/{name}".encode())
+                if tuple(file_id.shape) != (length + extra, *sample.shape[1:]):  # (a short one would leave rows unread)
+                    raise DatasetError(
+                        f"{dataset.id}: episode {e} holds {length} actions but its {name} has shape "
+                        f"{tuple(file_id.shape)}, not {(length + extra, *sample.shape[1:])} (damaged or hand-made)"
+                    )
                 file_id.read(h5py.h5s.ALL, h5py.h5s.ALL, array[start : start + length + extra])
             array = array[:total]
             if key.startswith("observations/"):

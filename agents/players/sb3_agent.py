@@ -123,7 +123,16 @@ def safe_custom_objects(
     try:
         with zipfile.ZipFile(path) as archive:
             data = json.loads(archive.read("data"))
-    except (OSError, KeyError, zipfile.BadZipFile, zlib.error, EOFError, UnicodeDecodeError, ValueError) as error:
+    except (
+        OSError,
+        KeyError,
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        UnicodeDecodeError,
+        ValueError,
+        RecursionError,  # JSON nested past the parser's stack
+    ) as error:
         raise ValueError(f"{path}: truncated or corrupt model file ({type(error).__name__})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: truncated or corrupt model file (its data is not a JSON object)")
@@ -216,6 +225,11 @@ def load_model(
             f"{path}: its weights (policy.pth) hold pickled objects{what}, which the safe load refuses; load it "
             f"only if you trust the file ({TRUST_ENV}=1, train.py --trust-model-files)"
         ) from None
+    except (TypeError, RuntimeError, KeyError, IndexError, AttributeError, RecursionError) as error:
+        # what a damaged or hand-made file makes SB3 or torch raise: policy_kwargs the policy does not take,
+        # weights that are not torch's archive, ...
+        text = " ".join(str(error).split())[:200]
+        raise ValueError(f"{path}: not a usable model file ({type(error).__name__}: {text})") from None
 
 
 def algorithm_class(algo: str) -> type[Any]:
@@ -307,6 +321,8 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
         raise ValueError(f"{damaged}: {METADATA_NAME} is not JSON text ({error.reason})") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"{damaged}: {METADATA_NAME} is not valid JSON ({error.msg})") from None
+    except RecursionError:
+        raise ValueError(f"{damaged}: {METADATA_NAME} is nested too deep to read") from None
     if not isinstance(metadata, dict):
         raise ValueError(f"{damaged}: {METADATA_NAME} is not a JSON object")
     return metadata

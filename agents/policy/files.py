@@ -117,6 +117,8 @@ def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[st
             raw = {name: data[name] for name in data.files if name != "metadata"}
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not a readable policy file (its metadata is not valid JSON: {error.msg})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not a readable policy file (its metadata is nested too deep to read)") from None
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, UnicodeDecodeError) as error:
         text = " ".join(str(error).split())[:200] or type(error).__name__
         raise ValueError(f"{path}: not a readable policy file, truncated or damaged ({text})") from None

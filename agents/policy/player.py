@@ -31,11 +31,22 @@ SHIPPED_DIR = Path(__file__).resolve().parents[1] / "policies"
 _ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
 
 
-def _layers(weights: Mapping[str, np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+def _layers(weights: Mapping[str, np.ndarray], name: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The ``(w_i, b_i)`` layers, each checked to take the previous layer's outputs (a one-line error if not)."""
     layers: list[tuple[np.ndarray, np.ndarray]] = []
     while f"w{len(layers)}" in weights:
         i = len(layers)
-        layers.append((np.asarray(weights[f"w{i}"], np.float32), np.asarray(weights[f"b{i}"], np.float32)))
+        w, b = np.asarray(weights[f"w{i}"], np.float32), weights.get(f"b{i}")
+        if b is None:
+            raise ValueError(f"policy {name}: layer {i} has weights w{i} but no bias b{i}")
+        b = np.asarray(b, np.float32)
+        if w.ndim != 2 or b.shape != (w.shape[1],):
+            raise ValueError(f"policy {name}: layer {i}'s w{i} {w.shape} and b{i} {b.shape} are not a layer's shapes")
+        if layers and w.shape[0] != layers[-1][0].shape[1]:
+            raise ValueError(
+                f"policy {name}: layer {i} takes {w.shape[0]} inputs, layer {i - 1} gives {layers[-1][0].shape[1]}"
+            )
+        layers.append((w, b))
     return layers
 
 
@@ -68,9 +79,9 @@ class PolicyAgent:
         self.name = name
         self.heads = PolicyHeads(self.rules, PolicyOptions.from_metadata(self.metadata, source=f"policy {name}"))
         self.inputs = self.heads.inputs
-        self.layers = _layers(weights)
+        self.layers = _layers(weights, name)
         activation = self.metadata.get("activation", "tanh")
-        if activation not in _ACTIVATIONS:
+        if not isinstance(activation, str) or activation not in _ACTIVATIONS:
             raise ValueError(f"policy {name}: activation must be one of {', '.join(_ACTIVATIONS)}, got {activation!r}")
         self.activation = _ACTIVATIONS[activation]
         self.layer_norm = bool(self.metadata.get("layer_norm", False))  # as agents.training.actor_critic.hidden_norm
