@@ -531,6 +531,14 @@ def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path,
     assert cli.main(["grade", "student.py:Good", "--rules", "no_such_rules"]) == 2
 
 
+def test_terminal_lines_replace_control_and_bidirectional_characters():
+    """An escape sequence, a line break, or U+202E (right-to-left override: ``evil\u202eyp.txt`` shows as
+    ``eviltxt.py``) in what a submission wrote reaches the terminal as ``?``."""
+    from agents.course.grade_report import summary_text_line
+
+    assert summary_text_line("a\x1b[2Jb\nc\u202ed\u2066e\u200ff é") == "a?[2Jb?c?d?e?f é"
+
+
 def test_settings_merge_defaults_config_and_command_line(tmp_path):
     from agents.course.grader import settings
 

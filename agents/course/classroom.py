@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents.course.grade_report import summary_text_line
 from agents.course.grader import Baselines, grade, protect_process, reference_games, write_report
 from agents.course.rubric import Earned, Rubric, score_report
 from agents.course.sandbox import Limits
@@ -540,4 +541,4 @@ def _line(result: StudentResult) -> str:
     if result.report:
         marked = flags(result.report)
         text += f" [{marked.replace(';', ', ')}]" if marked else ""
-    return re.sub(r"[\x00-\x1f\x7f-\x9f]", "?", text)
+    return summary_text_line(text)

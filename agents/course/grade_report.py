@@ -174,7 +174,9 @@ def md_fence(text: str, info: str = "text") -> list[str]:
     return [fence + info, text.rstrip("\n"), fence]
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: control characters, and the bidirectional controls that reorder what a terminal shows (U+202E makes
+#: ``evil\u202eyp.txt`` read ``eviltxt.py``)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def summary_text(report: dict[str, Any]) -> str:

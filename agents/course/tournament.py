@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from agents.course.duplicate import GameRecord, deal_faces, play_game
+from agents.course.grade_report import summary_text_line
 from agents.course.ratings import ANCHOR_RATING, PRIOR_SD, Comparisons, rate
 from agents.course.sandbox import Limits, SandboxedAgent
 from dice_poker_env.engine.tables import compile_rules
@@ -538,4 +539,4 @@ def summary_text(result: dict[str, Any]) -> str:
         failures = result.get("failures", {}).get(row["agent"]) or []
         if row["status"] == "not_loaded" and failures:
             lines.append(f"{row['agent']} did not load: {failures[0]['message']}")
-    return "\n".join("".join("?" if ord(ch) < 32 or 127 <= ord(ch) < 160 else ch for ch in line) for line in lines)
+    return "\n".join(summary_text_line(line) for line in lines)
