@@ -150,7 +150,7 @@ def load_rows() -> list[dict]:
 def collect_curves() -> int:
     """Copy each recorded run's ``evaluations.csv`` from ``runs-benchmark/`` into ``results/benchmark/curves/``,
     and the curve so far of each run still training into ``results/benchmark/running/`` (a snapshot that the
-    next regeneration replaces; not in the plots)."""
+    next regeneration replaces; not in the plots; left as it is where this checkout has no ``runs-benchmark/``)."""
     copied = 0
     recorded = set()
     for row in load_rows():
@@ -161,6 +161,8 @@ def collect_curves() -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
             copied += 1
+    if not (ROOT / "runs-benchmark").is_dir():  # a checkout without the runs: the snapshot stays as committed
+        return copied
     shutil.rmtree(RESULTS / "running", ignore_errors=True)
     for source in sorted((ROOT / "runs-benchmark").glob("*/*/s*/evaluations.csv")):
         suite, ruleset, seed = source.parts[-4:-1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -118,6 +119,9 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
     first = text
     assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
     assert out.read_text() == first  # seeded bootstrap: the same rows give the same page
+    shutil.rmtree(tmp_path / "runs-benchmark")  # a contributor's checkout: the committed snapshot stays
+    assert leaderboard.main(["--reps", "200", "--out", str(out)]) == 0
+    assert (results / "running" / "raw_ppo_10m" / "yahtzee" / "s1000.csv").is_file()
 
 
 def test_aggregate_uses_the_seeds_every_ruleset_has_and_gives_one_run_no_interval():

@@ -563,6 +563,17 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
         "max": [82.0, 92.0],
     }
 
+    # another group aggregated beside this one, and sorting first: this group's interval does not move
+    interval, extras = rows[0]["percent_of_optimal_iqm_ci95"], []
+    for seed, percent in ((5, 70.0), (6, 95.0), (7, 80.0)):
+        extras.append(tmp_path / "other" / f"yacht__batched_ppo__s{seed}")
+        extras[-1].mkdir(parents=True)
+        text = (runs[0] / "results.json").read_text().replace('"seed": 0', f'"seed": {seed}')
+        text = text.replace('"percent_of_optimal": 90.0', f'"percent_of_optimal": {percent}')
+        (extras[-1] / "results.json").write_text(text.replace('"recipe": "r1"', '"recipe": "a0"'))
+    both = results_module.main([*map(str, runs + extras), "--out", str(tmp_path / "both"), "--reps", "200"])
+    assert [r["group"] for r in both] == ["a0", "r1"] and both[1]["percent_of_optimal_iqm_ci95"] == interval
+
     # a fresh clone holds the table but not these runs' files: adding another group keeps the first row
     shutil.rmtree(out / "runs")
     other = tmp_path / "yacht__batched_ppo__s9"

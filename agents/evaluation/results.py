@@ -36,7 +36,7 @@ import csv
 import json
 import shutil
 import sys
-import warnings
+import zlib
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -106,8 +106,14 @@ def load_runs(out: Path) -> list[dict[str, Any]]:
     return runs
 
 
+def group_seed(rules: str, group: str) -> int:
+    """The bootstrap's seed of one (ruleset, group): its intervals never depend on which other groups there are."""
+    return zlib.crc32(f"{rules}/{group}".encode())
+
+
 def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, Any]]:
-    """One row per (ruleset, group): seeds, mean, std, IQM with 95% bootstrap CI (rliable)."""
+    """One row per (ruleset, group): seeds, mean, std, IQM with 95% bootstrap CI (rliable, each group's
+    resamples seeded by :func:`group_seed`)."""
     from rliable import library as rly
     from rliable import metrics
 
@@ -119,20 +125,20 @@ def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, An
         members.sort(key=lambda r: (r["seed"] is None, r["seed"]))
         percent = np.array([m["results"]["percent_of_optimal"] for m in members], dtype=np.float64)
         scores = {group: percent[:, None] / 100.0}  # (runs, tasks=1) as fractions of optimal
+        # rliable's bootstrap draws from NumPy's global generator (the random_state it passes on is not used):
+        # seeded for each group, a group's intervals never depend on the groups aggregated before it
+        np.random.seed(group_seed(rules, group))
         point, interval = rly.get_interval_estimates(
             scores, lambda x: np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x)]), reps=reps
         )
         regret = [m["results"].get("regret_mean") for m in members]
         regret_ci = None
-        if all(r is not None for r in regret):  # a generator of its own: the percent intervals stay as before
-            with warnings.catch_warnings():  # arch deprecates the RandomState rliable hands it
-                warnings.simplefilter("ignore", FutureWarning)
-                _, regret_interval = rly.get_interval_estimates(
-                    {group: np.array(regret, dtype=np.float64)[:, None]},
-                    lambda x: np.array([metrics.aggregate_mean(x)]),
-                    reps=reps,
-                    random_state=np.random.RandomState(0),
-                )
+        if all(r is not None for r in regret):
+            _, regret_interval = rly.get_interval_estimates(
+                {group: np.array(regret, dtype=np.float64)[:, None]},
+                lambda x: np.array([metrics.aggregate_mean(x)]),
+                reps=reps,
+            )
             regret_ci = [float(regret_interval[group][0][0]), float(regret_interval[group][1][0])]
         rows.append(
             {
@@ -293,7 +299,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     runs = load_runs(args.out)
     if not runs and not previous:
         raise SystemExit(f"agents.evaluation.results: error: no runs under {args.out / 'runs'}")
-    np.random.seed(0)  # rliable's bootstrap draws from NumPy's global generator: same runs, same intervals
     rows = aggregate(runs, reps=args.reps) if runs else []
     present = {(r["rules"], r["group"]) for r in rows}
     kept = [r for r in previous if (r["rules"], r["group"]) not in present]
