@@ -41,6 +41,7 @@ from agents.training.config import (  # noqa: F401 - make_config, field_docs, Co
     IMITATION_ALGORITHMS,
     RLLIB_ALGORITHMS,
     SB3,
+    UNUSED,
     Batched,
     Common,
     Config,
@@ -235,7 +236,7 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
                 f"{-(-total // rollout) * rollout:,} steps"
             )
         batch = getattr(config, "batch_size", None)
-        if batch is not None and config.algo != "batched_a2c" and int(batch) > rollout:
+        if batch is not None and "batch_size" not in UNUSED.get(config.algo, ()) and int(batch) > rollout:
             print(f"batch_size={int(batch):,} is more than a rollout's {rollout:,} samples: each update takes them all")
 
     # 3. train

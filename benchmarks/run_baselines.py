@@ -348,6 +348,35 @@ def train_command(suite: Suite, ruleset: str, seed: int, run_dir: Path) -> list[
     ]
 
 
+def planned_steps(suite: Suite, ruleset: str) -> int | None:
+    """The env steps a run of ``suite`` on ``ruleset`` will train: a batched trainer trains whole rollouts
+    (``n_envs x n_steps``), the last one past ``total_timesteps`` if it does not divide it; ``None`` for the
+    other trainers (SB3, behaviour cloning), which are not checked here."""
+    import yaml
+
+    from agents.training.config import Batched, make_config
+
+    base = yaml.safe_load((ROOT / "configs" / "benchmark" / suite.config).read_text())
+    config = make_config(base, [f"rules={ruleset}", *dict(suite.overrides).get(ruleset, ())])
+    if not isinstance(config, Batched):
+        return None
+    rollout = int(config.n_envs) * int(config.n_steps)
+    return -(-int(config.total_timesteps) // rollout) * rollout
+
+
+def budget_problem(name: str, suite: Suite) -> str | None:
+    """Why ``suite``'s runs would train outside 99-100% of its budget (the rows' test refuses them), or ``None``."""
+    for ruleset in suite.rulesets:
+        steps = planned_steps(suite, ruleset)
+        if steps is not None and not 0.99 * suite.budget <= steps <= suite.budget:
+            return (
+                f"suite {name} would train {steps:,} steps on {ruleset} (whole rollouts of n_envs x n_steps), "
+                f"not 99-100% of its budget of {suite.budget:,}: set total_timesteps, n_envs or n_steps in "
+                f"configs/benchmark/{suite.config} so that whole rollouts come within it"
+            )
+    return None
+
+
 def evaluate_command(ruleset: str, final: Path) -> list[str]:
     """The command that plays the evaluation set with the policy file ``final`` and prints its JSON."""
     return [sys.executable, "-m", "dice_poker_env", "evaluate", ruleset, "--agent", f"model:{final}", "--json"]
@@ -692,6 +721,10 @@ def main(argv: list[str] | None = None) -> int:
     missing = sorted({s.config for _, s, _, _ in runs if not (ROOT / "configs" / "benchmark" / s.config).exists()})
     if missing:
         parser.error(f"no config {', '.join(missing)} in configs/benchmark/")
+    for name in dict.fromkeys(n for n, _, _, _ in runs):  # before any training: a row the tests would refuse
+        problem = budget_problem(name, SUITES[name])
+        if problem:
+            parser.error(problem)
     cost = estimate_seconds(runs, read_rows()) / min(args.jobs, max(len(runs), 1))
     log(
         f"{len(runs)} runs to do, {args.jobs} at once"

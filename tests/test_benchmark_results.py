@@ -130,6 +130,20 @@ def test_percent_follows_from_the_regret_with_one_optimal_score_per_ruleset(rule
         assert implied[0] == pytest.approx(YAHTZEE_OPTIMAL, abs=1e-3)
 
 
+@pytest.mark.parametrize("name", [n for n in DRIVER.SUITES if not n.startswith("probe_")])
+def test_every_suite_trains_within_its_budget(name):
+    """Whole rollouts of every batched suite come within 99-100% of its budget, as the rows' test asks; the
+    driver checks the same before training (a contributor's suite of 1024 x 64 rollouts trained 983,040 steps
+    of 1M, recorded its row, then failed the test)."""
+    assert DRIVER.budget_problem(name, DRIVER.SUITES[name]) is None
+
+
+def test_a_suite_whose_rollouts_miss_its_budget_is_refused_before_training():
+    wide = DRIVER.Suite("raw_batched_ppo_1m.yaml", 1_100_000, ("yacht",))
+    problem = DRIVER.budget_problem("wide", wide)
+    assert problem is not None and "would train 999,424 steps on yacht" in problem and "1,100,000" in problem
+
+
 def test_parked_runs_are_runs_the_driver_knows():
     """What ``run_baselines.py --park`` left for the next session: runs of the driver's suites, which it resumes
     (a copy whose run has since been recorded is ignored, and removed by the next ``--park``)."""

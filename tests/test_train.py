@@ -39,6 +39,21 @@ def config_sections():
     return list(FAMILIES)
 
 
+def test_an_algorithm_is_registered_in_one_place():
+    """SECTIONS alone says which trainer runs an algorithm and where --help lists it; each batched algorithm
+    has its update rule in the trainer's table (CONTRIBUTING.md, "Add an algorithm")."""
+    from agents.training import config
+    from agents.training.trainer import ALGORITHMS
+
+    runners = (config.BATCHED_ALGORITHMS, config.SB3_ALGORITHMS, config.IMITATION_ALGORITHMS, config.RLLIB_ALGORITHMS)
+    assert sorted(a for runner in runners for a in runner) == sorted(config.SECTIONS)  # each in exactly one
+    assert sorted(a for algos in config.FAMILIES.values() for a in algos) == sorted(config.SECTIONS)
+    assert set(config.BATCHED_ALGORITHMS) == set(ALGORITHMS)
+    assert set(config.UNUSED) <= set(config.SECTIONS)
+    with pytest.raises(ValueError, match="algo must be one of .* \\(or pqn for batched_pqn\\), got 'x'"):
+        config.section("x")
+
+
 def test_help_lists_every_field_with_its_type_default_and_doc_by_section(capsys):
     import dataclasses
 

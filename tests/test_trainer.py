@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from agents.policy.heads import PolicyHeads, PolicyOptions  # noqa: E402
 from agents.policy.player import PolicyAgent, load_policy  # noqa: E402
 from agents.training.actor_critic import ActorCritic  # noqa: E402
-from agents.training.config import BatchedPPO, BatchedPQN  # noqa: E402
+from agents.training.config import section  # noqa: E402
 from agents.training.rollout import Rollout  # noqa: E402
 from agents.training.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
 from dice_poker_env.engine.combinatorics import roll_index_of_counts  # noqa: E402
@@ -61,9 +61,9 @@ def config(**overrides):
         keep_points=False,
     )
     values.update(overrides)
-    section = BatchedPQN if values["algo"] == "batched_pqn" else BatchedPPO
-    names = {f.name for f in dataclasses.fields(section)}
-    return section(**{k: v for k, v in values.items() if k in names})
+    cls = section(values["algo"])  # the algo's own section (a new algorithm needs nothing here)
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in names})
 
 
 def params(trainer: Trainer) -> list:
@@ -508,6 +508,21 @@ def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )  # fmt: skip
     assert policy.returncode == 2 and "a policy or model file, not a checkpoint" in policy.stderr, policy.stderr
+
+
+def test_a_run_without_a_benchmark_is_refused_with_a_fix_that_works(tmp_path):
+    """Trained with bench_games=0: resuming adds the benchmark only where a checkpoint is left to resume."""
+    from agents.evaluation import results as results_module
+
+    run = tmp_path / "yacht__batched_ppo__s0"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps({"rules": "yacht", "percent_of_optimal": None}))
+    with pytest.raises(SystemExit, match="no checkpoint to resume and benchmark: train it again"):
+        results_module.main([str(run), "--out", str(tmp_path / "out")])
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "model_4096_steps.pt").write_bytes(b"")
+    with pytest.raises(SystemExit, match=f"python train.py --run-dir {run} --resume bench_games=2000"):
+        results_module.main([str(run), "--out", str(tmp_path / "out")])
 
 
 def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):

@@ -58,9 +58,14 @@ def collect(run_dirs: list[Path], out: Path, group: str | None = None) -> list[P
             raise SystemExit(f"agents.evaluation.results: error: {run}: no results.json (is the run finished?)")
         data = json.loads(results.read_text())
         if data.get("percent_of_optimal") is None:
+            fix = (
+                f"benchmark it: python train.py --run-dir {run} --resume bench_games=2000"
+                if any((run / "checkpoints").glob("model_*_steps.*"))
+                else "it has no checkpoint to resume and benchmark: train it again with bench_games > 0"
+            )
             raise SystemExit(
                 f"agents.evaluation.results: error: {run}: its results.json has no percent of optimal (trained with "
-                "bench_games=0 or solver=off): nothing to aggregate (benchmark it: train.py --run-dir RUN --resume bench_games=2000)"
+                f"bench_games=0 or solver=off): nothing to aggregate ({fix})"
             )
         read.append((run, data))
     copied = []

@@ -4,7 +4,7 @@ The update of one rollout is one gradient step over the whole batch: policy
 gradient with normalized GAE advantages, squared-error value loss, an entropy
 bonus over the legal actions. The rollout is synchronous over ``n_envs`` games
 in one process (the "A2C" of the batched setting); the loop around it is
-:mod:`agents.batched`'s, shared with PPO.
+:mod:`agents.training.trainer`'s, shared with PPO.
 """
 
 from __future__ import annotations

@@ -366,17 +366,16 @@ SECTIONS: dict[str, type[Common]] = {
     "rllib_ppo": RLlibPPO,
 }
 ALIASES = {"pqn": "batched_pqn"}
-BATCHED_ALGORITHMS = ("batched_ppo", "batched_a2c", "batched_pqn")
-SB3_ALGORITHMS = ("maskable_ppo", "ppo", "a2c", "dqn")
-IMITATION_ALGORITHMS = ("bc",)
-RLLIB_ALGORITHMS = ("rllib_ppo",)
-#: the sections in the order ``--help`` shows them, with their algorithms
+# Everything below follows from SECTIONS: an algorithm is registered there, and in its trainer's table
+# (agents.training.trainer.ALGORITHMS for the batched ones).
+#: the algorithms each trainer runs, by the kind of their section
+BATCHED_ALGORITHMS = tuple(a for a, cls in SECTIONS.items() if issubclass(cls, Batched))
+SB3_ALGORITHMS = tuple(a for a, cls in SECTIONS.items() if issubclass(cls, SB3))
+IMITATION_ALGORITHMS = tuple(a for a, cls in SECTIONS.items() if issubclass(cls, BC))
+RLLIB_ALGORITHMS = tuple(a for a, cls in SECTIONS.items() if issubclass(cls, RLlibPPO))
+#: the sections in the order ``--help`` shows them (their first algorithm's place in SECTIONS), with their algorithms
 FAMILIES: dict[type[Common], tuple[str, ...]] = {
-    BatchedPPO: ("batched_ppo", "batched_a2c"),
-    BatchedPQN: ("batched_pqn",),
-    SB3: SB3_ALGORITHMS,
-    BC: IMITATION_ALGORITHMS,
-    RLlibPPO: RLLIB_ALGORITHMS,
+    cls: tuple(a for a, c in SECTIONS.items() if c is cls) for cls in dict.fromkeys(SECTIONS.values())
 }
 _DQN_ONLY: tuple[str, ...] = (
     "buffer_size",
@@ -411,7 +410,8 @@ def section(algo: str) -> type[Common]:
     """The config section of ``algo`` (a one-line error for an unknown one)."""
     algo = ALIASES.get(algo, algo)
     if algo not in SECTIONS:
-        raise ValueError(f"algo must be one of {', '.join(SECTIONS)} (or pqn), got {algo!r}")
+        aliases = ", ".join(f"{alias} for {name}" for alias, name in ALIASES.items())
+        raise ValueError(f"algo must be one of {', '.join(SECTIONS)} (or {aliases}), got {algo!r}")
     return SECTIONS[algo]
 
 

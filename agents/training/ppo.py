@@ -5,7 +5,7 @@ minibatches of ``batch_size``; clipped surrogate objective on per-minibatch
 normalized advantages, squared-error value loss, an entropy bonus over the
 legal actions. With ``compile`` the loss of a minibatch (:func:`loss`) runs
 under ``torch.compile``. The loop around it (rollouts, schedules, evaluation,
-checkpoints, resume) is :mod:`agents.batched`'s, shared with A2C.
+checkpoints, resume) is :mod:`agents.training.trainer`'s, shared with A2C.
 """
 
 from __future__ import annotations

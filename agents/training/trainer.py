@@ -1,8 +1,9 @@
 """The loop of the batched torch trainers: rollouts, updates, evaluation, checkpoints, resume.
 
-``train.py`` runs it for ``algo: batched_ppo`` (:mod:`agents.training.ppo`) and
-``algo: batched_a2c`` (:mod:`agents.training.a2c`); each algorithm file holds only its
-update rule. The loop, read top to bottom in :meth:`Trainer.run`:
+``train.py`` runs it for every algorithm in :data:`ALGORITHMS` (``batched_ppo``,
+:mod:`agents.training.ppo`; ``batched_a2c``, :mod:`agents.training.a2c`; ``batched_pqn``,
+:mod:`agents.training.pqn`); each algorithm file holds only its update rule (and its hooks,
+above :data:`ALGORITHMS`). The loop, read top to bottom in :meth:`Trainer.run`:
 
 1. collect a rollout of ``n_steps`` steps of ``n_envs`` games in the NumPy
    batched env (:class:`agents.training.rollout.Rollout`), one policy forward per step
