@@ -238,10 +238,17 @@ def report_md(report: dict[str, Any]) -> str:
             p = "-" if entry["p_better"] is None else f"{entry['p_better']:.2f}"
             ci = "-" if entry["p_better_ci95"] is None else "{:.2f} - {:.2f}".format(*entry["p_better_ci95"])
             star = "" if entry["complete"] else "*"
+            other = "" if entry["track"] == report["track"] else " (another track)"
             lines.append(
-                f"| {entry['suite']}{star} | {entry['track']} | {', '.join(entry['rulesets'])} | "
+                f"| {entry['suite']}{star} | {entry['track']}{other} | {', '.join(entry['rulesets'])} | "
                 f"{entry['runs'][0]}, {entry['runs'][1]} | {entry['iqm'][0]:.2f}, {entry['iqm'][1]:.2f} | {p} | {ci} |"
             )
+        if any(entry["track"] != report["track"] for entry in report["versus"]):
+            lines += [
+                "",
+                f"A baseline of another track than yours ({report['track']}) used other knowledge (docs/benchmark.md, "
+                "Tracks): a claim compares within one track.",
+            ]
     else:
         lines += ["", f"No baseline at {budget} shares a ruleset with these results."]
     lines += [

@@ -84,6 +84,12 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
     assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "200", *files]) == 0
     text = capsys.readouterr()
     assert "| yahtzee | 4 |" in text.out and "| raw_a2c_10m* | raw | yahtzee, yacht | 8, 8 |" in text.out
+    assert "another track" not in text.out  # raw against raw
+    (tmp_path / "rules").mkdir()
+    rules_files = write(tmp_path / "rules", [dict(r, track="rules") for r in mine])
+    assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "50", *rules_files]) == 0
+    text = capsys.readouterr()
+    assert "| raw_a2c_10m* | raw (another track) |" in text.out and "a claim compares within one track" in text.out
     assert "4 seeds on yahtzee; the protocol asks for at least 10 at 10M" in text.err
     pytest.importorskip("matplotlib")
     figure = tmp_path / "profiles.png"
