@@ -435,6 +435,15 @@ def test_the_example_rubric_loads():
     assert rubric.max_points == 100
 
 
+def test_without_a_rubric_the_score_is_the_luck_free_percent():
+    from agents.course.gradebook import _percent_only
+
+    row = {"percent_of_optimal": 112.0, "estimated_percent_of_optimal": 71.5}  # lucky dice, or dice known ahead
+    assert (_percent_only(row).name, _percent_only(row).points) == ("luck-free percent of optimal", 71.5)
+    plain = _percent_only({"percent_of_optimal": 64.25})  # no regret computed: the percent itself
+    assert (plain.name, plain.points) == ("percent of optimal", 64.25) and _percent_only(None).points == 0.0
+
+
 def test_csv_cells_never_start_a_formula():
     assert _cell("=HYPERLINK(1)") == "'=HYPERLINK(1)"
     assert _cell("+1") == "'+1" and _cell("@x") == "'@x" and _cell("-2") == "'-2"

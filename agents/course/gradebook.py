@@ -8,7 +8,7 @@
 * ``DIR/<student>/results.json``: the student's result in Gradescope's autograder format (without
   the grading seed: students may see it before the deadline)
   (``score``, ``output``, ``tests``: one per rubric criterion with ``name``, ``score``,
-  ``max_score``, ``status`` and ``output``; without a rubric one test, the percent of optimal
+  ``max_score``, ``status`` and ``output``; without a rubric one test, the luck-free percent of optimal
   out of 100; ``leaderboard``: percent of optimal, mean score,
   regret; ``extra_data``: the status and the rubric's total).
 * ``DIR/index.html``: the class page, one self-contained page (no network, no script): the
@@ -175,7 +175,14 @@ def gradescope_results(result: ClassResult, student: StudentResult) -> dict[str,
 
 
 def _percent_only(row: dict[str, Any] | None) -> Earned:
-    """Without a rubric: one test, the percent of optimal as points out of 100 (0 unscored)."""
+    """Without a rubric: one test, the luck-free percent of optimal as points out of 100 (0 unscored; the
+    percent of optimal where the grading computed no regret). Neither the dice's luck nor dice known in
+    advance move it (docs/grading.md, Seeds)."""
+    luck_free = None if row is None else row.get("estimated_percent_of_optimal")
+    if luck_free is not None:
+        value = round(min(100.0, max(0.0, luck_free)), 2)
+        detail = f"{luck_free:.2f}% of optimal, luck-free (no rubric: the percent is the score)"
+        return Earned("luck-free percent of optimal", value, 100.0, detail)
     percent = 0.0 if row is None else row["percent_of_optimal"]
     value = round(min(100.0, max(0.0, percent)), 2)
     return Earned(
