@@ -494,6 +494,19 @@ def test_the_csv_defuses_formulas():
     assert "'=HYPERLINK(1)" in standings_csv(result)
 
 
+def test_the_command_line_draws_a_seed_no_submission_can_guess(tmp_path, capsys):
+    """Without --seed, a random 63-bit seed, said and recorded (a small one could be found from the dice);
+    a small --seed is played with a warning."""
+    from agents.commands.tournament import main
+
+    assert main(["random", "--rules", "yacht", "--games", "1", "--bootstrap", "0", "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    seed = json.loads((tmp_path / "a" / "standings.json").read_text())["seed"]
+    assert seed >= 1 << 32 and f"seed {seed}, drawn at random (--seed {seed} plays this tournament again)" in err
+    assert main(["random", "--rules", "yacht", "--games", "1", "--bootstrap", "0", "--seed", "3"]) == 0
+    assert "warning: seed 3 is small" in capsys.readouterr().err
+
+
 def test_the_command_line_refuses_bad_input_in_one_line(tmp_path, capsys):
     from agents.commands.tournament import main
 

@@ -214,14 +214,19 @@ def run(args: argparse.Namespace) -> int:
 GUESSABLE_SEEDS = 1 << 32
 
 
-def warn_guessable_seed(seed: int) -> None:
-    """A one-line warning on standard error when the grading seed is small enough to be found by trying."""
+def warn_guessable_seed(seed: int, command: str = "grade") -> None:
+    """A one-line warning on standard error when the seed of submissions' games is small enough to be found
+    by trying."""
     if 0 <= seed < GUESSABLE_SEEDS:
+        after = (
+            "The luck-free percent and the luck flag are not fooled either way (docs/grading.md, Seeds)"
+            if command == "grade"
+            else "Without --seed a tournament draws a large one (docs/tournament.md)"
+        )
         print(
-            f"dice-poker grade: warning: seed {seed} is small: a submission that tries seeds against the dice it "
-            "sees could find it and know every die ahead; grade with a large random seed "
-            "(python -c 'import secrets; print(secrets.randbits(63))'). The luck-free percent and the luck flag "
-            "are not fooled either way (docs/grading.md, Seeds)",
+            f"dice-poker {command}: warning: seed {seed} is small: a submission that tries seeds against the dice "
+            f"it sees could find it and know every die ahead; use a large random seed "
+            f"(python -c 'import secrets; print(secrets.randbits(63))'). {after}",
             file=sys.stderr,
             flush=True,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import signal
 import sys
 from collections.abc import Sequence
@@ -46,7 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--games", type=int, default=4, help="deals each group plays, each at every rotation of the seats (default 4)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="the same seed, the same dice and schedule (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="the same seed, the same dice and schedule (default: a random 63-bit seed, printed and recorded; "
+        "a small one could be guessed by a submission from its dice)",
+    )
     parser.add_argument("--format", choices=FORMATS, default="auto", help="the schedule (default auto)")
     parser.add_argument("--rounds", type=int, help="Swiss rounds (default ceil(log2(agents)) + 2)")
     parser.add_argument(
@@ -67,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agents.commands.bench import check_out_dir, remove_empty
+    from agents.commands.grade import warn_guessable_seed
     from agents.course.grader import protect_process
     from agents.course.sandbox import Limits
     from agents.course.tournament import OUTPUT_FILES, summary_text, tournament, write_outputs
@@ -79,6 +87,17 @@ def run(args: argparse.Namespace) -> int:
     rules = load_rules(args.rules, **parse_rules_options(args.option))
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, OUTPUT_FILES, "a tournament") if out is not None else []
+    drawn = args.seed is None
+    if drawn:  # the dice follow from the seed: one a submission cannot guess
+        args.seed = secrets.randbits(63)
+
+    def say_seed() -> None:  # (once the arguments have passed the tournament's checks)
+        if drawn:
+            print(
+                f"seed {args.seed}, drawn at random (--seed {args.seed} plays this tournament again)", file=sys.stderr
+            )
+        else:
+            warn_guessable_seed(args.seed, "tournament")
 
     def interrupt(
         signum: int, frame: object
@@ -101,11 +120,14 @@ def run(args: argparse.Namespace) -> int:
             bootstrap=args.bootstrap,
             progress=not args.json,
         )
-    except BaseException:
+    except BaseException as error:
         remove_empty(created)  # a failed command leaves no trace
+        if isinstance(error, KeyboardInterrupt):
+            say_seed()
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+    say_seed()
     if args.json:
         print(json.dumps(result["standings"], sort_keys=True), flush=True)
     else:
