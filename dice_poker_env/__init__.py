@@ -22,7 +22,7 @@ Layering (imports only point downwards): ``rules`` -> ``engine`` -> ``envs`` /
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dice_poker_env.dice_sources import DiceSource, RandomDice, ScriptedDice
 from dice_poker_env.engine.position import PositionError
@@ -30,6 +30,15 @@ from dice_poker_env.registration import ENV_IDS, make, make_vec, register_envs
 from dice_poker_env.rules import RULESET_NAMES, Rules, RulesError, load_rules, ruleset_options
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers (at run time they load on first use)
+    from dice_poker_env import envs as envs  # (re-exported: the "as")
+    from dice_poker_env import multi as multi
+    from dice_poker_env import solver as solver
+    from dice_poker_env.envs.illegal import IllegalActionError
+    from dice_poker_env.envs.single import DicePokerEnv
+    from dice_poker_env.envs.vector import DicePokerVectorEnv
+    from dice_poker_env.solver import Solution, SolverError, solve
 
 #: names imported on first use: name -> (module, attribute); attribute None: the module itself
 _LAZY = {

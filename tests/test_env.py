@@ -393,6 +393,21 @@ def test_dice_source_must_roll(source):
         DicePokerEnv("yacht", dice_source=source)
 
 
+def test_one_random_dice_given_to_several_envs_plays_as_the_default():
+    """gymnasium.make_vec hands the same kwargs to every sub-env: one RandomDice, whose block of faces belongs
+    to one generator, made the sync envs' dice differ from the default's and from async's."""
+    from dice_poker_env import RandomDice
+
+    def dice(mode, **kwargs):
+        envs = gym.make_vec("DicePoker/Yacht-v0", 2, vectorization_mode=mode, **kwargs)
+        seen = [envs.reset(seed=0)[0]["dice"].copy()]
+        seen += [envs.step(np.zeros(2, dtype=np.int64))[0]["dice"].copy() for _ in range(3)]
+        envs.close()
+        return np.array(seen)
+
+    np.testing.assert_array_equal(dice("sync", dice_source=RandomDice()), dice("sync"))
+
+
 @pytest.mark.parametrize("rules", [None, 123])
 def test_custom_env_with_rules_of_the_wrong_type_is_a_rules_error(rules):
     with pytest.raises(dice_poker_env.RulesError, match="rules: expected a ruleset name"):

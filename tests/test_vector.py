@@ -679,6 +679,26 @@ def test_dice_none_means_fresh_random_dice_as_in_the_single_env():
     np.testing.assert_array_equal(obs["dice"], [e["dice"] for e in expected])
 
 
+@pytest.mark.parametrize("options", [{"bogus": 1}, {"dice": [1, 2, 3, 4, 9]}, {"positions": [None, {"dice": [0] * 5}]}])
+def test_a_refused_reset_with_a_seed_leaves_the_dice_to_come_as_they_were(options):
+    """The seed is applied, and dice drawn, only once the options pass: the same steps follow as without the
+    refused reset, in the vector env and in the single env."""
+    plain, refused = DicePokerVectorEnv(2, "yacht"), DicePokerVectorEnv(2, "yacht")
+    plain.reset(seed=0)
+    refused.reset(seed=0)
+    with pytest.raises((PositionError, ValueError)):
+        refused.reset(seed=123, options=options)
+    stay = np.zeros(2, dtype=np.int64)
+    np.testing.assert_array_equal(plain.step(stay)[0]["dice"], refused.step(stay)[0]["dice"])
+    if "positions" not in options:
+        one, other = DicePokerEnv("yacht"), DicePokerEnv("yacht")
+        one.reset(seed=0)
+        other.reset(seed=0)
+        with pytest.raises(PositionError):
+            other.reset(seed=123, options=options)
+        np.testing.assert_array_equal(one.step(0)[0]["dice"], other.step(0)[0]["dice"])
+
+
 @pytest.mark.parametrize("dice", [[1.5, 2, 3, 4, 5], [True, 2, 3, 4, 5], ["1"] * 5])
 def test_non_integer_dice_are_rejected(dice):
     env = DicePokerVectorEnv(2, "yacht")

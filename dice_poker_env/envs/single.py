@@ -130,7 +130,9 @@ class DicePokerEnv(gym.Env[Any, int]):
         self.obs_mode = obs_mode
         self.illegal_action = self._illegal_actions.mode
         self.illegal_penalty = self._illegal_actions.penalty
-        self.dice_source = dice_source if dice_source is not None else RandomDice()
+        # RandomDice keeps a block of faces drawn from one env's generator: an instance handed to several envs
+        # (gymnasium.make_vec passes the same kwargs to each) would make them throw away each other's blocks
+        self.dice_source = RandomDice() if dice_source is None or type(dice_source) is RandomDice else dice_source
         self.render_mode = render_mode
         self.action_space = spaces.Discrete(self.tables.n_actions)
         self.observation_space = observation_space(self.tables, obs_mode)
@@ -144,6 +146,8 @@ class DicePokerEnv(gym.Env[Any, int]):
         options = check_options(options)
         if isinstance(seed, bool) or not (seed is None or isinstance(seed, (int, np.integer))):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
+        if options:  # a position that is refused changes nothing: checked before the seed and the dice
+            position_from_options(self.tables, options, 0)
         super().reset(seed=None if seed is None else int(seed))
         if options:
             random_roll = int(self._roll_fresh()) if rolls_dice(options) else 0

@@ -253,8 +253,6 @@ class DicePokerVectorEnv(VectorEnv[Any, np.ndarray, np.ndarray]):
                 )
             for i, position in enumerate(positions):
                 check_options(position, f"reset options: positions[{i}]")
-        if seed is not None:
-            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         unknown = sorted(set(options) - set(_POSITION_KEYS))
         if unknown:
             raise PositionError(
@@ -273,6 +271,13 @@ class DicePokerVectorEnv(VectorEnv[Any, np.ndarray, np.ndarray]):
             if options:
                 raise PositionError("reset options: give either 'positions' or the position keys, not both")
         rows = np.flatnonzero(reset_mask)
+        if options or positions is not None:  # a refused position changes nothing: checked before the seed and dice
+            for i in rows.tolist():
+                opts = options if positions is None else positions[i]
+                if opts:
+                    position_from_options(self.tables, opts, 0)
+        if seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         if self.state is None:
             state = game.new_batch(self.tables, np.zeros(self.num_envs, dtype=np.int64))
         else:  # new arrays, so that a rejected position (PositionError below) changes nothing
