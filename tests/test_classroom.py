@@ -507,6 +507,14 @@ def test_class_command_errors_are_one_line(folder, tmp_path, args, message):
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+def test_a_class_without_jobs_is_graded_on_every_core(folder, tmp_path):
+    """The kit's commands give no --jobs (default: the cores); a check of the value must not refuse its absence."""
+    out = tmp_path / "grades"
+    done = _command(str(folder), "--rules", "yacht", "--games", "2", "--out", str(out), *UNISOLATED)
+    assert done.returncode == 0, done.stderr
+    assert (out / "gradebook.csv").is_file()
+
+
 def test_one_bare_file_is_one_students_grade(folder, tmp_path):
     """``grade my_agent.py --out DIR`` (as ``check my_agent.py``): the single grade of its agent class, its report in
     DIR, not a class of one; a missing file is refused before anything runs."""

@@ -305,7 +305,8 @@ def run_class(args: argparse.Namespace) -> int:
     for path in args.starter or ():
         if not os.path.isfile(path):
             raise ValueError(f"--starter {path}: no such file")
-    check_count("jobs", args.jobs, most=1024)  # (as grade_class would: before the warning below)
+    if args.jobs is not None:  # (None: every core) as grade_class would check it, before the warning below
+        check_count("jobs", args.jobs, most=1024)
     submissions = find_submissions(args.submission, args.class_name)
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out)
