@@ -184,13 +184,15 @@ def test_the_gradebook_has_a_row_per_student(graded):
 def test_the_rubric_gives_points_with_partial_credit(graded):
     result, out, _ = graded
     rows = _rows(out)
-    greedy = result.baselines.rows["greedy"]["mean"]
+    greedy = result.baselines.rows["greedy"]["estimated_expected_score"]
     for name in ("good", "weak", "flaky"):
         row = rows[name]
         assert float(row["points: legal play"]) == pytest.approx(
             10 * (GAMES - int(row["failed_games"])) / GAMES, abs=0.01
         )
-        assert float(row["points: beats greedy"]) == (10.0 if float(row["mean"]) > greedy else 0.0)
+        (student,) = [s for s in result.students if s.submission.student == name]
+        worth = student.report["agents"]["submission"]["estimated_expected_score"]  # luck-free, as greedy's
+        assert float(row["points: beats greedy"]) == (10.0 if worth > greedy else 0.0)
         assert float(row["points: percent of optimal"]) == pytest.approx(
             0.7 * float(row["percent_of_optimal"]), abs=0.01
         )
@@ -397,6 +399,13 @@ def test_upper_bonus_and_margin_criteria():
     }
     earned = {e.name: e.points for e in score_report(rubric, report)}
     assert earned == {"bonus": 5.0, "greedy": 0.0, "legal": 0.0}  # 20% of games: step 10; 200 < 198 + 3; a failure
+    # with regret figures, what the play is worth decides, not the dice: luckier mean, worse play
+    row.update(mean=210.0, estimated_expected_score=196.0)
+    report["agents"]["greedy"].update(estimated_expected_score=197.0)
+    (greedy,) = [e for e in score_report(rubric, report) if e.name == "greedy"]
+    assert greedy.points == 0.0 and "luck-free expected score 196.00 against greedy's 197.00 + 3" in greedy.detail
+    row.update(estimated_expected_score=200.5)
+    assert [e.points for e in score_report(rubric, report) if e.name == "greedy"] == [5.0]
 
 
 @pytest.mark.parametrize(
@@ -513,6 +522,7 @@ def test_a_class_without_jobs_is_graded_on_every_core(folder, tmp_path):
     done = _command(str(folder), "--rules", "yacht", "--games", "2", "--out", str(out), *UNISOLATED)
     assert done.returncode == 0, done.stderr
     assert (out / "gradebook.csv").is_file()
+    assert "warning: seed 0 is small" in done.stderr  # a class's grades: the seed must not be guessable
 
 
 def test_one_bare_file_is_one_students_grade(folder, tmp_path):

@@ -170,7 +170,6 @@ def run(args: argparse.Namespace) -> int:
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, REPORT_FILES, "a report") if out is not None else []
-    warn_guessable_seed(chosen["seed"])
 
     def interrupt(signum: int, frame: object) -> NoReturn:  # SIGTERM as Ctrl-C: the grade ends with a partial report
         raise KeyboardInterrupt

@@ -22,8 +22,9 @@ The kinds (:data:`KINDS`):
 * ``legal_play``: the games that ended without a failure of the submission. With
   ``partial = true`` (the default) the points are proportional to the games that did not
   fail (190 of 200 games: 95% of the points); ``partial = false``: all or nothing.
-* ``beats_greedy``: the submission's mean score is above the greedy agent's on the same
-  games by more than ``margin`` points (default 0); all or nothing.
+* ``beats_greedy``: the submission's luck-free expected score (the optimal expected score
+  minus its exact regret) is above the greedy agent's by more than ``margin`` points (default
+  0); all or nothing. Without regret figures, the mean scores on the same games.
 * ``percent_of_optimal``: the mean score in percent of the optimal expected score, through
   the criterion's ``thresholds`` (below).
 * ``luck_free_percent``: the luck-free percent of optimal, 100 x (optimal expected score -
@@ -77,7 +78,7 @@ class Criterion:
         thresholds: ``(value, fraction)`` pairs, values increasing (kinds with thresholds).
         curve: ``linear`` or ``steps``.
         partial: ``legal_play``: points proportional to the games without a failure.
-        margin: ``beats_greedy``: points the mean must exceed the greedy agent's by.
+        margin: ``beats_greedy``: points the score must exceed the greedy agent's by.
     """
 
     name: str
@@ -238,10 +239,15 @@ def score_report(rubric: Rubric, report: dict[str, Any]) -> list[Earned]:
                 " (points proportional to them)" if c.partial and failed else ""
             )
         elif c.kind == "beats_greedy":
-            greedy = report["agents"]["greedy"]["mean"]
-            fraction = float(row["mean"] > greedy + c.margin)
+            greedy_row = report["agents"]["greedy"]
             margin = f" + {c.margin:g}" if c.margin else ""
-            detail = f"mean {row['mean']:.2f} against greedy's {greedy:.2f}{margin}"
+            mine, theirs = row.get("estimated_expected_score"), greedy_row.get("estimated_expected_score")
+            if mine is not None and theirs is not None:  # what the play is worth: no luck of the dice in it
+                fraction = float(mine > theirs + c.margin)
+                detail = f"luck-free expected score {mine:.2f} against greedy's {theirs:.2f}{margin}"
+            else:  # no regret computed: the mean scores on the same games
+                fraction = float(row["mean"] > greedy_row["mean"] + c.margin)
+                detail = f"mean {row['mean']:.2f} against greedy's {greedy_row['mean']:.2f}{margin}"
         elif c.kind == "percent_of_optimal":
             value = row["percent_of_optimal"]
             fraction = curve_fraction(value, c.thresholds, c.curve)
