@@ -568,13 +568,15 @@ def test_sigterm_ends_the_class_with_partial_reports(folder, tmp_path, jobs):
             time.sleep(0.2)
         time.sleep(3)  # the slow one is playing its games
         process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=240)
+        printed, stderr = process.communicate(timeout=240)
     finally:
         process.kill()
     assert process.returncode == 130, stderr
     rows = _rows(out)
     assert rows["a_good"]["status"] == "ok"
     assert rows["b_slow"]["status"] == "partial"
+    last = printed.strip().splitlines()[-1]  # not "graded 3 submissions": who has no grade, and what to do
+    assert last.startswith("INTERRUPTED after") and "b_slow" in last and "a_good" not in last and "do not upload" in last
     report = json.loads((out / "b_slow" / "report.json").read_text())
     assert report["interrupted"] is True
     assert "interrupted" in (out / "index.html").read_text()

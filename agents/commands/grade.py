@@ -354,12 +354,24 @@ def run_class(args: argparse.Namespace) -> int:
                 f"second, {pair.share_second:.0%} of the second in the first): read both (docs/grading.md)",
                 flush=True,
             )
-        print(
-            f"graded {len(result.students)} submission{'s' if len(result.students) != 1 else ''} in "
-            f"{result.seconds:.1f} s ({min(result.jobs, len(result.students))} at a time); "
-            f"wrote {written[-3]}, {written[-2]} and a folder per student",
-            flush=True,
-        )
+        left = [s for s in result.students if s.status == "not_graded" or (s.report or {}).get("interrupted")]
+        done = len(result.students) - len(left)
+        if result.interrupted:
+            print(
+                f"INTERRUPTED after {result.seconds:.1f} s: graded {done} of {len(result.students)} submissions; "
+                f"not graded or cut short: {', '.join(s.submission.student for s in left)}. Their rows and "
+                f"results.json hold no grade (status not_graded or interrupted): do not upload them; grading "
+                f"the class again (--overwrite) grades everyone. Wrote {written[-3]}, {written[-2]} and a folder "
+                "per student",
+                flush=True,
+            )
+        else:
+            print(
+                f"graded {len(result.students)} submission{'s' if len(result.students) != 1 else ''} in "
+                f"{result.seconds:.1f} s ({min(result.jobs, len(result.students))} at a time); "
+                f"wrote {written[-3]}, {written[-2]} and a folder per student",
+                flush=True,
+            )
     return 130 if result.interrupted else 0
 
 
