@@ -576,7 +576,9 @@ def test_sigterm_ends_the_class_with_partial_reports(folder, tmp_path, jobs):
     assert rows["a_good"]["status"] == "ok"
     assert rows["b_slow"]["status"] == "partial"
     last = printed.strip().splitlines()[-1]  # not "graded 3 submissions": who has no grade, and what to do
-    assert last.startswith("INTERRUPTED after") and "b_slow" in last and "a_good" not in last and "do not upload" in last
+    assert (
+        last.startswith("INTERRUPTED after") and "b_slow" in last and "a_good" not in last and "do not upload" in last
+    )
     report = json.loads((out / "b_slow" / "report.json").read_text())
     assert report["interrupted"] is True
     assert "interrupted" in (out / "index.html").read_text()

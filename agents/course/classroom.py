@@ -534,6 +534,8 @@ def _line(result: StudentResult) -> str:
     row = (result.report or {}).get("agents", {}).get("submission")
     if row is not None and row.get("percent_of_optimal") is not None:
         text += f", {row['percent_of_optimal']:.1f}% of optimal"
+        if row.get("estimated_percent_of_optimal") is not None:
+            text += f" ({row['estimated_percent_of_optimal']:.1f}% luck-free)"
     if result.earned:
         text += f", {sum(e.points for e in result.earned):g} of {sum(e.max_points for e in result.earned):g} points"
     if result.error:

@@ -222,6 +222,14 @@ def failed_games(report: dict[str, Any]) -> int:
     return min(games, count)
 
 
+def curve_text(criterion: Criterion) -> str:
+    """The criterion's curve in words, for a student reading the points: ``"points: 0 at 60, 75% at 85,
+    all at 95, linear between"``."""
+    parts = [f"{'0' if f == 0 else 'all' if f == 1 else f'{100 * f:g}%'} at {v:g}" for v, f in criterion.thresholds]
+    how = "linear between" if criterion.curve == "linear" else "the step reached"
+    return f"points: {', '.join(parts)}, {how}"
+
+
 def score_report(rubric: Rubric, report: dict[str, Any]) -> list[Earned]:
     """The points each criterion of ``rubric`` gives ``report`` (a grade report's dict)."""
     row = report["agents"].get("submission")
@@ -251,20 +259,20 @@ def score_report(rubric: Rubric, report: dict[str, Any]) -> list[Earned]:
         elif c.kind == "percent_of_optimal":
             value = row["percent_of_optimal"]
             fraction = curve_fraction(value, c.thresholds, c.curve)
-            detail = f"{value:.2f}% of optimal"
+            detail = f"{value:.2f}% of optimal; {curve_text(c)}"
         elif c.kind == "luck_free_percent":
             value = row.get("estimated_percent_of_optimal")
             if value is None:
                 fraction, detail = 0.0, "no luck-free percent (the grading computed no regret)"
             else:
                 fraction = curve_fraction(value, c.thresholds, c.curve)
-                detail = f"{value:.2f}% of optimal, luck-free"
+                detail = f"{value:.2f}% of optimal, luck-free; {curve_text(c)}"
         else:  # upper_bonus
             rate = row.get("upper_bonus_rate")
             if rate is None:
                 fraction, detail = 1.0, "this ruleset has no upper bonus"
             else:
                 fraction = curve_fraction(100.0 * rate, c.thresholds, c.curve)
-                detail = f"upper bonus in {100.0 * rate:.1f}% of games"
+                detail = f"upper bonus in {100.0 * rate:.1f}% of games; {curve_text(c)}"
         out.append(Earned(c.name, round(c.points * fraction, 2), c.points, detail))
     return out
