@@ -494,6 +494,25 @@ def test_the_csv_defuses_formulas():
     assert "'=HYPERLINK(1)" in standings_csv(result)
 
 
+def test_solver_flag_reports_a_submission_that_imports_the_librarys_agents(tmp_path):
+    """--solver flag: the standings (CSV, JSON, page, terminal) name what a submission imported."""
+    from agents.course.tournament_page import render_html
+
+    sneak = tmp_path / "sneak.py"
+    sneak.write_text(
+        "import numpy as np\nimport agents.players.greedy  # noqa: F401\n\n\nclass Agent:\n"
+        "    def act(self, observation, action_mask):\n        return int(np.flatnonzero(action_mask)[-1])\n"
+    )
+    result = tournament(
+        [f"{sneak}:Agent"], YACHT, players=2, games=1, seed=1, bootstrap=0, isolated=False, solver="flag"
+    )
+    (row,) = [r for r in result["standings"] if r["kind"] == "submission"]
+    assert row["solver_imports"] == "agents.players.greedy"
+    assert "[imported agents.players.greedy]" in summary_text(result)
+    assert "(imported agents.players.greedy)" in render_html(result)
+    assert "agents.players.greedy" in standings_csv(result)
+
+
 def test_the_command_line_draws_a_seed_no_submission_can_guess(tmp_path, capsys):
     """Without --seed, a random 63-bit seed, said and recorded (a small one could be found from the dice);
     a small --seed is played with a warning."""

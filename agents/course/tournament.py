@@ -73,7 +73,9 @@ ROUND_ROBIN_MAX_GROUPS = 60
 #: the files ``--out DIR`` gets
 OUTPUT_FILES = ("standings.csv", "standings.json", "games.json", "leaderboard.html")
 #: the standings' columns (``standings.csv``, in this order)
-COLUMNS = tuple("rank agent kind rating rating_low rating_high games wins mean_score failures status".split())
+COLUMNS = tuple(
+    "rank agent kind rating rating_low rating_high games wins mean_score failures status solver_imports".split()
+)
 #: the output's format version
 FORMAT_VERSION = 1
 #: seconds between two progress lines within a round
@@ -442,6 +444,8 @@ def _standings(entries: list[Entry], records: list[_Played], ratings: Any) -> li
                 "mean_score": round(float(points[a] / games[a]), 2) if games[a] else None,
                 "failures": int(failures[a]),
                 "status": entries[a].status(),
+                # the library's solver or agents it imported (or tried to): what --solver flag reports
+                "solver_imports": ";".join(entries[a].player.solver_imports) if entries[a].kind == "submission" else "",
             }
         )
     return rows
@@ -473,7 +477,7 @@ def standings_csv(result: dict[str, Any]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
     for row in result["standings"]:
-        cells = ["" if row[c] is None else row[c] for c in COLUMNS]
+        cells = ["" if row.get(c) is None else row[c] for c in COLUMNS]  # (standings of older files lack a few)
         writer.writerow(["'" + c if isinstance(c, str) and c[:1] in ("=", "+", "-", "@") else c for c in cells])
     return buffer.getvalue()
 
@@ -532,6 +536,7 @@ def summary_text(result: dict[str, Any]) -> str:
             f"{row['rank']:>4}  {row['rating']:>7.1f}  {interval} "
             f"{row['games']:>5}  {row['wins']:>4}  {mean:>7}  {row['failures']:>4}  {row['agent']}"
             + ("" if row["status"] == "ok" else f" ({row['status']})")
+            + (f" [imported {row['solver_imports'].replace(';', ', ')}]" if row.get("solver_imports") else "")
         )
     if not result["rating"]["bootstrap"]:
         lines.append(f"95% intervals: {result['rating']['interval']}")

@@ -204,7 +204,9 @@ def render_html(result: dict[str, Any]) -> str:
             )
             + f"<td>{_bar(row, low, high)}</td>"
             f'<td class="num">{row["games"]}</td><td class="num">{row["wins"]}</td><td class="num">{mean}</td>'
-            f'<td class="num">{row["failures"]}</td><td>{e(row["status"])}</td></tr>'
+            f'<td class="num">{row["failures"]}</td><td>{e(row["status"])}'
+            + (f" (imported {e(row['solver_imports'].replace(';', ', '))})" if row.get("solver_imports") else "")
+            + "</td></tr>"
         )
     body.append("</table>")
     if result["failures"]:
@@ -212,7 +214,7 @@ def render_html(result: dict[str, Any]) -> str:
         for name, failures in result["failures"].items():
             body.append(f"<h3><code>{e(name)}</code></h3>")
             for f in failures:
-                where = "while loading" if f["game"] < 0 else f"its game {f['game']}, decision {f['decision']}"
+                where = "while loading" if f["game"] < 0 else f"its game {f['game'] + 1}, decision {f['decision'] + 1}"
                 body.append(
                     f'<div class="failure" data-kind="{e(f["kind"])}"><strong>{e(f["kind"])}</strong> ({where}): '
                     f"{e(f['message'])}"
