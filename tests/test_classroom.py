@@ -310,6 +310,22 @@ def test_a_symbolic_link_in_a_class_folder_is_not_followed(tmp_path):
         assert found[name].spec is None and "symbolic link, not followed" in found[name].problem
 
 
+def test_a_folder_per_student_is_refused_in_one_line_not_graded_as_nothing(tmp_path):
+    (tmp_path / "alice.py").write_text("class Agent:\n    def act(self, o, m):\n        return 32\n")
+    (tmp_path / "leo").mkdir()
+    (tmp_path / "leo" / "my_agent.py").write_text("class Agent:\n    def act(self, o, m):\n        return 32\n")
+    with pytest.raises(
+        ValueError, match="the folder\\(s\\) leo in it hold \\*.py files, which a class folder does not grade"
+    ):
+        find_submissions([str(tmp_path)])
+    assert [
+        s.student for s in find_submissions([str(tmp_path / "alice.py"), str(tmp_path / "leo" / "my_agent.py")])
+    ] == [
+        "alice",
+        "my_agent",
+    ]
+
+
 def test_a_student_named_like_a_class_file_gets_another_folder(tmp_path):
     """``gradebook.csv.py`` must not take the folder name of the class's gradebook (it crashed the class)."""
     for name in ("gradebook.csv", "index.html", "Class.json", "alice"):

@@ -198,6 +198,17 @@ def find_submissions(entries: Sequence[str], class_name: str | None = None) -> l
     for entry in entries:
         if os.path.isdir(entry):
             found = sorted(p for p in Path(entry).iterdir() if p.suffix == ".py" and (p.is_file() or p.is_symlink()))
+            nested = sorted(
+                p.name
+                for p in Path(entry).iterdir()
+                if p.is_dir() and not p.is_symlink() and p.name != "__pycache__" and any(p.glob("*.py"))
+            )
+            if nested:  # (a learning platform's export: a folder per student) graded silently as nothing before
+                raise ValueError(
+                    f"{entry}: the folder(s) {', '.join(nested[:3])}{' ...' if len(nested) > 3 else ''} in it hold "
+                    "*.py files, which a class folder does not grade: one *.py file per student directly in the "
+                    "folder, or name each file (folder/student/my_agent.py)"
+                )
             if not found:
                 raise ValueError(f"{entry}: no *.py file in this folder")
             files += [(str(p), None) for p in found]
