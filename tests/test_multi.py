@@ -234,6 +234,15 @@ def test_seat_env_is_seeded_and_handles_illegal_actions():
         return trace
 
     assert rollout(multi.SeatEnv("yatzy", ["random"]), 5) == rollout(multi.SeatEnv("yatzy", ["random"]), 5)
+    # a NumPy integer seeds as the int it holds (as the single env); anything else is a TypeError
+    assert rollout(multi.SeatEnv("yatzy", ["random"]), np.int64(5)) == rollout(multi.SeatEnv("yatzy", ["random"]), 5)
+    table, other = multi.env(rules="yatzy"), multi.env(rules="yatzy")
+    table.reset(seed=np.int64(5))
+    other.reset(seed=5)
+    assert table.unwrapped.games[0].roll == other.unwrapped.games[0].roll
+    for env in (multi.SeatEnv("yatzy", ["random"]), multi.env(rules="yatzy")):
+        with pytest.raises(TypeError, match="seed must be an int or None"):
+            env.reset(seed="5")
     env = multi.SeatEnv("yatzy", ["random"], illegal_penalty=-2)
     env.reset(seed=0)
     _, reward, done, _, info = env.step(31)

@@ -169,7 +169,9 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
         ):  # (a mapping's keys are ignored, as PettingZoo expects)
             raise ValueError(f"reset options: expected a dict or None, got {type(options).__name__}")
         if seed is not None:
-            self.np_random, _ = seeding.np_random(seed)
+            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+                raise TypeError(f"seed must be an int or None, got {seed!r}")
+            self.np_random, _ = seeding.np_random(int(seed))  # (NumPy integers too, as the single env)
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)

@@ -167,7 +167,9 @@ class SeatEnv(gym.Env[Any, int]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         if options is not None and (not isinstance(options, Mapping) or options):
             raise ValueError(f"reset options: SeatEnv takes none (every game starts empty), got {options!r}")
-        super().reset(seed=seed)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+            raise TypeError(f"seed must be an int or None, got {seed!r}")
+        super().reset(seed=None if seed is None else int(seed))  # (NumPy integers too, as the single env)
         game_seed = int(self.np_random.integers(2**31 - 1))
         if self.seat_option == "random":
             self.seat = int(self.np_random.integers(self.game.num_players))
