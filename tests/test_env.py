@@ -393,6 +393,18 @@ def test_dice_source_must_roll(source):
         DicePokerEnv("yacht", dice_source=source)
 
 
+def test_an_env_of_a_rules_object_survives_its_specs_json():
+    """EnvSpec.to_json writes a Rules object field by field (dataclasses.asdict); gymnasium.make of the spec read
+    back (what Minari's recover_environment does) plays the same ruleset, options included."""
+    from gymnasium.envs.registration import EnvSpec
+
+    rules = load_rules("yahtzee", joker="free")
+    env = dice_poker_env.make(rules)
+    again = gym.make(EnvSpec.from_json(env.spec.to_json()))
+    assert again.unwrapped.rules == rules and again.unwrapped.rules.options == {"joker": "free"}
+    assert again.unwrapped.rules.fingerprint == rules.fingerprint
+
+
 def test_one_random_dice_given_to_several_envs_plays_as_the_default():
     """gymnasium.make_vec hands the same kwargs to every sub-env: one RandomDice, whose block of faces belongs
     to one generator, made the sync envs' dice differ from the default's and from async's."""

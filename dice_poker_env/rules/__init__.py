@@ -77,6 +77,10 @@ def _shipped_spec(name: str) -> dict[str, Any]:
     return tomllib.loads(data.read_text())
 
 
+#: the keys of a :class:`Rules` written out field by field (``dataclasses.asdict``)
+_RULES_FIELDS = frozenset(("raw_spec", "spec", "source", "options", "boxes"))
+
+
 def load_rules(rules: str | os.PathLike[str] | Rules | Mapping[str, Any], **options: Any) -> Rules:
     """Load a ruleset by name (``"yahtzee"``), from a rules file path, or from a mapping.
 
@@ -96,6 +100,11 @@ def load_rules(rules: str | os.PathLike[str] | Rules | Mapping[str, Any], **opti
         merged = {**rules.options, **options}
         return build_rules(rules.raw_spec, source=rules.source, chosen_options=merged)
     if isinstance(rules, Mapping):
+        if _RULES_FIELDS <= set(rules) and isinstance(rules["raw_spec"], Mapping):
+            # a Rules object as dataclasses.asdict writes it (Gymnasium's EnvSpec.to_json, so Minari's
+            # recover_environment): rebuilt from its spec, source and options
+            merged = {**dict(rules["options"] or {}), **options}
+            return build_rules(dict(rules["raw_spec"]), source=str(rules["source"]), chosen_options=merged)
         return build_rules(rules, source="<mapping>", chosen_options=options)
     if not isinstance(rules, (str, os.PathLike)):
         raise RulesError(
