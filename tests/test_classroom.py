@@ -575,7 +575,8 @@ def test_sigterm_ends_the_class_with_partial_reports(folder, tmp_path, jobs):
     out = tmp_path / "grades"
     process = subprocess.Popen(
         [sys.executable, "-m", "agents.commands.grade", str(slow), "--rules", "yacht", "--games", "200", "--out",
-         str(out), "--jobs", jobs, "--load-seconds", "120", *UNISOLATED],
+         str(out), "--jobs", jobs, "--load-seconds", "120", "--rubric", str(ROOT / "examples/course/instructor/rubric.toml"),
+         *UNISOLATED],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -591,6 +592,7 @@ def test_sigterm_ends_the_class_with_partial_reports(folder, tmp_path, jobs):
     rows = _rows(out)
     assert rows["a_good"]["status"] == "ok"
     assert rows["b_slow"]["status"] == "partial"
+    assert rows["b_slow"]["points"] == "" and rows["a_good"]["points"] != ""  # no grade is not a zero
     last = printed.strip().splitlines()[-1]  # not "graded 3 submissions": who has no grade, and what to do
     assert (
         last.startswith("INTERRUPTED after") and "b_slow" in last and "a_good" not in last and "do not upload" in last

@@ -547,7 +547,9 @@ def _line(result: StudentResult) -> str:
         text += f", {row['percent_of_optimal']:.1f}% of optimal"
         if row.get("estimated_percent_of_optimal") is not None:
             text += f" ({row['estimated_percent_of_optimal']:.1f}% luck-free)"
-    if result.earned:
+    if (result.report or {}).get("interrupted"):
+        text += ", interrupted: no grade"
+    elif result.earned and result.status != "not_graded":
         text += f", {sum(e.points for e in result.earned):g} of {sum(e.max_points for e in result.earned):g} points"
     if result.error:
         text += f" ({result.error})"

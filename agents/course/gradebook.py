@@ -106,10 +106,12 @@ def _row(result: ClassResult, student: StudentResult) -> dict[str, Any]:
         ),
         "report": f"{s.folder}/report.html" if student.files else "",
     }
+    # not graded (an interrupted class): blank points, not zeros a spreadsheet would take for a grade
+    ungraded = student.status == "not_graded" or bool(report.get("interrupted"))
     for name, points in earned.items():
-        out[f"points: {name}"] = points
+        out[f"points: {name}"] = None if ungraded else points
     if student.earned:
-        out["points"] = round(sum(e.points for e in student.earned), 2)
+        out["points"] = None if ungraded else round(sum(e.points for e in student.earned), 2)
         out["max_points"] = round(sum(e.max_points for e in student.earned), 2)
     return out
 
@@ -329,7 +331,8 @@ def render_class_html(result: ClassResult) -> str:
         ]
         if result.rubric is not None:
             detail = "; ".join(f"{x.name}: {x.points:g}/{x.max_points:g}" for x in student.earned)
-            cells.append(f'<span title="{e(detail)}">{row.get("points", 0):g}</span>')
+            shown = "not graded" if row.get("points") is None else f"{row['points']:g}"
+            cells.append(f'<span title="{e(detail)}">{shown}</span>')
         body.append(
             f'<tr data-student="{e(student.submission.folder)}">'
             + "".join(f"<td>{cell}</td>" if i < 2 else f'<td class="num">{cell}</td>' for i, cell in enumerate(cells))
