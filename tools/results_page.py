@@ -51,6 +51,12 @@ RECIPES: dict[str, tuple[str, str]] = {
 }
 """Ruleset -> (its shipped config, the group of ``results/training.json`` measured with it)."""
 
+SHIPPED_FROM: dict[str, str] = {
+    **{rules: group for rules, (_, group) in RECIPES.items()},
+    "yacht": "default with keep_points (24M)",  # trained before the config's minibatch went from 1,024 to 2,048
+}
+"""Ruleset -> the group of ``results/training.json`` whose runs the shipped policy is one of (its metadata's seed)."""
+
 HARDWARE = "2 vCPU (Intel Xeon with AMX or AMD EPYC), one torch thread per run, often two runs at once"
 
 
@@ -168,7 +174,19 @@ def protocol_seeds(row: dict[str, Any]) -> int:
     return 5 if row.get("ruleset") == "yahtzee" else 3
 
 
-def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, Any]]) -> str:
+def shipped_recipe(rules: str, training: list[dict[str, Any]]) -> str:
+    """The shipped policy's recipe over its seeds: ``"98.37 (3 seeds)"``, the mean of each seed's percent of
+    optimal in its own ``train.py`` benchmark (``results/training.json``, group :data:`SHIPPED_FROM`)."""
+    match = [row for row in training if row["rules"] == rules and row["group"] == SHIPPED_FROM[rules]]
+    if len(match) != 1:
+        raise SystemExit(f"results_page: results/training.json has no group {SHIPPED_FROM[rules]!r} for {rules}")
+    row = match[0]
+    return f"**{row['percent_of_optimal_mean']:.2f}** ({len(row['seeds'])} seeds)"
+
+
+def protocol_table(
+    reference: list[dict[str, Any]], aggregate: list[dict[str, Any]], training: list[dict[str, Any]] | None = None
+) -> str:
     """The README's headline table: per ruleset, luck-free percents of optimal on the fixed evaluation set.
 
     Args:
@@ -182,15 +200,21 @@ def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, An
     """
     refs = {(row["agent"], row["rules"]): row for row in reference}
     titles = " | ".join(title for _, title in README_AGENTS)
+    recipe = training is not None
     lines = [
-        f"| ruleset | optimal expected score | {titles} | best `raw` baseline: IQM over seeds [95% CI] |",
-        "|---" * (3 + len(README_AGENTS)) + "|",
+        f"| ruleset | optimal expected score | {titles} | "
+        + ("its recipe: mean over seeds | " if recipe else "")
+        + "best `raw` baseline: IQM over seeds [95% CI] |",
+        "|---" * (3 + len(README_AGENTS) + recipe) + "|",
     ]
     for rules in PROTOCOL_RULESETS:
         optimal = refs.get(("optimal", rules))
         if optimal is None:
             raise SystemExit(f"results_page: results/benchmark/reference.json has no optimal row for {rules}")
-        cells = [_lf(refs.get((agent, rules)), bold=agent == "trained") for agent, _ in README_AGENTS]
+        cells = [_lf(refs.get((agent, rules)), bold=agent == "trained" and not recipe) for agent, _ in README_AGENTS]
+        if recipe:
+            assert training is not None
+            cells.append(shipped_recipe(rules, training))
         raw = [
             row
             for row in aggregate
@@ -210,13 +234,26 @@ def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, An
     return "\n".join(lines)
 
 
-def readme_block(reference: list[dict[str, Any]], aggregate: list[dict[str, Any]]) -> str:
+def readme_block(
+    reference: list[dict[str, Any]], aggregate: list[dict[str, Any]], training: list[dict[str, Any]] | None = None
+) -> str:
     """The README's generated block: the protocol's headline table and where it comes from."""
     games = sorted({int(row["games"]) for row in reference})
+    recipe = (
+        [
+            "",
+            "A shipped policy is one trained policy: the best of its recipe's seeds (its seed is in its metadata). "
+            "Its recipe's mean over seeds is the figure to compare recipes by: each seed's percent of optimal on its "
+            "own 10,000 games (`train.py`'s benchmark; `results/training.json`, [docs/results.md](docs/results.md)).",
+        ]
+        if training is not None
+        else []
+    )
     return "\n".join(
         [
             README_START,
-            protocol_table(reference, aggregate),
+            protocol_table(reference, aggregate, training),
+            *recipe,
             "",
             "Luck-free percent of optimal, 100 x (1 - mean regret / optimal expected score), on the fixed evaluation "
             f"set of {'/'.join(f'{g:,}' for g in games)} games per ruleset (`dice-poker-eval-v1`, the same dice for "
@@ -324,12 +361,17 @@ def page(rows: list[dict[str, Any]], shipped: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def readme_text(readme: str, reference: list[dict[str, Any]], aggregate: list[dict[str, Any]]) -> str:
+def readme_text(
+    readme: str,
+    reference: list[dict[str, Any]],
+    aggregate: list[dict[str, Any]],
+    training: list[dict[str, Any]] | None = None,
+) -> str:
     """``readme`` with its generated block replaced (an error if the README has no markers)."""
     start, end = readme.find(README_START), readme.find(README_END)
     if start < 0 or end < start:
         raise SystemExit(f"results_page: README.md has no {README_START!r} ... {README_END!r} block")
-    return readme[:start] + readme_block(reference, aggregate) + readme[end + len(README_END) :]
+    return readme[:start] + readme_block(reference, aggregate, training) + readme[end + len(README_END) :]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -345,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only check that the files are up to date")
     args = parser.parse_args(argv)
     rows, shipped = _load(TRAINING), _load(SHIPPED)
-    readme = readme_text(README.read_text(encoding="utf-8"), _load(REFERENCE), _load(AGGREGATE))
+    readme = readme_text(README.read_text(encoding="utf-8"), _load(REFERENCE), _load(AGGREGATE), rows)
     wanted = {PAGE: page(rows, shipped), README: readme}
     stale = [path for path, text in wanted.items() if not path.is_file() or path.read_text(encoding="utf-8") != text]
     if args.check:
