@@ -77,7 +77,7 @@ from dice_poker_env.rules import Rules
 
 #: failures recorded in full (with tracebacks); later ones are only counted
 MAX_RECORDED_FAILURES = 20
-#: modules of the library that hold or use the exact solver, and the library's own agents (a heuristic at 94% of
+#: modules of the library that hold or use the exact solver, and the library's own agents (a heuristic at 92.7% of
 #: optimal, trained policies at 98%: a submission that imports one plays the library's game, not its own); the
 #: ``solver`` policy watches them. The worker's own modules (``agents.players.registry``, ``agents.course``) and the
 #: rules engine (``dice_poker_env.engine``, what the starter agent scores dice with) are not among them.
