@@ -699,6 +699,21 @@ def test_a_refused_reset_with_a_seed_leaves_the_dice_to_come_as_they_were(option
         np.testing.assert_array_equal(one.step(0)[0]["dice"], other.step(0)[0]["dice"])
 
 
+def test_a_script_that_runs_out_stops_the_step_before_any_game_draws():
+    """One game's script is short: the step raises before the other game's script moves on, so the replay
+    stays in step when the short script is refilled and the step is tried again."""
+    from dice_poker_env import ScriptedDice
+    from dice_poker_env.dice_sources import DiceExhaustedError
+
+    long, short = ScriptedDice([1, 2, 3, 4, 5] * 20), ScriptedDice([6] * 5)
+    env = DicePokerVectorEnv(2, "yacht", dice_source=[long, short])
+    env.reset()
+    before = long.position
+    with pytest.raises(DiceExhaustedError, match="game 1: scripted dice exhausted"):
+        env.step(np.zeros(2, dtype=np.int64))
+    assert long.position == before
+
+
 @pytest.mark.parametrize("dice", [[1.5, 2, 3, 4, 5], [True, 2, 3, 4, 5], ["1"] * 5])
 def test_non_integer_dice_are_rejected(dice):
     env = DicePokerVectorEnv(2, "yacht")

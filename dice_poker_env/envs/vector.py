@@ -24,7 +24,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode
 
-from dice_poker_env.dice_sources import DiceSource, RandomDice
+from dice_poker_env.dice_sources import DiceExhaustedError, DiceSource, RandomDice, ScriptedDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import (
     N_DICE,
@@ -611,13 +611,21 @@ class DicePokerVectorEnv(VectorEnv[Any, np.ndarray, np.ndarray]):
         turns = state.turn
         sources = self._sources
         assert sources is not None  # called with per-game sources only
-        for i in np.flatnonzero(legal & ~self._ended):
+        needs: list[tuple[int, list[int]]] = []  # (game, the positions it rolls)
+        for i in np.flatnonzero(legal & ~self._ended).tolist():
             a = int(actions[i])
             if a < N_KEEP_ACTIONS:
-                rerolled = list(REROLLED_POSITIONS[a])
-                faces[i, rerolled] = sources[i].roll(self.np_random, (len(rerolled),))
+                needs.append((i, list(REROLLED_POSITIONS[a])))
             elif turns[i] + 1 < self.tables.turns:
-                faces[i] = sources[i].roll(self.np_random, (N_DICE,))
+                needs.append((i, list(range(N_DICE))))
+        for i, positions in needs:  # a script that runs out stops the step before any game has drawn
+            source = sources[i]
+            if isinstance(source, ScriptedDice) and not source.then_random and source.remaining < len(positions):
+                raise DiceExhaustedError(
+                    f"game {i}: scripted dice exhausted: {len(positions)} faces needed, {source.remaining} left"
+                )
+        for i, positions in needs:
+            faces[i, positions] = sources[i].roll(self.np_random, (len(positions),))
         return faces
 
     def _info(
