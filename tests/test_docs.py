@@ -277,11 +277,8 @@ def test_the_results_page_shows_the_data():
     complete = [r for r in aggregate if r["track"] == "raw" and r["ruleset"] == "yacht" and r["runs"] >= 10]
     best = max(complete, key=lambda r: r["iqm"])
     best["iqm"] = 99.9876
-    readme = results_page.readme_text((ROOT / "README.md").read_text(encoding="utf-8"), reference, aggregate)
     training = json.loads((ROOT / "results" / "training.json").read_text(encoding="utf-8"))
-    readme = results_page.readme_text(
-        (ROOT / "README.md").read_text(encoding="utf-8"), reference, aggregate, training
-    )
+    readme = results_page.readme_text((ROOT / "README.md").read_text(encoding="utf-8"), reference, aggregate, training)
     assert "| 12.35 ± " in readme and "99.99 [" in readme and readme != (ROOT / "README.md").read_text(encoding="utf-8")
     # the headline in bold is the recipe's mean over its seeds, never one (the best) seed's policy
     assert "**12.35**" not in readme and "**98.90** (3 seeds)" in readme
