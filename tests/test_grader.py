@@ -531,6 +531,13 @@ def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path,
     assert cli.main(["grade", "student.py:Good", "--rules", "no_such_rules"]) == 2
 
 
+def test_the_markdown_score_distribution_has_no_empty_rows(submissions):
+    report = grade(f"{submissions / 'student.py'}:Good", "yacht", games=4, seed=1, limits=FAST, isolated=ISOLATED)
+    table = render_markdown(report).split("## Score distribution")[1].split("\n\n")[1]
+    rows = [line for line in table.splitlines()[2:] if line.startswith("| ")]
+    assert rows and all(any(cell.strip() not in ("", "0") for cell in row.split("|")[2:-1]) for row in rows)
+
+
 def test_terminal_lines_replace_control_and_bidirectional_characters():
     """An escape sequence, a line break, or U+202E (right-to-left override: ``evil\u202eyp.txt`` shows as
     ``eviltxt.py``) in what a submission wrote reaches the terminal as ``?``."""

@@ -300,6 +300,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         names = list(dist["counts"])
         out += ["## Score distribution", "", "| score | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
         for i, low in enumerate(dist["edges"][:-1]):
+            if not any(dist["counts"][n][i] for n in names):
+                continue  # (an empty bin is no row: a few far scores would otherwise add dozens of zero rows)
             out.append(
                 f"| {low}-{low + dist['bin_width'] - 1} | "
                 + " | ".join(str(dist["counts"][n][i]) for n in names)
