@@ -526,6 +526,26 @@ def test_the_command_line_draws_a_seed_no_submission_can_guess(tmp_path, capsys)
     assert "warning: seed 3 is small" in capsys.readouterr().err
 
 
+def test_a_course_config_gives_the_rules_limits_and_policy_never_the_seed(tmp_path, capsys):
+    """--config (a grading's TOML): its rules, options and solver policy, command-line options winning; its seed
+    is the grading's secret and its games the grading's: the tournament takes neither."""
+    from agents.commands.tournament import main
+
+    config = tmp_path / "grading.toml"
+    config.write_text('rules = "yahtzee"\noptions = { joker = "free" }\nseed = 12345\ngames = 2000\nsolver = "flag"\n')
+    out = tmp_path / "t"
+    assert main(["random", "--config", str(config), "--games", "1", "--bootstrap", "0", "--out", str(out)]) == 0
+    standings = json.loads((out / "standings.json").read_text())
+    assert standings["rules"] == "yahtzee" and standings["rules_options"] == {"joker": "free"}
+    assert standings["isolation"]["solver"] == "flag" and standings["seed"] != 12345 and standings["games"] == 1
+    capsys.readouterr()
+    config.write_text('rules = "yahtzee"\nsolver = "flag"\n')
+    assert main(["random", "--config", str(config), "--rules", "yacht", "--solver", "forbid", "--games", "1",
+                 "--bootstrap", "0", "--out", str(tmp_path / "u")]) == 0  # fmt: skip
+    standings = json.loads((tmp_path / "u" / "standings.json").read_text())
+    assert standings["rules"] == "yacht" and standings["isolation"]["solver"] == "forbid"
+
+
 def test_the_command_line_refuses_bad_input_in_one_line(tmp_path, capsys):
     from agents.commands.tournament import main
 

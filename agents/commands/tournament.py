@@ -15,7 +15,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from agents.commands.grade import add_sandbox_arguments, given_limits
 from dice_poker_env.cli.rules_arguments import parse_rules_options
@@ -39,7 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="an agent: student.py:MyAgent[,key=value] (sandboxed), or one of the library's own: random, trained, "
         "winning[,target=T|,future=reach], model:PATH (played in process)",
     )
-    parser.add_argument("--rules", default="yahtzee", help="ruleset name or rules file (default yahtzee)")
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a grading config (TOML, as dice-poker grade --config): its rules, options, limits and solver policy "
+        "(its games and seed are the grading's, not the tournament's: left out); command-line options win",
+    )
+    parser.add_argument("--rules", help="ruleset name or rules file (default: the config's, else yahtzee)")
     parser.add_argument(
         "--option", "-o", action="append", default=[], metavar="NAME=VALUE", help="a rules option (repeatable)"
     )
@@ -83,8 +89,18 @@ def run(args: argparse.Namespace) -> int:
     protect_process()
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
-    limits = Limits(**given_limits(args))
-    rules = load_rules(args.rules, **parse_rules_options(args.option))
+    course: dict[str, Any] = {}
+    if args.config:  # a course's grading config: its rules and limits, never its (secret) seed or its games
+        from agents.course.grader import LIMIT_SETTINGS, settings
+
+        chosen = settings(args.config)
+        course = {name: chosen[name] for name in LIMIT_SETTINGS}
+        rules_name, options, solver = chosen["rules"], chosen["options"], chosen["solver"]
+    else:
+        rules_name, options, solver = "yahtzee", {}, "allow"
+    limits = Limits(**{**course, **given_limits(args)})
+    rules = load_rules(args.rules or rules_name, **{**options, **parse_rules_options(args.option)})
+    solver = args.solver or solver
     out = Path(args.out) if args.out else None
     created = check_out_dir(out, args.overwrite, OUTPUT_FILES, "a tournament") if out is not None else []
     drawn = args.seed is None
@@ -116,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             rounds=args.rounds,
             limits=limits,
             isolated=not args.unisolated,
-            solver=args.solver or "allow",
+            solver=solver,
             bootstrap=args.bootstrap,
             progress=not args.json,
         )
