@@ -546,6 +546,22 @@ def test_a_course_config_gives_the_rules_limits_and_policy_never_the_seed(tmp_pa
     assert standings["rules"] == "yacht" and standings["isolation"]["solver"] == "forbid"
 
 
+def test_a_folder_or_a_bare_file_enters_its_agents_as_grading_finds_them(tmp_path, capsys):
+    from agents.commands.tournament import entrants
+
+    agent = "class MyAgent:\n    def act(self, observation, action_mask):\n        return 32\n"
+    for name in ("alice", "bob"):
+        (tmp_path / f"{name}.py").write_text(agent)
+    (tmp_path / "notes.py").write_text("x = 1\n")
+    assert entrants([str(tmp_path), "random"]) == [
+        f"{tmp_path / 'alice.py'}:MyAgent",
+        f"{tmp_path / 'bob.py'}:MyAgent",
+        "random",
+    ]
+    assert "notes.py: not entered (no class with an act method" in capsys.readouterr().err
+    assert entrants([str(tmp_path / "bob.py"), "x.py:Agent"]) == [f"{tmp_path / 'bob.py'}:MyAgent", "x.py:Agent"]
+
+
 def test_the_command_line_refuses_bad_input_in_one_line(tmp_path, capsys):
     from agents.commands.tournament import main
 

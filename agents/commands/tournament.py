@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "submissions",
         metavar="SUBMISSION",
         nargs="+",
-        help="an agent: student.py:MyAgent[,key=value] (sandboxed), or one of the library's own: random, trained, "
+        help="an agent: student.py:MyAgent[,key=value], student.py (its one agent class) or a folder of them "
+        "(sandboxed), or one of the library's own: random, trained, "
         "winning[,target=T|,future=reach], model:PATH (played in process)",
     )
     parser.add_argument(
@@ -76,6 +77,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         failures="failed games after which a submission forfeits the rest (default {default})",
     )
     parser.add_argument("--json", action="store_true", help="print the standings as JSON instead of a table")
+
+
+def entrants(given: list[str]) -> list[str]:
+    """The agents of ``given``: a folder is its ``*.py`` files and a bare ``FILE.py`` its one agent class, as
+    ``dice-poker grade`` finds them (a file without one is left out, saying why); other specs as they are."""
+    import os
+
+    from agents.course.classroom import find_submissions
+
+    out: list[str] = []
+    for entry in given:
+        if not (os.path.isdir(entry) or entry.endswith(".py")):
+            out.append(entry)
+            continue
+        for submission in find_submissions([entry]):
+            if submission.spec is None:
+                print(f"{submission.path}: not entered ({submission.problem})", file=sys.stderr)
+            else:
+                out.append(submission.spec)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         result = tournament(
-            args.submissions,
+            entrants(args.submissions),
             rules,
             players=args.players,
             games=args.games,
