@@ -231,9 +231,14 @@ def test_gradescope_results_follow_the_format(graded):
         assert data["extra_data"]["max_score"] == 100
         if student.report is not None and student.report["agents"].get("submission"):
             names = [entry["name"] for entry in data["leaderboard"]]
-            assert names == ["percent of optimal", "mean score", "regret (points a game)"]
+            assert names == [
+                "luck-free percent of optimal",
+                "percent of optimal",
+                "mean score",
+                "regret (points a game)",
+            ]
             assert all(isinstance(entry["value"], (int, float)) for entry in data["leaderboard"])
-            assert data["leaderboard"][2]["order"] == "asc"
+            assert data["leaderboard"][3]["order"] == "asc"
         else:
             assert "leaderboard" not in data and data["score"] == 0
     two = _no_nan((out / "two" / "results.json").read_text())

@@ -9,7 +9,7 @@
   the grading seed: students may see it before the deadline)
   (``score``, ``output``, ``tests``: one per rubric criterion with ``name``, ``score``,
   ``max_score``, ``status`` and ``output``; without a rubric one test, the luck-free percent of optimal
-  out of 100; ``leaderboard``: percent of optimal, mean score,
+  out of 100; ``leaderboard``: the luck-free percent of optimal, the percent of optimal, mean score,
   regret; ``extra_data``: the status and the rubric's total).
 * ``DIR/index.html``: the class page, one self-contained page (no network, no script): the
   games and references, and a table of the students, each linking to their ``report.html``;
@@ -166,7 +166,12 @@ def gradescope_results(result: ClassResult, student: StudentResult) -> dict[str,
         "extra_data": {"status": student.status, "max_score": round(sum(e.max_points for e in earned), 2)},
     }
     if row is not None:
-        leaderboard = [{"name": "percent of optimal", "value": round(row["percent_of_optimal"], 3)}]
+        leaderboard = []  # the luck-free percent first: the dice's luck (or dice known ahead) does not move it
+        if row.get("estimated_percent_of_optimal") is not None:
+            leaderboard.append(
+                {"name": "luck-free percent of optimal", "value": round(row["estimated_percent_of_optimal"], 3)}
+            )
+        leaderboard.append({"name": "percent of optimal", "value": round(row["percent_of_optimal"], 3)})
         leaderboard.append({"name": "mean score", "value": round(row["mean"], 3)})
         if row.get("regret_mean") is not None:
             leaderboard.append(
