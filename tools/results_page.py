@@ -126,13 +126,15 @@ def recipe_rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, An
     Returns:
         (ruleset, config file, row) per ruleset.
     """
-    found = []
-    for rules, (config, group) in RECIPES.items():
-        match = [row for row in rows if row["rules"] == rules and row["group"] == group]
-        if len(match) != 1:
-            raise SystemExit(f"results_page: results/training.json has no group {group!r} for {rules} (RECIPES)")
-        found.append((rules, config, match[0]))
-    return found
+    return [(rules, config, group_row(rows, rules, group)) for rules, (config, group) in RECIPES.items()]
+
+
+def group_row(rows: list[dict[str, Any]], rules: str, group: str) -> dict[str, Any]:
+    """The row of ``results/training.json`` of one ruleset's group (an error where there is not exactly one)."""
+    match = [row for row in rows if row["rules"] == rules and row["group"] == group]
+    if len(match) != 1:
+        raise SystemExit(f"results_page: results/training.json has no group {group!r} for {rules}")
+    return match[0]
 
 
 def headline_table(rows: list[dict[str, Any]]) -> str:
@@ -158,12 +160,11 @@ def headline_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _lf(row: dict[str, Any] | None, bold: bool = False) -> str:
+def _lf(row: dict[str, Any] | None) -> str:
     """A reference row's luck-free percent with its 95% CI half-width."""
     if row is None:
         return "—"
-    value = f"{row['luck_free_percent']:.2f}"
-    return f"{'**' + value + '**' if bold else value} ± {row['luck_free_percent_ci95']:.2f}"
+    return f"{row['luck_free_percent']:.2f} ± {row['luck_free_percent_ci95']:.2f}"
 
 
 def protocol_seeds(row: dict[str, Any]) -> int:
@@ -177,15 +178,12 @@ def protocol_seeds(row: dict[str, Any]) -> int:
 def shipped_recipe(rules: str, training: list[dict[str, Any]]) -> str:
     """The shipped policy's recipe over its seeds: ``"98.37 (3 seeds)"``, the mean of each seed's percent of
     optimal in its own ``train.py`` benchmark (``results/training.json``, group :data:`SHIPPED_FROM`)."""
-    match = [row for row in training if row["rules"] == rules and row["group"] == SHIPPED_FROM[rules]]
-    if len(match) != 1:
-        raise SystemExit(f"results_page: results/training.json has no group {SHIPPED_FROM[rules]!r} for {rules}")
-    row = match[0]
+    row = group_row(training, rules, SHIPPED_FROM[rules])
     return f"**{row['percent_of_optimal_mean']:.2f}** ({len(row['seeds'])} seeds)"
 
 
 def protocol_table(
-    reference: list[dict[str, Any]], aggregate: list[dict[str, Any]], training: list[dict[str, Any]] | None = None
+    reference: list[dict[str, Any]], aggregate: list[dict[str, Any]], training: list[dict[str, Any]]
 ) -> str:
     """The README's headline table: per ruleset, luck-free percents of optimal on the fixed evaluation set.
 
@@ -200,21 +198,16 @@ def protocol_table(
     """
     refs = {(row["agent"], row["rules"]): row for row in reference}
     titles = " | ".join(title for _, title in README_AGENTS)
-    recipe = training is not None
     lines = [
-        f"| ruleset | optimal expected score | {titles} | "
-        + ("its recipe: mean over seeds | " if recipe else "")
-        + "best `raw` baseline: IQM over seeds [95% CI] |",
-        "|---" * (3 + len(README_AGENTS) + recipe) + "|",
+        f"| ruleset | optimal expected score | {titles} | its recipe: mean over seeds | "
+        "best `raw` baseline: IQM over seeds [95% CI] |",
+        "|---" * (4 + len(README_AGENTS)) + "|",
     ]
     for rules in PROTOCOL_RULESETS:
         optimal = refs.get(("optimal", rules))
         if optimal is None:
             raise SystemExit(f"results_page: results/benchmark/reference.json has no optimal row for {rules}")
-        cells = [_lf(refs.get((agent, rules)), bold=agent == "trained" and not recipe) for agent, _ in README_AGENTS]
-        if recipe:
-            assert training is not None
-            cells.append(shipped_recipe(rules, training))
+        cells = [_lf(refs.get((agent, rules))) for agent, _ in README_AGENTS] + [shipped_recipe(rules, training)]
         raw = [
             row
             for row in aggregate
@@ -235,25 +228,18 @@ def protocol_table(
 
 
 def readme_block(
-    reference: list[dict[str, Any]], aggregate: list[dict[str, Any]], training: list[dict[str, Any]] | None = None
+    reference: list[dict[str, Any]], aggregate: list[dict[str, Any]], training: list[dict[str, Any]]
 ) -> str:
     """The README's generated block: the protocol's headline table and where it comes from."""
     games = sorted({int(row["games"]) for row in reference})
-    recipe = (
-        [
-            "",
-            "A shipped policy is one trained policy: the best of its recipe's seeds (its seed is in its metadata). "
-            "Its recipe's mean over seeds is the figure to compare recipes by: each seed's percent of optimal on its "
-            "own 10,000 games (`train.py`'s benchmark; `results/training.json`, [docs/results.md](docs/results.md)).",
-        ]
-        if training is not None
-        else []
-    )
     return "\n".join(
         [
             README_START,
             protocol_table(reference, aggregate, training),
-            *recipe,
+            "",
+            "A shipped policy is one trained policy: the best of its recipe's seeds (its seed is in its metadata). "
+            "Its recipe's mean over seeds is the figure to compare recipes by: each seed's percent of optimal on its "
+            "own 10,000 games (`train.py`'s benchmark; `results/training.json`, [docs/results.md](docs/results.md)).",
             "",
             "Luck-free percent of optimal, 100 x (1 - mean regret / optimal expected score), on the fixed evaluation "
             f"set of {'/'.join(f'{g:,}' for g in games)} games per ruleset (`dice-poker-eval-v1`, the same dice for "
@@ -365,7 +351,7 @@ def readme_text(
     readme: str,
     reference: list[dict[str, Any]],
     aggregate: list[dict[str, Any]],
-    training: list[dict[str, Any]] | None = None,
+    training: list[dict[str, Any]],
 ) -> str:
     """``readme`` with its generated block replaced (an error if the README has no markers)."""
     start, end = readme.find(README_START), readme.find(README_END)

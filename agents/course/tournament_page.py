@@ -17,7 +17,7 @@ import html
 import json
 from typing import Any
 
-from agents.course.grade_report import _STYLE, _json_for_script
+from agents.course.grade_report import _STYLE, _json_for_script, failure_where
 from dice_poker_env.envs.render_image import PIPS
 
 _EXTRA_STYLE = """
@@ -214,7 +214,7 @@ def render_html(result: dict[str, Any]) -> str:
         for name, failures in result["failures"].items():
             body.append(f"<h3><code>{e(name)}</code></h3>")
             for f in failures:
-                where = "while loading" if f["game"] < 0 else f"its game {f['game'] + 1}, decision {f['decision'] + 1}"
+                where = "while loading" if f["game"] < 0 else f"its {failure_where(f)}"
                 body.append(
                     f'<div class="failure" data-kind="{e(f["kind"])}"><strong>{e(f["kind"])}</strong> ({where}): '
                     f"{e(f['message'])}"
