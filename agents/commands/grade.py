@@ -354,7 +354,7 @@ def run_class(args: argparse.Namespace) -> int:
                 f"second, {pair.share_second:.0%} of the second in the first): read both (docs/grading.md)",
                 flush=True,
             )
-        left = [s for s in result.students if s.status == "not_graded" or (s.report or {}).get("interrupted")]
+        left = [s for s in result.students if not s.graded]
         done = len(result.students) - len(left)
         if result.interrupted:
             print(

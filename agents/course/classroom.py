@@ -86,6 +86,11 @@ class StudentResult:
     files: list[str] = field(default_factory=list)
     error: str | None = None
 
+    @property
+    def graded(self) -> bool:
+        """Whether the points are a grade: not for a student left ungraded or cut short by an interrupt."""
+        return self.status != "not_graded" and not (self.report or {}).get("interrupted")
+
 
 @dataclass
 class ClassResult:
@@ -197,12 +202,13 @@ def find_submissions(entries: Sequence[str], class_name: str | None = None) -> l
     links: set[str] = set()
     for entry in entries:
         if os.path.isdir(entry):
-            found = sorted(p for p in Path(entry).iterdir() if p.suffix == ".py" and (p.is_file() or p.is_symlink()))
-            nested = sorted(
+            children = sorted(Path(entry).iterdir())
+            found = [p for p in children if p.suffix == ".py" and (p.is_file() or p.is_symlink())]
+            nested = [
                 p.name
-                for p in Path(entry).iterdir()
+                for p in children
                 if p.is_dir() and not p.is_symlink() and p.name != "__pycache__" and any(p.glob("*.py"))
-            )
+            ]
             if nested:  # (a learning platform's export: a folder per student) graded silently as nothing before
                 raise ValueError(
                     f"{entry}: the folder(s) {', '.join(nested[:3])}{' ...' if len(nested) > 3 else ''} in it hold "
@@ -549,7 +555,7 @@ def _line(result: StudentResult) -> str:
             text += f" ({row['estimated_percent_of_optimal']:.1f}% luck-free)"
     if (result.report or {}).get("interrupted"):
         text += ", interrupted: no grade"
-    elif result.earned and result.status != "not_graded":
+    elif result.earned and result.graded:
         text += f", {sum(e.points for e in result.earned):g} of {sum(e.max_points for e in result.earned):g} points"
     if result.error:
         text += f" ({result.error})"

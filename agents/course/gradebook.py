@@ -107,11 +107,10 @@ def _row(result: ClassResult, student: StudentResult) -> dict[str, Any]:
         "report": f"{s.folder}/report.html" if student.files else "",
     }
     # not graded (an interrupted class): blank points, not zeros a spreadsheet would take for a grade
-    ungraded = student.status == "not_graded" or bool(report.get("interrupted"))
     for name, points in earned.items():
-        out[f"points: {name}"] = None if ungraded else points
+        out[f"points: {name}"] = points if student.graded else None
     if student.earned:
-        out["points"] = None if ungraded else round(sum(e.points for e in student.earned), 2)
+        out["points"] = round(sum(e.points for e in student.earned), 2) if student.graded else None
         out["max_points"] = round(sum(e.max_points for e in student.earned), 2)
     return out
 
@@ -187,14 +186,11 @@ def _percent_only(row: dict[str, Any] | None) -> Earned:
     advance move it (docs/grading.md, Seeds)."""
     luck_free = None if row is None else row.get("estimated_percent_of_optimal")
     if luck_free is not None:
-        value = round(min(100.0, max(0.0, luck_free)), 2)
-        detail = f"{luck_free:.2f}% of optimal, luck-free (no rubric: the percent is the score)"
-        return Earned("luck-free percent of optimal", value, 100.0, detail)
-    percent = 0.0 if row is None else row["percent_of_optimal"]
+        name, percent, what = "luck-free percent of optimal", luck_free, "% of optimal, luck-free"
+    else:
+        name, percent, what = "percent of optimal", 0.0 if row is None else row["percent_of_optimal"], "% of optimal"
     value = round(min(100.0, max(0.0, percent)), 2)
-    return Earned(
-        "percent of optimal", value, 100.0, f"{percent:.2f}% of optimal (no rubric: the percent is the score)"
-    )
+    return Earned(name, value, 100.0, f"{percent:.2f}{what} (no rubric: the percent is the score)")
 
 
 def class_data(result: ClassResult) -> dict[str, Any]:
