@@ -253,7 +253,6 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
             env,
             model,
             metadata,
-            resumed=resume_from is not None,
             resume_from=resume_from,
         )
     print(f"trained {timesteps:,} timesteps in {train_seconds:.0f} s -> {final_path}")

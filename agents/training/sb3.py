@@ -358,7 +358,6 @@ def sb3_learn(
     model: BaseAlgorithm,
     metadata: dict,
     *,
-    resumed: bool,
     resume_from: Path | None = None,
 ) -> tuple[Path, int, float]:
     """Train an SB3 model with the evaluation and checkpoint callbacks; save the final model.
@@ -369,15 +368,14 @@ def sb3_learn(
     """
     from agents.players.sb3_agent import read_metadata, save_model
 
+    resumed = resume_from is not None
     seconds_before, best = 0.0, -math.inf
-    if resumed:
+    if resume_from is not None:
         kept = Evaluation(run_dir, optimal).rewind(model.num_timesteps)
         key = "win_rate" if kept and kept[-1].get("win_rate") else "mean_score"
         best = max((float(row[key]) for row in kept if row.get(key)), default=-math.inf)
-        seconds = read_metadata(resume_from).get("train_seconds") if resume_from is not None else None
-        if not isinstance(seconds, (int, float)) or isinstance(
-            seconds, bool
-        ):  # a checkpoint without them (an earlier version)
+        seconds = read_metadata(resume_from).get("train_seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):  # a checkpoint of an earlier version
             seconds = float(kept[-1]["seconds"]) if kept and kept[-1].get("seconds") else 0.0
         seconds_before = float(seconds)
     callbacks, evaluator = make_callbacks(
