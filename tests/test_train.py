@@ -305,6 +305,31 @@ def test_an_sb3_resume_keeps_the_learning_curve_its_seconds_and_best(smoke_run, 
     assert read_metadata(copy / "final_model.zip")["train_seconds"] >= seconds
 
 
+def test_an_sb3_checkpoint_lies_between_rollouts_so_a_resumed_run_ends_at_its_budget(tmp_path):
+    """Checkpoints every 700 steps of 512-step rollouts: taken at a rollout's start (1,024) and at the end
+    (1,536), not mid-rollout (700, 1,400). Resumed from 1,024 the run stops at 1,536, as it did unstopped; a
+    checkpoint at 700 resumed would have collected two whole rollouts, to 1,724 (past the budget)."""
+    run_dir = tmp_path / "run"
+    command = [sys.executable, str(ROOT / "train.py"), "--run-dir", str(run_dir)]
+    budget = ["total_timesteps=1536", "checkpoint_freq=700", "eval_freq=0", "bench_games=0", "solver=off"]
+    out = subprocess.run(
+        [*command, "--config", str(ROOT / "configs" / "smoke.yaml"), *budget],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    checkpoints = sorted(p.name for p in (run_dir / "checkpoints").glob("*.zip"))
+    assert checkpoints == ["model_1024_steps.zip", "model_1536_steps.zip"]
+    for name in ("checkpoints/model_1536_steps.zip", "final_model.zip", "results.json"):
+        (run_dir / name).unlink()
+    out = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "model_1024_steps.zip" in out.stdout
+    assert json.loads((run_dir / "results.json").read_text())["timesteps"] == 1536
+
+
 def test_saved_model_reloads_and_reproduces_its_actions(tmp_path):
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO

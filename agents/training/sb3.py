@@ -236,6 +236,12 @@ def make_callbacks(
             return float(np.mean(rewards))
 
     class Checkpoint(BaseCallback):
+        """A checkpoint once ``checkpoint_freq`` steps have passed, taken between two rollouts (after one
+        trained, before the next is collected) and at the end. A run resumed from it goes on along the same rollouts as
+        one never stopped and ends at the same step; a checkpoint taken mid-rollout holds the weights of
+        the rollout's start with a later step count, and resumed from it a run collects whole rollouts from
+        there, past its budget."""
+
         def __init__(self) -> None:
             super().__init__()
             self.next_save = config.checkpoint_freq
@@ -243,14 +249,24 @@ def make_callbacks(
         def _on_training_start(self) -> None:
             self.next_save = (self.num_timesteps // config.checkpoint_freq + 1) * config.checkpoint_freq
 
+        def _on_rollout_start(self) -> None:
+            self.save()
+
+        def _on_training_end(self) -> None:
+            self.save()
+
+        def save(self) -> None:
+            steps = self.model.num_timesteps
+            if steps < self.next_save:
+                return
+            self.next_save = (steps // config.checkpoint_freq + 1) * config.checkpoint_freq
+            path = run_dir / "checkpoints" / f"model_{steps}_steps.zip"
+            seconds = seconds_before + time.perf_counter() - clock.started
+            save_model(self.model, path, {**metadata, "timesteps": steps, "train_seconds": seconds})
+            if config.save_replay_buffer and hasattr(self.model, "save_replay_buffer"):
+                self.model.save_replay_buffer(path.with_suffix(".replay.pkl"))
+
         def _on_step(self) -> bool:
-            if self.num_timesteps >= self.next_save:
-                self.next_save += config.checkpoint_freq
-                path = run_dir / "checkpoints" / f"model_{self.num_timesteps}_steps.zip"
-                seconds = seconds_before + time.perf_counter() - clock.started
-                save_model(self.model, path, {**metadata, "timesteps": self.num_timesteps, "train_seconds": seconds})
-                if config.save_replay_buffer and hasattr(self.model, "save_replay_buffer"):
-                    self.model.save_replay_buffer(path.with_suffix(".replay.pkl"))
             return True
 
     class LogConfig(BaseCallback):
