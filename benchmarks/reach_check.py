@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import sys
@@ -35,21 +34,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from agents.evaluation.benchmark import Z95  # noqa: E402
+from agents.evaluation.match import wilson  # noqa: E402
 from agents.players.optimal import OptimalAgent, play_games  # noqa: E402
 from agents.players.winning import WinningAgent  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
 from dice_poker_env.solver.reach import solve_reach  # noqa: E402
 
 QUANTILES = (0.5, 0.75, 0.9, 0.95, 0.99)
-Z = 1.959963984540054
-
-
-def wilson(successes: int, n: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of a binomial proportion."""
-    p = successes / n
-    centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
-    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
-    return centre - half, centre + half
 
 
 def check(name: str, games: int, seed: int, targets: list[int] | None = None) -> dict:
@@ -65,7 +57,7 @@ def check(name: str, games: int, seed: int, targets: list[int] | None = None) ->
         # play_games is annotated for an OptimalAgent but uses only .rules and .act_batch, which WinningAgent has
         scores = play_games(WinningAgent(rules, target=target, reach=reach), games, seed=seed + 1)
         hits = int(np.count_nonzero(scores >= target))
-        low, high = wilson(hits, games)
+        low, high = wilson(hits / games, games)
         exact = reach.probability(target)
         policy_hits = int(np.count_nonzero(optimal >= target))
         rows.append(
@@ -85,7 +77,7 @@ def check(name: str, games: int, seed: int, targets: list[int] | None = None) ->
     all_targets = np.arange(int(optimal.min()), int(optimal.max()) + 2)
     empirical = (optimal[None, :] >= all_targets[:, None]).mean(axis=1)
     table = np.array([reach.probability(int(t)) for t in all_targets])
-    error = Z * np.sqrt(np.maximum(empirical * (1 - empirical), 1.0 / games) / games)
+    error = Z95 * np.sqrt(np.maximum(empirical * (1 - empirical), 1.0 / games) / games)
     shortfall = empirical - table - error
     return {
         "rules": name,
