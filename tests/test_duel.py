@@ -214,6 +214,12 @@ def test_bad_queries_and_policies_are_refused(three):
         three.values(three.keys[-1], start, 0)
     with pytest.raises(SolverError, match="no turn left"):
         three.turn_actions(three.keys[-1], three.keys[-1], 0)
+    for head_start in (1.5, True, "a", None):  # not truncated to value(1), nor a deep error
+        with pytest.raises(SolverError, match="a points difference must be an integer"):
+            three.value(head_start)
+    with pytest.raises(SolverError, match="a state key must be an integer"):
+        three.values(float(start), start, 0)
+    assert three.value(np.int64(1)) == three.value(1)
     with pytest.raises(ValueError, match="seat"):
         three.evaluate(three.turn_actions, 2)
 

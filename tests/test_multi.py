@@ -459,3 +459,71 @@ def test_seat_env_rejects_bad_arguments():
     env = multi.SeatEnv("yacht", ["random"])
     with pytest.raises(ValueError, match="reset options"):
         env.reset(options={"dice": [1, 2, 3, 4, 5]})
+
+
+def test_each_agent_has_its_own_space_objects():
+    """As PettingZoo's classic games: seeding one agent's action space leaves the other's sampling alone."""
+    e = multi.env("yacht", 2)
+    assert e.action_space("player_0") is e.action_space("player_0")
+    assert e.action_space("player_0") is not e.action_space("player_1")
+    assert e.observation_space("player_0") is not e.observation_space("player_1")
+    e.action_space("player_0").seed(1)
+    alone = [e.action_space("player_0").sample() for _ in range(5)]
+    e.action_space("player_0").seed(1)
+    e.action_space("player_1").seed(2)
+    assert [e.action_space("player_0").sample() for _ in range(5)] == alone
+    with pytest.raises(KeyError, match="no agent 'player_7'"):
+        e.action_space("player_7")
+
+
+@pytest.mark.parametrize("make", [multi.env, multi.raw_env])
+def test_last_before_reset_and_after_the_game_is_reset_needed(make):
+    import gymnasium as gym
+
+    e = make("yacht", 2)
+    with pytest.raises(gym.error.ResetNeeded, match="before last"):
+        e.last()
+    play_random(e, 0)
+    with pytest.raises(gym.error.ResetNeeded, match="the game is over"):
+        e.last()
+
+
+@pytest.mark.parametrize("answer", [43.7, True, None, np.array([3]), "3"])
+def test_seat_env_refuses_an_opponent_answer_that_is_not_an_action_index(answer):
+    env = multi.SeatEnv("yacht", [lambda obs, mask: answer], seat=1)  # the opponent moves first
+    with pytest.raises(IllegalActionError, match=r"opponent '<lambda>' at seat 0 returned .*not an action index"):
+        env.reset(seed=0)
+
+
+def test_seat_env_takes_integer_answers_of_numpy():
+    env = multi.SeatEnv("yacht", [lambda obs, mask: np.int64(np.flatnonzero(mask)[0])], seat=1)
+    env.reset(seed=0)
+
+
+@pytest.mark.parametrize("obs_mode", ["flat", "dict"])
+def test_an_sb3_model_trained_at_a_table_loads_safely_as_an_agent(obs_mode, tmp_path):
+    """A model trained with SeatEnv reads the table's observation: the safe loader (nothing unpickled) rebuilds
+    that space from the file's description, so `model:PATH` plays it as it plays in the trainer."""
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from agents.players.registry import make_agent
+    from agents.players.sb3_agent import save_model
+
+    env = multi.SeatEnv("yacht", ["random"], obs_mode=obs_mode)
+    policy = "MlpPolicy" if obs_mode == "flat" else "MultiInputPolicy"
+    model = MaskablePPO(policy, env, n_steps=64, batch_size=64, n_epochs=1, seed=0, policy_kwargs={"net_arch": [16]})
+    model.learn(64)
+    path = save_model(model, tmp_path / "seat", model_metadata(load_rules("yacht"), obs_mode, "maskable_ppo"))
+    agent = make_agent(f"model:{path}", "yacht")  # the safe loader
+    assert agent.model.observation_space == env.observation_space
+    e = multi.env("yacht", 2)
+    e.reset(seed=0)
+    obs = e.unwrapped.observe_for("player_0", agent)
+    expected, _ = model.predict(obs["observation"], action_masks=obs["action_mask"], deterministic=True)
+    assert agent.act(obs["observation"], obs["action_mask"]) == int(expected)
+    three = multi.SeatEnv("yacht", ["random", "random"], obs_mode=obs_mode)
+    if obs_mode == "flat":  # read as a two-player table's vector: not a three-player table's
+        with pytest.raises(ValueError, match="reads a 2-player table's flat observation"):
+            multi.SeatEnv("yacht", [agent, "random"])
+    assert three.observation_space != env.observation_space

@@ -406,3 +406,37 @@ def test_an_opponent_without_its_dependencies_is_replaced_by_a_random_player(mon
     # the stand-in plays with the seat's own seed: the same game as a random opponent in that seat
     same_seat = RandomAgent(1)  # seed 0, first opponent seat: seed + 1
     assert [players[0].act(None, ALL_LEGAL) for _ in range(20)] == [same_seat.act(None, ALL_LEGAL) for _ in range(20)]
+
+
+def test_an_opponent_that_cannot_read_the_table_is_refused_before_the_game(tmp_path):
+    """A self-play policy reads a two-player table: at a three-player table it is refused at the start (it used
+    to fail at its first move and have a random player play under its name)."""
+    pytest.importorskip("torch")
+    from agents.policy.heads import PolicyHeads, PolicyOptions
+    from agents.policy.player import save_policy
+    from agents.training.actor_critic import ActorCritic
+    from dice_poker_env import load_rules
+
+    yacht = load_rules("yacht")
+    two = ActorCritic(PolicyHeads(yacht, PolicyOptions(players=2)), [8]).export()
+    metadata = {
+        "rules": "yacht",
+        "rules_fingerprint": yacht.fingerprint,
+        "activation": "tanh",
+        "features": True,
+        "players": 2,
+    }
+    path = save_policy(tmp_path / "two", two, metadata)
+    result = run_play(["yacht", "--opponents", f"model:{path}", "greedy", "--seed", "1"], "quit\n")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    assert "--opponents model:" in result.stderr and "reads a 2-player table's flat observation" in result.stderr
+
+
+def test_a_seat_taken_over_by_a_random_player_plays_under_that_name(tmp_path):
+    agent = tmp_path / "broken.py"
+    agent.write_text("class Broken:\n    def act(self, observation, action_mask):\n        raise RuntimeError('no')\n")
+    result = run_play(["yacht", "--opponents", f"{agent}:Broken", "--seed", "1", "--no-grade"], "s on\nquit\n")
+    assert "Traceback" not in result.stderr, result.stderr
+    out = " ".join(result.stdout.split())  # (the long path wraps)
+    assert "failed (no); a random player takes over the seat" in out
+    assert re.search(r"random \(for \S*broken\.py:Broken\): [1-6 ]+ → ", out)  # its moves are the random player's

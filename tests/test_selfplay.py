@@ -225,3 +225,26 @@ def test_a_two_player_policy_plays_as_an_opponent_in_the_multi_player_env():
         action = int(rng.choice(np.flatnonzero(info["action_mask"])))
         _, _, done, _, info = env.step(action)
     assert len(info["scores"]) == 2
+
+
+def test_a_two_player_policy_is_refused_at_a_three_player_table_before_the_game():
+    """Seated at a table of another size it would fail at its first move; SeatEnv and `dice-poker play` say so
+    at the start, naming the table it reads."""
+    from dice_poker_env.multi import SeatEnv
+    from dice_poker_env.multi.observations import table_problem
+
+    two = PolicyAgent(small_model().export(), {**_metadata(), "players": 2}, YACHT)
+    tables = compile_rules(YACHT)
+    assert table_problem(two, tables, 2) is None and table_problem(shipped_policy(YACHT), tables, 3) is None
+    assert "a 2-player table's flat observation (108 values); this table has 3 players" in table_problem(two, tables, 3)
+    SeatEnv(YACHT, [two]).reset(seed=0)
+    with pytest.raises(ValueError, match=r"opponents\[0\] .*reads a 2-player table's"):
+        SeatEnv(YACHT, [two, "random"])
+
+
+def test_a_flat_policy_given_a_dict_observation_says_so_in_one_line():
+    one = shipped_policy(YACHT)
+    with pytest.raises(TypeError, match="reads flat observations .*got a dict observation .*obs_mode='flat'"):
+        one.act({"dice": np.ones(5)}, np.ones(44, dtype=np.int8))
+    with pytest.raises(TypeError, match="reads flat observations"):
+        one.act([{"dice": 1}], np.ones(44, dtype=np.int8))

@@ -51,6 +51,7 @@ from dice_poker_env.engine.combinatorics import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
 from dice_poker_env.engine.position import secured_upper_bonus
 from dice_poker_env.engine.state import ROLLS_PER_TURN
 from dice_poker_env.engine.tables import RuleTables, compile_rules
+from dice_poker_env.multi.observations import table_problem
 from dice_poker_env.rules import Rules
 
 if TYPE_CHECKING:
@@ -555,6 +556,10 @@ def play(args: argparse.Namespace) -> int:
     screen = Screen(rules, names)
     opponents = [] if solo else load_opponents(args.opponents, rules, args.seed, screen)
     env: Any = SoloTable(rules) if solo else multi.raw_env(rules, len(names), obs_mode="dict")
+    for spec, opponent in zip(args.opponents, opponents):  # refused now, not at its first move
+        problem = table_problem(opponent, env.tables, len(names))
+        if problem is not None:
+            raise ValueError(f"--opponents {spec}: {problem}")
     env.reset(seed=args.seed)
     coach = Coach(rules, screen)
     grading = not args.no_grade
@@ -647,6 +652,7 @@ def opponent_action(env: raw_env, opponents: list[Any], i: int, names: list[str]
     except Exception as error:  # noqa: BLE001 - a broken agent must not end the human's game
         screen.say(f"{names[i]} failed ({error}); a random player takes over the seat", "yellow")
         opponents[i - 1] = RandomAgent(i)
+        names[i] = f"random (for {names[i]})"  # the seat's moves and standing are the random player's now
         return int(opponents[i - 1].act(None, mask))
 
 

@@ -49,7 +49,7 @@ import numpy as np
 
 from agents.evaluation.limits import MAX_GAMES, check_count
 from agents.players.optimal import VALUE_TOLERANCE
-from agents.players.registry import check_agent, is_batch_agent, parse_agent_spec
+from agents.players.registry import BadActionError, as_action, check_agent, is_batch_agent, parse_agent_spec
 from dice_poker_env.dice_sources import RandomDice
 from dice_poker_env.engine.combinatorics import (
     N_DICE,
@@ -337,7 +337,7 @@ def _play_one_by_one(
         while not done:
             mask = info["action_mask"]
             agent_obs = obs if obs_mode == "dict" else observe(tables, env.state, obs_mode)
-            action = int(agent.act(agent_obs, mask))
+            action = as_action(agent.act(agent_obs, mask), f"agent {getattr(agent, 'name', type(agent).__name__)}")
             state = env.state
             legal = 0 <= action < len(mask) and bool(mask[action])
             failure = None if legal else getattr(agent, "game_failure", None)
@@ -532,7 +532,13 @@ def _play_lockstep(
         now = state.take(games)
         mask = masks.of_batch(now)
         observations = observe_batch(tables, now, obs_mode)
-        actions = np.asarray(agent.act_batch(observations, mask)).astype(np.int64).reshape(len(games))
+        given = np.asarray(agent.act_batch(observations, mask))
+        if given.dtype.kind not in "iu" or given.size != len(games):
+            raise BadActionError(
+                f"agent {getattr(agent, 'name', type(agent).__name__)}: act_batch returned {given.dtype} of shape "
+                f"{given.shape} for {len(games)} games, not one action index (an int) per game"
+            )
+        actions = given.astype(np.int64).reshape(len(games))
         in_range = (actions >= 0) & (actions < n_actions)
         legal = in_range & (mask[np.arange(len(games)), np.where(in_range, actions, 0)] != 0)
         if solution is not None:

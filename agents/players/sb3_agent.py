@@ -140,6 +140,12 @@ def safe_custom_objects(
     env = gym.make("DicePoker/Custom-v0", rules=rules, obs_mode=obs_mode)
     spaces = {"observation_space": env.observation_space, "action_space": env.action_space}
     env.close()
+    stored = data.get("observation_space")
+    players = table_players(stored, rules, obs_mode) if isinstance(stored, dict) else 1
+    if players > 1:  # trained at a table (SeatEnv): the multi-player observation
+        from dice_poker_env.multi.observations import multi_observation_space
+
+        spaces["observation_space"] = multi_observation_space(compile_rules(rules), players, obs_mode)
     cls = algorithm_class(algo)
     policy = cls.policy_aliases["MultiInputPolicy" if obs_mode == "dict" else "MlpPolicy"]
     custom: dict[str, Any] = {}
@@ -186,6 +192,27 @@ def safe_custom_objects(
         else:
             raise _refuse(path, f"it holds a pickled {key!r}")
     return custom
+
+
+def table_players(stored: Mapping[str, Any], rules: Rules, obs_mode: str) -> int:
+    """How many players the table had whose observation a model file's observation space describes
+    (``stored``: the space's entry in the file's ``data``, read as text): 1 for the single env's, ``P`` for
+    :class:`~dice_poker_env.multi.seat.SeatEnv`'s at a ``P``-player table (its opponent entries are ``P - 1``
+    long). A layout of neither kind counts as 1, and the shape check then names the difference."""
+    from dice_poker_env.envs.observation import observation_space
+    from dice_poker_env.multi.aec import MAX_PLAYERS
+
+    tables = compile_rules(rules)
+    if obs_mode == "flat":
+        shape = stored.get("_shape")
+        own = observation_space(tables, "flat").shape[0]  # type: ignore[index]  # a Box
+        extra = shape[0] - own if isinstance(shape, list) and len(shape) == 1 and isinstance(shape[0], int) else 0
+        per_opponent = 2 * tables.n_boxes + 3
+        others, rest = divmod(extra, per_opponent)
+    else:
+        found = re.search(r"'opponent_filled': MultiBinary\(\((\d+), ", str(stored.get("spaces", "")))
+        others, rest = (int(found.group(1)), 0) if found else (0, 0)
+    return 1 + others if rest == 0 and 1 <= others < MAX_PLAYERS else 1
 
 
 def load_model(

@@ -129,7 +129,17 @@ class PolicyAgent:
 
     def _observations(self, observations: Any) -> np.ndarray:
         """Flat observations as ``(B, D)`` float32; a one-line error where ``D`` is not the table's the policy reads."""
-        obs = np.asarray(observations, dtype=np.float32)
+        if isinstance(observations, Mapping):
+            raise TypeError(
+                f"policy {self.name} reads flat observations (obs_mode='flat'), got a dict observation "
+                f"(keys {', '.join(sorted(map(str, observations))[:4])}, ...): make the env with obs_mode='flat'"
+            )
+        try:
+            obs = np.asarray(observations, dtype=np.float32)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"policy {self.name} reads flat observations (numbers), got {type(observations).__name__}: {error}"
+            ) from None
         size = self.inputs.obs_size
         if obs.ndim == 0 or obs.shape[-1] != size:
             table = "a two-player table's" if self.players > 1 else "the single-player env's"

@@ -140,8 +140,12 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
         self.render_mode = render_mode
         self.possible_agents = [f"player_{i}" for i in range(self.num_players)]
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
-        self._action_space: spaces.Space[Any] = spaces.Discrete(self.tables.n_actions)
-        self._obs_spaces = {mode: self._make_obs_space(mode) for mode in OBS_MODES}
+        #: one space object per agent (as PettingZoo's classic games): seeding one agent's space leaves the others'
+        self._action_spaces: dict[str, spaces.Space[Any]] = {
+            a: spaces.Discrete(self.tables.n_actions) for a in self.possible_agents
+        }
+        self._obs_spaces = {mode: {a: self._make_obs_space(mode) for a in self.possible_agents} for mode in OBS_MODES}
+        self._multi_flat_shape = self._obs_spaces["flat"][self.possible_agents[0]]["observation"].shape
         self.np_random, _ = seeding.np_random(None)
         #: one one-game engine state per player, in seat order
         self.games: list[GameState] = []
@@ -157,10 +161,15 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
 
     # ----------------------------------------------------------- spaces
     def observation_space(self, agent: str) -> spaces.Dict:
-        return self._obs_spaces[self.obs_mode]
+        return self._obs_spaces[self.obs_mode][self._known(agent)]
 
     def action_space(self, agent: str) -> spaces.Space[Any]:
-        return self._action_space
+        return self._action_spaces[self._known(agent)]
+
+    def _known(self, agent: str) -> str:
+        if agent not in self.agent_name_mapping:
+            raise KeyError(f"no agent {agent!r}; agents: {', '.join(self.possible_agents)}")
+        return agent
 
     # -------------------------------------------------------------- API
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
@@ -219,6 +228,14 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
         if self.render_mode == "human":
             self.render()
 
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """PettingZoo's ``last``, with ``ResetNeeded`` before the first reset and once every agent has stepped
+        out of the ended game (where PettingZoo's raises ``KeyError``)."""
+        if not self.games:
+            raise gym.error.ResetNeeded("call reset() before last()")
+        self._require_game()
+        return super().last(observe)
+
     def observe(self, agent: str) -> dict[str, Any]:
         return self.observe_as(agent, self.obs_mode)
 
@@ -226,9 +243,7 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
         """``agent``'s observation in either layout (``"dict"`` or ``"flat"``)."""
         if not self.games:
             raise gym.error.ResetNeeded("call reset() before observe()")
-        if agent not in self.agent_name_mapping:
-            raise KeyError(f"no agent {agent!r}; agents: {', '.join(self.possible_agents)}")
-        i = self.agent_name_mapping[agent]
+        i = self.agent_name_mapping[self._known(agent)]
         mask = np.zeros(self.tables.n_actions, dtype=np.int8)
         if i == self.current and self._live(agent) and not game.is_over(self.tables, self.games[i]):
             mask = action_masks(self.tables).of_game(self.games[i]).copy()
@@ -244,7 +259,7 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
         this table's multi-player flat vector (a model trained with
         :class:`~dice_poker_env.multi.seat.SeatEnv`).
         """
-        layout = player_layout(player, self._obs_spaces["flat"]["observation"].shape)
+        layout = player_layout(player, self._multi_flat_shape)
         obs = self.observe_as(agent, layout.obs_mode)
         if layout.obs_mode == "dict":  # a model wants exactly the keys it was trained on
             obs["observation"] = layout.cut(obs["observation"])
@@ -417,6 +432,12 @@ if _pz_wrappers is not None:
         def observe(self, agent: str) -> Any:
             self._require_reset("observe")
             return super().observe(agent)
+
+        def last(self, observe: bool = True) -> Any:
+            self._require_reset("last")
+            if not self.agents:
+                raise gym.error.ResetNeeded("the game is over (every agent has stepped out); call reset()")
+            return super().last(observe)
 
         def render(self) -> Any:
             self._require_reset("render")

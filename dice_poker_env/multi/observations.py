@@ -162,3 +162,28 @@ def player_layout(player: Any, multi_flat_shape: tuple[int, ...] | None) -> Play
         return PlayerLayout("dict", tuple(space.spaces) if isinstance(space, spaces.Dict) else None)
     shape = getattr(space, "shape", None)
     return PlayerLayout("flat", None, shape is not None and shape == multi_flat_shape)
+
+
+def table_problem(player: Any, tables: RuleTables, num_players: int) -> str | None:
+    """Why ``player`` cannot read the observations of a ``num_players``-player table, or ``None``.
+
+    Only a flat reader can fail to: one whose observation space is neither the single env's flat
+    vector nor this table's (:func:`player_layout`), such as a model trained at a table of another size.
+    """
+    if getattr(player, "obs_mode", "dict") != "flat":
+        return None
+    space = getattr(player, "observation_space", None) or getattr(
+        getattr(player, "model", None), "observation_space", None
+    )
+    shape = getattr(space, "shape", None)
+    single = observation_space(tables, "flat").shape
+    table = multi_observation_space(tables, num_players, "flat").shape
+    if not shape or shape in (single, table) or single is None or table is None:
+        return None
+    others, rest = divmod(shape[0] - single[0], 2 * tables.n_boxes + 3)
+    reads = (
+        f"a {others + 1}-player table's flat observation ({shape[0]} values)"
+        if others > 0 and rest == 0
+        else f"flat observations of shape {tuple(shape)}"
+    )
+    return f"it reads {reads}; this table has {num_players} players ({table[0]} values, one game's {single[0]})"

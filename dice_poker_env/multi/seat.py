@@ -21,6 +21,7 @@ from dice_poker_env.dice_sources import DiceSource
 from dice_poker_env.envs.arguments import as_action, require_choice
 from dice_poker_env.envs.illegal import IllegalActionError, IllegalActions
 from dice_poker_env.multi.aec import MAX_PLAYERS, MIN_PLAYERS, raw_env
+from dice_poker_env.multi.observations import table_problem
 from dice_poker_env.players import RandomAgent
 from dice_poker_env.rules import Rules
 
@@ -62,8 +63,8 @@ class _CallableAgent:
     def __init__(self, fn: Callable[[Any, np.ndarray], int]):
         self.fn, self.name = fn, getattr(fn, "__name__", "callable")
 
-    def act(self, observation: Any, action_mask: np.ndarray) -> int:
-        return int(self.fn(observation, action_mask))
+    def act(self, observation: Any, action_mask: np.ndarray) -> Any:
+        return self.fn(observation, action_mask)  # judged by SeatEnv as any opponent's answer
 
     def reset(self) -> None:
         pass
@@ -151,6 +152,10 @@ class SeatEnv(gym.Env[Any, int]):
         self.seat = 0 if seat == "random" else int(seat)
         self.opponents = [as_agent(o, seed=k) for k, o in enumerate(opponents)]
         self.rules, self.tables = self.game.rules, self.game.tables
+        for k, opponent in enumerate(self.opponents):  # refused now, not at its first move
+            problem = table_problem(opponent, self.tables, num_players)
+            if problem is not None:
+                raise ValueError(f"opponents[{k}] ({getattr(opponent, 'name', type(opponent).__name__)}): {problem}")
         self.reward_mode, self.obs_mode = self.game.reward_mode, obs_mode
         self.illegal_action, self.illegal_penalty = self._illegal_actions.mode, self._illegal_actions.penalty
         self.render_mode = render_mode
@@ -235,9 +240,14 @@ class SeatEnv(gym.Env[Any, int]):
             i = g.current
             opponent = self.opponents[(i - self.seat - 1) % g.num_players]
             obs = g.observe_for(g.agent_selection, opponent)
-            action = int(opponent.act(obs["observation"], obs["action_mask"]))
+            action = as_action(opponent.act(obs["observation"], obs["action_mask"]))
+            name = getattr(opponent, "name", type(opponent).__name__)
+            if isinstance(action, bool) or not isinstance(action, int):
+                text = repr(action) if len(repr(action)) <= 80 else repr(action)[:77] + "..."
+                raise IllegalActionError(
+                    f"opponent {name!r} at seat {i} returned {text} ({type(action).__name__}), not an action index"
+                )
             if not (0 <= action < len(obs["action_mask"]) and obs["action_mask"][action]):
-                name = getattr(opponent, "name", type(opponent).__name__)
                 raise IllegalActionError(f"opponent {name!r} at seat {i} chose illegal action {action}")
             g.step(action)
             reward += g.rewards[self.me]

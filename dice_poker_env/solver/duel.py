@@ -312,6 +312,11 @@ class Duel:
     def _positions(self, my_keys: Any, opp_keys: Any, diffs: Any) -> tuple[np.ndarray, ...]:
         """``(mover positions, other positions, diffs, stages)`` of columns, a :class:`SolverError` where a
         key is not a reachable state or the pair is not a between-turn position of a duel."""
+        given = {"state key": my_keys, "other's state key": opp_keys, "points difference": diffs}
+        for what, value in given.items():
+            kind = np.asarray(value).dtype.kind
+            if kind not in "iu":  # a float would be truncated, a bool taken for 0/1, a string fail deep down
+                raise SolverError(f"a {what} must be an integer, got {value!r}"[:200])
         my, opp, d = np.broadcast_arrays(
             np.asarray(my_keys, dtype=np.int64), np.asarray(opp_keys, dtype=np.int64), np.asarray(diffs, np.int64)
         )
