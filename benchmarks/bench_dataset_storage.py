@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     rules = load_rules(args.rules)
     solution = load_solution(rules, required=True)
-    policy = datasets.make_policy(datasets.parse_agent("optimal"), rules, solution, 0)
+    policy = datasets.make_policy(datasets.parse_agent("optimal"), rules, solution)
     block = datasets.play_block(rules, policy, game_seeds(0, args.episodes), solution=solution)
     episodes = [block.episode(e) for e in range(len(block))]
     n = len(episodes)

@@ -596,6 +596,10 @@ def ensure_dataset(name: str, suite: Suite) -> bool:
         log(f"{name}: needs the dataset {dataset_id} and minari to read it (pip install -e '.[datasets]')")
         return False
     if dataset_id in minari.list_local_datasets():
+        problem = dataset_problem(dataset_id, arguments)
+        if problem is not None:
+            log(f"{name}: {dataset_id} is not the dataset the suite trains on ({problem}); move it aside to rewrite it")
+            return False
         return True
     command = [sys.executable, "-m", "dice_poker_env", "dataset", *arguments]
     log(f"{name}: the dataset {dataset_id} is missing; writing it first: {' '.join(['python', *command[1:]])}")
@@ -603,6 +607,44 @@ def ensure_dataset(name: str, suite: Suite) -> bool:
         log(f"{name}: writing the dataset {dataset_id} failed")
         return False
     return True
+
+
+def dataset_problem(dataset_id: str, arguments: tuple[str, ...]) -> str | None:
+    """How the local dataset ``dataset_id`` differs from what ``dice-poker dataset ARGUMENTS`` writes (ruleset and
+    its options, agent, games, seed, values), or ``None``: a dataset written by hand under the suite's id
+    must not become a baseline's training data."""
+    import minari
+
+    from agents.commands.dataset import add_arguments
+    from agents.evaluation.datasets import DatasetError, dataset_info
+    from dice_poker_env.cli.rules_arguments import load_rules_from
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)  # read as the command reads them
+    args = parser.parse_args(list(arguments))
+    wanted = {
+        "ruleset": load_rules_from(args).fingerprint,
+        "agent": args.agent,
+        "seed": args.seed,
+        "episodes": args.episodes,
+        "with_values": args.with_values,
+        "obs_mode": args.obs_mode,
+    }
+    try:
+        dataset = minari.load_dataset(dataset_id)
+        info = dataset_info(dataset)
+    except (DatasetError, OSError, ValueError) as error:
+        return str(error)
+    found = {
+        "ruleset": info["rules_fingerprint"],
+        "agent": info["agent"],
+        "seed": info["seed"],
+        "episodes": dataset.total_episodes,
+        "with_values": info["with_values"],
+        "obs_mode": info["obs_mode"],
+    }
+    differ = [f"{key} {found[key]!r}, not {wanted[key]!r}" for key in found if found[key] != wanted[key]]
+    return "; ".join(differ) or None
 
 
 def plan(names: list[str]) -> list[tuple[str, Suite, str, int]]:

@@ -189,7 +189,7 @@ def test_imperfect_agents_have_positive_regret_that_telescopes_to_the_score_gap(
 
 def test_options_and_dict_observations_replay_and_the_same_seed_gives_the_same_data(datasets_root, monkeypatch):
     monkeypatch.setattr(
-        "agents.evaluation.benchmark.load_solution", lambda rules, required=False: None
+        "agents.evaluation.benchmark.load_solution", lambda rules, required=False, progress=None: None
     )  # no 12 s solve here
     for name in ("a", "b"):
         assert (
@@ -269,7 +269,7 @@ def test_the_writer_stores_what_minaris_own_writer_stores(tmp_path):
 
     rules = load_rules("yacht")
     solution = solve(rules)
-    policy = datasets.make_policy(datasets.parse_agent("greedy:eps=0.2"), rules, solution, 0)
+    policy = datasets.make_policy(datasets.parse_agent("greedy:eps=0.2"), rules, solution)
     for obs_mode in ("flat", "dict"):
         block = datasets.play_block(rules, policy, game_seeds(1, 5), obs_mode=obs_mode, solution=solution)
         space = observation_space(compile_rules(rules), obs_mode)
@@ -324,7 +324,7 @@ def test_the_dataset_file_is_compressed_and_readable_without_the_header_hint(tmp
 
     rules = load_rules("yacht")
     solution = solve(rules)
-    policy = datasets.make_policy(datasets.parse_agent("optimal:eps=0.1"), rules, solution, 0)
+    policy = datasets.make_policy(datasets.parse_agent("optimal:eps=0.1"), rules, solution)
     block = datasets.play_block(rules, policy, game_seeds(2, 60), solution=solution)
     episodes = [block.episode(e) for e in range(len(block))]
     sizes, read = {}, {}
@@ -379,6 +379,7 @@ def _snapshot(root):
         (["--agent", "random", "--episodes", "3", "--id", "dice_poker/yacht/random-v0"], "already exists"),
         (["--agent", "model:/no/such/policy.npz", "--episodes", "3"], "no such policy file"),
         (["--agent", "random", "--episodes", "3", "--option", "joker=free"], "joker"),
+        (["--agent", "winning", "--episodes", "3"], "plays to finish first at a table"),
     ],
 )
 def test_bad_input_is_one_line_and_leaves_datasets_untouched(argv, message, datasets_root, capsys):
@@ -535,7 +536,7 @@ def test_bc_refuses_a_missing_or_unfit_dataset_before_the_run_folder(
     pytest.importorskip("torch")
     from pathlib import Path
 
-    monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False: None)
+    monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False, progress=None: None)
     if setup:
         assert write(*setup) == 0
     train = load_train()
@@ -566,7 +567,7 @@ def test_canonical_actions_keep_the_same_dice_with_the_lowest_bitmask():
 
 @pytest.mark.parametrize("obs_mode", ["flat", "dict"])
 def test_load_transitions_reads_what_iterate_episodes_reads(obs_mode, monkeypatch):
-    monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False: None)
+    monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False, progress=None: None)
     assert write("yacht", "--agent", "greedy:eps=0.5", "--episodes", "7", "--obs-mode", obs_mode) == 0
     steps = datasets.load_transitions("dice_poker/yacht/greedy-eps0_5-v0")
     episodes = list(minari.load_dataset("dice_poker/yacht/greedy-eps0_5-v0").iterate_episodes())
@@ -592,7 +593,7 @@ def test_a_damaged_or_hand_made_dataset_is_a_one_line_error(datasets_root, monke
     training crashed on them) and metadata without the keys every reader needs: DatasetError, one line."""
     import h5py
 
-    monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False: None)
+    monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False, progress=None: None)
     dataset_id = "dice_poker/yacht/greedy-eps0_5-v0"
     assert write("yacht", "--agent", "greedy:eps=0.5", "--episodes", "3") == 0
     data = datasets_root / dataset_id / "data"
@@ -717,3 +718,103 @@ def test_write_dataset_stops_when_asked_and_leaves_nothing(datasets_root):
     with pytest.raises(KeyboardInterrupt):
         datasets.write_dataset("yacht", "random", 20, block=5, stop=lambda: True)
     assert not list(datasets_root.rglob("*random*")) and not list(datasets_root.glob(".partial-*"))
+
+
+def test_a_live_writers_temporary_folder_is_kept_whatever_its_process_id_says(datasets_root):
+    """Writers sharing a folder across hosts or PID namespaces: a temporary folder is stale only when its
+    writer's lock is free, not when a process of its number is missing here."""
+    import fcntl
+
+    token = "w0123456789abcdef"
+    partial = datasets_root / f".partial-dice_poker__yacht__greedy-v0-{token}"
+    (partial / "data").mkdir(parents=True)
+    lock = datasets_root / f".lock-{token}"
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another writer, still writing
+        assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+        assert partial.is_dir() and lock.is_file()
+    assert write("yacht", "--agent", "random", "--episodes", "3", "--overwrite") == 0  # its writer died
+    assert not partial.exists() and not lock.exists()
+    assert not list(datasets_root.glob(".lock*"))  # a writer leaves no lock file of its own
+
+
+@pytest.mark.parametrize("agent", ["random", "greedy:eps=0.3"])
+def test_block_and_episodes_change_no_random_or_exploring_action(agent, datasets_root):
+    """The random agent's and the exploration's draws come from each game's seed and decision: the same games
+    whatever --block, and a larger --episodes starts with the same ones."""
+    runs = {"a": ["--block", "7"], "b": ["--block", "50"], "c": ["--episodes", "30"]}
+    for name, extra in runs.items():
+        argv = ["yacht", "--agent", agent, "--episodes", "20", "--seed", "4", "--id", f"t/yacht/{name}-v0", *extra]
+        assert write(*argv) == 0
+    episodes = {name: list(minari.load_dataset(f"t/yacht/{name}-v0").iterate_episodes()) for name in runs}
+    assert len(episodes["c"]) == 30
+    for other in ("b", "c"):
+        for ea, eb in zip(episodes["a"], episodes[other][:20]):
+            assert np.array_equal(ea.actions, eb.actions) and np.array_equal(ea.rewards, eb.rewards)
+    actions = np.concatenate([e.actions for e in episodes["a"]])
+    assert len(np.unique(actions)) > 10  # (random play, not one action)
+
+
+def test_a_relative_datasets_path_is_read_from_the_working_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MINARI_DATASETS_PATH", "relative")
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    assert (tmp_path / "relative" / "dice_poker" / "yacht" / "random-v0").is_dir()
+    assert minari.load_dataset("dice_poker/yacht/random-v0").total_episodes == 3
+
+
+def test_a_missing_h5py_is_one_line(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "h5py", None)
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 2
+    err = capsys.readouterr().err
+    assert "h5py is not installed" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_bc_is_named_after_the_agent_its_dataset_records_not_its_id(tmp_path):
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    assert write("yacht", "--agent", "greedy", "--episodes", "30", "--id", "mine/yacht/optimal-v0") == 0
+    train = load_train()
+    config = str(Path(__file__).resolve().parents[1] / "configs" / "bc_yacht.yaml")
+    argv = ["--config", config, "--run-dir", str(tmp_path / "run"), *BC_SMALL, "dataset=mine/yacht/optimal-v0"]
+    results = train.main(argv)
+    assert results["label"] == "bc (imitation of the greedy agent)"
+
+
+def test_a_combined_dataset_with_and_without_values_loads_without_them(datasets_root):
+    """minari.combine_datasets of a dataset with action values and one without: every field is read, the
+    values (not in every episode) are left out, on both read paths."""
+    assert write("yacht", "--agent", "optimal", "--episodes", "4", "--with-values", "--id", "t/yacht/v-v0") == 0
+    assert write("yacht", "--agent", "greedy", "--episodes", "3", "--id", "t/yacht/g-v0") == 0
+    parts = [minari.load_dataset("t/yacht/v-v0"), minari.load_dataset("t/yacht/g-v0")]
+    minari.combine_datasets(parts, "t/yacht/mixed-v0")
+    steps = datasets.load_transitions("t/yacht/mixed-v0")
+    episodes = list(minari.load_dataset("t/yacht/mixed-v0").iterate_episodes())
+    assert len(episodes) == 7 and "action_values" not in steps
+    assert np.array_equal(steps["actions"], np.concatenate([e.actions for e in episodes]))
+    generic = datasets._transitions(
+        type("NotHdf5", (), {"storage": type("S", (), {"metadata": {}})(), "iterate_episodes": lambda self: episodes})()
+    )
+    assert "action_values" not in generic and np.array_equal(generic["actions"], steps["actions"])
+
+
+def test_a_damaged_metadata_file_is_a_one_line_error(datasets_root):
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    metadata = datasets_root / "dice_poker" / "yacht" / "random-v0" / "data" / "metadata.json"
+    metadata.write_text(metadata.read_text()[:40])
+    with pytest.raises(datasets.DatasetError, match=r"cannot be opened: .*metadata\.json is damaged"):
+        datasets.load_transitions("dice_poker/yacht/random-v0")
+
+
+def test_the_same_arguments_write_the_same_bytes(tmp_path, monkeypatch):
+    """No modification time anywhere in the HDF5 file (the root group's too): a dataset's hash identifies it."""
+    import time
+
+    files = []
+    for name in ("a", "b"):
+        monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / name))
+        assert write("yacht", "--agent", "greedy:eps=0.2", "--episodes", "5", "--quiet") == 0
+        files.append(tmp_path / name / "dice_poker" / "yacht" / "greedy-eps0_2-v0" / "data" / "main_data.hdf5")
+        time.sleep(1.1)  # (HDF5 times are in seconds)
+    assert files[0].read_bytes() == files[1].read_bytes()

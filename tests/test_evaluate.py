@@ -95,11 +95,11 @@ def test_policy_track_from_metadata(metadata, track):
 
 
 def test_an_imitation_is_named_after_its_dataset_agent():
-    from agents.training.bc import dataset_agent, imitation_label
+    from agents.training.bc import imitation_label
 
-    assert imitation_label(dataset_agent("dice_poker/yacht/optimal-v0")) == "imitation of the solver"
-    assert imitation_label(dataset_agent("dice_poker/yacht/greedy-v0")) == "imitation of the greedy agent"
-    assert imitation_label(dataset_agent("mine")) == "imitation"
+    assert imitation_label("optimal") == "imitation of the solver"
+    assert imitation_label("greedy") == "imitation of the greedy agent"
+    assert imitation_label(None) == "imitation"
 
 
 def run_cli(args, capsys):

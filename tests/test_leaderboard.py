@@ -272,6 +272,12 @@ def test_run_baselines_writes_a_missing_dataset_first(tmp_path, monkeypatch, cap
     assert driver.ensure_dataset("bc_test", suite)  # there now: nothing written again
     assert "writing it first" not in capsys.readouterr().out
     assert driver.ensure_dataset("plain", driver.SUITES["raw_ppo_1m"])  # a suite without a dataset
+    from agents.commands.dataset import main as write
+
+    for other in (["--episodes", "4"], ["--episodes", "3", "--seed", "1"], ["--episodes", "3", "--obs-mode", "dict"]):
+        assert write(["yacht", "--agent", "greedy", *other, "--id", dataset_id, "--overwrite", "--quiet"]) == 0
+        assert not driver.ensure_dataset("bc_test", suite)  # another dataset under the suite's id: refused
+        assert "is not the dataset the suite trains on" in capsys.readouterr().out
 
 
 def test_backfill_fills_later_fields_only_where_the_replay_matches(tmp_path, monkeypatch):

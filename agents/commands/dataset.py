@@ -80,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(error))
     try:
         from agents.evaluation.datasets import BLOCK, DatasetError, dataset_info, write_dataset
-    except ModuleNotFoundError as error:
-        return _fail(f"{error.name} is not installed: pip install 'dice-poker-env[datasets]'")
+    except ImportError as error:  # (Minari raises a plain ImportError for h5py)
+        return _fail(f"{_not_installed(error)}: pip install 'dice-poker-env[datasets]'")
     try:
         options = parse_rules_options(args.option)
     except ValueError as error:
@@ -107,8 +107,8 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
         return 130
-    except ModuleNotFoundError as error:
-        return _fail(f"{error.name} is not installed: pip install 'dice-poker-env[datasets]'")
+    except ImportError as error:  # (Minari raises a plain ImportError for h5py)
+        return _fail(f"{_not_installed(error)}: pip install 'dice-poker-env[datasets]'")
     except (DatasetError, ValueError, KeyError, OSError) as error:
         return _fail(str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error))
     finally:
@@ -156,7 +156,12 @@ class _Interrupt:
 def _dataset_id(path: Path) -> str:
     from minari.storage import get_dataset_path
 
-    return path.relative_to(get_dataset_path()).as_posix()
+    return path.relative_to(get_dataset_path().absolute()).as_posix()
+
+
+def _not_installed(error: ImportError) -> str:
+    """What an import failure says is missing, in a few words."""
+    return f"{error.name} is not installed" if error.name else " ".join(str(error).split()).split(". ")[0]
 
 
 def _fail(message: str) -> int:

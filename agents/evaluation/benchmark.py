@@ -80,10 +80,10 @@ Z95 = 1.959963984540054
 
 
 @overload
-def load_solution(rules: Rules, required: Literal[True]) -> Solution: ...
+def load_solution(rules: Rules, required: Literal[True], *, progress: bool | None = None) -> Solution: ...
 @overload
-def load_solution(rules: Rules, required: bool = False) -> Solution | None: ...
-def load_solution(rules: Rules, required: bool = False) -> Solution | None:
+def load_solution(rules: Rules, required: bool = False, *, progress: bool | None = None) -> Solution | None: ...
+def load_solution(rules: Rules, required: bool = False, *, progress: bool | None = None) -> Solution | None:
     """``solve(rules)`` from :mod:`dice_poker_env.solver`, or ``None`` without a solution.
 
     There is none when the solver is not installed, or when it refuses the
@@ -99,7 +99,7 @@ def load_solution(rules: Rules, required: bool = False) -> Solution | None:
             raise ImportError(f"the exact solver (dice_poker_env.solver.solve) is not available: {error}") from error
         return None
     try:
-        return solve(rules)
+        return solve(rules, progress=progress)  # (progress: as solve's, None its default)
     except MemoryError as error:
         if required:
             raise

@@ -59,11 +59,13 @@ replace) and the readers (dataset_info, load_transitions) share the layout above
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
 import os
 import re
+import secrets
 import shutil
 import sys
 import time
@@ -72,6 +74,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+try:  # the lock that tells a live writer's temporary folder from a dead one's (POSIX)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: temporary folders are kept, not guessed at
+    fcntl = None  # type: ignore[assignment]
 
 from agents.evaluation.benchmark import game_seeds
 from agents.evaluation.limits import MAX_EPISODES, check_count
@@ -141,6 +148,10 @@ class DatasetAgentSpec:
         return re.sub(r"[^A-Za-z0-9_-]+", "_", text.replace(".", "_"))
 
 
+#: the built-in agents a dataset plays (one player's games: not ``winning``, which plays to finish first)
+DATASET_AGENTS = tuple(name for name in AGENT_NAMES if name != "winning")
+
+
 def parse_agent(text: str) -> DatasetAgentSpec:
     """``optimal``, ``greedy``, ``random``, ``trained``, ``model:PATH``, each optionally ``:eps=E``.
 
@@ -157,9 +168,14 @@ def parse_agent(text: str) -> DatasetAgentSpec:
             eps = math.nan
         if not 0.0 <= eps <= 1.0:
             raise DatasetError(f"agent {text!r}: eps must be a number in [0, 1], got {match.group(2)!r}")
-    if base not in AGENT_NAMES and not (base.startswith("model:") and len(base) > len("model:")):
+    if base == "winning":
         raise DatasetError(
-            f"unknown agent {text!r}: use one of {', '.join(AGENT_NAMES)} or model:PATH, "
+            f"agent {text!r}: the winning agent plays to finish first at a table of players; a dataset's games are "
+            "one player's (use optimal for the best score)"
+        )
+    if base not in DATASET_AGENTS and not (base.startswith("model:") and len(base) > len("model:")):
+        raise DatasetError(
+            f"unknown agent {text!r}: use one of {', '.join(DATASET_AGENTS)} or model:PATH, "
             "optionally with :eps=E (e.g. optimal:eps=0.2)"
         )
     return DatasetAgentSpec(str(text), base, eps)
@@ -172,21 +188,53 @@ def default_dataset_id(rules: Rules, agent: DatasetAgentSpec | str) -> str:
     return f"{NAMESPACE}/{ruleset}/{agent.slug}-v0"
 
 
-#: a policy over a block of live games: (state, observations by layout, masks) -> actions
-Policy = Callable[[BatchState, Callable[[str], Any], np.ndarray], np.ndarray]
+#: a policy over a block of live games: (state, observations by layout, masks, draws) -> actions; ``draws``
+#: are each live game's two uniforms of this decision (:func:`decision_draws`)
+Policy = Callable[[BatchState, Callable[[str], Any], np.ndarray, np.ndarray], np.ndarray]
+
+_SPLITMIX = tuple(np.uint64(c) for c in (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB))
 
 
-def make_policy(spec: DatasetAgentSpec, rules: Rules, solution: Any, seed: int) -> Policy:
+def _splitmix(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function of each uint64 (a bijection that scatters neighbouring inputs)."""
+    golden, mix1, mix2 = _SPLITMIX
+    z = z + golden
+    z = (z ^ (z >> np.uint64(30))) * mix1
+    z = (z ^ (z >> np.uint64(27))) * mix2
+    return z ^ (z >> np.uint64(31))
+
+
+def decision_draws(game_seeds: np.ndarray, step: int) -> np.ndarray:
+    """``(G, 2)`` uniforms in [0, 1) for decision ``step`` of the games of ``game_seeds`` (their env seeds): a
+    hash of (seed, step, k). A game's draws depend on its seed and the decision alone, not on the games that
+    share its block, so ``--block`` and ``--episodes`` change no action of the random agent or the exploration."""
+    game = _splitmix(np.asarray(game_seeds).astype(np.uint64))
+    out = np.empty((len(game), 2))
+    for k in range(2):
+        z = _splitmix(game ^ np.uint64(2 * step + k))
+        out[:, k] = (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return out
+
+
+def random_legal(masks: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The legal action of each row that a uniform draw in [0, 1) picks (the ``k``-th legal one, ``k`` the draw
+    times the number of legal actions, rounded down)."""
+    legal = masks.astype(bool)
+    k = np.minimum((draws * legal.sum(axis=1)).astype(np.int64), legal.sum(axis=1) - 1)
+    return np.argmax(np.cumsum(legal, axis=1) > k[:, None], axis=1).astype(np.int64)
+
+
+def make_policy(spec: DatasetAgentSpec, rules: Rules, solution: Any) -> Policy:
     """The batched policy of ``spec`` (see the module docstring for which agents are batched).
 
     The policy is called with the engine state of the live games, a function
     giving their observations in a layout (``"dict"`` or ``"flat"``, computed once
-    per step) and their masks, and returns their actions.
+    per step), their masks and their draws (:func:`decision_draws`: the random agent's and the exploration's
+    only randomness), and returns their actions.
     """
-    from agents.players.random_agent import RandomAgent
     from agents.players.registry import make_agent
 
-    rng = np.random.default_rng([int(seed), 1])  # exploration and the random agent: seeded, apart from the dice
+    base: Callable[[BatchState, Callable[[str], Any], np.ndarray], np.ndarray]
     if spec.base == "optimal":
         from agents.players.optimal import OptimalAgent
 
@@ -199,8 +247,7 @@ def make_policy(spec: DatasetAgentSpec, rules: Rules, solution: Any, seed: int) 
                 state.filled, state.upper_total, full, state.roll, state.rolls_left, action_masks=masks
             )
     elif spec.base == "random":
-        random_agent = RandomAgent(seed=int(rng.integers(1 << 63)))
-        base = lambda state, observe, masks: random_agent.act_batch(None, masks)  # noqa: E731
+        return lambda state, observe, masks, draws: random_legal(masks, draws[:, 1])  # noqa: E731
     else:
         agent = make_agent(spec.base, rules)
         mode = getattr(agent, "obs_mode", "dict")
@@ -213,15 +260,11 @@ def make_policy(spec: DatasetAgentSpec, rules: Rules, solution: Any, seed: int) 
                 one = (lambda i: {k: v[i] for k, v in obs.items()}) if isinstance(obs, Mapping) else (lambda i: obs[i])
                 return np.array([agent.act(one(i), masks[i]) for i in range(len(masks))], dtype=np.int64)
 
-    if not spec.eps:
-        return base
-    explore = RandomAgent(seed=int(rng.integers(1 << 63)))
-
-    def mixed(state: BatchState, observe: Callable[[str], Any], masks: np.ndarray) -> np.ndarray:
+    def mixed(state: BatchState, observe: Callable[[str], Any], masks: np.ndarray, draws: np.ndarray) -> np.ndarray:
         actions = base(state, observe, masks)
-        chosen = explore.rng.random(len(masks)) < spec.eps
+        chosen = draws[:, 0] < spec.eps
         if chosen.any():
-            actions[chosen] = explore.act_batch(None, masks[chosen])
+            actions[chosen] = random_legal(masks[chosen], draws[chosen, 1])
         return actions
 
     return mixed
@@ -333,6 +376,7 @@ def play_block(
     scores = np.zeros(size, dtype=np.int64)
 
     live = np.arange(size)
+    game_seeds_of_block = np.asarray(seeds, dtype=np.uint64)
     state = game.new_batch(tables, roll_index_of_faces(faces[:, :N_DICE]).astype(np.int64))
     used = np.full(size, N_DICE, dtype=np.int64)  # faces each game has rolled
     over = np.zeros(size, dtype=bool)
@@ -359,7 +403,7 @@ def play_block(
             full = game.five_kind_box_full(tables, state.filled, state.scores)
             q = solution.future_action_values(state.filled, state.upper_total, full, state.roll, state.rolls_left)
             values_buf[live, t] = q + state.total[:, None]
-        actions = policy(state, observe, masks)
+        actions = policy(state, observe, masks, decision_draws(game_seeds_of_block[live], t))
         actions_buf[live, t] = actions
         keep = actions < N_KEEP_ACTIONS
         bits = np.where(keep, actions, 0)
@@ -493,7 +537,19 @@ class _EpisodeWriter:
         self.h5py = h5py
         self.compress, self.level, self.workers = compress, int(level), max(1, int(workers))
         libver = {"libver": ("v110", "v110")} if compress else {}
-        self.file = h5py.File(path, "a", track_order=True, **libver)  # track_order as Minari opens it
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            self.file = h5py.File(path, "a", track_order=True, **libver)  # track_order as Minari opens it
+        else:  # (Minari leaves an empty file): made here, without the root group's modification times
+            fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
+            order = h5py.h5p.CRT_ORDER_TRACKED | h5py.h5p.CRT_ORDER_INDEXED  # track_order=True
+            fcpl.set_link_creation_order(order)
+            fcpl.set_attr_creation_order(order)
+            fcpl.set_obj_track_times(False)
+            fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+            fapl.set_fclose_degree(h5py.h5f.CLOSE_STRONG)
+            if compress:
+                fapl.set_libver_bounds(h5py.h5f.LIBVER_V110, h5py.h5f.LIBVER_V110)
+            self.file = h5py.File(h5py.h5f.create(os.fsencode(path), h5py.h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl))
         self.count = len(self.file.keys())
         self.steps = 0
         self._types: dict[Any, Any] = {}
@@ -642,10 +698,10 @@ def dataset_path(dataset_id: str) -> Path:
             f"malformed dataset id {dataset_id!r}: Minari takes [NAMESPACE/]NAME-vVERSION, a namespace part of at least "
             "two characters, letters, digits, _ and - (e.g. dice_poker/yacht/optimal-v0)"
         ) from None
-    root = os.environ.get("MINARI_DATASETS_PATH")  # as minari.load_dataset finds it
+    root = os.environ.get("MINARI_DATASETS_PATH")  # as minari.load_dataset finds it (a relative one from here)
     if root is None:
         root = os.path.join(os.path.expanduser("~"), ".minari", "datasets")
-    return Path(root) / dataset_id
+    return Path(root).absolute() / dataset_id
 
 
 def _check_writable(root: Path) -> None:
@@ -738,13 +794,15 @@ def write_dataset(
 
     def build_policy(solution: Solution | None) -> Policy:
         try:
-            return make_policy(spec, rules, solution, seed)
+            return make_policy(spec, rules, solution)
         except (ValueError, OSError) as error:  # a missing or foreign model, no shipped policy, ...
             raise DatasetError(f"agent {spec.text!r}: {error}") from None
 
     policy = None if spec.base == "optimal" else build_policy(None)  # the agent is checked before any solve
     try:  # the solver: the optimal agent and the values need it; the metadata records its optimum when it has one
-        solution = load_solution(rules, required=spec.base == "optimal" or with_values)
+        solution = load_solution(
+            rules, required=spec.base == "optimal" or with_values, progress=None if progress else False
+        )
     except (ImportError, MemoryError) as error:
         raise DatasetError(
             f"{rules.name}: the exact solve is not possible ({error}); the optimal agent and --with-values need it"
@@ -753,7 +811,8 @@ def write_dataset(
     env_spec = _env_spec(rules, obs_mode)
     root.mkdir(parents=True, exist_ok=True)
     _remove_stale(root)
-    partial = root / f".partial-{dataset_id.replace('/', '__')}-{os.getpid()}"
+    token, lock = _hold_writer_lock(root)
+    partial = root / f".partial-{dataset_id.replace('/', '__')}-{token}"
     started = time.perf_counter()
     try:
         partial.mkdir()
@@ -856,10 +915,12 @@ def write_dataset(
         _create_namespaces(dataset_id)
         final.parent.mkdir(parents=True, exist_ok=True)
         _check_stop(stop)
-        _replace(partial, final)
+        _replace(partial, final, token)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    finally:
+        _release_writer_lock(root, token, lock)
     return final
 
 
@@ -908,14 +969,49 @@ def _create_namespaces(dataset_id: str) -> None:
         create_namespace(namespace)
 
 
-def _dead(pid_text: str) -> bool:
-    """Whether the process of a temporary name's PID is gone (so its temporary folder is stale)."""
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
+def _hold_writer_lock(root: Path) -> tuple[str, Any]:
+    """A new writer's token (random, so writers on other hosts or in other PID namespaces sharing the folder
+    never collide) and its lock file ``root/.lock-<token>``, held (``flock``) until the writer ends: the
+    kernel drops the lock when the writer dies however it dies, which is how the next writer tells a stale
+    temporary folder from a live one (:func:`_writer_alive`)."""
+    token = f"w{secrets.token_hex(8)}"
+    making = root / f".locktmp-{token}"
+    handle = open(making, "w")  # noqa: SIM115 - held open for the whole write
+    if fcntl is not None:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.rename(making, root / f".lock-{token}")  # locked before another writer can see it
+    return token, handle
+
+
+def _release_writer_lock(root: Path, token: str, handle: Any) -> None:
+    (root / f".lock-{token}").unlink(missing_ok=True)
+    handle.close()
+
+
+def _writer_alive(root: Path, token: str) -> bool:
+    """Whether the writer of a temporary name's token still runs. A token of digits is a PID (names of earlier
+    versions): alive unless that process is gone. Otherwise the writer is alive while its lock file is
+    locked; where ``flock`` is missing or refused (a filesystem without locks) it counts as alive, so that
+    nothing is deleted on a guess."""
+    if token.isdigit():
+        try:
+            os.kill(int(token), 0)
+        except ProcessLookupError:
+            return False
+        except (ValueError, PermissionError, OverflowError):
+            return True
         return True
-    except (ValueError, PermissionError, OverflowError):
+    lock = root / f".lock-{token}"
+    if fcntl is None:
+        return True
+    try:
+        with open(lock) as handle:  # (never created here)
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: its writer is gone
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    except FileNotFoundError:  # the writer removes its lock only after its temporary folder
         return False
+    except OSError:  # BlockingIOError: held by a live writer; ENOLCK and the like: cannot tell
+        return True
     return False
 
 
@@ -923,23 +1019,30 @@ def _remove_stale(root: Path) -> None:
     """Clean up after writers killed outright (SIGKILL, power loss): their partial datasets go, and an
     existing dataset a killed ``--overwrite`` had moved aside comes back if nothing replaced it."""
     for path in root.glob(".partial-*-*"):
-        if _dead(path.name.rsplit("-", 1)[1]):
+        if path.is_dir() and not _writer_alive(root, path.name.rsplit("-", 1)[1]):
             shutil.rmtree(path, ignore_errors=True)
     for path in root.rglob(".replaced-*-*"):
-        if path.is_dir() and _dead(path.name.rsplit("-", 1)[1]):
+        if path.is_dir() and not _writer_alive(root, path.name.rsplit("-", 1)[1]):
             name = path.with_name(path.name[len(".replaced-") :].rsplit("-", 1)[0])
             if name.exists():
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 os.rename(path, name)
+    for lock in root.glob(".lock-*"):
+        if not _writer_alive(root, lock.name[len(".lock-") :]):
+            lock.unlink(missing_ok=True)
+    for making in root.glob(".locktmp-*"):  # a writer killed between making its lock file and naming it
+        with contextlib.suppress(OSError):
+            if time.time() - making.stat().st_mtime > 3600:
+                making.unlink()
 
 
-def _replace(partial: Path, final: Path) -> None:
+def _replace(partial: Path, final: Path, token: str) -> None:
     """Move the complete dataset into place; an existing one goes only once the new one is there."""
     if not (final.exists() or final.is_symlink()):
         os.rename(partial, final)
         return
-    old = final.with_name(f".replaced-{final.name}-{os.getpid()}")
+    old = final.with_name(f".replaced-{final.name}-{token}")
     os.rename(final, old)
     try:
         os.rename(partial, final)
@@ -1019,6 +1122,12 @@ def load_transitions(dataset_id: str) -> dict[str, Any]:
             f"dataset {dataset_id!r} not found under MINARI_DATASETS_PATH "
             f"({dataset_path(dataset_id).parents[len(Path(dataset_id).parts) - 1]})"
         ) from None
+    except (ValueError, KeyError, TypeError, OSError) as error:  # a damaged metadata.json (JSONDecodeError), ...
+        text = " ".join(str(error).split())[:200]
+        raise DatasetError(
+            f"dataset {dataset_id!r} cannot be opened: {dataset_path(dataset_id) / 'data' / 'metadata.json'} "
+            f"is damaged or hand-made ({type(error).__name__}: {text})"
+        ) from None
     try:
         return _transitions(dataset)
     except DatasetError:
@@ -1053,6 +1162,8 @@ def _transitions(dataset: Any) -> dict[str, Any]:
         columns["episode"].append(np.full(t, episode.id, dtype=np.int64))
         if "action_values" in episode.infos:
             columns["action_values"].append(episode.infos["action_values"][:t])
+    if len(columns["action_values"]) != len(columns["actions"]):  # not in every episode (a combined dataset)
+        columns["action_values"] = []
     out: dict[str, Any] = {}
     for key, parts in columns.items():
         if parts and isinstance(parts[0], dict):
@@ -1085,8 +1196,8 @@ def _read_hdf5(path: Path, dataset: Any) -> dict[str, Any]:
         first = file[f"episode_{episodes[0]}"]
         # (name in the episode group, key of the result, rows stored: T + 1 or T)
         fields = [("rewards", "rewards", 0), ("infos/action_mask", "action_mask", 1)]
-        if "action_values" in first["infos"]:
-            fields.append(("infos/action_values", "action_values", 1))
+        if all("action_values" in file[f"episode_{e}/infos"] for e in episodes):  # (not in every one: combined
+            fields.append(("infos/action_values", "action_values", 1))  # with a dataset without values)
         if isinstance(first["observations"], h5py.Group):
             fields += [(f"observations/{k}", f"observations/{k}", 1) for k in first["observations"]]
         else:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,12 +70,6 @@ def imitation_label(agent: str | None) -> str:
     if agent == "optimal":
         return LABEL
     return f"imitation of the {agent} agent" if agent else "imitation"
-
-
-def dataset_agent(dataset_id: str) -> str | None:
-    """The agent of a dataset id as ``dice-poker dataset`` names them (``dice_poker/yacht/greedy-v0``), or ``None``."""
-    found = re.fullmatch(r"[^/]+/[^/]+/(.+)-v\d+", dataset_id)
-    return found.group(1) if found else None
 
 
 @functools.lru_cache(maxsize=1)

@@ -365,19 +365,22 @@ def imitation_trainer(config: BC, rules: Rules, run_dir: Path, optimal: float | 
 
     try:
         return BCTrainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
-    except ModuleNotFoundError as error:
-        fail(f"{config.algo} reads Minari datasets: {error.name} is not installed (pip install -e '.[datasets]')")
+    except ImportError as error:  # (Minari raises a plain ImportError for h5py)
+        missing = f"{error.name} is not installed" if error.name else one_line(error)
+        fail(f"{config.algo} reads Minari datasets: {missing} (pip install -e '.[datasets]')")
     except (ValueError, OSError) as error:
         fail(f"dataset={config.dataset!r}: {one_line(error)}")
 
 
-def algo_label(config: Common) -> str:
+def algo_label(config: Common, policy: Path | None = None) -> str:
     """The algorithm as reported: behaviour cloning is named as the imitation it is (of the solver, of the greedy
-    agent: the agent of its dataset)."""
+    agent: the agent its dataset's metadata names, as the trained ``policy`` file records it; not its id's)."""
     if config.algo in IMITATION_ALGORITHMS:
-        from agents.training.bc import dataset_agent, imitation_label
+        from agents.policy.files import load_policy
+        from agents.training.bc import imitation_label
 
-        return f"{config.algo} ({imitation_label(dataset_agent(str(getattr(config, 'dataset', ''))))})"
+        agent = load_policy(policy)[1].get("dataset_agent") if policy is not None and policy.is_file() else None
+        return f"{config.algo} ({imitation_label(agent if isinstance(agent, str) else None)})"
     return config.algo
 
 
@@ -423,7 +426,7 @@ def finish(
         "train_seconds": round(train_seconds, 3),  # (0.1 s made a short run's steps/s a rounding artifact)
         "optimal_expected_score": optimal,
     }
-    label = algo_label(config)
+    label = algo_label(config, final_path)
     if label != config.algo:
         results["label"] = label
     results.update(extra or {})
