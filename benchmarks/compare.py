@@ -54,26 +54,40 @@ PROVENANCE = (
 )
 
 
+#: what a result was measured on that two results must share to be compared (docs/benchmark.md, Versioning;
+#: the ruleset fingerprint is checked against today's rules and the baselines' on its own)
+MEASURED_ON = ("env_id", "observation_layout_version", "library_version")
+
+
+#: what a baseline row must share with your results to be compared with them (its env's version is in its id)
+COMPARED_ON = ("env_id", "observation_layout_version", "rules_fingerprint")
+
+
 class SubmissionError(ValueError):
     """A result file the protocol cannot aggregate (one line naming the file and the reason)."""
 
 
 def read_result(path: Path, track: str | None) -> dict[str, Any]:
     """One ``dice-poker evaluate --json`` result, checked against the protocol and today's rulesets."""
-    from agents.evaluation.protocol import EVAL_GAMES, eval_set_id
+    from agents.evaluation.protocol import EVAL_GAMES, eval_set_id, is_shipped
     from dice_poker_env.rules import load_rules
 
     try:
         result = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SubmissionError(f"{path}: not a readable JSON file ({error})") from None
-    needed = ("rules", "eval_set", "games", "luck_free_percent", "rules_fingerprint", "median")
+    needed = ("rules", "eval_set", "games", "luck_free_percent", "rules_fingerprint", "median", *MEASURED_ON)
     if not isinstance(result, dict) or any(key not in result for key in needed):
         raise SubmissionError(f"{path}: not the output of `dice-poker evaluate --json` (it needs {', '.join(needed)})")
     try:
         rules = load_rules(result["rules"])
     except (ValueError, OSError) as error:
         raise SubmissionError(f"{path}: {error}") from None
+    if not is_shipped(rules):
+        raise SubmissionError(
+            f"{path}: played {result['eval_set']}, a rules file's evaluation set: the protocol and its baselines are "
+            f"the five shipped rulesets ({rules.name!r} with its default options)"
+        )
     if result["games"] != EVAL_GAMES or result["eval_set"] != eval_set_id(rules):
         raise SubmissionError(
             f"{path}: played {result['games']} games of {result['eval_set']}; the protocol uses all {EVAL_GAMES:,} "
@@ -116,6 +130,14 @@ def submission_rows(paths: list[Path], name: str, budget: int, track: str | None
     count: dict[str, int] = {}
     seen: dict[tuple[str, Any], Path] = {}
     played: dict[str, Path] = {}
+    outcomes: dict[tuple[Any, ...], Path] = {}
+    for key in MEASURED_ON:  # (env ids: one per ruleset)
+        for ruleset in {result["rules"] for _, result in results}:
+            values = {str(result[key]) for _, result in results if key != "env_id" or result["rules"] == ruleset}
+            if len(values) > 1:
+                raise SubmissionError(
+                    f"the files were measured on several {key}s ({', '.join(sorted(values))}): compare one at a time"
+                )
     for path, result in results:
         ruleset = result["rules"]
         seed = result.get("seed", count.get(ruleset, 0))
@@ -133,6 +155,13 @@ def submission_rows(paths: list[Path], name: str, budget: int, track: str | None
             )
         if digest is not None:
             played[f"{ruleset}/{digest}"] = path
+        outcome = (ruleset, result["luck_free_percent"], result.get("mean"), result["median"])
+        if outcome in outcomes:  # (agents without a file: modules, built-ins)
+            raise SubmissionError(
+                f"{path}: the same games, move for move, as {outcomes[outcome]} (identical luck-free percent and "
+                "scores): one agent counted twice"
+            )
+        outcomes[outcome] = path
         rows.append(
             {
                 "suite": name,
@@ -167,10 +196,21 @@ def compare(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], reps: i
             )
     versus = []
     suites = sorted({row["suite"] for row in baselines if row["budget"] == budget and row["suite"] != name})
+    measured = {(row["ruleset"], *(row.get(key) for key in COMPARED_ON)) for row in rows}
     for suite in suites:
         theirs = [row for row in baselines if row["suite"] == suite]
         shared = [r for r in rulesets if any(row["ruleset"] == r for row in theirs)]
         if not shared:
+            continue
+        other_env = sorted(
+            {row["ruleset"] for row in theirs if row["ruleset"] in shared}
+            - {row["ruleset"] for row in theirs if (row["ruleset"], *(row.get(key) for key in COMPARED_ON)) in measured}
+        )
+        if other_env:
+            notes.append(
+                f"{suite}: measured on another env id, observation layout or ruleset than yours on "
+                f"{', '.join(other_env)} (another version: docs/benchmark.md, Versioning); not compared"
+            )
             continue
         mine, other = leaderboard.suite_matrix(rows, shared), leaderboard.suite_matrix(theirs, shared)
         if not mine.size or not other.size:
@@ -320,6 +360,10 @@ def main(argv: list[str] | None = None) -> int:
         "--plot", type=Path, metavar="FILE.png", help="also draw the performance profiles beside the baselines'"
     )
     args = parser.parse_args(argv)
+    import importlib.util
+
+    if importlib.util.find_spec("rliable") is None:
+        parser.error("rliable is not installed (the aggregates are rliable's): pip install -e '.[results]'")
     budget = BUDGETS[args.budget]
     try:
         rows = submission_rows(args.files, args.name, budget, args.track)

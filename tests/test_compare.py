@@ -44,6 +44,7 @@ def baselines(folder: Path) -> str:
     rows = [
         {"suite": suite, "track": "raw", "algorithm": suite, "budget": 10_000_000, "ruleset": ruleset, "seed": seed}
         | {"luck_free_percent": base + 0.1 * seed + (ruleset == "yacht"), "median": 200.0}
+        | {key: versions(load_rules(ruleset))[key] for key in compare.COMPARED_ON}
         for suite, base in (("raw_ppo_10m", 90.0), ("raw_a2c_10m", 70.0))
         for ruleset in ("yahtzee", "yacht")
         for seed in range(4)
@@ -56,7 +57,11 @@ def baselines(folder: Path) -> str:
 
 def test_a_real_evaluation_is_accepted_and_gives_its_own_percent(tmp_path, capsys):
     real = evaluate("yacht", "greedy")
-    files = write(tmp_path, [real | {"seed": 0}, real | {"seed": 1}])
+    twice = write(tmp_path, [real | {"seed": 0}, real | {"seed": 1}])
+    with pytest.raises(SystemExit):  # the same agent under two seeds: move for move the same games
+        compare.main(["greedy", "--budget", "offline", "--runs", baselines(tmp_path), *twice])
+    assert "the same games, move for move, as" in capsys.readouterr().err
+    files = write(tmp_path, [real | {"seed": 0}, real | {"seed": 1, "mean": real["mean"] + 0.5}])
     assert (
         compare.main(["greedy", "--budget", "offline", "--runs", baselines(tmp_path), "--reps", "50", "--json", *files])
         == 0
@@ -117,6 +122,11 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
         ({"seed": None, "x": 1}, "1 of the 2 files have a seed"),
         ({"seed": 1, "agent_sha256": "ab" * 32}, "the same agent file as"),
         ({"rules": "no_such_rules"}, "no_such_rules"),
+        ({"seed": 1, "library_version": "0.0.1"}, "measured on several library_versions (0.0.1, "),
+        ({"seed": 1, "observation_layout_version": 0}, "measured on several observation_layout_versions"),
+        ({"seed": 1, "env_id": "DicePoker/Yahtzee-v0"}, "measured on several env_ids"),
+        ({"seed": 1, "luck_free_percent": 90.0}, "the same games, move for move, as"),
+        ({"seed": 1, "rules": "examples/rules/mini_yacht.toml"}, "a rules file's evaluation set"),
     ],
 )
 def test_a_file_off_the_protocol_is_refused_in_one_line(tmp_path, capsys, change, message):
@@ -185,3 +195,43 @@ def test_every_run_is_listed_with_what_it_was_measured_on_and_gaps_are_said(tmp_
     assert "* note: raw_ppo_10m: no seed in every one of yahtzee, yacht" in out
     assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "100", *files[:3]]) == 0
     assert "| raw_ppo_10m* | raw | yahtzee | 3, 4 |" in capsys.readouterr().out  # 4 seeds of the protocol's 10
+
+
+def test_a_hand_written_file_without_its_versions_is_refused(tmp_path, capsys):
+    bare = {k: v for k, v in result("yahtzee", 90.0, seed=0).items() if k != "env_id"}
+    with pytest.raises(SystemExit):
+        compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), *write(tmp_path, [bare])])
+    assert "not the output of `dice-poker evaluate --json` (it needs" in capsys.readouterr().err
+
+
+def test_baselines_measured_on_another_env_version_are_not_compared(tmp_path, capsys):
+    mine = [result(r, 80.0 + k, seed=k) for r in ("yahtzee", "yacht") for k in range(4)]
+    runs = json.loads(Path(baselines(tmp_path)).read_text())
+    for row in runs:
+        if row["suite"] == "raw_a2c_10m" and row["ruleset"] == "yacht":
+            row["observation_layout_version"] = 0  # an older layout: not the env yours played
+    (tmp_path / "old.json").write_text(json.dumps(runs))
+    files = write(tmp_path, mine)
+    assert (
+        compare.main(
+            ["mine", "--budget", "10M", "--runs", str(tmp_path / "old.json"), "--reps", "50", "--json", *files]
+        )
+        == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert [entry["suite"] for entry in report["versus"]] == ["raw_ppo_10m"]
+    assert any(
+        note.startswith("raw_a2c_10m: measured on another env id, observation layout or ruleset")
+        for note in report["notes"]
+    )
+
+
+def test_without_rliable_compare_says_what_to_install(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "rliable" else real(name, *a))
+    with pytest.raises(SystemExit):
+        compare.main(["mine", "--budget", "10M", *write(tmp_path, [result("yahtzee", 90.0)])])
+    err = capsys.readouterr().err
+    assert "rliable is not installed" in err and "pip install -e '.[results]'" in err

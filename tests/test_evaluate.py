@@ -166,6 +166,9 @@ def test_cli_table_and_track_check(capsys):
     code, _, err = run_cli([RULES, "--agent", "optimal", "--games", "5", "--track", "raw"], capsys)
     assert code != 0 and "solver track" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+    from agents.evaluation.protocol import agent_track
+
+    assert agent_track("winning", None) == agent_track("winning,target=150", None) == "solver"  # the reach tables
 
 
 def test_cli_records_the_training_seed_as_a_label(capsys):
@@ -208,11 +211,12 @@ def test_the_rules_heuristic_plays_the_same_in_lockstep_and_one_by_one():
     from agents.players.heuristic import LookaheadAgent
     from dice_poker_env.rules import load_rules
 
-    rules = load_rules("yahtzee")
-    seeds = eval_seeds(12).tolist()
-    batch = play_games(rules, LookaheadAgent(rules), seeds, lockstep=True)
-    single = play_games(rules, LookaheadAgent(rules), seeds, lockstep=False)
-    assert batch.scores == single.scores
+    for name, games in (("yahtzee", 12), ("yacht", 300)):  # (yacht: 2 of these 300 games differed in float32)
+        rules = load_rules(name)
+        seeds = eval_seeds(games).tolist()
+        batch = play_games(rules, LookaheadAgent(rules), seeds, lockstep=True)
+        single = play_games(rules, LookaheadAgent(rules), seeds, lockstep=False)
+        assert batch.scores == single.scores
 
 
 def test_a_result_names_the_bytes_of_the_agent_file_it_played(tmp_path):
@@ -253,3 +257,18 @@ def test_a_result_names_the_commit_of_the_code_that_measured_it(monkeypatch, tmp
     assert evaluate(RULES, "greedy", games=5)["git_commit"] == commit
     monkeypatch.setattr(protocol, "CHECKOUT", tmp_path / "site-packages")  # an installed copy
     assert protocol.code_commit() is None
+
+
+def test_an_agent_files_arguments_are_part_of_its_digest(tmp_path):
+    """One agent file, each seed with its own weights file: the digests differ (the weights' bytes are in them),
+    and the same weights give the same digest."""
+    from agents.evaluation.protocol import agent_sha256
+
+    source = tmp_path / "net.py"
+    source.write_text("class Net:\n    def __init__(self, weights):\n        self.weights = weights\n")
+    for seed in (0, 1):
+        (tmp_path / f"w{seed}.npz").write_bytes(bytes([seed]) * 10)
+    digests = {seed: agent_sha256(f"{source}:Net,weights={tmp_path / f'w{seed}.npz'}") for seed in (0, 1)}
+    assert None not in digests.values() and digests[0] != digests[1]
+    assert agent_sha256(f"{source}:Net,weights={tmp_path / 'w0.npz'}") == digests[0]
+    assert agent_sha256(f"{source}:Net,weights=other") not in (None, *digests.values())

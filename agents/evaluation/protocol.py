@@ -100,16 +100,16 @@ def policy_track(metadata: dict[str, Any]) -> str:
 
 
 def agent_track(spec: str, agent: Any) -> str | None:
-    """The track an agent declares: the built-in agents' own (optimal: solver, greedy: rules,
+    """The track an agent declares: the built-in agents' own (optimal and winning: solver, greedy: rules,
     random: raw, policy files from their metadata), else the agent's ``track`` attribute (``None``
     when it declares none).
 
     Raises:
         ValueError: a declared track that is not one of :data:`TRACKS`.
     """
-    builtin = {"optimal": "solver", "greedy": "rules", "random": "raw"}
-    if spec in builtin:
-        return builtin[spec]
+    builtin = {"optimal": "solver", "greedy": "rules", "random": "raw", "winning": "solver"}  # winning: reach tables
+    if spec.split(",", 1)[0] in builtin:  # (winning,target=T)
+        return builtin[spec.split(",", 1)[0]]
     metadata = getattr(agent, "metadata", None)
     if (spec == "trained" or spec.startswith("model:")) and isinstance(metadata, dict):
         return policy_track(metadata)
@@ -123,40 +123,61 @@ def agent_track(spec: str, agent: Any) -> str | None:
 CHECKOUT = Path(__file__).resolve().parents[2]
 
 
+#: the paths of a checkout whose changes change a measurement (results and pages do not: a checkout whose
+#: drivers are writing results/ measures with its committed code)
+CODE_PATHS = ("agents", "dice_poker_env", "benchmarks", "tools", "configs", "train.py", "pyproject.toml")
+
+
 def code_commit() -> str | None:
-    """The git commit of the code in use (``-dirty`` where its files differ from it) when it runs from a git
-    checkout; ``None`` for an installed copy (there ``library_version`` identifies it) or without git."""
+    """The git commit of the code in use (``-dirty`` where its code, :data:`CODE_PATHS`, differs from it) when it
+    runs from a git checkout; ``None`` for an installed copy (there ``library_version`` identifies it) or
+    without git."""
     if not (CHECKOUT / ".git").exists():  # an installed copy: never a commit of whatever repository is around
         return None
-    try:
-        described = subprocess.run(
-            ["git", "describe", "--always", "--dirty", "--abbrev=40"],
-            cwd=CHECKOUT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=CHECKOUT, capture_output=True, text=True, timeout=10, check=True
         ).stdout.strip()
+
+    try:
+        head = git("rev-parse", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
     except (OSError, subprocess.SubprocessError):
         return None
-    return described or None
+    return (head + "-dirty" * bool(changed)) or None
 
 
 def agent_sha256(agent: str) -> str | None:
-    """The SHA-256 of the file an agent spec plays from (``model:PATH``, ``FILE.py:NAME``), which ties a result to
-    those exact bytes; ``None`` for the built-in agents and modules."""
+    """The SHA-256 of what an agent spec plays from (``model:PATH``, ``FILE.py:NAME[,key=value,...]``), which ties a
+    result to those exact bytes: the file's, then each argument's (``weights=w.npz``: that file's bytes, so the seeds
+    of one agent file with their own weights differ; another value: its text). A spec without arguments gives the
+    file's own digest. ``None`` for the built-in agents and modules."""
+    arguments: tuple[tuple[str, Any], ...] = ()
     if agent.startswith("model:"):
         path: str | None = agent[len("model:") :]
     else:
         spec = parse_agent_spec(agent)
         path = spec.source if spec is not None and spec.is_file else None
+        arguments = spec.kwargs if spec is not None else ()
     if path is None or not os.path.isfile(path):
         return None
     digest = hashlib.sha256()
+    _feed(digest, path)
+    for key, value in sorted(arguments, key=lambda item: item[0]):
+        digest.update(f"\0{key}=".encode())
+        if isinstance(value, str) and os.path.isfile(value):
+            digest.update(b"file:")
+            _feed(digest, value)
+        else:
+            digest.update(repr(value).encode())
+    return digest.hexdigest()
+
+
+def _feed(digest: Any, path: str) -> None:
     with open(path, "rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest()
 
 
 def versions(rules: Rules) -> dict[str, Any]:

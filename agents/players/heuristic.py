@@ -41,6 +41,10 @@ def box_par(score: np.ndarray, rerolls: int = ROLLS_PER_TURN - 1) -> np.ndarray:
     return FIRST_ROLL_PROBABILITY @ best
 
 
+#: the decimals keep and box values are rounded to before they are compared (float64 products agree to ~1e-12)
+DECIMALS = 6
+
+
 class LookaheadAgent:
     """The one-turn lookahead heuristic of the module docstring (``rules`` track).
 
@@ -65,9 +69,9 @@ class LookaheadAgent:
         )
 
         # the box values of every roll's plain points, with the bonus term (bonus open) and without
-        self._table_open = self._values(self.score[None], np.ones(1, dtype=bool))[0].astype(np.float32)
-        self._table_closed = self._values(self.score[None], np.zeros(1, dtype=bool))[0].astype(np.float32)
-        self._transition_t = np.ascontiguousarray(TRANSITION.T, dtype=np.float32)
+        self._table_open = self._values(self.score[None], np.ones(1, dtype=bool))[0]
+        self._table_closed = self._values(self.score[None], np.zeros(1, dtype=bool))[0]
+        self._transition_t = np.ascontiguousarray(TRANSITION.T, dtype=np.float64)
 
     def reset(self) -> None:
         """Nothing is kept between moves."""
@@ -117,6 +121,9 @@ class LookaheadAgent:
                     more = (values[deeper] @ self._transition_t)[:, KEEP_OF_ACTION].max(axis=2)
                     values[deeper] = np.maximum(values[deeper], more)
             after_keep[rows] = values @ self._transition_t  # expected value after rolling the dice not kept
+        # on a grid of 1e-6 points: a matrix product's last bits depend on the BLAS threads and the batch's
+        # shape, and keeps of equal value must tie the same way everywhere (the lowest action wins)
+        after_keep, box_value = np.round(after_keep, DECIMALS), np.round(box_value, DECIMALS)
         keep_values = np.where(keeps, after_keep[np.arange(b)[:, None], KEEP_OF_ACTION[state.roll]], -np.inf)
         keep = np.argmax(keep_values, axis=1)
         reroll = reroll_ok & (keep_values[np.arange(b), keep] > box_value)
