@@ -160,6 +160,17 @@ def test_a_rules_file_that_takes_a_shipped_name_is_labelled_custom(tmp_path, cap
     assert json.loads(out)["env_id"] == "DicePoker/Yacht-v0"
 
 
+def test_a_shipped_ruleset_with_other_options_has_its_own_evaluation_set_name():
+    """Another game, another optimum: dice_poker with 13 turns is not named as the default 15-turn game."""
+    from agents.evaluation.protocol import eval_set_id
+    from dice_poker_env.rules import load_rules
+
+    assert eval_set_id(load_rules("dice_poker")) == "dice-poker-eval-v1/dice_poker"
+    assert eval_set_id(load_rules("dice_poker", turns=15)) == "dice-poker-eval-v1/dice_poker"  # the default, given
+    assert eval_set_id(load_rules("dice_poker", turns=13)) == "dice-poker-eval-v1/dice_poker[turns=13]"
+    assert eval_set_id(load_rules("yahtzee", joker="free"), 500) == "dice-poker-eval-v1/yahtzee[joker=free]/first-500"
+
+
 def test_cli_table_and_track_check(capsys):
     code, out, _ = run_cli([RULES, "--agent", "random", "--games", "20"], capsys)
     assert code == 0 and "luck-free percent of optimal" in out and "(raw)" in out

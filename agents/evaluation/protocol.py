@@ -64,13 +64,23 @@ def is_shipped(rules: Rules) -> bool:
 
 
 def ruleset_label(rules: Rules) -> str:
-    """The ruleset's name in results: a shipped ruleset's name, or ``custom:NAME@FINGERPRINT``."""
-    return rules.name if is_shipped(rules) else f"custom:{rules.name}@{rules.fingerprint}"
+    """The ruleset's name in results: a shipped ruleset's name, with the options that differ from its defaults
+    (``dice_poker[turns=13]``: another game, whose results are not the default's), or ``custom:NAME@FINGERPRINT``."""
+    if not is_shipped(rules):
+        return f"custom:{rules.name}@{rules.fingerprint}"
+    from dice_poker_env.rules import load_rules
+
+    default = load_rules(rules.name)
+    changed = {k: v for k, v in sorted(rules.options.items()) if default.options.get(k) != v}
+    if not changed or load_rules(rules.name).fingerprint == rules.fingerprint:
+        return rules.name
+    return f"{rules.name}[{','.join(f'{k}={v}' for k, v in changed.items())}]"
 
 
 def eval_set_id(rules: Rules, games: int = EVAL_GAMES) -> str:
-    """The evaluation set's name, e.g. ``dice-poker-eval-v1/yahtzee`` (``.../first-500`` for a prefix); a custom
-    ruleset's names its fingerprint (``dice-poker-eval-v1/custom:NAME@FINGERPRINT``)."""
+    """The evaluation set's name, e.g. ``dice-poker-eval-v1/yahtzee`` (``.../first-500`` for a prefix); a shipped
+    ruleset's names its options off their defaults (``dice-poker-eval-v1/dice_poker[turns=13]``), a custom
+    ruleset's its fingerprint (``dice-poker-eval-v1/custom:NAME@FINGERPRINT``)."""
     name = f"dice-poker-eval-{EVAL_SET_VERSION}/{ruleset_label(rules)}"
     return name if games == EVAL_GAMES else f"{name}/first-{games}"
 
