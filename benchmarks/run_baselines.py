@@ -613,10 +613,9 @@ def dataset_problem(dataset_id: str, arguments: tuple[str, ...]) -> str | None:
     """How the local dataset ``dataset_id`` differs from what ``dice-poker dataset ARGUMENTS`` writes (ruleset and
     its options, agent, games, seed, values), or ``None``: a dataset written by hand under the suite's id
     must not become a baseline's training data."""
-    import minari
 
     from agents.commands.dataset import add_arguments
-    from agents.evaluation.datasets import DatasetError, dataset_info
+    from agents.evaluation.datasets import DatasetError, dataset_info, open_dataset
     from dice_poker_env.cli.rules_arguments import load_rules_from
 
     parser = argparse.ArgumentParser()
@@ -631,9 +630,9 @@ def dataset_problem(dataset_id: str, arguments: tuple[str, ...]) -> str | None:
         "obs_mode": args.obs_mode,
     }
     try:
-        dataset = minari.load_dataset(dataset_id)
+        dataset = open_dataset(dataset_id)
         info = dataset_info(dataset)
-    except (DatasetError, OSError, ValueError) as error:
+    except DatasetError as error:
         return str(error)
     found = {
         "ruleset": info["rules_fingerprint"],

@@ -802,9 +802,12 @@ def test_a_combined_dataset_with_and_without_values_loads_without_them(datasets_
 def test_a_damaged_metadata_file_is_a_one_line_error(datasets_root):
     assert write("yacht", "--agent", "random", "--episodes", "3") == 0
     metadata = datasets_root / "dice_poker" / "yacht" / "random-v0" / "data" / "metadata.json"
-    metadata.write_text(metadata.read_text()[:40])
-    with pytest.raises(datasets.DatasetError, match=r"cannot be opened: .*metadata\.json is damaged"):
-        datasets.load_transitions("dice_poker/yacht/random-v0")
+    for damaged in (metadata.read_text()[:40], "{}", "[]"):
+        metadata.write_text(damaged)
+        with pytest.raises(datasets.DatasetError, match=r"cannot be opened \(.*metadata\.json damaged or hand-made"):
+            datasets.load_transitions("dice_poker/yacht/random-v0")
+        with pytest.raises(datasets.DatasetError, match="cannot be opened"):
+            datasets.open_dataset("dice_poker/yacht/random-v0")
 
 
 def test_the_same_arguments_write_the_same_bytes(tmp_path, monkeypatch):
@@ -818,3 +821,54 @@ def test_the_same_arguments_write_the_same_bytes(tmp_path, monkeypatch):
         files.append(tmp_path / name / "dice_poker" / "yacht" / "greedy-eps0_2-v0" / "data" / "main_data.hdf5")
         time.sleep(1.1)  # (HDF5 times are in seconds)
     assert files[0].read_bytes() == files[1].read_bytes()
+
+
+def test_a_filesystem_without_locks_or_flock_itself_still_writes(datasets_root, monkeypatch):
+    """flock refused (ENOLCK: a filesystem without locks) or missing (Windows): the dataset is written, and an
+    unlockable writer's folder counts as alive, so nothing is deleted on a guess."""
+    import errno
+
+    def refuse(handle, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(datasets.fcntl, "flock", refuse)
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    token = "w00000000000000ff"
+    (datasets_root / f".partial-x-{token}").mkdir()
+    (datasets_root / f".lock-{token}").write_text("")
+    datasets._remove_stale(datasets_root)
+    assert (datasets_root / f".partial-x-{token}").is_dir()
+    monkeypatch.setattr(datasets, "fcntl", None)
+    assert write("yacht", "--agent", "greedy", "--episodes", "3") == 0
+    assert not list(datasets_root.glob(".locktmp-*"))
+
+
+def test_a_dataset_is_never_replaced_without_overwrite(datasets_root, tmp_path):
+    """Another writer's dataset that appears while this one writes stays, and this one is refused; a dataset a
+    killed --overwrite had moved aside is put back before the existence check, so it is not replaced either."""
+    partial, final = tmp_path / "partial", datasets_root / "t" / "done-v0"
+    (partial / "data").mkdir(parents=True)
+    (final / "data").mkdir(parents=True)
+    (final / "data" / "mine").write_text("theirs")
+    with pytest.raises(datasets.DatasetError, match="written meanwhile by another writer"):
+        datasets._replace(partial, final, "wtoken", overwrite=False)
+    assert (final / "data" / "mine").read_text() == "theirs"
+    assert write("yacht", "--agent", "random", "--episodes", "3", "--seed", "1") == 0
+    namespace = datasets_root / "dice_poker" / "yacht"
+    (namespace / "random-v0").rename(namespace / ".replaced-random-v0-w0123456789abcdef")  # its writer was killed
+    assert write("yacht", "--agent", "random", "--episodes", "3", "--seed", "2") == 2  # refused: it is back
+    assert datasets.dataset_info(minari.load_dataset("dice_poker/yacht/random-v0"))["seed"] == 1
+
+
+def test_hostile_names_in_the_datasets_folder_stop_no_writer(datasets_root):
+    """A FIFO as a lock file (opening it would block), .replaced- folders with names _replace never makes, and
+    one whose original name is a dangling symlink: the writer goes on, and none of them is touched."""
+    datasets_root.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(datasets_root / ".lock-wfifo")
+    (datasets_root / ".partial-x-wfifo").mkdir()
+    (datasets_root / ".replaced-.-wdead").mkdir()
+    (datasets_root / ".replaced-Y-wdead").mkdir()
+    (datasets_root / "Y").symlink_to("/nonexistent")
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    assert (datasets_root / ".partial-x-wfifo").is_dir() and (datasets_root / ".replaced-.-wdead").is_dir()
+    assert (datasets_root / "Y").is_symlink()

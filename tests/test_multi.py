@@ -522,8 +522,10 @@ def test_an_sb3_model_trained_at_a_table_loads_safely_as_an_agent(obs_mode, tmp_
     obs = e.unwrapped.observe_for("player_0", agent)
     expected, _ = model.predict(obs["observation"], action_masks=obs["action_mask"], deterministic=True)
     assert agent.act(obs["observation"], obs["action_mask"]) == int(expected)
-    three = multi.SeatEnv("yacht", ["random", "random"], obs_mode=obs_mode)
-    if obs_mode == "flat":  # read as a two-player table's vector: not a three-player table's
-        with pytest.raises(ValueError, match="reads a 2-player table's flat observation"):
-            multi.SeatEnv("yacht", [agent, "random"])
-    assert three.observation_space != env.observation_space
+    assert agent.players == 2
+    with pytest.raises(ValueError, match=f"reads a 2-player table's {obs_mode} observation"):
+        multi.SeatEnv("yacht", [agent, "random"])  # not at a three-player table
+    from agents.evaluation.protocol import evaluate
+
+    with pytest.raises(ValueError, match="trained at a 2-player table"):  # nor in the one-player game
+        evaluate("yacht", f"model:{path}", games=5)

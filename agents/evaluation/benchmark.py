@@ -289,6 +289,12 @@ def play_games(
     ``reward`` the points the step added, ``points`` those written in the box (a
     legal score action; else ``None``).
     """
+    players = getattr(agent, "players", 1)
+    if isinstance(players, int) and players > 1:  # refused now, not at its first move
+        raise ValueError(
+            f"agent {getattr(agent, 'name', type(agent).__name__)} was trained at a {players}-player table and reads "
+            "its observation: play it at one (dice-poker match, the multi-player env), not in the one-player game"
+        )
     fits = 15 * compile_rules(rules).turns + N_DICE <= RandomDice.BLOCK  # a game's dice within one block
     if lockstep is None:
         lockstep = record is None and fits and is_batch_agent(agent)

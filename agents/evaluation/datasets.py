@@ -67,6 +67,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -102,8 +103,10 @@ if TYPE_CHECKING:
 #: the namespace of the default dataset ids: ``dice_poker/<ruleset>/<agent>-v0``
 NAMESPACE = "dice_poker"
 #: version of this module's layout, recorded in the metadata (``dice_poker.format``): 1 uncompressed,
-#: 2 the same fields and dtypes, each dataset one deflated chunk in the HDF5 1.10 format (:class:`_EpisodeWriter`)
-DATASET_FORMAT = 2
+#: 2 the same fields and dtypes, each dataset one deflated chunk in the HDF5 1.10 format (:class:`_EpisodeWriter`),
+#: 3 the same file, the random agent's and the exploration's draws per game (:func:`decision_draws`; format 2
+#: drew them from one generator, so ``--block`` changed them)
+DATASET_FORMAT = 3
 #: games played at once (memory: about 50 KB a game for yahtzee with values)
 BLOCK = 8192
 #: the registered env id of each shipped ruleset (recover_environment makes it)
@@ -250,6 +253,9 @@ def make_policy(spec: DatasetAgentSpec, rules: Rules, solution: Any) -> Policy:
         return lambda state, observe, masks, draws: random_legal(masks, draws[:, 1])  # noqa: E731
     else:
         agent = make_agent(spec.base, rules)
+        players = getattr(agent, "players", 1)
+        if isinstance(players, int) and players > 1:
+            raise ValueError(f"it was trained at a {players}-player table; a dataset's games are one player's")
         mode = getattr(agent, "obs_mode", "dict")
         if hasattr(agent, "act_batch"):
             base = lambda state, observe, masks: np.asarray(agent.act_batch(observe(mode), masks), dtype=np.int64)  # noqa: E731
@@ -784,6 +790,8 @@ def write_dataset(
     final = dataset_path(dataset_id)
     root = final.parents[len(Path(dataset_id).parts) - 1]
     _check_writable(root)
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_stale(root)  # first: a dataset a killed --overwrite had moved aside is back before the check
     if final.exists() or final.is_symlink():
         if not overwrite:
             raise DatasetError(
@@ -809,8 +817,6 @@ def write_dataset(
         ) from None
     policy = policy or build_policy(solution)
     env_spec = _env_spec(rules, obs_mode)
-    root.mkdir(parents=True, exist_ok=True)
-    _remove_stale(root)
     token, lock = _hold_writer_lock(root)
     partial = root / f".partial-{dataset_id.replace('/', '__')}-{token}"
     started = time.perf_counter()
@@ -915,7 +921,7 @@ def write_dataset(
         _create_namespaces(dataset_id)
         final.parent.mkdir(parents=True, exist_ok=True)
         _check_stop(stop)
-        _replace(partial, final, token)
+        _replace(partial, final, token, overwrite)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -975,17 +981,22 @@ def _hold_writer_lock(root: Path) -> tuple[str, Any]:
     kernel drops the lock when the writer dies however it dies, which is how the next writer tells a stale
     temporary folder from a live one (:func:`_writer_alive`)."""
     token = f"w{secrets.token_hex(8)}"
+    if fcntl is None:  # no flock (Windows): no lock file; temporary folders are then kept, never guessed at
+        return token, None
     making = root / f".locktmp-{token}"
     handle = open(making, "w")  # noqa: SIM115 - held open for the whole write
-    if fcntl is not None:
+    try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a filesystem without locks: the file stays unlocked, and others' probe fails: alive
+        pass
     os.rename(making, root / f".lock-{token}")  # locked before another writer can see it
     return token, handle
 
 
 def _release_writer_lock(root: Path, token: str, handle: Any) -> None:
-    (root / f".lock-{token}").unlink(missing_ok=True)
-    handle.close()
+    if handle is not None:
+        handle.close()
+        (root / f".lock-{token}").unlink(missing_ok=True)
 
 
 def _writer_alive(root: Path, token: str) -> bool:
@@ -1004,14 +1015,21 @@ def _writer_alive(root: Path, token: str) -> bool:
     lock = root / f".lock-{token}"
     if fcntl is None:
         return True
-    try:
-        with open(lock) as handle:  # (never created here)
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: its writer is gone
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    try:  # (never created here; a FIFO or a device must not block or act: not followed, not waited on)
+        fd = os.open(lock, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:  # the writer removes its lock only after its temporary folder
         return False
+    except OSError:  # a symlink, no permission, ...: cannot tell
+        return True
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return True
+        # shared: NFS emulates flock with byte-range locks, and an exclusive one needs a writable file
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # taken: its writer is gone
     except OSError:  # BlockingIOError: held by a live writer; ENOLCK and the like: cannot tell
         return True
+    finally:
+        os.close(fd)
     return False
 
 
@@ -1019,12 +1037,17 @@ def _remove_stale(root: Path) -> None:
     """Clean up after writers killed outright (SIGKILL, power loss): their partial datasets go, and an
     existing dataset a killed ``--overwrite`` had moved aside comes back if nothing replaced it."""
     for path in root.glob(".partial-*-*"):
-        if path.is_dir() and not _writer_alive(root, path.name.rsplit("-", 1)[1]):
+        if path.is_dir() and not path.is_symlink() and not _writer_alive(root, path.name.rsplit("-", 1)[1]):
             shutil.rmtree(path, ignore_errors=True)
     for path in root.rglob(".replaced-*-*"):
-        if path.is_dir() and not _writer_alive(root, path.name.rsplit("-", 1)[1]):
-            name = path.with_name(path.name[len(".replaced-") :].rsplit("-", 1)[0])
-            if name.exists():
+        original = path.name[len(".replaced-") :].rsplit("-", 1)[0]
+        if original in ("", ".", "..") or not path.is_dir() or path.is_symlink():
+            continue  # not a name _replace makes
+        if _writer_alive(root, path.name.rsplit("-", 1)[1]):
+            continue
+        name = path.with_name(original)
+        with contextlib.suppress(OSError):  # (one that cannot be moved back stays; writing goes on)
+            if name.exists() or name.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 os.rename(path, name)
@@ -1037,11 +1060,25 @@ def _remove_stale(root: Path) -> None:
                 making.unlink()
 
 
-def _replace(partial: Path, final: Path, token: str) -> None:
-    """Move the complete dataset into place; an existing one goes only once the new one is there."""
+def _replace(partial: Path, final: Path, token: str, overwrite: bool) -> None:
+    """Move the complete dataset into place; an existing one goes only with ``overwrite``, and only once the new
+    one is there. Without it, a dataset another writer put there meanwhile stays, and this one is refused."""
     if not (final.exists() or final.is_symlink()):
-        os.rename(partial, final)
+        try:
+            os.rename(partial, final)  # (a folder that appeared meanwhile is not empty: refused, not replaced)
+        except OSError as error:
+            if final.exists() or final.is_symlink():
+                raise DatasetError(
+                    f"dataset {final} was written meanwhile by another writer; nothing was written "
+                    "(use --overwrite to replace it)"
+                ) from None
+            raise error
         return
+    if not overwrite:
+        raise DatasetError(
+            f"dataset {final} was written meanwhile by another writer; nothing was written (use --overwrite to "
+            "replace it)"
+        )
     old = final.with_name(f".replaced-{final.name}-{token}")
     os.rename(final, old)
     try:
@@ -1100,6 +1137,27 @@ def episode_seeds(dataset: Any) -> np.ndarray:
     )
 
 
+def open_dataset(dataset_id: str, missing_hint: str = "") -> Any:
+    """``minari.load_dataset(dataset_id)``, every failure a one-line :class:`DatasetError`: not found (with
+    ``missing_hint``), or what Minari could not read (a damaged or hand-made ``metadata.json``, a foreign
+    folder, a malformed id), with its cause."""
+    import minari
+
+    try:
+        return minari.load_dataset(dataset_id)
+    except FileNotFoundError:
+        raise DatasetError(
+            f"dataset {dataset_id!r} not found under MINARI_DATASETS_PATH "
+            f"({dataset_path(dataset_id).parents[len(Path(dataset_id).parts) - 1]}){missing_hint}"
+        ) from None
+    except Exception as error:  # noqa: BLE001 - whatever Minari raises on a file it cannot read
+        text = " ".join(str(error).split())[:200]
+        raise DatasetError(
+            f"dataset {dataset_id!r} cannot be opened ({type(error).__name__}: {text}); is "
+            f"{dataset_path(dataset_id) / 'data' / 'metadata.json'} damaged or hand-made?"
+        ) from None
+
+
 def load_transitions(dataset_id: str) -> dict[str, Any]:
     """Every decision of a dataset as arrays (for training): ``observations`` ``(N, ...)`` (a dict of
     arrays for dict observations), ``actions``, ``rewards``, ``action_mask``, ``action_values`` (if
@@ -1113,21 +1171,7 @@ def load_transitions(dataset_id: str) -> dict[str, Any]:
     Raises:
         DatasetError: no such dataset.
     """
-    import minari
-
-    try:
-        dataset = minari.load_dataset(dataset_id)
-    except FileNotFoundError:
-        raise DatasetError(
-            f"dataset {dataset_id!r} not found under MINARI_DATASETS_PATH "
-            f"({dataset_path(dataset_id).parents[len(Path(dataset_id).parts) - 1]})"
-        ) from None
-    except (ValueError, KeyError, TypeError, OSError) as error:  # a damaged metadata.json (JSONDecodeError), ...
-        text = " ".join(str(error).split())[:200]
-        raise DatasetError(
-            f"dataset {dataset_id!r} cannot be opened: {dataset_path(dataset_id) / 'data' / 'metadata.json'} "
-            f"is damaged or hand-made ({type(error).__name__}: {text})"
-        ) from None
+    dataset = open_dataset(dataset_id)
     try:
         return _transitions(dataset)
     except DatasetError:
@@ -1196,8 +1240,10 @@ def _read_hdf5(path: Path, dataset: Any) -> dict[str, Any]:
         first = file[f"episode_{episodes[0]}"]
         # (name in the episode group, key of the result, rows stored: T + 1 or T)
         fields = [("rewards", "rewards", 0), ("infos/action_mask", "action_mask", 1)]
-        if all("action_values" in file[f"episode_{e}/infos"] for e in episodes):  # (not in every one: combined
-            fields.append(("infos/action_values", "action_values", 1))  # with a dataset without values)
+        if "action_values" in first["infos"] and all(  # (not in every one: combined with a dataset without)
+            "action_values" in file[f"episode_{e}/infos"] for e in episodes
+        ):
+            fields.append(("infos/action_values", "action_values", 1))
         if isinstance(first["observations"], h5py.Group):
             fields += [(f"observations/{k}", f"observations/{k}", 1) for k in first["observations"]]
         else:

@@ -389,6 +389,10 @@ class SB3Agent:
         self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
         self._flat = FlatObservation(self.rules)  # reads the dice and points of flat observations
         self.fallbacks = 0  #: illegal proposals replaced by the fallback
+        from dice_poker_env.multi.observations import space_players
+
+        #: the players at the table it was trained at (1: the one-player game; more: SeatEnv's table)
+        self.players = space_players(getattr(model, "observation_space", None), compile_rules(self.rules))
 
     @classmethod
     def load(

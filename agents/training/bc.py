@@ -110,19 +110,10 @@ def load_data(dataset_id: str, rules: Rules, *, features: bool, distinct_keeps: 
     Raises:
         ValueError: no such dataset, another ruleset or options (fingerprint), dict observations.
     """
-    import minari
+    from agents.evaluation.datasets import DatasetError, dataset_info, load_transitions, open_dataset
 
-    from agents.evaluation.datasets import DatasetError, dataset_info, load_transitions
-
-    try:
-        dataset = minari.load_dataset(dataset_id)
-    except FileNotFoundError:
-        raise DatasetError(
-            f"dataset {dataset_id!r} not found under MINARI_DATASETS_PATH; write it first, e.g. "
-            f"dice-poker dataset {rules.name} --agent optimal --episodes 100000"
-        ) from None
-    except ValueError as error:  # a malformed id, a foreign folder
-        raise DatasetError(f"dataset {dataset_id!r}: {error}") from None
+    hint = f"; write it first, e.g. dice-poker dataset {rules.name} --agent optimal --episodes 100000"
+    dataset = open_dataset(dataset_id, hint)
     info = dataset_info(dataset)
     if info["rules_fingerprint"] != rules.fingerprint:
         raise DatasetError(

@@ -167,14 +167,19 @@ def player_layout(player: Any, multi_flat_shape: tuple[int, ...] | None) -> Play
 def table_problem(player: Any, tables: RuleTables, num_players: int) -> str | None:
     """Why ``player`` cannot read the observations of a ``num_players``-player table, or ``None``.
 
-    Only a flat reader can fail to: one whose observation space is neither the single env's flat
-    vector nor this table's (:func:`player_layout`), such as a model trained at a table of another size.
+    A flat reader whose observation space is neither the single env's flat vector nor this table's
+    (:func:`player_layout`), or a dict reader whose opponents' entries are of another number of opponents: a
+    model trained at a table of another size.
     """
-    if getattr(player, "obs_mode", "dict") != "flat":
-        return None
     space = getattr(player, "observation_space", None) or getattr(
         getattr(player, "model", None), "observation_space", None
     )
+    if getattr(player, "obs_mode", "dict") != "flat":  # a dict reader of opponents' entries reads a table's size
+        opponents = space.spaces.get("opponent_filled") if isinstance(space, spaces.Dict) else None
+        others = (getattr(opponents, "shape", None) or (num_players - 1,))[0]
+        if others == num_players - 1:
+            return None
+        return f"it reads a {others + 1}-player table's dict observation; this table has {num_players} players"
     shape = getattr(space, "shape", None)
     single = observation_space(tables, "flat").shape
     table = multi_observation_space(tables, num_players, "flat").shape
@@ -187,3 +192,17 @@ def table_problem(player: Any, tables: RuleTables, num_players: int) -> str | No
         else f"flat observations of shape {tuple(shape)}"
     )
     return f"it reads {reads}; this table has {num_players} players ({table[0]} values, one game's {single[0]})"
+
+
+def space_players(space: Any, tables: RuleTables) -> int:
+    """The number of players at the table whose observation ``space`` is (1: the single env's): from a dict
+    space's opponents' entries, or a flat space's length."""
+    if isinstance(space, spaces.Dict):
+        opponents = space.spaces.get("opponent_filled")
+        return 1 + int(opponents.shape[0]) if opponents is not None and opponents.shape else 1
+    shape = getattr(space, "shape", None)
+    single = observation_space(tables, "flat").shape
+    if not shape or len(shape) != 1 or not single:
+        return 1
+    others, rest = divmod(shape[0] - single[0], 2 * tables.n_boxes + 3)
+    return 1 + others if others > 0 and rest == 0 else 1
