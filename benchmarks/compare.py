@@ -69,8 +69,8 @@ class SubmissionError(ValueError):
 
 def read_result(path: Path, track: str | None) -> dict[str, Any]:
     """One ``dice-poker evaluate --json`` result, checked against the protocol and today's rulesets."""
-    from agents.evaluation.protocol import EVAL_GAMES, eval_set_id, is_shipped
-    from dice_poker_env.rules import load_rules
+    from agents.evaluation.protocol import EVAL_GAMES, TRACKS, eval_set_id
+    from dice_poker_env.rules import RULESET_NAMES, load_rules
 
     try:
         result = json.loads(path.read_text())
@@ -79,15 +79,37 @@ def read_result(path: Path, track: str | None) -> dict[str, Any]:
     needed = ("rules", "eval_set", "games", "luck_free_percent", "rules_fingerprint", "median", *MEASURED_ON)
     if not isinstance(result, dict) or any(key not in result for key in needed):
         raise SubmissionError(f"{path}: not the output of `dice-poker evaluate --json` (it needs {', '.join(needed)})")
-    try:
-        rules = load_rules(result["rules"])
-    except (ValueError, OSError) as error:
-        raise SubmissionError(f"{path}: {error}") from None
-    if not is_shipped(rules):
+    kinds: dict[str, type | tuple[type, ...]] = {
+        "rules": str,
+        "eval_set": str,
+        "rules_fingerprint": str,
+        "env_id": str,
+        "library_version": str,
+        "median": (int, float),
+        "mean": (int, float, type(None)),
+        "luck_free_percent_ci95": (int, float, type(None)),
+        "track": (str, type(None)),
+        "agent": (str, type(None)),
+        "agent_sha256": (str, type(None)),
+        "observation_layout_version": int,
+        "games": int,
+    }
+    for key, kind in kinds.items():
+        value = result.get(key)
+        if (key in result or key in needed) and (isinstance(value, bool) or not isinstance(value, kind)):
+            raise SubmissionError(f"{path}: {key} must be {_kind_name(kind)}, got {str(value)[:60]!r}")
+    if result["eval_set"].split("/")[1:2] and result["eval_set"].split("/")[1].startswith("custom:"):
         raise SubmissionError(
             f"{path}: played {result['eval_set']}, a rules file's evaluation set: the protocol and its baselines are "
-            f"the five shipped rulesets ({rules.name!r} with its default options)"
+            f"the five shipped rulesets ({', '.join(RULESET_NAMES)}) with their default options"
         )
+    if result["rules"] not in RULESET_NAMES:
+        raise SubmissionError(
+            f"{path}: rules must be one of the shipped rulesets ({', '.join(RULESET_NAMES)}), got {result['rules']!r}"
+        )
+    if result.get("track") is not None and result["track"] not in TRACKS:
+        raise SubmissionError(f"{path}: track must be one of {', '.join(TRACKS)}, got {result['track']!r}")
+    rules = load_rules(result["rules"])
     if result["games"] != EVAL_GAMES or result["eval_set"] != eval_set_id(rules):
         raise SubmissionError(
             f"{path}: played {result['games']} games of {result['eval_set']}; the protocol uses all {EVAL_GAMES:,} "
@@ -109,6 +131,12 @@ def read_result(path: Path, track: str | None) -> dict[str, Any]:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise SubmissionError(f"{path}: seed must be an integer (the training seed), got {seed!r}")
     return result
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", type(None): "null"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(dict.fromkeys(names[k] for k in kinds if not (k is int and float in kinds)))
 
 
 def submission_rows(paths: list[Path], name: str, budget: int, track: str | None) -> list[dict[str, Any]]:
@@ -198,19 +226,16 @@ def compare(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], reps: i
     suites = sorted({row["suite"] for row in baselines if row["budget"] == budget and row["suite"] != name})
     measured = {(row["ruleset"], *(row.get(key) for key in COMPARED_ON)) for row in rows}
     for suite in suites:
-        theirs = [row for row in baselines if row["suite"] == suite]
+        recorded = [row for row in baselines if row["suite"] == suite and row["ruleset"] in rulesets]
+        theirs = [row for row in recorded if (row["ruleset"], *(row.get(key) for key in COMPARED_ON)) in measured]
+        if len(theirs) < len(recorded):
+            notes.append(
+                f"{suite}: {len(recorded) - len(theirs)} of its {len(recorded)} runs on your rulesets were measured on "
+                "another env id, observation layout or ruleset than yours (another version: docs/benchmark.md, "
+                "Versioning); they are not compared"
+            )
         shared = [r for r in rulesets if any(row["ruleset"] == r for row in theirs)]
         if not shared:
-            continue
-        other_env = sorted(
-            {row["ruleset"] for row in theirs if row["ruleset"] in shared}
-            - {row["ruleset"] for row in theirs if (row["ruleset"], *(row.get(key) for key in COMPARED_ON)) in measured}
-        )
-        if other_env:
-            notes.append(
-                f"{suite}: measured on another env id, observation layout or ruleset than yours on "
-                f"{', '.join(other_env)} (another version: docs/benchmark.md, Versioning); not compared"
-            )
             continue
         mine, other = leaderboard.suite_matrix(rows, shared), leaderboard.suite_matrix(theirs, shared)
         if not mine.size or not other.size:

@@ -126,7 +126,12 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
         ({"seed": 1, "observation_layout_version": 0}, "measured on several observation_layout_versions"),
         ({"seed": 1, "env_id": "DicePoker/Yahtzee-v0"}, "measured on several env_ids"),
         ({"seed": 1, "luck_free_percent": 90.0}, "the same games, move for move, as"),
-        ({"seed": 1, "rules": "examples/rules/mini_yacht.toml"}, "a rules file's evaluation set"),
+        ({"seed": 1, "eval_set": "dice-poker-eval-v1/custom:yacht@0123456789abcdef"}, "a rules file's evaluation set"),
+        ({"seed": 1, "rules": "dice_poker_env/rules/data/yacht.toml"}, "rules must be one of the shipped rulesets"),
+        ({"seed": 1, "track": "<b>hacked</b>"}, "track must be one of raw, rules, solver"),
+        ({"seed": 1, "median": "abc"}, "median must be a number, got 'abc'"),
+        ({"seed": 1, "mean": {}}, "mean must be a number or null"),
+        ({"seed": 1, "luck_free_percent_ci95": "x"}, "luck_free_percent_ci95 must be a number or null"),
     ],
 )
 def test_a_file_off_the_protocol_is_refused_in_one_line(tmp_path, capsys, change, message):
@@ -219,11 +224,16 @@ def test_baselines_measured_on_another_env_version_are_not_compared(tmp_path, ca
         == 0
     )
     report = json.loads(capsys.readouterr().out)
-    assert [entry["suite"] for entry in report["versus"]] == ["raw_ppo_10m"]
-    assert any(
-        note.startswith("raw_a2c_10m: measured on another env id, observation layout or ruleset")
-        for note in report["notes"]
-    )
+    by = {entry["suite"]: entry for entry in report["versus"]}
+    assert by["raw_ppo_10m"]["rulesets"] == ["yahtzee", "yacht"] and by["raw_a2c_10m"]["rulesets"] == ["yahtzee"]
+    assert "raw_a2c_10m: 4 of its 8 runs on your rulesets were measured on another env id" in " ".join(report["notes"])
+
+
+def test_a_real_rules_file_result_is_refused_for_its_evaluation_set(tmp_path, capsys):
+    real = evaluate("examples/rules/mini_yacht.toml", "greedy", games=10)
+    with pytest.raises(SystemExit):
+        compare.main(["mine", "--budget", "10M", *write(tmp_path, [real | {"games": 10_000}])])
+    assert "a rules file's evaluation set" in capsys.readouterr().err
 
 
 def test_without_rliable_compare_says_what_to_install(tmp_path, capsys, monkeypatch):

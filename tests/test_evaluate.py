@@ -231,24 +231,30 @@ def test_the_rules_heuristic_plays_the_same_in_lockstep_and_one_by_one():
 
 
 def test_a_result_names_the_bytes_of_the_agent_file_it_played(tmp_path):
-    """``agent_sha256``: the SHA-256 of the policy file (or agent source file) evaluated, so a reported number
-    points at one exact file; a changed file gives another; built-in agents have none."""
+    """``agent_sha256``: the SHA-256 of the policy file (or of the agent source file, name and arguments)
+    evaluated, so a reported number points at one exact agent; a changed file gives another; built-in agents
+    have none."""
     import hashlib
     import shutil
     from pathlib import Path
 
     import agents
+    from agents.evaluation.protocol import agent_sha256
 
     policy = tmp_path / "yacht.npz"
     shutil.copyfile(Path(agents.__file__).parent / "policies" / "yacht.npz", policy)
     result = evaluate(RULES, f"model:{policy}", games=20)
     assert result["agent_sha256"] == hashlib.sha256(policy.read_bytes()).hexdigest()
     source = tmp_path / "mine.py"
-    source.write_text("from agents.players.greedy import GreedyAgent as Mine\n")
-    assert (
-        evaluate(RULES, f"{source}:Mine", games=20)["agent_sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
-    )
+    source.write_text("from agents.players.greedy import GreedyAgent as Mine, GreedyAgent as Other\n")
+    digest = evaluate(RULES, f"{source}:Mine", games=20)["agent_sha256"]
+    assert digest == agent_sha256(f"{source}:Mine") and digest is not None
+    assert agent_sha256(f"{source}:Other") != digest  # two classes of one file
+    source.write_text(source.read_text() + "# changed\n")
+    assert agent_sha256(f"{source}:Mine") != digest  # the file's bytes
     assert evaluate(RULES, "greedy", games=20)["agent_sha256"] is None
+    for unread in ("/proc/self/pagemap", "/dev/zero", str(tmp_path)):  # never read: not a regular file
+        assert agent_sha256(f"model:{unread}") is None
 
 
 def test_a_result_names_the_commit_of_the_code_that_measured_it(monkeypatch, tmp_path):
@@ -268,6 +274,22 @@ def test_a_result_names_the_commit_of_the_code_that_measured_it(monkeypatch, tmp
     assert evaluate(RULES, "greedy", games=5)["git_commit"] == commit
     monkeypatch.setattr(protocol, "CHECKOUT", tmp_path / "site-packages")  # an installed copy
     assert protocol.code_commit() is None
+    if not shutil.which("git"):
+        return
+    repo = tmp_path / "checkout"  # dirty only where the code differs: results written meanwhile do not count
+    for name in ("agents/a.py", "results/runs.csv"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("x\n")
+    run = lambda *args: subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)  # noqa: E731
+    run("init", "-q")
+    run("add", "-A")
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    monkeypatch.setattr(protocol, "CHECKOUT", repo)
+    head = run("rev-parse", "HEAD").stdout.strip()
+    (repo / "results" / "runs.csv").write_text("y\n")
+    assert protocol.code_commit() == head
+    (repo / "agents" / "a.py").write_text("y\n")
+    assert protocol.code_commit() == head + "-dirty"
 
 
 def test_an_agent_files_arguments_are_part_of_its_digest(tmp_path):
@@ -283,3 +305,6 @@ def test_an_agent_files_arguments_are_part_of_its_digest(tmp_path):
     assert None not in digests.values() and digests[0] != digests[1]
     assert agent_sha256(f"{source}:Net,weights={tmp_path / 'w0.npz'}") == digests[0]
     assert agent_sha256(f"{source}:Net,weights=other") not in (None, *digests.values())
+    (tmp_path / "f1").write_bytes(b"W1\0z=1")  # no framing trick makes two argument lists collide
+    (tmp_path / "f2").write_bytes(b"W1")
+    assert agent_sha256(f"{source}:Net,w={tmp_path / 'f1'}") != agent_sha256(f"{source}:Net,w={tmp_path / 'f2'},z=1")

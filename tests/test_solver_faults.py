@@ -359,6 +359,16 @@ def test_only_our_stale_temporary_files_are_removed():
     removed = disk.remove_stale_temporaries(folder)
     assert sorted(p.name for p in removed) == sorted(f for f, (_, gone) in files.items() if gone)
     assert (folder / f"{name}.{host}-{finished.pid}.dir.tmp").is_dir()
+    # a writer in another PID namespace with this host name: its process id is not one of ours, but it holds
+    # the file's lock while it writes, so the file stays (until the lock is free)
+    import fcntl
+
+    other = folder / f"{name}.{host}-{finished.pid}.pqr678.tmp"
+    with open(other, "wb") as writing:
+        fcntl.flock(writing, fcntl.LOCK_EX)
+        os.utime(other, (hour_ago, hour_ago))
+        assert disk.remove_stale_temporaries(folder) == [] and other.exists()
+    assert disk.remove_stale_temporaries(folder) == [other]
 
 
 # ------------------------------------------------------ invalid positions: item 6

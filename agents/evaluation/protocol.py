@@ -17,7 +17,9 @@ Layering: imports :mod:`agents.evaluation.benchmark` and the core package; ``tor
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -152,42 +154,49 @@ def code_commit() -> str | None:
 
     try:
         head = git("rev-parse", "HEAD")
-        changed = git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
+        changed = git("--no-optional-locks", "status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
     except (OSError, subprocess.SubprocessError):
         return None
     return (head + "-dirty" * bool(changed)) or None
 
 
 def agent_sha256(agent: str) -> str | None:
-    """The SHA-256 of what an agent spec plays from (``model:PATH``, ``FILE.py:NAME[,key=value,...]``), which ties a
-    result to those exact bytes: the file's, then each argument's (``weights=w.npz``: that file's bytes, so the seeds
-    of one agent file with their own weights differ; another value: its text). A spec without arguments gives the
-    file's own digest. ``None`` for the built-in agents and modules."""
-    arguments: tuple[tuple[str, Any], ...] = ()
+    """The SHA-256 that ties a result to the exact agent played: for ``model:PATH`` the file's bytes; for
+    ``FILE.py:NAME[,key=value,...]`` a canonical JSON of the file's digest, the name and each argument (a file an
+    argument names, ``weights=w.npz``, by its digest: the seeds of one agent file with their own weights differ;
+    another value by its text), so two classes of one file, or two argument lists, never share a digest.
+    ``None`` for the built-in agents and modules, and for a path that is not a regular file (a FIFO, a device,
+    ``/proc``: never read)."""
     if agent.startswith("model:"):
-        path: str | None = agent[len("model:") :]
-    else:
-        spec = parse_agent_spec(agent)
-        path = spec.source if spec is not None and spec.is_file else None
-        arguments = spec.kwargs if spec is not None else ()
-    if path is None or not os.path.isfile(path):
+        return _file_sha256(agent[len("model:") :])
+    spec = parse_agent_spec(agent)
+    if spec is None or not spec.is_file:
+        return None
+    source = _file_sha256(spec.source)
+    if source is None:
+        return None
+    arguments = {
+        key: ({"file": _file_sha256(value)} if isinstance(value, str) and _file_sha256(value) else repr(value))
+        for key, value in spec.kwargs
+    }
+    described = json.dumps({"file": source, "name": spec.attr, "arguments": arguments}, sort_keys=True)
+    return hashlib.sha256(described.encode()).hexdigest()
+
+
+def _file_sha256(path: str) -> str | None:
+    """The SHA-256 of a regular, non-empty file outside ``/proc`` and ``/sys``, else ``None`` (nothing read)."""
+    try:
+        real = os.path.realpath(path)
+        info = os.stat(real)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0 or real.startswith(("/proc/", "/sys/")):
         return None
     digest = hashlib.sha256()
-    _feed(digest, path)
-    for key, value in sorted(arguments, key=lambda item: item[0]):
-        digest.update(f"\0{key}=".encode())
-        if isinstance(value, str) and os.path.isfile(value):
-            digest.update(b"file:")
-            _feed(digest, value)
-        else:
-            digest.update(repr(value).encode())
-    return digest.hexdigest()
-
-
-def _feed(digest: Any, path: str) -> None:
-    with open(path, "rb") as stream:
+    with open(real, "rb") as stream:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
+    return digest.hexdigest()
 
 
 def versions(rules: Rules) -> dict[str, Any]:

@@ -23,12 +23,14 @@ and rebuilt, never used.
 Files are written to a temporary file in the same folder and renamed over the
 old one, so readers see either the old file or the new one, never a partial one.
 A write killed midway leaves its temporary file
-(``solution-...bin.<host>-<pid>.<random>.tmp``): the next write removes those
-whose process is gone (same host) or that are older than :data:`STALE_SECONDS`.
+(``solution-...bin.<host>-<pid>.<random>.tmp``), locked (``flock``) while it is written: the next write
+removes those whose process is gone (same host) or that are older than :data:`STALE_SECONDS`, but never
+one whose lock is still held (a writer in another PID namespace or container with the same host name).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -45,6 +47,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+
+try:  # the lock a cache write holds on its temporary file (POSIX)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: temporary files are judged by name and age
+    fcntl = None  # type: ignore[assignment]
 
 #: first line of a file; the number is the file format (bump when the layout changes)
 MAGIC = b"DICE-POKER-SOLUTION 3\n"
@@ -183,6 +190,9 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Non
     for raw in blobs:
         mac.update(raw)
     fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.{_writer_tag()}.", suffix=".tmp", dir=folder)
+    if fcntl is not None:  # held while it is written: how another process tells a live write (_being_written)
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(MAGIC)
@@ -356,6 +366,8 @@ def remove_stale_temporaries(folder: Path, *, now: float | None = None) -> list[
             info = entry.stat(follow_symlinks=False)
             if not stat.S_ISREG(info.st_mode):
                 continue
+            if _being_written(entry.path):  # its writer holds its lock (whatever its host name or process id)
+                continue
             gone = match is not None and match["host"] == host and not _process_alive(int(match["pid"]))
             if gone or now - info.st_mtime > STALE_SECONDS:
                 os.unlink(entry.path)
@@ -363,6 +375,27 @@ def remove_stale_temporaries(folder: Path, *, now: float | None = None) -> list[
         except OSError:
             continue
     return removed
+
+
+def _being_written(path: str) -> bool:
+    """Whether a temporary file's writer still holds its lock on it: a write going on, in another PID namespace
+    or container with the same host name too (where its process id tells nothing). ``False`` when the lock is
+    free or cannot tell (no flock; a writer of an earlier version, which took none): the name and age decide."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
 
 
 def _process_alive(pid: int) -> bool:
