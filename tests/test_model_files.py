@@ -315,7 +315,10 @@ def test_a_hand_made_policy_file_is_a_one_line_error_at_load(tmp_path, capsys, c
     assert re.search(match, err) and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
-@pytest.mark.parametrize("case", ["bogus_policy_kwargs", "net_arch_text", "weights_not_torch", "deep_data"])
+@pytest.mark.parametrize(
+    "case",
+    ["bogus_policy_kwargs", "net_arch_text", "weights_not_torch", "deep_data", "plain_attribute", "shape_int", "wide"],
+)
 def test_a_hand_made_model_zip_is_a_one_line_error(tmp_path, capsys, case):
     """policy_kwargs the policy does not take, weights that are not torch's archive, JSON nested past the parser:
     SB3 and torch raised TypeError, RuntimeError or RecursionError with a traceback."""
@@ -327,6 +330,12 @@ def test_a_hand_made_model_zip_is_a_one_line_error(tmp_path, capsys, case):
         _with_data(model, out, lambda d: d["policy_kwargs"].update(bogus=1))
     elif case == "net_arch_text":
         _with_data(model, out, lambda d: d["policy_kwargs"].update(net_arch="abc"))
+    elif case == "plain_attribute":  # SB3 sets every entry on the model: predict=1 broke play with a traceback
+        _with_data(model, out, lambda d: d.update(predict=1))
+    elif case == "shape_int":
+        _with_data(model, out, lambda d: d["observation_space"].update(_shape=5))
+    elif case == "wide":  # 44 KB of file built a network of a gigabyte before the weights were compared
+        _with_data(model, out, lambda d: d["policy_kwargs"].update(net_arch=[6000, 6000]))
     else:
         with zipfile.ZipFile(model) as archive:
             members = {name: archive.read(name) for name in archive.namelist()}
@@ -385,3 +394,23 @@ def test_check_count_states_its_limit():
     for bad, match in ((MAX_GAMES + 1, "beyond the limit"), (0, "integer >= 1"), (2.5, "integer"), (True, "integer")):
         with pytest.raises(ValueError, match=match):
             check_count("games", bad)
+
+
+def test_a_model_that_only_plays_builds_no_buffer_of_the_files_size(tmp_path):
+    """n_steps and n_envs of the file (3,000,000 x 64) would allocate a rollout buffer of gigabytes: a model
+    loaded to play takes small ones; a resumed run (train.py --resume, which passes its env) keeps the file's."""
+    from agents.players.sb3_agent import SB3Agent
+
+    big = _with_data(_trained_zip(tmp_path), tmp_path / "big.zip", lambda d: d.update(n_steps=3_000_000, n_envs=64))
+    agent = SB3Agent.load(big)
+    assert agent.model.n_steps * agent.model.n_envs <= 2
+
+
+def test_a_policy_file_that_unpacks_past_the_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """A zip bomb (778 KB of file, 800 MB of deflated zeros, 1.3 GB of memory before): the members' declared
+    sizes are summed first."""
+    from agents.policy import files
+
+    monkeypatch.setattr(files, "MAX_POLICY_BYTES", 10_000)  # (the shipped policy unpacks to more)
+    with pytest.raises(ValueError, match=r"unpacks to [\d,]+ bytes, more than a policy holds \(10,000 at most\)"):
+        files.load_policy(_shipped())

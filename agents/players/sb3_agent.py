@@ -102,12 +102,36 @@ def _refuse(path: str | os.PathLike, what: str) -> UntrustedModelError:
     )
 
 
+#: the plain (JSON) entries of the ``data`` Stable-Baselines3 writes (PPO, A2C, DQN, MaskablePPO)
+_PLAIN_ENTRIES = frozenset(
+    {
+        "_current_progress_remaining", "_episode_num", "_last_original_obs", "_n_calls", "_n_updates",
+        "_num_timesteps_at_start", "_stats_window_size", "_total_timesteps", "action_noise", "batch_norm_stats",
+        "batch_norm_stats_target", "batch_size", "buffer_size", "clip_range_vf", "device", "ent_coef",
+        "exploration_final_eps", "exploration_fraction", "exploration_initial_eps", "exploration_rate",
+        "gae_lambda", "gamma", "gradient_steps", "learning_rate", "learning_starts", "max_grad_norm", "n_envs",
+        "n_epochs", "n_steps", "normalize_advantage", "num_timesteps", "optimize_memory_usage", "policy_kwargs",
+        "replay_buffer_kwargs", "rollout_buffer_kwargs", "sde_sample_freq", "seed", "start_time", "target_kl",
+        "target_update_interval", "tau", "tensorboard_log", "use_sde", "use_sde_at_warmup", "verbose", "vf_coef",
+    }
+)  # fmt: skip
+#: pickled entries SB3 rebuilds itself when they are ``None``
+_REBUILT = ("rollout_buffer_class", "replay_buffer_class", "exploration_schedule")
+#: the entries a model that only plays takes instead of the file's (whose sizes would build buffers)
+_PLAYING = {
+    "on_policy": {"n_envs": 1, "n_steps": 2, "batch_size": 2},  # PPO, A2C, MaskablePPO: the rollout buffer
+    "dqn": {"n_envs": 1, "buffer_size": 1},  # the replay buffer
+}
+
+
 def safe_custom_objects(
     path: str | os.PathLike,
     algo: str,
     rules: Rules,
     obs_mode: str,
     overrides: Mapping[str, Any] | None = None,
+    *,
+    playing: bool = False,
 ) -> dict[str, Any]:
     """SB3 ``custom_objects`` replacing every cloudpickled entry of a model file's ``data`` (nothing unpickled).
 
@@ -149,16 +173,24 @@ def safe_custom_objects(
     cls = algorithm_class(algo)
     policy = cls.policy_aliases["MultiInputPolicy" if obs_mode == "dict" else "MlpPolicy"]
     custom: dict[str, Any] = {}
+    if playing:  # a model that only plays: no rollout or replay buffer of the file's size is built
+        custom.update(_PLAYING["dqn" if algo == "dqn" else "on_policy"])
     for key, entry in data.items():
         if key in overrides:
             custom[key] = overrides[key]
             continue
         if not (isinstance(entry, dict) and ":serialized:" in entry):
+            if key in _DROPPED_ENTRIES or key in _REBUILT:
+                custom[key] = None  # as their pickled form: SB3 rebuilds them
+            elif key not in _PLAIN_ENTRIES:  # SB3 sets every entry on the model: no attribute of our choosing
+                raise _refuse(path, f"it holds an entry SB3 does not write, {str(key)[:40]!r}")
             continue
         info = {k: v for k, v in entry.items() if k != ":serialized:"}
         if key in spaces:
             space = spaces[key]
             shape = info.get("_shape")
+            if shape is not None and not (isinstance(shape, list) and all(isinstance(n, int) for n in shape)):
+                raise ValueError(f"model {path}: its {key} has shape {str(shape)[:40]}, not a list of integers")
             if shape is not None and list(shape) != list(space.shape or ()):
                 raise ValueError(f"model {path}: its {key} has shape {shape}, the ruleset's {list(space.shape or ())}")
             custom[key] = space
@@ -180,7 +212,7 @@ def safe_custom_objects(
                 else:
                     raise _refuse(path, f"its policy_kwargs hold {name}={str(value)[:60]!r}")
             custom[key] = kwargs
-        elif key in _DROPPED_ENTRIES or key in ("rollout_buffer_class", "replay_buffer_class", "exploration_schedule"):
+        elif key in _DROPPED_ENTRIES or key in _REBUILT:
             custom[key] = None  # SB3 rebuilds its default buffers and schedules on load / learn
         elif key in ("learning_rate", "lr_schedule"):
             custom[key] = 0.0  # a model that plays learns nothing; train.py --resume passes the run's own
@@ -210,7 +242,7 @@ def table_players(stored: Mapping[str, Any], rules: Rules, obs_mode: str) -> int
         per_opponent = 2 * tables.n_boxes + 3
         others, rest = divmod(extra, per_opponent)
     else:
-        found = re.search(r"'opponent_filled': MultiBinary\(\((\d+), ", str(stored.get("spaces", "")))
+        found = re.search(r"'opponent_filled': MultiBinary\(\((\d{1,3}), ", str(stored.get("spaces", "")))
         others, rest = (int(found.group(1)), 0) if found else (0, 0)
     return 1 + others if rest == 0 and 1 <= others < MAX_PLAYERS else 1
 
@@ -240,7 +272,8 @@ def load_model(
         trusted = trusted_by_default()
     if trusted:
         return cls.load(os.fspath(path), custom_objects=dict(overrides or {}) or None, **kwargs)
-    custom = safe_custom_objects(path, algo, rules, obs_mode, overrides)
+    custom = safe_custom_objects(path, algo, rules, obs_mode, overrides, playing="env" not in kwargs)
+    _check_network_size(path, custom.get("policy_kwargs", {}))
     import pickle
 
     try:
@@ -257,6 +290,29 @@ def load_model(
         # weights that are not torch's archive, ...
         text = " ".join(str(error).split())[:200]
         raise ValueError(f"{path}: not a usable model file ({type(error).__name__}: {text})") from None
+
+
+def _check_network_size(path: str | os.PathLike, policy_kwargs: Any) -> None:
+    """Refuse ``policy_kwargs`` whose ``net_arch`` holds more parameters than the file's weights have bytes for
+    (a few bytes of JSON would otherwise build a network of gigabytes before the weights are even compared)."""
+    arch = policy_kwargs.get("net_arch") if isinstance(policy_kwargs, dict) else None
+    chains = list(arch.values()) if isinstance(arch, dict) else [arch] if arch is not None else []
+    least = 0  # parameters at least: each layer's inputs (one, at least) times its width, and the widths between
+    for chain in chains:
+        if not isinstance(chain, list) or not all(isinstance(w, int) and not isinstance(w, bool) for w in chain):
+            raise ValueError(f"model {path}: its net_arch {str(arch)[:60]} is not lists of layer widths")
+        widths = [1, *chain]
+        least += sum(a * b for a, b in zip(widths, widths[1:]))
+    try:
+        with zipfile.ZipFile(path) as archive:
+            stored = archive.getinfo("policy.pth").file_size
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return  # (SB3's own load reports a missing or damaged weights file)
+    if 4 * least > stored:  # float32 weights
+        raise ValueError(
+            f"model {path}: its net_arch {str(arch)[:60]} needs at least {4 * least:,} bytes of weights; the file "
+            f"holds {stored:,}"
+        )
 
 
 def algorithm_class(algo: str) -> type[Any]:

@@ -90,6 +90,15 @@ def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], meta
     return path
 
 
+#: the most bytes a policy file may unpack to (a 256 x 256 network is about half a megabyte): a small file
+#: that unpacks to gigabytes (a zip bomb) is refused before anything is read
+MAX_POLICY_BYTES = 256 * 1024 * 1024
+
+
+class _NotAPolicy(Exception):
+    """The metadata is not a policy file's (raised inside :func:`load_policy`, reported as a ``ValueError``)."""
+
+
 def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The weights (name -> array, as :meth:`agents.training.actor_critic.ActorCritic.export` writes them) and the
     metadata of a policy file.
@@ -104,6 +113,11 @@ def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[st
         raise FileNotFoundError(f"{path}: no such policy file")
     try:
         with zipfile.ZipFile(path) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())  # (zipfile reads no more than this)
+            if unpacked > MAX_POLICY_BYTES:
+                raise ValueError(
+                    f"it unpacks to {unpacked:,} bytes, more than a policy holds ({MAX_POLICY_BYTES:,} at most)"
+                )
             bad = archive.testzip()
         if bad is not None:
             raise ValueError(f"the member {bad} fails its checksum")
@@ -114,7 +128,13 @@ def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[st
             if text.dtype.kind not in "US" or text.shape != ():
                 raise ValueError("its metadata is not a text")
             metadata = json.loads(str(text))
+            if not isinstance(metadata, dict) or metadata.get("policy_format") != POLICY_FORMAT:
+                raise _NotAPolicy  # before any weights are read
             raw = {name: data[name] for name in data.files if name != "metadata"}
+    except _NotAPolicy:
+        if not isinstance(metadata, dict):
+            raise ValueError(f"{path}: not a readable policy file (its metadata is not a JSON object)") from None
+        raise ValueError(f"{path}: not a policy file of format {POLICY_FORMAT}") from None
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not a readable policy file (its metadata is not valid JSON: {error.msg})") from None
     except RecursionError:
