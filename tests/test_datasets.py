@@ -436,6 +436,11 @@ def test_default_ids_and_agent_specs():
     assert datasets.default_dataset_id(rules, "optimal") == "dice_poker/yacht/optimal-v0"
     assert datasets.default_dataset_id(rules, "optimal:eps=0.2") == "dice_poker/yacht/optimal-eps0_2-v0"
     assert datasets.default_dataset_id(rules, "model:runs/a/final_model.npz") == "dice_poker/yacht/model-final_model-v0"
+    free = load_rules("yahtzee", joker="free")  # another game: never the default game's id
+    assert datasets.default_dataset_id(free, "optimal") == "dice_poker/yahtzee-joker_free/optimal-v0"
+    assert (
+        datasets.default_dataset_id(load_rules("yahtzee", joker="forced"), "optimal") == "dice_poker/yahtzee/optimal-v0"
+    )
     assert datasets.parse_agent("greedy:eps=0.5") == datasets.DatasetAgentSpec("greedy:eps=0.5", "greedy", 0.5)
     with pytest.raises(datasets.DatasetError, match="eps must be"):
         datasets.parse_agent("optimal:eps=x")

@@ -185,9 +185,20 @@ def parse_agent(text: str) -> DatasetAgentSpec:
 
 
 def default_dataset_id(rules: Rules, agent: DatasetAgentSpec | str) -> str:
-    """``dice_poker/<ruleset>/<agent>-v0`` (the ruleset's name; its options are in the metadata)."""
+    """``dice_poker/<ruleset>/<agent>-v0``: the ruleset's name, with the options that differ from its defaults
+    (``dice_poker/yahtzee-joker_free/optimal-v0``) or, for a rules file that takes a shipped ruleset's name, its
+    fingerprint: another game never takes the default game's id."""
+    from agents.evaluation.protocol import is_shipped
+
     agent = parse_agent(agent) if isinstance(agent, str) else agent
-    ruleset = re.sub(r"[^A-Za-z0-9_-]+", "_", rules.name)
+    if is_shipped(rules):
+        defaults = load_rules(rules.name).options
+        changed = "".join(f"-{k}_{v}" for k, v in sorted(rules.options.items()) if defaults.get(k) != v)
+    else:  # a rules file: its fingerprint, unless its name is its own (a file named yacht is not yacht)
+        from dice_poker_env.rules import RULESET_NAMES
+
+        changed = f"-{rules.fingerprint[:12]}" if rules.name in RULESET_NAMES else ""
+    ruleset = re.sub(r"[^A-Za-z0-9_-]+", "_", rules.name + changed)
     return f"{NAMESPACE}/{ruleset}/{agent.slug}-v0"
 
 
