@@ -816,3 +816,52 @@ def test_snapshot_restores_the_batch_exactly_as_plain_data(rules, mode):
     assert np.array_equal(env.score, copy.score)
     with pytest.raises(ValueError, match="another ruleset or batch size"):
         DicePokerVectorEnv(32, rules).restore(snapshot)
+
+
+def test_gymnasiums_vector_envs_of_the_single_env_stack_the_end_scorecard_as_the_batched_env():
+    """Games cut short (13 turns of 15 boxes) end with open boxes: the single env's end scorecard leaves them
+    out (a None broke SyncVectorEnv's int arrays), so both front ends give {box: (N,) int64} with _box masks."""
+    import gymnasium as gym
+
+    for mode in ("sync", "vector_entry_point"):
+        envs = gym.make_vec("DicePoker/DicePoker-v0", num_envs=3, vectorization_mode=mode, turns=13)
+        _, info = envs.reset(seed=0)
+        rng, ended = np.random.default_rng(0), 0
+        while ended < 3:
+            actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in info["action_mask"]])
+            _, _, terminated, _, info = envs.step(actions)
+            if terminated.any():
+                ended += int(terminated.sum())
+                card = info["scorecard"]
+                assert all(card[k].dtype.kind == "i" for k in card if not k.startswith("_")), mode
+                boxes = [b for b in dice_poker_env.load_rules("dice_poker").box_names if f"_{b}" in card]
+                for k in np.flatnonzero(terminated):  # 13 boxes written, 2 open: masked out in both
+                    assert sum(bool(card[f"_{b}"][k]) for b in boxes) == 13, mode
+        envs.close()
+
+
+def test_make_vec_passes_max_episode_steps_and_a_game_length_one_changes_nothing():
+    import gymnasium as gym
+
+    assert gym.make_vec("DicePoker/Yacht-v0", num_envs=2, max_episode_steps=100).num_envs == 2
+    with pytest.raises(ValueError, match=r"max_episode_steps=10: the batched env does not cut games short"):
+        gym.make_vec("DicePoker/Yacht-v0", num_envs=2, max_episode_steps=10)
+
+
+def test_illegal_action_and_penalty_are_live_attributes():
+    """Set after construction (set_attr, or directly) they take effect at the next step, in every front end."""
+    from dice_poker_env.envs import IllegalActionError
+    from dice_poker_env.envs.single import DicePokerEnv
+    from dice_poker_env.multi import SeatEnv
+
+    for env in (DicePokerEnv("yacht"), DicePokerVectorEnv(2, "yacht"), SeatEnv("yacht", ["random"])):
+        env.reset(seed=0)
+        env.illegal_action = "raise"
+        bad = np.array([31, 31]) if isinstance(env, DicePokerVectorEnv) else 31  # (keep all five: not a roll)
+        with pytest.raises(IllegalActionError):
+            env.step(bad)
+        env.illegal_action, env.illegal_penalty = "terminate", -5.0
+        _, reward, terminated, _, _ = env.step(bad)
+        assert np.all(terminated) and np.all(np.asarray(reward) == -5.0)
+        with pytest.raises(ValueError, match="illegal_action"):
+            env.illegal_action = "ignore"

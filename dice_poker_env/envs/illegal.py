@@ -72,3 +72,27 @@ class IllegalActions:
         info["illegal_action"] = True
         info["illegal_reason"] = reason
         return info
+
+
+class IllegalActionSettings:
+    """``illegal_action`` and ``illegal_penalty`` as live attributes of a front end (``env.illegal_action =
+    "raise"``, ``set_attr("illegal_penalty", -5)``): each reads and replaces its :class:`IllegalActions`,
+    validated, so what an attribute says is what the next step does."""
+
+    _illegal_actions: IllegalActions
+
+    @property
+    def illegal_action(self) -> str:
+        return self._illegal_actions.mode
+
+    @illegal_action.setter
+    def illegal_action(self, mode: str) -> None:
+        self._illegal_actions = IllegalActions.from_arguments(mode, self._illegal_actions.penalty)
+
+    @property
+    def illegal_penalty(self) -> float:
+        return self._illegal_actions.penalty
+
+    @illegal_penalty.setter
+    def illegal_penalty(self, penalty: float) -> None:
+        self._illegal_actions = IllegalActions.from_arguments(self._illegal_actions.mode, penalty)

@@ -22,7 +22,7 @@ from dice_poker_env.engine.position import check_options, position_from_options,
 from dice_poker_env.engine.state import GameState
 from dice_poker_env.engine.tables import RuleTables, compile_rules
 from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source
-from dice_poker_env.envs.illegal import IllegalActions
+from dice_poker_env.envs.illegal import IllegalActions, IllegalActionSettings
 from dice_poker_env.envs.observation import OBS_MODES, Observation, observation_space, observe_dict, observe_flat
 from dice_poker_env.envs.render import render_ansi
 from dice_poker_env.rules import Rules, load_rules
@@ -33,7 +33,7 @@ _N_REROLLED = [len(positions) for positions in REROLLED_POSITIONS]
 
 # Observations are typed Any at the env's surface: an array or a dict of arrays by obs_mode, chosen at run time
 # (the functions that build them return Observation).
-class DicePokerEnv(gym.Env[Any, int]):
+class DicePokerEnv(IllegalActionSettings, gym.Env[Any, int]):
     """One player's game of a Yahtzee-family dice game.
 
     ## Description
@@ -128,8 +128,6 @@ class DicePokerEnv(gym.Env[Any, int]):
             observe_flat if obs_mode == "flat" else observe_dict
         )
         self.obs_mode = obs_mode
-        self.illegal_action = self._illegal_actions.mode
-        self.illegal_penalty = self._illegal_actions.penalty
         # RandomDice keeps a block of faces drawn from one env's generator: an instance handed to several envs
         # (gymnasium.make_vec passes the same kwargs to each) would make them throw away each other's blocks
         self.dice_source = RandomDice() if dice_source is None or type(dice_source) is RandomDice else dice_source
@@ -233,8 +231,14 @@ class DicePokerEnv(gym.Env[Any, int]):
         info: dict[str, Any] = {"action_mask": self._mask.copy(), "score": self._score}
         if self._done:
             info["final_score"] = self.score
-            info["scorecard"] = self.scorecard()
+            info["scorecard"] = self._written()
         return info
+
+    def _written(self) -> dict[str, int]:
+        """The end's ``info["scorecard"]``: ``{box: points}`` of the filled boxes, an open one (a game cut short
+        by ``turns`` or an illegal action) left out: every value an int, so Gymnasium's vector envs stack it as
+        the batched env's ``{box: (N,) int64}`` with ``_box`` masks (a ``None`` broke their int arrays)."""
+        return {name: points for name, points in self.scorecard().items() if points is not None}
 
     def _illegal(self, action: Any) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         assert self.state is not None  # step() checked it
@@ -244,5 +248,5 @@ class DicePokerEnv(gym.Env[Any, int]):
         self._mask = np.zeros(self._n_actions, dtype=np.int8)  # the episode is over: nothing is legal
         info = self._illegal_actions.mark(self._info(), reason)
         info["final_score"] = self.score
-        info["scorecard"] = self.scorecard()
+        info["scorecard"] = self._written()
         return self._observation(), self.illegal_penalty, True, False, info

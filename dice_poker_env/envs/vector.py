@@ -47,7 +47,7 @@ from dice_poker_env.engine.position import (
 from dice_poker_env.engine.state import BatchState
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.arguments import require_choice, require_dice_source
-from dice_poker_env.envs.illegal import IllegalActions, illegal_reason
+from dice_poker_env.envs.illegal import IllegalActions, IllegalActionSettings, illegal_reason
 from dice_poker_env.envs.observation import (
     OBS_MODES,
     Observation,
@@ -74,7 +74,7 @@ def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
 
 
 # Observations are typed Any at the env's surface, as in DicePokerEnv (an array or a dict of arrays by obs_mode).
-class DicePokerVectorEnv(VectorEnv[Any, np.ndarray, np.ndarray]):
+class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.ndarray]):
     """``num_envs`` independent games of a Yahtzee-family dice game, batched in NumPy.
 
     ## Description
@@ -175,6 +175,7 @@ class DicePokerVectorEnv(VectorEnv[Any, np.ndarray, np.ndarray]):
         dice_source: DiceSource | Sequence[DiceSource] | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         render_mode: str | None = None,
+        max_episode_steps: int | None = None,
         **rule_options: Any,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
@@ -185,9 +186,17 @@ class DicePokerVectorEnv(VectorEnv[Any, np.ndarray, np.ndarray]):
         self.num_envs = int(num_envs)
         self.rules = load_rules(rules, **rule_options)
         self.tables = compile_rules(self.rules)
+        longest = game.ROLLS_PER_TURN * int(self.tables.turns)  # two rerolls and a score a turn, at most
+        if max_episode_steps is not None and (
+            isinstance(max_episode_steps, bool)
+            or not isinstance(max_episode_steps, (int, np.integer))
+            or max_episode_steps < longest
+        ):  # (gym.make_vec passes a registration's; one at least a game's length changes nothing)
+            raise ValueError(
+                f"max_episode_steps={max_episode_steps!r}: the batched env does not cut games short; a game of "
+                f"{self.rules.name} ends by itself within {longest} steps (give None or at least {longest})"
+            )
         self.obs_mode = obs_mode
-        self.illegal_action = self._illegal_actions.mode
-        self.illegal_penalty = self._illegal_actions.penalty
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = render_mode

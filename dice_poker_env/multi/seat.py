@@ -19,7 +19,7 @@ from gymnasium import spaces
 
 from dice_poker_env.dice_sources import DiceSource
 from dice_poker_env.envs.arguments import as_action, require_choice
-from dice_poker_env.envs.illegal import IllegalActionError, IllegalActions
+from dice_poker_env.envs.illegal import IllegalActionError, IllegalActions, IllegalActionSettings
 from dice_poker_env.multi.aec import MAX_PLAYERS, MIN_PLAYERS, raw_env
 from dice_poker_env.multi.observations import table_problem
 from dice_poker_env.players import RandomAgent
@@ -70,7 +70,7 @@ class _CallableAgent:
         pass
 
 
-class SeatEnv(gym.Env[Any, int]):
+class SeatEnv(IllegalActionSettings, gym.Env[Any, int]):
     """One seat of a multi-player game as a Gymnasium single-agent env.
 
     ## Description
@@ -157,7 +157,6 @@ class SeatEnv(gym.Env[Any, int]):
             if problem is not None:
                 raise ValueError(f"opponents[{k}] ({getattr(opponent, 'name', type(opponent).__name__)}): {problem}")
         self.reward_mode, self.obs_mode = self.game.reward_mode, obs_mode
-        self.illegal_action, self.illegal_penalty = self._illegal_actions.mode, self._illegal_actions.penalty
         self.render_mode = render_mode
         self.action_space = spaces.Discrete(self.tables.n_actions)
         self.observation_space = self.game.observation_space(self.game.possible_agents[0])["observation"]
