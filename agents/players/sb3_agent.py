@@ -23,6 +23,10 @@ for files you trust (``trusted=True``, ``--trust-model-files``,
 
 This module imports ``stable_baselines3`` / ``sb3_contrib`` (and so ``torch``)
 only inside the functions that need them.
+
+Size: the safe loader (every entry of a model file's ``data`` checked or rebuilt, the table's size read
+from its stored space, the network's size against its weights) and the agent that plays the model read
+the same file format; split apart, each would have to know the other's rules.
 """
 
 from __future__ import annotations
