@@ -328,3 +328,15 @@ def test_the_readme_examples_run_one_after_another(capsys):
     assert "final score" in capsys.readouterr().out
     values = namespace["solution"].action_values(namespace["gym"].make("DicePoker/Yahtzee-v0").reset(seed=7)[0])
     assert values.max() > 200
+
+
+@pytest.mark.parametrize("page", ["getting-started.md", "solver.md", "environments.md"])
+def test_a_pages_python_snippets_run_one_after_another_as_pasted(page, capsys):
+    """Each page's Python blocks, in order, in one namespace: a reader pastes them so (getting started's solver
+    block once ran on the finished game of the block before it)."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert blocks
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, page, "exec"), namespace)  # noqa: S102 - the project's own docs
