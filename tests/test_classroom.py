@@ -162,12 +162,12 @@ def test_the_gradebook_has_a_row_per_student(graded):
     assert rows["flaky"]["failed_games"] == "2" and rows["flaky"]["failure_kinds"] == "exception:2"
     assert rows["illegal"]["flags"].startswith("stopped:") and rows["weak"]["flags"] == ""
     # the same code under other names (flaky: good's with a few lines added): each names the others
-    assert rows["good"]["flags"].split(";") == [
-        "similar:_script_alert_1__script_(100%)",
+    assert rows["good"]["flags"].split(";") == [  # the names as in the student column, not the folders
+        f"similar:{SCRIPT_NAME}(100%)",
         "similar:two(100%)",
         "similar:flaky(81%)",
     ]
-    assert rows["two"]["flags"].startswith("similar:_script_alert_1__script_(100%);similar:good(100%)")
+    assert rows["two"]["flags"].startswith(f"similar:{SCRIPT_NAME}(100%);similar:good(100%)")
     assert rows["illegal"]["failed_games"] == str(GAMES)
     assert "2 classes with an act method" in rows["two"]["failure_kinds"] and rows["two"]["report"] == ""
     good = json.loads((out / "good" / "report.json").read_text())["agents"]["submission"]
@@ -498,7 +498,7 @@ def test_the_command_grades_a_class_in_parallel(graded, folder, tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "graded 3 submissions" in done.stdout and "(2 at a time)" in done.stdout
-    assert "similar code: good and odd_name_x (100% of the first is in the second" in done.stdout
+    assert "similar code: good and odd:name,x (100% of the first is in the second" in done.stdout
     rows = _rows(out)
     before = _rows(graded[1])
     keys = ("status", "failed_games", "percent_of_optimal", "mean", "regret", "failure_kinds")
@@ -561,8 +561,21 @@ def test_one_bare_file_is_one_students_grade(folder, tmp_path):
 
 def test_single_grade_options_are_refused_for_one_submission(folder):
     for option in (["--jobs", "2"], ["--starter", str(folder / "good.py")], ["--similarity", "0.5"]):
-        done = _command(f"{folder / 'good.py'}:Agent", "--rules", "yacht", *option, *UNISOLATED)
+        done = _command("agents.players.greedy:GreedyAgent", "--rules", "yacht", *option, *UNISOLATED)
         assert done.returncode == 2 and "grade a class" in done.stderr, option
+
+
+def test_a_file_and_its_class_with_a_rubric_is_a_class_of_one(folder, tmp_path):
+    """FILE.py:NAME --rubric (how the docs and the kit name a submission): a class of one, NAME its agent class;
+    it was refused as 'not a folder or several submissions'."""
+    out = tmp_path / "one"
+    rubric = str(ROOT / "examples/course/instructor/rubric.toml")
+    done = _command(f"{folder / 'good.py'}:Agent", "--rules", "yacht", "--games", "2", "--rubric", rubric,
+                    "--out", str(out), *UNISOLATED)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (out / "gradebook.csv").is_file() and _rows(out)["good"]["points"] != ""
+    clash = _command(f"{folder / 'good.py'}:Agent", "--class", "Other", "--rubric", rubric, *UNISOLATED)
+    assert clash.returncode == 2 and "names the class Agent, --class Other" in clash.stderr
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

@@ -373,6 +373,10 @@ def test_check_reports_a_forbidden_solver_import_the_agent_caught(tmp_path):
     assert check_json(result)["solver_imports"] == ["dice_poker_env.solver"]
     honest = check(f"{HOSTILE / 'honest.py'}:Agent", RULES, games=1, limits=LIMITS, solver="forbid")
     assert honest.ok and check_json(honest)["solver_imports"] == []
+    plain = tmp_path / "plain.py"  # the import not caught: it does not load, one problem says so (not two)
+    plain.write_text("import dice_poker_env.solver  # noqa: F401\n" + (HOSTILE / "honest.py").read_text())
+    failed = check(f"{plain}:Agent", RULES, games=1, limits=LIMITS, solver="forbid")
+    assert len(failed.problems) == 1 and "is not allowed" in failed.problems[0]
 
 
 def test_markup_in_names_messages_and_output_is_escaped(tmp_path):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -153,6 +154,12 @@ def run(args: argparse.Namespace) -> int:
 
     protect_process()
     class_options = any(getattr(args, name) is not None for name in _CLASS_OPTIONS)
+    if class_options and len(args.submission) == 1 and re.fullmatch(r".+\.py:\w+", args.submission[0]):
+        # FILE.py:NAME with a class option: a class of one, whose agent class is NAME
+        path, name = args.submission[0].rsplit(":", 1)
+        if args.class_name not in (None, name):
+            raise ValueError(f"{args.submission[0]} names the class {name}, --class {args.class_name}: give one")
+        args.submission, args.class_name = [path], name
     if is_class(args.submission) or (class_options and args.submission[0].endswith(".py")):
         return run_class(args)
     if class_options:
@@ -284,7 +291,8 @@ def _chosen(args: argparse.Namespace) -> dict:
 def run_class(args: argparse.Namespace) -> int:
     """Grade a class (:func:`agents.course.classroom.grade_class`) and write its files."""
     from agents.commands.bench import check_out_dir, remove_empty
-    from agents.course.classroom import CLASS_FILES, find_submissions, grade_class
+    from agents.course.classroom import CLASS_FILES, find_submissions, grade_class, student_name
+    from agents.course.grade_report import summary_text_line
     from agents.course.gradebook import class_data, write_class
     from agents.course.grader import LIMIT_SETTINGS
     from agents.course.rubric import load_rubric
@@ -349,9 +357,12 @@ def run_class(args: argparse.Namespace) -> int:
         print(json.dumps(class_data(result), sort_keys=True), flush=True)
     else:
         for pair in result.similar:
+            first, second = (student_name(result, folder) for folder in (pair.first, pair.second))
             print(
-                f"similar code: {pair.first} and {pair.second} ({pair.share_first:.0%} of the first is in the "
-                f"second, {pair.share_second:.0%} of the second in the first): read both (docs/grading.md)",
+                summary_text_line(
+                    f"similar code: {first} and {second} ({pair.share_first:.0%} of the first is in the "
+                    f"second, {pair.share_second:.0%} of the second in the first): read both (docs/grading.md)"
+                ),
                 flush=True,
             )
         left = [s for s in result.students if not s.graded]

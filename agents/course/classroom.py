@@ -535,14 +535,22 @@ def luck_z(report: dict[str, Any]) -> float | None:
 
 
 def similar_to(result: ClassResult, student: StudentResult) -> list[tuple[str, float]]:
-    """The students whose code is much like this student's (:attr:`ClassResult.similar`): ``(folder, share)``,
-    ``share`` the larger of the two shares."""
+    """The students whose code is much like this student's (:attr:`ClassResult.similar`): ``(name, share)``,
+    ``name`` as the gradebook's student column gives it (:func:`student_name`), ``share`` the larger of the two
+    shares."""
     me = student.submission.folder
     return [
-        (pair.second if pair.first == me else pair.first, pair.share)
+        (student_name(result, pair.second if pair.first == me else pair.first), pair.share)
         for pair in result.similar
         if me in (pair.first, pair.second)
     ]
+
+
+def student_name(result: ClassResult, folder: str) -> str:
+    """The name a student's folder stands for (the file's name as given, ``;`` made ``,`` so that it stays one
+    item of a gradebook's flags); the folder itself when no student has it."""
+    names = {student.submission.folder: student.submission.student for student in result.students}
+    return names.get(folder, folder).replace(";", ",")
 
 
 def _line(result: StudentResult) -> str:

@@ -3,7 +3,7 @@
 Check it locally with the same sandbox and grader the course uses (README.md):
 
     dice-poker check my_agent.py:MyAgent --config practice.toml
-    dice-poker grade my_agent.py:MyAgent --config practice.toml --games 200
+    dice-poker grade my_agent.py:MyAgent --config practice.toml --games 200 --out my_report   # my_report/report.html
 
 (or ``python -m agents.commands.check ...`` and ``python -m agents.commands.grade ...``, the same commands).
 """
