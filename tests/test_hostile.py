@@ -440,3 +440,16 @@ def test_an_interrupted_grading_still_writes_a_report_marked_partial(tmp_path):
     assert report["status"] == "partial" and report["interrupted"] and not report["complete"]
     assert any("interrupted" in line for line in report["problems"])
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
+
+
+def test_under_allow_a_submission_may_play_the_librarys_optimal_agent(tmp_path):
+    """solver = "allow" (the default): a submission that builds the optimal agent solves inside the sandbox in one
+    process (a pool of workers needs /dev/shm, which the sandbox mounts read-only: it failed to load)."""
+    player = tmp_path / "player.py"
+    player.write_text(
+        "from agents.players.registry import make_agent\n\n\nclass Agent:\n    def __init__(self):\n"
+        "        self.optimal = make_agent('optimal', 'yacht')\n\n"
+        "    def act(self, observation, action_mask):\n        return self.optimal.act(observation, action_mask)\n"
+    )
+    report = grade(f"{player}:Agent", RULES, games=1, seed=SEED, limits=LIMITS)
+    assert report["status"] == "ok", report.get("problems")

@@ -317,7 +317,16 @@ def test_a_hand_made_policy_file_is_a_one_line_error_at_load(tmp_path, capsys, c
 
 @pytest.mark.parametrize(
     "case",
-    ["bogus_policy_kwargs", "net_arch_text", "weights_not_torch", "deep_data", "plain_attribute", "shape_int", "wide"],
+    [
+        "bogus_policy_kwargs",
+        "net_arch_text",
+        "weights_not_torch",
+        "deep_data",
+        "plain_attribute",
+        "shape_int",
+        "wide",
+        "wide_plain",
+    ],
 )
 def test_a_hand_made_model_zip_is_a_one_line_error(tmp_path, capsys, case):
     """policy_kwargs the policy does not take, weights that are not torch's archive, JSON nested past the parser:
@@ -336,6 +345,8 @@ def test_a_hand_made_model_zip_is_a_one_line_error(tmp_path, capsys, case):
         _with_data(model, out, lambda d: d["observation_space"].update(_shape=5))
     elif case == "wide":  # 44 KB of file built a network of a gigabyte before the weights were compared
         _with_data(model, out, lambda d: d["policy_kwargs"].update(net_arch=[6000, 6000]))
+    elif case == "wide_plain":  # policy_kwargs without a class: stored as plain JSON, not pickled
+        _with_data(model, out, lambda d: d.update(policy_kwargs={"net_arch": [6000, 6000]}))
     else:
         with zipfile.ZipFile(model) as archive:
             members = {name: archive.read(name) for name in archive.namelist()}
@@ -349,6 +360,8 @@ def test_a_hand_made_model_zip_is_a_one_line_error(tmp_path, capsys, case):
     assert main(["bench", "yacht", "--agents", f"model:{out}", "--games", "2", "--no-regret"]) == 2
     err = capsys.readouterr().err
     assert str(out) in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    if case.startswith("wide"):  # refused from the sizes, before any network is built
+        assert "needs at least 144,0" in err, err
 
 
 def test_an_agent_returning_none_is_a_one_line_error_naming_it(tmp_path, capsys):
@@ -412,5 +425,15 @@ def test_a_policy_file_that_unpacks_past_the_limit_is_refused_before_it_is_read(
     from agents.policy import files
 
     monkeypatch.setattr(files, "MAX_POLICY_BYTES", 10_000)  # (the shipped policy unpacks to more)
-    with pytest.raises(ValueError, match=r"unpacks to [\d,]+ bytes, more than a policy holds \(10,000 at most\)"):
+    with pytest.raises(ValueError, match=r"not a policy file: it unpacks to [\d,]+ bytes, more than a policy holds"):
         files.load_policy(_shipped())
+    monkeypatch.undo()
+    import io
+
+    header = io.BytesIO()  # a tiny member whose header declares 2**37 float64 (1 TiB): np.load would allocate it
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (2**37,)})
+    bomb = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(bomb, "w") as archive:
+        archive.writestr("w0.npy", header.getvalue())
+    with pytest.raises(ValueError, match=r"unpacks to 1,099,511,627,776 bytes"):
+        files.load_policy(bomb)

@@ -315,6 +315,14 @@ def test_a_tournament_of_one_match_shows_no_interval():
     assert all(row["rating_low"] == "" for row in rows)
 
 
+def test_the_built_in_random_agent_plays_the_same_moves_for_the_same_seed():
+    """Its generator comes from the tournament's seed (it was unseeded: standings moved from run to run)."""
+    first, again = (tournament(["random"], YACHT, players=2, games=2, seed=12345, isolated=False) for _ in range(2))
+    assert first["matches"] == again["matches"] and first["standings"] == again["standings"]
+    other = tournament(["random"], YACHT, players=2, games=2, seed=54321, isolated=False)
+    assert other["matches"] != first["matches"]
+
+
 def test_rate_refuses_bad_arguments():
     data = Comparisons.of([(0, 1, 1.0, 0)])
     with pytest.raises(ValueError, match="anchor"):

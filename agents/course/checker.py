@@ -114,12 +114,12 @@ class CheckResult:
             lines.append(
                 f"imported the library's solver or agents ({', '.join(self.solver_imports)}): grading reports it"
             )
-        if self.solver_imports and self.solver == "forbid" and self.loaded:  # it caught the ImportError and went on
+        named = any(name in line for line in lines for name in self.solver_imports)  # (a load failure names it)
+        if self.solver_imports and self.solver == "forbid" and not named:  # it caught the ImportError
             lines.append(
                 f"tried to import the library's solver or agents ({', '.join(self.solver_imports)}), which this grading "
-                "forbids: it played without them here, and grading reports the attempt"
+                "forbids: grading reports the attempt"
             )
-        # (not loaded: the load failure above already names the forbidden import; the submission scores 0)
         return lines
 
     @property

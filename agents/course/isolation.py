@@ -104,6 +104,9 @@ def sandbox_environment() -> dict[str, str]:
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "MPLCONFIGDIR": SCRATCH_DIR,
+        # a solve inside the sandbox (solver = "allow": a submission may play the library's optimal agent) runs
+        # in its one process: a pool of workers needs /dev/shm, which the sandbox mounts read-only
+        "DICE_POKER_SOLVER_WORKERS": "1",
     }
 
 

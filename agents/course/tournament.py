@@ -281,9 +281,11 @@ def tournament(
         Entry("greedy", "anchor", make_agent("greedy", rules)),
     ]
     try:
-        for name in names:
+        for k, name in enumerate(names):
             if is_builtin(name):  # the library's own agents (winning, random, trained, model:PATH): no sandbox
-                entries.append(Entry(name, "builtin", make_agent(name, rules, solution=solution)))
+                # seeded from the tournament's seed: the same seed, the same random agent's moves
+                agent_seed = int(np.random.SeedSequence([seed, 0xA6E17, k]).generate_state(1, np.uint64)[0] >> 1)
+                entries.append(Entry(name, "builtin", make_agent(name, rules, solution=solution, seed=agent_seed)))
                 continue
             agent = SandboxedAgent(name, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
             entries.append(Entry(name, "submission", agent))

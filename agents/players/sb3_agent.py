@@ -227,6 +227,7 @@ def safe_custom_objects(
             custom[key] = 1
         else:
             raise _refuse(path, f"it holds a pickled {key!r}")
+    _check_network_size(path, custom.get("policy_kwargs", data.get("policy_kwargs")))  # (plain JSON or rebuilt)
     return custom
 
 
@@ -269,7 +270,9 @@ def load_model(
         rules: its ruleset; obs_mode: its observation layout (both from its metadata).
         trusted: load with SB3's own unpickling (runs code from the file); default ``$DICE_POKER_TRUST_MODEL_FILES``.
         overrides: ``custom_objects`` of your own (``train.py --resume``: the run's schedules).
-        **kwargs: passed to ``Algorithm.load`` (``env``, ``device``, ``tensorboard_log``, ...).
+        **kwargs: passed to ``Algorithm.load`` (``env``, ``device``, ``tensorboard_log``, ...). Without ``env``
+            the model only plays: it is built with a rollout or replay buffer of two steps, not the file's sizes
+            (give ``env`` to train it on: ``train.py --resume`` does).
     """
     cls = algorithm_class(algo)
     if trusted is None:
@@ -277,7 +280,6 @@ def load_model(
     if trusted:
         return cls.load(os.fspath(path), custom_objects=dict(overrides or {}) or None, **kwargs)
     custom = safe_custom_objects(path, algo, rules, obs_mode, overrides, playing="env" not in kwargs)
-    _check_network_size(path, custom.get("policy_kwargs", {}))
     import pickle
 
     try:

@@ -95,6 +95,25 @@ def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], meta
 MAX_POLICY_BYTES = 256 * 1024 * 1024
 
 
+class _TooLarge(Exception):
+    """A policy file past :data:`MAX_POLICY_BYTES` (its bytes in ``args[0]``; reported as a ``ValueError``)."""
+
+
+def _array_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
+    """The bytes the ``.npy`` member ``info`` declares in its header (shape times item size; 0 for another
+    member or an unreadable header, which the load then reports)."""
+    if not info.filename.endswith(".npy"):
+        return 0
+    try:
+        with archive.open(info) as stream:
+            version = np.lib.format.read_magic(stream)
+            reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = reader(stream)
+        return int(np.prod(shape, dtype=object)) * dtype.itemsize
+    except Exception:  # noqa: BLE001 - a damaged header (numpy's parser raises SyntaxError too): the load reports it
+        return 0
+
+
 class _NotAPolicy(Exception):
     """The metadata is not a policy file's (raised inside :func:`load_policy`, reported as a ``ValueError``)."""
 
@@ -114,10 +133,9 @@ def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[st
     try:
         with zipfile.ZipFile(path) as archive:
             unpacked = sum(info.file_size for info in archive.infolist())  # (zipfile reads no more than this)
-            if unpacked > MAX_POLICY_BYTES:
-                raise ValueError(
-                    f"it unpacks to {unpacked:,} bytes, more than a policy holds ({MAX_POLICY_BYTES:,} at most)"
-                )
+            declared = sum(_array_bytes(archive, info) for info in archive.infolist())  # (what np.load allocates)
+            if max(unpacked, declared) > MAX_POLICY_BYTES:
+                raise _TooLarge(max(unpacked, declared))
             bad = archive.testzip()
         if bad is not None:
             raise ValueError(f"the member {bad} fails its checksum")
@@ -131,6 +149,11 @@ def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[st
             if not isinstance(metadata, dict) or metadata.get("policy_format") != POLICY_FORMAT:
                 raise _NotAPolicy  # before any weights are read
             raw = {name: data[name] for name in data.files if name != "metadata"}
+    except _TooLarge as error:
+        raise ValueError(
+            f"{path}: not a policy file: it unpacks to {error.args[0]:,} bytes, more than a policy holds "
+            f"({MAX_POLICY_BYTES:,} at most)"
+        ) from None
     except _NotAPolicy:
         if not isinstance(metadata, dict):
             raise ValueError(f"{path}: not a readable policy file (its metadata is not a JSON object)") from None

@@ -194,13 +194,14 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Non
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(fd, "wb") as handle:  # (renamed while still open: its lock holds through the rename)
             handle.write(MAGIC)
             handle.write(mac.hexdigest().encode() + b"\n")
             handle.write(header)
             for raw in blobs:
                 handle.write(raw)
-        os.replace(tmp, path)
+            handle.flush()
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
