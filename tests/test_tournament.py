@@ -753,3 +753,27 @@ def test_the_librarys_own_agents_take_part_in_process(tmp_path):
     from agents.course.tournament_page import render_html
 
     assert "<code>random</code> (built-in)" in render_html(result)
+
+
+def test_rules_of_another_game_than_the_configs_drop_its_options(tmp_path, capsys):
+    """--config (a yahtzee course, joker=forced) with --rules yacht: yacht takes no joker option (it was
+    'unknown rules option'); the same game keeps the config's options."""
+    from pathlib import Path
+
+    from agents.commands.tournament import main
+    from agents.course.grader import settings
+
+    config = Path(__file__).resolve().parents[1] / "examples" / "course" / "instructor" / "grading.toml"
+    assert settings(config, rules="yacht")["options"] == {}
+    assert settings(config)["options"] == settings(config, rules=settings(config)["rules"])["options"] != {}
+    out = tmp_path / "t"
+    args = ["random", "--config", str(config), "--rules", "yacht", "--games", "1", "--seed", "123456789012"]
+    assert main([*args, "--bootstrap", "0", "--out", str(out)]) == 0
+    assert json.loads((out / "standings.json").read_text())["rules"] == "yacht"
+
+
+def test_a_missing_folder_entrant_says_so(capsys):
+    from agents.commands.tournament import main
+
+    assert main(["no_such_folder/", "--rules", "yacht", "--games", "1", "--seed", "123456789012"]) == 2
+    assert "no_such_folder/: no such folder" in capsys.readouterr().err

@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--config",
         metavar="FILE",
         help="a grading config (TOML, as dice-poker grade --config): its rules, options, limits and solver policy "
-        "(its games and seed are the grading's, not the tournament's: left out); command-line options win",
+        "(its games and seed are the grading's, not the tournament's: left out); command-line options win (--rules "
+        "of another game drops the config's rules options)",
     )
     parser.add_argument("--rules", help="ruleset name or rules file (default: the config's, else yahtzee)")
     parser.add_argument(
@@ -88,6 +89,8 @@ def entrants(given: list[str]) -> list[str]:
 
     out: list[str] = []
     for entry in given:
+        if entry.endswith(("/", os.sep)) and not os.path.isdir(entry):
+            raise ValueError(f"{entry}: no such folder")
         if not (os.path.isdir(entry) or entry.endswith(".py")):
             out.append(entry)
             continue
@@ -114,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     if args.config:  # a course's grading config: its rules and limits, never its (secret) seed or its games
         from agents.course.grader import LIMIT_SETTINGS, settings
 
-        chosen = settings(args.config)
+        chosen = settings(args.config, rules=args.rules)  # (--rules of another game: not the config's options)
         course = {name: chosen[name] for name in LIMIT_SETTINGS}
         rules_name, options, solver = chosen["rules"], chosen["options"], chosen["solver"]
     else:

@@ -169,8 +169,14 @@ def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> 
     if not classes:
         inheriting = [node.name for node in tree.body if isinstance(node, ast.ClassDef) and node.bases]
         maybe = f" ({', '.join(inheriting)} may inherit one from outside the file)" if inheriting else ""
-        return None, f"no class with an act method in {name}{maybe}; name the agent's class with --class NAME"
-    return None, f"{len(classes)} classes with an act method in {name} ({', '.join(classes)}); choose one with --class"
+        return None, (
+            f"no class with an act method in {name}{maybe}; name the agent's class (FILE.py:NAME, or --class NAME "
+            "in dice-poker grade)"
+        )
+    return None, (
+        f"{len(classes)} classes with an act method in {name} ({', '.join(classes)}); choose one (FILE.py:NAME, or "
+        "--class NAME in dice-poker grade)"
+    )
 
 
 def _folder(stem: str, taken: set[str]) -> str:

@@ -405,11 +405,14 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
 def settings(config: str | os.PathLike | None = None, **given: Any) -> dict[str, Any]:
     """The defaults, then the settings of the ``config`` file, then those ``given`` (``None``: not given).
 
-    ``options`` are merged: the config file's, then the given ones.
+    ``options`` are merged: the config file's, then the given ones; ``rules`` given of another game than the
+    config's drops the config's options (they are that game's).
     """
     chosen = {key: default for key, (default, _) in SETTINGS.items()}
     if config:
         chosen.update(read_config(config))
+        if given.get("rules") is not None and given["rules"] != chosen["rules"]:
+            chosen["options"] = {}
     for key, value in given.items():
         if key not in SETTINGS:
             raise TypeError(f"unknown setting {key!r}")

@@ -288,7 +288,8 @@ def summarize(scores: np.ndarray) -> dict[str, Any]:
         half, method = max(win_rate - low, high - win_rate), "Wilson score over deals (every deal had the same result)"
     margin = (a - b).mean(axis=1)
     margin_half = Z95 * float(margin.std(ddof=1)) / math.sqrt(deals) if deals > 1 else float("nan")
-    needed = 2 * math.ceil((Z95 * spread / 0.01) ** 2) if deals > 1 else None
+    # (not from a spread of 0: every deal the same result tells nothing of the spread; the Wilson interval stands)
+    needed = 2 * math.ceil((Z95 * spread / 0.01) ** 2) if deals > 1 and spread > 0 else None
     return {
         "games": 2 * deals,
         "deals": deals,
