@@ -769,7 +769,9 @@ def test_rules_of_another_game_than_the_configs_drop_its_options(tmp_path, capsy
     out = tmp_path / "t"
     args = ["random", "--config", str(config), "--rules", "yacht", "--games", "1", "--seed", "123456789012"]
     assert main([*args, "--bootstrap", "0", "--out", str(out)]) == 0
-    assert json.loads((out / "standings.json").read_text())["rules"] == "yacht"
+    standings = json.loads((out / "standings.json").read_text())
+    assert standings["rules"] == "yacht"
+    assert standings["isolation"]["limits"]["decision_seconds"] > 0  # the limits that applied are recorded
 
 
 def test_a_missing_folder_entrant_says_so(capsys):

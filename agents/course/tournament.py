@@ -48,7 +48,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -324,7 +324,11 @@ def tournament(
             else "none (fewer than two matches to resample)",
             "bootstrap": ratings.bootstrap,
         },
-        "isolation": {"isolated": bool(isolated), "solver": solver},
+        "isolation": {
+            "isolated": bool(isolated),
+            "solver": solver,
+            "limits": asdict(limits if limits is not None else Limits()),  # (what applied)
+        },
         "agents": [e.name for e in entries],
         "standings": _standings(entries, records, ratings),
         "matches": [
