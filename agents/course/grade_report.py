@@ -247,7 +247,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"# Grade report: {md_text(report['submission'])}",
         "",
         f"{md_text(report['rules_title'])} ({md_text(report['rules'])}"
-        + (f", options {md_text(report['rules_options'])}" if report["rules_options"] else "")
+        + (
+            f", options `{json.dumps(report['rules_options'], sort_keys=True).replace('`', '')}`"
+            if report["rules_options"]
+            else ""
+        )
         + f"), {report['games']} games, seed {report['seed']}. {_isolation(report)}.{_limits(report)}",
         "",
         f"**{_pct(head['percent'])} of optimal** (95% CI ± {_num(head['ci'], 1)}): mean score "
