@@ -174,21 +174,19 @@ def table_problem(player: Any, tables: RuleTables, num_players: int) -> str | No
     space = getattr(player, "observation_space", None) or getattr(
         getattr(player, "model", None), "observation_space", None
     )
+    players = space_players(space, tables)  # (1 for a one-game reader, which reads any table)
     if getattr(player, "obs_mode", "dict") != "flat":  # a dict reader of opponents' entries reads a table's size
-        opponents = space.spaces.get("opponent_filled") if isinstance(space, spaces.Dict) else None
-        others = (getattr(opponents, "shape", None) or (num_players - 1,))[0]
-        if others == num_players - 1:
+        if players in (1, num_players):
             return None
-        return f"it reads a {others + 1}-player table's dict observation; this table has {num_players} players"
+        return f"it reads a {players}-player table's dict observation; this table has {num_players} players"
     shape = getattr(space, "shape", None)
     single = observation_space(tables, "flat").shape
     table = multi_observation_space(tables, num_players, "flat").shape
     if not shape or shape in (single, table) or single is None or table is None:
         return None
-    others, rest = divmod(shape[0] - single[0], 2 * tables.n_boxes + 3)
     reads = (
-        f"a {others + 1}-player table's flat observation ({shape[0]} values)"
-        if others > 0 and rest == 0
+        f"a {players}-player table's flat observation ({shape[0]} values)"
+        if players > 1
         else f"flat observations of shape {tuple(shape)}"
     )
     return f"it reads {reads}; this table has {num_players} players ({table[0]} values, one game's {single[0]})"
