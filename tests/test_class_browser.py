@@ -36,7 +36,7 @@ class PageBrowser(Browser):
 
     def wait(self, condition: str) -> None:
         deadline = time.monotonic() + self.timeout
-        while not self.evaluate(condition):
+        while not self.poll(condition):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"waited for {condition}")
             time.sleep(0.1)

@@ -28,6 +28,8 @@ from agents.course.grade_report import describe, render_html
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 BROWSER = next((path for path in map(shutil.which, BROWSERS) if path), None)
+# DevTools' answers to an evaluation that met a navigation: the page is still loading, ask again
+NAVIGATING = ("Inspected target navigated or closed", "Cannot find context with specified id", "context was destroyed")
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (Debian: apt-get install chromium)")
 
 
@@ -105,7 +107,7 @@ class Browser:
             "sessionId"
         ]
         deadline = time.monotonic() + self.timeout
-        while self.evaluate("document.readyState") != "complete" or not self.evaluate(
+        while self.poll("document.readyState") != "complete" or not self.poll(
             "!!document.getElementById('replay-position') && "
             "document.getElementById('replay-position').textContent.length > 0"
         ):
@@ -118,6 +120,17 @@ class Browser:
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def poll(self, expression: str):
+        """``evaluate`` while a page may be navigating: None while its old document is torn down
+        (Chromium answers "Inspected target navigated or closed" or "Cannot find context" then).
+        """
+        try:
+            return self.evaluate(expression)
+        except RuntimeError as error:
+            if any(sign in str(error) for sign in NAVIGATING):
+                return None
+            raise
 
     def click(self, element_id: str) -> None:
         """A real mouse click in the middle of the element."""
@@ -141,12 +154,20 @@ class Browser:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"nothing clickable at the middle of {element}")
             time.sleep(0.05)
+        self.evaluate(  # a click that lands elsewhere says so, rather than leaving the page as it was
+            f"(() => {{ window.__clicked = false; ({element}).addEventListener("
+            "'click', () => { window.__clicked = true; }, {once: true, capture: true}); })()"
+        )
         for kind in ("mousePressed", "mouseReleased"):
             self.call(
                 "Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1], "button": "left", "clickCount": 1}
             )
+        while self.poll("window.__clicked") is False:  # None: the click opened another page
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the click at the middle of {element} did not reach it")
+            time.sleep(0.05)
 
-    def until(self, expression: str, check: Callable[[Any], None], timeout: float = 10.0) -> Any:
+    def until(self, expression: str, check: Callable[[Any], None], timeout: float = 30.0) -> Any:
         """The expression's value once ``check`` passes on it; an input event's effect may land a frame later.
 
         After ``timeout`` seconds the check's own AssertionError (naming the difference) goes up.
