@@ -371,6 +371,28 @@ def test_only_our_stale_temporary_files_are_removed():
     assert disk.remove_stale_temporaries(folder) == [other]
 
 
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only (flock, FIFOs)")
+def test_lock_state_tells_held_free_absent_and_what_it_cannot_judge(tmp_path):
+    """The one probe the cache's temporary files and the dataset writers' lock files are judged by."""
+    import fcntl
+
+    path = tmp_path / "lock"
+    assert disk.lock_state(path) == "absent"
+    path.write_bytes(b"")
+    assert disk.lock_state(path) == "free"
+    with open(path, "rb") as holder:  # another open file: as another process's, even in this one
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        assert disk.lock_state(path) == "held"
+    assert disk.lock_state(path) == "free"  # and the probe took nothing: the lock is free again
+    os.mkfifo(tmp_path / "fifo")  # never blocks, never judged
+    assert disk.lock_state(tmp_path / "fifo") == "unknown"
+    (tmp_path / "link").symlink_to(path)  # never followed
+    assert disk.lock_state(tmp_path / "link") == "unknown"
+    (tmp_path / "folder").mkdir()
+    assert disk.lock_state(tmp_path / "folder") == "unknown"
+
+
 # ------------------------------------------------------ invalid positions: item 6
 def _obs(solution, **position):
     """An env observation of a position (a fresh env of the solution's rules)."""

@@ -67,7 +67,6 @@ import os
 import re
 import secrets
 import shutil
-import stat
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -92,6 +91,7 @@ from dice_poker_env.engine.state import BatchState
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import observation_space, observe_dict_batch, observe_flat_batch
 from dice_poker_env.rules import RULESET_NAMES, Rules, load_rules
+from dice_poker_env.solver.cache import lock_state
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -1023,25 +1023,8 @@ def _writer_alive(root: Path, token: str) -> bool:
         except (ValueError, PermissionError, OverflowError):
             return True
         return True
-    lock = root / f".lock-{token}"
-    if fcntl is None:
-        return True
-    try:  # (never created here; a FIFO or a device must not block or act: not followed, not waited on)
-        fd = os.open(lock, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except FileNotFoundError:  # the writer removes its lock only after its temporary folder
-        return False
-    except OSError:  # a symlink, no permission, ...: cannot tell
-        return True
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return True
-        # shared: NFS emulates flock with byte-range locks, and an exclusive one needs a writable file
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # taken: its writer is gone
-    except OSError:  # BlockingIOError: held by a live writer; ENOLCK and the like: cannot tell
-        return True
-    finally:
-        os.close(fd)
-    return False
+    # the writer removes its lock only after its temporary folder; a lock that cannot be judged keeps it
+    return lock_state(root / f".lock-{token}") in ("held", "unknown")
 
 
 def _remove_stale(root: Path) -> None:

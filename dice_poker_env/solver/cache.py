@@ -44,7 +44,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -382,21 +382,35 @@ def _being_written(path: str) -> bool:
     """Whether a temporary file's writer still holds its lock on it: a write going on, in another PID namespace
     or container with the same host name too (where its process id tells nothing). ``False`` when the lock is
     free or cannot tell (no flock; a writer of an earlier version, which took none): the name and age decide."""
+    return lock_state(path) == "held"
+
+
+def lock_state(path: str | os.PathLike[str]) -> Literal["held", "free", "absent", "unknown"]:
+    """Whether another process holds an ``flock`` on the file ``path``: ``"held"`` (its writer still runs, in
+    any PID namespace or container), ``"free"``, ``"absent"`` (no such file) or ``"unknown"``: no flock (Windows),
+    a filesystem that refuses it, no permission, a symlink or anything but a regular file. The probe takes a
+    shared lock (NFS emulates flock with byte-range locks, and an exclusive one needs a writable file) and lets
+    it go at once; it never creates, follows or waits on the file (a FIFO or a device does not block or act).
+    The solver cache's temporary files and the dataset writers' lock files are judged by it."""
     if fcntl is None:
-        return False
+        return "unknown"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return "absent"
     except OSError:
-        return False
+        return "unknown"
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "unknown"
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return True
-    except OSError:
-        return False
+        return "held"
+    except OSError:  # ENOLCK and the like
+        return "unknown"
     finally:
         os.close(fd)
-    return False
+    return "free"
 
 
 def _process_alive(pid: int) -> bool:
