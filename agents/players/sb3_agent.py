@@ -236,20 +236,17 @@ def table_players(stored: Mapping[str, Any], rules: Rules, obs_mode: str) -> int
     (``stored``: the space's entry in the file's ``data``, read as text): 1 for the single env's, ``P`` for
     :class:`~dice_poker_env.multi.seat.SeatEnv`'s at a ``P``-player table (its opponent entries are ``P - 1``
     long). A layout of neither kind counts as 1, and the shape check then names the difference."""
-    from dice_poker_env.envs.observation import observation_space
     from dice_poker_env.multi.aec import MAX_PLAYERS
+    from dice_poker_env.multi.observations import flat_players
 
-    tables = compile_rules(rules)
     if obs_mode == "flat":
         shape = stored.get("_shape")
-        own = observation_space(tables, "flat").shape[0]  # type: ignore[index]  # a Box
-        extra = shape[0] - own if isinstance(shape, list) and len(shape) == 1 and isinstance(shape[0], int) else 0
-        per_opponent = 2 * tables.n_boxes + 3
-        others, rest = divmod(extra, per_opponent)
-    else:
+        length = shape[0] if isinstance(shape, list) and len(shape) == 1 and type(shape[0]) is int else None
+        players = 1 if length is None else flat_players(length, compile_rules(rules))
+    else:  # the dict space's text: its opponents' entries are P - 1 long
         found = re.search(r"'opponent_filled': MultiBinary\(\((\d{1,3}), ", str(stored.get("spaces", "")))
-        others, rest = (int(found.group(1)), 0) if found else (0, 0)
-    return 1 + others if rest == 0 and 1 <= others < MAX_PLAYERS else 1
+        players = 1 + int(found.group(1)) if found else 1
+    return players if players <= MAX_PLAYERS else 1
 
 
 def load_model(

@@ -199,8 +199,14 @@ def space_players(space: Any, tables: RuleTables) -> int:
         opponents = space.spaces.get("opponent_filled")
         return 1 + int(opponents.shape[0]) if opponents is not None and opponents.shape else 1
     shape = getattr(space, "shape", None)
+    return flat_players(shape[0], tables) if shape and len(shape) == 1 else 1
+
+
+def flat_players(length: int, tables: RuleTables) -> int:
+    """The number of players at the table whose flat observation is ``length`` long: the single env's
+    length and ``2 * n_boxes + 3`` more per opponent; 1 for any other length."""
     single = observation_space(tables, "flat").shape
-    if not shape or len(shape) != 1 or not single:
+    if not single:
         return 1
-    others, rest = divmod(shape[0] - single[0], 2 * tables.n_boxes + 3)
+    others, rest = divmod(int(length) - single[0], 2 * tables.n_boxes + 3)
     return 1 + others if others > 0 and rest == 0 else 1
