@@ -467,6 +467,27 @@ def test_every_game_is_a_duplicate_of_its_match(played):
     assert all(len(scores) == 1 for scores in by_seat.values())
 
 
+def test_each_failure_names_its_game_in_games_json(played):
+    """A failure's ``game`` counts the submission's own games; ``game_id`` is the game in games.json (and the
+    replay), where that submission sat and forfeited for that reason."""
+    _, result, _ = played
+    games = {g["id"]: g for g in result["games_played"]}
+    checked = 0
+    for name, failures in result["failures"].items():
+        agent = result["agents"].index(name)
+        own = [g["id"] for g in result["games_played"] if agent in g["seats"]]
+        for failure in failures:
+            if failure["game"] < 0:
+                assert failure["game_id"] is None  # while loading
+                continue
+            assert failure["game_id"] == own[failure["game"]]
+            game = games[failure["game_id"]]
+            seat = game["seats"].index(agent)
+            assert any(f["seat"] == seat and f["kind"] == failure["kind"] for f in game["forfeits"]), (name, failure)
+            checked += 1
+    assert checked >= 5
+
+
 def test_the_files(played):
     names, result, out = played
     assert sorted(p.name for p in out.iterdir()) == sorted(OUTPUT_FILES)

@@ -343,8 +343,11 @@ def tournament(
             for m in matches
         ],
         "failures": {
-            e.name: [f.to_json() for f in ([e.player.load_error] if e.player.load_error else []) + e.player.failures]
-            for e in entries
+            e.name: [
+                _failure_json(f, [p.id for p in records if i in p.agents])
+                for f in ([e.player.load_error] if e.player.load_error else []) + e.player.failures
+            ]
+            for i, e in enumerate(entries)
             if e.kind == "submission" and (e.player.load_error is not None or e.player.failures)
         },
         "games_played": [_game_json(g) for g in records],
@@ -455,6 +458,14 @@ def _standings(entries: list[Entry], records: list[_Played], ratings: Any) -> li
             }
         )
     return rows
+
+
+def _failure_json(failure: Any, seated: list[int]) -> dict[str, Any]:
+    """A submission's failure as JSON; its ``game`` counts that submission's own games (from 0), and ``game_id``
+    is the game's ``id`` in ``games.json`` (None while loading)."""
+    data = failure.to_json()
+    data["game_id"] = seated[failure.game] if 0 <= failure.game < len(seated) else None
+    return data
 
 
 def _game_json(played: _Played) -> dict[str, Any]:

@@ -215,6 +215,8 @@ def render_html(result: dict[str, Any]) -> str:
             body.append(f"<h3><code>{e(name)}</code></h3>")
             for f in failures:
                 where = "while loading" if f["game"] < 0 else f"its {failure_where(f)}"
+                if f.get("game_id") is not None:  # the replay's game number (games.json's id)
+                    where += f"; replay game {f['game_id']}"
                 body.append(
                     f'<div class="failure" data-kind="{e(f["kind"])}"><strong>{e(f["kind"])}</strong> ({where}): '
                     f"{e(f['message'])}"
