@@ -371,7 +371,6 @@ def test_only_our_stale_temporary_files_are_removed():
     assert disk.remove_stale_temporaries(folder) == [other]
 
 
-
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only (flock, FIFOs)")
 def test_lock_state_tells_held_free_absent_and_what_it_cannot_judge(tmp_path):
     """The one probe the cache's temporary files and the dataset writers' lock files are judged by."""
