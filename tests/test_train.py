@@ -629,6 +629,8 @@ def old_run(smoke_run, tmp_path):
         (["total_timesteps=1000"], "is at 2,048 timesteps, past total_timesteps=1,000; resume with a larger"),
         (["seed=5", "total_timesteps=5000"], "seed=5 differs from the run's seed=0"),
         (["n_envs=8", "total_timesteps=5000"], "n_envs=8 differs from the run's n_envs="),
+        # every field of the section but the few that may change (run.RESUME_MAY_CHANGE), not a list to keep up
+        (["reward_scale=0.5"], "reward_scale=0.5 differs from the run's reward_scale="),
     ],
 )
 def test_failed_resume_writes_nothing(old_run, overrides, message, capsys):

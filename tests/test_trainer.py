@@ -492,6 +492,13 @@ def test_train_py_runs_the_batched_trainer_end_to_end_and_resumes(tmp_path):
     )
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert "resumed from" in longer.stdout and json.loads((run / "results.json").read_text())["timesteps"] == 6144
+    # any field of the algorithm's section is the checkpoint's (not only those a list names): refused, nothing written
+    changed = subprocess.run(
+        [*command, "--resume", "total_timesteps=8192", "critic_warmup=3"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert changed.returncode == 2 and "critic_warmup=3 differs from the run's critic_warmup=0" in changed.stderr
+    assert json.loads((run / "results.json").read_text())["timesteps"] == 6144
     # a checkpoint path alone goes on in its own run (no new folder), overrides may follow the options; a total
     # that is not a multiple of checkpoint_freq is checkpointed at its end, so the next resume starts there
     again = subprocess.run(

@@ -20,6 +20,7 @@ anything is written.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -29,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agents.training.config import (
-    BATCHED_ALGORITHMS,
     BC,
     IMITATION_ALGORITHMS,
     Common,
@@ -136,46 +136,33 @@ RUN_ARTIFACTS = (
     "results.json",
 )
 
-#: config fields a resumed model keeps from its checkpoint: changing one on --resume is refused
-RESUME_FIXED = (
-    "seed",
-    "n_envs",
-    "rules",
-    "rules_options",
-    "obs_mode",
-    "algo",
-    "distinct_keeps",
-    "net_arch",
-    "activation",
-    "algo_kwargs",
-    "learning_rate",
-    "lr_schedule",
-    "gamma",
-    "n_steps",
-    "batch_size",
-    "n_epochs",
-    "gae_lambda",
-    "clip_range",
-    "ent_coef",
-    "vf_coef",
-    "max_grad_norm",
-    "buffer_size",
-    "learning_starts",
-    "train_freq",
-    "target_update_interval",
-    "exploration_fraction",
-    "exploration_final_eps",
-)
-#: also fixed on --resume for the batched trainers (the checkpoint holds the games of the batch)
-BATCHED_RESUME_FIXED = (
-    "features",
-    "reward_scale",
-    "precision",
-    "box_points",
-    "keep_points",
-    "keep_points_bonus",
-    "layer_norm",
-    "dueling",
+#: config fields a resumed run may change: how long it trains, how it is evaluated, logged and checkpointed, and
+#: the hardware it runs on. Every other field of its section (the ruleset, the seed, the network, the batch, the
+#: algorithm's hyper-parameters, a new algorithm's own fields too) is the checkpoint's: changing one on --resume
+#: is refused, since the resumed model would keep its own while config.yaml claimed the new value
+RESUME_MAY_CHANGE = frozenset(
+    {
+        "total_timesteps",
+        "bc_epochs",
+        "eval_freq",
+        "eval_episodes",
+        "bench_games",
+        "bench_agents",
+        "bench_workers",
+        "checkpoint_freq",
+        "save_replay_buffer",
+        "solver",
+        "progress_bar",
+        "verbose",
+        "runs_dir",
+        "recipe",
+        "device",
+        "torch_threads",
+        "compile",
+        "vec_env",
+        "num_env_runners",
+        "ray_address",
+    }
 )
 
 
@@ -278,8 +265,11 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
             f"total_timesteps={total:,}; resume with a larger total_timesteps=N (the run's results would otherwise "
             "be rewritten from nothing trained)"
         )
-    fixed = RESUME_FIXED + (BATCHED_RESUME_FIXED if config.algo in BATCHED_ALGORITHMS else ())
-    changed = [name for name in fixed if getattr(config, name, None) != getattr(before, name, None)]
+    changed = [
+        field.name
+        for field in dataclasses.fields(config)
+        if field.name not in RESUME_MAY_CHANGE and getattr(config, field.name) != getattr(before, field.name, None)
+    ]
     if changed:
         fail(
             f"--resume: {', '.join(f'{n}={getattr(config, n)!r}' for n in changed)} differs from the run's "
