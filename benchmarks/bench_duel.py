@@ -69,11 +69,13 @@ def ruleset(n_boxes: int) -> Any:
 
 
 def winning_policy(rules: Any) -> Any:
-    """The ``winning`` agent's two-player policy (``agents.players.winning.WinningPolicy.turn_actions``)."""
-    from agents.players.winning import WinningPolicy
+    """The ``winning`` agent's two-player policy (``agents.players.winning.WinningAgent.turn_actions``)."""
+    from agents.players.winning import WinningAgent
+    from dice_poker_env.solver import solve
     from dice_poker_env.solver.reach import solve_reach
 
-    return WinningPolicy(solve_reach(rules, progress=False)).turn_actions
+    reach, solution = solve_reach(rules, progress=False), solve(rules, progress=False)
+    return WinningAgent(rules, reach=reach, solution=solution).turn_actions
 
 
 def one(n_boxes: int, evaluate: bool, policy: str | None) -> dict[str, Any]:

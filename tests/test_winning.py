@@ -235,6 +235,25 @@ def test_without_opponents_or_target_it_is_the_optimal_agent(small):
     assert _play_single(small, 3, 10, check) > 15
 
 
+@pytest.mark.parametrize("opponent_total", [0, 999])
+def test_a_decided_game_is_played_for_points(small, opponent_total):
+    """Surely won (the opponent finished with 0) or surely lost (999: out of reach): every action has the same
+    win share, and the agent plays the expected-score action (scores its straight), not the tie's first (action 0,
+    rerolling it); so does its target mode once the target is reached (its whole-turn table: the test below)."""
+    optimal = OptimalAgent(small.solution)
+    card = {"fives": 15, "sixes": 18, "full_house": 25, "choice": 20}  # big_straight and yacht open
+    opponent = _finished(small, dict.fromkeys(small.rules.box_names, 0))
+    opponent["scores"][-1] = opponent_total  # (a lost game needs no reachable opponent: only its total counts)
+    obs, _ = _observation(small, card, [2, 3, 4, 5, 6], 2, [opponent])
+    values = small.action_values(obs)
+    legal = np.isfinite(values)
+    assert values[legal].max() - values[legal].min() < 1e-9  # decided
+    straight = N_KEEP_ACTIONS + small.rules.box_names.index("big_straight")
+    assert optimal.act(obs, legal.astype(np.int8)) == straight
+    assert small.act(obs, legal.astype(np.int8)) == straight
+    assert _variant(small, target=10).act(obs, legal.astype(np.int8)) == straight  # 78 already: reached
+
+
 # ------------------------------------------------------------------ batching, legality, two-player turns
 def _multi_observations(agent, players: int, games: int, seed: int):
     """Observations and masks met in multi-player games played by ``agent`` (through the PettingZoo env)."""
@@ -280,7 +299,7 @@ def test_turn_actions_agree_with_act(small):
         opp_key = space.key(opp_filled, space.canonical_upper(opp_filled, int(obs["opponent_upper_total"][0])), False)
         diff = int(obs["scores"].sum() + obs["bonus"][0]) - int(obs["opponent_total"][0])
         rows.append((int(my_key), int(opp_key), diff, int(obs["rolls_left"]), obs))
-    table = policy.turn_actions(
+    table = small.turn_actions(
         np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
     )
     assert table.shape == (len(rows), 3, N_ROLLS)

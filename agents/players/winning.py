@@ -65,6 +65,9 @@ from dice_poker_env.solver.turn import widget
 FUTURES = ("reach", "expected")
 #: default tail: utility weights below it at either end are dropped (each value moves by at most ``2 * tail``)
 TAIL = 1e-12
+#: a game whose legal actions' values all lie within this of each other is decided: played for points (the tail's
+#: trimming moves a value by at most ``2 * tail``)
+DECIDED = 1e-9
 #: situations between turns whose candidate values are remembered (:class:`_Memo`; about 2 KiB each)
 MEMO_ROWS = 1 << 15
 #: situations whose whole turn :meth:`WinningPolicy.turn_actions` values at once (about 70 MiB of action values)
@@ -321,16 +324,20 @@ class WinningPolicy:
         return self.q_now(legal, v, roll, rolls_left)
 
     # ------------------------------------------------------------------ two players
-    def turn_actions(self, my_keys: np.ndarray, opp_keys: np.ndarray, diffs: np.ndarray) -> np.ndarray:
+    def turn_actions(
+        self, my_keys: np.ndarray, opp_keys: np.ndarray, diffs: np.ndarray, expected: Solution | None = None
+    ) -> np.ndarray:
         """The two-player policy of whole turns: ``(m, 3, 252)`` int64 env actions per (rolls left, roll).
 
         Args:
             my_keys, opp_keys: ``(m,)`` solver state keys (as :attr:`Reach.keys`) of the player to move
                 (between turns, at the start of its turn) and of its opponent.
             diffs: ``(m,)`` the mover's points so far minus the opponent's.
+            expected: the rules' solution: where every legal action has the same value (the game is decided),
+                its expected-score action, as :meth:`WinningAgent.act` plays; without it the first of the tie.
 
         The action at ``[i, r, roll]`` is the one :meth:`WinningAgent.act` takes with ``r`` rerolls
-        left and dice ``roll`` in that situation (the first among equal values).
+        left and dice ``roll`` in that situation (given ``expected``; :meth:`WinningAgent.turn_actions`).
         """
         my_pos = self._key_positions(my_keys)
         opp_pos = self._key_positions(opp_keys)[:, None]
@@ -340,11 +347,25 @@ class WinningPolicy:
         if len(my_pos) == 0:
             return np.zeros((0, ROLLS_PER_TURN, N_ROLLS), dtype=np.int64)
         out = np.empty((len(my_pos), ROLLS_PER_TURN, N_ROLLS), dtype=np.int64)
+        decided = np.zeros(out.shape, dtype=bool)
         for a in range(0, len(my_pos), TURN_CHUNK):  # (chunk, 3, 252, 32 + n) action values at a time
             part = slice(a, a + TURN_CHUNK)
             start, w, below = self.weights(opp_pos[part], np.zeros_like(opp_pos[part]))
             legal, v = self.candidate_values(my_pos[part], diffs[part], start, w, below)
-            out[part] = np.argmax(self.q_every(legal, v), axis=-1)
+            q = self.q_every(legal, v)
+            out[part] = np.argmax(q, axis=-1)
+            if expected is not None:
+                lowest = np.where(np.isfinite(q), q, np.inf).min(axis=-1)
+                decided[part] = q.max(axis=-1) - lowest <= DECIDED
+        rows = np.flatnonzero(decided.any(axis=(1, 2)))
+        if len(rows):  # a decided game is played for points
+            from dice_poker_env.solver.duel import solitaire_policy
+
+            assert expected is not None
+
+            keys = np.asarray(my_keys, dtype=np.int64).reshape(-1)[rows]
+            points = solitaire_policy(expected)(keys, keys, diffs[rows])  # (it ignores the opponent and diffs)
+            out[rows] = np.where(decided[rows], points, out[rows])
         return out
 
     def _key_positions(self, keys: np.ndarray) -> np.ndarray:
@@ -541,6 +562,12 @@ class WinningAgent:
                     memo.add(rows[games], legal[:, games].T, v[:, games].T)
         return self.policy.q_now(legal, v, roll, rolls_left)
 
+    def turn_actions(self, my_keys: np.ndarray, opp_keys: np.ndarray, diffs: np.ndarray) -> np.ndarray:
+        """Its two-player policy of whole turns, ``(m, 3, 252)`` int64 env actions per (rolls left, roll), as
+        :meth:`act` plays them (:meth:`WinningPolicy.turn_actions`, a decided game played for points): a policy
+        :class:`~dice_poker_env.solver.duel.Duel` evaluates."""
+        return self.policy.turn_actions(my_keys, opp_keys, diffs, expected=self.solution)
+
     def action_values(self, observation: Mapping[str, Any]) -> np.ndarray:
         """Every action's value: the expected win share (probability of finishing first, ties split), or the
         probability of reaching ``target``, or without either the expected final score; ``-inf`` illegal."""
@@ -570,7 +597,15 @@ class WinningAgent:
         if action_masks is not None:
             masks = np.asarray(action_masks).reshape(q.shape)
             q = np.where(masks != 0, q, -np.inf)
-        return np.argmax(q, axis=1).astype(np.int64)
+        actions = np.argmax(q, axis=1).astype(np.int64)
+        # a decided game (every legal action the same value: won, lost, or the target reached or out of reach
+        # whatever happens) is played for points, not by the first action of the tie (rerolling a straight)
+        best = q[np.arange(len(q)), actions]
+        decided = np.flatnonzero(best - np.where(np.isfinite(q), q, np.inf).min(axis=1) <= DECIDED)
+        if len(decided):
+            rows = {key: np.asarray(value)[decided] for key, value in observations.items()}
+            actions[decided] = self.optimal.act_batch(rows, None if action_masks is None else masks[decided])
+        return actions
 
 
 class _Memo:
