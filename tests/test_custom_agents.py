@@ -250,6 +250,28 @@ def test_bench_cli_bad_custom_agent_is_a_one_line_error(agent_file, capsys):
     assert "Broken(depth=1) failed: RuntimeError: depth must be even" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", ["evaluate", "bench", "match"])
+def test_an_exception_in_an_agents_act_is_one_line_naming_agent_method_exception_and_line(tmp_path, capsys, command):
+    from dice_poker_env.cli import main
+
+    (tmp_path / "keyerr.py").write_text(
+        "class Lookup:\n    def __init__(self, rules):\n        self.d = {}\n\n"
+        "    def act(self, observation, action_mask):\n        return self.d['rolls']\n"
+    )
+    spec = f"{tmp_path / 'keyerr.py'}:Lookup"
+    argv = {
+        "evaluate": ["evaluate", "yacht", "--agent", spec, "--games", "1"],
+        "bench": ["bench", "yacht", "--agents", spec, "--games", "2"],
+        "match": ["match", "yacht", "--agents", spec, "greedy", "--games", "2"],
+    }[command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (
+        f"dice-poker {command}: error: agent Lookup: act raised KeyError: 'rolls' (keyerr.py, line 6)"
+    )
+    assert "Traceback" not in err
+
+
 def test_play_against_a_file_agent(agent_file):
     pytest.importorskip("rich")
     pytest.importorskip("pettingzoo")

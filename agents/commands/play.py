@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agents.players.random_agent import RandomAgent
-from agents.players.registry import make_agent
+from agents.players.registry import AgentError, make_agent
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import KEEP_ALL, N_DICE, N_KEEP_ACTIONS
@@ -650,7 +650,8 @@ def opponent_action(env: raw_env, opponents: list[Any], i: int, names: list[str]
             raise ValueError(f"it chose the illegal action {action}")
         return action
     except Exception as error:  # noqa: BLE001 - a broken agent must not end the human's game
-        screen.say(f"{names[i]} failed ({error}); a random player takes over the seat", "yellow")
+        cause = error.__cause__ if isinstance(error, AgentError) else None  # the agent's own exception
+        screen.say(f"{names[i]} failed ({cause or error}); a random player takes over the seat", "yellow")
         opponents[i - 1] = RandomAgent(i)
         names[i] = f"random (for {names[i]})"  # the seat's moves and standing are the random player's now
         return int(opponents[i - 1].act(None, mask))

@@ -53,6 +53,7 @@ import inspect
 import os
 import re
 import sys
+import traceback
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -395,17 +396,42 @@ class ImportedAgent:
         self.obs_mode = getattr(agent, "obs_mode", "dict")
 
     def act(self, observation: Any, action_mask: np.ndarray) -> int:
-        return as_action(self.agent.act(observation, action_mask), f"agent {self.name}")
+        """The agent's action, checked to be an action index; what its ``act`` raises is an :class:`AgentError`."""
+        try:
+            value = self.agent.act(observation, action_mask)
+        except Exception as error:
+            raise AgentError(self._raised("act", error)) from error
+        return as_action(value, f"agent {self.name}")
 
     def reset(self) -> None:
+        """The agent's ``reset()``, where it has one."""
         reset = getattr(self.agent, "reset", None)
         if callable(reset):
-            reset()
+            try:
+                reset()
+            except Exception as error:
+                raise AgentError(self._raised("reset", error)) from error
 
     def seed(self, seed: int | None) -> None:
+        """The agent's ``seed(seed)``, where it has one."""
         method = getattr(self.agent, "seed", None)
         if callable(method):
-            method(seed)
+            try:
+                method(seed)
+            except Exception as error:
+                raise AgentError(self._raised("seed", error)) from error
+
+    def _raised(self, method: str, error: Exception) -> str:
+        """``agent NAME: act raised KeyError: 'rolls' (my_agent.py, line 12)``: the innermost line of the
+        agent's own file (its class's module) where the traceback passes through it, else the innermost line."""
+        frames = traceback.extract_tb(error.__traceback__)[1:]  # (the first: this wrapper's call)
+        try:
+            own = os.path.abspath(inspect.getfile(type(self.agent)))
+        except (TypeError, OSError):
+            own = None
+        mine = [f for f in frames if own is not None and os.path.abspath(f.filename) == own] or frames
+        where = f" ({os.path.basename(mine[-1].filename)}, line {mine[-1].lineno})" if mine else ""
+        return f"agent {self.name}: {method} raised {_one_line(error)}{where}"
 
     def __getattr__(self, attr: str) -> Any:
         if attr == "agent":  # not set yet (unpickling): no recursion
@@ -414,6 +440,12 @@ class ImportedAgent:
 
     def __repr__(self) -> str:
         return f"ImportedAgent({self.name!r}, {self.agent!r})"
+
+
+class AgentError(ValueError):
+    """A custom agent's own code raised (in ``act``, ``reset`` or ``seed``): one line naming the agent, the
+    method, the exception and the agent file's line (a ``ValueError``, so commands print it so); the exception
+    is its ``__cause__``."""
 
 
 class BadActionError(TypeError, ValueError):
