@@ -275,6 +275,16 @@ def test_cli_json(tmp_path, capsys):
     assert json.loads(out_file.read_text())["win_rate"] == data["win_rate"]
     code, out, _ = cli(["yacht", "--agents", "greedy", "greedy", "--games", "4", "--quiet"], capsys)
     assert code == 0 and "win rate of greedy" in out and "50.00%" in out
+    # an earlier file is kept, refused before any game; --overwrite replaces it
+    before = out_file.read_bytes()
+    code, out, err = cli(["yacht", "--agents", "greedy", "greedy", "--games", "4", "--out", str(out_file)], capsys)
+    assert code == 2 and "exists; choose another name or pass --overwrite" in err and "plays" not in err
+    assert out_file.read_bytes() == before
+    code, out, err = cli(
+        ["yacht", "--agents", "greedy", "greedy", "--games", "4", "--quiet", "--out", str(out_file), "--overwrite"],
+        capsys,
+    )
+    assert code == 0 and json.loads(out_file.read_text())["games"] == 4
 
 
 @pytest.mark.parametrize(
@@ -289,7 +299,9 @@ def test_cli_json(tmp_path, capsys):
         (["--games", "auto", "--target-ci", "0"], "--target-ci must be a half-width in (0, 0.5)"),
         (["--games", "auto", "--target-ci", "0.01", "--max-games", "2"], "--max-games must be at least 4"),
         (["--seed", "-1"], "seed"),
-        (["--out", "/no/such/folder/m.json"], "--out"),
+        (["--out", "/no/such/folder/m.json"], "--out /no/such/folder/m.json: the folder /no/such/folder does not"),
+        (["--out", "."], "--out .: is a folder; name a file"),
+        (["--out", ""], "--out: empty file name"),
     ],
 )
 def test_cli_bad_input_is_one_line(args, message, capsys):

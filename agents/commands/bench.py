@@ -106,6 +106,47 @@ def check_out_dir(out: Path, overwrite: bool, files: tuple[str, ...] = OUT_FILES
     return created
 
 
+def check_out_file(path: Path, overwrite: bool, option: str = "--out") -> None:
+    """Make sure ``option``'s file can be written before any work: a file (not a folder) in an existing,
+    writable folder (a probe file is written and removed), not replacing an earlier one unless ``overwrite``.
+
+    Raises:
+        OSError: one line naming the option and the problem.
+    """
+    import tempfile
+
+    if path.is_dir():
+        raise OSError(f"{option} {path}: is a folder; name a file")
+    if not path.parent.is_dir():
+        raise OSError(f"{option} {path}: the folder {path.parent} does not exist")
+    if path.exists() and not overwrite:
+        raise OSError(f"{option} {path}: exists; choose another name or pass --overwrite")
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.probe-"):
+            pass
+    except OSError as error:
+        raise OSError(f"{option} {path}: cannot write there ({error.strerror or error})") from None
+
+
+def write_file(path: Path, data: str | bytes, option: str = "--out") -> None:
+    """``data`` into ``path`` whole or not at all (a temporary file beside it, renamed into place); a failure
+    is one line naming ``option``."""
+    import tempfile
+
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(raw)
+            os.replace(partial, path)
+        except BaseException:
+            Path(partial).unlink(missing_ok=True)
+            raise
+    except OSError as error:
+        raise OSError(f"{option} {path}: cannot write ({error.strerror or error})") from None
+
+
 def remove_empty(folders: list[Path]) -> None:
     """Remove the folders this command created (deepest first) while they are empty."""
     for folder in folders:

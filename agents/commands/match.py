@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="the deals' seed: the same seed, the same dice (default 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.add_argument("--out", metavar="FILE", help="also write the JSON object to FILE")
+    parser.add_argument("--out", metavar="FILE", help="also write the JSON object to FILE (a new file)")
+    parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
     parser.add_argument("--quiet", action="store_true", help="no progress on standard error")
 
 
@@ -104,6 +105,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agents.commands.bench import check_out_file, write_file
     from agents.evaluation.match import AUTO_MAX_GAMES, AUTO_PILOT_GAMES, match, render
 
     games = _games(args.games)
@@ -115,9 +117,11 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--target-ci must be a half-width in (0, 0.5) (0.01 is one point), got {args.target_ci:g}")
     if args.max_games is not None and args.max_games < 4:
         raise ValueError(f"--max-games must be at least 4 (two deals, for a spread), got {args.max_games}")
-    out = Path(args.out) if args.out else None
-    if out is not None and (out.is_dir() or not out.parent.is_dir()):
-        raise ValueError(f"--out {out}: not a file in an existing folder")
+    if args.out == "":
+        raise ValueError("--out: empty file name")
+    out = Path(args.out) if args.out is not None else None
+    if out is not None:
+        check_out_file(out, args.overwrite)  # before the games, not after them
     rules = load_rules_from(args)
     a, b = args.agents
     max_games = AUTO_MAX_GAMES if args.max_games is None else args.max_games
@@ -143,9 +147,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     result["command"] = "dice-poker match " + " ".join(shlex.quote(arg) for arg in _argv(args))
+    print(json.dumps(result) if args.json else render(result), flush=True)  # (shown even if --out fails)
     if out is not None:
-        out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result) if args.json else render(result), flush=True)
+        write_file(out, json.dumps(result, indent=1) + "\n")
     return 0
 
 
