@@ -231,6 +231,13 @@ def test_bad_arguments_are_refused_before_any_game():
         tournament(["a.py:A"], YACHT, games=0)
     with pytest.raises(ValueError, match="--rounds is for a Swiss"):
         tournament(["a.py:A"], YACHT, rounds=3)
+    # counts past their limits are refused before any game (not after them, out of memory)
+    with pytest.raises(ValueError, match="games of 99,999,999,999 is beyond the limit of 10,000,000"):
+        tournament(["a.py:A"], YACHT, games=99_999_999_999)
+    with pytest.raises(ValueError, match="bootstrap of 99,999,999,999 is beyond the limit of 100,000"):
+        tournament(["a.py:A"], YACHT, bootstrap=99_999_999_999)
+    with pytest.raises(ValueError, match="rounds of 99,999,999 is beyond the limit of 1,000"):
+        tournament(["a.py:A", "b.py:B", "c.py:C"], YACHT, fmt="swiss", rounds=99_999_999)
 
 
 # ------------------------------------------------------------------ ratings
@@ -552,7 +559,9 @@ def test_the_command_line_draws_a_seed_no_submission_can_guess(tmp_path, capsys)
     seed = json.loads((tmp_path / "a" / "standings.json").read_text())["seed"]
     assert seed >= 1 << 32 and f"seed {seed}, drawn at random (--seed {seed} plays this tournament again)" in err
     assert main(["random", "--rules", "yacht", "--games", "1", "--bootstrap", "0", "--seed", "3"]) == 0
-    assert "warning: seed 3 is small" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "warning: seed 3 is small" in err
+    assert err.index("warning: seed 3 is small") < err.index("round 1 of 1")  # said before the games
 
 
 def test_a_course_config_gives_the_rules_limits_and_policy_never_the_seed(tmp_path, capsys):

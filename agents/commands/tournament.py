@@ -159,15 +159,13 @@ def run(args: argparse.Namespace) -> int:
             solver=solver,
             bootstrap=args.bootstrap,
             progress=not args.json,
+            started=say_seed,  # before the games: a run that fails later still told its seed
         )
-    except BaseException as error:
+    except BaseException:
         remove_empty(created)  # a failed command leaves no trace
-        if isinstance(error, KeyboardInterrupt):
-            say_seed()
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-    say_seed()
     if args.json:
         print(json.dumps(result["standings"], sort_keys=True), flush=True)
     else:

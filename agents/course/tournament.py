@@ -48,6 +48,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ from agents.course.duplicate import GameRecord, deal_faces, play_game
 from agents.course.grade_report import summary_text_line
 from agents.course.ratings import ANCHOR_RATING, PRIOR_SD, Comparisons, rate
 from agents.course.sandbox import Limits, SandboxedAgent
+from agents.evaluation.limits import MAX_GAMES, check_count
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.multi.aec import MAX_PLAYERS, MIN_PLAYERS
 from dice_poker_env.rules import Rules, load_rules
@@ -72,6 +74,8 @@ FORMATS = ("auto", "round-robin", "swiss")
 ROUND_ROBIN_MAX_GROUPS = 60
 #: the files ``--out DIR`` gets
 OUTPUT_FILES = ("standings.csv", "standings.json", "games.json", "leaderboard.html")
+#: the most bootstrap resamples of the ratings (each refits every rating; 1,000 is the default) and Swiss rounds
+MAX_BOOTSTRAP, MAX_ROUNDS = 100_000, 1_000
 #: the standings' columns (``standings.csv``, in this order)
 COLUMNS = tuple(
     "rank agent kind rating rating_low rating_high games wins mean_score failures status solver_imports".split()
@@ -229,6 +233,7 @@ def tournament(
     solver: str = "allow",
     bootstrap: int = 1000,
     progress: bool = False,
+    started: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Play a tournament (module docstring) and return its results as a JSON-ready dict.
 
@@ -246,6 +251,8 @@ def tournament(
         solver: the library's solver and agents in submissions: ``allow``, ``flag`` or ``forbid``.
         bootstrap: resamples for the ratings' intervals.
         progress: a line per round on standard error.
+        started: called once the arguments passed their checks, before the agents load and play (the
+            command says its seed there).
 
     Raises:
         ValueError: a bad argument (never for what a submission does).
@@ -265,17 +272,21 @@ def tournament(
     ):
         raise ValueError(f"players must be an integer {MIN_PLAYERS} to {MAX_PLAYERS}, got {players!r}")
     players = _check_int("players", players, MIN_PLAYERS, agents)  # (the agents' number counts the anchors)
-    games = _check_int("games", games, 1)
+    games = check_count("games", games, most=MAX_GAMES)
     seed = _check_int("seed", seed, 0)
-    bootstrap = _check_int("bootstrap", bootstrap, 0)
+    bootstrap = check_count("bootstrap", bootstrap, least=0, most=MAX_BOOTSTRAP)
     fmt = choose_format(agents, players, fmt)
     if fmt == "round-robin" and rounds is not None:
         raise ValueError("--rounds is for a Swiss tournament; a round-robin has one round")
     rounds = (
-        1 if fmt == "round-robin" else _check_int("rounds", default_rounds(agents) if rounds is None else rounds, 1)
+        1
+        if fmt == "round-robin"
+        else check_count("rounds", default_rounds(agents) if rounds is None else rounds, most=MAX_ROUNDS)
     )
     turns = compile_rules(rules).turns
     solution = load_solution(rules, required=True)
+    if started is not None:
+        started()
     entries = [
         Entry("optimal", "anchor", make_agent("optimal", rules, solution=solution)),
         Entry("greedy", "anchor", make_agent("greedy", rules)),
