@@ -217,8 +217,11 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
     # 2. the run folder (an earlier run's artifacts go only now, with --overwrite)
     if args.overwrite and run_dir.is_dir():
         clear_run(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(as_dict(config), sort_keys=False))
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(as_dict(config), sort_keys=False))
+    except OSError as error:  # (a read-only filesystem passes check_run_dir's os.access as root)
+        fail(f"run folder {run_dir}: cannot write there ({error.strerror or error})")
     print(f"run folder: {run_dir}\n{rules.describe()}")
     print(f"optimal expected score: {optimal:.4f}" if optimal is not None else "no exact solution: no % of optimal")
     if resume_from is not None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -180,6 +181,19 @@ def test_cli_table_and_track_check(capsys):
     from agents.evaluation.protocol import agent_track
 
     assert agent_track("winning", None) == agent_track("winning,target=150", None) == "solver"  # the reach tables
+
+
+def test_cli_table_shows_illegal_actions_and_their_regret(tmp_path, capsys):
+    """An agent whose every game ends at an illegal action: the table says so (it showed only a score of 0)."""
+    (tmp_path / "illegal.py").write_text(
+        "class KeepAll:\n    def act(self, observation, action_mask):\n        return 31\n"
+    )
+    code, out, _ = run_cli([RULES, "--agent", f"{tmp_path / 'illegal.py'}:KeepAll", "--games", "3"], capsys)
+    assert code == 0
+    assert re.search(r"illegal actions +3 +\(each ended its game there\)", out), out
+    assert re.search(r"\(keeps 0\.000, boxes 0\.000, illegal or failed \d+\.\d{3}\)", out), out
+    code, out, _ = run_cli([RULES, "--agent", "greedy", "--games", "3"], capsys)
+    assert code == 0 and "illegal" not in out
 
 
 def test_cli_records_the_training_seed_as_a_label(capsys):

@@ -484,6 +484,9 @@ def test_grading_config_errors(tmp_path):
             read_config(path)
     with pytest.raises(ValueError, match="cannot read it"):
         read_config(tmp_path / "missing.toml")
+    path.write_bytes(b"\x9d\x00\x01")  # a binary file: tomllib's UnicodeDecodeError, one line naming the file
+    with pytest.raises(ValueError, match="grading.toml: not a TOML file"):
+        read_config(path)
     path.write_text("games = 5\ndecision_seconds = 2\nrules = 'yacht'\n")
     assert read_config(path) == {"games": 5, "decision_seconds": 2, "rules": "yacht"}
 

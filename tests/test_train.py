@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -800,3 +801,12 @@ def test_an_unusable_runs_dir_is_refused(tmp_path, capsys):
     train = load_train()
     err = refused(train, ["--config", SMOKE, f"runs_dir={blocker / 'runs'}"], capsys)
     assert "is not a folder" in err
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc (a folder no one, root included, can write)")
+def test_a_run_dir_where_nothing_can_be_written_is_refused_before_the_run(capsys):
+    """Probed with a file, not os.access (which lets root through on a read-only filesystem): one line, no
+    traceback from mkdir after the solve."""
+    train = load_train()
+    err = refused(train, ["--config", SMOKE, "--run-dir", "/proc/self/no_run"], capsys)
+    assert "run folder /proc/self/no_run: /proc/self is not writable" in err

@@ -71,11 +71,14 @@ def run(args: argparse.Namespace) -> int:
         + ("" if args.seed is None else f", training seed {args.seed}"),
         f"luck-free percent of optimal  {result['luck_free_percent']:8.3f} ± {result['luck_free_percent_ci95']:.3f}",
         f"mean regret                   {result['regret_mean']:8.3f} ± {result['regret_ci95']:.3f}"
-        f"  (keeps {result['regret_keep_mean']:.3f}, boxes {result['regret_box_mean']:.3f})",
+        f"  (keeps {result['regret_keep_mean']:.3f}, boxes {result['regret_box_mean']:.3f}"
+        + (f", illegal or failed {other:.3f})" if (other := _other_regret(result)) > 1e-9 else ")"),
         f"mean score                    {result['mean']:8.2f} ± {result['mean_ci95']:.2f}"
         f"  (optimal expected {result['optimal_expected_score']:.2f})",
         f"median score                  {result['median']:8.1f}",
     ]
+    if result["illegal_actions"]:  # an illegal action ends its game: the rest of the game is lost
+        lines.append(f"illegal actions               {result['illegal_actions']:8d}  (each ended its game there)")
     if result["upper_bonus_rate"] is not None:
         lines.append(f"upper bonus rate              {100 * result['upper_bonus_rate']:7.2f}%")
     lines.append(
@@ -84,3 +87,8 @@ def run(args: argparse.Namespace) -> int:
     )
     print("\n".join(lines))
     return 0
+
+
+def _other_regret(result: dict) -> float:
+    """The mean regret of illegal actions and failures: what keeps and boxes leave of the total."""
+    return float(result["regret_mean"] - result["regret_keep_mean"] - result["regret_box_mean"])

@@ -375,6 +375,8 @@ def read_toml(path: str | os.PathLike, option: str = "--config") -> dict[str, An
         raise ValueError(f"{option} {path}: cannot read it ({error.strerror or error})") from None
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{option} {path}: not valid TOML: {error}") from None
+    except UnicodeDecodeError:  # (a binary file: tomllib decodes UTF-8 before parsing)
+        raise ValueError(f"{option} {path}: not a TOML file (not UTF-8 text)") from None
 
 
 def read_config(path: str | os.PathLike) -> dict[str, Any]:

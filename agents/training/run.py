@@ -22,10 +22,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -204,8 +204,11 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
     parent = next(folder for folder in (run_dir, *run_dir.parents) if folder.exists())
     if not parent.is_dir():
         fail(f"run folder {run_dir}: {parent} is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        fail(f"run folder {run_dir}: {parent} is not writable")
+    try:  # a probe file, not os.access: root passes that on a read-only filesystem
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".train-probe-"):
+            pass
+    except OSError as error:
+        fail(f"run folder {run_dir}: {parent} is not writable ({error.strerror or error})")
     if resume or not run_dir.is_dir() or not any(run_dir.iterdir()):
         return
     if not (run_dir / "config.yaml").is_file():
