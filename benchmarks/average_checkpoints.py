@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from agents.commands.bench import check_out_file  # noqa: E402
 
 
 def average(run_dir: Path, out: Path, first: int, last: int) -> tuple[Path, list[int]]:
@@ -62,13 +63,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out", type=Path, help="the policy file to write (.npz)")
     parser.add_argument("--from", dest="first", type=at_least(0), default=0, help="first step count of the window")
     parser.add_argument("--to", dest="last", type=at_least(0), default=2**62, help="last step count of the window")
+    parser.add_argument("--overwrite", action="store_true", help="let OUT replace an existing policy file")
     args = parser.parse_args(argv)
+    target = args.out if args.out.suffix == ".npz" else args.out.with_name(args.out.name + ".npz")  # (as saved)
     try:
-        path, steps = average(args.run_dir, args.out, args.first, args.last)
-    except (ValueError, FileNotFoundError) as error:
+        check_out_file(target, args.overwrite, "OUT")  # before the checkpoints are read
+        path, steps = average(args.run_dir, target, args.first, args.last)
+    except (ValueError, OSError) as error:
         parser.exit(2, f"average_checkpoints.py: error: {error}\n")
     print(f"averaged {len(steps)} checkpoints ({steps[0]:,} - {steps[-1]:,} steps) -> {path}")
 
 
 if __name__ == "__main__":
-    main()
+    from dice_poker_env.cli import run_script
+
+    run_script(main)

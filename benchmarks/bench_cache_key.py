@@ -9,6 +9,7 @@ that trusts no cache pays, ``solve(rules, cache=False)``). Runs in a temporary c
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import hmac
 import os
@@ -31,7 +32,10 @@ def best(fn: Callable[..., object], repeat: int = 5) -> float:
     return min(times)
 
 
-def main(names: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("rules", nargs="*", default=["yacht", "yahtzee"], help="rulesets (default: yacht yahtzee)")
+    names = parser.parse_args(argv).rules
     with tempfile.TemporaryDirectory() as root:
         os.environ["DICE_POKER_CACHE"] = os.path.join(root, "cache")
         os.environ["DICE_POKER_KEY_DIR"] = os.path.join(root, "key")
@@ -57,4 +61,6 @@ def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["yacht", "yahtzee"])
+    from dice_poker_env.cli import run_script
+
+    run_script(main)

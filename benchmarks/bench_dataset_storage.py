@@ -138,4 +138,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    from dice_poker_env.cli import run_script
+
+    run_script(main)

@@ -219,4 +219,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    from dice_poker_env.cli import run_script
+
+    run_script(main, sys.argv[1:])

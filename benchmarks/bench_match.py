@@ -87,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games % 2 or args.aec_games % 2 or args.aec_games > args.games:
         parser.error("--games and --aec-games must be even, --aec-games at most --games")
+    if args.out is not None:  # checked before the games (rerunning replaces the earlier file on purpose)
+        from agents.commands.bench import check_out_file
+
+        check_out_file(args.out, True)
     result = measure(args.rules, args.agents, args.games, args.aec_games, args.seed)
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
@@ -105,4 +109,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from dice_poker_env.cli import run_script
+
+    run_script(main)

@@ -372,4 +372,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from dice_poker_env.cli import run_script
+
+    run_script(main)

@@ -79,6 +79,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=at_least(0), default=0)
     parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args(argv)
+    if args.match % 2:
+        parser.error(f"--match must be even (each deal is played twice, the seats swapped), got {args.match}")
+    from agents.commands.bench import check_out_file
+
+    if args.json is not None:  # (its earlier results are rerun on purpose: replaced, after a check up front)
+        check_out_file(Path(args.json), True, "--json")
     from agents.evaluation.match import match
     from agents.players.optimal import OptimalAgent
     from agents.players.winning import WinningAgent
@@ -106,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
                 )
         if args.match:
             spec = f"winning,future={args.future}"
-            row["match"] = match(winning.rules, spec, "optimal", games=args.match + args.match % 2, seed=args.seed)
+            row["match"] = match(winning.rules, spec, "optimal", games=args.match, seed=args.seed)
             m = row["match"]
             low, high = m["win_rate_ci95"]
             print(
@@ -130,4 +136,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from dice_poker_env.cli import run_script
+
+    run_script(main)

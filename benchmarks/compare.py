@@ -34,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from agents.commands.bench import check_out_file  # noqa: E402
 from benchmarks import leaderboard  # noqa: E402 - the leaderboard's own statistics: both give the same numbers
 
 #: the protocol's budgets (``offline``: trained from a dataset, no env steps, like behaviour cloning)
@@ -336,6 +337,12 @@ def report_md(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: the most bootstrap resamples (2,000 is the default; rliable keeps them all in memory)
+MAX_REPS = 100_000
+#: the image files --plot writes
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
+
 def plot(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], path: Path) -> Path:
     """Performance profiles of the submission and of every baseline at its budget, on the submission's rulesets
     (each baseline on those it has), into ``path`` (PNG)."""
@@ -379,12 +386,24 @@ def main(argv: list[str] | None = None) -> int:
         default=leaderboard.RESULTS / "runs.json",
         help="the baselines' rows (default results/benchmark/runs.json)",
     )
-    parser.add_argument("--reps", type=at_least(1), default=2000, help="bootstrap resamples (default 2000)")
+    parser.add_argument(
+        "--reps", type=at_least(1), default=2000, help=f"bootstrap resamples (default 2000, at most {MAX_REPS:,})"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.add_argument(
         "--plot", type=Path, metavar="FILE.png", help="also draw the performance profiles beside the baselines'"
     )
+    parser.add_argument("--overwrite", action="store_true", help="let --plot replace an existing file")
     args = parser.parse_args(argv)
+    if args.reps > MAX_REPS:
+        parser.error(f"--reps of {args.reps:,} is beyond the limit of {MAX_REPS:,} (memory: resamples x seeds)")
+    if args.plot is not None:
+        if args.plot.suffix.lower() not in PLOT_SUFFIXES:
+            parser.error(f"--plot {args.plot}: name a {', '.join(PLOT_SUFFIXES)} file")
+        try:
+            check_out_file(args.plot, args.overwrite, "--plot")  # before the bootstrap, not after it
+        except OSError as error:
+            parser.error(str(error))
     import importlib.util
 
     if importlib.util.find_spec("rliable") is None:
@@ -395,9 +414,12 @@ def main(argv: list[str] | None = None) -> int:
     except SubmissionError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     try:
-        recorded = json.loads(args.runs.read_text())
-    except (OSError, json.JSONDecodeError) as error:
+        recorded = json.loads(args.runs.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as error:
         parser.error(f"--runs {args.runs}: {error}")
+    needed = ("suite", "ruleset", "budget", "seed", "luck_free_percent")
+    if not isinstance(recorded, list) or not all(isinstance(r, dict) and set(needed) <= set(r) for r in recorded):
+        parser.error(f"--runs {args.runs}: not the benchmark's runs.json (a list of rows with {', '.join(needed)})")
     if args.name in {row["suite"] for row in recorded}:
         parser.error(f"{args.name!r} is a recorded suite's name: give yours another")
     baselines = [row for row in recorded if not leaderboard.is_probe(row["suite"])]
@@ -409,8 +431,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"{MIN_SEEDS[budget]} at {args.budget}",
                 file=sys.stderr,
             )
-    if args.plot is not None and not args.plot.parent.is_dir():
-        parser.error(f"--plot {args.plot}: no folder {args.plot.parent}")
     report = compare(rows, baselines, args.reps)
     print(json.dumps(report, indent=1) if args.json else report_md(report))
     if args.plot is not None:
@@ -419,4 +439,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from dice_poker_env.cli import run_script
+
+    run_script(main)

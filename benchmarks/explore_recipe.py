@@ -32,8 +32,31 @@ from agents.training.actor_critic import ActorCritic  # noqa: E402
 from agents.training.rollout import Rollout  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
 
+#: the ``key=value`` arguments this loop reads
+KEYS: tuple[str, ...] = (
+    "rules",
+    "n_envs",
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "vf",
+    "ent",
+    "lr",
+    "total",
+    "lam",
+    "hidden",
+    "act",
+)
+KEYS += ("features", "algo", "scale")
+
 
 def main(argv: list[str]) -> None:
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        return
+    bad = [a for a in argv if "=" not in a or a.split("=", 1)[0] not in KEYS]
+    if bad:  # (a typo would otherwise start the default run)
+        raise ValueError(f"unknown argument {bad[0]!r}: arguments are key=value with a key of {', '.join(KEYS)}")
     torch.set_num_threads(1)
     args = dict(a.split("=", 1) for a in argv)
     rules = load_rules(args.get("rules", "yacht"))
@@ -84,4 +107,6 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    from dice_poker_env.cli import run_script
+
+    run_script(main, sys.argv[1:])

@@ -784,4 +784,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from dice_poker_env.cli import run_script
+
+    run_script(main)

@@ -187,4 +187,6 @@ def summarize_groups(chosen: list[Matchup]) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from dice_poker_env.cli import run_script
+
+    run_script(main)

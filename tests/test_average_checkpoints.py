@@ -61,3 +61,19 @@ def test_averages_the_windows_checkpoints_into_a_policy_that_plays(tmp_path):
     with pytest.raises(ValueError, match="no checkpoints/ folder"):
         average(tmp_path / "nowhere", tmp_path / "none.npz", 0, 10)
     assert not (tmp_path / "none.npz").exists()
+
+
+def test_the_command_checks_out_before_reading_checkpoints(tmp_path, capsys):
+    """OUT: an existing file is kept (--overwrite replaces it), a folder refused; one line each."""
+    main = tool().main
+    (tmp_path / "kept.npz").write_bytes(b"kept")
+    for out, message in ((tmp_path / "kept.npz", "exists; choose another name or pass --overwrite"), (tmp_path, "")):
+        with pytest.raises(SystemExit) as stop:
+            main([str(tmp_path / "no_run"), str(out)])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and message in err
+    assert (tmp_path / "kept.npz").read_bytes() == b"kept"
+    with pytest.raises(SystemExit):  # past the check: the run folder's own error
+        main([str(tmp_path / "no_run"), str(tmp_path / "kept"), "--overwrite"])
+    assert "no checkpoints/ folder" in capsys.readouterr().err

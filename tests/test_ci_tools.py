@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -47,3 +49,41 @@ def test_coverage_summary_counts_lines_per_package(tmp_path):
         timeout=120,
     )
     assert below.returncode == 1 and "below 95%" in below.stderr
+
+
+SCRIPTS = sorted(p.name for p in (Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_benchmark_script_answers_help_without_running(script):
+    """``--help`` prints the usage and exits 0: it never starts the benchmark (bench_cache_key.py once solved
+    a ruleset called '--help')."""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / script), "--help"],
+        capture_output=True, text=True, timeout=120, cwd=root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "usage" in done.stdout.lower() or "python" in done.stdout, done.stdout[:500]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench_reach.py", "nosuch"],
+        ["reach_check.py", "nosuch"],
+        ["bench_winning.py", "nosuch"],
+        ["bench_benchmark.py", "--rules", "nosuch"],
+    ],
+)
+def test_a_benchmark_scripts_user_error_is_one_line(argv, tmp_path):
+    """benchmarks/ end with dice_poker_env.cli.run_script: an unknown ruleset is `SCRIPT: error: ...`, status 2."""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / argv[0]), *argv[1:]],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1].startswith(f"{argv[0]}: error: unknown ruleset 'nosuch'")
+    assert "Traceback" not in done.stderr

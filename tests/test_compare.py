@@ -171,13 +171,24 @@ def test_bad_files_names_and_tracks_are_refused(tmp_path, capsys):
             "a recorded suite's name",
         ),
         (["mine", "--budget", "5M", "--runs", runs, *no_track], "invalid choice"),
+        # the baselines' file, the bootstrap and the plot are checked before any work
+        (["mine", "--budget", "10M", "--track", "raw", "--runs", str(tmp_path / "list.json"), *no_track], "not the"),
+        (["mine", "--budget", "10M", "--track", "raw", "--runs", str(tmp_path / "binary.json"), *no_track], "--runs"),
+        (["mine", "--budget", "10M", "--runs", runs, "--reps", "99999999999", *no_track], "beyond the limit"),
+        (["mine", "--budget", "10M", "--runs", runs, "--plot", str(tmp_path / "p.txt"), *no_track], "name a .png"),
+        (["mine", "--budget", "10M", "--runs", runs, "--plot", str(tmp_path / "dir.png"), *no_track], "is a folder"),
+        (["mine", "--budget", "10M", "--runs", runs, "--plot", str(tmp_path / "old.png"), *no_track], "exists"),
     ]
+    (tmp_path / "binary.json").write_bytes(b"\x9d\x00\xff")
+    (tmp_path / "old.png").write_bytes(b"kept")
+    (tmp_path / "dir.png").mkdir()
     for argv, message in cases:
         with pytest.raises(SystemExit) as stop:
             compare.main(argv)
         assert stop.value.code == 2
         assert message in capsys.readouterr().err, argv
     assert compare.main(["mine", "--budget", "10M", "--track", "raw", "--runs", runs, "--reps", "50", *no_track]) == 0
+    assert (tmp_path / "old.png").read_bytes() == b"kept"
 
 
 def test_every_run_is_listed_with_what_it_was_measured_on_and_gaps_are_said(tmp_path, capsys):

@@ -209,5 +209,29 @@ def _silence_stdout() -> None:
         pass
 
 
+def run_script(main: Any, *args: Any, prog: str | None = None) -> None:
+    """Run a script's ``main(*args)`` and exit with its status, as the commands do: an error the user can fix
+    (``ValueError``, ``KeyError``, ``OSError``: an unknown ruleset, a missing file) prints one line,
+    ``PROG: error: ...``, and exits with 2; Ctrl-C exits with 130; a closed output pipe with 1. The scripts
+    in ``benchmarks/`` end with it."""
+    prog = prog or os.path.basename(sys.argv[0])
+    try:
+        status = main(*args)
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(1)
+    except (ValueError, KeyError, OSError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+    except MemoryError as error:
+        print(f"{prog}: error: out of memory ({error or type(error).__name__})", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(status if isinstance(status, int) and not isinstance(status, bool) else 0)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
