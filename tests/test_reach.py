@@ -317,6 +317,25 @@ def test_cli_advise_target(small, small_file):
     assert "probability of a final score >= 150" in text and "keep 6 6 6" in text.splitlines()[1]
 
 
+def test_cli_advise_target_checks_the_position_before_any_solve(monkeypatch, capsys):
+    """A wrong scorecard or bonus is refused before the reach table is solved (yahtzee's takes half an hour)."""
+    from dice_poker_env.cli import main
+    from dice_poker_env.solver import reach
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("solved before checking the position")
+
+    monkeypatch.setattr(reach, "solve_reach", no_solve)
+    for extra, message in (
+        (["--scorecard", '{"yahtzee": 49}'], "'yahtzee' can never hold 49 points"),
+        (["--bonus", "7"], "cannot have paid 7 bonus points"),
+    ):
+        argv = ["advise", "yahtzee", "--dice", "6", "6", "6", "2", "1", "--target", "200", *extra]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_worker_processes_give_the_same_table(small, monkeypatch):
     """Layers split between forked workers (small blocks: the pieces' chunks end in other places)."""
     from dice_poker_env.solver import reach_dp

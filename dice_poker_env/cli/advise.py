@@ -62,10 +62,29 @@ def run(args: argparse.Namespace) -> int:
     situation = {"scorecard": scorecard, "dice": args.dice, "rolls_left": args.rolls_left}
     if args.bonus is not None:
         situation["bonus"] = args.bonus
+    _check_position(rules, situation)  # before any solve (the yahtzee reach table takes half an hour)
     if args.target is not None:
         return _advise_target(args, rules, situation)
     solution = solve(rules, cache=not args.no_cache, progress=None, force=args.force)
     return _show(args, rules.name, solution.advise(situation), "expected final score under optimal play", "value")
+
+
+def _check_position(rules: Any, situation: dict[str, Any]) -> None:
+    """The position as the engine reads it (a one-line ``ValueError`` naming what is wrong), and a turn left."""
+    from dice_poker_env.engine.position import make_position
+    from dice_poker_env.engine.tables import compile_rules
+
+    tables = compile_rules(rules)
+    state = make_position(
+        tables,
+        situation["scorecard"],
+        situation["dice"],
+        situation["rolls_left"],
+        situation.get("bonus"),
+        random_roll=0,
+    )
+    if int(tables.popcount(int(state.filled))) >= tables.turns:
+        raise ValueError("the game is over: no turn is left to play")
 
 
 def _advise_target(args: argparse.Namespace, rules: Any, situation: dict[str, Any]) -> int:
