@@ -279,6 +279,22 @@ def test_monte_carlo_play_agrees_with_the_evaluation(mini):
     assert abs(score.mean() - exact) < half
 
 
+def test_play_duels_refuses_illegal_plans_naming_the_seat_and_game(mini):
+    """A plan that scores a box already filled, an action out of range or a plan of the wrong shape: a one-line
+    ValueError (the first played on silently, the second raised an IndexError in the engine)."""
+    legal = mini.solitaire_policy()
+
+    def always(action):
+        return lambda my, opp, d: np.full((len(my), 3, 252), action, dtype=np.int64)
+
+    with pytest.raises(ValueError, match=r"seat 1's policy chose the illegal action 32 in game \d+, turn 2"):
+        play_duels(MINI_YACHT, legal, always(32), 8, seed=1)  # box 0 again on the second turn
+    with pytest.raises(ValueError, match="seat 0's policy chose the illegal action 99"):
+        play_duels(MINI_YACHT, always(99), legal, 8, seed=1)
+    with pytest.raises(ValueError, match=r"expected \(8, 3, 252\) integer actions"):
+        play_duels(MINI_YACHT, lambda my, opp, d: np.zeros((len(my), 252)), legal, 8, seed=1)
+
+
 def test_cli_two_player(three, tmp_path):
     from dice_poker_env.cli import main
 

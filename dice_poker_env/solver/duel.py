@@ -558,26 +558,48 @@ def play_duels(
     seed: int = 0,
 ) -> np.ndarray:
     """Play ``games`` two-player games by the engine, roll by roll, in lockstep: ``(games,)`` seat 0's final
-    points minus seat 1's. Each policy is asked once per turn for its whole turn's plan."""
+    points minus seat 1's. Each policy is asked once per turn for its whole turn's plan.
+
+    Raises:
+        ValueError: a plan of another shape than ``(games, 3, 252)`` integers, or an illegal action in it
+            where a game meets it (named: the seat, the game, the turn).
+    """
+    from dice_poker_env.engine.masks import action_masks
+
     rules = load_rules(rules)
     tables = compile_rules(rules)
+    masks = action_masks(tables)
     space = StateSpace(tables)
     rng = np.random.default_rng(seed)
     n = int(games)
     seats = [new_batch(tables, _first_rolls(rng, n)) for _ in range(2)]
     policies = (seat0, seat1)
     rows = np.arange(n)
-    for _ in range(int(tables.turns)):
+    for turn in range(int(tables.turns)):
         for me in (0, 1):
             mine, theirs = seats[me], seats[1 - me]
             plan = np.asarray(policies[me](_keys(space, mine), _keys(space, theirs), _total(mine) - _total(theirs)))
+            if plan.shape != (n, ROLLS_PER_TURN, N_ROLLS) or plan.dtype.kind not in "iu":
+                raise ValueError(
+                    f"seat {me}'s policy returned a {plan.dtype} array of shape {plan.shape}, "
+                    f"expected ({n}, {ROLLS_PER_TURN}, {N_ROLLS}) integer actions"
+                )
             active = np.ones(n, dtype=bool)
             for _ in range(ROLLS_PER_TURN):
                 idx = np.flatnonzero(active)
                 if not len(idx):
                     break
                 sub = BatchState(*(np.array(field[idx]) for field in mine))
-                action = plan[rows[idx], sub.rolls_left, sub.roll]
+                action = plan[rows[idx], sub.rolls_left, sub.roll].astype(np.int64)
+                legal = masks.of_batch(sub)
+                inside = (action >= 0) & (action < legal.shape[1])
+                ok = inside & (legal[np.arange(len(idx)), np.where(inside, action, 0)] != 0)
+                if not ok.all():
+                    bad = int(np.flatnonzero(~ok)[0])
+                    raise ValueError(
+                        f"seat {me}'s policy chose the illegal action {int(action[bad])} in game {int(idx[bad])}, "
+                        f"turn {turn + 1}, with {int(sub.rolls_left[bad])} roll(s) left"
+                    )
                 faces = rng.integers(1, 7, size=(len(idx), 5))
                 new, _, _ = step_batch(tables, sub, action, faces)
                 for field, value in zip(mine, new):
