@@ -249,6 +249,13 @@ def test_a_table_too_large_for_the_memory_is_refused():
             Duel(load_rules(THREE), memory=room)
 
 
+def test_a_solve_says_its_size_and_cost_before_it_starts():
+    lines = []
+    duel = Duel(load_rules(THREE), announce=lines.append)
+    assert len(lines) == 1 and f"{duel.n_cells:,} cells" in lines[0] and "of CPU on one core" in lines[0]
+    assert Duel(load_rules(THREE), solve=False, announce=lines.append) and len(lines) == 1  # no solve: no cost
+
+
 def test_yahtzee_s_two_player_table_is_refused_before_anything_is_allocated():
     """1.6 TiB: the check comes before the layout (which alone would take hundreds of GiB)."""
     import tracemalloc

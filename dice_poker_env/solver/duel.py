@@ -104,6 +104,9 @@ TurnPolicy = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 DUEL_VERSION = 1
 #: mover states whose moves are asked of the engine at once
 BLOCK_STATES = 2048
+#: CPU seconds a table cell costs to solve, for the estimate said before a solve (measured by
+#: ``benchmarks/bench_duel.py``: 2.6 to 3.4 us on this project's 2 vCPU x86_64 machine, docs/winning.md)
+CELL_SECONDS = 3.5e-6
 #: (pair, d) columns of one turn-widget call (as the reach solve's)
 COLUMNS = 256
 #: the table cell an illegal move reads: ``1 - 2 = -1`` is below every value, so a max never picks it
@@ -140,7 +143,15 @@ class Duel:
         seconds: wall time of the solve (or of loading it); from_cache: whether it was loaded.
     """
 
-    def __init__(self, rules: Rules, *, memory: int | None = None, progress: Any = None, solve: bool = True) -> None:
+    def __init__(
+        self,
+        rules: Rules,
+        *,
+        memory: int | None = None,
+        progress: Any = None,
+        solve: bool = True,
+        announce: Callable[[str], None] | None = None,
+    ) -> None:
         """Lay out and solve the table of ``rules`` (``memory``: bytes available, a ``MemoryError`` before
         allocating when it needs more; ``progress``: tqdm-like, counting pairs; ``solve=False``: the layout
         only, for :attr:`n_pairs` and :attr:`n_cells`, with an empty :attr:`table`)."""
@@ -171,6 +182,11 @@ class Duel:
             raise MemoryError(
                 f"{self.n_cells:,} cells (pairs x point differences) need about {format_bytes(needed)}, "
                 f"but only {format_bytes(memory)} is available; force it (--force, force=True)"
+            )
+        if solve and announce is not None:  # what the solve will cost, before it starts
+            announce(
+                f"{self.n_pairs:,} pairs of states, {self.n_cells:,} cells: a {format_bytes(8 * self.n_cells)} table, "
+                f"about {_duration(CELL_SECONDS * self.n_cells)} of CPU on one core"
             )
         self.table = np.zeros(self.n_cells + 1 if solve else 0)
         if solve:
@@ -609,6 +625,15 @@ def play_duels(
     return result
 
 
+def _duration(seconds: float) -> str:
+    """``40 s``, ``12 min``, ``6.5 h``."""
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _first_rolls(rng: np.random.Generator, n: int) -> np.ndarray:
     from dice_poker_env.engine.combinatorics import roll_index_of_faces
 
@@ -663,7 +688,8 @@ def solve_duel(
         rules, progress, long=True, what="the two-player table of ", unit="pair", phases=("the two-player table",)
     )
     try:
-        duel = Duel(rules, memory=None if force else budget.available_memory(), progress=bar)
+        say = None if progress is False else (lambda line: print(f"  {line}", file=sys.stderr, flush=True))
+        duel = Duel(rules, memory=None if force else budget.available_memory(), progress=bar, announce=say)
     except MemoryError as error:
         raise SolveTooLargeError(f"the two-player table of {rules.name}: {error}") from error
     finally:
