@@ -143,6 +143,7 @@ def two_player_md(matches: list[dict]) -> list[str]:
 
 
 def load_rows() -> list[dict]:
+    """Every recorded baseline run (``results/benchmark/runs.json``; none before the first)."""
     path = RESULTS / "runs.json"
     return json.loads(path.read_text()) if path.exists() else []
 
@@ -201,6 +202,8 @@ def suite_matrix(rows: list[dict], rulesets: list[str]) -> np.ndarray:
 
 
 def aggregate(rows: list[dict], reps: int) -> list[dict]:
+    """One row per suite and ruleset: the IQM over its seeds with a bootstrap 95% interval (``reps`` resamples),
+    the mean, the extremes, the median score, the runs, with the suite's track, algorithm and budget."""
     groups = defaultdict(list)
     for row in rows:
         groups[row["suite"]].append(row)

@@ -23,9 +23,13 @@ class Agent(Protocol):
 
     name: str
 
-    def act(self, observation: Any, action_mask: np.ndarray) -> int: ...
+    def act(self, observation: Any, action_mask: np.ndarray) -> int:
+        """The action for ``observation``: a legal one (``action_mask[action] == 1``), as an ``int``."""
+        ...
 
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Called before each game: forget what the last game left."""
+        ...
 
 
 class BatchAgent(Protocol):

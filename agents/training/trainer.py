@@ -166,10 +166,14 @@ class Trainer:
 
     @property
     def num_timesteps(self) -> int:
+        """Env steps (decisions) taken so far, counted across all the batch's games."""
         return self.rollout.steps
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
+        """Everything a checkpoint holds to resume exactly: the config, the network (its parameters and
+        registered buffers: where an algorithm keeps state of its own between updates), the optimizer, the
+        generators, the games of the batch and the loop's counters."""
         config = (
             asdict(self.config)
             if is_dataclass(self.config) and not isinstance(self.config, type)
@@ -190,6 +194,8 @@ class Trainer:
         }
 
     def save_checkpoint(self, path: str | os.PathLike | None = None) -> Path:
+        """Write :meth:`state_dict` whole or not at all (default ``checkpoints/model_<steps>_steps.pt``), with a
+        magic line and its SHA-256 (:meth:`load_checkpoint` checks both and loads no code); its path."""
         path = Path(path) if path is not None else self.run_dir / "checkpoints" / f"model_{self.num_timesteps}_steps.pt"
         buffer = io.BytesIO()
         torch.save(to_plain(self.state_dict()), buffer)
@@ -240,6 +246,8 @@ class Trainer:
         return PolicyAgent(self.model.export(), {**self.metadata}, self.rules, name=self.config.algo)
 
     def save_policy(self, path: str | os.PathLike) -> Path:
+        """The actor's weights as a policy file (``.npz``: no code, what ``model:PATH`` plays), with the run's
+        metadata and its steps; its path."""
         return save_policy(path, self.model.export(), {**self.metadata, "timesteps": self.num_timesteps})
 
     # ------------------------------------------------------------------ evaluation
