@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,10 +91,34 @@ def test_bad_game_counts_are_refused(games):
         ({"algorithm": "bc", "dataset_agent": "optimal"}, "solver"),
         ({"algorithm": "bc", "dataset_agent": "greedy"}, "rules"),
         ({"algorithm": "bc", "dataset_agent": "random"}, "raw"),
+        # an algorithm's declared TRACK raises the track, never lowers it
+        ({"algorithm": "my_algo", "features": False, "track": "solver"}, "solver"),
+        ({"algorithm": "my_algo", "features": True, "track": "raw"}, "rules"),
+        ({"algorithm": "bc", "dataset_agent": "optimal", "track": "rules"}, "solver"),
     ],
 )
 def test_policy_track_from_metadata(metadata, track):
     assert policy_track(metadata) == track
+
+
+def test_a_policy_declaring_an_unknown_track_is_refused():
+    with pytest.raises(ValueError, match="declares the track 'hybrid'"):
+        policy_track({"algorithm": "my_algo", "track": "hybrid"})
+
+
+def test_a_trainer_records_its_algorithms_track(monkeypatch, tmp_path):
+    """A batched algorithm module's TRACK goes into its policies' metadata, where evaluate reads it."""
+    pytest.importorskip("torch")
+    from agents.training import ppo
+    from agents.training.trainer import Trainer
+    from dice_poker_env.rules import load_rules
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_trainer import config
+
+    monkeypatch.setattr(ppo, "TRACK", "solver", raising=False)
+    trainer = Trainer(config(), load_rules(RULES), tmp_path / "run")
+    assert trainer.metadata["track"] == "solver" and policy_track(trainer.metadata) == "solver"
 
 
 def test_an_imitation_is_named_after_its_dataset_agent():
@@ -178,6 +204,9 @@ def test_cli_table_and_track_check(capsys):
     code, _, err = run_cli([RULES, "--agent", "optimal", "--games", "5", "--track", "raw"], capsys)
     assert code != 0 and "solver track" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+    # a raw agent may enter a more permissive track (raw, rules, solver: each admits the ones before it)
+    code, out, _ = run_cli([RULES, "--agent", "random", "--games", "5", "--track", "solver", "--json"], capsys)
+    assert code == 0 and json.loads(out)["track"] == "solver"
     from agents.evaluation.protocol import agent_track
 
     assert agent_track("winning", None) == agent_track("winning,target=150", None) == "solver"  # the reach tables

@@ -104,11 +104,19 @@ def policy_track(metadata: dict[str, Any]) -> str:
     """The track of a trained policy from its metadata: an imitation (``bc``) is on its dataset agent's track
     (the optimal agent's: ``solver``; greedy's or a trained policy's: ``rules``; random's: ``raw``; another or
     unknown agent's: ``solver``, the track that allows anything); else ``rules`` when any of
-    :data:`RULES_OPTIONS` is on, else ``raw``."""
+    :data:`RULES_OPTIONS` is on, else ``raw``. A ``track`` the metadata declares (an algorithm's ``TRACK``:
+    one that uses the rules engine or the solver in its update) raises it, never lowers it."""
     if metadata.get("algorithm", metadata.get("algo")) == "bc":
         imitated = {"optimal": "solver", "greedy": "rules", "trained": "rules", "random": "raw"}
-        return imitated.get(str(metadata.get("dataset_agent")), "solver")
-    return "rules" if any(metadata.get(name) for name in RULES_OPTIONS) else "raw"
+        inferred = imitated.get(str(metadata.get("dataset_agent")), "solver")
+    else:
+        inferred = "rules" if any(metadata.get(name) for name in RULES_OPTIONS) else "raw"
+    declared = metadata.get("track")  # an algorithm's own TRACK (agents/training/trainer.py records it)
+    if declared is None:
+        return inferred
+    if declared not in TRACKS:
+        raise ValueError(f"the policy's metadata declares the track {declared!r}, not one of {', '.join(TRACKS)}")
+    return max(inferred, declared, key=TRACKS.index)  # the more permissive of the two
 
 
 def agent_track(spec: str, agent: Any) -> str | None:
@@ -259,8 +267,10 @@ def evaluate(
         raise ValueError(f"the protocol's metric needs the exact solution of {rules.name!r}, which is not available")
     player = _build(agent, rules, solution)
     declared = agent_track(agent, player)
-    if track is not None and declared is not None and track != declared:
-        raise ValueError(f"agent {agent} belongs to the {declared} track, not {track}")
+    if track is not None and declared is not None and TRACKS.index(track) < TRACKS.index(declared):
+        raise ValueError(  # a track admits the agents of the stricter ones before it (raw, rules, solver)
+            f"agent {agent} belongs to the {declared} track, not {track} (it may enter a more permissive one)"
+        )
     inner = getattr(player, "agent", None)  # a custom spec's wrapper around one of the project's batch agents
     if is_batch_agent(inner):  # (exact types only): all games in lockstep, the same results, far faster
         player = inner

@@ -62,7 +62,8 @@ if TYPE_CHECKING:
 #: config ``algo`` -> module holding its ``update(model, optimizer, batch, config, generator)``
 #: (and optionally ``NETWORK``, the network class, default ActorCritic; ``network_options(config)``, more keyword
 #: arguments of the network, recorded in the policy's metadata; ``behaviour(config, progress)``, the rollout's
-#: action choice at a fraction of training done, default sampling from the policy)
+#: action choice at a fraction of training done, default sampling from the policy; ``TRACK``, the benchmark
+#: track its policies belong to when its update uses the rules engine or the solver: ``"rules"`` or ``"solver"``)
 ALGORITHMS = {
     "batched_ppo": "agents.training.ppo",
     "batched_a2c": "agents.training.a2c",
@@ -149,6 +150,8 @@ class Trainer:
             **model_metadata(rules, "flat", config.algo, seed=config.seed),
             **(metadata or {}),
             "algorithm": config.algo,
+            # an algorithm that uses the rules engine or the solver in its update declares its track (TRACK)
+            **({"track": algorithm.TRACK} if getattr(algorithm, "TRACK", None) is not None else {}),
             "obs_mode": "flat",
             "masked": True,
             "distinct_keeps": bool(config.distinct_keeps),
