@@ -94,6 +94,7 @@ def read_result(path: Path, track: str | None) -> dict[str, Any]:
         "agent_sha256": (str, type(None)),
         "observation_layout_version": int,
         "games": int,
+        "timesteps": (int, type(None)),
     }
     for key, kind in kinds.items():
         value = result.get(key)
@@ -167,6 +168,12 @@ def submission_rows(paths: list[Path], name: str, budget: int, track: str | None
                 raise SubmissionError(
                     f"the files were measured on several {key}s ({', '.join(sorted(values))}): compare one at a time"
                 )
+    over = [  # (the offline track's budget is its dataset, not env steps: not checked)
+        (path, result["timesteps"]) for path, result in results if budget and (result.get("timesteps") or 0) > budget
+    ]
+    if over:  # the budget is an upper bound on the steps trained (a policy file records its own)
+        path, steps = over[0]
+        raise SubmissionError(f"{path}: its policy trained {steps:,} steps, past the budget of {budget:,}")
     for path, result in results:
         ruleset = result["rules"]
         seed = result.get("seed", count.get(ruleset, 0))

@@ -178,6 +178,18 @@ def test_bad_files_names_and_tracks_are_refused(tmp_path, capsys):
         (["mine", "--budget", "10M", "--runs", runs, "--plot", str(tmp_path / "p.txt"), *no_track], "name a .png"),
         (["mine", "--budget", "10M", "--runs", runs, "--plot", str(tmp_path / "dir.png"), *no_track], "is a folder"),
         (["mine", "--budget", "10M", "--runs", runs, "--plot", str(tmp_path / "old.png"), *no_track], "exists"),
+        # a policy that trained past the budget (its file records its steps)
+        (
+            [
+                "mine",
+                "--budget",
+                "10M",
+                "--runs",
+                runs,
+                *write(tmp_path, [result("yahtzee", 90.0, timesteps=10_000_001)]),
+            ],
+            "trained 10,000,001 steps, past the budget of 10,000,000",
+        ),
     ]
     (tmp_path / "binary.json").write_bytes(b"\x9d\x00\xff")
     (tmp_path / "old.png").write_bytes(b"kept")

@@ -161,6 +161,11 @@ def test_cli_json_has_the_protocol_keys(capsys):
     assert data["eval_set"] == "dice-poker-eval-v1/yacht/first-50"
     assert data["env_id"] == "DicePoker/Yacht-v0"
     assert np.isfinite(data["luck_free_percent"])
+    assert data["timesteps"] is None  # a built-in agent trained no steps; a policy file says its own:
+    code, out, _ = run_cli([RULES, "--agent", "trained", "--games", "4", "--json"], capsys)
+    from agents.players.registry import make_agent
+
+    assert json.loads(out)["timesteps"] == make_agent("trained", RULES).metadata["timesteps"] > 0
 
 
 def test_a_rules_file_that_takes_a_shipped_name_is_labelled_custom(tmp_path, capsys):

@@ -119,6 +119,14 @@ def policy_track(metadata: dict[str, Any]) -> str:
     return max(inferred, declared, key=TRACKS.index)  # the more permissive of the two
 
 
+def _trained_steps(agent: Any) -> int | None:
+    """The env steps a policy or model file's agent trained (its metadata's ``timesteps``); ``None`` for an
+    agent that does not record them (built-ins, your own classes)."""
+    metadata = getattr(agent, "metadata", None)
+    steps = metadata.get("timesteps") if isinstance(metadata, dict) else None
+    return int(steps) if isinstance(steps, (int, np.integer)) and not isinstance(steps, bool) else None
+
+
 def agent_track(spec: str, agent: Any) -> str | None:
     """The track an agent declares: the built-in agents' own (optimal and winning: solver, greedy: rules,
     random: raw, policy files from their metadata), else the agent's ``track`` attribute (``None``
@@ -307,6 +315,7 @@ def evaluate(
         "upper_bonus_rate": row["upper_bonus_rate"],
         "five_of_a_kind_rate": row["five_of_a_kind_rate"],
         "illegal_actions": row["illegal_actions"],
+        "timesteps": _trained_steps(player),
         **versions(rules),
         "git_commit": code_commit(),
     }
