@@ -356,3 +356,15 @@ def test_an_agent_files_arguments_are_part_of_its_digest(tmp_path):
     (tmp_path / "f1").write_bytes(b"W1\0z=1")  # no framing trick makes two argument lists collide
     (tmp_path / "f2").write_bytes(b"W1")
     assert agent_sha256(f"{source}:Net,w={tmp_path / 'f1'}") != agent_sha256(f"{source}:Net,w={tmp_path / 'f2'},z=1")
+
+
+def test_a_module_agent_is_tied_to_its_source_file(tmp_path, monkeypatch):
+    """MODULE:NAME: the digest of its module's file (with the name and arguments), as a FILE.py:NAME spec."""
+    from agents.evaluation.protocol import agent_sha256
+
+    (tmp_path / "my_module_agent.py").write_text("class A:\n    pass\n\n\nclass B:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module_a = agent_sha256("my_module_agent:A")
+    assert module_a is not None and module_a == agent_sha256(f"{tmp_path / 'my_module_agent.py'}:A")
+    assert module_a != agent_sha256("my_module_agent:B") != agent_sha256("my_module_agent:A,depth=2")
+    assert agent_sha256("no_such_module_anywhere:A") is None and agent_sha256("greedy") is None

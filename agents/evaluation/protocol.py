@@ -181,14 +181,15 @@ def agent_sha256(agent: str) -> str | None:
     ``FILE.py:NAME[,key=value,...]`` a canonical JSON of the file's digest, the name and each argument (a file an
     argument names, ``weights=w.npz``, by its digest: the seeds of one agent file with their own weights differ;
     another value by its text), so two classes of one file, or two argument lists, never share a digest.
-    ``None`` for the built-in agents and modules, and for a path that is not a regular file (a FIFO, a device,
+    ``MODULE:NAME`` likewise, by the module's own source file (its package's other files are not covered).
+    ``None`` for the built-in agents, and for a path that is not a regular file (a FIFO, a device,
     ``/proc``: never read)."""
     if agent.startswith("model:"):
         return _file_sha256(agent[len("model:") :])
     spec = parse_agent_spec(agent)
-    if spec is None or not spec.is_file:
+    if spec is None:
         return None
-    source = _file_sha256(spec.source)
+    source = _file_sha256(spec.source) if spec.is_file else _module_sha256(spec.source)
     if source is None:
         return None
     arguments = {
@@ -197,6 +198,19 @@ def agent_sha256(agent: str) -> str | None:
     }
     described = json.dumps({"file": source, "name": spec.attr, "arguments": arguments}, sort_keys=True)
     return hashlib.sha256(described.encode()).hexdigest()
+
+
+def _module_sha256(module: str) -> str | None:
+    """The SHA-256 of a module's source file, found as the import will find it (its parent packages are
+    imported, as playing the agent imports them); ``None`` where it has no source file."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(found, "origin", None)
+    return _file_sha256(origin) if isinstance(origin, str) and origin.endswith(".py") else None
 
 
 def _file_sha256(path: str) -> str | None:
