@@ -135,7 +135,9 @@ def main(argv: list[str] | None = None) -> None:
         default=12,
         help="table sizes (no solve) up to here (12 at most)",
     )
-    parser.add_argument("--policy", default=None, help="MODULE:FACTORY of another policy to evaluate")
+    parser.add_argument(
+        "--policy", default=None, help="another policy to evaluate: winning (the winning agent's), or MODULE:FACTORY"
+    )
     parser.add_argument("--out", default=str(ROOT / "results" / "winning" / "duel_mini_yacht.json"))
     parser.add_argument("--one", type=SIZE, default=None, help=argparse.SUPPRESS)  # a child: one size
     parser.add_argument("--evaluate", action="store_true", help=argparse.SUPPRESS)

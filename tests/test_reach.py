@@ -255,8 +255,12 @@ def test_distribution_helpers():
     assert dist.mean == 11.0 and dist.median == 11 and dist.quantile(0.25) == 10 and dist.quantile(1.0) == 12
     assert abs(dist.std - np.sqrt(0.5)) < 1e-12 and dist.at_least(11) == 0.75
     assert [row["score"] for row in dist.table()] == [10, 11, 12]
+    assert dist.quantile(0.0) == 10
     with pytest.raises(ValueError, match="quantile"):
-        dist.quantile(0.0)
+        dist.quantile(1.5)
+    # the extremes are the scores of positive probability, however small (a 1e-12 tolerance once cut them)
+    tail = ScoreDistribution(30, np.array([1e-15, 0.5, 0.0, 0.5 - 2e-15, 1e-15]))
+    assert tail.quantile(0.0) == 30 and tail.quantile(1.0) == 34
 
 
 # ------------------------------------------------------------------- cache

@@ -24,7 +24,10 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 #: the quantiles printed (dice_poker_env.solver.reach.QUANTILES, without importing the solver at start-up)
 QUANTILES = (0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99)
 
-HELP = "solve a ruleset exactly: optimal expected score and its standard deviation"
+HELP = (
+    "solve a ruleset exactly: optimal expected score and its standard deviation; also the chance of reaching a "
+    "score, the score distribution, the two-player game"
+)
 
 
 def add_solver_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Solve a ruleset exactly by dynamic programming (cached on disk; see DICE_POKER_CACHE)."
     add_solver_arguments(parser)
     parser.add_argument(
-        "--json", action="store_true", help="print one JSON object: rules, expected_score, score_std, states, seconds"
+        "--json",
+        action="store_true",
+        help="print one JSON object: rules, options, expected_score, score_std, states, seconds, from_cache (and "
+        "target and reach_probability with --target, distribution with --distribution, two_player with --two-player)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -143,7 +149,10 @@ def run(args: argparse.Namespace) -> int:
             f"(optimal {duel['value']:.9f}), seat 1 {solitaire['seat_1']:.9f} (optimal {1 - duel['value']:.9f})"
         )
     cached = solution.from_cache and (reach is None or reach.from_cache) and (duel is None or duel["from_cache"])
-    print(f"time            {seconds:.2f} s" + (" (loaded from cache)" if cached else ""))
+    note = " (loaded from cache)" if cached and duel is None else ""
+    if cached and duel is not None:  # (the solitaire policy's two-player values are computed every time)
+        note = " (the tables loaded from cache, the solitaire evaluation computed)"
+    print(f"time            {seconds:.2f} s{note}")
     return 0
 
 

@@ -96,9 +96,13 @@ class ScoreDistribution:
         return self.quantile(0.5)
 
     def quantile(self, q: float) -> int:
-        """The least score ``x`` with ``P(score <= x) >= q`` (``0 < q <= 1``)."""
-        if not 0.0 < q <= 1.0:
-            raise ValueError(f"a quantile must be in (0, 1], got {q}")
+        """The least score ``x`` with ``P(score <= x) >= q`` (``0 <= q <= 1``; 0 and 1 give the lowest and the
+        highest score of positive probability, however small)."""
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"a quantile must be in [0, 1], got {q}")
+        possible = np.flatnonzero(self.pmf > 0)
+        if q in (0.0, 1.0) and len(possible):
+            return int(self.scores[possible[0 if q == 0.0 else -1]])
         cdf = np.cumsum(self.pmf)
         i = int(np.searchsorted(cdf, q * cdf[-1] * (1 - 1e-12)))
         return int(self.scores[min(i, len(self.scores) - 1)])

@@ -518,7 +518,10 @@ class Solution:
             raise SolverError(f"observation: an env dict observation needs the key(s) {', '.join(missing)}")
         flags = _integers(observation, "filled", allow_bool=True)
         if flags.ndim not in (1, 2) or flags.shape[-1] != n:
-            raise SolverError(f"observation['filled']: expected shape ({n},) or (batch, {n}), got {flags.shape}")
+            raise SolverError(
+                f"observation['filled']: expected shape ({n},) or (batch, {n}) ({self.rules.name} has {n} boxes: "
+                f"an observation of other rules?), got {flags.shape}"
+            )
         batched = flags.ndim == 2
         if not batched:
             return self._decode_one(observation, flags.tolist(), points), False
