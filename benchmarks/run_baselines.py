@@ -48,6 +48,7 @@ if str(ROOT) not in sys.path:  # this checkout's agents, as train.py (run from R
 
 from agents.training.run import checkpoints, latest_checkpoint  # noqa: E402  (what train.py --resume continues from)
 from benchmarks.leaderboard import is_probe  # noqa: E402  (a probe is not a baseline: one rule, the leaderboard's)
+from dice_poker_env.rules import RULESET_NAMES  # noqa: E402
 
 #: where run folders and result rows go: $BENCH_ROOT (a checkout running a snapshot's code) or ROOT
 OUT = Path(os.environ.get("BENCH_ROOT", ROOT)).resolve()
@@ -753,6 +754,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--jobs must be at least 1")
     runs = plan(args.suites)
     if args.rulesets:
+        unknown = sorted(set(args.rulesets) - set(RULESET_NAMES))
+        if unknown:
+            parser.error(f"--rulesets: unknown {', '.join(unknown)}; the benchmark's are {', '.join(RULESET_NAMES)}")
         runs = [run for run in runs if run[2] in args.rulesets]
     if args.seeds:
         known = {seed for name in args.suites for seed in SUITES[name].seeds}

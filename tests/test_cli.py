@@ -210,11 +210,13 @@ def test_rules_options_are_parsed_once_for_every_command(tmp_path, capsys):
     """``--option NAME=VALUE`` (or ``-o``): text the ruleset converts; malformed ones are one-line errors."""
     from dice_poker_env.cli.rules_arguments import parse_rules_options
 
-    assert parse_rules_options(["joker=free", " turns = 13", "turns=15", "empty="]) == {
+    assert parse_rules_options(["joker=free", " turns = 13", "turns=13", "empty="]) == {
         "joker": "free",
-        "turns": "15",
+        "turns": "13",
         "empty": "",
     }
+    with pytest.raises(ValueError, match="--option turns is given twice: turns=13 and turns=15"):
+        parse_rules_options(["turns=13", "turns=15"])  # which one was meant? (the last one won, silently)
     for bad in ("joker", "=free"):
         with pytest.raises(ValueError, match=f"--option expects NAME=VALUE, got {bad!r}"):
             parse_rules_options([bad])
@@ -226,5 +228,11 @@ def test_rules_options_are_parsed_once_for_every_command(tmp_path, capsys):
     assert '"options": {"turns": 2, "strict": true}' in capsys.readouterr().out  # converted to the options' types
     assert cli.main(["solve", "yacht", "--option", "joker"]) == 2
     assert capsys.readouterr().err == "dice-poker solve: error: --option expects NAME=VALUE, got 'joker'\n"
+    assert cli.main(["solve", "yacht", "--workers", "100000"]) == 2  # refused before forking that many
+    assert "--workers must be an integer from 1 to 256, got 100000" in capsys.readouterr().err
+    for command in (["bench", "yacht"], ["match", "yacht", "--agents", "greedy", "greedy"], ["grade", "x.py:A"]):
+        with pytest.raises(SystemExit) as stop:  # an empty --out once meant "no output", silently
+            cli.main([*command, "--out", ""])
+        assert stop.value.code == 2 and "argument --out: must not be empty" in capsys.readouterr().err
     assert cli.main(["advise", str(rules_file), "-o", "turns=4", "--dice", "1", "1", "1", "1", "1"]) == 2
     assert "option 'turns' must be one of [3, 2], got 4" in capsys.readouterr().err

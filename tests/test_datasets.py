@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -398,6 +399,11 @@ def test_an_unwritable_datasets_folder_is_refused(tmp_path, monkeypatch, capsys)
     assert write("yacht", "--agent", "random", "--episodes", "3") == 2
     err = capsys.readouterr().err
     assert "is not a folder" in err and err.count("\n") == 1
+    if Path("/proc/self").is_dir():  # a folder no one can write in (os.access lets root through on some)
+        monkeypatch.setenv("MINARI_DATASETS_PATH", "/proc/self/datasets")
+        assert write("yacht", "--agent", "random", "--episodes", "3") == 2
+        err = capsys.readouterr().err
+        assert "/proc/self is not writable" in err and "MINARI_DATASETS_PATH" in err and err.count("\n") == 1
 
 
 def test_usage_errors_exit_2(capsys):

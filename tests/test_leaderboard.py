@@ -186,6 +186,9 @@ def test_run_baselines_seeds_and_rulesets_pick_runs_across_suites(tmp_path, monk
     with pytest.raises(SystemExit):
         driver.main(["raw_pqn_1m", "--seeds", "7"])  # not a seed of the suite: said, not an empty queue
     assert "seed(s) [7]" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a ruleset's typo: said, not "0 runs to do"
+        driver.main(["raw_pqn_1m", "--rulesets", "yahtzeee"])
+    assert "--rulesets: unknown yahtzeee" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs" / "benchmark").glob("*.yaml")), ids=lambda p: p.stem)

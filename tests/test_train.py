@@ -795,6 +795,12 @@ def test_resume_from_a_checkpoint_path_checks_against_its_own_run(old_run, tmp_p
     assert not new_dir.exists() and folder_state(run_dir) == before
 
 
+def test_a_config_that_is_a_folder_says_so(tmp_path, capsys):
+    train = load_train()
+    err = refused(train, ["--config", str(tmp_path)], capsys)
+    assert f"config {tmp_path}: is a folder; name a YAML file" in err
+
+
 def test_an_unusable_runs_dir_is_refused(tmp_path, capsys):
     blocker = tmp_path / "a_file"
     blocker.write_text("")

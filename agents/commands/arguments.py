@@ -64,3 +64,11 @@ def more_than(bound: float) -> Callable[[str], float]:
         return value
 
     return parse
+
+
+def nonempty(text: str) -> str:
+    """An argparse ``type``: the option's text, refused when empty (``--out ""`` once meant "no output",
+    silently)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text

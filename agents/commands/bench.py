@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agents.commands.arguments import nonempty
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 
 if TYPE_CHECKING:
@@ -63,7 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-regret", action="store_true", help="skip the regret analysis (faster)")
     parser.add_argument("--top-mistakes", type=int, default=10, help="costliest mistakes listed per agent")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-    parser.add_argument("--out", metavar="DIR", help="write DIR/results.json and DIR/score_distribution.png")
+    parser.add_argument(
+        "--out", type=nonempty, metavar="DIR", help="write DIR/results.json and DIR/score_distribution.png"
+    )
     parser.add_argument(
         "--overwrite", action="store_true", help="with --out: replace the results already in DIR (refused otherwise)"
     )

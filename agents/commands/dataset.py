@@ -19,6 +19,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from agents.commands.arguments import nonempty
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, parse_rules_options
 
 if TYPE_CHECKING:
@@ -48,7 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
     parser.add_argument(
-        "--id", dest="dataset_id", metavar="ID", help="Minari dataset id (default dice_poker/<ruleset>/<agent>-v0)"
+        "--id",
+        dest="dataset_id",
+        type=nonempty,
+        metavar="ID",
+        help="Minari dataset id (default dice_poker/<ruleset>/<agent>-v0)",
     )
     parser.add_argument(
         "--obs-mode",

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from agents.commands.arguments import nonempty
 from dice_poker_env.cli.rules_arguments import parse_rules_options
 
 HELP = "grade a submitted agent against the optimal and greedy agents (Markdown, JSON and HTML report)"
@@ -108,7 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--games", type=int, help="games per agent (default 2000)")
     parser.add_argument("--seed", type=int, help="grading seed: the same seed, the same games (default 0)")
-    parser.add_argument("--out", metavar="DIR", help="write DIR/report.json, report.md and report.html")
+    parser.add_argument("--out", type=nonempty, metavar="DIR", help="write DIR/report.json, report.md and report.html")
     parser.add_argument(
         "--overwrite",
         action="store_true",

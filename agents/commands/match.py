@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agents.commands.arguments import nonempty
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 
 HELP = "two agents head to head in duplicate two-player games: A's win rate with a 95% CI"
@@ -56,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="the deals' seed: the same seed, the same dice (default 0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.add_argument("--out", metavar="FILE", help="also write the JSON object to FILE (a new file)")
+    parser.add_argument("--out", type=nonempty, metavar="FILE", help="also write the JSON object to FILE (a new file)")
     parser.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
     parser.add_argument("--quiet", action="store_true", help="no progress on standard error")
 
@@ -117,8 +118,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--target-ci must be a half-width in (0, 0.5) (0.01 is one point), got {args.target_ci:g}")
     if args.max_games is not None and args.max_games < 4:
         raise ValueError(f"--max-games must be at least 4 (two deals, for a spread), got {args.max_games}")
-    if args.out == "":
-        raise ValueError("--out: empty file name")
     out = Path(args.out) if args.out is not None else None
     if out is not None:
         check_out_file(out, args.overwrite)  # before the games, not after them

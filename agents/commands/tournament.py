@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from agents.commands.arguments import nonempty
 from agents.commands.grade import add_sandbox_arguments, given_limits
 from dice_poker_env.cli.rules_arguments import parse_rules_options
 
@@ -68,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals (default 1000)"
     )
     parser.add_argument(
-        "--out", metavar="DIR", help="write standings.csv, standings.json, games.json, leaderboard.html"
+        "--out", type=nonempty, metavar="DIR", help="write standings.csv, standings.json, games.json, leaderboard.html"
     )
     parser.add_argument("--overwrite", action="store_true", help="with --out: replace a tournament already in DIR")
     add_sandbox_arguments(

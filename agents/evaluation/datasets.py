@@ -68,6 +68,7 @@ import re
 import secrets
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -726,8 +727,13 @@ def _check_writable(root: Path) -> None:
     existing = next((p for p in (root, *root.parents) if p.exists()), None)
     if existing is None or not existing.is_dir():
         raise DatasetError(f"datasets folder {root}: {existing} is not a folder (set MINARI_DATASETS_PATH)")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise DatasetError(f"datasets folder {root}: {existing} is not writable (set MINARI_DATASETS_PATH)")
+    try:  # a probe file, not os.access: root passes that on a read-only filesystem
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".probe-"):
+            pass
+    except OSError as error:
+        raise DatasetError(
+            f"datasets folder {root}: {existing} is not writable ({error.strerror or error}; set MINARI_DATASETS_PATH)"
+        ) from None
 
 
 def write_dataset(

@@ -72,6 +72,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """The mapping of config fields in a YAML file (a one-line error otherwise)."""
     import yaml
 
+    if path.is_dir():
+        fail(f"config {path}: is a folder; name a YAML file (configs/*.yaml)")
     if not path.is_file():
         fail(f"no such config file: {path}")
     try:

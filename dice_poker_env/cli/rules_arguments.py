@@ -34,7 +34,8 @@ def parse_rules_options(pairs: list[str] | None) -> dict[str, str]:
     """``["joker=free", "turns=13"]`` -> ``{"joker": "free", "turns": "13"}``.
 
     Raises:
-        ValueError: an item is not ``NAME=VALUE``. An option given twice takes its last value.
+        ValueError: an item is not ``NAME=VALUE``, or an option is given twice with two values (which one was
+            meant?); twice with the same value is the same option.
     """
     options: dict[str, str] = {}
     for pair in pairs or []:
@@ -42,6 +43,8 @@ def parse_rules_options(pairs: list[str] | None) -> dict[str, str]:
         name = name.strip()
         if not sep or not name:
             raise ValueError(f"--option expects NAME=VALUE, got {pair!r}")
+        if name in options and options[name] != value.strip():
+            raise ValueError(f"--option {name} is given twice: {name}={options[name]} and {name}={value.strip()}")
         options[name] = value.strip()
     return options
 

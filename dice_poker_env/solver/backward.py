@@ -45,6 +45,10 @@ class DPResult:
     space: StateSpace | None = None  # the state space solved (None when loaded from the cache)
 
 
+#: the most worker processes a solve forks (each shares a layer; beyond the cores they only cost memory)
+MAX_WORKERS = 256
+
+
 def default_workers() -> int:
     """Worker processes for a solve: ``$DICE_POKER_SOLVER_WORKERS``, else 2 (1 on a one-core machine)."""
     env = os.environ.get("DICE_POKER_SOLVER_WORKERS")
@@ -68,6 +72,8 @@ def solve_dp(tables: RuleTables, *, chunk: int = 256, progress: Any = None, work
             (Linux, macOS); elsewhere the solve runs in this process.
     """
     workers = default_workers() if workers is None else max(1, int(workers))
+    if workers > MAX_WORKERS:
+        raise ValueError(f"workers: {workers:,} is more than the {MAX_WORKERS} processes a solve may fork")
     if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
         workers = 1
     with roomy_malloc():
