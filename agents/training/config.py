@@ -1,7 +1,8 @@
 """The config of a ``train.py`` run: one typed section per algorithm family, read by OmegaConf.
 
 A config file stays one flat YAML mapping (``algo: batched_ppo``, ``n_envs: 1024``, ...); its ``algo`` picks
-the family's dataclass, whose defaults are that family's recipe:
+the family's dataclass. The batched families' defaults are their recipe; the others serve several algorithms
+or another library, so their defaults are a quick start and each algorithm's recipe is its config file:
 
 =====================  ============================================  ==========================================
 dataclass              ``algo``                                      defaults
@@ -9,10 +10,12 @@ dataclass              ``algo``                                      defaults
 :class:`BatchedPPO`    ``batched_ppo``, ``batched_a2c``              the shipped recipe,
                                                                      ``configs/batched_ppo_yacht.yaml``
 :class:`BatchedPQN`    ``batched_pqn`` (alias ``pqn``)               ``configs/batched_pqn_yacht.yaml``
-:class:`SB3`           ``maskable_ppo``, ``ppo``, ``a2c``, ``dqn``   SB3's MaskablePPO on yacht (the first
-                                                                     recipe of this project)
-:class:`BC`            ``bc``                                        behaviour cloning of a solver dataset
-:class:`RLlibPPO`      ``rllib_ppo``                                 RLlib's PPO with action masks
+:class:`SB3`           ``maskable_ppo``, ``ppo``, ``a2c``, ``dqn``   a quick start (8 envs, 600k steps: the
+                                                                     project's first MaskablePPO run); the
+                                                                     recipes: ``configs/maskable_ppo_yacht.yaml``,
+                                                                     ``ppo_yacht``, ``a2c_yacht``, ``dqn_yacht``
+:class:`BC`            ``bc``                                        a quick start; ``configs/bc_yacht.yaml``
+:class:`RLlibPPO`      ``rllib_ppo``                                 a quick start; ``configs/rllib_ppo_yacht.yaml``
 =====================  ============================================  ==========================================
 
 Every family shares :class:`Common` (the ruleset, evaluation, benchmark, hardware); the reinforcement-learning
