@@ -301,12 +301,17 @@ def test_cli_json(tmp_path, capsys):
         (["--seed", "-1"], "seed"),
         (["--out", "/no/such/folder/m.json"], "--out /no/such/folder/m.json: the folder /no/such/folder does not"),
         (["--out", "."], "--out .: is a folder; name a file"),
-        (["--out", ""], "--out: empty file name"),
     ],
 )
 def test_cli_bad_input_is_one_line(args, message, capsys):
     code, _, err = cli(["yacht", "--agents", "greedy", "greedy", "--quiet", *args], capsys)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_an_empty_out_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli(["yacht", "--agents", "greedy", "greedy", "--out", ""], capsys)
+    assert stop.value.code == 2 and "argument --out: must not be empty" in capsys.readouterr().err
 
 
 def test_cli_bad_agent_or_ruleset(capsys):

@@ -965,13 +965,16 @@ def render_table(data: dict[str, Any], console: Console | None = None, mistakes:
         return "—" if value is None else f"{value:{spec}}{suffix}"
 
     for name, row in data["agents"].items():
+        one = row["games"] < 2  # no spread from one game: no interval to show (not "± 0.00")
         table.add_row(
             name,
-            f"{row['mean']:.2f} ± {row['ci95']:.2f}",
+            f"{row['mean']:.2f}" + (" (1 game)" if one else f" ± {row['ci95']:.2f}"),
             fmt(row["median"], ".1f"),
             fmt(row["std"]),
             fmt(row["percent_of_optimal"], ".2f", "%"),
-            "—" if row.get("regret_mean") is None else f"{row['regret_mean']:.3f} ± {row['regret_ci95']:.3f}",
+            "—"
+            if row.get("regret_mean") is None
+            else f"{row['regret_mean']:.3f}" + ("" if one else f" ± {row['regret_ci95']:.3f}"),
             fmt(row.get("regret_keep_mean"), ".3f"),
             fmt(row.get("regret_box_mean"), ".3f"),
             *(

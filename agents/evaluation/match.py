@@ -488,7 +488,12 @@ def render(result: dict[str, Any]) -> str:
         f"wins / ties / losses  {result['wins']:,} / {result['ties']:,} / {result['losses']:,}",
         f"as first player {100 * result['win_rate_seat'][0]:.2f}%, as second {100 * result['win_rate_seat'][1]:.2f}%",
         f"mean scores  {result['mean_score'][0]:.2f} vs {result['mean_score'][1]:.2f}  (margin "
-        f"{result['margin_mean']:+.2f} ± {result['margin_ci95_half_width'] or 0:.2f})",
+        f"{result['margin_mean']:+.2f}"
+        + (
+            f" ± {result['margin_ci95_half_width']:.2f})"
+            if result["margin_ci95_half_width"] is not None
+            else ", no interval from one deal)"
+        ),
     ]
     if result.get("target_reached") is False:
         lines.append(
