@@ -124,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(out, default=str))
         return 0
     print(rules.describe())
-    print(f"expected score  {solution.expected_score:.6f}")
+    expected = solution.expected_score if abs(solution.expected_score) >= 5e-7 else 0.0  # (no "-0.000000")
+    print(f"expected score  {expected:.6f}")
     print(f"std deviation   {solution.score_std:.4f}")
     print(f"states          {solution.n_states:,}")
     if reach is not None and args.target is not None:
