@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     target = args.out if args.out.suffix == ".npz" else args.out.with_name(args.out.name + ".npz")  # (as saved)
     try:
+        if args.out.is_dir():  # (before the suffix: a folder named OUT would become OUT.npz beside it)
+            raise ValueError(f"OUT {args.out}: is a folder; name the policy file to write (.npz)")
         check_out_file(target, args.overwrite, "OUT")  # before the checkpoints are read
         path, steps = average(args.run_dir, target, args.first, args.last)
     except (ValueError, OSError) as error:

@@ -20,6 +20,7 @@ SIZE_NOTE = "Size:"
 
 #: layers of the core, bottom up: a module imports only from its own part of the package or from lower layers
 LAYERS = {
+    "files": 0,  # writing a file whole (dice_poker_env.files): the standard library only
     "rules": 0,
     "engine": 1,
     "dice_sources": 1.5,  # where the envs' dice come from (duplicate deals use the engine's dice constants)

@@ -67,7 +67,10 @@ def test_the_command_checks_out_before_reading_checkpoints(tmp_path, capsys):
     """OUT: an existing file is kept (--overwrite replaces it), a folder refused; one line each."""
     main = tool().main
     (tmp_path / "kept.npz").write_bytes(b"kept")
-    for out, message in ((tmp_path / "kept.npz", "exists; choose another name or pass --overwrite"), (tmp_path, "")):
+    for out, message in (
+        (tmp_path / "kept.npz", "exists; choose another name or pass --overwrite"),
+        (tmp_path, "is a folder; name the policy file to write"),
+    ):
         with pytest.raises(SystemExit) as stop:
             main([str(tmp_path / "no_run"), str(out)])
         assert stop.value.code == 2

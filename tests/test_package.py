@@ -121,3 +121,26 @@ def test_the_wheel_ships_the_typed_marker_and_the_data(tmp_path):
     assert "dice_poker_env/py.typed" in names
     assert "dice_poker_env/rules/data/yahtzee.toml" in names  # the package data next to it
     assert not any(name.startswith("tests/") for name in names)
+
+
+def test_write_whole_gives_a_plain_files_permissions_and_leaves_nothing_on_failure(tmp_path):
+    """dice_poker_env.files.write_whole: the permissions open() gives (a temporary file from mkstemp made
+    match --out files 0600), the old file kept when the write fails."""
+    import os
+    import stat
+
+    from dice_poker_env.files import write_whole
+
+    umask = os.umask(0o022)
+    os.umask(umask)
+    path = write_whole(tmp_path / "a.json", "{}\n")
+    assert path.read_text() == "{}\n" and stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    write_whole(path, b"new")
+    assert path.read_bytes() == b"new"
+    try:
+        write_whole(tmp_path / "missing" / "b.json", "x")
+    except OSError:
+        pass
+    else:
+        raise AssertionError("wrote into a missing folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]  # no partial file left

@@ -251,6 +251,7 @@ def test_a_decided_game_is_played_for_points(small, opponent_total):
     straight = N_KEEP_ACTIONS + small.rules.box_names.index("big_straight")
     assert optimal.act(obs, legal.astype(np.int8)) == straight
     assert small.act(obs, legal.astype(np.int8)) == straight
+    assert small.act_batch(obs, legal.astype(np.int8)[None]).tolist() == [straight]  # one unbatched observation
     assert _variant(small, target=10).act(obs, legal.astype(np.int8)) == straight  # 78 already: reached
 
 

@@ -132,20 +132,12 @@ def check_out_file(path: Path, overwrite: bool, option: str = "--out") -> None:
 
 
 def write_file(path: Path, data: str | bytes, option: str = "--out") -> None:
-    """``data`` into ``path`` whole or not at all (a temporary file beside it, renamed into place); a failure
-    is one line naming ``option``."""
-    import tempfile
+    """``data`` into ``path`` whole or not at all (:func:`dice_poker_env.files.write_whole`); a failure is one
+    line naming ``option``."""
+    from dice_poker_env.files import write_whole
 
-    raw = data.encode() if isinstance(data, str) else data
     try:
-        fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(raw)
-            os.replace(partial, path)
-        except BaseException:
-            Path(partial).unlink(missing_ok=True)
-            raise
+        write_whole(path, data)
     except OSError as error:
         raise OSError(f"{option} {path}: cannot write ({error.strerror or error})") from None
 
@@ -161,10 +153,9 @@ def remove_empty(folders: list[Path]) -> None:
 
 def write_results(result: BenchmarkResult, out: Path) -> list[Path]:
     """``results.json`` (written whole, then renamed into place) and the plot, when matplotlib is there."""
-    path = out / "results.json"
-    partial = out / ".results.json.partial"
-    partial.write_text(json.dumps(result.data, indent=2) + "\n")
-    os.replace(partial, path)
+    from dice_poker_env.files import write_whole
+
+    path = write_whole(out / "results.json", json.dumps(result.data, indent=2) + "\n")
     written = [path]
     try:
         from agents.evaluation.plots import plot_score_distributions

@@ -329,12 +329,11 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
 
 
 def write_whole(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` whole: into a hidden ``.NAME.partial`` beside it, then renamed into place
-    (a reader never sees half a file; an interrupted write leaves the old one). Returns ``path``."""
-    partial = path.parent / f".{path.name}.partial"
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    """Write ``text`` to ``path`` whole (:func:`dice_poker_env.files.write_whole`: a reader never sees half a
+    file; an interrupted write leaves the old one). Returns ``path``."""
+    from dice_poker_env.files import write_whole as whole
+
+    return whole(path, text)
 
 
 #: the settings a grading config (``--config FILE``, TOML) may hold, with their defaults and types

@@ -590,7 +590,7 @@ class WinningAgent:
     def act_batch(self, observations: Mapping[str, Any], action_masks: np.ndarray | None = None) -> np.ndarray:
         """The best legal actions of a batch of observations (``(B,)`` int64); stateless (the memo of turn
         values only saves work: it never changes an answer)."""
-        d, _ = self._decode(observations)
+        d, batched = self._decode(observations)
         if self._plays_expected(d):
             return self.optimal.act_batch(observations, action_masks)
         q = self._values(d)
@@ -602,8 +602,8 @@ class WinningAgent:
         # whatever happens) is played for points, not by the first action of the tie (rerolling a straight)
         best = q[np.arange(len(q)), actions]
         decided = np.flatnonzero(best - np.where(np.isfinite(q), q, np.inf).min(axis=1) <= DECIDED)
-        if len(decided):
-            rows = {key: np.asarray(value)[decided] for key, value in observations.items()}
+        if len(decided):  # (one unbatched observation is its own single row)
+            rows = {key: np.asarray(value)[decided] for key, value in observations.items()} if batched else observations
             actions[decided] = self.optimal.act_batch(rows, None if action_masks is None else masks[decided])
         return actions
 

@@ -14,6 +14,7 @@ and observation sizes of two rulesets can coincide).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import zipfile
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS
+from dice_poker_env.files import write_whole
 from dice_poker_env.rules import Rules
 
 #: file format version of policy files
@@ -83,11 +85,9 @@ def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], meta
         path = path.with_name(path.name + ".npz")
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {**metadata, "policy_format": POLICY_FORMAT}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        np.savez(handle, metadata=np.array(json.dumps(meta, default=str)), **dict(weights))  # type: ignore[arg-type]  # numpy's stub types **kwds as its allow_pickle
-    os.replace(tmp, path)
-    return path
+    buffer = io.BytesIO()  # (a policy is small: written whole, dice_poker_env.files.write_whole)
+    np.savez(buffer, metadata=np.array(json.dumps(meta, default=str)), **dict(weights))  # type: ignore[arg-type]  # numpy's stub types **kwds as its allow_pickle
+    return write_whole(path, buffer.getvalue())
 
 
 #: the most bytes a policy file may unpack to (a 256 x 256 network is about half a megabyte): a small file

@@ -54,6 +54,7 @@ from agents.training.actor_critic import ActorCritic, Compiled, resolve_precisio
 from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation, evaluate, evaluate_trainer  # noqa: F401
 from agents.training.rollout import BaseRollout, Rollout
 from agents.training.selfplay import SelfPlayRollout
+from dice_poker_env.files import write_whole
 from dice_poker_env.rules import Rules
 
 if TYPE_CHECKING:
@@ -80,9 +81,7 @@ _BIT_GENERATORS = frozenset({"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"}
 
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_whole(path, data)
 
 
 class Trainer:
