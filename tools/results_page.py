@@ -387,6 +387,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from dice_poker_env.cli import run_script
-
-    run_script(main)
+    sys.exit(main())
