@@ -220,7 +220,7 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.yaml").write_text(yaml.safe_dump(as_dict(config), sort_keys=False))
-    except OSError as error:  # (a read-only filesystem passes check_run_dir's os.access as root)
+    except OSError as error:  # (the folder changed since check_run_dir's probe, a disk full, ...)
         fail(f"run folder {run_dir}: cannot write there ({error.strerror or error})")
     print(f"run folder: {run_dir}\n{rules.describe()}")
     print(f"optimal expected score: {optimal:.4f}" if optimal is not None else "no exact solution: no % of optimal")

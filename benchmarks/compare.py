@@ -123,8 +123,10 @@ def read_result(path: Path, track: str | None) -> dict[str, Any]:
             f"{path}: evaluated on other rules than the baselines' {rules.name} (fingerprint "
             f"{result['rules_fingerprint']}, options {options}; today's {rules.fingerprint})"
         )
-    if track is not None and result.get("track") not in (None, track):
-        raise SubmissionError(f"{path}: the agent declares the {result['track']} track, not {track}")
+    if track is not None and result.get("track") is not None and TRACKS.index(result["track"]) > TRACKS.index(track):
+        raise SubmissionError(  # a track admits the stricter ones before it (raw, rules, solver), as evaluate does
+            f"{path}: the agent declares the {result['track']} track, not {track} (it may enter a more permissive one)"
+        )
     percent = result["luck_free_percent"]
     if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not -1e9 < percent <= 100:
         # below 0 is possible: an agent losing more than the optimal expected score (random on school_poker)
@@ -145,8 +147,11 @@ def submission_rows(paths: list[Path], name: str, budget: int, track: str | None
     """The results as rows of the leaderboard's shape (suite ``name``), one per file."""
     results = [(path, read_result(path, track)) for path in paths]
     tracks = {result["track"] for _, result in results if result.get("track") is not None}
-    if len(tracks) > 1:
-        raise SubmissionError(f"the files declare several tracks ({', '.join(sorted(tracks))}): compare one at a time")
+    if len(tracks) > 1 and track is None:
+        raise SubmissionError(
+            f"the files declare several tracks ({', '.join(sorted(tracks))}): compare one at a time, or enter them "
+            "all in the most permissive one with --track"
+        )
     chosen = track or (tracks.pop() if tracks else None)
     if chosen is None:
         raise SubmissionError("no file declares a track: say which with --track raw|rules|solver")
@@ -186,8 +191,9 @@ def submission_rows(paths: list[Path], name: str, budget: int, track: str | None
         digest = result.get("agent_sha256")
         if digest is not None and f"{ruleset}/{digest}" in played:
             raise SubmissionError(
-                f"{path}: the same agent file as {played[f'{ruleset}/{digest}']} (agent_sha256 {digest[:12]}...): "
-                "one seed counted twice"
+                f"{path}: the same agent as {played[f'{ruleset}/{digest}']} (agent_sha256 {digest[:12]}...: its "
+                "file, class and arguments): one seed counted twice; an agent class that loads each seed's weights "
+                "takes them as an argument (NAME,weights=PATH), which the digest covers"
             )
         if digest is not None:
             played[f"{ruleset}/{digest}"] = path

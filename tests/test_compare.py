@@ -120,7 +120,7 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
         ({"seed": 0}, "a second result for yahtzee seed 0 (the first: "),
         ({"seed": "1"}, "seed must be an integer"),
         ({"seed": None, "x": 1}, "1 of the 2 files have a seed"),
-        ({"seed": 1, "agent_sha256": "ab" * 32}, "the same agent file as"),
+        ({"seed": 1, "agent_sha256": "ab" * 32}, "the same agent as"),
         ({"rules": "no_such_rules"}, "no_such_rules"),
         ({"seed": 1, "library_version": "0.0.1"}, "measured on several library_versions (0.0.1, "),
         ({"seed": 1, "observation_layout_version": 0}, "measured on several observation_layout_versions"),
@@ -159,12 +159,12 @@ def test_bad_files_names_and_tracks_are_refused(tmp_path, capsys):
                 "--budget",
                 "10M",
                 "--track",
-                "rules",
+                "raw",
                 "--runs",
                 runs,
-                *write(tmp_path, [result("yahtzee", 90.0)]),
+                *write(tmp_path, [result("yahtzee", 90.0, track="rules")]),
             ],
-            "declares the raw track, not rules",
+            "declares the rules track, not raw",
         ),
         (
             ["raw_ppo_10m", "--budget", "10M", "--runs", runs, *no_track[:1], "--track", "raw"],
@@ -201,6 +201,8 @@ def test_bad_files_names_and_tracks_are_refused(tmp_path, capsys):
         assert message in capsys.readouterr().err, argv
     assert compare.main(["mine", "--budget", "10M", "--track", "raw", "--runs", runs, "--reps", "50", *no_track]) == 0
     assert (tmp_path / "old.png").read_bytes() == b"kept"
+    raw_file = write(tmp_path, [result("yahtzee", 90.0, track="raw")])  # a raw agent entered in the rules track
+    assert compare.main(["mine", "--budget", "10M", "--track", "rules", "--runs", runs, "--reps", "50", *raw_file]) == 0
 
 
 def test_every_run_is_listed_with_what_it_was_measured_on_and_gaps_are_said(tmp_path, capsys):

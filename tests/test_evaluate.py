@@ -119,6 +119,9 @@ def test_a_trainer_records_its_algorithms_track(monkeypatch, tmp_path):
     monkeypatch.setattr(ppo, "TRACK", "solver", raising=False)
     trainer = Trainer(config(), load_rules(RULES), tmp_path / "run")
     assert trainer.metadata["track"] == "solver" and policy_track(trainer.metadata) == "solver"
+    monkeypatch.setattr(ppo, "TRACK", "hybrid")  # refused before training, not when a policy is evaluated
+    with pytest.raises(ValueError, match="agents.training.ppo.TRACK must be one of raw, rules, solver"):
+        Trainer(config(), load_rules(RULES), tmp_path / "run2")
 
 
 def test_an_imitation_is_named_after_its_dataset_agent():

@@ -70,6 +70,11 @@ class Raises(Good):
         return super().act(observation, action_mask)
 
 
+class ResetRaises(Good):
+    def reset(self):
+        raise RuntimeError("cannot reset")
+
+
 class Hangs(Good):
     def act(self, observation, action_mask):
         if observation["turn"] == 1:
@@ -261,6 +266,8 @@ def test_the_submission_cannot_find_the_game_seeds(submissions):
         ("Crashes", "crash", "exited with status 3"),
         ("Exits", "exception", "SystemExit: bye"),
         ("Greedy", "exception", "MemoryError"),
+        # the agent's own exception (not the AgentError wrapper of in-process play), with its traceback
+        ("ResetRaises", "exception", "RuntimeError: cannot reset"),
     ],
 )
 def test_hostile_submissions_get_a_report_that_says_so(submissions, name, kind, message):
@@ -269,7 +276,7 @@ def test_hostile_submissions_get_a_report_that_says_so(submissions, name, kind, 
     assert report["status"] in ("failures", "partial") and report["complete"] == (report["status"] != "partial")
     failures = report["failures"]["recorded"]
     assert failures and failures[0]["kind"] == kind, failures
-    assert message in failures[0]["message"]
+    assert message in failures[0]["message"] and "AgentError" not in failures[0]["message"]
     if kind == "exception":
         assert "Traceback" in failures[0]["traceback"] and "student.py" in failures[0]["traceback"]
     assert report["agents"]["optimal"]["games"] == GAMES  # the references are graded all the same

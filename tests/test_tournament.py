@@ -232,12 +232,15 @@ def test_bad_arguments_are_refused_before_any_game():
     with pytest.raises(ValueError, match="--rounds is for a Swiss"):
         tournament(["a.py:A"], YACHT, rounds=3)
     # counts past their limits are refused before any game (not after them, out of memory)
-    with pytest.raises(ValueError, match="games of 99,999,999,999 is beyond the limit of 10,000,000"):
+    with pytest.raises(ValueError, match="games must be at most 10000000, got 99999999999"):
         tournament(["a.py:A"], YACHT, games=99_999_999_999)
-    with pytest.raises(ValueError, match="bootstrap of 99,999,999,999 is beyond the limit of 100,000"):
+    with pytest.raises(ValueError, match="bootstrap must be at most 100000, got 99999999999"):
         tournament(["a.py:A"], YACHT, bootstrap=99_999_999_999)
-    with pytest.raises(ValueError, match="rounds of 99,999,999 is beyond the limit of 1,000"):
+    with pytest.raises(ValueError, match="rounds must be at most 1000, got 99999999"):
         tournament(["a.py:A", "b.py:B", "c.py:C"], YACHT, fmt="swiss", rounds=99_999_999)
+    # the whole tournament's games: deals per table x the seats of a round x rounds (here 3 x 2 seats x 1)
+    with pytest.raises(ValueError, match=r"would play 18,000,000 games \(3,000,000 deal\(s\) x 6 seats x 1 round"):
+        tournament(["a.py:A"], YACHT, games=3_000_000)
 
 
 # ------------------------------------------------------------------ ratings

@@ -137,7 +137,7 @@ def main(argv: list[str]) -> int:
 
     from agents.course.protocol import decode_observation, receive
     from agents.course.sandbox import SOLVER_MODULES
-    from agents.players.registry import as_action, make_agent
+    from agents.players.registry import AgentError, as_action, make_agent
     from dice_poker_env.rules import load_rules
 
     sock = socket.socket(fileno=fd)
@@ -183,6 +183,8 @@ def main(argv: list[str]) -> int:
             mask = np.asarray(message["mask"], dtype=np.int8)
             raw = inner.act(obs, mask)
         except BaseException as error:  # noqa: BLE001 - SystemExit, MemoryError, anything
+            if isinstance(error, AgentError) and error.__cause__ is not None:  # seed()/reset(): the agent's own
+                error = error.__cause__
             _answer(sock, _failure("exception", error))
             continue
         try:

@@ -59,7 +59,7 @@ from agents.course.duplicate import GameRecord, deal_faces, play_game
 from agents.course.grade_report import summary_text_line
 from agents.course.ratings import ANCHOR_RATING, PRIOR_SD, Comparisons, rate
 from agents.course.sandbox import Limits, SandboxedAgent
-from agents.evaluation.limits import MAX_GAMES, check_count
+from agents.evaluation.limits import MAX_GAMES
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.multi.aec import MAX_PLAYERS, MIN_PLAYERS
 from dice_poker_env.rules import Rules, load_rules
@@ -272,17 +272,24 @@ def tournament(
     ):
         raise ValueError(f"players must be an integer {MIN_PLAYERS} to {MAX_PLAYERS}, got {players!r}")
     players = _check_int("players", players, MIN_PLAYERS, agents)  # (the agents' number counts the anchors)
-    games = check_count("games", games, most=MAX_GAMES)
+    games = _check_int("games", games, 1, MAX_GAMES)
     seed = _check_int("seed", seed, 0)
-    bootstrap = check_count("bootstrap", bootstrap, least=0, most=MAX_BOOTSTRAP)
+    bootstrap = _check_int("bootstrap", bootstrap, 0, MAX_BOOTSTRAP)
     fmt = choose_format(agents, players, fmt)
     if fmt == "round-robin" and rounds is not None:
         raise ValueError("--rounds is for a Swiss tournament; a round-robin has one round")
     rounds = (
         1
         if fmt == "round-robin"
-        else check_count("rounds", default_rounds(agents) if rounds is None else rounds, most=MAX_ROUNDS)
+        else _check_int("rounds", default_rounds(agents) if rounds is None else rounds, 1, MAX_ROUNDS)
     )
+    # every deal is played at every rotation of its table: games x the seats of a round's tables x rounds
+    seats = sum(len(group) for group in round_robin_groups(agents, players)) if fmt == "round-robin" else agents
+    if games * seats * rounds > MAX_GAMES:
+        raise ValueError(
+            f"the tournament would play {games * seats * rounds:,} games ({games:,} deal(s) x {seats} seats x "
+            f"{rounds} round(s)), beyond the limit of {MAX_GAMES:,}: fewer --games or --rounds"
+        )
     turns = compile_rules(rules).turns
     solution = load_solution(rules, required=True)
     if started is not None:

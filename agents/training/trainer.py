@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from agents.evaluation.protocol import TRACKS
 from agents.players.sb3_agent import model_metadata
 from agents.policy.heads import PolicyHeads, PolicyOptions
 from agents.policy.player import PolicyAgent, load_policy, save_policy
@@ -145,12 +146,15 @@ class Trainer:
         # the fused Adam kernel (CPU and CUDA): the same update rule, about 14% faster PPO updates measured here
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate, eps=1e-5, fused=True)
         self.generator = torch.Generator().manual_seed(config.seed + 1)  # minibatch order
+        track = getattr(algorithm, "TRACK", None)
+        if track is not None and track not in TRACKS:  # (before any training: every policy file records it)
+            raise ValueError(f"{algorithm.__name__}.TRACK must be one of {', '.join(TRACKS)}, got {track!r}")
         self.metadata = {
             **model_metadata(rules, "flat", config.algo, seed=config.seed),
             **(metadata or {}),
             "algorithm": config.algo,
             # an algorithm that uses the rules engine or the solver in its update declares its track (TRACK)
-            **({"track": algorithm.TRACK} if getattr(algorithm, "TRACK", None) is not None else {}),
+            **({"track": track} if track is not None else {}),
             "obs_mode": "flat",
             "masked": True,
             "distinct_keeps": bool(config.distinct_keeps),

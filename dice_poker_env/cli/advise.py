@@ -70,21 +70,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_position(rules: Any, situation: dict[str, Any]) -> None:
-    """The position as the engine reads it (a one-line ``ValueError`` naming what is wrong), and a turn left."""
-    from dice_poker_env.engine.position import make_position
+    """The position as the engine reads it, with a turn left (a one-line ``ValueError`` naming what is wrong)."""
+    from dice_poker_env.engine.position import playable_position
     from dice_poker_env.engine.tables import compile_rules
 
-    tables = compile_rules(rules)
-    state = make_position(
-        tables,
-        situation["scorecard"],
-        situation["dice"],
-        situation["rolls_left"],
-        situation.get("bonus"),
-        random_roll=0,
+    playable_position(
+        compile_rules(rules), situation["scorecard"], situation["dice"], situation["rolls_left"], situation.get("bonus")
     )
-    if int(tables.popcount(int(state.filled))) >= tables.turns:
-        raise ValueError("the game is over: no turn is left to play")
 
 
 def _advise_target(args: argparse.Namespace, rules: Any, situation: dict[str, Any]) -> int:

@@ -78,9 +78,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dice_poker_env.solver import solve
+    from dice_poker_env.solver.backward import MAX_WORKERS
 
-    if args.workers is not None and not 1 <= args.workers <= 256:
-        raise ValueError(f"--workers must be an integer from 1 to 256, got {args.workers}")
+    if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
+        raise ValueError(f"--workers must be an integer from 1 to {MAX_WORKERS}, got {args.workers}")
     rules = load_rules_from(args)
     start = time.perf_counter()
     solution = solve(

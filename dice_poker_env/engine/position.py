@@ -153,6 +153,22 @@ def make_position(
     return GameState(filled, scores, upper_total, bonus, roll, int(rolls_left))
 
 
+def playable_position(
+    tables: RuleTables,
+    scorecard: Mapping[str, Any] | None = None,
+    dice: Sequence[int] | None = None,
+    rolls_left: int | None = None,
+    bonus: int | None = None,
+) -> GameState:
+    """:func:`make_position` of a position with a turn left to play (any roll where ``dice`` is omitted): what
+    the solvers' advice and reach probabilities read. A scorecard with every turn played (fewer filled boxes than
+    boxes under a ``turns`` option) is a :class:`PositionError`."""
+    state = make_position(tables, scorecard, dice, rolls_left, bonus, random_roll=0)
+    if int(tables.popcount(int(state.filled))) >= tables.turns:
+        raise PositionError("the game is over: no turn is left to play")
+    return state
+
+
 #: the position keys of env ``reset(options=...)``; a key given as ``None`` counts as not given
 POSITION_KEYS = ("scorecard", "dice", "rolls_left", "bonus")
 

@@ -71,13 +71,20 @@ def solve_dp(tables: RuleTables, *, chunk: int = 256, progress: Any = None, work
             they are forked and write into shared memory, so this needs ``fork``
             (Linux, macOS); elsewhere the solve runs in this process.
     """
+    workers = resolve_workers(workers)
+    with roomy_malloc():
+        return _solve_dp(tables, chunk=chunk, progress=progress, workers=workers)
+
+
+def resolve_workers(workers: int | None) -> int:
+    """The worker processes a solve forks: ``workers`` (default :func:`default_workers`), at least 1, 1 where
+    ``fork`` is missing; more than :data:`MAX_WORKERS` is a ``ValueError`` (the reach solve's too)."""
     workers = default_workers() if workers is None else max(1, int(workers))
     if workers > MAX_WORKERS:
         raise ValueError(f"workers: {workers:,} is more than the {MAX_WORKERS} processes a solve may fork")
     if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
         workers = 1
-    with roomy_malloc():
-        return _solve_dp(tables, chunk=chunk, progress=progress, workers=workers)
+    return workers
 
 
 #: what forked workers inherit (set just before the pool is created)

@@ -106,7 +106,7 @@ DUEL_VERSION = 1
 BLOCK_STATES = 2048
 #: CPU seconds a table cell costs to solve, for the estimate said before a solve (measured by
 #: ``benchmarks/bench_duel.py``: 2.6 to 2.8 us on this project's 2 vCPU x86_64 machine, docs/winning.md)
-CELL_SECONDS = 3e-6
+CELL_SECONDS = 2.8e-6
 #: (pair, d) columns of one turn-widget call (as the reach solve's)
 COLUMNS = 256
 #: the table cell an illegal move reads: ``1 - 2 = -1`` is below every value, so a max never picks it

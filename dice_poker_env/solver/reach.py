@@ -30,7 +30,7 @@ import numpy as np
 
 from dice_poker_env.engine.combinatorics import KEEP_OF_ACTION, N_KEEP_ACTIONS, N_ROLLS
 from dice_poker_env.engine.game import ROLLS_PER_TURN, five_kind_box_full, legal_boxes, score_points
-from dice_poker_env.engine.position import make_position
+from dice_poker_env.engine.position import playable_position
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import budget
@@ -210,17 +210,14 @@ class Reach:
             raise SolverError(f"a position is a dict with keys among {sorted(known)}")
         if turn and "dice" not in situation:
             raise SolverError("a position inside a turn needs its 'dice'")
-        state = make_position(
+        state = playable_position(
             self.tables,
             situation.get("scorecard"),
             situation.get("dice") if turn else None,
             situation.get("rolls_left") if turn else None,
             situation.get("bonus"),
-            random_roll=0,
         )
         filled, scores = int(state.filled), np.asarray(state.scores)
-        if int(self.tables.popcount(filled)) >= self.tables.turns:
-            raise SolverError("the game is over: no turn is left to play")
         full = bool(self.space.n_full == 2 and five_kind_box_full(self.tables.one_game, filled, scores))
         so_far = int(scores.sum()) + int(state.bonus)
         return filled, int(state.upper_total), full, int(state.roll), int(state.rolls_left), so_far

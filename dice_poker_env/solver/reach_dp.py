@@ -57,7 +57,7 @@ from dice_poker_env.engine.combinatorics import (
 from dice_poker_env.engine.game import ROLLS_PER_TURN
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.solver.allocator import roomy_malloc
-from dice_poker_env.solver.backward import default_workers, end_pool, worker_pool
+from dice_poker_env.solver.backward import end_pool, resolve_workers, worker_pool
 from dice_poker_env.solver.budget import format_bytes
 from dice_poker_env.solver.keep_tables import KEEP_POS, N_PROPER_KEEPS
 from dice_poker_env.solver.reachability import reachable_layers
@@ -371,9 +371,7 @@ def solve_reach_dp(
         memory: bytes available: a ``MemoryError`` before the table is allocated when it needs more
             (8 bytes a cell, twice with the policy's table); ``None``: no check.
     """
-    workers = default_workers() if workers is None else max(1, int(workers))
-    if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
-        workers = 1
+    workers = resolve_workers(workers)
     with roomy_malloc():
         return _solve(tables, solution, workers, progress, memory)
 
