@@ -331,6 +331,51 @@ def test_an_sb3_checkpoint_lies_between_rollouts_so_a_resumed_run_ends_at_its_bu
     assert json.loads((run_dir / "results.json").read_text())["timesteps"] == 1536
 
 
+def test_an_sb3_run_on_the_batched_env_resumes_bit_for_bit(tmp_path):
+    """vec_env=batched: the checkpoint holds the games, the last observation and the generators
+    (agents/training/sb3_resume.py), so a run stopped at 1,024 steps and resumed ends with the weights, bit
+    for bit, of the run that never stopped."""
+    import io
+    import zipfile
+
+    torch = pytest.importorskip("torch")
+    run_dir = tmp_path / "run"
+    command = [sys.executable, str(ROOT / "train.py"), "--run-dir", str(run_dir)]
+    budget = ["total_timesteps=1536", "checkpoint_freq=1024", "eval_freq=0", "bench_games=0", "solver=off"]
+    out = subprocess.run(
+        [*command, "--config", str(ROOT / "configs" / "smoke.yaml"), "vec_env=batched", *budget],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-4000:]
+
+    def weights(path):
+        with zipfile.ZipFile(path) as archive:
+            return torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+
+    straight = weights(run_dir / "final_model.zip")
+    with zipfile.ZipFile(run_dir / "checkpoints" / "model_1024_steps.zip") as archive:
+        assert {"dice_poker_resume.json", "dice_poker_resume.npz"} <= set(archive.namelist())
+    for name in ("checkpoints/model_1536_steps.zip", "final_model.zip", "results.json"):
+        (run_dir / name).unlink(missing_ok=True)
+    out = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "model_1024_steps.zip" in out.stdout
+    resumed = weights(run_dir / "final_model.zip")
+    assert straight.keys() == resumed.keys()
+    assert all(torch.equal(straight[key], resumed[key]) for key in straight)
+    # a resume state naming a bit generator outside the allow-list is refused before anything is restored
+    checkpoint = run_dir / "checkpoints" / "model_1024_steps.zip"
+    with zipfile.ZipFile(checkpoint) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members["dice_poker_resume.json"] = members["dice_poker_resume.json"].replace(b'"PCG64"', b'"Evil"')
+    with zipfile.ZipFile(checkpoint, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    (run_dir / "final_model.zip").unlink()
+    out = subprocess.run([*command, "--resume", str(checkpoint)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert out.returncode == 2 and "names no known bit generator" in out.stderr, out.stderr[-2000:]
+
+
 def test_saved_model_reloads_and_reproduces_its_actions(tmp_path):
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO

@@ -345,8 +345,11 @@ def model_metadata(rules: Rules, obs_mode: str, algo: str, **extra: Any) -> dict
 SB3_MEMBERS = ("data", "policy.pth")
 
 
-def save_model(model: Any, path: str | os.PathLike, metadata: Mapping[str, Any]) -> Path:
-    """``model.save(path)`` plus the metadata member; returns the ``.zip`` path.
+def save_model(
+    model: Any, path: str | os.PathLike, metadata: Mapping[str, Any], extra: Mapping[str, bytes] | None = None
+) -> Path:
+    """``model.save(path)`` plus the metadata member (and ``extra`` members: a checkpoint's resume state,
+    :mod:`agents.training.sb3_resume`); returns the ``.zip`` path.
 
     The file is written whole under a temporary name in the same folder, then
     renamed into place: a run killed while saving never leaves a partial model
@@ -361,6 +364,8 @@ def save_model(model: Any, path: str | os.PathLike, metadata: Mapping[str, Any])
         model.save(partial)
         with zipfile.ZipFile(partial, "a") as archive:
             archive.writestr(METADATA_NAME, json.dumps(dict(metadata), indent=2, default=str))
+            for name, data in (extra or {}).items():
+                archive.writestr(name, data)
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)

@@ -177,6 +177,7 @@ def make_callbacks(
     from stable_baselines3.common.callbacks import BaseCallback
 
     from agents.players.sb3_agent import ALGORITHMS, save_model
+    from agents.training.sb3_resume import capture
 
     masked = ALGORITHMS[config.algo][2]
 
@@ -262,7 +263,8 @@ def make_callbacks(
             self.next_save = (steps // config.checkpoint_freq + 1) * config.checkpoint_freq
             path = run_dir / "checkpoints" / f"model_{steps}_steps.zip"
             seconds = seconds_before + time.perf_counter() - clock.started
-            save_model(self.model, path, {**metadata, "timesteps": steps, "train_seconds": seconds})
+            resume = capture(self.model)  # (the batched env's games and the generators: an exact resume)
+            save_model(self.model, path, {**metadata, "timesteps": steps, "train_seconds": seconds}, resume)
             if config.save_replay_buffer and hasattr(self.model, "save_replay_buffer"):
                 self.model.save_replay_buffer(path.with_suffix(".replay.pkl"))
 
@@ -356,6 +358,9 @@ def sb3_model(
             )
             if replay.is_file() and hasattr(model, "load_replay_buffer"):
                 model.load_replay_buffer(replay)
+            from agents.training.sb3_resume import restore
+
+            restore(model, resume_from)  # the games and generators where the checkpoint left them
         else:
             model = build_model(config, env, run_dir)
     except Exception as error:  # noqa: BLE001 - whatever SB3/torch raise, the run has not started
