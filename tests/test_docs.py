@@ -330,7 +330,7 @@ def test_the_readme_examples_run_one_after_another(capsys):
     assert values.max() > 200
 
 
-@pytest.mark.parametrize("page", ["getting-started.md", "solver.md", "environments.md", "winning.md"])
+@pytest.mark.parametrize("page", ["getting-started.md", "solver.md", "environments.md", "winning.md", "multiplayer.md"])
 def test_a_pages_python_snippets_run_one_after_another_as_pasted(page, capsys):
     """Each page's Python blocks, in order, in one namespace: a reader pastes them so (getting started's solver
     block once ran on the finished game of the block before it)."""

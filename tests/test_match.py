@@ -355,3 +355,34 @@ def test_dice_poker_match_runs_through_the_command_line(monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)["games"] == 4
     assert cli.main(["match", "yacht", "--agents", "greedy", "random", "--games", "5"]) == 2
     assert "dice-poker match: error: games must be an even number" in capsys.readouterr().err
+
+
+def test_a_model_of_another_table_size_is_refused_in_one_line(tmp_path, capsys):
+    """A reader of a three-player table's observation in a match, a two-player policy at a tournament's tables
+    of three: refused before any game, as `dice-poker play` refuses them (the match failed on its first
+    observation with the model library's shape message; the tournament forfeited every game, "ok")."""
+    from dice_poker_env import load_rules
+    from dice_poker_env.engine.tables import compile_rules
+    from dice_poker_env.multi.observations import multi_observation_space
+
+    width = multi_observation_space(compile_rules(load_rules("yacht")), 3, "flat").shape[0]
+    (tmp_path / "seat3.py").write_text(
+        "import gymnasium as gym\nimport numpy as np\n\n\nclass Seat3:\n    obs_mode = 'flat'\n"
+        f"    observation_space = gym.spaces.Box(0.0, 1.0, ({width},), np.float32)\n\n"
+        "    def act(self, observation, action_mask):\n        return int(np.flatnonzero(action_mask)[0])\n"
+    )
+    code, _, err = cli(["yacht", "--agents", f"{tmp_path / 'seat3.py'}:Seat3", "greedy", "--games", "2"], capsys)
+    assert code == 2 and "reads a 3-player table's flat observation" in err and len(err.strip().splitlines()) == 1
+
+    pytest.importorskip("torch")
+    from agents.course.tournament import tournament
+    from agents.policy.heads import PolicyHeads, PolicyOptions
+    from agents.policy.player import save_policy
+    from agents.training.actor_critic import ActorCritic
+
+    yacht = load_rules("yacht")
+    two = ActorCritic(PolicyHeads(yacht, PolicyOptions(players=2)), [8]).export()
+    metadata = {"rules": "yacht", "rules_fingerprint": yacht.fingerprint, "activation": "tanh", "features": True}
+    path = save_policy(tmp_path / "two", two, {**metadata, "players": 2})
+    with pytest.raises(ValueError, match="reads a 2-player table's flat observation.*tables of 3"):
+        tournament([f"model:{path}"], "yacht", players=3, games=1, bootstrap=0, isolated=False)

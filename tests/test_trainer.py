@@ -840,3 +840,16 @@ def test_compile_falls_back_to_eager_with_one_warning(tmp_path, monkeypatch):
         fallback.run(progress=False)
     assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 2  # the forward and the loss
     assert all(torch.equal(x, y) for x, y in zip(params(eager), params(fallback)))
+
+
+def test_init_policy_is_read_for_a_new_run_only_and_null_clears_it(tmp_path):
+    """A resumed run's checkpoint holds the actor: its init_policy (maybe a relative path from another folder)
+    is not read again; ``init_policy=null`` is the empty default (it was refused as "expects str")."""
+    from agents.training.config import make_config
+
+    rules = load_rules("yacht")
+    missing = config(init_policy="no/such/policy.npz")
+    with pytest.raises(FileNotFoundError):
+        Trainer(missing, rules, tmp_path / "a")
+    assert Trainer(missing, rules, tmp_path / "b", resuming=True).num_timesteps == 0
+    assert make_config({"algo": "batched_ppo", "rules": "yacht"}, ["init_policy=null"]).init_policy == ""

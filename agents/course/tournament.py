@@ -62,6 +62,7 @@ from agents.course.sandbox import Limits, SandboxedAgent
 from agents.evaluation.limits import MAX_GAMES
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.multi.aec import MAX_PLAYERS, MIN_PLAYERS
+from dice_poker_env.multi.observations import table_problem
 from dice_poker_env.rules import Rules, load_rules
 
 #: the agents that always take part
@@ -290,7 +291,8 @@ def tournament(
             f"the tournament would play {games * seats * rounds:,} games ({games:,} deal(s) x {seats} seats x "
             f"{rounds} round(s)), beyond the limit of {MAX_GAMES:,}: fewer --games or --rounds"
         )
-    turns = compile_rules(rules).turns
+    tables = compile_rules(rules)
+    turns = tables.turns
     solution = load_solution(rules, required=True)
     if started is not None:
         started()
@@ -303,7 +305,12 @@ def tournament(
             if is_builtin(name):  # the library's own agents (winning, random, trained, model:PATH): no sandbox
                 # seeded from the tournament's seed: the same seed, the same random agent's moves
                 agent_seed = int(np.random.SeedSequence([seed, 0xA6E17, k]).generate_state(1, np.uint64)[0] >> 1)
-                entries.append(Entry(name, "builtin", make_agent(name, rules, solution=solution, seed=agent_seed)))
+                builtin = make_agent(name, rules, solution=solution, seed=agent_seed)
+                for size in sorted(set(table_sizes(agents, players))):  # (a model trained at another table size)
+                    problem = table_problem(builtin, tables, size)
+                    if problem is not None:
+                        raise ValueError(f"{name}: {problem} (tables of {size} in this tournament)")
+                entries.append(Entry(name, "builtin", builtin))
                 continue
             agent = SandboxedAgent(name, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
             entries.append(Entry(name, "submission", agent))

@@ -338,9 +338,17 @@ def _check_games(games: Any) -> int:
 
 
 def _build(spec: str, rules: Rules, seed: int, solution: Any) -> Any:
+    """The agent ``spec`` at a two-player table; a model trained at a table of another size is refused here,
+    in one line (it would fail on its first observation with its library's message)."""
     from agents.players.registry import make_agent
+    from dice_poker_env.engine.tables import compile_rules
+    from dice_poker_env.multi.observations import table_problem
 
-    return make_agent(spec, rules, seed=seed, solution=solution if spec == "optimal" else None)
+    agent = make_agent(spec, rules, seed=seed, solution=solution if spec == "optimal" else None)
+    problem = table_problem(agent, compile_rules(rules), 2)
+    if problem is not None:
+        raise ValueError(f"--agents {spec}: {problem}")
+    return agent
 
 
 def match(

@@ -402,8 +402,9 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
                 raise ValueError(f"{damaged}: the member {bad} fails its checksum")
             if METADATA_NAME not in names:
                 raise ValueError(
-                    f"{path}: no {METADATA_NAME} inside; save models with agents.players.sb3_agent.save_model "
-                    "(train.py does) so the ruleset they were trained on is known"
+                    f"{path}: no {METADATA_NAME} inside; save models with agents.players.sb3_agent.save_model("
+                    "model, path, model_metadata(rules, obs_mode, algo)) (train.py does) so the ruleset they were "
+                    "trained on is known"
                 )
             metadata = json.loads(archive.read(METADATA_NAME))
     except (zipfile.BadZipFile, zlib.error, EOFError) as error:

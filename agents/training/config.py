@@ -530,6 +530,8 @@ def _set_field(config: DictConfig, cls: type, algo: str, key: Any, value: Any, s
         )
     if key == "solver" and isinstance(value, bool):
         value = "on" if value else "off"  # YAML 1.1 reads on/off (yes/no, true/false) as booleans
+    if value is None and fields[name].default == "":  # null for a text field whose default is empty ("none")
+        value = ""
     try:
         OmegaConf.update(config, key, value, merge=False)
     except OmegaConfBaseException as error:

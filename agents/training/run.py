@@ -331,7 +331,9 @@ def batched_trainer(
     from agents.training.trainer import Trainer
 
     try:
-        trainer = Trainer(config, rules, run_dir, optimal=optimal, metadata=run_metadata(config))
+        trainer = Trainer(
+            config, rules, run_dir, optimal=optimal, metadata=run_metadata(config), resuming=resume_from is not None
+        )
         if resume_from is not None:
             trainer.load_checkpoint(resume_from)
     except Exception as error:  # noqa: BLE001 - whatever torch raises, the run has not started

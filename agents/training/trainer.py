@@ -96,6 +96,8 @@ class Trainer:
         optimal: the solver's optimal expected score (percent of optimal in logs), or None.
         metadata: recorded in every policy file (ruleset, config, command, version, code commit).
         log: where progress lines go.
+        resuming: a checkpoint will be loaded next: ``init_policy`` is not read (the checkpoint holds the actor
+            the run became, and a relative path may no longer resolve).
     """
 
     def __init__(
@@ -107,6 +109,7 @@ class Trainer:
         optimal: float | None = None,
         metadata: dict[str, Any] | None = None,
         log: Callable[[str], None] = print,
+        resuming: bool = False,
     ) -> None:
         if config.algo not in ALGORITHMS:
             raise ValueError(f"algo must be one of {', '.join(ALGORITHMS)}, got {config.algo!r}")
@@ -139,7 +142,7 @@ class Trainer:
             resolve_precision(config.precision, self.device),
             **network_options,
         ).to(self.device)
-        if getattr(config, "init_policy", ""):
+        if getattr(config, "init_policy", "") and not resuming:  # (a checkpoint holds the actor it became)
             self.model.load_actor(*load_policy(config.init_policy), source=f"init_policy {config.init_policy}")
         #: what the rollouts call: the model, or with ``compile`` its forward under torch.compile
         self.policy = Compiled(self.model) if config.compile else self.model
