@@ -54,9 +54,12 @@ def default_workers() -> int:
     env = os.environ.get("DICE_POKER_SOLVER_WORKERS")
     if env:
         try:
-            return max(1, int(env))
+            workers = max(1, int(env))
         except ValueError:
             raise ValueError(f"DICE_POKER_SOLVER_WORKERS must be a positive integer, got {env!r}") from None
+        if workers > MAX_WORKERS:
+            raise ValueError(f"DICE_POKER_SOLVER_WORKERS must be at most {MAX_WORKERS}, got {env!r}")
+        return workers
     return max(1, min(2, os.cpu_count() or 1))
 
 

@@ -48,7 +48,7 @@ from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import budget
 from dice_poker_env.solver import cache as disk
 from dice_poker_env.solver.allocator import roomy_malloc
-from dice_poker_env.solver.backward import DPResult, default_workers, solve_dp
+from dice_poker_env.solver.backward import MAX_WORKERS, DPResult, default_workers, solve_dp
 from dice_poker_env.solver.block_scores import BlockScores, TurnTables
 from dice_poker_env.solver.keep_tables import KEEP_START
 from dice_poker_env.solver.state_space import StateIndex, StateSpace
@@ -924,7 +924,8 @@ def _progress_bar(
 
 def _resolve_workers(workers: int | None) -> int:
     """The worker processes of a solve: ``workers``, else ``$DICE_POKER_SOLVER_WORKERS``, else
-    :func:`~dice_poker_env.solver.backward.default_workers`; a :class:`SolverError` unless a positive integer."""
+    :func:`~dice_poker_env.solver.backward.default_workers`; a :class:`SolverError` unless an integer from 1 to
+    :data:`~dice_poker_env.solver.backward.MAX_WORKERS`."""
     if workers is None:
         env = os.environ.get("DICE_POKER_SOLVER_WORKERS")
         if env is None or not env.strip():
@@ -933,11 +934,11 @@ def _resolve_workers(workers: int | None) -> int:
             workers = int(env.strip())
         except ValueError:
             raise SolverError(f"DICE_POKER_SOLVER_WORKERS must be a positive integer, got {env!r}") from None
-        if workers < 1:
-            raise SolverError(f"DICE_POKER_SOLVER_WORKERS must be a positive integer, got {env!r}")
+        if not 1 <= workers <= MAX_WORKERS:
+            raise SolverError(f"DICE_POKER_SOLVER_WORKERS must be an integer from 1 to {MAX_WORKERS}, got {env!r}")
         return workers
-    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
-        raise SolverError(f"workers must be a positive integer, got {workers!r}")
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or not 1 <= workers <= MAX_WORKERS:
+        raise SolverError(f"workers must be an integer from 1 to {MAX_WORKERS}, got {workers!r}")
     return int(workers)
 
 
