@@ -462,3 +462,10 @@ def test_a_sweep_whose_trials_all_failed_exits_non_zero(tmp_path, ray_env):
     assert out.returncode == 1, out.stdout[-2000:] + out.stderr[-2000:]
     assert out.stderr.strip().splitlines()[-1].startswith("train.py --sweep: error: every trial of sweep")
     assert [row["status"] for row in read_csv(tmp_path / "out" / "trials.csv")] == ["FAILED"]
+
+
+def test_a_trial_asking_for_more_than_the_cluster_has_is_refused_before_it_waits_forever(tmp_path, ray_env):
+    path = write_sweep(tmp_path, {"big": {"config": str(SMOKE)}}, seeds=(0,), resources={"cpu": 4})
+    out = train(["--sweep", path, "--sweep-dir", tmp_path / "out", "--num-cpus", 1], ray_env, timeout=300)
+    assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "a trial asks for 4 CPU(s)" in out.stderr and "the Ray cluster has 1" in out.stderr

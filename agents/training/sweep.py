@@ -415,7 +415,12 @@ def run_trial(config: dict[str, Any], *, sweep_dir: str, train_script: str) -> N
         lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
         errors = [line for line in lines if line.startswith("train.py: error:")]
         message = errors[-1] if errors else (lines[-1] if lines else "no output")
-        message = f"exit code {process.returncode}: {message}"[:500]
+        if process.returncode < 0:  # killed: the last line logged is not why it ended
+            name = signal.Signals(-process.returncode).name if -process.returncode in signal.valid_signals() else "?"
+            message = f"killed by signal {-process.returncode} ({name}); its last line: {message}"
+        else:
+            message = f"exit code {process.returncode}: {message}"
+        message = message[:500]
         error_path.write_text(message + "\n")
         raise RuntimeError(f"trial {trial['name']} failed: {message} (log: {log_path})")
     tune.report(final_metrics(json.loads(results_path.read_text())))
@@ -677,6 +682,16 @@ def main(
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         text = " ".join(str(error).split())[:300]
         fail(f"cannot start or reach {where}: {type(error).__name__}: {text}")
+    cluster = ray.cluster_resources()  # a trial asking for more than the cluster has would wait forever
+    for key, need in (("CPU", sweep.cpu), ("GPU", sweep.gpu)):
+        if need > cluster.get(key, 0):
+            ray.shutdown()
+            fail(
+                f"a trial asks for {need:g} {key}(s) (resources: in {args.sweep}), but the Ray cluster has "
+                f"{cluster.get(key, 0):g}: it would never start (fewer resources per trial, or --num-cpus)"
+            )
+    # SIGTERM (timeout, kill, a batch scheduler) stops the sweep as Ctrl-C does: Tune saves its state cleanly
+    signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(os.getpid(), signal.SIGINT))
     started = time.perf_counter()
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)  # only now: a sweep that cannot start leaves nothing
