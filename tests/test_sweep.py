@@ -302,6 +302,8 @@ def test_a_sweep_runs_on_a_cluster_started_with_ray_start(tmp_path, ray_env):
         ("random: {ent_coef: {loguniform: [0, 1]}}\n", "low > 0"),
         ("seeds: [0, 0]\n", "distinct"),
         ("resources: {cpu: 1, gpus: 1}\n", "unknown key 'gpus'"),
+        ("samples: 5\n", "samples goes with random"),  # (it was ignored)
+        ("set: {recipe: mine}\n", "set by the configuration's label 'recipe'"),  # (the label overrode it)
         ("[1, 2]\n", "expected a mapping"),
     ],
 )

@@ -166,8 +166,10 @@ def load_sweep(path: Path, fields: set[str], default_config: Path) -> Sweep:
 
     def check_fields(where: str, keys: Iterable[Any]) -> None:
         for key in keys:
-            if str(key).split(".")[0] not in fields or key == "seed":
-                why = "set by seeds" if key == "seed" else "unknown config field"
+            if str(key).split(".")[0] not in fields or key in ("seed", "recipe"):
+                why = {"seed": "set by seeds", "recipe": "set by the configuration's label"}.get(
+                    str(key), "unknown config field"
+                )
                 raise SweepError(f"{path}: {where}: {why} {key!r}")
 
     def config_path(value: Any, where: str) -> Path:
@@ -204,6 +206,8 @@ def load_sweep(path: Path, fields: set[str], default_config: Path) -> Sweep:
     samples = data.get("samples", 1)
     if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
         raise SweepError(f"{path}: samples must be a positive integer, got {samples!r}")
+    if "samples" in data and not random_fields:  # (it was ignored, silently)
+        raise SweepError(f"{path}: samples goes with random: (the fields to sample); there is none")
     random_seed = data.get("random_seed", 0)
     if not isinstance(random_seed, int) or isinstance(random_seed, bool):
         raise SweepError(f"{path}: random_seed must be an integer, got {random_seed!r}")
