@@ -147,8 +147,10 @@ def test_the_module_never_samples_an_illegal_action_and_exports_its_actor_exactl
 def rllib_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("rllib") / "run"
     ray_tmp = tempfile.mkdtemp(prefix="ray")
+    home = tmp_path_factory.mktemp("home")  # RLlib makes a folder under ~/ray_results: here, and removed again
     env = {
         **os.environ,
+        "HOME": str(home),
         "RAY_TMPDIR": ray_tmp,
         "RAY_AUTH_MODE": "disabled",
         "RAY_USAGE_STATS_ENABLED": "0",
@@ -200,6 +202,8 @@ def rllib_run(tmp_path_factory):
         stop_cluster(ray_tmp)  # anything left running if the run failed
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    results = home / "ray_results"  # nothing left outside the run folder (an empty folder per run once)
+    assert not results.exists() or not any(results.iterdir()), sorted(results.iterdir())
     return run_dir, out.stdout
 
 

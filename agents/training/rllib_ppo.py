@@ -460,7 +460,22 @@ class RLlibTrainer:
 
         algo = getattr(self, "algo", None)
         if algo is not None:
+            logdir = getattr(algo, "logdir", None)
             algo.stop()
             self.algo = None
+            _remove_empty_logdir(logdir)
         if self._own_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def _remove_empty_logdir(logdir: Any) -> None:
+    """RLlib's algorithm makes a folder of its own under ``~/ray_results`` (Tune's default storage, with no
+    setting to move it) that this trainer never writes to: removed again when it is empty, so that a run
+    writes nothing outside its run folder."""
+    from ray.train.constants import DEFAULT_STORAGE_PATH
+
+    if not isinstance(logdir, str):
+        return
+    folder = Path(logdir)
+    if folder.parent == Path(DEFAULT_STORAGE_PATH) and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
