@@ -816,6 +816,12 @@ def test_snapshot_restores_the_batch_exactly_as_plain_data(rules, mode):
     assert np.array_equal(env.score, copy.score)
     with pytest.raises(ValueError, match="another ruleset or batch size"):
         DicePokerVectorEnv(32, rules).restore(snapshot)
+    # a generator name is never looked up in numpy unchecked, and a refused snapshot changes nothing
+    before = copy.snapshot()
+    bad = {**snapshot, "np_random": {**snapshot["np_random"], "bit_generator": "default_rng"}}
+    with pytest.raises(ValueError, match="names no known bit generator"):
+        copy.restore(bad)
+    assert np.array_equal(copy.snapshot()["state"]["scores"], before["state"]["scores"])
 
 
 def test_gymnasiums_vector_envs_of_the_single_env_stack_the_end_scorecard_as_the_batched_env():

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from dice_poker_env.envs.vector import BIT_GENERATORS
+
 JSON_NAME, ARRAYS_NAME = "dice_poker_resume.json", "dice_poker_resume.npz"
 FORMAT = 1
-#: NumPy bit generators the env's state may name (as the batched trainer's checkpoints)
-BIT_GENERATORS = frozenset({"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"})
 
 
 def _batched_env(model: Any) -> Any:

@@ -55,6 +55,7 @@ from agents.training.actor_critic import ActorCritic, Compiled, resolve_precisio
 from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation, evaluate, evaluate_trainer  # noqa: F401
 from agents.training.rollout import BaseRollout, Rollout
 from agents.training.selfplay import SelfPlayRollout
+from dice_poker_env.envs.vector import BIT_GENERATORS
 from dice_poker_env.files import write_whole
 from dice_poker_env.rules import Rules
 
@@ -76,8 +77,6 @@ CHECKPOINT_FORMAT = 2
 CHECKPOINT_MAGIC = b"DICE-POKER-CHECKPOINT 2\n"
 #: the dtypes a NumPy array in a checkpoint may have (numbers and booleans; never objects)
 _ARRAY_KINDS = frozenset("biufc")
-#: NumPy bit generators a checkpoint's env may name
-_BIT_GENERATORS = frozenset({"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"})
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -222,7 +221,7 @@ class Trainer:
         rollout = state["rollout"]
         try:
             bit_generator = rollout["env"]["np_random"]["bit_generator"]
-            if bit_generator not in _BIT_GENERATORS:
+            if bit_generator not in BIT_GENERATORS:
                 raise ValueError(f"unknown random generator {bit_generator!r}")
             counters = [state[name] for name in ("updates", "best", "train_seconds")]
             if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in counters):

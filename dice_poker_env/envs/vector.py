@@ -58,6 +58,9 @@ from dice_poker_env.envs.observation import (
 from dice_poker_env.rules import Rules, load_rules
 
 _POSITION_KEYS = POSITION_KEYS
+#: the NumPy bit generators a snapshot may name (:meth:`DicePokerVectorEnv.restore`; the checkpoints that hold a
+#: snapshot check against it before restoring anything)
+BIT_GENERATORS = frozenset({"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"})
 
 
 def _take_rows(rows: np.ndarray, *arrays: np.ndarray | None) -> list[np.ndarray | None]:
@@ -475,14 +478,17 @@ class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.nd
             )
         if not self._fast_dice or self._sources is not None:
             raise ValueError("restore(): only a batch rolling the default fair dice (RandomDice) can be restored")
+        generator_state = snapshot["np_random"]
+        name = generator_state.get("bit_generator") if isinstance(generator_state, Mapping) else None
+        if name not in BIT_GENERATORS:  # (never a name looked up in numpy from a file unchecked)
+            raise ValueError(f"restore(): the snapshot names no known bit generator ({name!r})")
         self.state = BatchState(**{name: np.array(value) for name, value in snapshot["state"].items()})
         self._ended, self._score = np.array(snapshot["ended"]), np.array(snapshot["score"])
         self._any_ended = bool(self._ended.any())
         self._box_full = None if snapshot["box_full"] is None else np.array(snapshot["box_full"])
         self._mask_index = None if snapshot["mask_index"] is None else np.array(snapshot["mask_index"])
         self._mask = None if snapshot["mask"] is None else np.array(snapshot["mask"])
-        generator_state = snapshot["np_random"]
-        rng = np.random.Generator(getattr(np.random, generator_state["bit_generator"])())
+        rng = np.random.Generator(getattr(np.random, name)())
         rng.bit_generator.state = generator_state
         self._np_random = rng
 
