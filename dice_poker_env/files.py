@@ -9,6 +9,7 @@ umask), so the result has the permissions a plain write would give it; a failed 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -32,3 +33,14 @@ def write_whole(path: str | os.PathLike[str], data: str | bytes) -> Path:
         partial.unlink(missing_ok=True)
         raise
     return path
+
+
+def cannot_write(folder: str | os.PathLike[str]) -> str | None:
+    """Why no file can be written in ``folder`` (the system's reason, ``Permission denied``), or ``None`` when a
+    probe file could be made and was removed. A probe, not ``os.access``: root passes that on a read-only
+    filesystem, and then the real write fails after the work it was to keep."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
+            return None
+    except OSError as error:
+        return str(error.strerror or error)

@@ -88,7 +88,6 @@ def check_out_dir(out: Path, overwrite: bool, files: tuple[str, ...] = OUT_FILES
     Raises:
         OSError: the folder cannot be created or written, or holds results already.
     """
-    import tempfile
 
     if out.exists() and not out.is_dir():
         raise OSError(f"--out {out}: exists and is not a folder")
@@ -98,14 +97,18 @@ def check_out_dir(out: Path, overwrite: bool, files: tuple[str, ...] = OUT_FILES
             raise OSError(
                 f"--out {out}: holds {what} already ({', '.join(old)}); choose another folder or pass --overwrite"
             )
+    from dice_poker_env.files import cannot_write
+
     created = [folder for folder in (out, *out.parents) if not folder.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".bench-probe-"):
-            pass
     except OSError as error:
         remove_empty(created)
         raise OSError(f"--out {out}: cannot write there ({error.strerror or error})") from None
+    problem = cannot_write(out)
+    if problem is not None:
+        remove_empty(created)
+        raise OSError(f"--out {out}: cannot write there ({problem})")
     return created
 
 
@@ -116,7 +119,7 @@ def check_out_file(path: Path, overwrite: bool, option: str = "--out") -> None:
     Raises:
         OSError: one line naming the option and the problem.
     """
-    import tempfile
+    from dice_poker_env.files import cannot_write
 
     if path.is_dir():
         raise OSError(f"{option} {path}: is a folder; name a file")
@@ -124,11 +127,9 @@ def check_out_file(path: Path, overwrite: bool, option: str = "--out") -> None:
         raise OSError(f"{option} {path}: the folder {path.parent} does not exist")
     if path.exists() and not overwrite:
         raise OSError(f"{option} {path}: exists; choose another name or pass --overwrite")
-    try:
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.probe-"):
-            pass
-    except OSError as error:
-        raise OSError(f"{option} {path}: cannot write there ({error.strerror or error})") from None
+    problem = cannot_write(path.parent)
+    if problem is not None:
+        raise OSError(f"{option} {path}: cannot write there ({problem})")
 
 
 def write_file(path: Path, data: str | bytes, option: str = "--out") -> None:

@@ -68,7 +68,6 @@ import re
 import secrets
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -91,6 +90,7 @@ from dice_poker_env.engine.masks import action_masks
 from dice_poker_env.engine.state import BatchState
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.observation import observation_space, observe_dict_batch, observe_flat_batch
+from dice_poker_env.files import cannot_write
 from dice_poker_env.rules import RULESET_NAMES, Rules, load_rules
 from dice_poker_env.solver.cache import lock_state
 
@@ -727,13 +727,9 @@ def _check_writable(root: Path) -> None:
     existing = next((p for p in (root, *root.parents) if p.exists()), None)
     if existing is None or not existing.is_dir():
         raise DatasetError(f"datasets folder {root}: {existing} is not a folder (set MINARI_DATASETS_PATH)")
-    try:  # a probe file, not os.access: root passes that on a read-only filesystem
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".probe-"):
-            pass
-    except OSError as error:
-        raise DatasetError(
-            f"datasets folder {root}: {existing} is not writable ({error.strerror or error}; set MINARI_DATASETS_PATH)"
-        ) from None
+    problem = cannot_write(existing)
+    if problem is not None:
+        raise DatasetError(f"datasets folder {root}: {existing} is not writable ({problem}; set MINARI_DATASETS_PATH)")
 
 
 def write_dataset(

@@ -25,7 +25,6 @@ import json
 import re
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -39,6 +38,7 @@ from agents.training.config import (
     saved_run_config,
     yaml_problem,
 )
+from dice_poker_env.files import cannot_write
 
 if TYPE_CHECKING:
     from agents.training.bc import BCTrainer
@@ -206,11 +206,9 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
     parent = next(folder for folder in (run_dir, *run_dir.parents) if folder.exists())
     if not parent.is_dir():
         fail(f"run folder {run_dir}: {parent} is not a folder")
-    try:  # a probe file, not os.access: root passes that on a read-only filesystem
-        with tempfile.NamedTemporaryFile(dir=parent, prefix=".train-probe-"):
-            pass
-    except OSError as error:
-        fail(f"run folder {run_dir}: {parent} is not writable ({error.strerror or error})")
+    problem = cannot_write(parent)
+    if problem is not None:
+        fail(f"run folder {run_dir}: {parent} is not writable ({problem})")
     if resume or not run_dir.is_dir() or not any(run_dir.iterdir()):
         return
     if not (run_dir / "config.yaml").is_file():
