@@ -355,8 +355,7 @@ class WinningPolicy:
             q = self.q_every(legal, v)
             out[part] = np.argmax(q, axis=-1)
             if expected is not None:
-                lowest = np.where(np.isfinite(q), q, np.inf).min(axis=-1)
-                decided[part] = q.max(axis=-1) - lowest <= DECIDED
+                decided[part] = _decided(q)
         rows = np.flatnonzero(decided.any(axis=(1, 2)))
         if len(rows):  # a decided game is played for points
             from dice_poker_env.solver.duel import solitaire_policy
@@ -376,6 +375,14 @@ class WinningPolicy:
         if np.any(pos < 0):
             raise ValueError("a state key is not a reachable state of these rules")
         return pos
+
+
+def _decided(q: np.ndarray) -> np.ndarray:
+    """Where every legal action (finite value) of the last axis lies within :data:`DECIDED` of the best: a game
+    decided whatever is played (``-inf`` marks an illegal action)."""
+    lowest = np.where(np.isfinite(q), q, np.inf).min(axis=-1)
+    result: np.ndarray = q.max(axis=-1) - lowest <= DECIDED
+    return result
 
 
 def _policy_table(reach: Reach) -> np.ndarray:
@@ -600,8 +607,7 @@ class WinningAgent:
         actions = np.argmax(q, axis=1).astype(np.int64)
         # a decided game (every legal action the same value: won, lost, or the target reached or out of reach
         # whatever happens) is played for points, not by the first action of the tie (rerolling a straight)
-        best = q[np.arange(len(q)), actions]
-        decided = np.flatnonzero(best - np.where(np.isfinite(q), q, np.inf).min(axis=1) <= DECIDED)
+        decided = np.flatnonzero(_decided(q))
         if len(decided):  # (one unbatched observation is its own single row)
             rows = {key: np.asarray(value)[decided] for key, value in observations.items()} if batched else observations
             actions[decided] = self.optimal.act_batch(rows, None if action_masks is None else masks[decided])
