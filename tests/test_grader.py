@@ -707,6 +707,76 @@ def test_mistakes_word_a_scratch_as_a_scratch():
     assert any(text.startswith("scratch ") for text in examples)
 
 
+def naive_mistakes(rules, calls):
+    """The mistakes table built one mistake at a time with the one-game scorer: the reference of ``_tally``."""
+    from agents.evaluation.benchmark import _describe, _mistake_label
+    from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, ROLL_DICE
+    from dice_poker_env.engine.game import five_kind_box_full, score_points
+    from dice_poker_env.engine.tables import compile_rules
+
+    one = compile_rules(rules).one_game
+    table: dict = {}
+    for per_game, actions, legal, best, losses, rolls, _, _, observations in calls:
+        game = np.repeat(np.arange(len(per_game)), per_game)
+        for i in np.flatnonzero(losses > 0):
+            filled = sum(1 << k for k, flag in enumerate(observations["filled"][i]) if flag)
+            scores = [int(v) for v in observations["scores"][i]]
+            first = int(observations["rolls_left"][i]) == 2
+            upper, roll = int(np.ravel(observations["upper_total"][i])[0]), int(rolls[i])
+            full = five_kind_box_full(one, filled, scores)
+            taken, top, dice = int(actions[i]), int(best[i]), ROLL_DICE[rolls[i]]
+            points = {
+                a: int(score_points(one, filled, upper, full, roll, first, a - N_KEEP_ACTIONS)[0])
+                for a in ((taken, top) if legal[i] else (top,))
+                if a >= N_KEEP_ACTIONS
+            }
+            label, kind = (
+                _mistake_label(rules, dice, taken, top, points) if legal[i] else (f"illegal action {taken}", "illegal")
+            )
+            entry = table.setdefault(label, [0.0, 0, kind, -1.0, None])
+            entry[0] += float(losses[i])
+            entry[1] += 1
+            if losses[i] > entry[3]:
+                entry[3] = float(losses[i])
+                taken_text = _describe(rules, dice, taken, points.get(taken)) if legal[i] else label
+                entry[4] = (taken_text, _describe(rules, dice, top, points.get(top)), int(game[i]))
+    return table
+
+
+@pytest.mark.parametrize("rules_name", ["yahtzee", "school_poker"])
+def test_the_mistakes_table_is_the_one_built_one_mistake_at_a_time(rules_name, monkeypatch):
+    """``_tally`` groups the mistakes by label with array operations: its table (labels in order, sums to the
+    last bit, counts, worst examples) is the one a plain loop over the mistakes builds, over two calls (the
+    second adds to the first's entries) and with illegal actions among them."""
+    import agents.evaluation.benchmark as bench
+    from agents.players.registry import make_agent
+
+    rules = load_rules(rules_name)
+    solution = bench.load_solution(rules, True)
+    seen = []
+    real = bench._tally
+    monkeypatch.setattr(bench, "_tally", lambda *args: seen.append(args) or real(*args))
+    bench.play_games(rules, make_agent("greedy", rules), list(range(120)), solution)
+    (_, _, per_game, actions, legal, best, losses, rolls, rolls_left, turns, _, observations) = seen[0]
+    actions, legal = actions.copy(), legal.copy()
+    odd = np.flatnonzero(losses > 0)[::7]  # some mistakes made illegal moves (their loss stays)
+    actions[odd], legal[odd] = 999, False
+    half = int(per_game[:60].sum())
+    calls = [
+        (per_game[:60], *(a[:half] for a in (actions, legal, best, losses, rolls, rolls_left, turns))),
+        (per_game[60:], *(a[half:] for a in (actions, legal, best, losses, rolls, rolls_left, turns))),
+    ]
+    obs = [{k: v[:half] for k, v in observations.items()}, {k: v[half:] for k, v in observations.items()}]
+    out = bench._Partial()
+    for call, part in zip(calls, obs):
+        real(rules, out, *call, None, part)
+    expected = naive_mistakes(rules, [(*call, part) for call, part in zip(calls, obs)])
+    assert list(out.mistakes) == list(expected) and len(expected) > 50
+    for label, (total, count, kind, worst, example) in out.mistakes.items():
+        assert (total, count, kind, worst) == tuple(expected[label][:4]), label  # the same floats, in order
+        assert (example["taken"], example["best"]) == expected[label][4][:2], label
+
+
 def test_a_failure_message_keeps_all_of_a_multi_line_message_on_one_line():
     """A submission's exception is reported from its ``Type: ...`` line on, joined on one line (its last line
     alone hid the start of the message); a SyntaxError leaves its source excerpt out."""

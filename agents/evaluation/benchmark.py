@@ -52,6 +52,7 @@ from agents.players.optimal import VALUE_TOLERANCE
 from agents.players.registry import BadActionError, as_action, check_agent, is_batch_agent, parse_agent_spec
 from dice_poker_env.dice_sources import RandomDice
 from dice_poker_env.engine.combinatorics import (
+    KEEP_OF_ACTION,
     N_DICE,
     N_KEEP_ACTIONS,
     REROLLED_MASK,
@@ -231,23 +232,20 @@ def _mistake_label(
     return f"kept {_kept_text(dice, taken)} instead of {_kept_text(dice, best)}", "keep"
 
 
-def _box_points(rules: Rules, observation: dict, at: int, roll: int, actions: tuple[int, ...]) -> dict[int, int]:
-    """What the dice of decision ``at`` (dict observations with a leading axis) write into the boxes of the
-    score ``actions`` given (the points in the box, bonuses aside)."""
+def _box_points(rules: Rules, observations: dict, at: np.ndarray, rolls: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """What the dice of decisions ``at`` (dict observations with a leading axis; their ``rolls``) write into the
+    boxes the score ``actions`` name (the points in the box, bonuses aside); 0 where an action is a keep."""
     tables = compile_rules(rules)
-    one = tables.one_game
-    flags = np.asarray(observation["filled"][at])
-    filled = int(sum(1 << k for k in np.flatnonzero(flags)))
-    scores = [int(v) for v in np.asarray(observation["scores"][at])]
-    box_full = five_kind_box_full(one, filled, scores)
-    first_roll = int(observation["rolls_left"][at]) == ROLLS_PER_TURN - 1
-    upper = int(np.asarray(observation["upper_total"][at]).reshape(-1)[0])
-    out = {}
-    for action in actions:
-        if action >= N_KEEP_ACTIONS:
-            box_points, _, _ = score_points(one, filled, upper, box_full, roll, first_roll, action - N_KEEP_ACTIONS)
-            out[action] = int(box_points)
-    return out
+    flags = np.asarray(observations["filled"])[at].astype(np.int64)
+    filled = (flags << np.arange(tables.n_boxes)).sum(axis=1)
+    scores = np.asarray(observations["scores"])[at]
+    first_roll = np.asarray(observations["rolls_left"]).reshape(-1)[at] == ROLLS_PER_TURN - 1
+    upper = np.asarray(observations["upper_total"]).reshape(-1)[at]
+    box = np.maximum(actions - N_KEEP_ACTIONS, 0)
+    points, _, _ = score_points(
+        tables, filled, upper, five_kind_box_full(tables, filled, scores), rolls, first_roll, box
+    )
+    return np.where(actions >= N_KEEP_ACTIONS, np.asarray(points), 0)
 
 
 #: decisions per batched ``action_values`` call of the regret analysis
@@ -485,32 +483,71 @@ def _tally(
     for code, target in enumerate((out.regret_keep, out.regret_box, out.regret_illegal, out.regret_failure)):
         chosen = kind == code
         target.extend(np.bincount(game[chosen], weights=losses[chosen], minlength=len(per_game)).tolist())
-    for i in np.flatnonzero((losses > 0.0) & ~failed):
-        loss, action, best_action, is_legal = float(losses[i]), int(actions[i]), int(best[i]), bool(legal[i])
-        dice = ROLL_DICE[rolls[i]]
-        points = (
-            _box_points(
-                rules, observations, int(i), int(rolls[i]), (action, best_action) if is_legal else (best_action,)
-            )
-            if observations is not None
-            else {}
+    at = np.flatnonzero((losses > 0.0) & ~failed)
+    if not len(at):
+        return
+    taken, best, legal, rolls, loss = actions[at], best[at], legal[at], rolls[at], losses[at]
+    is_box = taken >= N_KEEP_ACTIONS
+    best_box = best >= N_KEEP_ACTIONS
+    taken_points = best_points = np.ones(len(at), dtype=np.int64)  # no observations: no scratches told
+    if observations is not None:
+        taken_points = _box_points(rules, observations, at, rolls, np.where(legal, taken, 0))
+        best_points = _box_points(rules, observations, at, rolls, best)
+    # the label is a function of this key: what was taken and what was best (a keep by its kept dice), and
+    # whether each box would take 0 points; labels are built once per key, the sums done per label
+    keep = np.where(is_box | ~legal, 0, taken), np.where(best_box, 0, best)
+    key = np.stack(
+        [
+            legal,
+            np.where(is_box | ~legal, taken, -1 - KEEP_OF_ACTION[rolls, keep[0]]),
+            np.where(best_box, best, -1 - KEEP_OF_ACTION[rolls, keep[1]]),
+            (taken_points == 0) & is_box,
+            (best_points == 0) & best_box,
+        ],
+        axis=1,
+    ).astype(np.int64)
+    _, first, group = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    group = group.reshape(-1)
+
+    def points(j: int) -> dict[int, int]:
+        """The box points of mistake ``j``'s score actions, as :func:`_mistake_label` and :func:`_describe` read them."""
+        if observations is None:
+            return {}
+        shown = {int(best[j]): int(best_points[j])} if best_box[j] else {}
+        return {**shown, int(taken[j]): int(taken_points[j])} if legal[j] and is_box[j] else shown
+
+    names: dict[str, int] = {}  # each label's index, in the order of its first mistake (the table's order)
+    label_of_group = np.empty(len(first), dtype=np.int64)
+    for j in np.sort(first).tolist():
+        label, mistake_kind = (
+            _mistake_label(rules, ROLL_DICE[rolls[j]], int(taken[j]), int(best[j]), points(j))
+            if legal[j]
+            else (f"illegal action {int(taken[j])}", "illegal")
         )
-        if is_legal:
-            label, mistake_kind = _mistake_label(rules, dice, action, best_action, points)
-        else:
-            label, mistake_kind = f"illegal action {action}", "illegal"
-        entry = out.mistakes.setdefault(label, [0.0, 0, mistake_kind, -1.0, None])
-        entry[0] += loss
-        entry[1] += 1
-        if loss > entry[3]:
-            entry[3] = loss
+        out.mistakes.setdefault(label, [0.0, 0, mistake_kind, -1.0, None])
+        label_of_group[group[j]] = names.setdefault(label, len(names))
+    index = label_of_group[group]
+    # the sums start from the table's own (an earlier call's) and add the losses in decision order: bincount adds
+    # its weights in their order, so the floats are those of adding one mistake at a time
+    before = np.array([out.mistakes[name][0] for name in names], dtype=np.float64)
+    total = np.bincount(np.r_[np.arange(len(names)), index], weights=np.r_[before, loss], minlength=len(names))
+    count = np.bincount(index, minlength=len(names))
+    worst = np.lexsort((np.arange(len(loss)), -loss, index))  # each label's largest loss, its first on a tie
+    worst = worst[np.r_[0, np.flatnonzero(np.diff(index[worst])) + 1]]
+    for name, total_loss, n, j in zip(names, total.tolist(), count.tolist(), worst.tolist()):
+        entry = out.mistakes[name]
+        entry[0], entry[1] = total_loss, entry[1] + n
+        if loss[j] > entry[3]:
+            i, action, best_action, dice = int(at[j]), int(taken[j]), int(best[j]), ROLL_DICE[rolls[j]]
+            shown = points(j)
+            entry[3] = float(loss[j])
             entry[4] = {
                 "dice": [int(d) for d in dice],
                 "rolls_left": int(rolls_left[i]),
                 "turn": int(turns[i]),
-                "taken": _describe(rules, dice, action, points.get(action)) if is_legal else f"illegal action {action}",
-                "best": _describe(rules, dice, best_action, points.get(best_action)),
-                "loss": round(loss, 4),
+                "taken": _describe(rules, dice, action, shown.get(action)) if legal[j] else f"illegal action {action}",
+                "best": _describe(rules, dice, best_action, shown.get(best_action)),
+                "loss": round(float(loss[j]), 4),
                 "taken_action": action,
                 "best_action": best_action,
                 "game": first_game + int(game[i]),
