@@ -171,7 +171,8 @@ def test_sweep_compares_the_configurations_over_seeds(sweep):
 def test_an_interrupted_sweep_resumes_without_rerunning_finished_trials(sweep):
     sweep_dir, first, second, ended, journal = sweep
     assert 2 <= len(ended) < 4, ended.keys()  # interrupted after two trials had ended
-    assert "continue it:" in first and "pending" in first
+    assert "pending" in first and "continue it: python train.py --sweep" in first
+    assert first.split("continue it: ")[1].splitlines()[0].endswith(f"--sweep-dir {sweep_dir} --resume --num-cpus 2")
     for name, files in ended.items():
         assert snapshot(sweep_dir / "runs" / name) == files, f"{name} was rewritten by the resumed sweep"
     starts = [
@@ -471,3 +472,59 @@ def test_a_trial_asking_for_more_than_the_cluster_has_is_refused_before_it_waits
     out = train(["--sweep", path, "--sweep-dir", tmp_path / "out", "--num-cpus", 1], ray_env, timeout=300)
     assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
     assert "a trial asks for 4 CPU(s)" in out.stderr and "the Ray cluster has 1" in out.stderr
+
+
+def descendants_running(pid: int, needle: str) -> list[int]:
+    """The processes below ``pid`` (this one included) whose command line holds ``needle`` (Linux /proc)."""
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            if needle in Path(f"/proc/{current}/cmdline").read_bytes().decode(errors="replace"):
+                found.append(current)
+            for task in Path(f"/proc/{current}/task").iterdir():
+                stack += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:  # ended meanwhile
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the driver through Linux's /proc")
+def test_a_sweep_stopped_by_sigterm_says_so_and_exits_143_with_its_state_saved(tmp_path, ray_env):
+    import signal
+    import time
+
+    path = write_sweep(tmp_path, {"long": {"config": str(SMOKE)}}, seeds=(0,))
+    text = path.read_text().replace("total_timesteps: 2048", "total_timesteps: 1000000000")
+    path.write_text(text)
+    out_dir = tmp_path / "out"
+    from test_ray_reaper import loopback_only
+
+    args = [*loopback_only(), sys.executable, str(ROOT / "train.py"), "--sweep", str(path)]
+    process = subprocess.Popen(
+        [*args, "--sweep-dir", str(out_dir), "--num-cpus", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=ray_env,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not list(out_dir.glob("runs/long__s0/checkpoints/*")) and time.monotonic() < deadline:
+            assert process.poll() is None, process.communicate()
+            time.sleep(1)
+        assert list(out_dir.glob("runs/long__s0/checkpoints/*")), "the trial never checkpointed"
+        drivers = [
+            p
+            for p in descendants_running(process.pid, "train.py")
+            if "--sweep" in Path(f"/proc/{p}/cmdline").read_bytes().decode()
+        ]
+        os.kill(drivers[-1], signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=240)
+    finally:
+        process.kill()
+    assert process.returncode == 143, stdout[-2000:] + stderr[-2000:]
+    assert stderr.strip().splitlines()[-1] == "train.py --sweep: interrupted with 1 trial(s) pending"
+    assert "Traceback" not in stderr
+    assert "continue it: " in stdout and [r["status"] for r in read_csv(out_dir / "trials.csv")] == ["PENDING"]

@@ -432,6 +432,7 @@ def run_trial(config: dict[str, Any], *, sweep_dir: str, train_script: str) -> N
 
 # ----------------------------------------------------------------------------- the driver
 STOP_AFTER_FILE = ".stop_after"
+STOPPED_FILE = ".stopped_after"  # written when --stop-after stopped this session
 
 
 def _stop_after(sweep_dir: Path) -> Callback:
@@ -455,6 +456,7 @@ def _stop_after(sweep_dir: Path) -> Callback:
         def _ended(self) -> None:
             self.ended += 1
             if self.ended == self.count:
+                (sweep_dir / STOPPED_FILE).touch()  # the driver's exit code: stopped as asked, not interrupted
                 os.kill(os.getpid(), signal.SIGUSR1)
 
         def on_trial_complete(self, iteration: int, trials: list[TuneTrial], trial: TuneTrial, **info: Any) -> None:
@@ -697,7 +699,13 @@ def main(
                 f"{cluster.get(key, 0):g}: it would never start (fewer resources per trial, or --num-cpus)"
             )
     # SIGTERM (timeout, kill, a batch scheduler) stops the sweep as Ctrl-C does: Tune saves its state cleanly
-    signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(os.getpid(), signal.SIGINT))
+    terminated = []
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        terminated.append(signum)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     started = time.perf_counter()
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)  # only now: a sweep that cannot start leaves nothing
@@ -716,6 +724,7 @@ def main(
             verbose=1,
         )
         stop_file = sweep_dir / STOP_AFTER_FILE
+        (sweep_dir / STOPPED_FILE).unlink(missing_ok=True)
         if args.stop_after:
             stop_file.write_text(f"{args.stop_after}\n")
         else:
@@ -760,9 +769,15 @@ def main(
         + (f", {sweep_dir / 'summary.csv'}, {sweep_dir / 'results'}" if summary else "")
     )
     if counts["PENDING"]:
-        print(f"continue it: python train.py --sweep {args.sweep} --sweep-dir {sweep_dir} --resume")
+        again = f"python train.py --sweep {args.sweep} --sweep-dir {sweep_dir} --resume"
+        again += f" --address {args.address}" if args.address else ""
+        again += f" --num-cpus {args.num_cpus}" if args.num_cpus else ""
+        print(f"continue it: {again}")
     with (sweep_dir / "sweep_times.log").open("a") as handle:
         handle.write(json.dumps({"seconds": round(seconds, 1), **counts}) + "\n")
+    if counts["PENDING"] and not (sweep_dir / STOPPED_FILE).is_file():  # Ctrl-C or SIGTERM, not --stop-after
+        print(f"train.py --sweep: interrupted with {counts['PENDING']} trial(s) pending", file=sys.stderr)
+        raise SystemExit(143 if terminated else 130)  # the shell's codes for a process ended by SIGTERM/SIGINT
     if counts["FAILED"] and not counts["FINISHED"] and not counts["PENDING"]:
         print(
             f"train.py --sweep: error: every trial of sweep {sweep.name} failed ({counts['FAILED']}); "
