@@ -485,6 +485,22 @@ def test_valid_observations_keep_their_values(tiny):
     assert tiny.advise(obs)[0]["value"] == pytest.approx(q.max())
 
 
+def test_a_five_of_a_kind_bonus_is_checked_in_a_batch_and_a_bonus_no_play_pays_names_its_row(tiny):
+    """The batched check accepts every bonus play can have paid (one per other box five equal dice filled
+    while the five-of-a-kind box held points) and sends only a bonus beyond them to the engine's message."""
+    card = {"five": 50, "ones": 5}  # one other box five equal dice could fill: at most one bonus
+    rows = [_obs(tiny, scorecard=card, dice=[6, 6, 6, 6, 6], rolls_left=0, bonus=b) for b in (0, 100, 100, 0)]
+    batch = {k: np.stack([np.asarray(r[k]) for r in rows]) for k in rows[0]}
+    q = tiny.action_values(batch)
+    assert np.array_equal(q[1], tiny.action_values(rows[1])) and not np.array_equal(q[0], q[1])
+    batch["bonus"][2] = 200  # two bonuses: no play pays them with this scorecard
+    with pytest.raises(PositionError, match=r"^observation\[2\]: bonus: .* cannot have paid 200"):
+        tiny.action_values(batch)
+    batch["bonus"][2] = 50  # not a multiple of the bonus
+    with pytest.raises(PositionError, match=r"^observation\[2\]: bonus: .* cannot have paid 50"):
+        tiny.action_values(batch)
+
+
 def test_every_observation_of_real_games_is_accepted(tiny):
     """The checks never reject what the env produces: seeded games, mostly optimal moves
     (five-of-a-kind bonuses and jokers included), one observation at a time and all of them as one batch."""

@@ -618,9 +618,7 @@ def _play_lockstep(
     totals = state.total
     out.scores.extend(int(t) for t in totals)
     out.box_scores.extend(row.astype(np.int64) for row in state.scores)
-    out.upper_bonus.extend(
-        secured_upper_bonus(tables, int(f), int(u)) > 0 for f, u in zip(state.filled, state.upper_total)
-    )
+    out.upper_bonus.extend((secured_upper_bonus(tables, state.filled, state.upper_total) > 0).tolist())
     out.five_kind.extend(int(f) for f in five)
     if solution is None or not log:
         return

@@ -21,14 +21,44 @@ class PositionError(ValueError):
     """A position (scorecard, dice, rolls left) is inconsistent with the rules."""
 
 
-def secured_upper_bonus(tables: RuleTables, filled: int, upper_total: int) -> int:
-    """Upper bonus already certain for this scorecard (paid in an earlier step)."""
+def secured_upper_bonus(tables: RuleTables, filled: Any, upper_total: Any) -> Any:
+    """Upper bonus already certain for this scorecard (paid in an earlier step): an int, or an array of
+    them for arrays of ``filled`` bit sets and upper totals."""
     if not tables.has_upper_bonus:
-        return 0
+        return upper_total * 0  # 0, an int or an array like the totals
+    reached = upper_total >= tables.upper_bonus_threshold
     if tables.upper_bonus_on_complete:
-        done = (filled & tables.upper_bits) == tables.upper_bits
-        return tables.upper_bonus_points if done and upper_total >= tables.upper_bonus_threshold else 0
-    return tables.upper_bonus_points if upper_total >= tables.upper_bonus_threshold else 0
+        reached = reached & ((filled & tables.upper_bits) == tables.upper_bits)
+    return tables.upper_bonus_points * reached
+
+
+def five_kind_bonus_room(tables: RuleTables, filled: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """The most five-of-a-kind bonuses play can have paid by each between-turn scorecard (rows of
+    ``filled`` bit sets and ``scores``): one per other filled box whose points five equal dice can leave
+    there (``tables.five_kind_scores``: plain, first-roll or joker scoring), none unless the
+    five-of-a-kind box holds points (bonuses are paid only then)."""
+    filled = np.asarray(filled, dtype=np.int64).reshape(-1)
+    scores = np.asarray(scores, dtype=np.int64).reshape(len(filled), tables.n_boxes)
+    k = tables.five_kind_box
+    if tables.five_kind_bonus <= 0 or k < 0:
+        return np.zeros(len(filled), dtype=np.int64)
+    is_filled = ((filled[:, None] >> np.arange(tables.n_boxes)) & 1) == 1
+    leaves = np.stack([np.isin(scores[:, b], tables.five_kind_scores[b]) for b in range(tables.n_boxes)], axis=1)
+    leaves[:, k] = False
+    return np.where(is_filled[:, k] & (scores[:, k] > 0), (is_filled & leaves).sum(axis=1), 0)
+
+
+def bonus_possible(tables: RuleTables, filled: np.ndarray, scores: np.ndarray, bonus: np.ndarray) -> np.ndarray:
+    """Whether play can have paid each row's ``bonus`` by its scorecard: :func:`possible_bonuses` of a
+    batch, as one boolean per row."""
+    filled = np.asarray(filled, dtype=np.int64).reshape(-1)
+    scores = np.asarray(scores, dtype=np.int64).reshape(len(filled), tables.n_boxes)
+    secured = secured_upper_bonus(tables, filled, scores[:, tables.is_upper].sum(axis=1))
+    extra = np.asarray(bonus, dtype=np.int64).reshape(-1) - secured
+    if tables.five_kind_bonus <= 0:
+        return extra == 0
+    many = extra // tables.five_kind_bonus
+    return (extra >= 0) & (extra % tables.five_kind_bonus == 0) & (many <= five_kind_bonus_room(tables, filled, scores))
 
 
 def possible_bonuses(tables: RuleTables, filled: int, scores: np.ndarray) -> list[int]:
@@ -36,20 +66,11 @@ def possible_bonuses(tables: RuleTables, filled: int, scores: np.ndarray) -> lis
 
     The upper bonus is certain from the scorecard (:func:`secured_upper_bonus`).
     Five-of-a-kind bonuses are paid once per five of a kind scored while the
-    five-of-a-kind box holds points, each in another box, so at most one per
-    other filled box whose points five equal dice can leave there
-    (``tables.five_kind_scores``: plain, first-roll or joker scoring).
+    five-of-a-kind box holds points, each in another box (:func:`five_kind_bonus_room`).
     """
     upper = int(scores[tables.is_upper].sum())
     secured = secured_upper_bonus(tables, filled, upper)
-    k = tables.five_kind_box
-    if tables.five_kind_bonus <= 0 or k < 0 or not (filled >> k) & 1 or scores[k] <= 0:
-        return [secured]
-    most = sum(
-        1
-        for b in range(tables.n_boxes)
-        if b != k and (filled >> b) & 1 and np.isin(scores[b], tables.five_kind_scores[b])
-    )
+    most = int(five_kind_bonus_room(tables, np.array([filled]), np.asarray(scores)[None])[0])
     return [secured + m * tables.five_kind_bonus for m in range(most + 1)]
 
 

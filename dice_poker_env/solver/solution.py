@@ -40,6 +40,7 @@ from dice_poker_env.engine.game import (
 from dice_poker_env.engine.position import (
     POSITION_KEYS,
     PositionError,
+    bonus_possible,
     make_position,
     secured_upper_bonus,
 )
@@ -157,7 +158,6 @@ class Solution:
             table[k, np.asarray(values, dtype=np.int64) - self.tables.min_box_score] = True
         self._possible_points = table.reshape(-1)
         self._possible_row = np.arange(self.tables.n_boxes, dtype=np.int64) * span
-        self._secured: np.ndarray | None = None  # see _secured_bonus
         self._possible_sets = tuple(frozenset(int(v) for v in values) for values in self.tables.possible_scores)
         self._upper_boxes = [int(k) for k in np.flatnonzero(self.tables.is_upper)]
         self._upper_weights = self.tables.is_upper.astype(np.int64)
@@ -499,8 +499,9 @@ class Solution:
         :class:`~dice_poker_env.engine.position.PositionError`; and the fields an
         observation derives from the scorecard (open boxes hold 0, ``upper_total``,
         ``five_kind_box``, ``turn``) against it, with a :class:`SolverError`.
-        The checks are vectorized: only rows that fail one, or whose bonus is not
-        the secured upper bonus (a five-of-a-kind bonus), reach the engine one by one.
+        The checks are vectorized (the bonus by the engine's batched
+        :func:`~dice_poker_env.engine.position.bonus_possible`): only rows that fail
+        one reach the engine one by one, for its message.
 
         Without ``points`` (the optimal agent's fast path, which reads neither the
         scores nor the bonus) the fields the decision reads are checked: shapes,
@@ -705,9 +706,12 @@ class Solution:
                 broken = _either(broken, early)
         if broken is not None:
             return broken, None
-        # the engine owns the bonus rule: it sees the rows with more than the secured upper bonus
-        secured = self._secured_bonus(filled, upper_of) if tables.has_upper_bonus else 0
-        other = bonus != secured
+        # the engine owns the bonus rule: its batched test passes the rows with more than the secured upper
+        # bonus (five-of-a-kind bonuses); a row it refuses goes to the engine's make_position for the message
+        other = bonus != secured_upper_bonus(tables, filled, upper_of)
+        if other.any():
+            rows = np.flatnonzero(other)
+            other[rows[bonus_possible(tables, filled[rows], scores[rows], bonus[rows])]] = False
         return None, (other if other.any() else None)
 
     def _engine_check(
@@ -734,31 +738,6 @@ class Solution:
             )
         except PositionError as error:
             raise PositionError(f"{where(i)}: {error}" if batched else str(error)) from None
-
-    def _secured_bonus(self, filled: np.ndarray, upper: np.ndarray) -> np.ndarray:
-        """The engine's secured upper bonus of each row (:func:`secured_upper_bonus`).
-
-        Asked once per distinct (filled upper boxes, upper total) and remembered
-        in a table over those pairs (``upper`` must be a sum of possible points).
-        """
-        tables = self.tables
-        uppers = np.flatnonzero(tables.is_upper)
-        low = sum(int(tables.possible_scores[k].min()) for k in uppers)
-        span = sum(int(tables.possible_scores[k].max()) for k in uppers) - low + 1
-        key = (filled & tables.upper_bits) * span + (upper - low)
-        size = (tables.upper_bits + 1) * span
-        if size > 1 << 22:  # too many pairs for a table: once per distinct pair of this call
-            distinct, inverse = np.unique(key, return_inverse=True)
-            paid = [secured_upper_bonus(tables, int(k // span), int(k % span) + low) for k in distinct]
-            return np.asarray(paid, dtype=np.int64)[inverse.reshape(-1)]
-        if self._secured is None:
-            self._secured = np.full(size, -1, dtype=np.int64)
-        paid = self._secured.take(key)
-        if paid.min(initial=0) < 0:
-            for k in np.unique(key[paid < 0]).tolist():
-                self._secured[k] = secured_upper_bonus(tables, k // span, k % span + low)
-            paid = self._secured.take(key)
-        return paid
 
     def _five_kind_code(self, filled: np.ndarray, scores: np.ndarray) -> np.ndarray:
         """The observation's ``five_kind_box`` code of each row: 0 open or no such box, 1 scratched, 2 holds points."""
