@@ -603,6 +603,44 @@ def test_a_folder_or_a_bare_file_enters_its_agents_as_grading_finds_them(tmp_pat
     assert entrants([str(tmp_path / "bob.py"), "x.py:Agent"]) == [f"{tmp_path / 'bob.py'}:MyAgent", "x.py:Agent"]
 
 
+def test_a_file_named_like_a_spec_is_not_played_as_another_students_agent(tmp_path, capsys, monkeypatch):
+    """A ``:`` or ``,`` in a file name could make its spec name another file (``bob.py:BobAgent,note=1.py``
+    played Bob's agent under the attacker's name) or a built-in agent (``winning,future=1.py`` in a folder
+    given as ``.``): such a file is not entered, saying why in one line; ``grade`` and ``check`` of that one
+    file refuse it. A file name's control characters never reach the terminal."""
+    from agents.commands.grade import resolve_submission
+    from agents.commands.tournament import entrants
+
+    agent = "class {name}:\n    def __init__(self, rules, **options):\n        pass\n    def act(self, o, m):\n        return 32\n"
+    (tmp_path / "bob.py").write_text(agent.format(name="BobAgent"))
+    hostile = ["bob.py:BobAgent,note=1.py", "winning,future=1.py"]
+    for name in hostile:
+        (tmp_path / name).write_text(agent.format(name="Mal"))
+    (tmp_path / "ev\x1b[2Jil.py").write_text("x = 1\n")  # no agent: its not-entered line is printed
+    monkeypatch.chdir(tmp_path)
+    assert entrants(["."]) == ["bob.py:BobAgent"]
+    err = capsys.readouterr().err
+    assert err.count("not entered (a ':' or ',' in its file name") == 2
+    assert "ev?[2Jil.py: not entered (no class" in err and "\x1b" not in err
+    for name in hostile:
+        assert entrants([name]) == []
+        with pytest.raises(ValueError, match="in its file name would make its agent spec name another"):
+            resolve_submission(name)
+    capsys.readouterr()
+
+
+def test_a_load_error_reaches_the_terminal_without_its_control_characters(tmp_path, capsys):
+    from agents.course.tournament import tournament
+
+    sneak = tmp_path / "sneak.py"
+    sneak.write_text(
+        "class Agent:\n    def __init__(self, rules):\n        raise RuntimeError('boom\\x1b[2J\\x1b]0;pwned\\x07')\n"
+    )
+    tournament([f"{sneak}:Agent"], YACHT, players=2, games=1, seed=1, bootstrap=0, isolated=False, progress=True)
+    err = capsys.readouterr().err
+    assert "did not load: " in err and "boom?[2J?]0;pwned?" in err and "\x1b" not in err and "\x07" not in err
+
+
 def test_the_command_line_refuses_bad_input_in_one_line(tmp_path, capsys):
     from agents.commands.tournament import main
 

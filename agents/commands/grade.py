@@ -251,7 +251,7 @@ def is_class(submissions: Sequence[str]) -> bool:
 def resolve_submission(submission: str) -> str:
     """One submission's agent spec, checked before anything runs: a bare ``FILE.py`` gets its agent class as
     class grading finds it; a ``FILE.py:NAME`` spec's file must exist (a ``ValueError`` naming it, as given)."""
-    from agents.course.classroom import find_agent_class
+    from agents.course.classroom import UNREADABLE_NAME, find_agent_class, reads_back
     from agents.players.registry import parse_agent_spec
 
     if submission.endswith(".py"):
@@ -260,6 +260,8 @@ def resolve_submission(submission: str) -> str:
         name, why = find_agent_class(submission)
         if name is None:
             raise ValueError(f"{submission}: {why}")
+        if not reads_back(submission, f"{submission}:{name}"):
+            raise ValueError(f"{submission}: {UNREADABLE_NAME}")
         return f"{submission}:{name}"
     try:
         parsed = parse_agent_spec(submission)

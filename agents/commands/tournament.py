@@ -86,7 +86,8 @@ def entrants(given: list[str]) -> list[str]:
     ``dice-poker grade`` finds them (a file without one is left out, saying why); other specs as they are."""
     import os
 
-    from agents.course.classroom import find_submissions
+    from agents.course.classroom import UNREADABLE_NAME, find_submissions, reads_back
+    from agents.course.grade_report import summary_text_line
 
     out: list[str] = []
     for entry in given:
@@ -97,9 +98,13 @@ def entrants(given: list[str]) -> list[str]:
             continue
         for submission in find_submissions([entry]):
             if submission.spec is None:
-                print(f"{submission.path}: not entered ({submission.problem})", file=sys.stderr)
+                why = submission.problem
+            elif not reads_back(submission.path, submission.spec):
+                why = UNREADABLE_NAME
             else:
                 out.append(submission.spec)
+                continue
+            print(summary_text_line(f"{submission.path}: not entered ({why})"), file=sys.stderr)
     return out
 
 

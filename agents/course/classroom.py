@@ -259,20 +259,29 @@ def find_submissions(entries: Sequence[str], class_name: str | None = None) -> l
 
 
 # ------------------------------------------------------------------ grading
-def _stage(submission: Submission, folder: str) -> str | None:
-    """The spec to grade: a file whose path would not read back as a spec (a ``:`` or ``,`` in it) is
-    copied to ``folder`` under the student's folder name first."""
+#: why a file :func:`reads_back` refuses is not graded as it is
+UNREADABLE_NAME = "a ':' or ',' in its file name would make its agent spec name another file or agent: rename it"
+
+
+def reads_back(path: str, spec: str) -> bool:
+    """Whether the agent spec ``spec`` built for the file ``path`` names that file: a ``:`` or ``,`` in a
+    file name would make it name another file and arguments, or a built-in agent (a student could name
+    her file ``bob.py:BobAgent,note=1.py`` to be played as Bob)."""
     from agents.players.registry import parse_agent_spec
 
-    if submission.spec is None:
-        return None
-    attr = submission.spec[len(submission.path) + 1 :]
     try:
-        parsed = parse_agent_spec(submission.spec)
+        parsed = parse_agent_spec(spec)
     except ValueError:
-        parsed = None
-    if parsed is not None and parsed.source == submission.path:
+        return False
+    return parsed is not None and parsed.is_file and parsed.source == path
+
+
+def _stage(submission: Submission, folder: str) -> str | None:
+    """The spec to grade: a file whose path would not read back as its spec (:func:`reads_back`) is
+    copied to ``folder`` under the student's folder name first."""
+    if submission.spec is None or reads_back(submission.path, submission.spec):
         return submission.spec
+    attr = submission.spec[len(submission.path) + 1 :]
     copy = os.path.join(folder, f"{submission.folder}.py")
     shutil.copyfile(submission.path, copy)
     return f"{copy}:{attr}"

@@ -316,7 +316,8 @@ def tournament(
             entries.append(Entry(name, "submission", agent))
             agent.start()  # (one at a time: a sandbox dies with the thread that started it)
             if agent.load_error is not None and progress:
-                print(f"{name} did not load: {agent.load_error.message}; it forfeits its games", file=sys.stderr)
+                said = f"{name} did not load: {agent.load_error.message}; it forfeits its games"
+                print(summary_text_line(said), file=sys.stderr)
         records, matches = _play(entries, rules, players, games, seed, fmt, rounds, turns, progress)
     finally:
         for entry in entries:
