@@ -437,3 +437,45 @@ def test_a_policy_file_that_unpacks_past_the_limit_is_refused_before_it_is_read(
         archive.writestr("w0.npy", header.getvalue())
     with pytest.raises(ValueError, match=r"unpacks to 1,099,511,627,776 bytes"):
         files.load_policy(bomb)
+
+
+def _huge_npy() -> bytes:
+    """A tiny ``.npy`` member whose header declares 2**37 float64 (1 TiB): np.load would allocate it."""
+    import io
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (2**37,)})
+    return header.getvalue()
+
+
+def test_a_model_or_checkpoint_that_unpacks_past_the_limit_is_refused_before_it_is_read(tmp_path):
+    """Zip bombs in an SB3 model (a 5 MB member of 1.2 GB of deflated zeros: SB3 reads every member whole),
+    and an SB3 checkpoint's resume state (an array declaring 1 TiB): each a one-line refusal before anything
+    is read (tests/test_trainer.py: the batched trainers' checkpoints)."""
+    import io
+
+    from agents.players.sb3_agent import SB3Agent, read_metadata
+    from agents.training.sb3_resume import ARRAYS_NAME, JSON_NAME, restore
+
+    model = _trained_zip(tmp_path)
+    bomb = tmp_path / "bomb.zip"
+    bomb.write_bytes(model.read_bytes())
+    with zipfile.ZipFile(bomb, "a", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        with archive.open("padding", "w", force_zip64=True) as member:
+            for _ in range(70):
+                member.write(bytes(1 << 24))
+    assert bomb.stat().st_size < 10_000_000
+    for load in (read_metadata, SB3Agent.load):
+        with pytest.raises(ValueError, match=r"not a model file: it unpacks to 1,17[\d,]+ bytes, more than a model"):
+            load(bomb)
+
+    checkpoint = tmp_path / "model_512_steps.zip"
+    checkpoint.write_bytes(model.read_bytes())
+    state = io.BytesIO()
+    with zipfile.ZipFile(state, "w") as arrays:
+        arrays.writestr("a9.npy", _huge_npy())  # named by no entry of the state: read all the same before
+    with zipfile.ZipFile(checkpoint, "a") as archive:
+        archive.writestr(JSON_NAME, "{}")
+        archive.writestr(ARRAYS_NAME, state.getvalue())
+    with pytest.raises(ValueError, match=r"not a checkpoint file: it unpacks to 1,099,511,627,776 bytes"):
+        restore(None, checkpoint)

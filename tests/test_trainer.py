@@ -131,6 +131,30 @@ def test_checkpoint_of_another_ruleset_or_algo_or_a_truncated_file_is_refused(tm
         read_checkpoint(truncated)
 
 
+def test_a_checkpoint_whose_tensors_unpack_past_the_limit_is_refused_before_it_is_read(tmp_path):
+    """A checkpoint is torch's archive behind a checksum anyone can recompute: a member declaring 1.2 GB of
+    deflated zeros is refused before torch reads it."""
+    import hashlib
+    import io
+    import zipfile
+
+    from agents.training.trainer import CHECKPOINT_MAGIC
+
+    path = Trainer(config(), load_rules("yacht"), tmp_path / "run").save_checkpoint()
+    payload = io.BytesIO(path.read_bytes()[len(CHECKPOINT_MAGIC) + 65 :])
+    with zipfile.ZipFile(payload, "a", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        with archive.open("archive/data/99", "w", force_zip64=True) as member:
+            for _ in range(70):
+                member.write(bytes(1 << 24))
+    body = payload.getvalue()
+    bomb = tmp_path / "bomb.pt"
+    bomb.write_bytes(CHECKPOINT_MAGIC + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    with pytest.raises(
+        ValueError, match=r"not a checkpoint file: it unpacks to 1,17[\d,]+ bytes, more than a checkpoint"
+    ):
+        read_checkpoint(bomb)
+
+
 @pytest.mark.parametrize("rules_name", ["yacht", "yahtzee", "school_poker"])
 def test_rollouts_only_take_legal_actions(rules_name):
     rules = load_rules(rules_name)

@@ -42,7 +42,15 @@ from typing import Any
 
 import numpy as np
 
-from agents.policy.files import RulesetMismatchError, check_ruleset, load_policy, ruleset_metadata
+from agents.policy.files import (
+    MAX_CHECKPOINT_BYTES,
+    RulesetMismatchError,
+    TooLarge,
+    check_ruleset,
+    check_unpacked,
+    load_policy,
+    ruleset_metadata,
+)
 from agents.policy.observation import FlatObservation
 from dice_poker_env.engine.combinatorics import (
     N_KEEP_ACTIONS,
@@ -150,7 +158,10 @@ def safe_custom_objects(
 
     try:
         with zipfile.ZipFile(path) as archive:
+            check_unpacked(archive, path, "a model", MAX_CHECKPOINT_BYTES)  # (SB3 reads every member whole)
             data = json.loads(archive.read("data"))
+    except TooLarge:
+        raise
     except (
         OSError,
         KeyError,
@@ -393,6 +404,7 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     damaged = f"{path}: truncated or corrupt model file"
     try:
         with zipfile.ZipFile(path) as archive:
+            check_unpacked(archive, path, "a model", MAX_CHECKPOINT_BYTES)
             names = set(archive.namelist())
             missing = [name for name in SB3_MEMBERS if name not in names]
             if missing:  # a cut file can read as the zip of one of its own members

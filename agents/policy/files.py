@@ -93,10 +93,25 @@ def save_policy(path: str | os.PathLike, weights: Mapping[str, np.ndarray], meta
 #: the most bytes a policy file may unpack to (a 256 x 256 network is about half a megabyte): a small file
 #: that unpacks to gigabytes (a zip bomb) is refused before anything is read
 MAX_POLICY_BYTES = 256 * 1024 * 1024
+#: the most an SB3 model or a training checkpoint (weights, optimizer state, the games) may unpack to
+MAX_CHECKPOINT_BYTES = 1024 * 1024 * 1024
 
 
-class _TooLarge(Exception):
-    """A policy file past :data:`MAX_POLICY_BYTES` (its bytes in ``args[0]``; reported as a ``ValueError``)."""
+class TooLarge(ValueError):
+    """An archive that unpacks to more than a file of its kind holds (:func:`check_unpacked`)."""
+
+
+def check_unpacked(archive: zipfile.ZipFile, path: str | os.PathLike, what: str, limit: int = MAX_POLICY_BYTES) -> None:
+    """Refuse (:class:`TooLarge`, one line) ``archive`` if its members unpack to, or the ``.npy`` arrays in it
+    declare, more than ``limit`` bytes: checked before anything is read, so that a file of a few megabytes
+    cannot take gigabytes of memory. ``what``: the kind of file, as the message names it (``a policy``)."""
+    unpacked = sum(info.file_size for info in archive.infolist())  # (zipfile reads no more than this)
+    declared = sum(_array_bytes(archive, info) for info in archive.infolist())  # (what np.load allocates)
+    if max(unpacked, declared) > limit:
+        raise TooLarge(
+            f"{path}: not {what} file: it unpacks to {max(unpacked, declared):,} bytes, more than {what} holds "
+            f"({limit:,} at most)"
+        )
 
 
 def _array_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
@@ -132,10 +147,7 @@ def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[st
         raise FileNotFoundError(f"{path}: no such policy file")
     try:
         with zipfile.ZipFile(path) as archive:
-            unpacked = sum(info.file_size for info in archive.infolist())  # (zipfile reads no more than this)
-            declared = sum(_array_bytes(archive, info) for info in archive.infolist())  # (what np.load allocates)
-            if max(unpacked, declared) > MAX_POLICY_BYTES:
-                raise _TooLarge(max(unpacked, declared))
+            check_unpacked(archive, path, "a policy", MAX_POLICY_BYTES)
             bad = archive.testzip()
         if bad is not None:
             raise ValueError(f"the member {bad} fails its checksum")
@@ -149,11 +161,8 @@ def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[st
             if not isinstance(metadata, dict) or metadata.get("policy_format") != POLICY_FORMAT:
                 raise _NotAPolicy  # before any weights are read
             raw = {name: data[name] for name in data.files if name != "metadata"}
-    except _TooLarge as error:
-        raise ValueError(
-            f"{path}: not a policy file: it unpacks to {error.args[0]:,} bytes, more than a policy holds "
-            f"({MAX_POLICY_BYTES:,} at most)"
-        ) from None
+    except TooLarge as error:
+        raise ValueError(str(error)) from None
     except _NotAPolicy:
         if not isinstance(metadata, dict):
             raise ValueError(f"{path}: not a readable policy file (its metadata is not a JSON object)") from None

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.policy.files import MAX_CHECKPOINT_BYTES, check_unpacked
 from dice_poker_env.envs.vector import BIT_GENERATORS
 
 JSON_NAME, ARRAYS_NAME = "dice_poker_resume.json", "dice_poker_resume.npz"
@@ -100,13 +101,16 @@ def restore(model: Any, path: str | Path) -> bool:
         names = set(archive.namelist())
         if JSON_NAME not in names or ARRAYS_NAME not in names:
             return False
+        check_unpacked(archive, path, "a checkpoint", MAX_CHECKPOINT_BYTES)
         text = archive.read(JSON_NAME).decode()
         raw = archive.read(ARRAYS_NAME)
+    with zipfile.ZipFile(io.BytesIO(raw)) as arrays:  # (np.load allocates what its arrays declare)
+        check_unpacked(arrays, f"{path} ({ARRAYS_NAME})", "a checkpoint", MAX_CHECKPOINT_BYTES)
     env = _batched_env(model)
     if env is None:
         return False  # (resumed with another vec_env: the config check refuses that; nothing to restore into)
     with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
-        state = _unpack(json.loads(text), {name: npz[name] for name in npz.files})
+        state = _unpack(json.loads(text), npz)  # (only the arrays the state names are read)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValueError(f"{path}: its resume state is not of format {FORMAT}")
     generator = state["env"].get("np_random") if isinstance(state.get("env"), dict) else None

@@ -39,6 +39,7 @@ import importlib
 import io
 import os
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -49,6 +50,7 @@ import torch
 
 from agents.evaluation.protocol import TRACKS
 from agents.players.sb3_agent import model_metadata
+from agents.policy.files import MAX_CHECKPOINT_BYTES, check_unpacked
 from agents.policy.heads import PolicyHeads, PolicyOptions
 from agents.policy.player import PolicyAgent, load_policy, save_policy
 from agents.training.actor_critic import ActorCritic, Compiled, resolve_precision
@@ -365,6 +367,11 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     digest, payload = data[head : head + 65], data[head + 65 :]
     if len(digest) != 65 or digest[-1:] != b"\n" or hashlib.sha256(payload).hexdigest().encode() != digest[:-1]:
         raise ValueError(f"{path}: truncated or corrupt checkpoint (its SHA-256 checksum does not match its contents)")
+    try:
+        with zipfile.ZipFile(io.BytesIO(payload)) as archive:  # torch's own zip: its tensors' bytes first
+            check_unpacked(archive, path, "a checkpoint", MAX_CHECKPOINT_BYTES)
+    except zipfile.BadZipFile:
+        raise ValueError(f"{path}: truncated or corrupt checkpoint (its contents are not torch's archive)") from None
     try:
         state = from_plain(torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True))
     except Exception as error:  # noqa: BLE001 - torch raises several types for refused or corrupt contents
