@@ -1,16 +1,26 @@
 """Writing a file whole: what every results, report, checkpoint and policy file of the project is written by.
 
-:func:`write_whole` writes into a hidden temporary file beside the target (``.NAME.<pid>.partial``), then
-renames it into place: a reader sees the old file or the new one, never half of one, and an interrupted write
-leaves the old file as it was. The temporary file is created as ``open`` creates files (``0666`` less the
+:func:`write_whole` writes into a new hidden temporary file beside the target (``.NAME.<pid>.<random>.partial``,
+never an existing file or link), then renames it into place: a reader sees the old file or the new one, never
+half of one, and an interrupted write leaves the old file as it was. The temporary file is created as ``open`` creates files (``0666`` less the
 umask), so the result has the permissions a plain write would give it; a failed write removes it.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 from pathlib import Path
+
+#: ``os.open`` flags of a new file: created here or not at all, never through a symbolic link
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+
+
+def partial_path(path: Path, suffix: str = ".partial") -> Path:
+    """A new temporary name beside ``path`` (``.NAME.<pid>.<random><suffix>``) that no one can guess: a user
+    who may write in the folder cannot plant a symbolic link there for this process to write through."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}{suffix}")
 
 
 def write_whole(path: str | os.PathLike[str], data: str | bytes) -> Path:
@@ -24,9 +34,9 @@ def write_whole(path: str | os.PathLike[str], data: str | bytes) -> Path:
     """
     path = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial = partial_path(path)
     try:
-        with open(partial, "wb") as handle:
+        with os.fdopen(os.open(partial, _NEW_FILE, 0o666), "wb") as handle:  # (never an existing file or link)
             handle.write(raw)
         os.replace(partial, path)
     except BaseException:

@@ -144,3 +144,20 @@ def test_write_whole_gives_a_plain_files_permissions_and_leaves_nothing_on_failu
     else:
         raise AssertionError("wrote into a missing folder")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]  # no partial file left
+
+
+def test_write_whole_never_writes_through_a_planted_link(tmp_path):
+    """A user who may write in an output folder (one shared with TAs) planted links at the temporary names
+    write_whole would use (``.NAME.<pid>.partial``): the grader wrote its file through them into the link's
+    target. The temporary name is now unguessable and created only where nothing is."""
+    import os
+
+    from dice_poker_env.files import write_whole
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("theirs")
+    for pid in range(os.getpid() - 50, os.getpid() + 50):
+        (tmp_path / f".standings.csv.{pid}.partial").symlink_to(victim)
+    write_whole(tmp_path / "standings.csv", "rank,agent\n")
+    assert victim.read_text() == "theirs"
+    assert not (tmp_path / "standings.csv").is_symlink() and (tmp_path / "standings.csv").read_text() == "rank,agent\n"

@@ -58,6 +58,7 @@ from dice_poker_env.engine.combinatorics import (
     roll_index_of_sorted,
 )
 from dice_poker_env.engine.tables import compile_rules
+from dice_poker_env.files import partial_path
 from dice_poker_env.rules import Rules, load_rules
 
 __all__ = [
@@ -370,7 +371,7 @@ def save_model(
     if path.suffix != ".zip":
         path = path.with_name(path.name + ".zip")
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.stem}.partial.zip")
+    partial = partial_path(path, ".partial.zip")
     try:
         model.save(partial)
         with zipfile.ZipFile(partial, "a") as archive:

@@ -13,6 +13,7 @@ once in the batched env); SB3's callback plays its own model and records through
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dice_poker_env.envs.vector import DicePokerVectorEnv
+from dice_poker_env.files import write_whole
 from dice_poker_env.rules import Rules
 
 EVAL_SEED_OFFSET = 1_000_003  # evaluation games: seed + this, the same games at every evaluation
@@ -124,12 +126,11 @@ class Evaluation:
             columns, rows = reader.fieldnames or list(CSV_COLUMNS), list(reader)
         kept = [row for row in rows if row.get("timesteps", "").isdigit() and int(row["timesteps"]) <= timesteps]
         if len(kept) < len(rows):
-            partial = self.csv.with_name(f".{self.csv.name}.partial")
-            with partial.open("w", newline="") as handle:
-                out = csv.DictWriter(handle, fieldnames=columns)
-                out.writeheader()
-                out.writerows(kept)
-            os.replace(partial, self.csv)
+            text = io.StringIO(newline="")
+            out = csv.DictWriter(text, fieldnames=columns)
+            out.writeheader()
+            out.writerows(kept)
+            write_whole(self.csv, text.getvalue())
         return kept
 
     def recorded(self, timesteps: int) -> bool:
