@@ -72,6 +72,16 @@ def test_win_rewards(totals, expected):
     np.testing.assert_allclose(multi.final_rewards(totals, "win"), expected)
 
 
+@pytest.mark.parametrize("mode", ["win", "relative", "score"])
+def test_rewards_of_rows_of_games_are_each_games_rewards(mode):
+    """Self-play pays the tables that end in one step at once: rows of totals, each row as one game."""
+    rows = np.array([[10, 20], [30, 30], [20, 10], [0, 0]])
+    expected = np.stack([multi.final_rewards(row, mode) for row in rows])
+    np.testing.assert_array_equal(multi.final_rewards(rows, mode), expected)
+    four = np.array([[5, 40, 40, 1], [7, 7, 7, 7], [1, 2, 3, 4]])
+    np.testing.assert_array_equal(multi.final_rewards(four, mode), [multi.final_rewards(r, mode) for r in four])
+
+
 @pytest.mark.parametrize("rules", RULESETS)
 def test_random_games_fill_every_box_and_rewards_add_up(rules):
     n_boxes = load_rules(rules).n_boxes

@@ -109,7 +109,7 @@ class SelfPlayRollout(BaseRollout):
         results = np.zeros((self.n_envs, PLAYERS), dtype=np.float64)
         if ended.any():
             totals = self.games.total.reshape(self.n_envs, PLAYERS)[ended]
-            results[ended] = np.stack([final_rewards(t, "win") for t in totals])
+            results[ended] = final_rewards(totals, "win")
             self.scores.append(totals.ravel())
             tables = np.flatnonzero(ended)
             fresh = new_batch(self.tables, self._first_rolls(PLAYERS * len(tables)))
