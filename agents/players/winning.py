@@ -268,10 +268,7 @@ class WinningPolicy:
     def _keep_tables(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(one_left, two_left)``: ``(210, G)`` keep values of the turn from its candidate values."""
         leaves: list[np.ndarray | None] = [v[self.base[b] : self.base[b + 1]] for b in range(self.tables.n_boxes)]
-        last = self.space.max_tree[False].evaluate(leaves)[ROLL_POS]  # engine roll order
-        first = self.space.max_tree[True].evaluate(leaves)[ROLL_POS] if self.space.doubling else last
-        _, one_left, two_left = widget(last, first)
-        return one_left, two_left
+        return widget(self.space.max_tree[False].evaluate(leaves)[ROLL_POS])  # (engine roll order)
 
     def q_now(self, legal: np.ndarray, v: np.ndarray, roll: np.ndarray, rolls_left: np.ndarray) -> np.ndarray:
         """``(G, 32 + n)`` every action's value at each game's current roll (``-inf`` illegal)."""

@@ -264,9 +264,7 @@ class Reach:
         legal = now[roll] > -np.inf
         q[N_KEEP_ACTIONS:][legal] = now[roll][legal]
         if rolls_left > 0:
-            best_last = score_last.max(axis=1, keepdims=True)
-            best_first = score_first.max(axis=1, keepdims=True)
-            _, one_left, two_left = widget(best_last, best_first)
+            one_left, two_left = widget(score_last.max(axis=1, keepdims=True))
             keeps = (two_left if rolls_left == 2 else one_left)[:, 0]
             q[: N_KEEP_ACTIONS - 1] = keeps[KEEP_OF_ACTION[roll, : N_KEEP_ACTIONS - 1]]
         return q

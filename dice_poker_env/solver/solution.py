@@ -295,7 +295,7 @@ class Solution:
     def _fill_chunk(self, part: np.ndarray, tables: TurnTables) -> None:
         """Solve the turns of the positions ``part`` from their score tables and store them."""
         S0, S2, B0, B2, center = tables
-        _, K1, K2 = widget(S0, S2)
+        K1, K2 = widget(S0)
         base = (self.value[part] - center).astype(np.float32)  # tables are relative to center
         slots = slice(self._used, self._used + len(part))
         self._keep[slots, 0] = (K1[:_N_PROPER_KEEPS] - base).T

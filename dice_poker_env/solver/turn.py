@@ -107,34 +107,29 @@ def _best_of_subkeeps(B: np.ndarray) -> np.ndarray:
 class TurnKeepValues(NamedTuple):
     """What :func:`widget` returns for ``m`` states."""
 
-    value: np.ndarray  #: (m,) expected value of the turn start
     one_left: np.ndarray  #: (210, m) value of keeping each proper keep (engine order) with one reroll left
     two_left: np.ndarray  #: (210, m) the same with two rerolls left
 
 
-def widget(score_last: np.ndarray, score_first: np.ndarray) -> TurnKeepValues:
-    """Solve one turn for ``m`` states at once, values only (the queries' widget).
+def widget(score_last: np.ndarray) -> TurnKeepValues:
+    """Solve one turn's keeps for ``m`` states at once, values only (the queries' widget).
 
     Args:
         score_last: ``(252, m)`` float32 best value of scoring each roll after a
-            reroll (engine roll order).
-        score_first: ``(252, m)`` the same from the turn's first roll (first-roll
-            doubling; the same array without it).
+            reroll (engine roll order). (The first roll's own scoring, doubled
+            or not, is no keep's business: a keep always leads to a reroll.)
 
     Returns:
-        The turn's value and its keep values (:class:`TurnKeepValues`). The
-        solve's widget, with second moments, is :func:`widget_with_moments`.
+        The keep values with one and two rerolls left (:class:`TurnKeepValues`).
+        The solve's widget, with the turn's value and second moments, is
+        :func:`widget_with_moments`.
     """
     K1 = _internal_keep_values(score_last, FOUR_PLUS_ROLL_T)
     out1 = K1.copy()
     W1 = score_last[ROLL_ORDER]
     np.maximum(W1, _best_of_subkeeps(K1), out=W1)
     K2 = _internal_keep_values(W1, FOUR_PLUS_IROLL_T)
-    out2 = K2.copy()
-    W2 = score_first[ROLL_ORDER]
-    np.maximum(W2, _best_of_subkeeps(K2), out=W2)
-    value = FIRST_PROB_INTERNAL @ W2
-    return TurnKeepValues(value, out1[KEEP_POS], out2[KEEP_POS])
+    return TurnKeepValues(out1[KEEP_POS], K2[KEEP_POS])
 
 
 def turn_values(P1: np.ndarray, P2: np.ndarray) -> np.ndarray:
