@@ -209,6 +209,33 @@ class IllegalOnTurnThree:
         return np.where(np.asarray(observations["turn"]) == 2, 31, self.greedy.act_batch(observations, action_masks))
 
 
+def test_an_illegal_action_loses_the_best_value_less_the_points_so_far(solution):
+    """An illegal action ends the game with the points scored so far, so it loses what the best action was
+    worth (the expected final score, those points included) less those points, not the whole best value."""
+    from agents.evaluation.benchmark import play_games
+    from dice_poker_env import DicePokerEnv, load_rules
+
+    rules = load_rules("yacht")
+    seeds = [int(s) for s in game_seeds(6, 4)]
+    record: list = []
+    part = play_games(rules, IllegalOnTurnThree(rules), seeds, solution, record, regret_batch=7)
+    assert part.illegal == len(seeds)
+    env = DicePokerEnv(rules)
+    for game_seed, game, regret in zip(seeds, record, part.regret_illegal):
+        obs, _ = env.reset(seed=game_seed)
+        for move in game["moves"]:
+            if move[2] == 31:  # the illegal decision: valued at the observation the agent saw
+                break
+            obs, *_ = env.step(move[2])
+        else:
+            raise AssertionError("the agent played no illegal action")
+        so_far = env.score
+        assert so_far > 0  # two turns scored: the points so far count
+        best = float(np.max(solution.action_values(obs)))
+        assert regret == pytest.approx(best - so_far, abs=1e-4)
+        assert move[4] == pytest.approx(best - so_far, abs=1e-4)  # the recorded move's loss too
+
+
 def test_a_batch_agent_is_one_by_name_and_as_built(solution):
     """One owner decides which agents play in lockstep: a name says so exactly when the agent it builds
     does; a subclass (which may keep state) and the other agents play one by one."""

@@ -425,6 +425,8 @@ def test_upper_bonus_and_margin_criteria():
     report["agents"]["greedy"].update(estimated_expected_score=197.0)
     (greedy,) = [e for e in score_report(rubric, report) if e.name == "greedy"]
     assert greedy.points == 0.0 and "luck-free expected score 196.00 against greedy's 197.00 + 3" in greedy.detail
+    row.update(estimated_expected_score=199.0)  # above greedy's 197, but not by the margin of 3
+    assert [e.points for e in score_report(rubric, report) if e.name == "greedy"] == [0.0]
     row.update(estimated_expected_score=200.5)
     assert [e.points for e in score_report(rubric, report) if e.name == "greedy"] == [5.0]
 
@@ -472,6 +474,9 @@ def test_without_a_rubric_the_score_is_the_luck_free_percent():
     assert (_percent_only(row).name, _percent_only(row).points) == ("luck-free percent of optimal", 71.5)
     plain = _percent_only({"percent_of_optimal": 64.25})  # no regret computed: the percent itself
     assert (plain.name, plain.points) == ("percent of optimal", 64.25) and _percent_only(None).points == 0.0
+    # the score is out of 100: a luck-free percent estimated above 100 scores 100, not more
+    capped = _percent_only({"percent_of_optimal": 95.0, "estimated_percent_of_optimal": 112.0})
+    assert (capped.points, capped.max_points) == (100.0, 100.0) and "112.00% of optimal" in capped.detail
 
 
 def test_csv_cells_never_start_a_formula():

@@ -77,6 +77,33 @@ def test_a_joker_from_the_first_roll_is_doubled_as_the_pattern_is(joker):
                 assert play_box(rules, state, "house")[0] == 25 * factor, (yacht, rolls_left)
 
 
+def test_a_joker_in_matching_boxes_scores_the_best_combination():
+    """A joker scores a lower box as if its pattern matched (docs/rules-format.md); for ``points = "matching"``
+    that is the best combination the box can hold: a straight box the sum of its best set (4-5-6: 15, not
+    1-2-3: 6), a two-pairs box both pairs of the dice's face (6-6 and 6-6: 24, not one pair's 12)."""
+    rules = load_rules(
+        {
+            "name": "joker_matching",
+            "boxes": [
+                {"name": "sixes", "kind": "face_sum", "face": 6},
+                {"name": "run", "kind": "straight", "sets": [[1, 2, 3], [4, 5, 6]], "points": "matching"},
+                {"name": "pairs", "kind": "two_pairs", "points": "matching"},
+                {"name": "chance", "kind": "chance"},
+                {"name": "yacht", "kind": "n_of_a_kind", "n": 5, "points": 50},
+            ],
+            "five_of_a_kind": {"box": "yacht", "bonus": 0, "joker": "forced"},
+        }
+    )
+    state = make_position(compile_rules(rules), {"sixes": 18, "yacht": 50}, [6, 6, 6, 6, 6], rolls_left=1)
+    assert set(legal_box_names(rules, state)) == {"run", "pairs", "chance"}
+    for box, points in [("run", 4 + 5 + 6), ("pairs", 2 * 6 + 2 * 6), ("chance", 30)]:
+        reward, new = play_box(rules, state, box)
+        assert reward == points and new.scores[rules.box_index(box)] == points, box
+    # outside the joker the same dice form neither pattern
+    state = make_position(compile_rules(rules), {"sixes": 18}, [6, 6, 6, 6, 6], rolls_left=1)
+    assert play_box(rules, state, "run")[0] == 0 and play_box(rules, state, "pairs")[0] == 0
+
+
 def test_yahtzee_forced_joker_scratched_box_no_bonus_but_joker():
     rules = load_rules("yahtzee")
     state = make_position(compile_rules(rules), {"yahtzee": 0, "fours": 12}, [4, 4, 4, 4, 4])
@@ -207,6 +234,10 @@ def test_school_poker_bonus_needs_total_zero_or_more():
     assert (new.upper_total, reward, new.bonus) == (5, 6 + 50, 50)
     reward, new = play_box(rules, make_position(compile_rules(rules), card, [6, 6, 1, 1, 2]), "sixes")
     assert (new.upper_total, reward, new.bonus) == (-7, -6, 0)
+    # exactly 0 is "zero or more": the bonus is paid (threshold 0, on_complete)
+    even = {**card, "ones": 1}  # 1 + 2 - 3 + 0 + 0 = 0, and three sixes score 0
+    reward, new = play_box(rules, make_position(compile_rules(rules), even, [6, 6, 6, 1, 2]), "sixes")
+    assert (new.upper_total, reward, new.bonus) == (0, 0 + 50, 50)
 
 
 def test_school_poker_lower_boxes_after_the_school():

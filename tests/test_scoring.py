@@ -187,3 +187,21 @@ def test_tables_are_read_only_lookups_of_the_right_shape():
     tables = compile_rules(load_rules("yatzy"))
     assert tables.score.shape == (252, 15)
     assert np.array_equal(tables.score, tables.score_first_roll)  # no doubling in yatzy
+
+
+def test_full_house_allowing_five_of_a_kind_is_still_not_four_of_a_kind():
+    """``allow_five_of_a_kind`` (docs/rules-format.md) adds five of a kind to the full house's patterns and
+    nothing else: four of a kind plus another die is neither three and two nor five of a kind, so it scores 0."""
+    rules = load_rules(
+        {
+            "name": "house_or_five",
+            "boxes": [
+                {"name": "house", "kind": "full_house", "points": 25, "allow_five_of_a_kind": True},
+                {"name": "chance", "kind": "chance"},
+            ],
+        }
+    )
+    assert score(rules, [3, 3, 3, 3, 3], "house") == 25  # five of a kind: allowed
+    assert score(rules, [3, 3, 3, 5, 5], "house") == 25  # three and two
+    assert score(rules, [3, 3, 3, 3, 5], "house") == 0  # four and one: not a full house
+    assert score(rules, [6, 6, 6, 6, 1], "house") == 0

@@ -267,6 +267,24 @@ def test_the_fit_recovers_known_ratings():
     assert ratings.low[0] == ratings.high[0] == ANCHOR_RATING
 
 
+def test_the_interval_is_the_2_5th_to_97_5th_percentile_of_the_resampled_ratings():
+    """The 95% interval is the central 95% of the bootstrap's refitted ratings: the same resamples (whole
+    matches, the same seed), refitted and anchored here, give NumPy's 2.5th and 97.5th percentiles."""
+    data = _simulated(np.array([0.0, 150.0, 300.0]), 300, 5)
+    data = Comparisons(data.first, data.second, data.result, data.match // 5)  # five comparisons a match
+    ratings = rate(data, 3, anchor=1, bootstrap=200, seed=9)
+    rng = np.random.default_rng(9)
+    matches, index = np.unique(data.match, return_inverse=True)
+    samples = []
+    for _ in range(200):
+        counts = np.bincount(rng.integers(0, len(matches), size=len(matches)), minlength=len(matches))
+        refit = fit(data, 3, weights=counts[index])
+        samples.append(refit - refit[1] + ANCHOR_RATING)
+    np.testing.assert_allclose(ratings.low, np.percentile(samples, 2.5, axis=0), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(ratings.high, np.percentile(samples, 97.5, axis=0), rtol=0, atol=1e-6)
+    assert ratings.bootstrap == 200 and (ratings.high[[0, 2]] - ratings.low[[0, 2]] > 10).all()
+
+
 def test_the_fit_is_the_maximum_of_its_objective_and_ignores_order():
     data = _simulated(np.array([0.0, 50.0, 300.0]), 200, 3)
     ratings = fit(data, 3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import shutil
@@ -129,6 +130,80 @@ def test_checkpoint_of_another_ruleset_or_algo_or_a_truncated_file_is_refused(tm
     truncated.write_bytes(path.read_bytes()[:1000])
     with pytest.raises(ValueError, match="truncated or corrupt"):
         read_checkpoint(truncated)
+
+
+def test_a_checkpoint_of_other_rules_is_refused_even_under_the_same_name(tmp_path):
+    """The checkpoint's rules are checked by fingerprint before anything loads: another ruleset is refused as
+    such (not as a network that happens not to fit), and so is a custom ruleset that keeps the name "yacht"
+    but changes the play (a yacht worth 40): its network would fit, but its games are not the checkpoint's."""
+    yacht = load_rules("yacht")
+    path = Trainer(config(), yacht, tmp_path / "run").save_checkpoint()
+    custom_file = tmp_path / "my_yacht.toml"
+    shipped = (ROOT / "dice_poker_env" / "rules" / "data" / "yacht.toml").read_text()
+    custom_file.write_text(shipped.replace("points = 50", "points = 40"))
+    custom = load_rules(custom_file)
+    assert custom.name == yacht.name and custom.box_names == yacht.box_names
+    assert custom.fingerprint != yacht.fingerprint
+    for name, rules in (("yahtzee", load_rules("yahtzee")), ("custom", custom)):
+        trainer = Trainer(config(), rules, tmp_path / name)
+        with pytest.raises(ValueError, match=r"is of another ruleset \('yacht'\)"):
+            trainer.load_checkpoint(path)
+        assert trainer.updates == 0 and trainer.num_timesteps == 0
+
+
+def same_state(a, b) -> bool:
+    """Nested dicts/lists of tensors and plain values (a ``state_dict``) hold equal values."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same_state(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(same_state, a, b))
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
+    return a == b
+
+
+def test_a_load_that_fails_late_leaves_the_trainer_as_it_was(tmp_path, monkeypatch):
+    """A checkpoint whose games fail to restore after the network, optimizer and generator were loaded: the
+    load is refused and all three are rolled back, so nothing half-loaded trains on (Adam's moments of
+    another run would move these weights)."""
+    rules = load_rules("yacht")
+    source = Trainer(config(), rules, tmp_path / "source")
+    source.run(progress=False, stop_at=32 * 8)  # one update: trained weights, Adam's moments, a used generator
+    path = source.save_checkpoint()
+    trainer = Trainer(config(), rules, tmp_path / "target")
+    weights, optimizer = params(trainer), copy.deepcopy(trainer.optimizer.state_dict())
+    generator = trainer.generator.get_state().clone()
+    assert not same_state(source.optimizer.state_dict(), optimizer)  # a load that stuck would show
+    assert not all(torch.equal(x, y) for x, y in zip(params(source), weights))
+    assert not torch.equal(source.generator.get_state(), generator)
+
+    def broken(state):
+        raise RuntimeError("the games do not fit")
+
+    monkeypatch.setattr(trainer.rollout, "restore", broken)
+    with pytest.raises(ValueError, match=r"does not fit this run \(RuntimeError: the games do not fit\)"):
+        trainer.load_checkpoint(path)
+    assert all(torch.equal(x, y) for x, y in zip(params(trainer), weights))
+    assert same_state(trainer.optimizer.state_dict(), optimizer)
+    assert torch.equal(trainer.generator.get_state(), generator)
+    assert trainer.updates == 0 and trainer.num_timesteps == 0
+
+
+@pytest.mark.parametrize("counter", ["updates", "best", "train_seconds"])
+def test_a_checkpoint_whose_counter_is_a_bool_is_refused(tmp_path, counter):
+    """A checkpoint's counters are numbers; ``True`` is an int to Python but no count, so a checkpoint
+    holding one (hand-edited, or written by a bug) is refused rather than resumed from."""
+    rules = load_rules("yacht")
+    source = Trainer(config(), rules, tmp_path / "run")
+    if counter == "best":
+        source.evaluation.best = True
+    else:
+        setattr(source, counter, True)
+    path = source.save_checkpoint()
+    trainer = Trainer(config(), rules, tmp_path / "other")
+    with pytest.raises(ValueError, match=r"counters \[.*True.*\] are not numbers"):
+        trainer.load_checkpoint(path)
+    assert trainer.updates == 0 and trainer.train_seconds == 0.0
 
 
 def test_a_checkpoint_whose_tensors_unpack_past_the_limit_is_refused_before_it_is_read(tmp_path):
@@ -635,6 +710,37 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     with pytest.raises(SystemExit, match="is not a results table"):
         results_module.main(["--out", str(out)])
     assert (out / "training.json").read_text() == "{not json"
+
+
+def test_results_iqm_and_mean_are_each_their_own_statistic():
+    """One seed far below the others: the IQM (of four runs: the middle two) ignores it, the mean does not,
+    so each column holds its own statistic and each interval surrounds its own point."""
+    pytest.importorskip("rliable")
+    from agents.evaluation import results as results_module
+
+    runs = [
+        {
+            "name": f"yacht__batched_ppo__s{seed}",
+            "rules": "yacht",
+            "group": "r1",
+            "seed": seed,
+            "results": {
+                "percent_of_optimal": percent,
+                "mean": percent * 1.7,
+                "median": percent * 1.7,
+                "timesteps": 1000,
+                "train_seconds": 60.0,
+            },
+            "curve": None,
+        }
+        for seed, percent in ((0, 50.0), (1, 90.0), (2, 91.0), (3, 92.0))
+    ]
+    (row,) = results_module.aggregate(runs, reps=200)
+    assert row["percent_of_optimal_mean"] == pytest.approx(80.75)
+    assert row["percent_of_optimal_iqm"] == pytest.approx(90.5)  # (90 + 91) / 2
+    for key, point in (("iqm", 90.5), ("mean", 80.75)):
+        low, high = row[f"percent_of_optimal_{key}_ci95"]
+        assert 50.0 <= low <= point <= high <= 92.0, key
 
 
 def test_bfloat16_precision_trains_and_plays_through_the_float32_policy_file(tmp_path):

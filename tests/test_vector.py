@@ -16,7 +16,7 @@ import dice_poker_env
 from dice_poker_env import ScriptedDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.masks import ActionMasks, action_masks
-from dice_poker_env.engine.position import PositionError
+from dice_poker_env.engine.position import PositionError, make_position
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs import DicePokerEnv, IllegalActionError
 from dice_poker_env.envs.vector import DicePokerVectorEnv
@@ -199,6 +199,32 @@ def test_masks_are_the_engines(rules, options):
         np.testing.assert_array_equal(a[4]["action_mask"], b[4]["action_mask"])
 
 
+@pytest.mark.parametrize(("rules", "options"), VARIANTS, ids=VARIANT_IDS)
+def test_engine_masks_of_one_game_are_explain_illegals_verdicts(rules, options):
+    """One game's mask without tables (the path of rulesets too large for them) is exactly the engine's
+    legality: an action is legal where ``explain_illegal`` finds nothing against it; keep-all (31) never is,
+    and no keep once the rerolls are used up. Positions: two random games, and a joker position."""
+    env = DicePokerEnv(rules, **options)
+    engine = ActionMasks(env.tables, use_tables=False)
+    assert not engine.tabled
+    states = []
+    rng = np.random.default_rng(3)
+    for seed in (0, 1):
+        _, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            states.append(env.state)
+            _, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+    if "yahtzee" in env.rules.box_names:  # five of a kind with its box full: the joker decides the boxes
+        states.append(make_position(env.tables, {"yahtzee": 50, "fours": 12}, [4, 4, 4, 4, 4]))
+    assert any(state.rolls_left > 0 for state in states) and any(state.rolls_left == 0 for state in states)
+    for state in states:
+        mask = engine.of_game(state)
+        verdicts = [game.explain_illegal(env.tables, state, a) is None for a in range(env.tables.n_actions)]
+        np.testing.assert_array_equal(mask, np.array(verdicts, dtype=np.int8), err_msg=str(state))
+        assert mask[31] == 0 and (mask[:31].all() if state.rolls_left > 0 else not mask[:31].any())
+
+
 # ------------------------------------------------------------- random play
 def play_batched(rules: str, n_games: int, seed: int) -> np.ndarray:
     """Final scores of n_games random masked games, all played at once (first episode of each game)."""
@@ -296,6 +322,41 @@ def test_same_step_autoreset_reports_final_obs_and_info():
             returns[terminated] = 0
             seen += terminated.sum()
     assert seen > 0
+
+
+def test_next_step_reset_step_pays_nothing_whatever_the_ended_game_is_sent():
+    """NEXT_STEP: the step that starts an ended game over ignores its action, a score action included
+    (one that would score points in a live game): its reward is 0, not what that box would have paid."""
+    env = DicePokerVectorEnv(3, "yacht")
+    last = env.rules.box_index("choice")
+    card = {name: 0 for name in env.rules.box_names if name != "choice"}
+    env.reset(seed=0, options={"scorecard": card, "rolls_left": 0, "dice": [6, 6, 6, 6, 6]})
+    _, reward, terminated, _, _ = env.step(np.full(3, 32 + last))
+    assert terminated.all() and reward.tolist() == [30.0, 30.0, 30.0]
+    sixes, yacht = env.rules.box_index("sixes"), env.rules.box_index("yacht")
+    obs, reward, terminated, _, info = env.step(np.array([32 + last, 32 + sixes, 32 + yacht]))  # in range, ignored
+    assert reward.tolist() == [0.0, 0.0, 0.0] and not terminated.any()
+    assert (obs["turn"] == 0).all() and (info["score"] == 0).all()
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_a_new_game_starts_without_the_last_games_bonus(mode):
+    """Autoreset starts every field afresh, the bonus paid so far included: a game that earned Yahtzee's
+    upper bonus (35) is followed by one whose observation shows a bonus of 0."""
+    env = DicePokerVectorEnv(2, "yahtzee", autoreset_mode=mode)
+    upper = {"aces": 3, "twos": 6, "threes": 9, "fours": 12, "fives": 15, "sixes": 18}  # 63: the bonus is secured
+    card = {**upper, **{name: 0 for name in env.rules.box_names[6:] if name != "chance"}}
+    obs, _ = env.reset(seed=0, options={"scorecard": card, "rolls_left": 0, "dice": [1, 2, 3, 4, 6]})
+    assert obs["bonus"].ravel().tolist() == [35, 35]
+    obs, _, terminated, _, info = env.step(np.full(2, 32 + env.rules.box_index("chance")))
+    assert terminated.all()
+    if mode == AutoresetMode.SAME_STEP:  # the new games are in this step's observation
+        assert [int(final["bonus"][0]) for final in info["final_obs"]] == [35, 35]
+    else:  # the new games start in the next step
+        assert obs["bonus"].ravel().tolist() == [35, 35]
+        obs, *_ = env.step(np.zeros(2, dtype=np.int64))
+    assert (obs["turn"] == 0).all() and obs["bonus"].ravel().tolist() == [0, 0]
+    assert (obs["upper_total"] == 0).all() and not obs["filled"].any()
 
 
 def test_disabled_autoreset_needs_masked_reset():
