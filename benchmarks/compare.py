@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
 from agents.commands.bench import check_out_file  # noqa: E402
+from agents.evaluation.protocol import MIN_SEEDS_FOR_INTERVAL  # noqa: E402
 from benchmarks import leaderboard  # noqa: E402 - the leaderboard's own statistics: both give the same numbers
 
 #: the protocol's budgets (``offline``: trained from a dataset, no env steps, like behaviour cloning)
@@ -266,7 +267,7 @@ def compare(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], reps: i
             "p_better_ci95": None,
             "complete": fewest >= MIN_SEEDS[budget],
         }
-        if min(len(mine), len(other)) >= 2:
+        if min(len(mine), len(other)) >= MIN_SEEDS_FOR_INTERVAL:  # (fewer: see leaderboard.iqm_ci)
             p, low, high = leaderboard.probability_of_improvement(mine, other, reps)
             entry.update(p_better=p, p_better_ci95=[low, high])
         versus.append(entry)

@@ -40,6 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from agents.evaluation.protocol import MIN_SEEDS_FOR_INTERVAL  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -176,11 +177,12 @@ def collect_curves() -> int:
 
 def iqm_ci(matrix: np.ndarray, reps: int) -> tuple[float, float | None, float | None]:
     """IQM of a ``(runs, tasks)`` matrix and its 95% stratified-bootstrap interval (rliable); no interval
-    (``None``) from a single run per task, where resampling has nothing to draw from."""
+    (``None``) from fewer than :data:`MIN_SEEDS_FOR_INTERVAL` runs per task, whose bootstrap interval would
+    hold the truth far less often than 95% (a single run has nothing to resample at all)."""
     from rliable import library as rly
     from rliable import metrics
 
-    if len(matrix) < 2:
+    if len(matrix) < MIN_SEEDS_FOR_INTERVAL:
         return float(metrics.aggregate_iqm(matrix)), None, None
     np.random.seed(0)  # rliable draws from NumPy's global generator: the same rows give the same interval
     with warnings.catch_warnings():
@@ -276,11 +278,22 @@ def improvements(rows: list[dict], reps: int) -> list[dict]:
             if not shared:
                 continue
             mx, my = suite_matrix(groups[x], shared), suite_matrix(groups[y], shared)
-            if min(len(mx), len(my)) < 2:  # one run a side: no spread to compare (a suite just started)
+            if min(len(mx), len(my)) < MIN_SEEDS_FOR_INTERVAL:  # a suite still short of seeds: no comparison yet
+                continue
+            if same_runs(groups[x], groups[y]):  # one recipe under two names (an ablation step that is a suite)
                 continue
             p, low, high = probability_of_improvement(mx, my, reps)
             out.append({"x": x, "y": y, "rulesets": shared, "p_x_better": p, "ci95": [low, high]})
     return out
+
+
+def same_runs(x: list[dict], y: list[dict]) -> bool:
+    """Whether two suites' runs on the seeds and rulesets they share gave the same results, to the last bit:
+    one recipe under two names, whose probability of improvement would only compare seed counts."""
+    a = {(r["ruleset"], r["seed"]): r["luck_free_percent"] for r in x}
+    b = {(r["ruleset"], r["seed"]): r["luck_free_percent"] for r in y}
+    shared = set(a) & set(b)
+    return bool(shared) and all(a[key] == b[key] for key in shared)
 
 
 def probability_of_improvement(mx: np.ndarray, my: np.ndarray, reps: int) -> tuple[float, float, float]:
@@ -551,8 +564,13 @@ def leaderboard_md(
             "",
             "Fewer runs than the protocol asks for (10 seeds at 1M and 10M, 5 at 100M) means the suite is still",
             "running: `python benchmarks/run_baselines.py --list` shows what is left. Across rulesets, only the",
-            "seeds every ruleset has are used (the stratified bootstrap needs as many runs per ruleset); one run",
-            "per ruleset has no interval (-).",
+            "seeds every ruleset has are used (the stratified bootstrap needs as many runs per ruleset). Fewer",
+            f"than {MIN_SEEDS_FOR_INTERVAL} runs per ruleset have no interval (-), only their range: a 95% bootstrap "
+            "interval of 2, 3",
+            "or 4 seeds holds the true value in about 51%, 74% and 87% of cases (`python",
+            "benchmarks/interval_coverage.py`). The intervals are over training seeds on this evaluation set:",
+            "its own luck (each run's `luck_free_percent_ci95` in runs.csv, 0.02 to 0.4 points, the less the",
+            "better the agent) is common to every seed and not in them.",
         ]
     else:
         lines.append("No run recorded yet.")
@@ -581,6 +599,10 @@ def leaderboard_md(
         lines += [
             "",
             "## Probability of improvement (rliable)",
+            "",
+            f"Between suites with at least {MIN_SEEDS_FOR_INTERVAL} seeds on each shared ruleset whose runs differ "
+            "(an ablation step",
+            "identical to a suite is left out).",
             "",
             "| X | Y | rulesets | P(X > Y) | 95% CI |",
             "|---|---|---|---|---|",

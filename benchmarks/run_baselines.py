@@ -48,6 +48,7 @@ if str(ROOT) not in sys.path:  # this checkout's agents, as train.py (run from R
 
 from agents.training.run import checkpoints, latest_checkpoint  # noqa: E402  (what train.py --resume continues from)
 from benchmarks.leaderboard import is_probe  # noqa: E402  (a probe is not a baseline: one rule, the leaderboard's)
+from dice_poker_env.files import write_whole  # noqa: E402
 from dice_poker_env.rules import RULESET_NAMES  # noqa: E402
 
 #: where run folders and result rows go: $BENCH_ROOT (a checkout running a snapshot's code) or ROOT
@@ -300,9 +301,7 @@ def write_rows(rows: list[dict]) -> None:
     writer.writeheader()
     writer.writerows(rows)
     for name, content in (("runs.json", text), ("runs.csv", buffer.getvalue())):
-        tmp = RESULTS / f".{name}.tmp"
-        tmp.write_text(content)
-        os.replace(tmp, RESULTS / name)
+        write_whole(RESULTS / name, content)
 
 
 def add_row(row: dict) -> None:

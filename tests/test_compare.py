@@ -47,7 +47,7 @@ def baselines(folder: Path) -> str:
         | {key: versions(load_rules(ruleset))[key] for key in compare.COMPARED_ON}
         for suite, base in (("raw_ppo_10m", 90.0), ("raw_a2c_10m", 70.0))
         for ruleset in ("yahtzee", "yacht")
-        for seed in range(4)
+        for seed in range(5)  # the fewest seeds with an interval and a probability of improvement
     ]
     rows.append(rows[0] | {"suite": "raw_ppo_1m", "budget": 1_000_000})  # another budget: not compared
     path = folder / "runs.json"
@@ -73,7 +73,7 @@ def test_a_real_evaluation_is_accepted_and_gives_its_own_percent(tmp_path, capsy
 
 
 def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_path, capsys):
-    mine = [result(r, 80.0 + k + (r == "yacht"), seed=k) for r in ("yahtzee", "yacht") for k in range(4)]
+    mine = [result(r, 80.0 + k + (r == "yacht"), seed=k) for r in ("yahtzee", "yacht") for k in range(5)]
     files = write(tmp_path, mine)
     assert (
         compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "200", "--json", *files]) == 0
@@ -84,18 +84,18 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
     by = {entry["suite"]: entry for entry in report["versus"]}
     assert set(by) == {"raw_ppo_10m", "raw_a2c_10m"}  # not the 1M suite
     assert by["raw_a2c_10m"]["p_better"] == 1.0 and by["raw_ppo_10m"]["p_better"] == 0.0
-    assert by["raw_ppo_10m"]["rulesets"] == ["yahtzee", "yacht"] and by["raw_ppo_10m"]["runs"] == [8, 8]
-    assert by["raw_ppo_10m"]["iqm"][1] == pytest.approx(90.65)
+    assert by["raw_ppo_10m"]["rulesets"] == ["yahtzee", "yacht"] and by["raw_ppo_10m"]["runs"] == [10, 10]
+    assert by["raw_ppo_10m"]["iqm"][1] == pytest.approx(90.7)  # the middle six of ten
     assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "200", *files]) == 0
     text = capsys.readouterr()
-    assert "| yahtzee | 4 |" in text.out and "| raw_a2c_10m* | raw | yahtzee, yacht | 8, 8 |" in text.out
+    assert "| yahtzee | 5 |" in text.out and "| raw_a2c_10m* | raw | yahtzee, yacht | 10, 10 |" in text.out
     assert "another track" not in text.out  # raw against raw
     (tmp_path / "rules").mkdir()
     rules_files = write(tmp_path / "rules", [dict(r, track="rules") for r in mine])
     assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "50", *rules_files]) == 0
     text = capsys.readouterr()
     assert "| raw_a2c_10m* | raw (another track) |" in text.out and "a claim compares within one track" in text.out
-    assert "4 seeds on yahtzee; the protocol asks for at least 10 at 10M" in text.err
+    assert "5 seeds on yahtzee; the protocol asks for at least 10 at 10M" in text.err
     pytest.importorskip("matplotlib")
     figure = tmp_path / "profiles.png"
     assert (
@@ -224,7 +224,9 @@ def test_every_run_is_listed_with_what_it_was_measured_on_and_gaps_are_said(tmp_
     assert "* note: across rulesets: 0 of your 4 runs" in out and "all (" not in out
     assert "* note: raw_ppo_10m: no seed in every one of yahtzee, yacht" in out
     assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "100", *files[:3]]) == 0
-    assert "| raw_ppo_10m* | raw | yahtzee | 3, 4 |" in capsys.readouterr().out  # 4 seeds of the protocol's 10
+    out = capsys.readouterr().out
+    assert "| raw_ppo_10m* | raw | yahtzee | 3, 5 | 81.00, 90.20 | - | - |" in out  # 5 seeds of the protocol's 10
+    assert "| yahtzee | 3 | 81.00 | - |" in out  # 3 seeds: too few for an interval or a comparison
 
 
 def test_a_hand_written_file_without_its_versions_is_refused(tmp_path, capsys):
@@ -251,7 +253,7 @@ def test_baselines_measured_on_another_env_version_are_not_compared(tmp_path, ca
     report = json.loads(capsys.readouterr().out)
     by = {entry["suite"]: entry for entry in report["versus"]}
     assert by["raw_ppo_10m"]["rulesets"] == ["yahtzee", "yacht"] and by["raw_a2c_10m"]["rulesets"] == ["yahtzee"]
-    assert "raw_a2c_10m: 4 of its 8 runs on your rulesets were measured on another env id" in " ".join(report["notes"])
+    assert "raw_a2c_10m: 5 of its 10 runs on your rulesets were measured on another env id" in " ".join(report["notes"])
 
 
 def test_a_real_rules_file_result_is_refused_for_its_evaluation_set(tmp_path, capsys):

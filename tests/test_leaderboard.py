@@ -28,7 +28,7 @@ def fake_rows() -> list[dict]:
     rows = []
     for suite, base in (("raw_ppo_1m", 80.0), ("raw_a2c_1m", 70.0)):
         for ruleset in ("yahtzee", "yacht"):
-            for k, seed in enumerate(range(1000, 1004)):
+            for k, seed in enumerate(range(1000, 1005)):  # the fewest seeds with an interval
                 rows.append(
                     {
                         "suite": suite,
@@ -96,17 +96,17 @@ def test_leaderboard_rebuilds_from_rows(tmp_path, monkeypatch):
         "| yacht | optimal | greedy | 81.65% | 80.69 - 82.61 | 5,306 | 81.2% / 82.1% | 169.52, 121.67 | "
         "`dice-poker match yacht --agents optimal greedy --games 5306` |"
     ) in text
-    assert "| raw | raw_ppo_1m | ppo | 1M | yahtzee | 4 |" in text
+    assert "| raw | raw_ppo_1m | ppo | 1M | yahtzee | 5 |" in text
     assert "Pape 2025" in text and "244.87" in text
     assert "## Where the points go" in text  # the seeds' means; the A2C rows lack the fields and are left out
-    assert "| yahtzee | raw_ppo_1m | 4 | 11.50 | 4.00 | 50.0% | 26.5% |" in text
-    assert "| yacht | raw_ppo_1m | 4 | 11.50 | 4.00 | - | 26.5% |" in text
+    assert "| yahtzee | raw_ppo_1m | 5 | 12.00 | 4.00 | 50.0% | 27.0% |" in text
+    assert "| yacht | raw_ppo_1m | 5 | 12.00 | 4.00 | - | 27.0% |" in text
     assert "| yahtzee | raw_a2c_1m |" not in text.split("## Where the points go")[1].split("##")[0]
     agg = {(a["suite"], a["ruleset"]): a for a in json.loads((results / "aggregate.json").read_text())}
     yahtzee = agg[("raw_ppo_1m", "yahtzee")]
-    assert yahtzee["iqm"] == pytest.approx(81.5)  # IQM of 80, 81, 82, 83: the middle two
+    assert yahtzee["iqm"] == pytest.approx(82.0)  # IQM of 80 .. 84: the middle three
     assert yahtzee["iqm_ci95_low"] <= yahtzee["iqm"] <= yahtzee["iqm_ci95_high"]
-    assert agg[("raw_ppo_1m", "all (yahtzee, yacht)")]["runs"] == 8
+    assert agg[("raw_ppo_1m", "all (yahtzee, yacht)")]["runs"] == 10
     (poi,) = json.loads((results / "probability_of_improvement.json").read_text())  # none with the probe
     assert {poi["x"], poi["y"]} == {"raw_ppo_1m", "raw_a2c_1m"}
     assert agg[("probe_raw_ppo_wide_1m", "yahtzee")]["probe"] and not yahtzee["probe"]
@@ -146,11 +146,28 @@ def test_aggregate_uses_the_seeds_every_ruleset_has_and_gives_one_run_no_interva
     agg = {a["ruleset"]: a for a in leaderboard.aggregate(one, reps=50)}
     assert agg["yahtzee"]["iqm"] == 80.0 and agg["yahtzee"]["iqm_ci95_low"] is None
     assert agg["all (yahtzee, yacht)"]["iqm_ci95_high"] is None
+    # below five seeds a ruleset has no interval either (a bootstrap of 2-4 covers far less than 95%)
+    agg = {a["ruleset"]: a for a in leaderboard.aggregate(rows, reps=50)}
+    assert agg["yahtzee"]["runs"] == 3 and agg["yahtzee"]["iqm_ci95_low"] is agg["yahtzee"]["iqm_ci95_high"] is None
+    assert (agg["yahtzee"]["min"], agg["yahtzee"]["max"]) == (70.0, 90.0)  # the range the table shows instead
     assert leaderboard.ci_md(None, None) == "-" and leaderboard.ci_md(1.0, 2.5) == "1.00 - 2.50"
     # three yahtzee runs and two yacht runs weigh the same: above 75 (2/3 + 0/2) / 2, not 2/5; above 55
     # (3/3 + 1/2) / 2, not 4/5
     profile = leaderboard.performance_profile(rows, np.array([75.0, 55.0]))
     assert profile.tolist() == pytest.approx([1 / 3, 0.75])
+
+
+def test_improvement_is_compared_only_between_suites_of_enough_seeds_that_differ():
+    """A suite still short of seeds is not compared (2 seeds against 5 made P = 0.80 of one recipe against
+    itself), nor an ablation step whose runs are a suite's own under another name."""
+    leaderboard = load("leaderboard")
+    rows = fake_rows()
+    twin = [dict(row, suite="raw_ppo_1m_again") for row in rows if row["suite"] == "raw_ppo_1m"]
+    short = [dict(row, suite="raw_short_1m", luck_free_percent=99.0) for row in rows[:2]]
+    pairs = {(p["x"], p["y"]) for p in leaderboard.improvements(rows + twin + short, reps=50)}
+    assert pairs == {("raw_a2c_1m", "raw_ppo_1m"), ("raw_a2c_1m", "raw_ppo_1m_again")}
+    ppo = [row for row in rows if row["suite"] == "raw_ppo_1m"]
+    assert leaderboard.same_runs(twin, ppo) and not leaderboard.same_runs(short, ppo)
 
 
 def test_run_baselines_skips_recorded_runs_and_refuses_unknown_suites(tmp_path, monkeypatch, capsys):

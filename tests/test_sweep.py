@@ -157,14 +157,14 @@ def test_sweep_compares_the_configurations_over_seeds(sweep):
         assert json.loads(row["seeds"]) == [0, 1]
         percents = [float(t["percent_of_optimal"]) for t in trials if t["label"] == label]
         assert float(row["percent_of_optimal_mean"]) == pytest.approx(sum(percents) / 2, abs=1e-3)
-        low, high = json.loads(row["percent_of_optimal_mean_ci95"])
-        assert min(percents) - 1e-3 <= low <= high <= max(percents) + 1e-3
+        # two seeds are too few for a bootstrap interval (agents.evaluation.protocol.MIN_SEEDS_FOR_INTERVAL)
+        assert row["percent_of_optimal_mean_ci95"] == row["percent_of_optimal_iqm_ci95"] == ""
         regrets = [float(t["regret_mean"]) for t in trials if t["label"] == label]
         assert float(row["regret_mean"]) == pytest.approx(sum(regrets) / 2, abs=1e-3)
-        assert json.loads(row["regret_mean_ci95"])[0] <= float(row["regret_mean"])
+        assert row["regret_mean_ci95"] == ""
     assert (sweep_dir / "results" / "training.json").is_file()  # agents.evaluation.results' own outputs
     assert (sweep_dir / "results" / "learning_curves.png").stat().st_size > 1000
-    assert "configuration" in stdout and "ppo" in stdout and "a2c" in stdout
+    assert "configuration" in stdout and "ppo" in stdout and "a2c" in stdout and "too few seeds" in stdout
 
 
 @pytest.mark.slow  # the module's sweep fixture runs two Ray Tune sweeps in subprocesses: 202 s on 2 shared vCPUs

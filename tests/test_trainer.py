@@ -669,8 +669,8 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     assert len(rows) == 1 and rows[0]["seeds"] == [0, 1, 2] and rows[0]["group"] == "r1"
     assert rows[0]["percent_of_optimal_mean"] == pytest.approx(91.0)
     assert rows[0]["percent_of_optimal_iqm"] == pytest.approx(91.0)  # IQM of three: the middle one, weighted
-    low, high = rows[0]["percent_of_optimal_iqm_ci95"]
-    assert 90.0 <= low <= 91.0 <= high <= 92.0
+    assert rows[0]["percent_of_optimal_iqm_ci95"] is None and rows[0]["percent_of_optimal_mean_ci95"] is None
+    assert results_module.interval_text(rows[0]) == "range 90.00-92.00, 3 seeds: too few for an interval"
     assert rows[0]["regret_keep_mean"] == pytest.approx(6.0) and rows[0]["regret_box_mean"] == pytest.approx(2.0)
     assert rows[0]["optimal_five_of_a_kind_rate"] == pytest.approx(0.5) and rows[0]["optimal_upper_bonus_rate"] is None
     assert (out / "training.csv").read_text().startswith("rules,group,seeds")
@@ -684,8 +684,8 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
         "max": [82.0, 92.0],
     }
 
-    # another group aggregated beside this one, and sorting first: this group's interval does not move
-    interval, extras = rows[0]["percent_of_optimal_iqm_ci95"], []
+    # another group aggregated beside this one, and sorting first: this group's row does not move
+    interval, extras = rows[0]["percent_of_optimal_iqm"], []
     for seed, percent in ((5, 70.0), (6, 95.0), (7, 80.0)):
         extras.append(tmp_path / "other" / f"yacht__batched_ppo__s{seed}")
         extras[-1].mkdir(parents=True)
@@ -693,7 +693,7 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
         text = text.replace('"percent_of_optimal": 90.0', f'"percent_of_optimal": {percent}')
         (extras[-1] / "results.json").write_text(text.replace('"recipe": "r1"', '"recipe": "a0"'))
     both = results_module.main([*map(str, runs + extras), "--out", str(tmp_path / "both"), "--reps", "200"])
-    assert [r["group"] for r in both] == ["a0", "r1"] and both[1]["percent_of_optimal_iqm_ci95"] == interval
+    assert [r["group"] for r in both] == ["a0", "r1"] and both[1]["percent_of_optimal_iqm"] == interval
 
     # a fresh clone holds the table but not these runs' files: adding another group keeps the first row
     shutil.rmtree(out / "runs")
@@ -713,8 +713,9 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
 
 
 def test_results_iqm_and_mean_are_each_their_own_statistic():
-    """One seed far below the others: the IQM (of four runs: the middle two) ignores it, the mean does not,
-    so each column holds its own statistic and each interval surrounds its own point."""
+    """One seed far below the others: the IQM (of five runs: the middle three) ignores it, the mean does not,
+    so each column holds its own statistic and each interval surrounds its own point; another group
+    aggregated beside it moves neither interval (each group's bootstrap is seeded on its own)."""
     pytest.importorskip("rliable")
     from agents.evaluation import results as results_module
 
@@ -733,14 +734,20 @@ def test_results_iqm_and_mean_are_each_their_own_statistic():
             },
             "curve": None,
         }
-        for seed, percent in ((0, 50.0), (1, 90.0), (2, 91.0), (3, 92.0))
+        for seed, percent in ((0, 50.0), (1, 90.0), (2, 91.0), (3, 92.0), (4, 93.0))
     ]
     (row,) = results_module.aggregate(runs, reps=200)
-    assert row["percent_of_optimal_mean"] == pytest.approx(80.75)
-    assert row["percent_of_optimal_iqm"] == pytest.approx(90.5)  # (90 + 91) / 2
-    for key, point in (("iqm", 90.5), ("mean", 80.75)):
+    assert row["percent_of_optimal_mean"] == pytest.approx(83.2)
+    assert row["percent_of_optimal_iqm"] == pytest.approx(91.0)  # (90 + 91 + 92) / 3
+    for key, point in (("iqm", 91.0), ("mean", 83.2)):
         low, high = row[f"percent_of_optimal_{key}_ci95"]
-        assert 50.0 <= low <= point <= high <= 92.0, key
+        assert 50.0 <= low <= point <= high <= 93.0, key
+    assert results_module.interval_text(row).startswith("95% CI ")
+    others = [
+        dict(run, group="a0", results={**run["results"], "percent_of_optimal": 70.0 + run["seed"]}) for run in runs
+    ]
+    both = {r["group"]: r for r in results_module.aggregate(others + runs, reps=200)}
+    assert both["r1"]["percent_of_optimal_iqm_ci95"] == row["percent_of_optimal_iqm_ci95"]
 
 
 def test_bfloat16_precision_trains_and_plays_through_the_float32_policy_file(tmp_path):

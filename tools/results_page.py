@@ -24,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's agents package
+
+from agents.evaluation.results import interval_text  # noqa: E402 - after the path
+
 TRAINING = ROOT / "results" / "training.json"
 SHIPPED = ROOT / "results" / "bench" / "shipped_policies_10k.json"
 PAGE = ROOT / "docs" / "results.md"
@@ -282,18 +286,17 @@ def page(rows: list[dict[str, Any]], shipped: dict[str, Any]) -> str:
         "",
         headline_table(rows),
         "",
-        "| ruleset | IQM of seeds (95% CI) | median score | regret a game: keeps + boxes | upper bonus (optimal) |",
+        "| ruleset | IQM of seeds (95% CI from 5 seeds on) | median score | regret a game: keeps + boxes | upper bonus (optimal) |",
         "|---|---|---|---|---|",
     ]
     for rules, _config, row in recipe_rows(rows):
-        low, high = row["percent_of_optimal_iqm_ci95"]
         bonus = (
             "—"
             if row.get("upper_bonus_rate") is None
             else f"{_rate(row['upper_bonus_rate'])} ({_rate(row.get('optimal_upper_bonus_rate'))})"
         )
         out.append(
-            f"| {rules} | {row['percent_of_optimal_iqm']:.2f} ({low:.2f}-{high:.2f}) | {row['median_score']:.0f} | "
+            f"| {rules} | {row['percent_of_optimal_iqm']:.2f} ({interval_text(row)}) | {row['median_score']:.0f} | "
             f"{row['regret_keep_mean'] + row['regret_box_mean']:.2f} = {row['regret_keep_mean']:.2f} + "
             f"{row['regret_box_mean']:.2f} | {bonus} |"
         )

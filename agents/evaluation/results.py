@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from agents.evaluation.protocol import MIN_SEEDS_FOR_INTERVAL
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "results"
 _KEPT = ("results.json", "evaluations.csv", "config.yaml")
@@ -136,9 +138,10 @@ def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, An
         point, interval = rly.get_interval_estimates(
             scores, lambda x: np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x)]), reps=reps
         )
+        enough = len(members) >= MIN_SEEDS_FOR_INTERVAL  # fewer seeds: no interval, their range says it
         regret = [m["results"].get("regret_mean") for m in members]
         regret_ci = None
-        if all(r is not None for r in regret):
+        if enough and all(r is not None for r in regret):
             _, regret_interval = rly.get_interval_estimates(
                 {group: np.array(regret, dtype=np.float64)[:, None]},
                 lambda x: np.array([metrics.aggregate_mean(x)]),
@@ -155,11 +158,8 @@ def aggregate(runs: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, An
                 "percent_of_optimal_mean": float(percent.mean()),
                 "percent_of_optimal_std": float(percent.std(ddof=1)) if len(percent) > 1 else 0.0,
                 "percent_of_optimal_iqm": float(100 * point[group][0]),
-                "percent_of_optimal_iqm_ci95": [float(100 * interval[group][0][0]), float(100 * interval[group][1][0])],
-                "percent_of_optimal_mean_ci95": [
-                    float(100 * interval[group][0][1]),
-                    float(100 * interval[group][1][1]),
-                ],
+                "percent_of_optimal_iqm_ci95": _percent_interval(interval, group, 0) if enough else None,
+                "percent_of_optimal_mean_ci95": _percent_interval(interval, group, 1) if enough else None,
                 "regret_mean": _mean_or_none(regret),
                 "regret_mean_ci95": regret_ci,
                 "per_seed_percent": [round(float(p), 3) for p in percent],
@@ -252,6 +252,22 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
+def _percent_interval(interval: dict, group: str, column: int) -> list[float]:
+    """One statistic's 95% interval (in percent) from rliable's fractions."""
+    return [float(100 * interval[group][0][column]), float(100 * interval[group][1][column])]
+
+
+def interval_text(row: dict[str, Any], key: str = "percent_of_optimal_iqm_ci95") -> str:
+    """A row's interval as a table shows it: ``95% CI low-high``, or below :data:`MIN_SEEDS_FOR_INTERVAL`
+    seeds the seeds' range, saying so."""
+    values = row.get("per_seed_percent") or []
+    if row.get(key) is not None and len(row.get("seeds") or values) >= MIN_SEEDS_FOR_INTERVAL:
+        low, high = row[key]
+        return f"95% CI {low:.2f}-{high:.2f}"
+    spread = f"range {min(values):.2f}-{max(values):.2f}, " if values else ""
+    return f"{spread}{len(values)} seed{'s' if len(values) != 1 else ''}: too few for an interval"
+
+
 def write(rows: list[dict[str, Any]], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "training.json").write_text(json.dumps(rows, indent=2) + "\n")
@@ -316,11 +332,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     write(rows, args.out)
     plot(rows, args.out / "learning_curves.png")
     for row in rows:
-        low, high = row["percent_of_optimal_iqm_ci95"]
         print(
             f"{row['rules']:>13} {row['group']:<22} {len(row['seeds'])} seeds: "
             f"{row['percent_of_optimal_mean']:6.2f}% ± {row['percent_of_optimal_std']:.2f} "
-            f"(IQM {row['percent_of_optimal_iqm']:.2f}%, 95% CI {low:.2f}-{high:.2f})"
+            f"(IQM {row['percent_of_optimal_iqm']:.2f}%, {interval_text(row)})"
         )
     return rows
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import itertools
 import json
 import math
@@ -61,6 +62,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
+
+from dice_poker_env.files import write_whole
 
 if TYPE_CHECKING:
     from ray.tune import Callback
@@ -533,13 +536,13 @@ def _cell(value: Any) -> str:
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(columns)
-        for row in rows:
-            writer.writerow([_cell(row.get(c)) for c in columns])
-    os.replace(tmp, path)
+    """The table ``rows`` (``columns`` of each) written whole to ``path``."""
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row.get(c)) for c in columns])
+    write_whole(path, text.getvalue())
 
 
 def summarize(sweep: Sweep, sweep_dir: Path, rows: list[dict[str, Any]], reps: int = 2000) -> list[dict[str, Any]]:
@@ -588,16 +591,18 @@ def print_tables(rows: list[dict[str, Any]], summary: list[dict[str, Any]]) -> N
             f"\n{'configuration':<{width}}  seeds  % of optimal: mean [95% CI]   IQM [95% CI]           "
             "regret: mean [95% CI]"
         )
+
+        def bracket(interval: list[float] | None) -> str:  # (none below MIN_SEEDS_FOR_INTERVAL seeds)
+            return "[  too few seeds ]" if interval is None else f"[{interval[0]:6.2f}, {interval[1]:6.2f}]"
+
         for s in summary:
-            low, high = s["percent_of_optimal_mean_ci95"]
-            ilow, ihigh = s["percent_of_optimal_iqm_ci95"]
             regret = "" if s.get("regret_mean") is None else f"{s['regret_mean']:.2f}"
             if s.get("regret_mean_ci95"):
                 regret += f" [{s['regret_mean_ci95'][0]:.2f}, {s['regret_mean_ci95'][1]:.2f}]"
             print(
                 f"{s['label']:<{width}}  {len(s['seeds']):>5}  {s['percent_of_optimal_mean']:6.2f} "
-                f"[{low:6.2f}, {high:6.2f}]   {s['percent_of_optimal_iqm']:6.2f} [{ilow:6.2f}, {ihigh:6.2f}]   "
-                f"{regret}"
+                f"{bracket(s['percent_of_optimal_mean_ci95'])}   {s['percent_of_optimal_iqm']:6.2f} "
+                f"{bracket(s['percent_of_optimal_iqm_ci95'])}   {regret}"
             )
 
 
