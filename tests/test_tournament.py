@@ -255,6 +255,25 @@ def _simulated(strengths: np.ndarray, pairs: int, seed: int) -> Comparisons:
     return Comparisons.of(rows)
 
 
+def test_an_agent_that_won_or_lost_every_comparison_is_marked_as_set_by_the_prior():
+    """A perfect record puts the likelihood's maximum at infinity: the prior sets the rating (10-0 gave an
+    interval of zero width), so the agent is marked ``unbeaten`` (a lower bound) or ``winless``; the
+    standings say so in their ``record`` column and the terminal line."""
+    from agents.course.tournament import summary_text
+
+    rows = [(0, 1, 1.0, m) for m in range(10)] + [(1, 2, 0.5, 10 + m) for m in range(10)]
+    rows += [(0, 2, 1.0, 20 + m) for m in range(5)]
+    ratings = rate(Comparisons.of(rows), 3, anchor=1, bootstrap=50, seed=0)
+    assert ratings.perfect.tolist() == [1, 0, 0]
+    lost = rate(Comparisons.of([(0, 1, 0.0, m) for m in range(4)] + [(1, 2, 1.0, 9)]), 3, anchor=1, bootstrap=0)
+    assert lost.perfect.tolist() == [-1, 1, -1]  # 0 and 2 never won; 1 never lost
+    result = tournament(["random"], YACHT, players=2, games=1, seed=1, bootstrap=0, isolated=False)
+    records = {row["agent"]: row["record"] for row in result["standings"]}
+    assert records == {"optimal": "unbeaten", "greedy": "", "random": "winless"}  # two games a pair
+    text = summary_text(result)
+    assert "(unbeaten: the prior sets its rating, a lower bound)" in text and "(winless: the prior" in text
+
+
 def test_the_fit_recovers_known_ratings():
     strengths = np.array([0.0, 100.0, 200.0, 400.0])
     ratings = rate(_simulated(strengths, 6000, 1), 4, anchor=0, bootstrap=100, seed=2)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -86,6 +86,13 @@ def fit(comparisons: Comparisons, n_agents: int, weights: np.ndarray | None = No
     return theta * ELO_PER_LOGIT
 
 
+#: what the standings say of an agent that won, or lost, every comparison (:attr:`Ratings.perfect`)
+PERFECT_NOTE = {
+    "unbeaten": "unbeaten: the prior sets its rating, a lower bound",
+    "winless": "winless: the prior sets its rating, an upper bound",
+}
+
+
 @dataclass(frozen=True)
 class Ratings:
     """Ratings with 95% bootstrap intervals, anchored (module docstring).
@@ -95,12 +102,16 @@ class Ratings:
         low: ``(n,)`` the 2.5th percentile of the bootstrap's ratings (NaN without intervals).
         high: ``(n,)`` the 97.5th percentile (NaN without intervals).
         bootstrap: how many resamples the intervals come from (0: none).
+        perfect: ``(n,)`` +1 for an agent that won every comparison, -1 for one that lost every one, else 0:
+            the data alone put its rating at infinity, so the prior sets it (a lower, or an upper, bound of
+            its strength) and every resample keeps the perfect record (an interval of the prior, not of it).
     """
 
     rating: np.ndarray
     low: np.ndarray
     high: np.ndarray
     bootstrap: int
+    perfect: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
 
 
 def rate(comparisons: Comparisons, n_agents: int, anchor: int, *, bootstrap: int = 1000, seed: int = 0) -> Ratings:
@@ -126,14 +137,19 @@ def rate(comparisons: Comparisons, n_agents: int, anchor: int, *, bootstrap: int
         return ratings - ratings[anchor] + ANCHOR_RATING
 
     rating = anchored(fit(comparisons, n_agents))
+    played = np.bincount(comparisons.first, minlength=n_agents) + np.bincount(comparisons.second, minlength=n_agents)
+    scored = np.bincount(comparisons.first, weights=comparisons.result, minlength=n_agents) + np.bincount(
+        comparisons.second, weights=1.0 - comparisons.result, minlength=n_agents
+    )
+    perfect = np.where(played == 0, 0, np.where(scored == played, 1, np.where(scored == 0, -1, 0))).astype(np.int8)
     matches, index = np.unique(comparisons.match, return_inverse=True)
     if bootstrap == 0 or len(matches) < 2:  # resampling one match gives it back: a zero-width interval
         unknown = np.full(n_agents, np.nan)
-        return Ratings(rating, unknown, unknown.copy(), 0)
+        return Ratings(rating, unknown, unknown.copy(), 0, perfect)
     rng = np.random.default_rng(seed)
     samples = np.empty((bootstrap, n_agents))
     for b in range(bootstrap):
         counts = np.bincount(rng.integers(0, len(matches), size=len(matches)), minlength=len(matches))
         samples[b] = anchored(fit(comparisons, n_agents, weights=counts[index]))
     low, high = np.percentile(samples, [2.5, 97.5], axis=0)
-    return Ratings(rating, low, high, bootstrap)
+    return Ratings(rating, low, high, bootstrap, perfect)

@@ -57,7 +57,7 @@ import numpy as np
 
 from agents.course.duplicate import GameRecord, deal_faces, play_game
 from agents.course.grade_report import summary_text_line
-from agents.course.ratings import ANCHOR_RATING, PRIOR_SD, Comparisons, rate
+from agents.course.ratings import ANCHOR_RATING, PERFECT_NOTE, PRIOR_SD, Comparisons, rate
 from agents.course.sandbox import Limits, SandboxedAgent
 from agents.evaluation.limits import MAX_GAMES
 from dice_poker_env.engine.tables import compile_rules
@@ -79,7 +79,7 @@ OUTPUT_FILES = ("standings.csv", "standings.json", "games.json", "leaderboard.ht
 MAX_BOOTSTRAP, MAX_ROUNDS = 100_000, 1_000
 #: the standings' columns (``standings.csv``, in this order)
 COLUMNS = tuple(
-    "rank agent kind rating rating_low rating_high games wins mean_score failures status solver_imports".split()
+    "rank agent kind rating rating_low rating_high games wins mean_score failures status record solver_imports".split()
 )
 #: the output's format version
 FORMAT_VERSION = 1
@@ -479,6 +479,10 @@ def _standings(entries: list[Entry], records: list[_Played], ratings: Any) -> li
                 "mean_score": round(float(points[a] / games[a]), 2) if games[a] else None,
                 "failures": int(failures[a]),
                 "status": entries[a].status(),
+                # won or lost every comparison: the prior, not the games, sets the rating (ratings.Ratings.perfect)
+                "record": {1: "unbeaten", -1: "winless"}.get(int(ratings.perfect[a]), "")
+                if len(ratings.perfect)
+                else "",
                 # the library's solver or agents it imported (or tried to): what --solver flag reports
                 "solver_imports": ";".join(entries[a].player.solver_imports) if entries[a].kind == "submission" else "",
             }
@@ -579,6 +583,7 @@ def summary_text(result: dict[str, Any]) -> str:
             f"{row['rank']:>4}  {row['rating']:>7.1f}  {interval} "
             f"{row['games']:>5}  {row['wins']:>4}  {mean:>7}  {row['failures']:>4}  {row['agent']}"
             + ("" if row["status"] == "ok" else f" ({row['status']})")
+            + (f" ({PERFECT_NOTE[row['record']]})" if row.get("record") else "")
             + (f" [imported {row['solver_imports'].replace(';', ', ')}]" if row.get("solver_imports") else "")
         )
     if not result["rating"]["bootstrap"]:

@@ -18,6 +18,7 @@ import json
 from typing import Any
 
 from agents.course.grade_report import _STYLE, _json_for_script, failure_where
+from agents.course.ratings import PERFECT_NOTE
 from dice_poker_env.envs.render_image import PIPS
 
 _EXTRA_STYLE = """
@@ -205,6 +206,7 @@ def render_html(result: dict[str, Any]) -> str:
             + f"<td>{_bar(row, low, high)}</td>"
             f'<td class="num">{row["games"]}</td><td class="num">{row["wins"]}</td><td class="num">{mean}</td>'
             f'<td class="num">{row["failures"]}</td><td>{e(row["status"])}'
+            + (f" ({e(PERFECT_NOTE[row['record']])})" if row.get("record") else "")
             + (f" (imported {e(row['solver_imports'].replace(';', ', '))})" if row.get("solver_imports") else "")
             + "</td></tr>"
         )
