@@ -283,6 +283,11 @@ def test_the_results_page_shows_the_data():
     # the headline in bold is the recipe's mean over its seeds, never one (the best) seed's policy
     assert "**12.35**" not in readme and "**98.90** (3 seeds)" in readme
     assert "dice-poker-eval-v1" in readme
+    # a baseline complete at 3 seeds (100M, not yahtzee) has no interval: its range is shown
+    three = {**best, "suite": "raw_three_100m", "budget": 100_000_000, "runs": 3, "iqm": 99.99}
+    three.update(iqm_ci95_low=None, iqm_ci95_high=None, min=99.5, max=100.0)
+    readme = results_page.readme_text(readme, reference, [*aggregate, three], training)
+    assert "99.99 (range 99.50 - 100.00) (raw_three_100m, 3 seeds)" in readme
     assert page.count("\n### ") == len({row["rules"] for row in rows})  # every ruleset's groups
 
 

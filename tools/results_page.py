@@ -171,6 +171,13 @@ def _lf(row: dict[str, Any] | None) -> str:
     return f"{row['luck_free_percent']:.2f} ± {row['luck_free_percent_ci95']:.2f}"
 
 
+def _spread(row: dict[str, Any]) -> str:
+    """An aggregate row's 95% interval, ``[low, high]``; its seeds' range where they are too few for one."""
+    if row.get("iqm_ci95_low") is None:
+        return f"(range {row['min']:.2f} - {row['max']:.2f})"
+    return f"[{row['iqm_ci95_low']:.2f}, {row['iqm_ci95_high']:.2f}]"
+
+
 def protocol_seeds(row: dict[str, Any]) -> int:
     """The seeds the protocol asks of a suite's ruleset (docs/benchmark.md): 10 at 1M and 10M steps; at 100M,
     5 on yahtzee and 3 on the others. A suite with fewer finished runs is not in the README's table yet."""
@@ -221,12 +228,7 @@ def protocol_table(
             and not row.get("probe")  # recipe development (benchmarks/leaderboard.py marks it), not a baseline
         ]
         best = max(raw, key=lambda row: row["iqm"], default=None)
-        baseline = (
-            "—"
-            if best is None
-            else f"{best['iqm']:.2f} [{best['iqm_ci95_low']:.2f}, {best['iqm_ci95_high']:.2f}] "
-            f"({best['suite']}, {best['runs']} seeds)"
-        )
+        baseline = "—" if best is None else f"{best['iqm']:.2f} {_spread(best)} ({best['suite']}, {best['runs']} seeds)"
         lines.append(f"| {rules} | {optimal['optimal_expected_score']:.2f} | " + " | ".join(cells) + f" | {baseline} |")
     return "\n".join(lines)
 
