@@ -516,7 +516,7 @@ def points_md(rows: list[dict], refs: list[dict]) -> list[str]:
 
 
 def ci_md(low: float | None, high: float | None) -> str:
-    """An interval for a table, ``-`` where there is none (one run)."""
+    """An interval for a table, ``-`` where there is none (fewer runs than ``MIN_SEEDS_FOR_INTERVAL``)."""
     return "-" if low is None or high is None else f"{low:.2f} - {high:.2f}"
 
 

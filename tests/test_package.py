@@ -146,12 +146,13 @@ def test_write_whole_gives_a_plain_files_permissions_and_leaves_nothing_on_failu
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]  # no partial file left
 
 
-def test_write_whole_never_writes_through_a_planted_link(tmp_path):
+def test_write_whole_never_writes_through_a_planted_link(tmp_path, monkeypatch):
     """A user who may write in an output folder (one shared with TAs) planted links at the temporary names
     write_whole would use (``.NAME.<pid>.partial``): the grader wrote its file through them into the link's
     target. The temporary name is now unguessable and created only where nothing is."""
     import os
 
+    from dice_poker_env import files
     from dice_poker_env.files import write_whole
 
     victim = tmp_path / "victim.txt"
@@ -161,3 +162,9 @@ def test_write_whole_never_writes_through_a_planted_link(tmp_path):
     write_whole(tmp_path / "standings.csv", "rank,agent\n")
     assert victim.read_text() == "theirs"
     assert not (tmp_path / "standings.csv").is_symlink() and (tmp_path / "standings.csv").read_text() == "rank,agent\n"
+    # were the name guessed, the file is still created only where nothing is: the link is refused, not followed
+    monkeypatch.setattr(files.secrets, "token_hex", lambda n: "guessed")
+    (tmp_path / f".report.html.{os.getpid()}.guessed.partial").symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        write_whole(tmp_path / "report.html", "<html>")
+    assert victim.read_text() == "theirs" and not (tmp_path / "report.html").exists()

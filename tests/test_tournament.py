@@ -161,6 +161,16 @@ def test_ranks_share_ties_and_put_forfeits_last():
     assert sorted(ranks[:2]) == ([1, 1] if record.scores[0] == record.scores[1] else [1, 2])
 
 
+def test_ranks_of_tied_scores_are_the_better_place():
+    """Equal results share the better place (1 + the seats ahead), and the next place is skipped."""
+    from agents.course.duplicate import Forfeit, GameRecord
+
+    record = GameRecord(seats=[0, 1, 2, 3], scores=[150, 200, 150, 90])
+    assert record.ranks() == [2, 1, 2, 4]
+    record.forfeits.append(Forfeit(1, 5, "illegal", "x"))  # a forfeit falls behind every other seat
+    assert record.ranks() == [1, 4, 1, 3]
+
+
 # ------------------------------------------------------------------ schedule
 @pytest.mark.parametrize("agents", range(2, 20))
 @pytest.mark.parametrize("players", range(2, 7))
@@ -657,11 +667,11 @@ def test_a_file_named_like_a_spec_is_not_played_as_another_students_agent(tmp_pa
     monkeypatch.chdir(tmp_path)
     assert entrants(["."]) == ["bob.py:BobAgent"]
     err = capsys.readouterr().err
-    assert err.count("not entered (a ':' or ',' in its file name") == 2
+    assert err.count("not entered (its path does not read back as its agent spec") == 2
     assert "ev?[2Jil.py: not entered (no class" in err and "\x1b" not in err
     for name in hostile:
         assert entrants([name]) == []
-        with pytest.raises(ValueError, match="in its file name would make its agent spec name another"):
+        with pytest.raises(ValueError, match="does not read back as its agent spec .* rename it"):
             resolve_submission(name)
     capsys.readouterr()
 

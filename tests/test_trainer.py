@@ -230,6 +230,23 @@ def test_a_checkpoint_whose_tensors_unpack_past_the_limit_is_refused_before_it_i
         read_checkpoint(bomb)
 
 
+def test_a_checkpoint_array_that_is_a_view_of_fewer_bytes_is_refused_unread():
+    """A checkpoint's array entry holds its bytes as a uint8 tensor; one stored as a one-byte tensor expanded
+    to a billion (torch keeps the stride, the file stays small) would be written out whole by ``tobytes``:
+    refused before."""
+    from agents.training.trainer import from_plain
+
+    entry = {"__ndarray__": "uint8", "shape": [10**9], "data": torch.zeros(1, dtype=torch.uint8).expand(10**9)}
+    with pytest.raises(ValueError, match="a view of fewer bytes"):
+        from_plain({"array": entry})
+    plain = {
+        "__ndarray__": "int64",
+        "shape": [2],
+        "data": torch.tensor([1, 0, 0, 0, 0, 0, 0, 0] * 2, dtype=torch.uint8),
+    }
+    assert from_plain(plain).tolist() == [1, 1]
+
+
 @pytest.mark.parametrize("rules_name", ["yacht", "yahtzee", "school_poker"])
 def test_rollouts_only_take_legal_actions(rules_name):
     rules = load_rules(rules_name)

@@ -101,7 +101,7 @@ def policy_origin(rules: str) -> str:
     Returns:
         "seed S, N steps, minibatch B[, keep_points_bonus K], commit C", or "—" without a policy file.
     """
-    import numpy as np  # here: the rest of the script needs only the standard library
+    import numpy as np
 
     path = ROOT / "agents" / "policies" / f"{rules}.npz"
     if not path.is_file():

@@ -260,7 +260,10 @@ def find_submissions(entries: Sequence[str], class_name: str | None = None) -> l
 
 # ------------------------------------------------------------------ grading
 #: why a file :func:`reads_back` refuses is not graded as it is
-UNREADABLE_NAME = "a ':' or ',' in its file name would make its agent spec name another file or agent: rename it"
+UNREADABLE_NAME = (
+    "its path does not read back as its agent spec (a ':' or ',' in a name, or a leading space, would make the "
+    "spec name another file or agent): rename it"
+)
 
 
 def reads_back(path: str, spec: str) -> bool:

@@ -103,15 +103,36 @@ class TooLarge(ValueError):
 
 def check_unpacked(archive: zipfile.ZipFile, path: str | os.PathLike, what: str, limit: int = MAX_POLICY_BYTES) -> None:
     """Refuse (:class:`TooLarge`, one line) ``archive`` if its members unpack to, or the ``.npy`` arrays in it
-    declare, more than ``limit`` bytes: checked before anything is read, so that a file of a few megabytes
-    cannot take gigabytes of memory. ``what``: the kind of file, as the message names it (``a policy``)."""
-    unpacked = sum(info.file_size for info in archive.infolist())  # (zipfile reads no more than this)
-    declared = sum(_array_bytes(archive, info) for info in archive.infolist())  # (what np.load allocates)
-    if max(unpacked, declared) > limit:
+    declare, more than ``limit`` bytes, counting the members that are archives themselves (torch's ``.pth``
+    weights in an SB3 model, an ``.npz`` in a checkpoint) with what they unpack to: checked before anything
+    is read, so that a file of a few megabytes cannot take gigabytes of memory. ``what``: the kind of file,
+    as the message names it (``a policy``)."""
+    total = _unpacked_bytes(archive, limit, nested=True)
+    if total > limit:
         raise TooLarge(
-            f"{path}: not {what} file: it unpacks to {max(unpacked, declared):,} bytes, more than {what} holds "
-            f"({limit:,} at most)"
+            f"{path}: not {what} file: it unpacks to {total:,} bytes, more than {what} holds ({limit:,} at most)"
         )
+
+
+def _unpacked_bytes(archive: zipfile.ZipFile, limit: int, *, nested: bool) -> int:
+    """What reading ``archive`` may allocate: its members' sizes or the arrays they declare, whichever is
+    more; with ``nested``, plus what each member that is an archive unpacks to (one level: its bytes are
+    read only while the sizes so far fit ``limit``)."""
+    infos = archive.infolist()
+    unpacked = sum(info.file_size for info in infos)  # (zipfile reads no more than this)
+    total = max(unpacked, sum(_array_bytes(archive, info) for info in infos))  # (what np.load allocates)
+    for info in infos if nested else ():
+        if total > limit:
+            break
+        with archive.open(info) as stream:
+            if stream.read(4) != b"PK\x03\x04":  # not an archive
+                continue
+        try:
+            with zipfile.ZipFile(io.BytesIO(archive.read(info))) as inner:
+                total += _unpacked_bytes(inner, limit, nested=False)
+        except zipfile.BadZipFile:
+            continue  # (its reader reports it)
+    return total
 
 
 def _array_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:

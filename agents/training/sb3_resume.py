@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +57,27 @@ def _pack(value: Any, arrays: dict[str, np.ndarray]) -> Any:
     return value
 
 
-def _unpack(value: Any, arrays: Any) -> Any:
+def read_state(text: str, arrays: Mapping[str, Any]) -> Any:
+    """The state :func:`capture` packed: its JSON ``text`` with each named array taken from ``arrays`` (an
+    open ``.npz``) once, however often the JSON names it (a name repeated a thousand times would otherwise
+    be a thousand copies)."""
+    read: dict[str, np.ndarray] = {}
+
+    def array(name: str) -> np.ndarray:
+        if name not in read:
+            read[name] = np.asarray(arrays[name])
+        return read[name]
+
+    return _unpack(json.loads(text), array)
+
+
+def _unpack(value: Any, array: Callable[[str], np.ndarray]) -> Any:
     if isinstance(value, dict):
         if set(value) == {"__array__"}:
-            return np.asarray(arrays[str(value["__array__"])])
-        return {key: _unpack(item, arrays) for key, item in value.items()}
+            return array(str(value["__array__"]))
+        return {key: _unpack(item, array) for key, item in value.items()}
     if isinstance(value, list):
-        return [_unpack(item, arrays) for item in value]
+        return [_unpack(item, array) for item in value]
     return value
 
 
@@ -101,16 +116,14 @@ def restore(model: Any, path: str | Path) -> bool:
         names = set(archive.namelist())
         if JSON_NAME not in names or ARRAYS_NAME not in names:
             return False
-        check_unpacked(archive, path, "a checkpoint", MAX_CHECKPOINT_BYTES)
+        check_unpacked(archive, path, "a checkpoint", MAX_CHECKPOINT_BYTES)  # (its arrays' .npz included)
         text = archive.read(JSON_NAME).decode()
         raw = archive.read(ARRAYS_NAME)
-    with zipfile.ZipFile(io.BytesIO(raw)) as arrays:  # (np.load allocates what its arrays declare)
-        check_unpacked(arrays, f"{path} ({ARRAYS_NAME})", "a checkpoint", MAX_CHECKPOINT_BYTES)
     env = _batched_env(model)
     if env is None:
         return False  # (resumed with another vec_env: the config check refuses that; nothing to restore into)
     with np.load(io.BytesIO(raw), allow_pickle=False) as npz:
-        state = _unpack(json.loads(text), npz)  # (only the arrays the state names are read)
+        state = read_state(text, npz)
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValueError(f"{path}: its resume state is not of format {FORMAT}")
     generator = state["env"].get("np_random") if isinstance(state.get("env"), dict) else None

@@ -704,13 +704,7 @@ def main(
                 f"{cluster.get(key, 0):g}: it would never start (fewer resources per trial, or --num-cpus)"
             )
     # SIGTERM (timeout, kill, a batch scheduler) stops the sweep as Ctrl-C does: Tune saves its state cleanly
-    terminated = []
-
-    def on_sigterm(signum: int, frame: object) -> None:
-        terminated.append(signum)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+    signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(os.getpid(), signal.SIGINT))
     started = time.perf_counter()
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)  # only now: a sweep that cannot start leaves nothing
@@ -782,7 +776,7 @@ def main(
         handle.write(json.dumps({"seconds": round(seconds, 1), **counts}) + "\n")
     if counts["PENDING"] and not (sweep_dir / STOPPED_FILE).is_file():  # Ctrl-C or SIGTERM, not --stop-after
         print(f"train.py --sweep: interrupted with {counts['PENDING']} trial(s) pending", file=sys.stderr)
-        raise SystemExit(143 if terminated else 130)  # the shell's codes for a process ended by SIGTERM/SIGINT
+        raise SystemExit(130)  # as every command of the project that Ctrl-C or SIGTERM interrupts
     if counts["FAILED"] and not counts["FINISHED"] and not counts["PENDING"]:
         print(
             f"train.py --sweep: error: every trial of sweep {sweep.name} failed ({counts['FAILED']}); "

@@ -418,6 +418,8 @@ def from_plain(value: Any) -> Any:
             shape = [int(n) for n in value["shape"]]
             if dtype.kind not in _ARRAY_KINDS or value["data"].dtype != torch.uint8 or min(shape, default=0) < 0:
                 raise ValueError(f"malformed array entry (dtype {dtype}, shape {shape})")
+            if value["data"].untyped_storage().nbytes() < value["data"].numel():  # a view repeating fewer bytes
+                raise ValueError("array entry whose bytes are a view of fewer bytes (a file that would fill memory)")
             raw = value["data"].numpy().tobytes()
             if len(raw) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
                 raise ValueError(f"array entry of shape {shape} holds {len(raw)} bytes")

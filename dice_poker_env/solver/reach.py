@@ -259,8 +259,11 @@ class Reach:
         rest = target - so_far
         q = np.full(N_KEEP_ACTIONS + self.tables.n_boxes, -np.inf)
         score_last = self._score_values(filled, upper, full, rest, first=False)
-        score_first = self._score_values(filled, upper, full, rest, first=True)
-        now = score_first if rolls_left == ROLLS_PER_TURN - 1 else score_last
+        now = (
+            self._score_values(filled, upper, full, rest, first=True)
+            if rolls_left == ROLLS_PER_TURN - 1
+            else score_last
+        )
         legal = now[roll] > -np.inf
         q[N_KEEP_ACTIONS:][legal] = now[roll][legal]
         if rolls_left > 0:
