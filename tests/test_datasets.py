@@ -766,6 +766,16 @@ def test_block_and_episodes_change_no_random_or_exploring_action(agent, datasets
     assert len(np.unique(actions)) > 10  # (random play, not one action)
 
 
+def test_every_decision_draw_of_a_game_is_its_own():
+    """A decision's two draws (explore or not, which random action) are distinct from every other decision's:
+    no draw is reused as the next decision's, which would tie the exploration to the last random action."""
+    seeds = np.arange(1000, 1050)
+    draws = np.stack([datasets.decision_draws(seeds, step) for step in range(12)], axis=1)  # (games, steps, 2)
+    assert np.all((draws >= 0.0) & (draws < 1.0))
+    assert len(np.unique(draws)) == draws.size
+    assert np.array_equal(datasets.decision_draws(seeds[10:20], 5), draws[10:20, 5])  # a game's own, any block
+
+
 def test_a_relative_datasets_path_is_read_from_the_working_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MINARI_DATASETS_PATH", "relative")

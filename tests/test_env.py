@@ -266,6 +266,18 @@ def test_info_at_the_end_has_final_score_and_scorecard():
         env.unwrapped.step(0)
 
 
+def test_a_game_reset_from_a_scorecard_counts_its_points():
+    """``score`` and ``info["score"]`` start at the points already on a reset scorecard; the final score is the
+    whole card's."""
+    env = gym.make("DicePoker/Yacht-v0")
+    card = {name: 0 for name in env.unwrapped.rules.box_names[:-1]} | {"sixes": 24, "choice": 27}
+    obs, info = env.reset(options={"scorecard": card, "dice": [6, 6, 6, 6, 6]})
+    assert info["score"] == 51 and env.unwrapped.score == 51
+    obs, reward, terminated, _, info = env.step(32 + 11)
+    assert terminated and reward == 50
+    assert info["final_score"] == 101 == sum(info["scorecard"].values())
+
+
 def test_package_does_not_import_torch():
     import subprocess
     import sys

@@ -90,6 +90,7 @@ def test_bad_game_counts_are_refused(games):
         ({"algorithm": "bc", "features": True}, "solver"),  # a policy file from before dataset_agent
         ({"algorithm": "bc", "dataset_agent": "optimal"}, "solver"),
         ({"algorithm": "bc", "dataset_agent": "greedy"}, "rules"),
+        ({"algorithm": "bc", "dataset_agent": "trained"}, "rules"),  # the shipped policy's track
         ({"algorithm": "bc", "dataset_agent": "random"}, "raw"),
         # an algorithm's declared TRACK raises the track, never lowers it
         ({"algorithm": "my_algo", "features": False, "track": "solver"}, "solver"),
@@ -279,6 +280,33 @@ def test_the_rules_heuristic_plays_the_same_in_lockstep_and_one_by_one():
         batch = play_games(rules, LookaheadAgent(rules), seeds, lockstep=True)
         single = play_games(rules, LookaheadAgent(rules), seeds, lockstep=False)
         assert batch.scores == single.scores
+
+
+def test_the_rules_heuristic_s_par_is_a_turn_played_for_one_box_with_both_rerolls():
+    """``box_par``: a box's mean points over a whole turn (two rerolls) played for it alone: the choice box's
+    70/3 (keep 5s and 6s, then 4s up), the yacht box's 50 x P(five of a kind in three rolls) = 50 x 0.0460286."""
+    from agents.players.heuristic import LookaheadAgent
+    from dice_poker_env.rules import load_rules
+
+    par = dict(zip(load_rules("yacht").box_names, LookaheadAgent("yacht").par))
+    assert par["choice"] == pytest.approx(70 / 3, abs=1e-9)
+    assert par["yacht"] == pytest.approx(50 * 0.0460286, abs=1e-5)
+
+
+def test_the_rules_heuristic_looks_through_every_reroll_left():
+    """The last turn with only the choice box open is a sum to maximize: with two rerolls left the heuristic
+    keeps only the 6 of 1 2 3 4 6 (a rerolled die is worth 4.25 then), with one left the 4 and the 6 (3.5)."""
+    from agents.players.heuristic import LookaheadAgent
+    from dice_poker_env.envs.single import DicePokerEnv
+    from dice_poker_env.rules import load_rules
+
+    rules = load_rules("yacht")
+    agent = LookaheadAgent(rules)
+    env = DicePokerEnv(rules)
+    card = {name: 0 for name in rules.box_names if name != "choice"}
+    for rolls_left, keep in ((2, 0b10000), (1, 0b11000)):
+        obs, info = env.reset(options={"scorecard": card, "dice": [1, 2, 3, 4, 6], "rolls_left": rolls_left})
+        assert agent.act(obs, info["action_mask"]) == keep
 
 
 def test_a_result_names_the_bytes_of_the_agent_file_it_played(tmp_path):

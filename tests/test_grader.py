@@ -326,6 +326,20 @@ def test_a_hanging_submission_is_killed_and_the_next_game_starts_a_new_one(submi
     assert report["agents"]["submission"]["failed_games"] == {"timeout": 2}
 
 
+def test_a_decision_gets_only_what_is_left_of_the_game_time(submissions):
+    """A decision may use the decision time limit only while the game has that much left: past it, what is
+    left of the game time limit (a hang is cut after about 2 s, not the 30 s of a decision)."""
+    import time
+
+    limits = Limits(decision_seconds=30, game_seconds=2, load_seconds=120, max_failures=3)
+    start = time.monotonic()
+    report = run_grade(submissions, "Hangs", games=1, limits=limits)
+    assert time.monotonic() - start < 25
+    failures = report["failures"]["recorded"]
+    assert [f["kind"] for f in failures] == ["timeout"]
+    assert "what was left of the game time limit of 2 s" in failures[0]["message"]
+
+
 def test_printing_to_stdout_is_reported(submissions):
     report = run_grade(submissions, "Chatty", games=2)
     assert report["status"] == "ok"  # printing does not fail a game, it is reported

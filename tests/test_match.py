@@ -183,6 +183,24 @@ def test_summarize_counts_and_interval():
     assert row["games_for_half_width_1pp"] == games_needed(per_deal.std(ddof=1), 0.01)
 
 
+def test_the_margin_is_a_s_points_minus_b_s_over_the_deals():
+    """``margin_mean``: A's final total minus B's, A's seat read from each game (positive when A scores more)."""
+    scores = np.array([[[120, 100], [90, 130]], [[80, 95], [100, 100]]])  # A: 120, 130, 80, 100; B: 100, 90, 95, 100
+    row = summarize(scores)
+    assert row["margin_mean"] == pytest.approx((20 + 40 - 15 + 0) / 4)
+    assert row["mean_score"] == pytest.approx([107.5, 96.25])
+    per_deal = np.array([30.0, -7.5])
+    assert row["margin_ci95_half_width"] == pytest.approx(1.959963984540054 * per_deal.std(ddof=1) / np.sqrt(2))
+
+
+def test_seeded_agents_play_the_same_deals_when_a_match_continues_in_blocks():
+    """Game by game, each seat's agent is seeded by the deal's own index (``first + d``): deals played as a later
+    block are the same games as in one long run."""
+    whole = play_deals(YACHT, [RandomAgent(1), RandomAgent(2)], 3, 4)
+    tail = play_deals(YACHT, [RandomAgent(1), RandomAgent(2)], 3, 2, first=2)
+    assert np.array_equal(tail, whole[2:])
+
+
 def test_a_match_is_deterministic_and_auto_mode_stops_at_the_target(monkeypatch):
     import agents.evaluation.match as module
 

@@ -157,6 +157,18 @@ def test_scripted_dice_are_thrown_in_playing_order():
     assert list(e.observe("player_0")["observation"]["dice"]) == [2] * 5
 
 
+def test_tied_players_share_the_better_rank():
+    """``info["rank"]`` at the end: 1 + the players with a higher total, so tied players share the better place."""
+    e = multi.raw_env("yacht", 3, dice_source=ScriptedDice([3] * 5 * 40))  # everyone throws 3 3 3 3 3
+    e.reset(seed=0)
+    while not e.game_over:  # every player scores its first open box: the same game three times
+        mask = e.observe(e.agent_selection)["action_mask"]
+        e.step(32 + int(np.flatnonzero(mask[32:])[0]))
+    totals = e.totals()
+    assert len(set(totals.values())) == 1
+    assert [e.infos[agent]["rank"] for agent in e.possible_agents] == [1, 1, 1]
+
+
 def test_illegal_actions():
     raw = multi.raw_env("yacht", 2)
     raw.reset(seed=0)

@@ -74,3 +74,21 @@ def test_the_heads_give_the_same_logits_in_numpy_and_torch():
     torch_logits = heads.logits(tables, *as_torch).numpy()
     np.testing.assert_allclose(numpy_logits, torch_logits, rtol=1e-5, atol=1e-5)
     assert np.abs(numpy_logits - out).max() > 0.1  # the heads add something
+
+
+def test_keep_points_count_only_the_open_boxes():
+    """The keeps' term ``sum_b open_b u_b E_ab`` leaves filled boxes out: values on filled boxes alone add
+    nothing to a keep, values on open boxes do."""
+    rules = load_rules("yacht")
+    heads = PolicyHeads(rules, PolicyOptions(keep_points=True))
+    env = DicePokerVectorEnv(64, rules, obs_mode="flat")
+    obs, _ = env.reset(seed=2)
+    rng = np.random.default_rng(2)
+    filled = rng.random((len(obs), heads.n_boxes)) < 0.5
+    obs[:, heads.obs.layout["filled"]] = filled
+    x = heads.inputs(obs)
+    u = rng.uniform(0.5, 1.5, size=(len(x), heads.n_boxes)).astype(np.float32)
+    on_filled, _ = heads.points_terms(heads.tables, x, u * filled)
+    on_open, _ = heads.points_terms(heads.tables, x, u * ~filled)
+    assert np.abs(on_filled).max() < 1e-6
+    assert np.abs(on_open).max() > 1.0

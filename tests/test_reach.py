@@ -263,6 +263,15 @@ def test_distribution_helpers():
     assert tail.quantile(0.0) == 30 and tail.quantile(1.0) == 34
 
 
+def test_a_distribution_table_gives_each_score_its_probability_of_at_least_that_score():
+    """``table()``'s ``at_least`` is ``P(score >= row's score)`` (the tail from the row on), as :meth:`at_least`."""
+    dist = ScoreDistribution(10, np.array([0.25, 0.5, 0.0, 0.25]))
+    rows = dist.table()
+    assert [row["score"] for row in rows] == [10, 11, 13]
+    assert np.allclose([row["at_least"] for row in rows], [1.0, 0.75, 0.25])
+    assert np.allclose([row["at_least"] for row in rows], [dist.at_least(row["score"]) for row in rows])
+
+
 # ------------------------------------------------------------------- cache
 def test_cache_is_reused_and_a_changed_file_is_rebuilt():
     rules = load_rules(dict(TINY, name="tiny_cache"))
@@ -384,6 +393,17 @@ def test_cached_arrays_that_do_not_fit_the_rules_are_refused(small):
         _from_cache(small.rules, small.to_arrays(), dict(meta, reach_version=0), seconds=0.0)
 
 
+def test_cached_rows_that_do_not_end_at_0_are_refused(small):
+    """A row's last cell (a target above every rest) is 0: a cached table where it is not is refused."""
+    from dice_poker_env.solver.reach import REACH_VERSION, _from_cache
+
+    meta = {"fingerprint": small.rules.fingerprint, "reach_version": REACH_VERSION}
+    arrays = {k: np.array(v) for k, v in small.to_arrays().items()}
+    arrays["prob"][small.offset[1] - 1] = 0.5  # the end of the first row
+    with pytest.raises(ValueError, match="rows not ending at 0"):
+        _from_cache(small.rules, arrays, meta, seconds=0.0)
+
+
 def test_an_env_observation_is_a_position(small):
     """The table reads the env's own dict observation, as the solution's action_values does."""
     from dice_poker_env.envs.single import DicePokerEnv
@@ -397,3 +417,14 @@ def test_an_env_observation_is_a_position(small):
     assert np.array_equal(by_obs, by_position)
     with pytest.raises(SolverError, match="'filled' and 'scores' must have"):
         small.action_probabilities({**obs, "filled": obs["filled"][:2]}, 120)
+
+
+def test_an_observation_s_bonus_is_part_of_its_position(small):
+    """The bonus an observation shows (here the upper bonus, 25 fives past 20) is the position's bonus, as given
+    by hand."""
+    env = DicePokerEnv(small.rules)
+    situation = {"scorecard": {"fives": 25}, "dice": [6, 6, 2, 3, 6], "rolls_left": 1}
+    obs, _ = env.reset(seed=3, options=situation)
+    assert int(obs["bonus"][0]) == 35
+    by_obs = small.action_probabilities(obs, 150)
+    assert np.array_equal(by_obs, small.action_probabilities({**situation, "bonus": 35}, 150))

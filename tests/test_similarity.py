@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.course.similarity import fingerprints, normalized_tokens, similar_pairs
+from agents.course.similarity import WINDOW, K, fingerprints, normalized_tokens, similar_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTER = (ROOT / "examples" / "course" / "student" / "my_agent.py").read_text()
@@ -157,6 +157,29 @@ def test_a_copy_inside_a_longer_file_shows_as_the_shorter_files_share():
     longer = ORIGINAL + "\n\n" + INDEPENDENT.split("class MyAgent")[1].join(["class Extra", ""])
     pair = _pairs({"copy": longer, "original": ORIGINAL})["copy", "original"]
     assert pair.share_second >= 0.9 > pair.share_first
+
+
+def test_winnowing_keeps_the_smallest_hash_of_every_window_the_last_one_included():
+    """Every window of WINDOW consecutive run hashes, up to the file's last, leaves its smallest hash: the
+    guarantee that a shared run of K + WINDOW - 1 tokens shows wherever it sits (at the file's end too)."""
+    import zlib
+
+    lines = ORIGINAL.splitlines(keepends=True)
+    for end in range(20, len(lines), 3):  # many files: some end in a window whose smallest hash is its last
+        source = "".join(lines[:end])
+        tokens = normalized_tokens(source)
+        hashes = [zlib.crc32(" ".join(tokens[i : i + K]).encode()) for i in range(len(tokens) - K + 1)]
+        assert len(hashes) > WINDOW
+        windows = {min(hashes[i : i + WINDOW]) for i in range(len(hashes) - WINDOW + 1)}
+        assert fingerprints(source) == windows, end
+
+
+def test_a_pair_sharing_exactly_min_shared_fingerprints_is_reported():
+    """``min_shared`` is the least number of shared fingerprints reported: a pair at it is, one below not."""
+    common = len(fingerprints(ORIGINAL) & fingerprints(DISGUISED))
+    sources = {"alice": ORIGINAL, "bob": DISGUISED}
+    assert [p.shared for p in similar_pairs(sources, share=0.01, min_shared=common)] == [common]
+    assert similar_pairs(sources, share=0.01, min_shared=common + 1) == []
 
 
 @pytest.mark.parametrize("share", [0, 1.5, float("nan"), True, "0.8"])

@@ -224,6 +224,35 @@ def test_a_target_plays_the_reach_policy(small):
     assert _play_single(agent, 4, 0, check) > 20
 
 
+def test_a_first_roll_scores_its_doubled_points():
+    """On a turn's first roll a box with first-roll doubling scores double, in the agent's values as in the reach
+    table's (its candidates of the first roll, not the later rolls')."""
+    rules = load_rules(
+        {
+            "name": "tiny_doubled",
+            "boxes": [
+                {"name": "fives", "kind": "face_sum", "face": 5},
+                {"name": "pair", "kind": "n_of_a_kind", "n": 2, "points": "matching", "first_roll_double": True},
+                {"name": "yacht", "kind": "n_of_a_kind", "n": 5, "points": 50},
+            ],
+        }
+    )
+    reach = solve_reach(rules, cache=False, progress=False, workers=1)
+    agent = WinningAgent(rules, target=30, reach=reach, solution=solve(rules, cache=False, progress=False, workers=1))
+    env = DicePokerEnv(rules)
+    pair = N_KEEP_ACTIONS + rules.box_names.index("pair")
+    for dice in ([6, 6, 1, 2, 3], [4, 4, 5, 5, 1], [2, 3, 4, 6, 6]):
+        for rolls_left in (2, 1):
+            situation = {"dice": dice, "rolls_left": rolls_left}
+            obs, _ = env.reset(options=situation)
+            want = reach.action_probabilities(situation, 30)
+            got = agent.action_values(obs)
+            assert np.array_equal(np.isfinite(got), np.isfinite(want))
+            assert np.abs(got[np.isfinite(want)] - want[np.isfinite(want)]).max() < 1e-12
+    first, later = (reach.action_probabilities({"dice": [6, 6, 1, 2, 3], "rolls_left": r}, 30) for r in (2, 1))
+    assert first[pair] > later[pair]  # 24 points for the pair now, 12 after a reroll: the doubling counts
+
+
 def test_without_opponents_or_target_it_is_the_optimal_agent(small):
     optimal = OptimalAgent(small.solution)
 
