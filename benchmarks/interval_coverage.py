@@ -23,6 +23,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's agents package
 
+from agents.commands.arguments import at_least  # noqa: E402 - after the path
+
 SEEDS = (2, 3, 4, 5, 10)
 
 
@@ -54,14 +56,18 @@ def coverage(n: int, datasets: int, reps: int, rng: np.random.Generator) -> dict
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", type=int, default=2000, help="datasets per seed count (default 2000)")
-    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000, the leaderboard's)")
-    parser.add_argument("--seed", type=int, default=0, help="the simulation's seed (default 0)")
+    parser.add_argument(
+        "--datasets", type=at_least(1, most=100_000), default=2000, help="datasets per seed count (default 2000)"
+    )
+    parser.add_argument(
+        "--reps",
+        type=at_least(1, most=100_000),
+        default=2000,
+        help="bootstrap resamples (default 2000, the leaderboard's)",
+    )
+    parser.add_argument("--seed", type=at_least(0), default=0, help="the simulation's seed (default 0)")
     parser.add_argument("--json", type=Path, help="also write the table to FILE")
     args = parser.parse_args(argv)
-    for name in ("datasets", "reps"):
-        if not 1 <= getattr(args, name) <= 100_000:
-            parser.error(f"--{name} must be between 1 and 100000")
     rng = np.random.default_rng(args.seed)
     rows = [coverage(n, args.datasets, args.reps, rng) for n in SEEDS]
     print("seeds | bootstrap IQM | bootstrap mean | t-interval of the mean   (coverage of a nominal 95%)")

@@ -59,6 +59,8 @@ CASES = [
     ("bench_vector.py", ["--rounds", "0"], "argument --rounds: must be at least 1, got 0"),
     ("bench_vector.py", ["--seconds", "0"], "argument --seconds: must be more than 0, got 0"),
     ("bench_winning.py", ["--match", "-2"], "argument --match: must be at least 0, got -2"),
+    ("interval_coverage.py", ["--datasets", "0"], "argument --datasets: must be at least 1, got 0"),
+    ("interval_coverage.py", ["--reps", "100001"], "argument --reps: must be at most 100000, got 100001"),
     ("leaderboard.py", ["--reps", "0"], "argument --reps: must be at least 1, got 0"),
     ("leaderboard.py", ["--games", "10001"], "argument --games: must be at most 10000, got 10001"),
     ("profile_solver.py", ["--chunk", "0"], "argument --chunk: must be at least 1, got 0"),
