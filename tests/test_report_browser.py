@@ -387,6 +387,11 @@ def test_mistake_links_jump_to_their_move_and_next_mistake_walks_the_mistakes(re
             assert float(shown["loss"]) == pytest.approx(example["loss"], abs=1e-9)
             top = browser.evaluate("document.getElementById('replay').getBoundingClientRect().top")
             assert 0 <= top < browser.evaluate("window.innerHeight")  # the replay scrolled into view
+        # the link of the move the address already names (no hashchange) opens it again after a move away
+        browser.click("replay-first")
+        last = examples[-1]
+        browser.click_on(f"document.querySelectorAll('a.replay-link')[{len(examples) - 1}]")
+        shows(browser, expected(report, last["game"], last["move"]))
         walk = mistakes_in(report)
         assert len(walk) >= 3
         browser.click("replay-first")

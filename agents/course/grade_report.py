@@ -588,7 +588,11 @@ _SCRIPT = r"""
     return true;
   }
   for (const link of document.querySelectorAll("a.replay-link")) {
-    link.addEventListener("click", () => openHash(link.getAttribute("href")));
+    // a link to another move changes the address, and its hashchange opens the move (opening it here too
+    // let that late event undo what was done in between); the move already in the address has no hashchange
+    link.addEventListener("click", () => {
+      if (link.getAttribute("href") === location.hash) openHash(location.hash);
+    });
   }
   window.addEventListener("hashchange", () => openHash(location.hash));
   document.addEventListener("keydown", function (e) {
