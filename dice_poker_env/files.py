@@ -2,8 +2,9 @@
 
 :func:`write_whole` writes into a new hidden temporary file beside the target (``.NAME.<pid>.<random>.partial``,
 never an existing file or link), then renames it into place: a reader sees the old file or the new one, never
-half of one, and an interrupted write leaves the old file as it was. The temporary file is created as ``open`` creates files (``0666`` less the
-umask), so the result has the permissions a plain write would give it; a failed write removes it.
+half of one, and an interrupted write leaves the old file as it was. The temporary file is created as ``open``
+creates files (``0666`` less the umask), so the result has the permissions a plain write would give it; a
+failed write removes it.
 """
 
 from __future__ import annotations

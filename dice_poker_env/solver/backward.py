@@ -50,17 +50,18 @@ MAX_WORKERS = 256
 
 
 def default_workers() -> int:
-    """Worker processes for a solve: ``$DICE_POKER_SOLVER_WORKERS``, else 2 (1 on a one-core machine)."""
+    """Worker processes for a solve: ``$DICE_POKER_SOLVER_WORKERS`` (unset or blank: not given), else 2 (1 on a
+    one-core machine); a ``ValueError`` unless the variable is an integer from 1 to :data:`MAX_WORKERS`."""
     env = os.environ.get("DICE_POKER_SOLVER_WORKERS")
-    if env:
-        try:
-            workers = max(1, int(env))
-        except ValueError:
-            raise ValueError(f"DICE_POKER_SOLVER_WORKERS must be a positive integer, got {env!r}") from None
-        if workers > MAX_WORKERS:
-            raise ValueError(f"DICE_POKER_SOLVER_WORKERS must be at most {MAX_WORKERS}, got {env!r}")
-        return workers
-    return max(1, min(2, os.cpu_count() or 1))
+    if env is None or not env.strip():
+        return max(1, min(2, os.cpu_count() or 1))
+    try:
+        workers = int(env.strip())
+    except ValueError:
+        raise ValueError(f"DICE_POKER_SOLVER_WORKERS must be a positive integer, got {env!r}") from None
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"DICE_POKER_SOLVER_WORKERS must be an integer from 1 to {MAX_WORKERS}, got {env!r}")
+    return workers
 
 
 def solve_dp(tables: RuleTables, *, chunk: int = 256, progress: Any = None, workers: int | None = None) -> DPResult:

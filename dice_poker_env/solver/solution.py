@@ -906,16 +906,10 @@ def _resolve_workers(workers: int | None) -> int:
     :func:`~dice_poker_env.solver.backward.default_workers`; a :class:`SolverError` unless an integer from 1 to
     :data:`~dice_poker_env.solver.backward.MAX_WORKERS`."""
     if workers is None:
-        env = os.environ.get("DICE_POKER_SOLVER_WORKERS")
-        if env is None or not env.strip():
-            return default_workers()
         try:
-            workers = int(env.strip())
-        except ValueError:
-            raise SolverError(f"DICE_POKER_SOLVER_WORKERS must be a positive integer, got {env!r}") from None
-        if not 1 <= workers <= MAX_WORKERS:
-            raise SolverError(f"DICE_POKER_SOLVER_WORKERS must be an integer from 1 to {MAX_WORKERS}, got {env!r}")
-        return workers
+            return default_workers()  # (the one reader of $DICE_POKER_SOLVER_WORKERS)
+        except ValueError as error:
+            raise SolverError(str(error)) from None
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or not 1 <= workers <= MAX_WORKERS:
         raise SolverError(f"workers must be an integer from 1 to {MAX_WORKERS}, got {workers!r}")
     return int(workers)
