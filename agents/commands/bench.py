@@ -88,6 +88,7 @@ def check_out_dir(out: Path, overwrite: bool, files: tuple[str, ...] = OUT_FILES
     Raises:
         OSError: the folder cannot be created or written, or holds results already.
     """
+    from dice_poker_env.files import cannot_write
 
     if out.exists() and not out.is_dir():
         raise OSError(f"--out {out}: exists and is not a folder")
@@ -97,8 +98,6 @@ def check_out_dir(out: Path, overwrite: bool, files: tuple[str, ...] = OUT_FILES
             raise OSError(
                 f"--out {out}: holds {what} already ({', '.join(old)}); choose another folder or pass --overwrite"
             )
-    from dice_poker_env.files import cannot_write
-
     created = [folder for folder in (out, *out.parents) if not folder.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)

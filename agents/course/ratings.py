@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -111,7 +111,7 @@ class Ratings:
     low: np.ndarray
     high: np.ndarray
     bootstrap: int
-    perfect: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    perfect: np.ndarray
 
 
 def rate(comparisons: Comparisons, n_agents: int, anchor: int, *, bootstrap: int = 1000, seed: int = 0) -> Ratings:
@@ -141,7 +141,7 @@ def rate(comparisons: Comparisons, n_agents: int, anchor: int, *, bootstrap: int
     scored = np.bincount(comparisons.first, weights=comparisons.result, minlength=n_agents) + np.bincount(
         comparisons.second, weights=1.0 - comparisons.result, minlength=n_agents
     )
-    perfect = np.where(played == 0, 0, np.where(scored == played, 1, np.where(scored == 0, -1, 0))).astype(np.int8)
+    perfect = np.select([played == 0, scored == played, scored == 0], [0, 1, -1], 0).astype(np.int8)
     matches, index = np.unique(comparisons.match, return_inverse=True)
     if bootstrap == 0 or len(matches) < 2:  # resampling one match gives it back: a zero-width interval
         unknown = np.full(n_agents, np.nan)

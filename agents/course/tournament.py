@@ -480,9 +480,7 @@ def _standings(entries: list[Entry], records: list[_Played], ratings: Any) -> li
                 "failures": int(failures[a]),
                 "status": entries[a].status(),
                 # won or lost every comparison: the prior, not the games, sets the rating (ratings.Ratings.perfect)
-                "record": {1: "unbeaten", -1: "winless"}.get(int(ratings.perfect[a]), "")
-                if len(ratings.perfect)
-                else "",
+                "record": {1: "unbeaten", -1: "winless"}.get(int(ratings.perfect[a]), ""),
                 # the library's solver or agents it imported (or tried to): what --solver flag reports
                 "solver_imports": ";".join(entries[a].player.solver_imports) if entries[a].kind == "submission" else "",
             }
