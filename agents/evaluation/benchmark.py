@@ -234,7 +234,8 @@ def _mistake_label(
 
 def _box_points(rules: Rules, observations: dict, at: np.ndarray, rolls: np.ndarray, actions: np.ndarray) -> np.ndarray:
     """What the dice of decisions ``at`` (dict observations with a leading axis; their ``rolls``) write into the
-    boxes the score ``actions`` name (the points in the box, bonuses aside); 0 where an action is a keep."""
+    boxes the score ``actions`` name (the points in the box, bonuses aside); 0 where an action is a keep.
+    ``actions``: one per decision, or rows of them (``(k, len(at))``: the decisions read once for all)."""
     tables = compile_rules(rules)
     flags = np.asarray(observations["filled"])[at].astype(np.int64)
     filled = (flags << np.arange(tables.n_boxes)).sum(axis=1)
@@ -491,8 +492,9 @@ def _tally(
     best_box = best >= N_KEEP_ACTIONS
     taken_points = best_points = np.ones(len(at), dtype=np.int64)  # no observations: no scratches told
     if observations is not None:
-        taken_points = _box_points(rules, observations, at, rolls, np.where(legal, taken, 0))
-        best_points = _box_points(rules, observations, at, rolls, best)
+        taken_points, best_points = _box_points(
+            rules, observations, at, rolls, np.stack([np.where(legal, taken, 0), best])
+        )
     # the label is a function of this key: what was taken and what was best (a keep by its kept dice), and
     # whether each box would take 0 points; labels are built once per key, the sums done per label
     keep = np.where(is_box | ~legal, 0, taken), np.where(best_box, 0, best)
