@@ -26,7 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's agents package
 
-from agents.evaluation.results import interval_text  # noqa: E402 - after the path
+from agents.evaluation.protocol import MIN_SEEDS_FOR_INTERVAL  # noqa: E402 - after the path
+from agents.evaluation.results import interval_text  # noqa: E402
 
 TRAINING = ROOT / "results" / "training.json"
 SHIPPED = ROOT / "results" / "bench" / "shipped_policies_10k.json"
@@ -288,7 +289,8 @@ def page(rows: list[dict[str, Any]], shipped: dict[str, Any]) -> str:
         "",
         headline_table(rows),
         "",
-        "| ruleset | IQM of seeds (95% CI from 5 seeds on) | median score | regret a game: keeps + boxes | upper bonus (optimal) |",
+        f"| ruleset | IQM of seeds (95% CI from {MIN_SEEDS_FOR_INTERVAL} seeds on) | median score | regret a game: keeps + "
+        "boxes | upper bonus (optimal) |",
         "|---|---|---|---|---|",
     ]
     for rules, _config, row in recipe_rows(rows):
