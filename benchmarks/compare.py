@@ -53,6 +53,7 @@ PROVENANCE = (
     "rules_fingerprint",
     "library_version",
     "git_commit",
+    "isolated",  # the agent's code ran in a process of its own (dice-poker evaluate --isolated)
 )
 
 
@@ -101,6 +102,8 @@ def read_result(path: Path, track: str | None) -> dict[str, Any]:
         value = result.get(key)
         if (key in result or key in needed) and (isinstance(value, bool) or not isinstance(value, kind)):
             raise SubmissionError(f"{path}: {key} must be {_kind_name(kind)}, got {str(value)[:60]!r}")
+    if not isinstance(result.get("isolated", False), bool):
+        raise SubmissionError(f"{path}: isolated must be true or false, got {str(result['isolated'])[:60]!r}")
     if result["eval_set"].split("/")[1:2] and result["eval_set"].split("/")[1].startswith("custom:"):
         raise SubmissionError(
             f"{path}: played {result['eval_set']}, a rules file's evaluation set: the protocol and its baselines are "

@@ -132,6 +132,7 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
         ({"seed": 1, "median": "abc"}, "median must be a number, got 'abc'"),
         ({"seed": 1, "mean": {}}, "mean must be a number or null"),
         ({"seed": 1, "luck_free_percent_ci95": "x"}, "luck_free_percent_ci95 must be a number or null"),
+        ({"seed": 1, "isolated": "yes"}, "isolated must be true or false, got 'yes'"),
     ],
 )
 def test_a_file_off_the_protocol_is_refused_in_one_line(tmp_path, capsys, change, message):
@@ -222,6 +223,7 @@ def test_every_run_is_listed_with_what_it_was_measured_on_and_gaps_are_said(tmp_
         in out
     )
     assert "* note: across rulesets: 0 of your 4 runs" in out and "all (" not in out
+    assert "* isolated: None" in out  # (files from before --isolated; dice-poker evaluate writes true or false)
     assert "* note: raw_ppo_10m: no seed in every one of yahtzee, yacht" in out
     assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "100", *files[:3]]) == 0
     out = capsys.readouterr().out

@@ -159,6 +159,7 @@ def test_cli_json_has_the_protocol_keys(capsys):
         "observation_layout_version",
         "rules_fingerprint",
         "library_version",
+        "isolated",
     ):
         assert key in data, key
     assert data["games"] == 50
@@ -399,3 +400,143 @@ def test_a_module_agent_is_tied_to_its_source_file(tmp_path, monkeypatch):
     assert module_a is not None and module_a == agent_sha256(f"{tmp_path / 'my_module_agent.py'}:A")
     assert module_a != agent_sha256("my_module_agent:B") != agent_sha256("my_module_agent:A,depth=2")
     assert agent_sha256("no_such_module_anywhere:A") is None and agent_sha256("greedy") is None
+
+
+#: an agent that forges its own measurement where it runs in the evaluator's process: it replaces the protocol's
+#: game loop with one that plays the optimal agent, then plays badly itself (its last legal action)
+FORGER = """
+import numpy as np
+
+import agents.evaluation.protocol as protocol
+from agents.players.registry import make_agent
+
+
+class Forger:
+    track = "raw"
+
+    def __init__(self, rules):
+        real = protocol.play_games
+
+        def forged(rules, agent, seeds, solution, *args, **kwargs):
+            return real(rules, make_agent("optimal", rules, solution=solution), seeds, solution, *args, **kwargs)
+
+        protocol.play_games = forged
+
+    def act(self, observation, action_mask):
+        return int(np.flatnonzero(action_mask)[-1])
+
+
+class Honest(Forger):
+    def __init__(self, rules):
+        pass
+"""
+
+
+def isolation_missing() -> str | None:
+    from agents.course.isolation import isolation_problem
+
+    return isolation_problem()
+
+
+def test_an_isolated_agent_cannot_change_its_measurement(tmp_path, monkeypatch, capsys):
+    """In the evaluator's process an agent's code can rewrite the measurement (here it plays the optimal agent in
+    its place: 100%); ``--isolated`` runs it in a process of its own and measures what it played, as the honest
+    twin of the same play is measured in process."""
+    problem = isolation_missing()
+    if problem is not None:
+        pytest.skip(f"no isolation on this machine: {problem}")
+    from agents.evaluation import protocol
+
+    monkeypatch.setattr(protocol, "play_games", protocol.play_games)  # the forgery, undone after the test
+    path = tmp_path / "forger.py"
+    path.write_text(FORGER)
+    forged = evaluate(RULES, f"{path}:Forger", games=40)
+    assert forged["luck_free_percent"] == 100.0 and not forged["isolated"]  # the threat, in process
+    monkeypatch.undo()
+    honest = evaluate(RULES, f"{path}:Honest", games=40)
+    code, out, _ = run_cli([RULES, "--agent", f"{path}:Forger", "--games", "40", "--isolated", "--json"], capsys)
+    isolated = json.loads(out)
+    assert code == 0 and isolated["isolated"] is True and honest["isolated"] is False
+    assert isolated["luck_free_percent"] < 50.0 and isolated["track"] == "raw"  # declared inside the sandbox
+    for key in ("luck_free_percent", "regret_mean", "mean", "median", "games", "eval_set", "illegal_actions"):
+        assert isolated[key] == honest[key], key
+    assert isolated["agent_sha256"] != honest["agent_sha256"] and isolated["failed_games"] == {}
+    code, out, _ = run_cli([RULES, "--agent", f"{path}:Forger", "--games", "5", "--isolated"], capsys)
+    assert code == 0 and out.rstrip().endswith("the agent isolated")
+
+
+def test_an_isolated_agents_failures_end_its_games_and_are_counted(tmp_path, capsys):
+    """An isolated agent that raises loses those games (their regret counts) and the result says how many; a track
+    it declares is checked as in process; one that does not load is a one-line error."""
+    problem = isolation_missing()
+    if problem is not None:
+        pytest.skip(f"no isolation on this machine: {problem}")
+    path = tmp_path / "flaky.py"
+    path.write_text(
+        "class Flaky:\n"
+        "    track = 'lunar'\n"
+        "    def __init__(self, rules):\n        self.games = 0\n"
+        "    def reset(self):\n        self.games += 1\n"
+        "    def act(self, observation, action_mask):\n"
+        "        if self.games % 2 == 0:\n            raise RuntimeError('odd')\n"
+        "        return next(i for i, legal in enumerate(action_mask) if legal)\n"
+        "class Fine(Flaky):\n    track = None\n"
+        "class Broken:\n    def __init__(self, rules):\n        raise ImportError('no torch here')\n"
+    )
+    code, _, err = run_cli([RULES, "--agent", f"{path}:Flaky", "--games", "6", "--isolated"], capsys)
+    assert code != 0 and "track must be one of" in err and len(err.strip().splitlines()) == 1
+    code, out, _ = run_cli([RULES, "--agent", f"{path}:Fine", "--games", "6", "--isolated", "--json"], capsys)
+    result = json.loads(out)
+    assert code == 0 and result["failed_games"] == {"exception": 3} and result["illegal_actions"] == 0
+    assert result["regret_mean"] > result["regret_keep_mean"] + result["regret_box_mean"]  # the lost games' loss
+    code, out, _ = run_cli([RULES, "--agent", f"{path}:Fine", "--games", "6", "--isolated"], capsys)
+    assert re.search(r"games its failures ended +3 +\(exception 3\)", out), out
+    code, _, err = run_cli([RULES, "--agent", f"{path}:Broken", "--games", "6", "--isolated"], capsys)
+    assert code != 0 and "did not load in isolation" in err and "no torch here" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agent", "greedy", "--isolated"], "runs only the library's"),
+        (["--agent", "model:x.npz", "--isolated"], "runs only the library's"),
+        (["--agent", "greedy", "--decision-seconds", "2"], "--decision-seconds limits an isolated agent"),
+        (["--agent", "nowhere.py:Agent", "--isolated"], "nowhere.py"),
+    ],
+)
+def test_isolation_arguments_are_one_line_errors(args, message, capsys):
+    code, _, err = run_cli([RULES, "--games", "5", *args], capsys)
+    assert code != 0 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_foreseeing_the_public_evaluation_set_raises_the_mean_not_the_luck_free_percent(tmp_path):
+    """The evaluation set's seeds are public, so an agent can know every die of its games (here
+    ``tests/hostile/clairvoyant.py``'s turn search, told the faces from the seeds). It outscores the optimal agent
+    on the same games, yet its luck-free percent stays where its decisions' worth puts it: each is judged by its
+    expected value under optimal play (docs/benchmark.md)."""
+    hostile = Path(__file__).resolve().parent / "hostile"
+    (tmp_path / "foresight.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(hostile)!r})\n"
+        "from clairvoyant import Agent as Clairvoyant\n"
+        "from dice_poker_env.dice_sources import RandomDice\n"
+        "from dice_poker_env.engine import game\n"
+        "from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, roll_of_faces\n\n\n"
+        "class Foresight(Clairvoyant):\n"
+        "    def reset(self):\n"
+        "        super().reset()\n"
+        f"        self.faces = RandomDice.game_faces([{EVAL_SEED_BASE} + self.game], RandomDice.BLOCK)[0].tolist()\n"
+        "        self.state, self.at = game.new_game(self.tables, roll_of_faces(self.faces[:5])), 5\n\n"
+        "    def act(self, observation, action_mask):\n"
+        "        action = self.best(self.state, self.at)[1]\n"
+        "        n = 5 - bin(action).count('1') if action < N_KEEP_ACTIONS else 5\n"
+        "        self.state = game.step_one(self.tables, self.state, action, self.faces[self.at : self.at + n])[0]\n"
+        "        self.at += n\n"
+        "        return action\n"
+    )
+    foresight = evaluate(RULES, f"{tmp_path / 'foresight.py'}:Foresight", games=12)
+    optimal = evaluate(RULES, "optimal", games=12)
+    assert foresight["illegal_actions"] == 0 and foresight["mean"] > optimal["mean"] + 20  # it saw the dice
+    assert foresight["luck_free_percent"] < 90.0  # its decisions' worth: far from optimal play
+    worth = foresight["optimal_expected_score"] - foresight["regret_mean"]
+    assert foresight["mean"] > worth + 50  # the foresight shows as luck, outside the primary metric

@@ -4,15 +4,22 @@ Plays the ruleset's fixed evaluation set (10,000 games whose dice are fixed by t
 seeds ``2**40 + i``) and prints the luck-free percent of optimal with its 95% interval, the mean
 score with its interval, the median, the upper bonus rate, the track and what the result was
 measured on (env id, observation layout version, ruleset fingerprint, library version). The logic
-lives in :mod:`agents.evaluation.protocol`.
+lives in :mod:`agents.evaluation.protocol`. With ``--isolated`` an agent's own code (``FILE.py:NAME``,
+``MODULE:NAME``) runs in the grader's isolated process (:class:`agents.course.sandbox.SandboxedAgent`)
+while the games and the regret are computed here: an agent you did not write cannot change its measurement.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
+from agents.commands.grade import add_limit_arguments, given_limits
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
+
+if TYPE_CHECKING:
+    from dice_poker_env.rules import Rules
 
 HELP = "the benchmark protocol's metrics of an agent on the fixed evaluation set (docs/benchmark.md)"
 
@@ -49,6 +56,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "seeds across rulesets by it); it changes no game",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    group = parser.add_argument_group("verifying an agent you did not write")
+    group.add_argument(
+        "--isolated",
+        action="store_true",
+        help="run the agent's own code (FILE.py:NAME or MODULE:NAME) in an isolated process (Linux, bubblewrap: "
+        "no network, read-only files) under the limits below, the games and the regret computed outside it "
+        "(docs/benchmark.md); the result records isolated: true. Without it the agent runs in this process, "
+        "where it could change the measurement",
+    )
+    add_limit_arguments(
+        group,
+        who="the agent",
+        total="time the agent may use in all, with --isolated (default {default:g}); then its games score 0",
+        failures="failed games (it raised, hung, crashed: each game's loss counts as regret) after which the "
+        "remaining games score 0 (default {default})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,8 +82,14 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--games must be in 1..{EVAL_GAMES} (the evaluation set's size), got {games}")
     if args.seed is not None and args.seed < 0:
         raise ValueError(f"--seed must be a training seed (0 or more), got {args.seed}")
+    limits = given_limits(args)
+    if limits and not args.isolated:
+        raise ValueError(f"--{next(iter(limits)).replace('_', '-')} limits an isolated agent: it goes with --isolated")
     rules = load_rules_from(args)
-    result = evaluate(rules, args.agent, games=games, track=args.track)
+    if args.isolated:
+        result = _evaluate_isolated(rules, args.agent, games, args.track, limits)
+    else:
+        result = evaluate(rules, args.agent, games=games, track=args.track)
     if args.seed is not None:
         result["seed"] = args.seed
     if args.json:
@@ -79,14 +108,39 @@ def run(args: argparse.Namespace) -> int:
     ]
     if result["illegal_actions"]:  # an illegal action ends its game: the rest of the game is lost
         lines.append(f"illegal actions               {result['illegal_actions']:8d}  (each ended its game there)")
+    if result["failed_games"]:  # an isolated agent raised, hung, crashed... (or was stopped): those games ended
+        kinds = ", ".join(f"{kind} {count}" for kind, count in result["failed_games"].items())
+        lines.append(f"games its failures ended      {sum(result['failed_games'].values()):8d}  ({kinds})")
     if result["upper_bonus_rate"] is not None:
         lines.append(f"upper bonus rate              {100 * result['upper_bonus_rate']:7.2f}%")
     lines.append(
         f"{result['env_id']}, observation layout v{result['observation_layout_version']}, "
         f"ruleset {result['rules_fingerprint'][:12]}, dice_poker_env {result['library_version']}"
+        + (", the agent isolated" if result["isolated"] else "")
     )
     print("\n".join(lines))
     return 0
+
+
+def _evaluate_isolated(rules: Rules, spec: str, games: int, track: str | None, limits: dict) -> dict:
+    """:func:`~agents.evaluation.protocol.evaluate` with the agent's code in an isolated process."""
+    from agents.course.isolation import isolation_problem
+    from agents.course.sandbox import Limits, SandboxedAgent
+    from agents.evaluation.protocol import evaluate
+    from agents.players.registry import check_agent, parse_agent_spec
+
+    if parse_agent_spec(spec) is None:
+        raise ValueError(
+            f"--isolated runs an agent's own code (FILE.py:NAME or MODULE:NAME); {spec} runs only the library's"
+        )
+    check_agent(spec)  # a missing file: said before a sandbox starts
+    problem = isolation_problem()
+    if problem is not None:
+        raise ValueError(f"--isolated: {problem}")
+    with SandboxedAgent(spec, rules, limits=Limits(**limits), isolated=True) as agent:
+        if agent.load_error is not None:
+            raise ValueError(f"agent {spec} did not load in isolation: {agent.load_error.message}")
+        return evaluate(rules, spec, games=games, track=track, player=agent)
 
 
 def _other_regret(result: dict) -> float:

@@ -33,7 +33,25 @@ HELP = "grade a submitted agent against the optimal and greedy agents (Markdown,
 
 
 def add_sandbox_arguments(parser: argparse.ArgumentParser, *, who: str, total: str, failures: str) -> None:
-    """The sandbox's limits, ``--solver`` and ``--unisolated`` (``dice-poker grade`` and ``tournament``).
+    """The sandbox's limits (:func:`add_limit_arguments`), ``--solver`` and ``--unisolated`` (``dice-poker grade``
+    and ``tournament``)."""
+    add_limit_arguments(parser, who=who, total=total, failures=failures)
+    parser.add_argument(
+        "--solver",
+        choices=("allow", "flag", "forbid"),
+        help=f"the library's solver and agents (optimal, heuristic, trained...) in {who}: allowed, reported, or refused (default allow)",
+    )
+    parser.add_argument(
+        "--unisolated",
+        action="store_true",
+        help="run without isolation where none is available (trusted code only; the report says so)",
+    )
+
+
+def add_limit_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, who: str, total: str, failures: str
+) -> None:
+    """The sandbox's limits (``dice-poker grade``, ``tournament`` and ``evaluate --isolated``).
 
     Args:
         parser: the command's parser.
@@ -56,20 +74,10 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser, *, who: str, total: s
     parser.add_argument("--memory-mb", type=int, help=f"memory {who} may use, MiB (default {Limits.memory_mb})")
     parser.add_argument("--total-seconds", type=float, help=total.format(default=Limits.total_seconds))
     parser.add_argument("--max-failures", type=int, help=failures.format(default=Limits.max_failures))
-    parser.add_argument(
-        "--solver",
-        choices=("allow", "flag", "forbid"),
-        help=f"the library's solver and agents (optimal, heuristic, trained...) in {who}: allowed, reported, or refused (default allow)",
-    )
-    parser.add_argument(
-        "--unisolated",
-        action="store_true",
-        help="run without isolation where none is available (trusted code only; the report says so)",
-    )
 
 
 def given_limits(args: argparse.Namespace) -> dict[str, Any]:
-    """The sandbox limits given on the command line (:func:`add_sandbox_arguments`), by ``Limits`` field."""
+    """The sandbox limits given on the command line (:func:`add_limit_arguments`), by ``Limits`` field."""
     from agents.course.sandbox import Limits
 
     names = ("decision_seconds", "game_seconds", "load_seconds", "memory_mb", "total_seconds", "max_failures")

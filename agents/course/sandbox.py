@@ -266,6 +266,7 @@ class SandboxedAgent:
 
     Attributes:
         load_error: the :class:`Failure` of a submission that could not be loaded, else None.
+        track: the benchmark track the submission declares (its ``track`` attribute, as text), else None.
         failures: the recorded failures (at most :data:`MAX_RECORDED_FAILURES`).
         failure_count: all failures, recorded or not.
         stopped_at_game: the game at which no more decisions were asked for, else None.
@@ -318,6 +319,8 @@ class SandboxedAgent:
         self.obs_mode = "dict"
         self.agent_name = spec
         self.has_seed = False
+        #: the benchmark track the submission declares (its ``track`` attribute, as text), once loaded
+        self.track: str | None = None
         self.load_error: Failure | None = None
         self.failures: list[Failure] = []
         self.failure_count = 0
@@ -428,6 +431,8 @@ class SandboxedAgent:
         self.obs_mode = obs_mode if obs_mode in ("dict", "flat") else "dict"
         self.agent_name = _text(reply.get("name", self.spec), 200)
         self.has_seed = reply.get("has_seed") is True
+        track = reply.get("track")  # checked by whoever reads it (agents.evaluation.protocol.agent_track)
+        self.track = _text(track, 100) if isinstance(track, str) else None
         return None
 
     def _kill(self) -> None:

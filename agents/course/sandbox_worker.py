@@ -8,7 +8,8 @@ limits and the solver policy; before it loads the submission the worker closes e
 file descriptor but the socket and its standard streams, sets its hard resource limits
 (soft = hard, so the submission cannot raise them: address space, CPU time, processes,
 file size, open files, no core files) and installs the solver policy's import hook.
-It answers ``{"ok": true, "obs_mode", "name", "has_seed"}`` or the load error. Then,
+It answers ``{"ok": true, "obs_mode", "name", "has_seed", "track"}`` (``track``: the agent's
+``track`` attribute as text, or ``None``) or the load error. Then,
 per message:
 
 * ``{"op": "act", "obs": ..., "mask": [...]}``: ``{"ok": true, "action": int}``, or
@@ -126,6 +127,15 @@ def _answer(sock: socket.socket, message: dict) -> None:
     send(sock, message)
 
 
+def _declared_track(agent: object) -> str | None:
+    """The benchmark track the agent declares (its ``track`` attribute), as text; the grader checks it."""
+    try:
+        track = getattr(agent, "track", None)
+        return None if track is None else str(track)[:100]
+    except Exception:  # noqa: BLE001 - a property that raises declares nothing readable
+        return "(unreadable)"
+
+
 def main(argv: list[str]) -> int:
     fd = int(argv[0])
     try:  # nothing but the socket and the standard streams reaches the submission
@@ -162,6 +172,7 @@ def main(argv: list[str]) -> int:
             "obs_mode": str(agent.obs_mode),
             "name": str(agent.name)[:200],
             "has_seed": callable(getattr(inner, "seed", None)),
+            "track": _declared_track(inner),
         },
     )
     while True:

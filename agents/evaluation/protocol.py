@@ -261,6 +261,7 @@ def evaluate(
     games: int = EVAL_GAMES,
     solution: Any = None,
     track: str | None = None,
+    player: Any = None,
 ) -> dict[str, Any]:
     """Play the evaluation set with ``agent`` (an agent spec of :mod:`agents.players.registry`) and return the
     protocol's metrics.
@@ -271,11 +272,14 @@ def evaluate(
         games: the first ``games`` games of the set (the protocol reports all 10,000).
         solution: an already solved ``Solution`` of ``rules`` (default: solved or read from the cache).
         track: the track a custom agent is submitted to (checked against what the agent declares).
+        player: what plays a custom spec in its place, already loaded: ``dice-poker evaluate --isolated`` gives
+            a :class:`~agents.course.sandbox.SandboxedAgent` (the agent's code in an isolated process, the
+            games and the regret here); the result's ``isolated`` is its ``isolated``.
 
     Returns:
         ``{"luck_free_percent", "luck_free_percent_ci95", "regret_mean", "regret_ci95", "mean",
         "mean_ci95", "median", "upper_bonus_rate", "games", "eval_set", "track", "agent_sha256", "git_commit",
-        ...}``; the ``_ci95`` fields are half-widths of 95% normal intervals over the games; ``agent_sha256`` is
+        "isolated", "failed_games", ...}``; the ``_ci95`` fields are half-widths of 95% normal intervals over the games; ``agent_sha256`` is
         the agent file's (:func:`agent_sha256`), ``git_commit`` the evaluating code's (:func:`code_commit`).
 
     Raises:
@@ -291,7 +295,12 @@ def evaluate(
         solution = load_solution(rules)
     if solution is None:
         raise ValueError(f"the protocol's metric needs the exact solution of {rules.name!r}, which is not available")
-    player = _build(agent, rules, solution)
+    if player is None:
+        player, isolated = _build(agent, rules, solution), False
+    elif parse_agent_spec(agent) is None:
+        raise ValueError(f"player: plays a custom agent spec (FILE.py:NAME or MODULE:NAME) in its place, not {agent!r}")
+    else:
+        isolated = bool(getattr(player, "isolated", False))
     declared = agent_track(agent, player)
     if track is not None and declared is not None and TRACKS.index(track) < TRACKS.index(declared):
         raise ValueError(  # a track admits the agents of the stricter ones before it (raw, rules, solver)
@@ -333,6 +342,8 @@ def evaluate(
         "upper_bonus_rate": row["upper_bonus_rate"],
         "five_of_a_kind_rate": row["five_of_a_kind_rate"],
         "illegal_actions": row["illegal_actions"],
+        "failed_games": row["failed_games"],  # games an isolated agent's failure ended, by kind (it raised, hung...)
+        "isolated": isolated,
         "timesteps": _trained_steps(player),
         **versions(rules),
         "git_commit": code_commit(),
