@@ -277,17 +277,26 @@ def test_the_results_page_shows_the_data():
     complete = [r for r in aggregate if r["track"] == "raw" and r["ruleset"] == "yacht" and r["runs"] >= 10]
     best = max(complete, key=lambda r: r["iqm"])
     best["iqm"] = 99.9876
-    training = json.loads((ROOT / "results" / "training.json").read_text(encoding="utf-8"))
-    readme = results_page.readme_text((ROOT / "README.md").read_text(encoding="utf-8"), reference, aggregate, training)
+    recipe = next(r for r in aggregate if r["suite"] == "rules_ppo_10m" and r["ruleset"] == "yacht")
+    recipe.update(iqm=77.7777, runs=6, iqm_ci95_low=70.0, iqm_ci95_high=80.0)
+    readme = results_page.readme_text((ROOT / "README.md").read_text(encoding="utf-8"), reference, aggregate)
     assert "| 12.35 ± " in readme and "99.99 [" in readme and readme != (ROOT / "README.md").read_text(encoding="utf-8")
-    # the headline in bold is the recipe's mean over its seeds, never one (the best) seed's policy
-    assert "**12.35**" not in readme and "**98.90** (3 seeds)" in readme
+    # the headline in bold is the recipe's IQM over its seeds on the protocol, never one (the best) seed's policy
+    assert "**12.35**" not in readme and "| **77.78** [70.00, 80.00] (rules_ppo_10m, 6 of 10 seeds) |" in readme
     assert "dice-poker-eval-v1" in readme
     # a baseline complete at 3 seeds (100M, not yahtzee) has no interval: its range is shown
     three = {**best, "suite": "raw_three_100m", "budget": 100_000_000, "runs": 3, "iqm": 99.99}
     three.update(iqm_ci95_low=None, iqm_ci95_high=None, min=99.5, max=100.0)
-    readme = results_page.readme_text(readme, reference, [*aggregate, three], training)
+    readme = results_page.readme_text(readme, reference, [*aggregate, three])
     assert "99.99 (range 99.50 - 100.00) (raw_three_100m, 3 seeds)" in readme
+    # the recipe's larger budget once it has seeds enough for an interval; its range while it has fewer
+    big = {**recipe, "suite": "rules_ppo_100m", "budget": 100_000_000, "runs": 4, "iqm": 55.5}
+    big.update(iqm_ci95_low=None, iqm_ci95_high=None, min=50.0, max=60.0)
+    assert results_page.recipe_on_protocol([recipe, big], "yacht").startswith("**77.78** [70.00, 80.00]")
+    big["runs"] = 5
+    assert results_page.recipe_on_protocol([recipe, big], "yacht") == (
+        "**55.50** (range 50.00 - 60.00) (rules_ppo_100m, 5 seeds)"
+    )
     assert page.count("\n### ") == len({row["rules"] for row in rows})  # every ruleset's groups
 
 

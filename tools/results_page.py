@@ -41,7 +41,7 @@ AGGREGATE = ROOT / "results" / "benchmark" / "aggregate.json"
 PROTOCOL_RULESETS = ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
 #: the reference agents of the README table: (reference.json's agent, column title)
 README_AGENTS = (
-    ("trained", "shipped policy (`rules`)"),
+    ("trained", "shipped policy: its best seed"),
     ("agents.players.heuristic:LookaheadAgent", "rules heuristic (`rules`)"),
     ("greedy", "greedy (`rules`)"),
     ("random", "random"),
@@ -55,12 +55,6 @@ RECIPES: dict[str, tuple[str, str]] = {
     "school_poker": ("configs/batched_ppo_school_poker.yaml", "32M, keep_points"),
 }
 """Ruleset -> (its shipped config, the group of ``results/training.json`` measured with it)."""
-
-SHIPPED_FROM: dict[str, str] = {
-    **{rules: group for rules, (_, group) in RECIPES.items()},
-    "yacht": "default with keep_points (24M)",  # trained before the config's minibatch went from 1,024 to 2,048
-}
-"""Ruleset -> the group of ``results/training.json`` whose runs the shipped policy is one of (its metadata's seed)."""
 
 HARDWARE = "2 vCPU (Intel Xeon with AMX or AMD EPYC), one torch thread per run, often two runs at once"
 
@@ -187,16 +181,29 @@ def protocol_seeds(row: dict[str, Any]) -> int:
     return 5 if row.get("ruleset") == "yahtzee" else 3
 
 
-def shipped_recipe(rules: str, training: list[dict[str, Any]]) -> str:
-    """The shipped policy's recipe over its seeds: ``"98.37 (3 seeds)"``, the mean of each seed's percent of
-    optimal in its own ``train.py`` benchmark (``results/training.json``, group :data:`SHIPPED_FROM`)."""
-    row = group_row(training, rules, SHIPPED_FROM[rules])
-    return f"**{row['percent_of_optimal_mean']:.2f}** ({len(row['seeds'])} seeds)"
+#: the shipped recipe's baseline suites on the protocol (configs/benchmark/rules_batched_ppo_*.yaml: the recipe's
+#: settings at the protocol's budgets), the larger budget first
+RECIPE_SUITES = ("rules_ppo_100m", "rules_ppo_10m")
 
 
-def protocol_table(
-    reference: list[dict[str, Any]], aggregate: list[dict[str, Any]], training: list[dict[str, Any]]
-) -> str:
+def recipe_on_protocol(aggregate: list[dict[str, Any]], rules: str) -> str:
+    """The shipped recipe's IQM over training seeds on the fixed evaluation set, in bold: its largest-budget suite
+    (:data:`RECIPE_SUITES`) with at least ``MIN_SEEDS_FOR_INTERVAL`` finished seeds on ``rules`` (else the one with
+    the most), with its interval (their range below that) and its seeds of the protocol's where short of them."""
+    rows = [row for row in aggregate if row.get("suite") in RECIPE_SUITES and row.get("ruleset") == rules]
+    if not rows:
+        return "—"
+    enough = [row for row in rows if row["runs"] >= MIN_SEEDS_FOR_INTERVAL]
+    if enough:
+        row = min(enough, key=lambda row: RECIPE_SUITES.index(row["suite"]))
+    else:
+        row = max(rows, key=lambda row: row["runs"])
+    asked = protocol_seeds(row)
+    seeds = f"{row['runs']} seeds" if row["runs"] >= asked else f"{row['runs']} of {asked} seeds"
+    return f"**{row['iqm']:.2f}** {_spread(row)} ({row['suite']}, {seeds})"
+
+
+def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, Any]]) -> str:
     """The README's headline table: per ruleset, luck-free percents of optimal on the fixed evaluation set.
 
     Args:
@@ -204,22 +211,22 @@ def protocol_table(
         aggregate: ``results/benchmark/aggregate.json`` (per suite and ruleset, the IQM over seeds).
 
     Returns:
-        A Markdown table: the optimal expected score, the reference agents (95% CI over games) and the
-        ``raw`` track's best baseline (the suite with the highest IQM over its seeds, with its 95% CI), among
+        A Markdown table: the optimal expected score, the reference agents (95% CI over games), the shipped
+        recipe's IQM over seeds (:func:`recipe_on_protocol`) and the ``raw`` track's best baseline (the suite with the highest IQM over its seeds, with its 95% CI), among
         the suites whose runs are complete (:func:`protocol_seeds`).
     """
     refs = {(row["agent"], row["rules"]): row for row in reference}
     titles = " | ".join(title for _, title in README_AGENTS)
     lines = [
-        f"| ruleset | optimal expected score | {titles} | its recipe: mean over seeds | "
-        "best `raw` baseline: IQM over seeds [95% CI] |",
+        "| ruleset | optimal expected score | shipped recipe (`rules`): IQM over seeds [95% CI] | "
+        f"best `raw` baseline: IQM over seeds [95% CI] | {titles} |",
         "|---" * (4 + len(README_AGENTS)) + "|",
     ]
     for rules in PROTOCOL_RULESETS:
         optimal = refs.get(("optimal", rules))
         if optimal is None:
             raise SystemExit(f"results_page: results/benchmark/reference.json has no optimal row for {rules}")
-        cells = [_lf(refs.get((agent, rules))) for agent, _ in README_AGENTS] + [shipped_recipe(rules, training)]
+        cells = [_lf(refs.get((agent, rules))) for agent, _ in README_AGENTS]
         raw = [
             row
             for row in aggregate
@@ -230,23 +237,24 @@ def protocol_table(
         ]
         best = max(raw, key=lambda row: row["iqm"], default=None)
         baseline = "—" if best is None else f"{best['iqm']:.2f} {_spread(best)} ({best['suite']}, {best['runs']} seeds)"
-        lines.append(f"| {rules} | {optimal['optimal_expected_score']:.2f} | " + " | ".join(cells) + f" | {baseline} |")
+        cells = [recipe_on_protocol(aggregate, rules), baseline, *cells]
+        lines.append(f"| {rules} | {optimal['optimal_expected_score']:.2f} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def readme_block(
-    reference: list[dict[str, Any]], aggregate: list[dict[str, Any]], training: list[dict[str, Any]]
-) -> str:
+def readme_block(reference: list[dict[str, Any]], aggregate: list[dict[str, Any]]) -> str:
     """The README's generated block: the protocol's headline table and where it comes from."""
     games = sorted({int(row["games"]) for row in reference})
     return "\n".join(
         [
             README_START,
-            protocol_table(reference, aggregate, training),
+            protocol_table(reference, aggregate),
             "",
-            "A shipped policy is one trained policy: the best of its recipe's seeds (its seed is in its metadata). "
-            "Its recipe's mean over seeds is the figure to compare recipes by: each seed's percent of optimal on its "
-            "own 10,000 games (`train.py`'s benchmark; `results/training.json`, [docs/results.md](docs/results.md)).",
+            "The figure to compare by is the recipe's IQM over training seeds: the shipped recipe's settings "
+            "trained at a protocol budget (`rules_ppo_10m`: 10M steps; yahtzee also `rules_ppo_100m`), each "
+            "seed's policy on the evaluation set ([docs/leaderboard.md](docs/leaderboard.md)). A shipped policy "
+            "is one trained policy (24-40M steps), the best of its recipe's seeds at that budget (its seed is in "
+            "its metadata; every seed: [docs/results.md](docs/results.md)).",
             "",
             "Luck-free percent of optimal, 100 x (1 - mean regret / optimal expected score), on the fixed evaluation "
             f"set of {'/'.join(f'{g:,}' for g in games)} games per ruleset (`dice-poker-eval-v1`, the same dice for "
@@ -358,13 +366,12 @@ def readme_text(
     readme: str,
     reference: list[dict[str, Any]],
     aggregate: list[dict[str, Any]],
-    training: list[dict[str, Any]],
 ) -> str:
     """``readme`` with its generated block replaced (an error if the README has no markers)."""
     start, end = readme.find(README_START), readme.find(README_END)
     if start < 0 or end < start:
         raise SystemExit(f"results_page: README.md has no {README_START!r} ... {README_END!r} block")
-    return readme[:start] + readme_block(reference, aggregate, training) + readme[end + len(README_END) :]
+    return readme[:start] + readme_block(reference, aggregate) + readme[end + len(README_END) :]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -380,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only check that the files are up to date")
     args = parser.parse_args(argv)
     rows, shipped = _load(TRAINING), _load(SHIPPED)
-    readme = readme_text(README.read_text(encoding="utf-8"), _load(REFERENCE), _load(AGGREGATE), rows)
+    readme = readme_text(README.read_text(encoding="utf-8"), _load(REFERENCE), _load(AGGREGATE))
     wanted = {PAGE: page(rows, shipped), README: readme}
     stale = [path for path, text in wanted.items() if not path.is_file() or path.read_text(encoding="utf-8") != text]
     if args.check:
