@@ -503,6 +503,7 @@ def test_an_isolated_agents_failures_end_its_games_and_are_counted(tmp_path, cap
         (["--agent", "model:x.npz", "--isolated"], "runs only the library's"),
         (["--agent", "greedy", "--decision-seconds", "2"], "--decision-seconds limits an isolated agent"),
         (["--agent", "nowhere.py:Agent", "--isolated"], "nowhere.py"),
+        (["--agent", "mine.py", "--isolated"], "unknown agent 'mine.py'"),  # a file needs its class: FILE.py:NAME
     ],
 )
 def test_isolation_arguments_are_one_line_errors(args, message, capsys):

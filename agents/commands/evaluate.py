@@ -129,11 +129,11 @@ def _evaluate_isolated(rules: Rules, spec: str, games: int, track: str | None, l
     from agents.evaluation.protocol import evaluate
     from agents.players.registry import check_agent, parse_agent_spec
 
+    check_agent(spec)  # an unknown spec or a missing file: said before a sandbox starts
     if parse_agent_spec(spec) is None:
         raise ValueError(
             f"--isolated runs an agent's own code (FILE.py:NAME or MODULE:NAME); {spec} runs only the library's"
         )
-    check_agent(spec)  # a missing file: said before a sandbox starts
     problem = isolation_problem()
     if problem is not None:
         raise ValueError(f"--isolated: {problem}")
