@@ -26,7 +26,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -37,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 
 def fastest(call: Callable[[], object], repeats: int) -> float:
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> dict:
         "repeats": args.repeats,
         "milliseconds": times,
         "median_ms": median,
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",
+        "machine": f"{machine_description()}, torch {torch.__version__}",
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
     }
     if args.json:

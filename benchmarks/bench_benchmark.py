@@ -33,6 +33,7 @@ from pathlib import Path  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> dict:
         "games": args.games,
         "seed": args.seed,
         "agents": rows,
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "machine": machine_description(),
         "python": platform.python_version(),
     }
     if args.json:

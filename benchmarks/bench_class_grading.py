@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import subprocess
 import sys
@@ -38,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
 from agents.evaluation.limits import MAX_GAMES  # noqa: E402
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 COURSE = ROOT / "examples" / "course" / "instructor"
 CLASS = COURSE / "class_example"
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> dict:
     if problem is not None:
         raise SystemExit(f"bench_class_grading: {problem}")
     out: dict = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs ({default_jobs()} usable), {platform.platform()}",
+        "machine": f"{machine_description()} ({default_jobs()} usable), {platform.platform()}",
         "isolation": isolation_method(),
         "games": args.games,
         "seconds": {name: [] for name in names},

@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
 from agents.evaluation.limits import MAX_EPISODES  # noqa: E402
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 
 def cpu_seconds() -> float:
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
-            "machine": platform.machine(),
+            "machine": machine_description(),
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import random
 import statistics
 import sys
@@ -31,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 
 def ours(wrapped: bool) -> Callable[[int], float]:
@@ -92,7 +92,7 @@ def main() -> None:
         for name, run in runners.items():
             rates[name].append(run(args.steps))
     result: dict[str, Any] = {
-        "machine": f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} cores",
+        "machine": machine_description(),
         "steps_per_second": {name: statistics.median(r) for name, r in rates.items()},
     }
     if "gym-yahtzee" in rates:

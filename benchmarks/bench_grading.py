@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
 from agents.evaluation.limits import MAX_GAMES  # noqa: E402
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 
 def course_files(checkout: Path) -> tuple[Path, Path]:
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> dict:
     if problem is not None:
         raise SystemExit(f"bench_grading: {problem}")
     out: dict = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
+        "machine": f"{machine_description()}, {platform.platform()}",
         "isolation": isolation_method(),
         "as_root": os.geteuid() == 0,
     }

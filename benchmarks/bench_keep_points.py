@@ -26,7 +26,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
         "rounds": args.rounds,
         "repeats": args.repeats,
         "microseconds": median,
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",
+        "machine": f"{machine_description()}, torch {torch.__version__}",
     }
     if args.json:
         print(json.dumps(result, indent=2))

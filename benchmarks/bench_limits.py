@@ -17,7 +17,6 @@ import argparse
 import copy
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's dice_poker_env, not an installed copy
 
+from dice_poker_env.cli import machine_description  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
 from dice_poker_env.solver import budget  # noqa: E402
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             json.dumps(
                 {
                     "command": "python benchmarks/bench_limits.py " + " ".join(sys.argv[1:]),
-                    "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
+                    "machine": f"{machine_description()}, load average {os.getloadavg()[0]:.1f}",
                     "rows": rows,
                 },
                 indent=1,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from agents.commands.arguments import at_least  # noqa: E402 - after the path
 from agents.course.duplicate import deal_faces, play_game  # noqa: E402
 from agents.evaluation.match import play_deals  # noqa: E402
 from agents.players.registry import make_agent  # noqa: E402
+from dice_poker_env.cli import machine_description  # noqa: E402
 from dice_poker_env.engine.tables import compile_rules  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
 
@@ -67,7 +67,7 @@ def measure(rules_name: str, agents: list[str], games: int, aec_games: int, seed
         "speedup": (games / lockstep) / (aec_games / aec),
         "same_scores": same,
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "hardware": f"{platform.processor() or platform.machine()}, {os.cpu_count()} vCPU (shared)",
+        "hardware": f"{machine_description()} (shared)",
         "command": f"python benchmarks/bench_match.py --rules {rules.name} --agents {' '.join(agents)} "
         f"--games {games} --aec-games {aec_games} --seed {seed}",
     }

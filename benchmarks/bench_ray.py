@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "smoke_batched.yaml"
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> dict:
     env.pop("RAY_ADDRESS", None)
     (work / "r").mkdir()
     report: dict[str, Any] = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "machine": machine_description(),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
     try:

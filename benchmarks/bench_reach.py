@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 
 class LayerLines:
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
                     "load_average_start": load,
                     "load_average_end": os.getloadavg()[0],
                     "command": command,
-                    "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+                    "machine": machine_description(),
                     "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 }
                 os.makedirs(args.out, exist_ok=True)

@@ -31,7 +31,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -44,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 
 def load_train() -> ModuleType:
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> dict:
         "median": medians,
         "ratio": medians["batched_ppo"] / medians["sb3_maskable_ppo"],
         "ratio_float32_eager": medians["batched_ppo_float32_eager"] / medians["sb3_maskable_ppo"],
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",
+        "machine": f"{machine_description()}, torch {torch.__version__}",
         "load_average": os.getloadavg()[0],
     }
     if args.json:

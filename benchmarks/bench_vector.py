@@ -40,7 +40,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import random  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -55,6 +54,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
 
 from agents.commands.arguments import at_least, more_than  # noqa: E402
+from dice_poker_env.cli import machine_description  # noqa: E402
 
 ENV_ID = "DicePoker/Yahtzee-v0"
 BATCH_SIZES = (1, 64, 1024, 4096, 16384)
@@ -318,7 +318,7 @@ def main() -> None:
     per_second = {name: statistics.median(r) for name, r in rates.items()}
     base = per_second["single env"]
     result: dict[str, Any] = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        "machine": f"{machine_description()}, "
         f"pinned to {sorted(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}",
         "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "steps_per_second": per_second,

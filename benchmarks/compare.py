@@ -54,6 +54,7 @@ PROVENANCE = (
     "library_version",
     "git_commit",
     "isolated",  # the agent's code ran in a process of its own (dice-poker evaluate --isolated)
+    "hardware",  # the CPU that played (a float policy's actions can differ between CPU models)
 )
 
 
@@ -97,6 +98,7 @@ def read_result(path: Path, track: str | None) -> dict[str, Any]:
         "observation_layout_version": int,
         "games": int,
         "timesteps": (int, type(None)),
+        "hardware": (str, type(None)),
     }
     for key, kind in kinds.items():
         value = result.get(key)

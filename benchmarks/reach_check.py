@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -38,6 +36,7 @@ from agents.evaluation.benchmark import Z95  # noqa: E402
 from agents.evaluation.match import wilson  # noqa: E402
 from agents.players.optimal import OptimalAgent, play_games  # noqa: E402
 from agents.players.winning import WinningAgent  # noqa: E402
+from dice_poker_env.cli import machine_description  # noqa: E402
 from dice_poker_env.rules import load_rules  # noqa: E402
 from dice_poker_env.solver.reach import solve_reach  # noqa: E402
 
@@ -90,7 +89,7 @@ def check(name: str, games: int, seed: int, targets: list[int] | None = None) ->
         "reach_below_expected_policy_empirical": int(np.count_nonzero(shortfall > 0)),
         "largest_shortfall_beyond_ci": float(shortfall.max()),
         "command": "python -m benchmarks.reach_check " + " ".join(sys.argv[1:]),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "machine": machine_description(),
     }
 
 

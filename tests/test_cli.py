@@ -236,3 +236,26 @@ def test_rules_options_are_parsed_once_for_every_command(tmp_path, capsys):
         assert stop.value.code == 2 and "argument --out: must not be empty" in capsys.readouterr().err
     assert cli.main(["advise", str(rules_file), "-o", "turns=4", "--dice", "1", "1", "1", "1", "1"]) == 2
     assert "option 'turns' must be one of [3, 2], got 4" in capsys.readouterr().err
+
+
+def test_a_machine_is_described_by_its_cpu_model_and_vector_extensions(tmp_path):
+    """Figures record the CPU model and the vector extensions its float kernels use (results can differ between
+    models), not only ``x86_64``; Arm's ``/proc/cpuinfo`` spells them otherwise; without the file, the platform."""
+    import os
+
+    from dice_poker_env.cli import machine_description
+
+    intel = tmp_path / "intel"
+    intel.write_text(
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse avx2 amx_bf16 avx512f\n"
+        "processor\t: 1\nmodel name\t: ignored\nflags\t\t: none\n"
+    )
+    cpus = os.cpu_count()
+    assert machine_description(str(intel)) == f"Intel(R) Xeon(R) Processor (avx2, avx512f, amx_bf16), {cpus} CPUs"
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd sve\nCPU part\t: 0xd0c\n")
+    assert machine_description(str(arm)).endswith(f" (asimd, sve), {cpus} CPUs")
+    plain = tmp_path / "plain"
+    plain.write_text("model name\t: Some CPU\n")
+    assert machine_description(str(plain)) == f"Some CPU, {cpus} CPUs"
+    assert machine_description(str(tmp_path / "absent")).endswith(f", {cpus} CPUs")

@@ -133,6 +133,7 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
         ({"seed": 1, "mean": {}}, "mean must be a number or null"),
         ({"seed": 1, "luck_free_percent_ci95": "x"}, "luck_free_percent_ci95 must be a number or null"),
         ({"seed": 1, "isolated": "yes"}, "isolated must be true or false, got 'yes'"),
+        ({"seed": 1, "hardware": 7}, "hardware must be a string or null, got '7'"),
     ],
 )
 def test_a_file_off_the_protocol_is_refused_in_one_line(tmp_path, capsys, change, message):

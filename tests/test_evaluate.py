@@ -160,6 +160,7 @@ def test_cli_json_has_the_protocol_keys(capsys):
         "rules_fingerprint",
         "library_version",
         "isolated",
+        "hardware",
     ):
         assert key in data, key
     assert data["games"] == 50

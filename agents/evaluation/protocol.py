@@ -28,6 +28,7 @@ import numpy as np
 
 from agents.evaluation.benchmark import Z95, _build, load_solution, play_games, summarize
 from agents.players.registry import check_agent, is_batch_agent, parse_agent_spec
+from dice_poker_env.cli import machine_description
 from dice_poker_env.rules import Rules, load_rules
 
 #: the evaluation set's version: bumped (with a new seed range) if the set ever changes
@@ -279,7 +280,7 @@ def evaluate(
     Returns:
         ``{"luck_free_percent", "luck_free_percent_ci95", "regret_mean", "regret_ci95", "mean",
         "mean_ci95", "median", "upper_bonus_rate", "games", "eval_set", "track", "agent_sha256", "git_commit",
-        "isolated", "failed_games", ...}``; the ``_ci95`` fields are half-widths of 95% normal intervals over the games; ``agent_sha256`` is
+        "isolated", "failed_games", "hardware", ...}``; the ``_ci95`` fields are half-widths of 95% normal intervals over the games; ``agent_sha256`` is
         the agent file's (:func:`agent_sha256`), ``git_commit`` the evaluating code's (:func:`code_commit`).
 
     Raises:
@@ -347,4 +348,5 @@ def evaluate(
         "timesteps": _trained_steps(player),
         **versions(rules),
         "git_commit": code_commit(),
+        "hardware": machine_description(),  # a float policy's actions can differ between CPU models
     }

@@ -233,5 +233,33 @@ def run_script(main: Any, *args: Any, prog: str | None = None) -> None:
     sys.exit(status if isinstance(status, int) and not isinstance(status, bool) else 0)
 
 
+#: the vector extensions a machine's description names: float kernels (and so float results) differ with them
+VECTOR_EXTENSIONS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "neon", "asimd", "sve")
+
+
+def machine_description(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """This machine, for a measurement's record: CPU model, vector extensions and logical CPUs, e.g.
+    ``"Intel(R) Xeon(R) Processor (avx2, avx512f, avx512_bf16, amx_bf16), 2 CPUs"``. Float results can differ
+    between CPU models (their kernels differ), so a figure names the model, not only ``x86_64``; where
+    ``/proc/cpuinfo`` is unreadable (not Linux), the platform's own name."""
+    import platform
+
+    model, flags = "", set[str]()
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                key = key.strip().lower()
+                if key in ("model name", "cpu model", "hardware") and not model:
+                    model = value.strip()
+                elif key in ("flags", "features") and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    model = model or platform.processor() or platform.machine() or "unknown CPU"
+    extensions = ", ".join(name for name in VECTOR_EXTENSIONS if name in flags)
+    return f"{model} ({extensions}), {os.cpu_count()} CPUs" if extensions else f"{model}, {os.cpu_count()} CPUs"
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
