@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -73,7 +75,7 @@ class SubmissionError(ValueError):
 
 def read_result(path: Path, track: str | None) -> dict[str, Any]:
     """One ``dice-poker evaluate --json`` result, checked against the protocol and today's rulesets."""
-    from agents.evaluation.protocol import EVAL_GAMES, TRACKS, eval_set_id
+    from agents.evaluation.protocol import EVAL_GAMES, TRACKS, TRAIN_SEED_LIMIT, eval_set_id
     from dice_poker_env.rules import RULESET_NAMES, load_rules
 
     try:
@@ -106,6 +108,16 @@ def read_result(path: Path, track: str | None) -> dict[str, Any]:
             raise SubmissionError(f"{path}: {key} must be {_kind_name(kind)}, got {str(value)[:60]!r}")
     if not isinstance(result.get("isolated", False), bool):
         raise SubmissionError(f"{path}: isolated must be true or false, got {str(result['isolated'])[:60]!r}")
+    imports = result.get("solver_imports")
+    if imports is not None and (not isinstance(imports, list) or not all(isinstance(m, str) for m in imports)):
+        raise SubmissionError(
+            f"{path}: solver_imports must be a list of module names or null, got {str(imports)[:60]!r}"
+        )
+    failed = result.get("failed_games", {})
+    if not isinstance(failed, dict) or not all(
+        isinstance(k, str) and isinstance(n, int) and not isinstance(n, bool) and n >= 0 for k, n in failed.items()
+    ):
+        raise SubmissionError(f"{path}: failed_games must map failure kinds to game counts, got {str(failed)[:60]!r}")
     if result["eval_set"].split("/")[1:2] and result["eval_set"].split("/")[1].startswith("custom:"):
         raise SubmissionError(
             f"{path}: played {result['eval_set']}, a rules file's evaluation set: the protocol and its baselines are "
@@ -138,8 +150,16 @@ def read_result(path: Path, track: str | None) -> dict[str, Any]:
         # below 0 is possible: an agent losing more than the optimal expected score (random on school_poker)
         raise SubmissionError(f"{path}: luck_free_percent must be a number of at most 100, got {percent!r}")
     seed = result.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise SubmissionError(f"{path}: seed must be an integer (the training seed), got {seed!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < TRAIN_SEED_LIMIT):
+        raise SubmissionError(f"{path}: seed must be a training seed in [0, 2**32), got {str(seed)[:60]!r}")
+    for key in ("median", "mean", "luck_free_percent_ci95"):  # (their types were checked above)
+        value = result.get(key)
+        if value is not None and not (math.isfinite(value) and (key != "luck_free_percent_ci95" or value >= 0)):
+            what = "a finite number of at least 0" if key == "luck_free_percent_ci95" else "a finite number"
+            raise SubmissionError(f"{path}: {key} must be {what}, got {value!r}")
+    digest = result.get("agent_sha256")
+    if digest is not None and not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise SubmissionError(f"{path}: agent_sha256 must be a SHA-256 digest (64 hex digits), got {digest[:70]!r}")
     return result
 
 
@@ -222,6 +242,8 @@ def submission_rows(paths: list[Path], name: str, budget: int, track: str | None
                 "luck_free_percent_ci95": result.get("luck_free_percent_ci95"),
                 "median": float(result["median"]),
                 "file": str(path),
+                "failed_games": result.get("failed_games") or {},
+                "solver_imports": result.get("solver_imports"),
                 **{key: result.get(key) for key in PROVENANCE},
             }
         )
@@ -241,6 +263,16 @@ def compare(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], reps: i
             notes.append(
                 f"across rulesets: {across} of your {len(rows)} runs, the seeds every ruleset has"
                 + ("" if across else " (none: no seed is in every ruleset, so no row across them)")
+            )
+    for row in rows:  # what a maintainer checks before accepting a run
+        file = Path(row["file"]).name
+        if row["failed_games"]:
+            kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(row["failed_games"].items()))
+            notes.append(f"{file}: the agent's failures ended {sum(row['failed_games'].values())} games ({kinds})")
+        if row["solver_imports"] and row["track"] != "solver":
+            notes.append(
+                f"{file}: on the {row['track'] or 'undeclared'} track, the agent imported the library's "
+                f"{', '.join(row['solver_imports'])}: check what it uses them for"
             )
     versus = []
     suites = sorted({row["suite"] for row in baselines if row["budget"] == budget and row["suite"] != name})
@@ -279,7 +311,16 @@ def compare(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], reps: i
     runs = [
         {
             key: row[key]
-            for key in ("file", "ruleset", "seed", "luck_free_percent", "luck_free_percent_ci95", *PROVENANCE)
+            for key in (
+                "file",
+                "ruleset",
+                "seed",
+                "luck_free_percent",
+                "luck_free_percent_ci95",
+                "failed_games",
+                "solver_imports",
+                *PROVENANCE,
+            )
         }
         for row in rows
     ]
@@ -340,16 +381,21 @@ def report_md(report: dict[str, Any]) -> str:
         "",
         "Every run (report them all):",
         "",
-        "| file | ruleset | seed | luck-free % | agent_sha256 |",
-        "|---|---|---|---|---|",
+        "| file | ruleset | seed | luck-free % | isolated | agent_sha256 |",
+        "|---|---|---|---|---|---|",
     ]
     for run in report["runs"]:
         ci = run["luck_free_percent_ci95"]
         percent = f"{run['luck_free_percent']:.2f}" + ("" if ci is None else f" ± {ci:.2f}")
         digest = run["agent_sha256"] or "-"
-        lines.append(f"| {Path(run['file']).name} | {run['ruleset']} | {run['seed']} | {percent} | {digest} |")
+        isolated = {True: "yes", False: "no"}.get(run["isolated"], "-")
+        lines.append(
+            f"| {Path(run['file']).name} | {run['ruleset']} | {run['seed']} | {percent} | {isolated} | {digest} |"
+        )
     lines += ["", "Measured with:"]
     for key in PROVENANCE[2:]:
+        if key == "isolated":  # (a column of the runs' table)
+            continue
         values = sorted({str(run[key]) for run in report["runs"]})
         lines.append(f"* {key}: {', '.join(values)}")
     lines += [f"* note: {note}" for note in report["notes"]]

@@ -118,7 +118,7 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
         ({"track": "rules"}, "several tracks"),
         ({"luck_free_percent": 101.0}, "luck_free_percent must be a number of at most 100"),
         ({"seed": 0}, "a second result for yahtzee seed 0 (the first: "),
-        ({"seed": "1"}, "seed must be an integer"),
+        ({"seed": "1"}, "seed must be a training seed in [0, 2**32), got '1'"),
         ({"seed": None, "x": 1}, "1 of the 2 files have a seed"),
         ({"seed": 1, "agent_sha256": "ab" * 32}, "the same agent as"),
         ({"rules": "no_such_rules"}, "no_such_rules"),
@@ -134,6 +134,13 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
         ({"seed": 1, "luck_free_percent_ci95": "x"}, "luck_free_percent_ci95 must be a number or null"),
         ({"seed": 1, "isolated": "yes"}, "isolated must be true or false, got 'yes'"),
         ({"seed": 1, "hardware": 7}, "hardware must be a string or null, got '7'"),
+        ({"seed": 1, "solver_imports": "all"}, "solver_imports must be a list of module names or null"),
+        ({"seed": 1, "failed_games": {"timeout": -3}}, "failed_games must map failure kinds to game counts"),
+        ({"seed": -4}, "seed must be a training seed in [0, 2**32), got '-4'"),
+        ({"seed": 2**70}, "seed must be a training seed in [0, 2**32)"),
+        ({"seed": 1, "median": float("inf")}, "median must be a finite number, got inf"),
+        ({"seed": 1, "luck_free_percent_ci95": -0.5}, "luck_free_percent_ci95 must be a finite number of at least 0"),
+        ({"seed": 1, "agent_sha256": "121212"}, "agent_sha256 must be a SHA-256 digest (64 hex digits), got '121212'"),
     ],
 )
 def test_a_file_off_the_protocol_is_refused_in_one_line(tmp_path, capsys, change, message):
@@ -216,15 +223,15 @@ def test_every_run_is_listed_with_what_it_was_measured_on_and_gaps_are_said(tmp_
     files = write(tmp_path, mine)
     assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "100", *files]) == 0
     out = capsys.readouterr().out
-    assert f"| {Path(files[0]).name} | yahtzee | 0 | 80.00 | {0:064x} |" in out
-    assert f"| {Path(files[3]).name} | yacht | 9 | -7.50 | {'f' * 64} |" in out
+    assert f"| {Path(files[0]).name} | yahtzee | 0 | 80.00 | - | {0:064x} |" in out  # (isolated: not said)
+    assert f"| {Path(files[3]).name} | yacht | 9 | -7.50 | - | {'f' * 64} |" in out
     assert (
         "* rules_fingerprint: "
         + ", ".join(sorted([load_rules("yacht").fingerprint, load_rules("yahtzee").fingerprint]))
         in out
     )
     assert "* note: across rulesets: 0 of your 4 runs" in out and "all (" not in out
-    assert "* isolated: None" in out  # (files from before --isolated; dice-poker evaluate writes true or false)
+    assert "* isolated:" not in out  # (a column of the runs' table)
     assert "* note: raw_ppo_10m: no seed in every one of yahtzee, yacht" in out
     assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "100", *files[:3]]) == 0
     out = capsys.readouterr().out
@@ -275,3 +282,23 @@ def test_without_rliable_compare_says_what_to_install(tmp_path, capsys, monkeypa
         compare.main(["mine", "--budget", "10M", *write(tmp_path, [result("yahtzee", 90.0)])])
     err = capsys.readouterr().err
     assert "rliable is not installed" in err and "pip install -e '.[results]'" in err
+
+
+def test_what_a_maintainer_checks_is_shown_with_each_run(tmp_path, capsys):
+    """Each run says whether its agent ran isolated; a run whose agent's failures ended games, and a raw or rules
+    run whose isolated agent imported the library's solver or agents, get a note naming the file."""
+    mine = [result("yahtzee", 80.0 + k, seed=k, agent_sha256=f"{k:064x}", isolated=k > 0) for k in range(5)]
+    mine[1]["failed_games"] = {"timeout": 2, "exception": 1}
+    mine[2]["solver_imports"] = ["agents.players.trained", "dice_poker_env.solver"]
+    mine[3]["solver_imports"] = []
+    files = write(tmp_path, mine)
+    assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "100", *files]) == 0
+    out = capsys.readouterr().out
+    assert f"| {Path(files[0]).name} | yahtzee | 0 | 80.00 | no | {0:064x} |" in out
+    assert f"| {Path(files[1]).name} | yahtzee | 1 | 81.00 | yes | {1:064x} |" in out
+    assert f"* note: {Path(files[1]).name}: the agent's failures ended 3 games (exception 1, timeout 2)" in out
+    assert (
+        f"* note: {Path(files[2]).name}: on the raw track, the agent imported the library's "
+        "agents.players.trained, dice_poker_env.solver: check what it uses them for"
+    ) in out
+    assert out.count("imported the library's") == 1  # (an empty list: nothing imported)

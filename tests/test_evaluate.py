@@ -466,6 +466,89 @@ def test_an_isolated_agent_cannot_change_its_measurement(tmp_path, monkeypatch, 
     assert code == 0 and out.rstrip().endswith("the agent isolated")
 
 
+def test_a_randomized_agent_plays_the_same_games_isolated_and_in_process(tmp_path, capsys):
+    """On the public evaluation set an isolated agent's ``seed(s)`` gets what it gets in process, so a randomized
+    agent's isolated result is its in-process result to the last digit: a verifier's rerun checks a submitted
+    number exactly (a grading still never forwards its seeds: tests/test_hostile.py)."""
+    problem = isolation_missing()
+    if problem is not None:
+        pytest.skip(f"no isolation on this machine: {problem}")
+    path = tmp_path / "dice.py"
+    path.write_text(
+        "import numpy as np\n\n\nclass Dice:\n"
+        "    def seed(self, seed):\n        self.rng = np.random.default_rng(seed)\n"
+        "    def act(self, observation, action_mask):\n"
+        "        return int(self.rng.choice(np.flatnonzero(action_mask)))\n"
+    )
+    spec = f"{path}:Dice"
+    in_process = evaluate(RULES, spec, games=30)
+    code, out, _ = run_cli([RULES, "--agent", spec, "--games", "30", "--isolated", "--json"], capsys)
+    isolated = json.loads(out)
+    assert code == 0 and isolated["isolated"] and not in_process["isolated"]
+    for key in ("luck_free_percent", "regret_mean", "mean", "median", "regret_keep_mean", "regret_box_mean"):
+        assert isolated[key] == in_process[key], key
+    from agents.course.sandbox import SandboxedAgent
+    from dice_poker_env.rules import load_rules
+
+    with SandboxedAgent(spec, load_rules(RULES)) as own_seeds:  # a grading's seeds (agent_seed): other games
+        assert evaluate(RULES, spec, games=30, player=own_seeds)["mean"] != in_process["mean"]
+
+
+def test_an_agent_of_several_files_is_evaluated_isolated_with_its_folder(tmp_path, capsys, monkeypatch):
+    """``--share-folder``: the agent's folder (a sibling module, a data file named by a relative argument) is
+    visible, read-only, to the isolated agent, which plays as in process; without it only the file is, and a
+    folder that is not the submission's alone is refused."""
+    problem = isolation_missing()
+    if problem is not None:
+        pytest.skip(f"no isolation on this machine: {problem}")
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "helper.py").write_text("def last(mask):\n    return max(i for i, legal in enumerate(mask) if legal)\n")
+    (folder / "weights.txt").write_text("0\n")
+    (folder / "agent.py").write_text(
+        "from pathlib import Path\n\nfrom helper import last\n\n\nclass A:\n"
+        "    def __init__(self, rules, weights='weights.txt'):\n        self.first = int(Path(weights).read_text())\n"
+        "    def act(self, observation, action_mask):\n        return last(action_mask)\n"
+    )
+    monkeypatch.chdir(folder)  # relative arguments: read from the working folder in process, the folder isolated
+    spec = "agent.py:A,weights=weights.txt"
+    in_process = evaluate(RULES, spec, games=10)
+    code, out, _ = run_cli([RULES, "--agent", spec, "--games", "10", "--isolated", "--share-folder", "--json"], capsys)
+    assert code == 0 and json.loads(out)["luck_free_percent"] == in_process["luck_free_percent"]
+    code, _, err = run_cli([RULES, "--agent", spec, "--games", "10", "--isolated"], capsys)  # the file alone
+    assert code != 0 and "did not load in isolation" in err and "helper" in err
+    code, _, err = run_cli([RULES, "--agent", spec, "--games", "10", "--share-folder"], capsys)
+    assert code != 0 and "goes with --isolated" in err
+    monkeypatch.setenv("HOME", str(folder))
+    code, _, err = run_cli([RULES, "--agent", spec, "--games", "10", "--isolated", "--share-folder"], capsys)
+    assert code != 0 and "folder of its own" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_isolated_agent_that_plays_the_library_s_agents_is_seen(tmp_path, capsys):
+    """An agent declaring the raw track that plays the shipped policy inside: the isolated result records the
+    library's modules it imported (``--solver flag``, the default); ``--solver forbid`` refuses them."""
+    problem = isolation_missing()
+    if problem is not None:
+        pytest.skip(f"no isolation on this machine: {problem}")
+    path = tmp_path / "borrowed.py"
+    path.write_text(
+        "from agents.players.registry import make_agent\n\n\nclass Borrowed:\n    track = 'raw'\n\n"
+        "    def __init__(self, rules):\n        self.inner = make_agent('trained', rules)\n\n"
+        "    def act(self, observation, action_mask):\n        return self.inner.act(observation, action_mask)\n"
+    )
+    spec = f"{path}:Borrowed"
+    code, out, _ = run_cli([RULES, "--agent", spec, "--games", "5", "--isolated", "--json"], capsys)
+    result = json.loads(out)
+    assert code == 0 and result["track"] == "raw" and "agents.policy" in result["solver_imports"]
+    assert evaluate(RULES, "greedy", games=5)["solver_imports"] is None  # in process: not watched
+    code, out, _ = run_cli([RULES, "--agent", spec, "--games", "5", "--isolated"], capsys)
+    assert "imported of the library's      agents.policy" in out
+    code, _, err = run_cli([RULES, "--agent", spec, "--games", "5", "--isolated", "--solver", "forbid"], capsys)
+    assert code != 0 and "did not load in isolation" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli([RULES, "--agent", "greedy", "--games", "5", "--solver", "forbid"], capsys)
+    assert code != 0 and "--solver watches an isolated agent's imports" in err
+
+
 def test_an_isolated_agents_failures_end_its_games_and_are_counted(tmp_path, capsys):
     """An isolated agent that raises loses those games (their regret counts) and the result says how many; a track
     it declares is checked as in process; one that does not load is a one-line error."""
@@ -505,6 +588,9 @@ def test_an_isolated_agents_failures_end_its_games_and_are_counted(tmp_path, cap
         (["--agent", "greedy", "--decision-seconds", "2"], "--decision-seconds limits an isolated agent"),
         (["--agent", "nowhere.py:Agent", "--isolated"], "nowhere.py"),
         (["--agent", "mine.py", "--isolated"], "unknown agent 'mine.py'"),  # a file needs its class: FILE.py:NAME
+        (["--agent", f"{__file__}:X", "--isolated", "--decision-seconds", "0"], "--decision-seconds must be a posit"),
+        (["--agent", f"{__file__}:X", "--isolated", "--memory-mb", str(10**14)], "--memory-mb must be an integer in"),
+        (["--agent", f"{__file__}:X", "--isolated", "--max-failures", str(10**17)], "in 1..2**40, got 1000000"),
     ],
 )
 def test_isolation_arguments_are_one_line_errors(args, message, capsys):
@@ -542,3 +628,62 @@ def test_foreseeing_the_public_evaluation_set_raises_the_mean_not_the_luck_free_
     assert foresight["luck_free_percent"] < 90.0  # its decisions' worth: far from optimal play
     worth = foresight["optimal_expected_score"] - foresight["regret_mean"]
     assert foresight["mean"] > worth + 50  # the foresight shows as luck, outside the primary metric
+
+
+ODD_AGENTS = """
+class Base:
+    def act(self, observation, action_mask):
+        return 32 + next(i for i, legal in enumerate(action_mask[32:]) if legal)
+
+class TrackRaises(Base):
+    @property
+    def track(self):
+        raise RuntimeError("no track today")
+
+class TrackHuge(Base):
+    track = "raw" * 100_000
+
+class WeirdText(str):
+    def __eq__(self, other):
+        raise RuntimeError("compared")
+    __hash__ = str.__hash__
+
+class TrackCompares(Base):
+    track = WeirdText("raw")
+
+class ObsRaises(Base):
+    @property
+    def obs_mode(self):
+        raise RuntimeError("no mode")
+
+class ObsJunk(Base):
+    obs_mode = WeirdText("dict")
+
+class BigInt(Base):
+    def act(self, observation, action_mask):
+        return 2**100
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("TrackRaises", "reading its track raised RuntimeError: no track today"),
+        ("TrackHuge", "track must be one of raw, rules, solver, got 'rawrawraw"),
+        ("TrackCompares", "track must be one of raw, rules, solver, got 'a WeirdText'"),
+        ("ObsRaises", "reading obs_mode raised RuntimeError: no mode"),
+        ("ObsJunk", "obs_mode must be 'dict' or 'flat', got"),
+        ("BigInt", "returned 1267650600228229401496703205376, not an action index (out of every integer type)"),
+    ],
+)
+def test_an_agents_odd_attributes_are_one_line_errors_in_process(tmp_path, capsys, name, message):
+    """What an agent's own attributes do (a property that raises, a huge or self-comparing value, an action no
+    integer type holds) is a one-line error naming it, never a traceback or a line of 300 KB."""
+    (tmp_path / "odd.py").write_text(ODD_AGENTS)
+    code, _, err = run_cli([RULES, "--agent", f"{tmp_path / 'odd.py'}:{name}", "--games", "2"], capsys)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and len(err) < 600, err
+    if name in ("TrackRaises", "ObsRaises") and isolation_missing() is None:  # the same inside the sandbox
+        code, _, err = run_cli(
+            [RULES, "--agent", f"{tmp_path / 'odd.py'}:{name}", "--games", "2", "--isolated"], capsys
+        )
+        assert code == 2 and "did not load in isolation" in err and len(err.strip().splitlines()) == 1, err

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agents.commands.grade import add_limit_arguments, given_limits
@@ -65,6 +66,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(docs/benchmark.md); the result records isolated: true. Without it the agent runs in this process, "
         "where it could change the measurement",
     )
+    group.add_argument(
+        "--share-folder",
+        action="store_true",
+        help="with --isolated: show the agent its whole folder, read-only, as its working folder (sibling "
+        "modules, data files such as NAME,weights=w.npz, relative to it); everything in it becomes readable "
+        "to the agent, so use a folder holding the submission alone. Without it the agent sees its file only",
+    )
+    group.add_argument(
+        "--solver",
+        choices=("allow", "flag", "forbid"),
+        help="with --isolated: the library's solver and agents (optimal, heuristic, greedy, trained policies...) in "
+        "the agent's process: allowed, recorded in the result's solver_imports (the default), or refused (a "
+        "raw or rules track claim can be held to it)",
+    )
     add_limit_arguments(
         group,
         who="the agent",
@@ -85,9 +100,15 @@ def run(args: argparse.Namespace) -> int:
     limits = given_limits(args)
     if limits and not args.isolated:
         raise ValueError(f"--{next(iter(limits)).replace('_', '-')} limits an isolated agent: it goes with --isolated")
+    if args.share_folder and not args.isolated:
+        raise ValueError("--share-folder shows an isolated agent its folder: it goes with --isolated")
+    if args.solver is not None and not args.isolated:
+        raise ValueError("--solver watches an isolated agent's imports: it goes with --isolated")
     rules = load_rules_from(args)
     if args.isolated:
-        result = _evaluate_isolated(rules, args.agent, games, args.track, limits)
+        result = _evaluate_isolated(
+            rules, args.agent, games, args.track, limits, share_folder=args.share_folder, solver=args.solver or "flag"
+        )
     else:
         result = evaluate(rules, args.agent, games=games, track=args.track)
     if args.seed is not None:
@@ -111,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     if result["failed_games"]:  # an isolated agent raised, hung, crashed... (or was stopped): those games ended
         kinds = ", ".join(f"{kind} {count}" for kind, count in result["failed_games"].items())
         lines.append(f"games its failures ended      {sum(result['failed_games'].values()):8d}  ({kinds})")
+    if result.get("solver_imports"):  # (isolated: what of the library's solver and agents the agent imported)
+        lines.append(f"imported of the library's      {', '.join(result['solver_imports'])}")
     if result["upper_bonus_rate"] is not None:
         lines.append(f"upper bonus rate              {100 * result['upper_bonus_rate']:7.2f}%")
     lines.append(
@@ -122,22 +145,54 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _evaluate_isolated(rules: Rules, spec: str, games: int, track: str | None, limits: dict) -> dict:
+def _evaluate_isolated(
+    rules: Rules,
+    spec: str,
+    games: int,
+    track: str | None,
+    limits: dict,
+    *,
+    share_folder: bool = False,
+    solver: str = "flag",
+) -> dict:
     """:func:`~agents.evaluation.protocol.evaluate` with the agent's code in an isolated process."""
     from agents.course.isolation import isolation_problem
     from agents.course.sandbox import Limits, SandboxedAgent
     from agents.evaluation.protocol import evaluate
     from agents.players.registry import check_agent, parse_agent_spec
 
+    try:
+        checked = Limits(**limits)
+    except ValueError as error:  # named as given: --decision-seconds, not decision_seconds
+        name, _, rest = str(error).partition(" ")
+        raise ValueError(f"--{name.replace('_', '-')} {rest}") from None
     check_agent(spec)  # an unknown spec or a missing file: said before a sandbox starts
-    if parse_agent_spec(spec) is None:
+    parsed = parse_agent_spec(spec)
+    if parsed is None:
         raise ValueError(
             f"--isolated runs an agent's own code (FILE.py:NAME or MODULE:NAME); {spec} runs only the library's"
         )
+    if share_folder:
+        if not parsed.is_file:
+            raise ValueError(f"--share-folder shows an agent file's folder; {spec} names a module")
+        folder = Path(parsed.source).resolve().parent
+        if folder == Path(folder.anchor) or folder == Path.home().resolve():
+            raise ValueError(
+                f"--share-folder would show the agent all of {folder}: put the submission in a folder of its own"
+            )
     problem = isolation_problem()
     if problem is not None:
         raise ValueError(f"--isolated: {problem}")
-    with SandboxedAgent(spec, rules, limits=Limits(**limits), isolated=True) as agent:
+    # the evaluation set is public: the agent's seed(s) gets what it gets in process, so it plays the same games
+    with SandboxedAgent(
+        spec,
+        rules,
+        limits=checked,
+        isolated=True,
+        solver=solver,
+        forward_seeds=True,
+        share_folder=share_folder,
+    ) as agent:
         if agent.load_error is not None:
             raise ValueError(f"agent {spec} did not load in isolation: {agent.load_error.message}")
         return evaluate(rules, spec, games=games, track=track, player=agent)

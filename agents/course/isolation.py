@@ -110,15 +110,21 @@ def sandbox_environment() -> dict[str, str]:
     }
 
 
-def sandbox_command(argv: list[str], submission: str | None, *, scratch_mb: int = 64, hidden: tuple = ()) -> list[str]:
+def sandbox_command(
+    argv: list[str], submission: str | None, *, scratch_mb: int = 64, hidden: tuple = (), share_folder: bool = False
+) -> list[str]:
     """The command that runs ``argv`` isolated (module docstring), the submission file at ``/submission/``.
 
-    ``hidden``: module paths inside the sandbox to cover (empty file or folder).
+    ``hidden``: module paths inside the sandbox to cover (empty file or folder). ``share_folder``: the
+    submission's whole folder at ``/submission`` (read-only), the working folder there (``dice-poker evaluate
+    --isolated --share-folder``: an agent of several files); else the file alone, the working folder ``/tmp``.
     """
     bwrap = shutil.which("bwrap") or "bwrap"
     binds = [(d, d) for d in _python_dirs()]
     binds += [(source, f"{CODE_DIR}/{name}") for name, source in project_dirs().items()]
-    if submission is not None:
+    if submission is not None and share_folder:
+        binds.append((os.path.dirname(os.path.abspath(submission)), SUBMISSION_DIR))
+    elif submission is not None:
         binds.append((submission, f"{SUBMISSION_DIR}/{os.path.basename(submission)}"))
     env: list[str] = ["--clearenv"]
     for key, value in sandbox_environment().items():
@@ -137,7 +143,7 @@ def sandbox_command(argv: list[str], submission: str | None, *, scratch_mb: int 
         "sandbox",
         *env,
         "--chdir",
-        SCRATCH_DIR,
+        SUBMISSION_DIR if submission is not None and share_folder else SCRATCH_DIR,
     ]
     if os.geteuid() != 0:  # bubblewrap as this user: the submission's processes are this user outside
         mounts = _mounts(binds, list(hidden), scratch_mb)

@@ -173,9 +173,11 @@ class Limits:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         if self.memory_mb is not None and (
-            isinstance(self.memory_mb, bool) or not isinstance(self.memory_mb, int) or self.memory_mb < 16
+            isinstance(self.memory_mb, bool)
+            or not isinstance(self.memory_mb, int)
+            or not 16 <= self.memory_mb <= 1 << 40  # (its bytes must fit the kernel's limit, 2**63)
         ):
-            raise ValueError(f"memory_mb must be an integer >= 16 (or None), got {self.memory_mb!r}")
+            raise ValueError(f"memory_mb must be an integer in 16..2**40 (or None), got {self.memory_mb!r}")
         for name, least in (
             ("cpu_seconds", 1),
             ("processes", 4),
@@ -187,7 +189,7 @@ class Limits:
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= 1 << 40:
-                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+                raise ValueError(f"{name} must be an integer in {least}..2**40, got {value!r}")
 
     def for_worker(self, isolated: bool = True) -> dict[str, Any]:
         """The hard limits the worker sets on itself before it loads the submission.
@@ -260,6 +262,12 @@ class SandboxedAgent:
             child process (only for trusted code).
         solver: ``allow``, ``flag`` or ``forbid`` the library's solver in the submission.
         start: start the worker now (else call :meth:`start`).
+        forward_seeds: give the agent's ``seed`` what the benchmark gives :meth:`seed` (an agent in process
+            gets the same), not :func:`agent_seed`: for a public game set (``dice-poker evaluate``), where a
+            randomized agent then plays as it does in process; never for a grading, whose seed is secret.
+        share_folder: isolated, show the submission its whole folder (read-only, its working folder): the
+            sibling modules and data files (``NAME,weights=w.npz``) of an agent of several files. Everything
+            in the folder is then readable to it: for a folder that holds the submission alone.
 
     Raises:
         ValueError: a bad spec or solver policy, or ``isolated`` where isolation is not available.
@@ -290,6 +298,8 @@ class SandboxedAgent:
         isolated: bool = True,
         solver: str = "allow",
         start: bool = True,
+        forward_seeds: bool = False,
+        share_folder: bool = False,
     ) -> None:
         from agents.players.registry import parse_agent_spec
 
@@ -316,6 +326,9 @@ class SandboxedAgent:
         self.isolated = bool(isolated)
         self.solver = solver
         self.seed_base = int(seed)
+        self.forward_seeds = bool(forward_seeds)
+        self.share_folder = bool(share_folder)
+        self._given_seed: int | None = None  # the benchmark's seed of the next game (forward_seeds)
         self.obs_mode = "dict"
         self.agent_name = spec
         self.has_seed = False
@@ -380,7 +393,9 @@ class SandboxedAgent:
                     if head == name and Path(folder, rest).is_dir():
                         hidden.append(f"{CODE_DIR}/{data}")
         hidden = list(dict.fromkeys(hidden))
-        command = sandbox_command(argv, self._file, scratch_mb=self.limits.scratch_mb, hidden=tuple(hidden))
+        command = sandbox_command(
+            argv, self._file, scratch_mb=self.limits.scratch_mb, hidden=tuple(hidden), share_folder=self.share_folder
+        )
         # bubblewrap's own environment is visible to the sandbox (/proc/1/environ): give it nothing
         return command, {"PATH": "/usr/bin:/bin"}, "/"
 
@@ -611,7 +626,10 @@ class SandboxedAgent:
         return self.load_error is None and self.stopped_at_game is None
 
     def seed(self, game_seed: int | None) -> None:
-        """Ignored: the grader's game seeds are never forwarded (the submission gets :func:`agent_seed`)."""
+        """Kept for the next game's reset with ``forward_seeds``; else ignored: a grader's game seeds are never
+        forwarded (the submission gets :func:`agent_seed`)."""
+        if self.forward_seeds:
+            self._given_seed = None if game_seed is None else int(game_seed)
 
     def reset(self) -> None:
         """Start the next game: a fresh worker after a hang or a crash, the agent's ``seed`` and ``reset``."""
@@ -629,7 +647,8 @@ class SandboxedAgent:
                 failure.game = self.game
                 self._fail(failure)
                 return
-        seed = agent_seed(self.game) if self.has_seed else None
+        seed = (self._given_seed if self.forward_seeds else agent_seed(self.game)) if self.has_seed else None
+        self._given_seed = None
         start = time.monotonic()
         reply, failure = self._request(
             {"op": "reset", "seed": seed},

@@ -129,11 +129,8 @@ def _answer(sock: socket.socket, message: dict) -> None:
 
 def _declared_track(agent: object) -> str | None:
     """The benchmark track the agent declares (its ``track`` attribute), as text; the grader checks it."""
-    try:
-        track = getattr(agent, "track", None)
-        return None if track is None else str(track)[:100]
-    except Exception:  # noqa: BLE001 - a property that raises declares nothing readable
-        return "(unreadable)"
+    track = getattr(agent, "track", None)
+    return None if track is None else str(track)[:100]
 
 
 def main(argv: list[str]) -> int:
@@ -165,16 +162,18 @@ def main(argv: list[str]) -> int:
         _answer(sock, failure)
         return 0
     inner = agent.agent
-    _answer(
-        sock,
-        {
+    try:  # the agent's own attributes: a property or __str__ that raises is a load failure, said as one
+        hello = {
             "ok": True,
             "obs_mode": str(agent.obs_mode),
             "name": str(agent.name)[:200],
             "has_seed": callable(getattr(inner, "seed", None)),
             "track": _declared_track(inner),
-        },
-    )
+        }
+    except BaseException as error:  # noqa: BLE001 - everything the submission does is reported
+        _answer(sock, _failure("load", error))
+        return 0
+    _answer(sock, hello)
     while True:
         try:
             message = receive(sock)

@@ -146,9 +146,13 @@ def agent_track(spec: str, agent: Any) -> str | None:
     metadata = getattr(agent, "metadata", None)
     if (spec == "trained" or spec.startswith("model:")) and isinstance(metadata, dict):
         return policy_track(metadata)
-    track = getattr(agent, "track", None)
-    if track is not None and track not in TRACKS:
-        raise ValueError(f"agent {spec}: track must be one of {', '.join(TRACKS)}, got {track!r}")
+    try:
+        track = getattr(agent, "track", None)
+    except Exception as error:  # an agent's property
+        raise ValueError(f"agent {spec}: reading its track raised {type(error).__name__}: {str(error)[:200]}") from None
+    if track is not None and (type(track) is not str or track not in TRACKS):  # (no __eq__ of the agent's runs)
+        shown = track if type(track) is str else f"a {type(track).__name__}"
+        raise ValueError(f"agent {spec}: track must be one of {', '.join(TRACKS)}, got {shown[:100]!r}")
     return track
 
 
@@ -280,7 +284,7 @@ def evaluate(
     Returns:
         ``{"luck_free_percent", "luck_free_percent_ci95", "regret_mean", "regret_ci95", "mean",
         "mean_ci95", "median", "upper_bonus_rate", "games", "eval_set", "track", "agent_sha256", "git_commit",
-        "isolated", "failed_games", "hardware", ...}``; the ``_ci95`` fields are half-widths of 95% normal intervals over the games; ``agent_sha256`` is
+        "isolated", "failed_games", "solver_imports", "hardware", ...}``; the ``_ci95`` fields are half-widths of 95% normal intervals over the games; ``agent_sha256`` is
         the agent file's (:func:`agent_sha256`), ``git_commit`` the evaluating code's (:func:`code_commit`).
 
     Raises:
@@ -345,6 +349,8 @@ def evaluate(
         "illegal_actions": row["illegal_actions"],
         "failed_games": row["failed_games"],  # games an isolated agent's failure ended, by kind (it raised, hung...)
         "isolated": isolated,
+        # isolated: the library's solver and agent modules the agent imported (its process's import watch)
+        "solver_imports": sorted(getattr(player, "solver_imports", [])) if isolated else None,
         "timesteps": _trained_steps(player),
         **versions(rules),
         "git_commit": code_commit(),

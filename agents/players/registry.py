@@ -393,7 +393,13 @@ class ImportedAgent:
     def __init__(self, agent: Any, name: str) -> None:
         self.agent = agent
         self.name = name
-        self.obs_mode = getattr(agent, "obs_mode", "dict")
+        try:
+            mode = getattr(agent, "obs_mode", "dict")
+        except Exception as error:
+            raise AgentError(self._raised("reading obs_mode", error)) from error
+        if type(mode) is not str or mode not in ("dict", "flat"):  # (exactly a str: no __eq__ of the agent's runs)
+            raise AgentError(f"agent {name}: obs_mode must be 'dict' or 'flat', got {_shown(mode)}")
+        self.obs_mode = mode
 
     def act(self, observation: Any, action_mask: np.ndarray) -> int:
         """The agent's action, checked to be an action index; what its ``act`` raises is an :class:`AgentError`."""
@@ -459,7 +465,16 @@ def as_action(value: Any, who: str = "agent") -> int:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        text = repr(value)
-        text = text if len(text) <= 80 else text[:77] + "..."
-        raise BadActionError(f"{who} returned {text} ({type(value).__name__}), not an action index (an int)")
+        raise BadActionError(f"{who} returned {_shown(value)} ({type(value).__name__}), not an action index (an int)")
+    if not -(2**63) <= value < 2**63:  # no action of any integer array
+        raise BadActionError(f"{who} returned {_shown(value)}, not an action index (out of every integer type)")
     return int(value)
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (an agent's value: its ``__repr__`` may raise)."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - whatever the agent's object does
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
