@@ -238,7 +238,11 @@ def test_huge_ints_floats_and_none_are_malformed():
     report = grade_file("huge_int.py", games=3)
     failures = report["failures"]["recorded"]
     assert [f["kind"] for f in failures] == ["malformed"] * 3
-    assert "out of every integer type" in failures[0]["message"] and "33.0" in failures[1]["message"] and "None" in failures[2]["message"]
+    assert (
+        "out of every integer type" in failures[0]["message"]
+        and "33.0" in failures[1]["message"]
+        and "None" in failures[2]["message"]
+    )
     assert any("(3 malformed)" in line for line in report["problems"]), report["problems"]
     assert report["agents"]["optimal"]["games"] == 3
 
