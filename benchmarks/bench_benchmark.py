@@ -43,7 +43,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--agents", nargs="+", default=["optimal", "greedy", "trained"], help="named agents")
     parser.add_argument("--seed", type=at_least(0), default=0, help="benchmark seed (default 0)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--out", type=Path, help="also write the JSON here (results/bench/bench_benchmark_RULES.json: docs/figures.md)"
+    )
     args = parser.parse_args(argv)
+    if args.out is not None:  # checked before the games (rerunning replaces the earlier file on purpose)
+        from agents.commands.bench import check_out_file
+
+        check_out_file(args.out, True)
 
     from agents.evaluation.benchmark import game_seeds, load_solution, play_games
     from agents.players.registry import make_agent
@@ -74,14 +81,22 @@ def main(argv: list[str] | None = None) -> dict:
                 f"{rows[name]['ratio']:6.1f}x   (mean score {means['lockstep']:.2f} both)",
                 flush=True,
             )
+    from agents.evaluation.protocol import code_commit
+
     result = {
         "rules": rules.name,
         "games": args.games,
         "seed": args.seed,
         "agents": rows,
+        "command": "python benchmarks/bench_benchmark.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d"),
+        "git_commit": code_commit(),
         "machine": machine_description(),
+        "load_average": round(os.getloadavg()[0], 1) if hasattr(os, "getloadavg") else None,
         "python": platform.python_version(),
     }
+    if args.out is not None:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
     if args.json:
         print(json.dumps(result, indent=2))
     return result

@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's agents, not an installed copy
 
 from agents.commands.arguments import at_least  # noqa: E402 - after the path
-from agents.evaluation.protocol import MIN_SEEDS_FOR_INTERVAL  # noqa: E402
+from agents.evaluation.protocol import EVAL_GAMES, MIN_SEEDS_FOR_INTERVAL  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -310,23 +310,49 @@ def probability_of_improvement(mx: np.ndarray, my: np.ndarray, reps: int) -> tup
     return float(point["p"]), float(low), float(high)
 
 
+def reference_command(ruleset: str, agent: str, games: int) -> str:
+    """The command that gives a reference row (``dice-poker evaluate``'s JSON is the row)."""
+    return (
+        f"dice-poker evaluate {ruleset} --agent {agent}"
+        + ("" if games == EVAL_GAMES else f" --games {games}")
+        + " --json"
+    )
+
+
 def reference(games: int, path: Path) -> list[dict]:
     """Evaluate the non-learned agents (and the shipped policies) on every ruleset's evaluation set into
-    ``path`` (JSON list), row by row; rows already there (same ruleset, agent, games) are kept."""
+    ``path`` (JSON list), row by row, each with its ``command``; rows already there (same ruleset, agent,
+    games) are kept. A kept row recorded without its command is evaluated again: where the luck-free percent
+    comes out the same to the last digit it gains its command and this machine's ``hardware`` (the row
+    reproduced), else it is reported and left as it was."""
     from agents.evaluation.protocol import evaluate
 
     rows = json.loads(path.read_text()) if path.exists() else []
-    done = {(r["rules"], r["agent"], r["games"]) for r in rows}
+    done = {(r["rules"], r["agent"], r["games"]): r for r in rows}
     for agent in REFERENCE_AGENTS:
         for ruleset in RULESETS:
-            if (ruleset, agent, games) in done:
+            row = done.get((ruleset, agent, games))
+            if row is not None and "command" in row:
                 continue
             try:
                 result = evaluate(ruleset, agent, games=games)
             except ValueError as error:  # e.g. no shipped policy for a ruleset
                 print(f"leaderboard: {ruleset} {agent}: skipped ({error})", file=sys.stderr)
                 continue
-            rows.append(result)
+            command = reference_command(ruleset, agent, games)
+            if row is None:
+                rows.append({**result, "command": command})
+            elif result["luck_free_percent"] == row["luck_free_percent"]:
+                row.update(command=command, hardware=result["hardware"])
+                row.setdefault("agent_sha256", None)
+                row["agent_sha256"] = row["agent_sha256"] or result["agent_sha256"]
+            else:
+                print(
+                    f"leaderboard: {ruleset} {agent}: gives {result['luck_free_percent']!r} here, not the recorded "
+                    f"{row['luck_free_percent']!r}; left as it was",
+                    file=sys.stderr,
+                )
+                continue
             path.write_text(json.dumps(rows, indent=1) + "\n")
             print(f"leaderboard: {ruleset} {agent}: {result['luck_free_percent']:.2f}%", file=sys.stderr, flush=True)
     return rows
@@ -684,7 +710,6 @@ def leaderboard_md(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agents.evaluation.protocol import EVAL_GAMES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reference", action="store_true", help="first evaluate the non-learned reference rows")

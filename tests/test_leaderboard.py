@@ -454,3 +454,26 @@ def test_train_only_leaves_the_evaluation_to_a_later_call(tmp_path, monkeypatch)
     assert row["luck_free_percent"] == 91.5 and row["steps"] == 9_994_240
     assert row["hardware"] == "CPU big, 1 torch thread per run"
     assert not parked.exists()  # recorded: its parked copy is gone
+
+
+def test_reference_rows_carry_their_command_and_are_reproduced_before_they_gain_one(tmp_path, monkeypatch, capsys):
+    """``--reference`` writes each row with the command that gives it; a row recorded without one is evaluated
+    again and gains it (and this machine's hardware) only where its percent comes out the same to the last digit."""
+    leaderboard = load("leaderboard")
+    monkeypatch.setattr(leaderboard, "REFERENCE_AGENTS", ("greedy", "random"))
+    monkeypatch.setattr(leaderboard, "RULESETS", ("yacht",))
+    path = tmp_path / "reference.json"
+    rows = leaderboard.reference(20, path)
+    assert [row["command"] for row in rows] == [
+        "dice-poker evaluate yacht --agent greedy --games 20 --json",
+        "dice-poker evaluate yacht --agent random --games 20 --json",
+    ]
+    greedy, random = (dict(row) for row in rows)
+    for row in rows:  # as recorded before rows had commands; one of them also altered
+        del row["command"], row["hardware"]
+    rows[1]["luck_free_percent"] += 1e-9
+    path.write_text(json.dumps(rows))
+    again = leaderboard.reference(20, path)
+    assert again[0] == greedy  # reproduced: its command and hardware back
+    assert "command" not in again[1] and again[1]["luck_free_percent"] == random["luck_free_percent"] + 1e-9
+    assert "yacht random: gives" in capsys.readouterr().err
