@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import shutil
 import sys
 import warnings
@@ -323,8 +324,8 @@ def reference(games: int, path: Path) -> list[dict]:
     """Evaluate the non-learned agents (and the shipped policies) on every ruleset's evaluation set into
     ``path`` (JSON list), row by row, each with its ``command``; rows already there (same ruleset, agent,
     games) are kept. A kept row recorded without its command is evaluated again: where the luck-free percent
-    comes out the same to the last digit it gains its command and this machine's ``hardware`` (the row
-    reproduced), else it is reported and left as it was."""
+    comes out the same (to 9 significant digits) it gains its command and this machine's ``hardware`` (the
+    row reproduced), else it is reported and left as it was."""
     from agents.evaluation.protocol import evaluate
 
     rows = json.loads(path.read_text()) if path.exists() else []
@@ -342,14 +343,16 @@ def reference(games: int, path: Path) -> list[dict]:
             command = reference_command(ruleset, agent, games)
             if row is None:
                 rows.append({**result, "command": command})
-            elif result["luck_free_percent"] == row["luck_free_percent"]:
+            elif math.isclose(result["luck_free_percent"], row["luck_free_percent"], rel_tol=1e-9, abs_tol=1e-9):
+                # (the same play: the regret's floats, summed from the solver's values, may differ in their last
+                # digits where the solution was solved on another CPU)
                 row.update(command=command, hardware=result["hardware"])
                 row.setdefault("agent_sha256", None)
                 row["agent_sha256"] = row["agent_sha256"] or result["agent_sha256"]
             else:
                 print(
                     f"leaderboard: {ruleset} {agent}: gives {result['luck_free_percent']!r} here, not the recorded "
-                    f"{row['luck_free_percent']!r}; left as it was",
+                    f"{row['luck_free_percent']!r} (to 9 digits); left as it was",
                     file=sys.stderr,
                 )
                 continue

@@ -284,8 +284,9 @@ def evaluate(
     Returns:
         ``{"luck_free_percent", "luck_free_percent_ci95", "regret_mean", "regret_ci95", "mean",
         "mean_ci95", "median", "upper_bonus_rate", "games", "eval_set", "track", "agent_sha256", "git_commit",
-        "isolated", "failed_games", "solver_imports", "hardware", ...}``; the ``_ci95`` fields are half-widths of 95% normal intervals over the games; ``agent_sha256`` is
-        the agent file's (:func:`agent_sha256`), ``git_commit`` the evaluating code's (:func:`code_commit`).
+        "isolated", "failed_games", "solver_imports", "hardware", ...}``; the ``_ci95`` fields are half-widths
+        of 95% normal intervals over the games; ``agent_sha256`` is the agent file's (:func:`agent_sha256`),
+        ``git_commit`` the evaluating code's (:func:`code_commit`).
 
     Raises:
         ValueError: a bad agent spec, track or game count; no exact solution of the ruleset.
