@@ -553,3 +553,74 @@ def test_observations_stay_in_their_spaces_on_random_valid_rulesets(seed):
                 if done:
                     break
                 obs, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+
+
+# ------------------------------------------------------------ mutation round 3: reset, dice, illegal ends
+def test_a_refused_position_leaves_the_seed_and_the_game_as_they_were():
+    """A position that reset() refuses changes nothing: it is checked before the seed reseeds the generator."""
+    env = DicePokerEnv("yacht")
+    env.reset(seed=3)
+    state, generator = env.state, env.np_random.bit_generator.state
+    with pytest.raises(PositionError, match="dice"):
+        env.reset(seed=99, options={"dice": [1, 2, 3]})
+    assert env.state is state and env.np_random.bit_generator.state == generator
+
+
+def test_given_dice_and_the_games_last_box_roll_no_dice():
+    """reset() with given dice rolls none, and writing the last box ends the game without a roll: a scripted
+    source holding exactly one reroll's faces serves that reroll and is never asked for more."""
+    dice = ScriptedDice([2, 3, 4, 5, 6])
+    env = DicePokerEnv("yacht", dice_source=dice)
+    card = {name: 0 for name in env.rules.box_names[:-1]}
+    env.reset(seed=0, options={"scorecard": card, "dice": [6, 6, 6, 6, 6]})
+    assert dice.remaining == 5
+    obs, *_ = env.step(0)  # reroll all five
+    assert obs["dice"].tolist() == [2, 3, 4, 5, 6] and dice.remaining == 0
+    obs, reward, terminated, _, info = env.step(32 + env.rules.box_index("yacht"))
+    assert terminated and reward == 0 and info["final_score"] == 0
+
+
+def test_an_illegal_end_reports_the_final_score_and_only_the_filled_boxes():
+    """An illegal action ends the game with ``final_score`` (the points so far) and ``scorecard`` holding the
+    filled boxes only: the open ones are left out, not written as 0."""
+    env = DicePokerEnv("yacht")
+    env.reset(seed=0, options={"scorecard": {"sixes": 24, "choice": 27}})
+    _, reward, terminated, _, info = env.step(31)
+    assert terminated and reward == 0 and info["illegal_action"]
+    assert info["final_score"] == 51 == info["score"]
+    assert info["scorecard"] == {"sixes": 24, "choice": 27}
+
+
+def test_setting_illegal_action_keeps_the_penalty_and_a_bad_penalty_is_refused():
+    """The live attributes: ``illegal_action`` changes the mode only; ``illegal_penalty`` is validated and the
+    refused value leaves the old one in place."""
+    env = DicePokerEnv("yacht", illegal_penalty=-3)
+    env.illegal_action = "raise"
+    assert env.illegal_action == "raise" and env.illegal_penalty == -3
+    env.reset(seed=0)
+    with pytest.raises(IllegalActionError):
+        env.step(31)
+    env.illegal_action = "terminate"
+    for bad in (float("nan"), "x", None):
+        with pytest.raises(ValueError, match="illegal_penalty must be a finite number"):
+            env.illegal_penalty = bad
+    assert env.illegal_penalty == -3
+    env.reset(seed=0)
+    assert env.step(31)[1] == -3
+
+
+def test_reset_refuses_a_finished_scorecard_and_a_boolean_rolls_left():
+    """A scorecard with every box filled leaves no turn to play; ``rolls_left=True`` is not the integer 1."""
+    env = DicePokerEnv("yacht")
+    with pytest.raises(PositionError, match="already over"):
+        env.reset(options={"scorecard": dict.fromkeys(env.rules.box_names, 0)})
+    with pytest.raises(PositionError, match="rolls_left"):
+        env.reset(options={"dice": [1, 2, 3, 4, 5], "rolls_left": True})
+
+
+def test_a_scorecard_box_given_as_none_stays_open():
+    """``{box: None}`` in a reset scorecard is an open box (as a key given as None counts as not given)."""
+    env = DicePokerEnv("yacht")
+    obs, info = env.reset(seed=0, options={"scorecard": {"ones": None, "twos": 4}})
+    assert env.scorecard()["ones"] is None and env.scorecard()["twos"] == 4
+    assert info["action_mask"][32 + env.rules.box_index("ones")] == 1 and info["score"] == 4

@@ -551,3 +551,56 @@ def test_an_sb3_model_trained_at_a_table_loads_safely_as_an_agent(obs_mode, tmp_
 
     with pytest.raises(ValueError, match="trained at a 2-player table"):  # nor in the one-player game
         evaluate("yacht", f"model:{path}", games=5)
+
+
+# ------------------------------------------------------------ mutation round 3: illegal ends, seats, opponents
+def test_an_illegal_action_terminates_and_truncates_every_agent():
+    """As PettingZoo's TerminateIllegalWrapper: the game ended by an illegal action is both terminated and
+    truncated for every agent."""
+    e = multi.env("yacht", 3)
+    e.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e.step(31)
+    assert e.terminations == e.truncations == dict.fromkeys(e.possible_agents, True)
+
+
+class _Recorder:
+    """An opponent that writes its dice into the first legal box and notes the seat it played and its seed."""
+
+    def __init__(self, name: str, table: list):
+        self.name, self.table, self.seeds = name, table, []
+
+    def seed(self, seed: int) -> None:
+        self.seeds.append(seed)
+
+    def act(self, observation, action_mask):
+        self.table.append((self.name, self.env.game.current))
+        return 32 + int(np.flatnonzero(action_mask[32:])[0])
+
+
+def test_seat_env_opponents_take_the_seats_after_the_learner_in_order_with_their_own_seeds():
+    """``opponents[k]`` plays the k-th seat after the learner's (here the learner sits in seat 1 of 3: the
+    first opponent plays seat 2, the second seat 0), and each seeded opponent gets its own seed."""
+    moves: list = []
+    first, second = _Recorder("first", moves), _Recorder("second", moves)
+    env = multi.SeatEnv("yacht", [first, second], seat=1)
+    first.env = second.env = env
+    env.reset(seed=0)
+    assert moves == [("second", 0)]  # seat 0 moves before the learner
+    env.step(32 + int(np.flatnonzero(env.action_masks()[32:])[0]))
+    assert moves == [("second", 0), ("first", 2), ("second", 0)]
+    assert len(first.seeds) == len(second.seeds) == 1 and second.seeds[0] == first.seeds[0] + 1
+
+
+def test_seat_env_refuses_a_seat_past_the_table():
+    """Seats run 0..players-1: seat 2 of a two-player table is refused when the env is made."""
+    with pytest.raises(ValueError, match="seat must be 0..1"):
+        multi.SeatEnv("yacht", ["random"], seat=2)
+
+
+def test_seat_env_names_an_opponent_that_chooses_a_masked_action():
+    """An opponent's masked action is an error naming the opponent and its seat, not the raw env's."""
+    env = multi.SeatEnv("yacht", [lambda obs, mask: 31], seat=1)
+    with pytest.raises(IllegalActionError, match=r"opponent '<lambda>' at seat 0 chose illegal action 31"):
+        env.reset(seed=0)

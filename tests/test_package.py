@@ -146,6 +146,21 @@ def test_write_whole_gives_a_plain_files_permissions_and_leaves_nothing_on_failu
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]  # no partial file left
 
 
+def test_write_whole_writes_text_as_utf8_and_removes_its_temporary_file_when_the_rename_fails(tmp_path):
+    """Text is written as UTF-8 (names and rules titles are not ASCII); a write whose rename fails (a folder
+    at the target) raises and leaves no hidden temporary file beside it."""
+    from dice_poker_env.files import write_whole
+
+    path = write_whole(tmp_path / "names.txt", "Zoë ✓ 骰子\n")
+    assert path.read_bytes() == "Zoë ✓ 骰子\n".encode()
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "inside").write_text("kept")
+    with pytest.raises(OSError):
+        write_whole(tmp_path / "taken", "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["names.txt", "taken"]
+    assert (tmp_path / "taken" / "inside").read_text() == "kept"
+
+
 def test_write_whole_never_writes_through_a_planted_link(tmp_path, monkeypatch):
     """A user who may write in an output folder (one shared with TAs) planted links at the temporary names
     write_whole would use (``.NAME.<pid>.partial``): the grader wrote its file through them into the link's

@@ -123,3 +123,26 @@ def test_dice_poker_solve_says_in_one_line_that_it_rebuilds_a_changed_cache(priv
     assert f"{fresh.expected_score:.2f}" in out and "118.84" not in out
     lines = [line for line in err.splitlines() if "cache" in line]
     assert len(lines) == 1 and "checksum" in lines[0] and "solving again" in lines[0], err
+
+
+@pytest.mark.parametrize("size", [0, 16, disk.KEY_BYTES + 1])
+def test_a_key_file_of_the_wrong_length_is_refused(private, size):
+    """A key file of another length than KEY_BYTES (cut short, or not this library's) is an error, never
+    used as a weaker key."""
+    key = private / "key" / "cache.key"
+    key.parent.mkdir(mode=0o700)
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, b"k" * size)
+    os.close(fd)
+    with pytest.raises(OSError, match=f"{size} bytes, not {disk.KEY_BYTES}"):
+        disk.cache_key()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes: POSIX")
+def test_a_named_pipe_at_the_key_path_is_refused_not_waited_on(private):
+    """A FIFO planted where the key lives: refused at once as not a regular file (opening it blocked forever)."""
+    key = private / "key" / "cache.key"
+    key.parent.mkdir(mode=0o700)
+    os.mkfifo(key, 0o600)
+    with pytest.raises(OSError, match="not a regular file"):
+        disk.cache_key()

@@ -121,14 +121,15 @@ def test_every_single_byte_change_of_a_cache_file_is_caught_or_harmless(tiny, mo
     assert solution.from_cache and not messages and _same_solution(solution, fresh)
 
 
-def _rewrite_header(path: Path, edit) -> None:
-    """Apply ``edit(header_dict)`` to a cache file and write it back with a *valid* keyed checksum
-    (what a bug, or a hand edit by the key's owner, could produce): the checks after the checksum must catch it."""
+def _rewrite_header(path: Path, edit, extra: bytes = b"") -> None:
+    """Apply ``edit(header_dict)`` to a cache file (and append ``extra`` bytes after its arrays) and write it back
+    with a *valid* keyed checksum (what a bug, or a hand edit by the key's owner, could produce): the checks
+    after the checksum must catch it."""
     data = path.read_bytes()
     start = len(disk.MAGIC) + 65
     end = data.index(b"\n", start)
     header = json.loads(data[start:end])
-    payload = data[end + 1 :]
+    payload = data[end + 1 :] + extra
     edit(header)
     line = json.dumps(header).encode() + b"\n"
     body = line + payload
@@ -149,6 +150,9 @@ def _rewrite_header(path: Path, edit) -> None:
         (lambda h: h.update(version=2), "version"),
         (lambda h: h.update(size=h["size"] - 8), "payload"),
         (lambda h: h["arrays"].reverse(), "layout"),
+        (lambda h: h["arrays"][0].update(note="x"), "malformed array entry"),  # a key no entry has
+        (lambda h: h["arrays"][1].update(name=h["arrays"][0]["name"]), "repeated array name"),
+        (lambda h: h["arrays"][0].update(shape=[-1]), "bad shape"),
     ],
 )
 def test_a_consistent_but_wrong_header_is_rejected_and_rebuilt(tiny, edit, message):
@@ -161,6 +165,31 @@ def test_a_consistent_but_wrong_header_is_rejected_and_rebuilt(tiny, edit, messa
     assert any(message in m for m in messages), messages
     again, messages = _solve_quietly(rules)  # never broken for good: the rebuilt file is used
     assert again.from_cache and not messages
+
+
+@pytest.mark.parametrize(
+    "size_covers_them, message", [(False, "payload bytes, header says"), (True, "arrays cover")], ids=["size", "arrays"]
+)
+def test_bytes_after_the_last_array_are_rejected(tiny, size_covers_them, message):
+    """Eight bytes appended after the arrays (checksum recomputed with the key): refused whether the header's
+    ``size`` counts them (then the arrays do not cover the payload) or not (then the payload is longer)."""
+    rules = load_rules(TINY)
+    _solve_quietly(rules)
+    path = disk.cache_path(rules.name, rules.fingerprint)
+    _rewrite_header(path, lambda h: h.update(size=h["size"] + 8) if size_covers_them else None, extra=bytes(8))
+    solution, messages = _solve_quietly(rules)
+    assert not solution.from_cache and _same_solution(solution, tiny)
+    assert any(message in m for m in messages), messages
+
+
+def test_cache_paths_have_a_known_kind_and_a_short_safe_name():
+    """The file name keeps 40 characters of the ruleset's name, each outside ``[A-Za-z0-9_-]`` replaced; a kind
+    other than solution, reach and duel is refused."""
+    path = disk.cache_path("a/b" + "x" * 300, "abcd", kind="reach")
+    assert path.parent == disk.cache_dir()
+    assert path.name == f"reach-a_b{'x' * 37}-abcd-v{disk.SOLVER_VERSION}.bin"
+    with pytest.raises(ValueError, match="cache kind must be one of"):
+        disk.cache_path("yacht", "abcd", kind="policy")
 
 
 def test_arrays_that_do_not_fit_the_rules_are_rejected(tiny):
@@ -356,6 +385,9 @@ def test_only_our_stale_temporary_files_are_removed():
         if age == "old":
             os.utime(folder / file, (hour_ago, hour_ago))
     (folder / f"{name}.{host}-{finished.pid}.dir.tmp").mkdir()  # not a regular file: left alone
+    for kind in ("reach", "duel"):  # every kind's writes: a two-player table's too
+        files[f"{kind}-tiny-0123456789abcdef-v3.bin.{host}-{finished.pid}.stu901.tmp"] = ("new", True)
+        (folder / f"{kind}-tiny-0123456789abcdef-v3.bin.{host}-{finished.pid}.stu901.tmp").write_bytes(b"x")
     removed = disk.remove_stale_temporaries(folder)
     assert sorted(p.name for p in removed) == sorted(f for f, (_, gone) in files.items() if gone)
     assert (folder / f"{name}.{host}-{finished.pid}.dir.tmp").is_dir()

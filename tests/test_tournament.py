@@ -191,6 +191,14 @@ def test_table_sizes_seat_everyone_at_tables_of_2_to_players_plus_1(agents, play
     assert table_sizes(5, 4) == [5]  # not 3 + 2
 
 
+def test_table_sizes_take_the_number_of_tables_closest_to_agents_over_players():
+    """Among seatings equally far from ``players``, the one whose number of tables is closest to
+    ``agents / players``: nine agents at tables of two sit 3 + 2 + 2 + 2, not 3 + 3 + 3."""
+    assert table_sizes(9, 2) == [3, 2, 2, 2]
+    assert table_sizes(8, 3) == [3, 3, 2]
+    assert table_sizes(15, 4) == [4, 4, 4, 3]
+
+
 def test_round_robin_groups_and_rotations():
     assert len(round_robin_groups(8, 2)) == 28 and len(round_robin_groups(6, 3)) == 20
     group = (4, 1, 7)
@@ -223,12 +231,26 @@ def test_swiss_tables_seat_by_standing_and_avoid_rematches():
     assert sorted(len(t) for t in odd) == [2, 2, 3]
 
 
+def test_rotation_moves_each_agent_one_seat_on_and_swiss_looks_two_tables_ahead():
+    """``rotation(group, k)``: the group's agent ``i`` sits in seat ``(i + k) % n``. A Swiss table avoids a
+    rematch by looking through the next ``2 x size`` agents left, not only the next ``size``."""
+    assert rotation((4, 1, 7), 0) == (4, 1, 7)
+    assert rotation((4, 1, 7), 1) == (7, 4, 1) and rotation((4, 1, 7), 2) == (1, 7, 4)
+    met = np.zeros((8, 8), dtype=np.int64)
+    for a, b in [(0, 1), (0, 2)]:  # the leader met the next two already: the third is within the window
+        met[a, b] = met[b, a] = 1
+    tables = swiss_tables(list(range(8)), met, 2)
+    assert tables[0] == (0, 3) and sorted(a for t in tables for a in t) == list(range(8))
+
+
 def test_a_match_compares_agents_by_their_totals():
     match = Match(5, 0, 0, (3, 1, 2), totals=[300, 280, 300])
     assert match.comparisons() == [(3, 1, 1.0, 5), (3, 2, 0.5, 5), (1, 2, 0.0, 5)]
 
 
 def test_bad_arguments_are_refused_before_any_game():
+    with pytest.raises(ValueError, match="must be an agent spec"):
+        entry_names([""])
     with pytest.raises(ValueError, match="given twice"):
         entry_names(["a.py:A", "a.py:A"])
     with pytest.raises(ValueError, match="anchor"):
@@ -578,6 +600,10 @@ def test_the_csv_defuses_formulas():
         ]
     }
     assert "'=HYPERLINK(1)" in standings_csv(result)
+    for formula in ("+1+1", "-1+1", "@SUM(A1)"):  # each sign a spreadsheet starts a formula with
+        result["standings"][0]["agent"] = formula
+        rows = list(csv.reader(io.StringIO(standings_csv(result))))
+        assert rows[1][rows[0].index("agent")] == "'" + formula
 
 
 def test_solver_flag_reports_a_submission_that_imports_the_librarys_agents(tmp_path):
@@ -823,6 +849,23 @@ def test_a_swiss_tournament_seats_everyone_each_round(tmp_path):
     assert {row["agent"] for row in result["standings"]} == {"optimal", "greedy", *names}
     assert all(row["games"] in (4, 5, 6) for row in result["standings"])
     assert len({m["deal"] for m in result["matches"]}) == len(result["matches"])  # no deal met twice
+
+
+def test_swiss_rounds_seat_agents_by_their_standing_and_never_repeat_a_pairing(tmp_path):
+    """Four agents, three Swiss rounds at tables of two: the anchors (optimal, greedy) beat the two first-box
+    submissions in round 1 (seed 1 pairs each anchor with a submission), so round 2 seats the two winners
+    together and the two losers together (by the ratings so far, not the first round's shuffle); the three
+    rounds then pair every two agents exactly once (the meetings so far steer round 3 off rematches)."""
+    (tmp_path / "a.py").write_text(SUBMISSIONS)
+    (tmp_path / "b.py").write_text(SUBMISSIONS)
+    names = [f"{tmp_path / 'a.py'}:First", f"{tmp_path / 'b.py'}:First"]
+    result = tournament(names, YACHT, players=2, games=1, seed=1, fmt="swiss", rounds=3, bootstrap=0, isolated=False)
+    rounds = [[frozenset(m["agents"]) for m in result["matches"] if m["round"] == r] for r in range(3)]
+    anchors, submissions = frozenset({0, 1}), frozenset({2, 3})
+    assert all(len(table & anchors) == 1 for table in rounds[0])  # the precondition: each anchor met a submission
+    assert sorted(rounds[1], key=sorted) == [anchors, submissions]
+    pairs = [table for tables in rounds for table in tables]
+    assert len(set(pairs)) == len(pairs) == 6
 
 
 def test_the_duplicate_benchmark_measures_what_it_says():

@@ -570,6 +570,17 @@ def test_numeric_fields_are_range_checked(numeric):
         train.make_config({"algo": algo}, [numeric])
 
 
+def test_keep_points_bonus_without_keep_points_is_refused_when_the_config_is_read():
+    """keep_points_bonus needs keep_points: the config's own check refuses it before a run starts (the
+    policy's check would refuse it only once the trainer builds its network)."""
+    from agents.training.config import make_config
+
+    for bonus in ("true", "par"):
+        with pytest.raises(ValueError, match="keep_points_bonus needs keep_points=true"):
+            make_config({"algo": "batched_ppo"}, ["keep_points=false", f"keep_points_bonus={bonus}"])
+    assert make_config({}, ["keep_points=false", "keep_points_bonus=false"]).keep_points_bonus is False
+
+
 @pytest.mark.parametrize(
     "override, message",
     [

@@ -767,6 +767,95 @@ def test_results_iqm_and_mean_are_each_their_own_statistic():
     assert both["r1"]["percent_of_optimal_iqm_ci95"] == row["percent_of_optimal_iqm_ci95"]
 
 
+def _result_run(seed: int, percent: float, **results) -> dict:
+    """One run as agents.evaluation.results.load_runs gives it to aggregate."""
+    base = {"percent_of_optimal": percent, "mean": 170.0, "median": 170.0, "timesteps": 1000, "train_seconds": 60.0}
+    return {
+        "name": f"yacht__batched_ppo__s{seed}",
+        "rules": "yacht",
+        "group": "r1",
+        "seed": seed,
+        "results": base | results,
+        "curve": None,
+    }
+
+
+def test_results_rows_list_seeds_in_order_with_the_sample_std_and_no_regret_interval_for_a_missing_regret():
+    """A row lists its seeds in order whatever the order of the runs, its std is the sample's (ddof 1), and a
+    run that reports no regret leaves the regret's interval out (the mean is the others')."""
+    pytest.importorskip("rliable")
+    from agents.evaluation import results as results_module
+
+    (row,) = results_module.aggregate([_result_run(2, 91.0), _result_run(0, 90.0), _result_run(1, 92.0)], reps=50)
+    assert row["seeds"] == [0, 1, 2] and row["per_seed_percent"] == [90.0, 92.0, 91.0]
+    assert row["runs"] == [f"yacht__batched_ppo__s{seed}" for seed in (0, 1, 2)]
+    assert row["percent_of_optimal_std"] == pytest.approx(1.0)
+    runs = [_result_run(seed, 90.0 + seed, regret_mean=2.0 + seed) for seed in range(4)] + [_result_run(4, 94.0)]
+    (row,) = results_module.aggregate(runs, reps=50)
+    assert row["regret_mean"] == pytest.approx(3.5) and row["regret_mean_ci95"] is None
+    assert row["percent_of_optimal_iqm_ci95"] is not None
+
+
+def test_results_mean_curve_keeps_the_steps_every_seed_has_and_an_interval_needs_enough_seeds():
+    """The mean learning curve is taken at the steps all seeds share; a row with an interval but fewer than
+    MIN_SEEDS_FOR_INTERVAL seeds (a hand-made or older row) shows the seeds' range, not the interval."""
+    from agents.evaluation import results as results_module
+
+    curve = results_module.mean_curve([[(500, 80.0, 1.0), (1000, 90.0, 2.0)], [(1000, 92.0, 2.0), (1500, 95.0, 3.0)]])
+    assert curve == {"seeds": 2, "timesteps": [1000], "mean": [91.0], "min": [90.0], "max": [92.0]}
+    assert results_module.mean_curve([[(500, 80.0, 1.0)], [(1000, 92.0, 2.0)]]) is None
+    row = {"seeds": [0, 1, 2], "per_seed_percent": [90.0, 91.0, 92.0], "percent_of_optimal_iqm_ci95": [89.0, 93.0]}
+    assert results_module.interval_text(row) == "range 90.00-92.00, 3 seeds: too few for an interval"
+
+
+def test_results_load_runs_leaves_out_evaluations_without_a_percent_of_optimal(tmp_path):
+    """An evaluations.csv row without a percent of optimal (an evaluation in raw scores) is not a curve point."""
+    from agents.evaluation import results as results_module
+
+    run = tmp_path / "runs" / "yacht" / "yacht__batched_ppo__s0"
+    run.mkdir(parents=True)
+    (run / "results.json").write_text(json.dumps({"rules": "yacht", "algorithm": "batched_ppo", "config": {"seed": 0}}))
+    (run / "evaluations.csv").write_text(
+        "timesteps,mean_score,std_score,percent_of_optimal,seconds\n500,1,1,,1\n1000,1,1,91.5,2\n"
+    )
+    (loaded,) = results_module.load_runs(tmp_path)
+    assert loaded["curve"] == [(1000, 91.5, 2.0)] and loaded["group"] == "batched_ppo" and loaded["seed"] == 0
+
+
+def test_results_main_refuses_a_bad_group_label_and_a_table_of_rows_without_rules_and_group(tmp_path, capsys):
+    """``--group`` is one line without '/' (it names a folder's label), refused by the argument parser; a
+    training.json whose rows lack ``rules`` or ``group`` is not a results table and is left as it was."""
+    from agents.evaluation import results as results_module
+
+    out = tmp_path / "results"
+    for label in ("a/b", "  ", "two\nlines"):
+        with pytest.raises(SystemExit) as raised:
+            results_module.main(["--group", label, "--out", str(out)])
+        assert raised.value.code == 2 and "--group must be a non-empty one-line label" in capsys.readouterr().err
+    out.mkdir()
+    (out / "training.json").write_text('[{"rules": "yacht"}]')
+    with pytest.raises(SystemExit, match="is not a results table"):
+        results_module.main(["--out", str(out)])
+    assert (out / "training.json").read_text() == '[{"rules": "yacht"}]'
+
+
+def test_results_regenerated_twice_keep_one_row_per_group(tmp_path):
+    """A group whose runs are present replaces its row of the previous training.json instead of adding to it."""
+    pytest.importorskip("rliable")
+    from agents.evaluation import results as results_module
+
+    run = tmp_path / "yacht__batched_ppo__s0"
+    run.mkdir()
+    results = _result_run(0, 90.0)["results"] | {"rules": "yacht", "algorithm": "batched_ppo", "config": {"seed": 0}}
+    (run / "results.json").write_text(json.dumps(results))
+    (run / "evaluations.csv").write_text("timesteps,mean_score,std_score,percent_of_optimal,seconds\n1000,1,1,90,2\n")
+    out = tmp_path / "results"
+    first = results_module.main([str(run), "--out", str(out), "--reps", "50"])
+    again = results_module.main(["--out", str(out), "--reps", "50"])
+    assert [r["group"] for r in first] == [r["group"] for r in again] == ["batched_ppo"]
+    assert len(json.loads((out / "training.json").read_text())) == 1
+
+
 def test_bfloat16_precision_trains_and_plays_through_the_float32_policy_file(tmp_path):
     rules = load_rules("yacht")
     trainer = Trainer(config(precision="bfloat16"), rules, tmp_path / "run")

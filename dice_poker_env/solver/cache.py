@@ -130,7 +130,9 @@ def cache_key() -> bytes:
 
 
 def _read_key(path: Path) -> bytes:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    # (O_NONBLOCK: a named pipe planted there is refused below, not waited on)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -339,7 +341,7 @@ def _writer_tag() -> str:
 
 
 #: our temporary files: ``<cache file name>.<host>-<pid>.<random>.tmp``
-_TEMP_NAME = re.compile(r"^(?:solution|reach)-[\w-]+\.bin\.(?P<host>\w*)-(?P<pid>\d+)\.[\w-]+\.tmp$")
+_TEMP_NAME = re.compile(rf"^(?:{'|'.join(KINDS)})-[\w-]+\.bin\.(?P<host>\w*)-(?P<pid>\d+)\.[\w-]+\.tmp$")
 #: temporary files of the previous cache version: ``<cache file name><random>.tmp``
 _OLD_TEMP_NAME = re.compile(r"^solution-[\w-]+\.bin[\w-]+\.tmp$")
 
