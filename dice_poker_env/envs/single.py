@@ -246,7 +246,5 @@ class DicePokerEnv(IllegalActionSettings, gym.Env[Any, int]):
         # raises in "raise" mode
         self._done = True
         self._mask = np.zeros(self._n_actions, dtype=np.int8)  # the episode is over: nothing is legal
-        info = self._illegal_actions.mark(self._info(), reason)
-        info["final_score"] = self.score
-        info["scorecard"] = self._written()
+        info = self._illegal_actions.mark(self._info(), reason)  # (done: with final_score and scorecard)
         return self._observation(), self.illegal_penalty, True, False, info
