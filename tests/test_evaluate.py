@@ -439,13 +439,18 @@ def isolation_missing() -> str | None:
     return isolation_problem()
 
 
-def test_an_isolated_agent_cannot_change_its_measurement(tmp_path, monkeypatch, capsys):
-    """In the evaluator's process an agent's code can rewrite the measurement (here it plays the optimal agent in
-    its place: 100%); ``--isolated`` runs it in a process of its own and measures what it played, as the honest
-    twin of the same play is measured in process."""
+@pytest.fixture
+def isolation():
+    """Skips a test of ``--isolated`` where this machine cannot isolate (no bubblewrap, not Linux)."""
     problem = isolation_missing()
     if problem is not None:
         pytest.skip(f"no isolation on this machine: {problem}")
+
+
+def test_an_isolated_agent_cannot_change_its_measurement(tmp_path, monkeypatch, capsys, isolation):
+    """In the evaluator's process an agent's code can rewrite the measurement (here it plays the optimal agent in
+    its place: 100%); ``--isolated`` runs it in a process of its own and measures what it played, as the honest
+    twin of the same play is measured in process."""
     from agents.evaluation import protocol
 
     monkeypatch.setattr(protocol, "play_games", protocol.play_games)  # the forgery, undone after the test
@@ -466,13 +471,10 @@ def test_an_isolated_agent_cannot_change_its_measurement(tmp_path, monkeypatch, 
     assert code == 0 and out.rstrip().endswith("the agent isolated")
 
 
-def test_a_randomized_agent_plays_the_same_games_isolated_and_in_process(tmp_path, capsys):
+def test_a_randomized_agent_plays_the_same_games_isolated_and_in_process(tmp_path, capsys, isolation):
     """On the public evaluation set an isolated agent's ``seed(s)`` gets what it gets in process, so a randomized
     agent's isolated result is its in-process result to the last digit: a verifier's rerun checks a submitted
     number exactly (a grading still never forwards its seeds: tests/test_hostile.py)."""
-    problem = isolation_missing()
-    if problem is not None:
-        pytest.skip(f"no isolation on this machine: {problem}")
     path = tmp_path / "dice.py"
     path.write_text(
         "import numpy as np\n\n\nclass Dice:\n"
@@ -494,13 +496,10 @@ def test_a_randomized_agent_plays_the_same_games_isolated_and_in_process(tmp_pat
         assert evaluate(RULES, spec, games=30, player=own_seeds)["mean"] != in_process["mean"]
 
 
-def test_an_agent_of_several_files_is_evaluated_isolated_with_its_folder(tmp_path, capsys, monkeypatch):
+def test_an_agent_of_several_files_is_evaluated_isolated_with_its_folder(tmp_path, capsys, monkeypatch, isolation):
     """``--share-folder``: the agent's folder (a sibling module, a data file named by a relative argument) is
     visible, read-only, to the isolated agent, which plays as in process; without it only the file is, and a
     folder that is not the submission's alone is refused."""
-    problem = isolation_missing()
-    if problem is not None:
-        pytest.skip(f"no isolation on this machine: {problem}")
     folder = tmp_path / "submission"
     folder.mkdir()
     (folder / "helper.py").write_text("def last(mask):\n    return max(i for i, legal in enumerate(mask) if legal)\n")
@@ -524,12 +523,9 @@ def test_an_agent_of_several_files_is_evaluated_isolated_with_its_folder(tmp_pat
     assert code != 0 and "folder of its own" in err and len(err.strip().splitlines()) == 1
 
 
-def test_an_isolated_agent_that_plays_the_library_s_agents_is_seen(tmp_path, capsys):
+def test_an_isolated_agent_that_plays_the_library_s_agents_is_seen(tmp_path, capsys, isolation):
     """An agent declaring the raw track that plays the shipped policy inside: the isolated result records the
     library's modules it imported (``--solver flag``, the default); ``--solver forbid`` refuses them."""
-    problem = isolation_missing()
-    if problem is not None:
-        pytest.skip(f"no isolation on this machine: {problem}")
     path = tmp_path / "borrowed.py"
     path.write_text(
         "from agents.players.registry import make_agent\n\n\nclass Borrowed:\n    track = 'raw'\n\n"
@@ -549,12 +545,9 @@ def test_an_isolated_agent_that_plays_the_library_s_agents_is_seen(tmp_path, cap
     assert code != 0 and "--solver watches an isolated agent's imports" in err
 
 
-def test_an_isolated_agents_failures_end_its_games_and_are_counted(tmp_path, capsys):
+def test_an_isolated_agents_failures_end_its_games_and_are_counted(tmp_path, capsys, isolation):
     """An isolated agent that raises loses those games (their regret counts) and the result says how many; a track
     it declares is checked as in process; one that does not load is a one-line error."""
-    problem = isolation_missing()
-    if problem is not None:
-        pytest.skip(f"no isolation on this machine: {problem}")
     path = tmp_path / "flaky.py"
     path.write_text(
         "class Flaky:\n"
