@@ -26,6 +26,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
+import shlex  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
         "games": args.games,
         "seed": args.seed,
         "agents": rows,
-        "command": "python benchmarks/bench_benchmark.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": shlex.join(["python", "benchmarks/bench_benchmark.py", *(sys.argv[1:] if argv is None else argv)]),
         "date": time.strftime("%Y-%m-%d"),
         "git_commit": code_commit(),
         "machine": machine_description(),
@@ -96,7 +97,9 @@ def main(argv: list[str] | None = None) -> dict:
         "python": platform.python_version(),
     }
     if args.out is not None:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        from dice_poker_env.files import write_whole
+
+        write_whole(args.out, json.dumps(result, indent=2) + "\n")
     if args.json:
         print(json.dumps(result, indent=2))
     return result

@@ -243,14 +243,15 @@ def test_a_machine_is_described_by_its_cpu_model_and_vector_extensions(tmp_path)
     models), not only ``x86_64``; Arm's ``/proc/cpuinfo`` spells them otherwise; without the file, the platform."""
     import os
 
-    from dice_poker_env.cli import machine_description
+    from dice_poker_env.cli import machine_description, usable_cpus
 
     intel = tmp_path / "intel"
     intel.write_text(
         "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse avx2 amx_bf16 avx512f\n"
         "processor\t: 1\nmodel name\t: ignored\nflags\t\t: none\n"
     )
-    cpus = os.cpu_count()
+    cpus = usable_cpus()
+    assert 1 <= cpus <= (os.cpu_count() or cpus)
     assert machine_description(str(intel)) == f"Intel(R) Xeon(R) Processor (avx2, avx512f, amx_bf16), {cpus} CPUs"
     arm = tmp_path / "arm"
     arm.write_text("processor\t: 0\nFeatures\t: fp asimd sve\nCPU part\t: 0xd0c\n")

@@ -518,9 +518,23 @@ def test_an_agent_of_several_files_is_evaluated_isolated_with_its_folder(tmp_pat
     assert code != 0 and "did not load in isolation" in err and "helper" in err
     code, _, err = run_cli([RULES, "--agent", spec, "--games", "10", "--share-folder"], capsys)
     assert code != 0 and "goes with --isolated" in err
-    monkeypatch.setenv("HOME", str(folder))
-    code, _, err = run_cli([RULES, "--agent", spec, "--games", "10", "--isolated", "--share-folder"], capsys)
-    assert code != 0 and "folder of its own" in err and len(err.strip().splitlines()) == 1
+    # its own package named like the library's: the agent imports it, the worker is still the library's (it
+    # starts outside the folder; a shadowing worker would skip the limits and the import watch)
+    (folder / "agents" / "course").mkdir(parents=True)
+    (folder / "agents" / "__init__.py").write_text("")
+    (folder / "agents" / "course" / "__init__.py").write_text("")
+    (folder / "agents" / "course" / "sandbox_worker.py").write_text("raise SystemExit('shadowed')\n")
+    code, out, _ = run_cli([RULES, "--agent", spec, "--games", "10", "--isolated", "--share-folder", "--json"], capsys)
+    shared = json.loads(out)
+    assert code == 0 and shared["luck_free_percent"] == in_process["luck_free_percent"]
+    assert len(shared["folder_sha256"]) == 64 and shared["solver_policy"] == "flag"
+    (folder / "weights.txt").write_text("1\n")  # another file of the folder: another digest
+    code, out, _ = run_cli([RULES, "--agent", spec, "--games", "2", "--isolated", "--share-folder", "--json"], capsys)
+    assert json.loads(out)["folder_sha256"] != shared["folder_sha256"]
+    for home in (folder, folder / "inner"):  # the home folder, or a folder that holds it: refused
+        monkeypatch.setenv("HOME", str(home))
+        code, _, err = run_cli([RULES, "--agent", spec, "--games", "10", "--isolated", "--share-folder"], capsys)
+        assert code != 0 and "holds the home folder" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_an_isolated_agent_that_plays_the_library_s_agents_is_seen(tmp_path, capsys, isolation):
@@ -539,6 +553,11 @@ def test_an_isolated_agent_that_plays_the_library_s_agents_is_seen(tmp_path, cap
     assert evaluate(RULES, "greedy", games=5)["solver_imports"] is None  # in process: not watched
     code, out, _ = run_cli([RULES, "--agent", spec, "--games", "5", "--isolated"], capsys)
     assert "imported of the library's      agents.policy" in out
+    code, out, _ = run_cli(
+        [RULES, "--agent", spec, "--games", "5", "--isolated", "--solver", "allow", "--json"], capsys
+    )
+    unwatched = json.loads(out)  # imports not watched: nothing to read in an empty list
+    assert unwatched["solver_policy"] == "allow" and unwatched["solver_imports"] is None
     code, _, err = run_cli([RULES, "--agent", spec, "--games", "5", "--isolated", "--solver", "forbid"], capsys)
     assert code != 0 and "did not load in isolation" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli([RULES, "--agent", "greedy", "--games", "5", "--solver", "forbid"], capsys)
@@ -666,7 +685,7 @@ class BigInt(Base):
         ("TrackCompares", "track must be one of raw, rules, solver, got 'a WeirdText'"),
         ("ObsRaises", "reading obs_mode raised RuntimeError: no mode"),
         ("ObsJunk", "obs_mode must be 'dict' or 'flat', got"),
-        ("BigInt", "returned 1267650600228229401496703205376, not an action index (out of every integer type)"),
+        ("BigInt", "returned 1267650600228229401496703205376, not an action index (beyond int64)"),
     ],
 )
 def test_an_agents_odd_attributes_are_one_line_errors_in_process(tmp_path, capsys, name, message):

@@ -144,5 +144,16 @@ def test_a_named_pipe_at_the_key_path_is_refused_not_waited_on(private):
     key = private / "key" / "cache.key"
     key.parent.mkdir(mode=0o700)
     os.mkfifo(key, 0o600)
-    with pytest.raises(OSError, match="not a regular file"):
-        disk.cache_key()
+    import signal
+
+    def hung(*_):
+        raise TimeoutError("cache_key waited on the named pipe")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)  # a regression fails the test instead of hanging the suite
+    try:
+        with pytest.raises(OSError, match="not a regular file"):
+            disk.cache_key()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -172,30 +173,53 @@ def _evaluate_isolated(
         raise ValueError(
             f"--isolated runs an agent's own code (FILE.py:NAME or MODULE:NAME); {spec} runs only the library's"
         )
-    if share_folder:
-        if not parsed.is_file:
-            raise ValueError(f"--share-folder shows an agent file's folder; {spec} names a module")
-        folder = Path(parsed.source).resolve().parent
-        if folder == Path(folder.anchor) or folder == Path.home().resolve():
-            raise ValueError(
-                f"--share-folder would show the agent all of {folder}: put the submission in a folder of its own"
-            )
+    if share_folder and not parsed.is_file:
+        raise ValueError(f"--share-folder shows an agent file's folder; {spec} names a module")
     problem = isolation_problem()
     if problem is not None:
         raise ValueError(f"--isolated: {problem}")
     # the evaluation set is public: the agent's seed(s) gets what it gets in process, so it plays the same games
-    with SandboxedAgent(
-        spec,
-        rules,
-        limits=checked,
-        isolated=True,
-        solver=solver,
-        forward_seeds=True,
-        share_folder=share_folder,
-    ) as agent:
+    try:
+        sandboxed = SandboxedAgent(
+            spec,
+            rules,
+            limits=checked,
+            isolated=True,
+            solver=solver,
+            forward_seeds=True,
+            share_folder=share_folder,
+        )
+    except ValueError as error:  # (a folder it must not share)
+        raise ValueError(f"--share-folder: {error}" if share_folder else str(error)) from None
+    with sandboxed as agent:
         if agent.load_error is not None:
             raise ValueError(f"agent {spec} did not load in isolation: {agent.load_error.message}")
-        return evaluate(rules, spec, games=games, track=track, player=agent)
+        result = evaluate(rules, spec, games=games, track=track, player=agent)
+    result["solver_policy"] = solver  # (allow: imports not watched, solver_imports is None)
+    if solver == "allow":
+        result["solver_imports"] = None
+    if share_folder:  # what the agent could read: every file of its folder (agent_sha256 covers its file only)
+        result["folder_sha256"] = folder_sha256(Path(os.path.abspath(parsed.source)).parent)
+    return result
+
+
+def folder_sha256(folder: Path) -> str:
+    """The SHA-256 of a folder's files: each regular file's path (relative, sorted) and SHA-256, links as their
+    targets' text; a rerun with ``--share-folder`` on the same files gives the same digest."""
+    import hashlib
+
+    whole = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_symlink() or p.is_file()):
+        whole.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        if path.is_symlink():
+            whole.update(b"link:" + os.readlink(path).encode() + b"\0")
+            continue
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        whole.update(digest.hexdigest().encode() + b"\0")
+    return whole.hexdigest()
 
 
 def _other_regret(result: dict) -> float:

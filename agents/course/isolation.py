@@ -116,8 +116,10 @@ def sandbox_command(
     """The command that runs ``argv`` isolated (module docstring), the submission file at ``/submission/``.
 
     ``hidden``: module paths inside the sandbox to cover (empty file or folder). ``share_folder``: the
-    submission's whole folder at ``/submission`` (read-only), the working folder there (``dice-poker evaluate
-    --isolated --share-folder``: an agent of several files); else the file alone, the working folder ``/tmp``.
+    submission's whole folder at ``/submission`` (read-only; ``dice-poker evaluate --isolated --share-folder``:
+    an agent of several files), else the file alone. The process starts in ``/tmp`` either way: ``python -m``
+    puts its working folder first on ``sys.path``, where a shared folder's ``agents`` package would replace the
+    worker (the worker moves to ``/submission`` itself once its limits are set).
     """
     bwrap = shutil.which("bwrap") or "bwrap"
     binds = [(d, d) for d in _python_dirs()]
@@ -143,7 +145,7 @@ def sandbox_command(
         "sandbox",
         *env,
         "--chdir",
-        SUBMISSION_DIR if submission is not None and share_folder else SCRATCH_DIR,
+        SCRATCH_DIR,
     ]
     if os.geteuid() != 0:  # bubblewrap as this user: the submission's processes are this user outside
         mounts = _mounts(binds, list(hidden), scratch_mb)

@@ -250,6 +250,23 @@ def _text(value: Any, limit: int, tail: bool = False) -> str:
     return text[-limit:] if tail else text[:limit]
 
 
+def shared_folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` must not be shown to a submission whole (``share_folder``), or ``None``: it holds (or is)
+    the root, the home folder, the library's packages or the solver's cache."""
+    from dice_poker_env.solver.cache import cache_dir
+
+    folder = folder.resolve()
+    guarded = {"the home folder": Path.home(), "the solver's cache": cache_dir()}
+    guarded |= {f"the package {name}": Path(path) for name, path in project_dirs().items()}
+    for what, path in guarded.items():
+        path = path.resolve()
+        if path == folder or folder in path.parents:
+            return f"the folder {folder} holds {what}: put the submission in a folder of its own"
+    if folder == Path(folder.anchor):
+        return f"the folder {folder} is the root: put the submission in a folder of its own"
+    return None
+
+
 class SandboxedAgent:
     """An agent spec played in a separate process under :class:`Limits` (module docstring).
 
@@ -328,6 +345,12 @@ class SandboxedAgent:
         self.seed_base = int(seed)
         self.forward_seeds = bool(forward_seeds)
         self.share_folder = bool(share_folder)
+        if share_folder:
+            if not isolated or not parsed.is_file:
+                raise ValueError("share_folder shows an isolated agent file its folder: isolated, FILE.py:NAME")
+            problem = shared_folder_problem(Path(os.path.abspath(parsed.source)).parent)
+            if problem is not None:
+                raise ValueError(problem)
         self._given_seed: int | None = None  # the benchmark's seed of the next game (forward_seeds)
         self.obs_mode = "dict"
         self.agent_name = spec
@@ -422,6 +445,8 @@ class SandboxedAgent:
             "options": dict(self.rules.options),
             "limits": self.limits.for_worker(self.isolated),
             "solver": self.solver,
+            # its working folder once its limits are set (never where it starts: module docstring of isolation)
+            "workdir": SUBMISSION_DIR if self.share_folder else None,
         }
         reply, failure = self._request(
             hello,

@@ -130,7 +130,9 @@ def _answer(sock: socket.socket, message: dict) -> None:
 def _declared_track(agent: object) -> str | None:
     """The benchmark track the agent declares (its ``track`` attribute), as text; the grader checks it."""
     track = getattr(agent, "track", None)
-    return None if track is None else str(track)[:100]
+    if track is None or type(track) is str:  # (exactly a str, as in process: no method of the agent's runs)
+        return None if track is None else track[:100]
+    return f"a {type(track).__name__}"[:100]
 
 
 def main(argv: list[str]) -> int:
@@ -153,6 +155,8 @@ def main(argv: list[str]) -> int:
     _limit(hello["limits"])
     if hello.get("solver") in ("flag", "forbid"):
         sys.meta_path.insert(0, _SolverWatch(hello["solver"] == "forbid", SOLVER_MODULES))
+    if hello.get("workdir"):  # a shared folder: the agent's working folder, now that its limits are set
+        os.chdir(hello["workdir"])
     try:
         agent = make_agent(hello["spec"], rules)
     except BaseException as error:  # noqa: BLE001 - everything the submission does is reported

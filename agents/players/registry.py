@@ -396,9 +396,9 @@ class ImportedAgent:
         try:
             mode = getattr(agent, "obs_mode", "dict")
         except Exception as error:
-            raise AgentError(self._raised("reading obs_mode", error)) from error
+            raise AgentLoadError(self._raised("reading obs_mode", error)) from error
         if type(mode) is not str or mode not in ("dict", "flat"):  # (exactly a str: no __eq__ of the agent's runs)
-            raise AgentError(f"agent {name}: obs_mode must be 'dict' or 'flat', got {_shown(mode)}")
+            raise AgentLoadError(f"agent {name}: obs_mode must be 'dict' or 'flat', got {_shown(mode)}")
         self.obs_mode = mode
 
     def act(self, observation: Any, action_mask: np.ndarray) -> int:
@@ -466,8 +466,8 @@ def as_action(value: Any, who: str = "agent") -> int:
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise BadActionError(f"{who} returned {_shown(value)} ({type(value).__name__}), not an action index (an int)")
-    if not -(2**63) <= value < 2**63:  # no action of any integer array
-        raise BadActionError(f"{who} returned {_shown(value)}, not an action index (out of every integer type)")
+    if not -(2**63) <= value < 2**63:  # (the envs' actions are int64)
+        raise BadActionError(f"{who} returned {_shown(value)}, not an action index (beyond int64)")
     return int(value)
 
 

@@ -238,7 +238,7 @@ VECTOR_EXTENSIONS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "neon", "asim
 
 
 def machine_description(cpuinfo: str = "/proc/cpuinfo") -> str:
-    """This machine, for a measurement's record: CPU model, vector extensions and logical CPUs, e.g.
+    """This machine, for a measurement's record: CPU model, vector extensions and usable CPUs, e.g.
     ``"Intel(R) Xeon(R) Processor (avx2, avx512f, avx512_bf16, amx_bf16), 2 CPUs"``. Float results can differ
     between CPU models (their kernels differ), so a figure names the model, not only ``x86_64``; where
     ``/proc/cpuinfo`` is unreadable (not Linux), the platform's own name."""
@@ -258,7 +258,15 @@ def machine_description(cpuinfo: str = "/proc/cpuinfo") -> str:
         pass
     model = model or platform.processor() or platform.machine() or "unknown CPU"
     extensions = ", ".join(name for name in VECTOR_EXTENSIONS if name in flags)
-    return f"{model} ({extensions}), {os.cpu_count()} CPUs" if extensions else f"{model}, {os.cpu_count()} CPUs"
+    cpus = usable_cpus()
+    return f"{model} ({extensions}), {cpus} CPUs" if extensions else f"{model}, {cpus} CPUs"
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's share), else the machine's count."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 if __name__ == "__main__":  # pragma: no cover
