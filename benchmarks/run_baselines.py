@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -48,6 +47,7 @@ if str(ROOT) not in sys.path:  # this checkout's agents, as train.py (run from R
 
 from agents.training.run import checkpoints, latest_checkpoint  # noqa: E402  (what train.py --resume continues from)
 from benchmarks.leaderboard import is_probe  # noqa: E402  (a probe is not a baseline: one rule, the leaderboard's)
+from dice_poker_env.cli import machine_description  # noqa: E402
 from dice_poker_env.files import write_whole  # noqa: E402
 from dice_poker_env.rules import RULESET_NAMES  # noqa: E402
 
@@ -254,21 +254,20 @@ def log(message: str) -> None:
 
 
 def cpu_model() -> str:
-    """This machine's CPU model and count, e.g. "Intel(R) Xeon(R) Processor, 2 vCPU (shared)"."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} vCPU (shared)"
+    """This machine's CPU model, vector extensions and CPUs, e.g. "Intel(R) Xeon(R) Processor (avx2, avx512f,
+    avx512_bf16, amx_bf16), 2 CPUs (shared)" (:func:`dice_poker_env.cli.machine_description`)."""
+    return f"{machine_description()} (shared)"
 
 
 def hardware() -> str:
     """CPU model and count of this machine (the runs use one torch thread each)."""
     return f"{cpu_model()}, 1 torch thread per run"
+
+
+def cpu_of(text: str) -> str:
+    """The CPU model a :func:`hardware` text names first, in this format or the earlier one without the vector
+    extensions ("Intel(R) Xeon(R) Processor, 2 vCPU (shared), ..."): what tells two machines apart."""
+    return text.split(",")[0].split(" (")[0].strip()
 
 
 def git_commit() -> str:
@@ -485,7 +484,9 @@ def run_one(name: str, suite: Suite, ruleset: str, seed: int, evaluate: bool = T
                 shutil.rmtree(run_dir)
             command, wall, machines = fresh, 0.0, []
             log(f"{name} {ruleset} s{seed}: training")
-        if hardware() not in machines[-1:]:
+        if machines and cpu_of(machines[-1]) == cpu_of(hardware()):
+            machines[-1] = hardware()  # the same CPU model (its text may be of the earlier format)
+        else:
             machines.append(hardware())
         start = time.monotonic()
         wall_file.write_text(json.dumps({"seconds": wall, "open_since": time.time(), "hardware": machines}))
@@ -568,7 +569,7 @@ def backfill(retrain: bool = False) -> int:
         result = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True)
         metrics = json.loads(result.stdout) if result.returncode == 0 else {}
         if metrics.get("luck_free_percent") != row["luck_free_percent"]:
-            elsewhere = row.get("hardware") not in (None, hardware())
+            elsewhere = row.get("hardware") is not None and cpu_of(row["hardware"]) != cpu_of(hardware())
             log(
                 f"{name}: the evaluation gives {metrics.get('luck_free_percent')}, not the recorded "
                 f"{row['luck_free_percent']}; left as it was"

@@ -169,3 +169,16 @@ def test_the_leaderboard_page_counts_every_recorded_run():
         if len(cells) == 10 and cells[1] in DRIVER.SUITES and not cells[4].startswith("all"):
             shown[cells[1], cells[4]] = int(cells[5])
     assert shown == recorded, "docs/leaderboard.md is stale: run python benchmarks/leaderboard.py"
+
+
+def test_a_runs_machines_are_told_apart_by_cpu_model_in_either_hardware_format():
+    """A parked run continued on the same kind of machine is not named twice because the hardware text gained
+    the vector extensions; another CPU model is a second machine."""
+    module = run_baselines()
+    old = "Intel(R) Xeon(R) Processor, 2 vCPU (shared), 1 torch thread per run"
+    assert module.cpu_of(module.hardware()) and "," not in module.cpu_of(module.hardware())
+    assert module.cpu_of(old) == "Intel(R) Xeon(R) Processor"
+    assert module.cpu_of("AMD EPYC 7B13, 2 vCPU (shared), 1 torch thread per run + " + old) == "AMD EPYC 7B13"
+    assert module.cpu_of("Intel(R) Xeon(R) Processor (avx2, avx512f), 2 CPUs (shared), 1 torch thread per run") == (
+        module.cpu_of(old)
+    )
