@@ -269,6 +269,8 @@ def compare(rows: list[dict[str, Any]], baselines: list[dict[str, Any]], reps: i
         if row["failed_games"]:
             kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(row["failed_games"].items()))
             notes.append(f"{file}: the agent's failures ended {sum(row['failed_games'].values())} games ({kinds})")
+        if str(row.get("git_commit") or "").endswith("-dirty"):
+            notes.append(f"{file}: measured by code that differs from its commit ({row['git_commit']})")
         if row["solver_imports"] and row["track"] != "solver":
             notes.append(
                 f"{file}: on the {row['track'] or 'undeclared'} track, the agent imported the library's "

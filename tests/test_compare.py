@@ -291,6 +291,7 @@ def test_what_a_maintainer_checks_is_shown_with_each_run(tmp_path, capsys):
     mine[1]["failed_games"] = {"timeout": 2, "exception": 1}
     mine[2]["solver_imports"] = ["agents.players.trained", "dice_poker_env.solver"]
     mine[3]["solver_imports"] = []
+    mine[4]["git_commit"] = "0123abc-dirty"
     files = write(tmp_path, mine)
     assert compare.main(["mine", "--budget", "10M", "--runs", baselines(tmp_path), "--reps", "100", *files]) == 0
     out = capsys.readouterr().out
@@ -302,3 +303,5 @@ def test_what_a_maintainer_checks_is_shown_with_each_run(tmp_path, capsys):
         "agents.players.trained, dice_poker_env.solver: check what it uses them for"
     ) in out
     assert out.count("imported the library's") == 1  # (an empty list: nothing imported)
+    assert f"* note: {Path(files[4]).name}: measured by code that differs from its commit (0123abc-dirty)" in out
+    assert out.count("differs from its commit") == 1
