@@ -27,6 +27,8 @@ benchmark, but the submission itself (``FILE.py:NAME`` or ``MODULE:NAME``, as in
 * **No seeds leak**: the worker receives only observations and masks, and per game a
   seed for its own randomness that depends on the game's number only
   (:func:`agent_seed`), never on the grading seed. The dice are drawn in the grader.
+  (``forward_seeds``, for a public game set only: ``dice-poker evaluate --isolated``
+  gives the agent the per-game seed an agent in process gets.)
 
 Messages between the processes are length-prefixed JSON objects; what the worker
 sends is parsed defensively (size, nesting depth, number length: :func:`receive`),
