@@ -208,17 +208,16 @@ def folder_sha256(folder: Path) -> str:
     targets' text; a rerun with ``--share-folder`` on the same files gives the same digest."""
     import hashlib
 
+    from agents.evaluation.protocol import _file_sha256
+
     whole = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_symlink() or p.is_file()):
         whole.update(path.relative_to(folder).as_posix().encode() + b"\0")
         if path.is_symlink():
             whole.update(b"link:" + os.readlink(path).encode() + b"\0")
             continue
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        whole.update(digest.hexdigest().encode() + b"\0")
+        digest = _file_sha256(str(path)) or hashlib.sha256().hexdigest()  # (None: an empty file)
+        whole.update(digest.encode() + b"\0")
     return whole.hexdigest()
 
 
