@@ -512,6 +512,30 @@ def test_grading_config_errors(tmp_path):
     assert read_config(path) == {"games": 5, "decision_seconds": 2, "rules": "yacht"}
 
 
+@pytest.mark.parametrize("command", ["grade", "tournament", "check"])
+def test_a_bad_limit_is_named_as_it_was_given(command, submissions, tmp_path, capsys):
+    """A limit out of range is named by its flag when given on the command line, by its key after the config's
+    name when set in a grading config: the user finds what to mend (before any submission runs)."""
+    from dice_poker_env import cli
+
+    agent = str(submissions / "student.py")
+    agents = [agent, agent] if command == "tournament" else [agent]
+    config = tmp_path / "grading.toml"
+    config.write_text("memory_mb = 3\n")
+    cases = [(["--config", str(config)], f"--config {config}: memory_mb must be an integer in 16..2**40")]
+    if command != "check":  # (check takes its limits from a config only)
+        cases += [
+            (["--decision-seconds", "-1"], "--decision-seconds must be a positive number of seconds, got -1.0"),
+            (["--max-failures", "0"], "--max-failures must be an integer in 1..2**40, got 0"),
+            # the flag wins over the config, and its bad value is the flag's
+            (["--config", str(config), "--memory-mb", "2"], "--memory-mb must be an integer in 16..2**40"),
+        ]
+    for args, message in cases:
+        assert cli.main([command, *agents, *args]) != 0
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path, monkeypatch, capsys):
     """``dice-poker grade``: the command found through its entry point (as pyproject.toml registers it)."""
     import importlib.metadata

@@ -53,15 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.commands.grade import resolve_submission
+    from agents.commands.grade import checked_limits, resolve_submission
     from agents.course.checker import check, check_json, check_text
     from agents.course.grader import LIMIT_SETTINGS, protect_process, settings
-    from agents.course.sandbox import Limits
     from dice_poker_env.rules import load_rules
 
     protect_process()
     chosen = settings(args.config, rules=args.rules, seed=args.seed, options=parse_rules_options(args.option))
-    limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
+    limits = checked_limits({name: chosen[name] for name in LIMIT_SETTINGS}, args, args.config)
     rules = load_rules(chosen["rules"], **chosen["options"])
     submission = resolve_submission(args.submission)
     result = check(

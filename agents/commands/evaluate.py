@@ -17,10 +17,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agents.commands.grade import add_limit_arguments, given_limits
+from agents.commands.grade import LIMIT_FLAGS, add_limit_arguments, checked_limits, given_limits
 from dice_poker_env.cli.rules_arguments import add_rules_arguments, load_rules_from
 
 if TYPE_CHECKING:
+    from agents.course.sandbox import Limits
     from dice_poker_env.rules import Rules
 
 HELP = "the benchmark protocol's metrics of an agent on the fixed evaluation set (docs/benchmark.md)"
@@ -98,15 +99,16 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--games must be in 1..{EVAL_GAMES} (the evaluation set's size), got {games}")
     if args.seed is not None and args.seed < 0:
         raise ValueError(f"--seed must be a training seed (0 or more), got {args.seed}")
-    limits = given_limits(args)
-    if limits and not args.isolated:
-        raise ValueError(f"--{next(iter(limits)).replace('_', '-')} limits an isolated agent: it goes with --isolated")
+    given = given_limits(args)
+    if given and not args.isolated:
+        raise ValueError(f"{LIMIT_FLAGS[next(iter(given))]} limits an isolated agent: it goes with --isolated")
     if args.share_folder and not args.isolated:
         raise ValueError("--share-folder shows an isolated agent its folder: it goes with --isolated")
     if args.solver is not None and not args.isolated:
         raise ValueError("--solver watches an isolated agent's imports: it goes with --isolated")
     rules = load_rules_from(args)
     if args.isolated:
+        limits = checked_limits({}, args)
         result = _evaluate_isolated(
             rules, args.agent, games, args.track, limits, share_folder=args.share_folder, solver=args.solver or "flag"
         )
@@ -151,22 +153,17 @@ def _evaluate_isolated(
     spec: str,
     games: int,
     track: str | None,
-    limits: dict,
+    limits: Limits,
     *,
     share_folder: bool = False,
     solver: str = "flag",
 ) -> dict:
     """:func:`~agents.evaluation.protocol.evaluate` with the agent's code in an isolated process."""
     from agents.course.isolation import isolation_problem
-    from agents.course.sandbox import Limits, SandboxedAgent
+    from agents.course.sandbox import SandboxedAgent
     from agents.evaluation.protocol import evaluate
     from agents.players.registry import check_agent, parse_agent_spec
 
-    try:
-        checked = Limits(**limits)
-    except ValueError as error:  # named as given: --decision-seconds, not decision_seconds
-        name, _, rest = str(error).partition(" ")
-        raise ValueError(f"--{name.replace('_', '-')} {rest}") from None
     check_agent(spec)  # an unknown spec or a missing file: said before a sandbox starts
     parsed = parse_agent_spec(spec)
     if parsed is None:
@@ -183,7 +180,7 @@ def _evaluate_isolated(
         sandboxed = SandboxedAgent(
             spec,
             rules,
-            limits=checked,
+            limits=limits,
             isolated=True,
             solver=solver,
             forward_seeds=True,

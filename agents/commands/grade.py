@@ -22,12 +22,15 @@ import re
 import shutil
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agents.commands.arguments import nonempty
 from dice_poker_env.cli.rules_arguments import parse_rules_options
+
+if TYPE_CHECKING:
+    from agents.course.sandbox import Limits
 
 HELP = "grade a submitted agent against the optimal and greedy agents (Markdown, JSON and HTML report)"
 
@@ -76,13 +79,39 @@ def add_limit_arguments(
     parser.add_argument("--max-failures", type=int, help=failures.format(default=Limits.max_failures))
 
 
+#: the limits a command line may set (:func:`add_limit_arguments`), by ``Limits`` field
+LIMIT_FLAGS = {
+    name: "--" + name.replace("_", "-")
+    for name in ("decision_seconds", "game_seconds", "load_seconds", "memory_mb", "total_seconds", "max_failures")
+}
+
+
 def given_limits(args: argparse.Namespace) -> dict[str, Any]:
     """The sandbox limits given on the command line (:func:`add_limit_arguments`), by ``Limits`` field."""
     from agents.course.sandbox import Limits
 
-    names = ("decision_seconds", "game_seconds", "load_seconds", "memory_mb", "total_seconds", "max_failures")
-    assert all(hasattr(Limits, name) for name in names)
-    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    assert all(hasattr(Limits, name) for name in LIMIT_FLAGS)
+    return {name: getattr(args, name) for name in LIMIT_FLAGS if getattr(args, name, None) is not None}
+
+
+def checked_limits(settings: Mapping[str, Any], args: argparse.Namespace, config: str | None = None) -> Limits:
+    """The sandbox's limits: ``settings`` (a config's, by ``Limits`` field) with the command line's flags over them.
+
+    A value that is not a limit is named as the user gave it: ``--decision-seconds`` for a flag, the config's key
+    (after ``--config FILE``) for a setting.
+    """
+    from agents.course.sandbox import Limits
+
+    given = given_limits(args)
+    for name, value in given.items():
+        try:
+            Limits(**{name: value})
+        except ValueError as error:  # ("decision_seconds must be ...": the field is the message's subject)
+            raise ValueError(str(error).replace(name, LIMIT_FLAGS[name], 1)) from None
+    try:
+        return Limits(**{**settings, **given})
+    except ValueError as error:
+        raise ValueError(f"--config {config}: {error}" if config else str(error)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -158,7 +187,6 @@ def run(args: argparse.Namespace) -> int:
     from agents.commands.bench import check_out_dir, remove_empty
     from agents.course.grade_report import summary_text
     from agents.course.grader import LIMIT_SETTINGS, REPORT_FILES, grade, protect_process, write_report
-    from agents.course.sandbox import Limits
     from dice_poker_env.rules import load_rules
 
     protect_process()
@@ -178,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
     chosen = _chosen(args)
-    limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
+    limits = checked_limits({name: chosen[name] for name in LIMIT_SETTINGS}, args, args.config)
     from agents.evaluation.limits import MAX_GAMES, check_count
 
     check_count("games", chosen["games"], most=MAX_GAMES)  # before the solve and the submission
@@ -307,13 +335,12 @@ def run_class(args: argparse.Namespace) -> int:
     from agents.course.gradebook import class_data, write_class
     from agents.course.grader import LIMIT_SETTINGS
     from agents.course.rubric import load_rubric
-    from agents.course.sandbox import Limits
     from agents.course.similarity import DEFAULT_SHARE
     from agents.evaluation.limits import MAX_GAMES, check_count
     from dice_poker_env.rules import load_rules
 
     chosen = _chosen(args)
-    limits = Limits(**{name: chosen[name] for name in LIMIT_SETTINGS})
+    limits = checked_limits({name: chosen[name] for name in LIMIT_SETTINGS}, args, args.config)
     check_count("games", chosen["games"], most=MAX_GAMES)  # the settings first, as in a single grade
     if not args.out:
         raise ValueError("grading a class needs --out DIR (the reports, gradebook.csv and index.html go there)")

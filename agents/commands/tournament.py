@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from agents.commands.arguments import nonempty
-from agents.commands.grade import add_sandbox_arguments, given_limits
+from agents.commands.grade import add_sandbox_arguments, checked_limits
 from dice_poker_env.cli.rules_arguments import parse_rules_options
 
 HELP = "a duplicate tournament between submitted agents and the optimal and greedy anchors (Elo with intervals)"
@@ -112,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
     from agents.commands.bench import check_out_dir, remove_empty
     from agents.commands.grade import warn_guessable_seed
     from agents.course.grader import protect_process
-    from agents.course.sandbox import Limits
     from agents.course.tournament import OUTPUT_FILES, summary_text, tournament, write_outputs
     from dice_poker_env.rules import load_rules
 
@@ -128,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         rules_name, options, solver = chosen["rules"], chosen["options"], chosen["solver"]
     else:
         rules_name, options, solver = "yahtzee", {}, "allow"
-    limits = Limits(**{**course, **given_limits(args)})
+    limits = checked_limits(course, args, args.config)
     rules = load_rules(args.rules or rules_name, **{**options, **parse_rules_options(args.option)})
     solver = args.solver or solver
     out = Path(args.out) if args.out else None
