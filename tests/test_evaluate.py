@@ -674,6 +674,23 @@ class ObsJunk(Base):
 class BigInt(Base):
     def act(self, observation, action_mask):
         return 2**100
+
+class Mute(Exception):
+    def __str__(self):
+        raise RuntimeError("no text")
+
+class ActMute(Base):
+    def act(self, observation, action_mask):
+        raise Mute()
+
+class TrackMute(Base):
+    @property
+    def track(self):
+        raise Mute()
+
+class ActLong(Base):
+    def act(self, observation, action_mask):
+        raise ValueError("x" * 100_000)
 """
 
 
@@ -686,6 +703,9 @@ class BigInt(Base):
         ("ObsRaises", "reading obs_mode raised RuntimeError: no mode"),
         ("ObsJunk", "obs_mode must be 'dict' or 'flat', got"),
         ("BigInt", "returned 1267650600228229401496703205376, not an action index (beyond int64)"),
+        ("ActMute", "act raised Mute: <its message raised> (odd.py, line"),  # an exception whose __str__ raises
+        ("TrackMute", "reading its track raised Mute: <its message raised>"),
+        ("ActLong", "act raised ValueError: xxxxx"),
     ],
 )
 def test_an_agents_odd_attributes_are_one_line_errors_in_process(tmp_path, capsys, name, message):

@@ -153,6 +153,34 @@ def test_a_failing_reset_forfeits_the_whole_game():
     assert all(m[5] == 1 for m in record.moves if m[0] == 1) and record.results[1] == 0
 
 
+def test_a_failure_whose_message_raises_still_forfeits_with_a_message():
+    """An agent's exception whose ``__str__`` raises (or runs for pages) is a forfeit with one short line, not a
+    crash of the whole tournament."""
+
+    class Mute(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    class Raises(FirstBox):
+        def __init__(self, error: Exception, where: str) -> None:
+            self.error, self.where = error, where
+
+        def reset(self) -> None:
+            if self.where == "reset":
+                raise self.error
+
+        def act(self, observation, mask):
+            raise self.error
+
+    faces = deal_faces(1, 0, 2, TURNS)
+    for error, shown in ((Mute(), "Mute: <its message raised>"), (ValueError("x" * 100_000), "ValueError: xxx")):
+        for where in ("reset", "act"):
+            record = play_game(YACHT, [GreedyAgent(YACHT), Raises(error, where)], faces)
+            (forfeit,) = record.forfeits
+            assert forfeit.seat == 1 and forfeit.message.startswith(f"{where}() raised {shown}")
+            assert len(forfeit.message) < 300
+
+
 def test_ranks_share_ties_and_put_forfeits_last():
     faces = deal_faces(0, 3, 3, TURNS)
     record = play_game(YACHT, [FirstBox(), FirstBox(), Broken(0, "illegal")], faces)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.players.registry import one_line
 from dice_poker_env.dice_sources import DuplicateDice, deal_faces
 from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, ROLL_DICE
 from dice_poker_env.engine.masks import action_masks
@@ -125,7 +126,7 @@ def play_game(rules: Rules, players: Sequence[Any], faces: np.ndarray) -> GameRe
             player.reset()
         except Exception as error:  # noqa: BLE001 - a player's failure forfeits its seat, whatever it is
             forfeited.add(seat)
-            record.forfeits.append(Forfeit(seat, -1, "exception", f"reset() raised {type(error).__name__}: {error}"))
+            record.forfeits.append(Forfeit(seat, -1, "exception", f"reset() raised {one_line(error)}"))
     while not env.game_over:
         seat = env.current
         state = env.games[seat]
@@ -138,7 +139,7 @@ def play_game(rules: Rules, players: Sequence[Any], faces: np.ndarray) -> GameRe
                 observation = env.observe_for(env.agent_selection, player)["observation"]
                 action: Any = player.act(observation, mask.copy())  # (the engine's table stays untouched)
             except Exception as error:  # noqa: BLE001 - as above
-                action, failure = None, ("exception", f"act() raised {type(error).__name__}: {error}")
+                action, failure = None, ("exception", f"act() raised {one_line(error)}")
             legal = (
                 not isinstance(action, bool)
                 and isinstance(action, (int, np.integer))

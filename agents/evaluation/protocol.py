@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from agents.evaluation.benchmark import Z95, _build, load_solution, play_games, summarize
-from agents.players.registry import check_agent, is_batch_agent, parse_agent_spec
+from agents.players.registry import check_agent, is_batch_agent, one_line, parse_agent_spec
 from dice_poker_env.cli import machine_description
 from dice_poker_env.rules import Rules, load_rules
 
@@ -149,7 +149,7 @@ def agent_track(spec: str, agent: Any) -> str | None:
     try:
         track = getattr(agent, "track", None)
     except Exception as error:  # an agent's property
-        raise ValueError(f"agent {spec}: reading its track raised {type(error).__name__}: {str(error)[:200]}") from None
+        raise ValueError(f"agent {spec}: reading its track raised {one_line(error)}") from None
     if track is not None and (type(track) is not str or track not in TRACKS):  # (no __eq__ of the agent's runs)
         shown = track if type(track) is str else f"a {type(track).__name__}"
         raise ValueError(f"agent {spec}: track must be one of {', '.join(TRACKS)}, got {shown[:100]!r}")

@@ -232,11 +232,11 @@ class AgentSpec:
                 if error.name and self.source.startswith(error.name):
                     raise AgentLoadError(f"agent {self.spec!r}: no module named {error.name!r}") from None
                 raise AgentLoadError(
-                    f"agent {self.spec!r}: importing {self.source} failed: {_one_line(error)}"
+                    f"agent {self.spec!r}: importing {self.source} failed: {one_line(error)}"
                 ) from error
             except Exception as error:  # noqa: BLE001 - any failure of the user's import is a load error
                 raise AgentLoadError(
-                    f"agent {self.spec!r}: importing {self.source} failed: {_one_line(error)}"
+                    f"agent {self.spec!r}: importing {self.source} failed: {one_line(error)}"
                 ) from error
         path = os.path.abspath(self.source)
         if not self.source.endswith(".py"):
@@ -260,7 +260,7 @@ class AgentSpec:
             del sys.modules[module_name]
             if not isinstance(error, Exception):
                 raise
-            raise AgentLoadError(f"agent {self.spec!r}: importing {self.source} failed: {_one_line(error)}") from error
+            raise AgentLoadError(f"agent {self.spec!r}: importing {self.source} failed: {one_line(error)}") from error
         return module
 
     def resolve(self) -> Any:
@@ -286,7 +286,7 @@ class AgentSpec:
                 agent = target(**kwargs)
             except Exception as error:  # noqa: BLE001 - the user's constructor
                 call = f"{self.attr}({', '.join(f'{k}={v!r}' for k, v in self.kwargs)})"
-                raise AgentLoadError(f"agent {self.spec!r}: {call} failed: {_one_line(error)}") from error
+                raise AgentLoadError(f"agent {self.spec!r}: {call} failed: {one_line(error)}") from error
         elif self.kwargs:
             raise AgentLoadError(
                 f"agent {self.spec!r}: {self.attr} is an agent object, not a class: it takes no key=value arguments"
@@ -372,9 +372,15 @@ def _parameters(target: Any) -> set[str]:
         return set()
 
 
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+def one_line(error: BaseException, limit: int = 200) -> str:
+    """``"KeyError: 'x'"``: an exception's type and its message's first line, cut to ``limit`` characters (an
+    agent's exception: its ``__str__`` may raise or run long)."""
+    try:
+        text = str(error).strip().splitlines()
+    except Exception:  # noqa: BLE001 - whatever the agent's exception does
+        text = ["<its message raised>"]
+    line = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 class ImportedAgent:
@@ -437,7 +443,7 @@ class ImportedAgent:
             own = None
         mine = [f for f in frames if own is not None and os.path.abspath(f.filename) == own] or frames
         where = f" ({os.path.basename(mine[-1].filename)}, line {mine[-1].lineno})" if mine else ""
-        return f"agent {self.name}: {method} raised {_one_line(error)}{where}"
+        return f"agent {self.name}: {method} raised {one_line(error)}{where}"
 
     def __getattr__(self, attr: str) -> Any:
         if attr == "agent":  # not set yet (unpickling): no recursion
