@@ -76,6 +76,7 @@ class SubmissionError(ValueError):
 def read_result(path: Path, track: str | None) -> dict[str, Any]:
     """One ``dice-poker evaluate --json`` result, checked against the protocol and today's rulesets."""
     from agents.evaluation.protocol import EVAL_GAMES, TRACKS, TRAIN_SEED_LIMIT, eval_set_id
+    from dice_poker_env.engine.tables import compile_rules
     from dice_poker_env.rules import RULESET_NAMES, load_rules
 
     try:
@@ -157,6 +158,14 @@ def read_result(path: Path, track: str | None) -> dict[str, Any]:
         if value is not None and not (math.isfinite(value) and (key != "luck_free_percent_ci95" or value >= 0)):
             what = "a finite number of at least 0" if key == "luck_free_percent_ci95" else "a finite number"
             raise SubmissionError(f"{path}: {key} must be {what}, got {value!r}")
+    tables = compile_rules(rules)  # a score no game of these rules can end with
+    for key in ("median", "mean"):
+        value = result.get(key)
+        if value is not None and not tables.min_total <= value <= tables.max_total:
+            raise SubmissionError(
+                f"{path}: {key} must lie within the bounds of a final score of {rules.name} ({tables.min_total} to "
+                f"{tables.max_total}), got {value:g}"
+            )
     digest = result.get("agent_sha256")
     if digest is not None and not re.fullmatch(r"[0-9a-f]{64}", digest):
         raise SubmissionError(f"{path}: agent_sha256 must be a SHA-256 digest (64 hex digits), got {digest[:70]!r}")

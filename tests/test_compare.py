@@ -139,6 +139,14 @@ def test_aggregates_like_the_leaderboard_and_compares_at_the_same_budget(tmp_pat
         ({"seed": -4}, "seed must be a training seed in [0, 2**32), got '-4'"),
         ({"seed": 2**70}, "seed must be a training seed in [0, 2**32)"),
         ({"seed": 1, "median": float("inf")}, "median must be a finite number, got inf"),
+        (
+            {"seed": 1, "mean": 1e9},
+            "mean must lie within the bounds of a final score of yahtzee (0 to 1675), got 1e+09",
+        ),
+        (
+            {"seed": 1, "median": -2},
+            "median must lie within the bounds of a final score of yahtzee (0 to 1675), got -2",
+        ),
         ({"seed": 1, "luck_free_percent_ci95": -0.5}, "luck_free_percent_ci95 must be a finite number of at least 0"),
         ({"seed": 1, "agent_sha256": "121212"}, "agent_sha256 must be a SHA-256 digest (64 hex digits), got '121212'"),
     ],
