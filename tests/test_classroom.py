@@ -10,6 +10,7 @@ import html.parser
 import io
 import json
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -289,6 +290,25 @@ def test_the_class_page_links_every_report_and_escapes_names(graded):
     assert 'href="_script_alert_1__script_/report.html"' in page
     for marker in ("http://", "https://", "<link", "@import"):
         assert marker not in page
+
+
+def test_the_class_page_shows_the_luck_free_percent_as_the_gradebook_does(graded):
+    """The kit's criterion is the luck-free percent: the page showed only the percent of optimal, so its ranking
+    looked inverted against the points. It is a column of its own, first, with the bar."""
+    result, out, _ = graded
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "<th>luck-free percent of optimal</th><th>percent of optimal (95% CI)</th>" in page
+    rows = _rows(out)
+    for student in result.students:
+        if student.report is None or not student.report["agents"].get("submission"):
+            continue
+        row = student.report["agents"]["submission"]
+        cells = page.split(f'data-student="{html.escape(student.submission.folder)}"')[1].split("</tr>")[0]
+        luck_free, percent = re.findall(r'<td class="num">(.*?)</td>', cells)[:2]
+        assert luck_free.endswith(f"{row['estimated_percent_of_optimal']:.1f}%") and 'class="bar"' in luck_free
+        assert percent.startswith(f"{row['percent_of_optimal']:.1f}%") and "bar" not in percent
+        assert math.isclose(float(rows[student.submission.student]["luck_free_percent"]),
+                            row["estimated_percent_of_optimal"], rel_tol=1e-5)  # fmt: skip
 
 
 def test_student_folders_are_safe_and_unique(tmp_path):

@@ -12,7 +12,9 @@
   out of 100; ``leaderboard``: the luck-free percent of optimal, the percent of optimal, mean score,
   regret; ``extra_data``: the status and the rubric's total).
 * ``DIR/index.html``: the class page, one self-contained page (no network, no script): the
-  games and references, and a table of the students, each linking to their ``report.html``;
+  games and references, and a table of the students in the gradebook's order, each linking to their
+  ``report.html``, with the luck-free percent of optimal (the bar: what the rubric's main criterion and
+  the terminal rank by) before the percent of optimal;
   everything from a submission (file names, messages) HTML-escaped, in the report's style.
 * ``DIR/class.json``: everything above as data.
 """
@@ -293,8 +295,9 @@ def render_class_html(result: ClassResult) -> str:
         )
     body.append("</table>")
     head = (
-        "<th>student</th><th>status</th><th>percent of optimal (95% CI)</th><th>mean</th><th>regret: keeps</th>"
-        "<th>boxes</th><th>illegal and failed</th><th>upper bonus</th><th>failed games</th>"
+        "<th>student</th><th>status</th><th>luck-free percent of optimal</th><th>percent of optimal (95% CI)</th>"
+        "<th>mean</th><th>regret: keeps</th><th>boxes</th><th>illegal and failed</th><th>upper bonus</th>"
+        "<th>failed games</th>"
     )
     if result.rubric is not None:
         head += f"<th>points (of {result.rubric.max_points:g})</th>"
@@ -303,10 +306,11 @@ def render_class_html(result: ClassResult) -> str:
         row = _row(result, student)
         name = e(student.submission.student)
         link = f'<a href="{e(quote(student.submission.folder))}/report.html">{name}</a>' if student.files else name
-        percent = row["percent_of_optimal"]
+        percent, luck_free = row["percent_of_optimal"], row["luck_free_percent"]
+        barred = luck_free if luck_free is not None else percent  # the grade's measure: no luck of the dice in it
         bar = (
-            f'<span class="bar" style="width:{max(0.0, min(percent, 100.0)) * 0.8:.1f}px"></span>'
-            if percent is not None
+            f'<span class="bar" style="width:{max(0.0, min(barred, 100.0)) * 0.8:.1f}px"></span>'
+            if barred is not None
             else ""
         )
         status = e(student.status) + (f'<br><span class="problem">{e(student.error)}</span>' if student.error else "")
@@ -316,7 +320,8 @@ def render_class_html(result: ClassResult) -> str:
         cells = [
             link,
             status,
-            bar
+            (bar if luck_free is not None else "") + _fmt(luck_free, 1, "%"),
+            (bar if luck_free is None else "")
             + _fmt(percent, 1, "%")
             + (f" ± {row['percent_of_optimal_ci95']:.1f}" if row["percent_of_optimal_ci95"] is not None else ""),
             _fmt(row["mean"]),
