@@ -471,6 +471,15 @@ def test_upper_bonus_and_margin_criteria():
             "takes no thresholds",
         ),
         ({"criterion": [{"name": "x", "kind": "legal_play", "points": 1, "bonus": 2}]}, "unknown key(s) bonus"),
+        (  # fractions, as the gradebook's upper_bonus_rate: bob with no bonus got half the points
+            {"criterion": [{"name": "x", "kind": "upper_bonus", "points": 10, "thresholds": [[0.1, 0.5], [0.3, 1]]}]},
+            "values are percents (0 to 100), and every one given is at most 1, as if written as fractions "
+            "(the gradebook's upper_bonus_rate is one); write thresholds = [[10, 0.5], [30, 1]]",
+        ),
+        (
+            {"criterion": [{"name": "x", "kind": "luck_free_percent", "points": 1, "thresholds": [[0.6, 0], [1, 1]]}]},
+            "every one given is at most 1",
+        ),
         ({"criterion": [{"name": "x", "kind": "legal_play", "points": 1}] * 2}, "distinct names"),
     ],
 )

@@ -35,7 +35,8 @@ The kinds (:data:`KINDS`):
   ``thresholds`` (a ruleset without an upper bonus earns the criterion's full points).
 
 ``thresholds`` are ``[value, fraction]`` pairs with increasing values and fractions
-between 0 and 1: ``curve = "linear"`` (the default) interpolates between them and holds
+between 0 and 1; the values are percents (0 to 100), and a criterion whose values are all at most 1
+(fractions, as the gradebook's ``upper_bonus_rate``) is refused: ``curve = "linear"`` (the default) interpolates between them and holds
 the end fractions outside; ``curve = "steps"`` gives the fraction of the highest value
 reached (0 below the first).
 
@@ -159,6 +160,13 @@ def parse_rubric(data: dict[str, Any], source: str = "rubric") -> Rubric:
         if not _number(margin):
             raise ValueError(f"{where}: margin must be a number, got {margin!r}")
         thresholds = _thresholds(item.get("thresholds"), where) if KINDS[kind] else ()
+        if thresholds and all(value <= 1 for value, _ in thresholds):
+            written = ", ".join(f"[{100 * value:g}, {fraction:g}]" for value, fraction in thresholds)
+            raise ValueError(
+                f"{where}: a {kind} criterion's threshold values are percents (0 to 100), and every one given is "
+                f"at most 1, as if written as fractions (the gradebook's upper_bonus_rate is one); write "
+                f"thresholds = [{written}]"
+            )
         if not KINDS[kind] and "thresholds" in item:
             raise ValueError(f"{where}: a {kind} criterion takes no thresholds")
         criteria.append(Criterion(name, kind, float(points), thresholds, curve, partial, float(margin)))
