@@ -104,6 +104,13 @@ def test_the_docs_say_which_folder_is_handed_out():
     assert not (COURSE / "grading.toml").exists() and not (COURSE / "my_agent.py").exists()
 
 
+def test_the_assignment_says_the_constructor_parameter_is_rules():
+    """The rules are passed by name: ``def __init__(self, r)`` does not load (it scored 0), and only docs/agents.md
+    said so."""
+    assignment = (STUDENT / "README.md").read_text(encoding="utf-8")
+    assert "`MyAgent(rules=...)`" in assignment and "must be called `rules`" in assignment
+
+
 # ------------------------------------------------------------------ the starter agent
 def test_the_starter_agent_always_plays_legal_actions():
     from agents.evaluation.benchmark import benchmark

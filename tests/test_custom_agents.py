@@ -160,6 +160,26 @@ def test_load_errors_name_the_problem(agent_file, attr, message):
         make_agent(f"{agent_file}:{attr}", "yacht")
 
 
+def test_a_constructor_parameter_the_grader_does_not_fill_is_named_with_what_it_passes(tmp_path):
+    """``def __init__(self, r)``: the rules are passed by name, as ``rules``; the message said only that ``r`` was
+    missing, and the parameter's name was written nowhere a student reads."""
+    mine = tmp_path / "named_r.py"
+    mine.write_text(
+        "class Player:\n    def __init__(self, r):\n        self.r = r\n\n    def act(self, o, m):\n        return 32\n"
+    )
+    with pytest.raises(AgentLoadError) as error:
+        make_agent(f"{mine}:Player", "yacht")
+    message = str(error.value)
+    assert "missing 1 required positional argument: 'r'" in message and "\n" not in message
+    assert "given rules (the Rules played) by name" in message and "'r' got nothing" in message
+    assert "def __init__(self, rules)" in message and "seed" not in message
+    with pytest.raises(AgentLoadError, match="given rules \\(the Rules played\\) and seed \\(an int\\) by name"):
+        make_agent(f"{mine}:Player", "yacht", seed=3)
+    with pytest.raises(AgentLoadError) as error:  # an unknown keyword: nothing went unfilled, no hint
+        make_agent(f"{mine}:Player,r=1,colour=3", "yacht")
+    assert "unexpected keyword argument 'colour'" in str(error.value) and "got nothing" not in str(error.value)
+
+
 def test_file_and_module_errors(tmp_path):
     with pytest.raises(AgentLoadError, match="no such file"):
         make_agent(f"{tmp_path}/nothing.py:A", "yacht")

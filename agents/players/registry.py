@@ -286,7 +286,8 @@ class AgentSpec:
                 agent = target(**kwargs)
             except Exception as error:  # noqa: BLE001 - the user's constructor
                 call = f"{self.attr}({', '.join(f'{k}={v!r}' for k, v in self.kwargs)})"
-                raise AgentLoadError(f"agent {self.spec!r}: {call} failed: {one_line(error)}") from error
+                hint = self._unfilled_hint(target, kwargs, seed is not None) if isinstance(error, TypeError) else ""
+                raise AgentLoadError(f"agent {self.spec!r}: {call} failed: {one_line(error)}{hint}") from error
         elif self.kwargs:
             raise AgentLoadError(
                 f"agent {self.spec!r}: {self.attr} is an agent object, not a class: it takes no key=value arguments"
@@ -298,6 +299,25 @@ class AgentSpec:
                 f"agent {self.spec!r}: {type(agent).__name__} has no act(observation, action_mask) method"
             )
         return ImportedAgent(agent, name or self.label)
+
+    def _unfilled_hint(self, target: Any, given: dict[str, Any], seeded: bool) -> str:
+        """``"; ... 'r' got nothing ..."``: what a constructor is offered by name (``rules``; ``seed`` when ``seeded``),
+        when one of its required parameters was given nothing (``def __init__(self, r)``: the rules are passed as
+        ``rules``, never by position); ``""`` otherwise."""
+        try:
+            parameters = inspect.signature(target).parameters.values()
+        except (TypeError, ValueError):
+            return ""
+        named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        missing = [p.name for p in parameters if p.kind in named and p.default is p.empty and p.name not in given]
+        if not missing:
+            return ""
+        offered = "rules (the Rules played)" + (" and seed (an int)" if seeded else "")
+        return (
+            f"; the constructor is given {offered} by name, to parameters of that name, and the spec's key=value "
+            f"arguments, nothing else: {', '.join(repr(name) for name in missing)} got nothing (write "
+            f"def __init__(self, rules), give it a default, or set it: {self.attr},{missing[0]}=VALUE)"
+        )
 
 
 def parse_agent_spec(spec: str) -> AgentSpec | None:
