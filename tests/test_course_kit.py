@@ -63,6 +63,14 @@ class Logger(Good):
         return super().act(observation, action_mask)
 
 
+class LazyLog(Good):
+    def act(self, observation, action_mask):
+        if not getattr(self, "loaded", False):  # a lazy model load logs once: 2,001 bytes, never again
+            sys.stderr.write("x" * 2000 + "\\n")
+            self.loaded = True
+        return super().act(observation, action_mask)
+
+
 class Notes(Good):
     def reset(self):
         sys.stderr.write("new game\\n")  # 9 bytes a game: 18 KB over the grading
@@ -164,13 +172,16 @@ def test_check_passes_a_good_submission_without_the_solver(student, capsys, monk
     "name, expected",
     [
         ("Illegal", "illegal (2 games, first game 1, decision 1): returned 31 (keep all five dice)"),
+        ("Illegal", "2 decision(s) answered, the slowest in "),  # an illegal answer is an answer
+        ("Raises", "0 decision(s) answered; 2 not answered (2 exception), not in the slowest"),
         ("Malformed", "malformed (2 games, first game 1, decision 1)"),
         ("Raises", "exception (2 games, first game 1, decision 1): KeyError: 'dice' (at student.py:"),
         ("Chatty", "printed 144 bytes to standard output"),  # "hello" and a newline at each of 2 x 12 decisions
         (
             "Logger",
-            "wrote 0 bytes to standard output and 24000 to standard error in 2 game(s): at that rate the grading's "
-            "2000 games write about 24.0 MB to one of them, past the limit of 1024 KiB",
+            "wrote 0 bytes to standard output and 24000 to standard error in 2 game(s), 12 KB a game after the "
+            "first: at that rate the grading's 2000 games write about 24.0 MB to one of them, past the limit of "
+            "1024 KiB",
         ),
         ("NoAct", "load (loading)"),
         ("Missing", "student.py has no 'Missing'"),
@@ -189,9 +200,32 @@ def test_check_passes_a_little_standard_error(student, capsys):
     assert code == 0 and "interface OK" in out and "18 bytes on standard error" in out, out + err
 
 
+def test_check_does_not_multiply_what_is_written_once(student, capsys):
+    """2,001 bytes logged once (a lazy load) were projected over the grading's 2000 games as 2 MB, a fatal
+    problem; only what grows after the first game is multiplied now."""
+    code, out, err = run_check(student, "LazyLog", capsys=capsys)
+    assert code == 0 and "interface OK" in out and "2001 bytes on standard error" in out, out + err
+
+
+def test_the_output_projection_multiplies_only_what_grows():
+    from agents.course.checker import CheckResult
+
+    once = CheckResult("a.py:A", "yacht", 3, "none", loaded=True, games_played=3, stderr_bytes=2001)
+    once.first_game_output, once.graded_games = (0, 2001), 2000
+    assert once.projected_output == 2001 and once.output_growth == 0 and once.ok
+    grows = CheckResult("a.py:A", "yacht", 3, "none", loaded=True, games_played=3, stderr_bytes=1800)
+    grows.first_game_output, grows.graded_games = (0, 600), 2000
+    assert grows.output_growth == 600 and grows.projected_output == 600 + 600 * 1999
+    assert not grows.ok and "600 bytes" not in grows.problems[0] and "1 KB a game after the first" in grows.problems[0]
+    alone = CheckResult("a.py:A", "yacht", 1, "none", loaded=True, games_played=1, stderr_bytes=600)
+    alone.first_game_output, alone.graded_games = (0, 600), 2000
+    assert alone.projected_output == 600 * 2000 and "one game: play more" in alone.problems[0]
+
+
 def test_check_reports_a_slow_submission_with_the_config_limits(student, capsys):
     code, out, _ = run_check(student, "Slow", "--config", str(student / "slow.toml"), capsys=capsys)
     assert code == 1 and "timeout (2 games, first game 1, decision 1): no answer within 1 s" in out, out  # one line
+    assert "0 decision(s) answered; 2 not answered (2 timeout), not in the slowest" in out, out
     code, out, _ = run_check(student, "Good", "--json", capsys=capsys)
     data = json.loads(out)
     assert code == 0 and data["ok"] and data["games_played"] == 2 and data["problems"] == []

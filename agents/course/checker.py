@@ -30,6 +30,8 @@ from dice_poker_env.rules import Rules, load_rules
 GAMES = 3
 #: failures listed in full (the rest are counted)
 LISTED = 5
+#: the failure kinds of a decision that was answered, wrongly (the others end it without an answer)
+ANSWERS = ("illegal", "malformed")
 
 
 @dataclass
@@ -45,14 +47,18 @@ class CheckResult:
         load_seconds: the time it took to start and load.
         games_played: games in which it was asked for decisions.
         games_failed: games a failure ended.
-        decisions: decisions it answered.
+        decisions: decisions it answered (an illegal or malformed answer too).
         slowest: the slowest answered decision, in seconds.
+        unanswered: per failure kind, decisions a failure ended without an answer (a timeout, an exception, a crash):
+            not timed, so not in ``slowest``.
         limits: the limits it ran under.
         failures: every recorded failure (loading included).
         failure_count: all failures, recorded or not.
         printed: bytes it wrote to standard output.
         printed_sample: the start of it.
         stderr_bytes: bytes it wrote to standard error.
+        first_game_output: the bytes it had written to standard output and error by the end of the first game
+            (loading included): what it writes once, which the projection to the grading's games leaves out.
         graded_games: the games of the grading the check prepares for (the config's), to project the output to.
         solver_imports: the solver modules it imported (or tried to).
         solver: the solver policy.
@@ -68,12 +74,14 @@ class CheckResult:
     games_failed: int = 0
     decisions: int = 0
     slowest: float = 0.0
+    unanswered: dict[str, int] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
     failures: list[Failure] = field(default_factory=list)
     failure_count: int = 0
     printed: int = 0
     printed_sample: str = ""
     stderr_bytes: int = 0
+    first_game_output: tuple[int, int] | None = None
     graded_games: int | None = None
     solver_imports: list[str] = field(default_factory=list)
     solver: str = "allow"
@@ -104,9 +112,15 @@ class CheckResult:
             )
         projected = self.projected_output
         if projected is not None and projected > self.limits.output_kb * 1024:
+            growth = self.output_growth
+            rate = (
+                f", {_size(growth)} a game after the first"
+                if growth is not None
+                else " (one game: play more to tell a one-time write from one that grows)"
+            )
             lines.append(
                 f"wrote {self.printed} bytes to standard output and {self.stderr_bytes} to standard error in "
-                f"{self.games_played} game(s): at that rate the grading's {self.graded_games} games write about "
+                f"{self.games_played} game(s){rate}: at that rate the grading's {self.graded_games} games write about "
                 f"{_size(projected)} to one of them, past the limit of {self.limits.output_kb} KiB for the whole "
                 "grading, after which every game fails; write less (logging's debug and info are off by default)"
             )
@@ -123,12 +137,29 @@ class CheckResult:
         return lines
 
     @property
+    def output_growth(self) -> float | None:
+        """The bytes a game adds to the busier of standard output and error after the first game (what loading
+        and the first game write once is not in it); ``None`` with fewer than two games played."""
+        if self.first_game_output is None or self.games_played < 2:
+            return None
+        after = self.games_played - 1
+        return max(self.printed - self.first_game_output[0], self.stderr_bytes - self.first_game_output[1]) / after
+
+    @property
     def projected_output(self) -> float | None:
-        """The bytes the grading's games would write to the busier of standard output and error, at the rate of the
-        games played here (``None`` without the grading's game count or a game played)."""
+        """The bytes the grading's games would write to the busier of standard output and error: what loading and
+        the first game wrote, then each further game at the rate of the games after the first here (a log line
+        written once is not multiplied; with one game played, that game's output is taken as the rate). ``None``
+        without the grading's game count or a game played."""
         if self.graded_games is None or not self.games_played:
             return None
-        return max(self.printed, self.stderr_bytes) * self.graded_games / self.games_played
+        if self.first_game_output is None or self.games_played < 2:
+            return max(self.printed, self.stderr_bytes) * self.graded_games / self.games_played
+        after = self.games_played - 1
+        return max(
+            first + (total - first) * (self.graded_games - 1) / after
+            for first, total in zip(self.first_game_output, (self.printed, self.stderr_bytes))
+        )
 
     @property
     def ok(self) -> bool:
@@ -194,17 +225,23 @@ def check(
                     break
                 result.games_played += 1
                 observation, info = env.reset(seed=int(game_seed))
-                done = False
+                done = agent.game_failure is not None  # (its reset failed: no decision asked)
                 while not done:
                     start = time.monotonic()
                     action = agent.act(observation, info["action_mask"])
                     seconds = time.monotonic() - start
-                    if agent.game_failure is not None:  # the game ends here: a failure, not an answer
+                    kind = agent.game_failure
+                    if kind is not None and kind not in ANSWERS:  # the game ends here: a failure, not an answer
+                        result.unanswered[kind] = result.unanswered.get(kind, 0) + 1
                         break
                     result.decisions += 1
                     result.slowest = max(result.slowest, seconds)
+                    if kind is not None:  # an illegal or malformed answer ends the game too
+                        break
                     observation, _, done, _, info = env.step(action)
                 result.games_failed += agent.game_failure is not None
+                if result.games_played == 1:
+                    result.first_game_output = (agent.printed.bytes, agent.printed.stderr_bytes)
     finally:
         agent.close()
     result.failures = ([agent.load_error] if agent.load_error is not None else []) + agent.failures
@@ -251,9 +288,12 @@ def check_text(result: CheckResult) -> str:
             f"  loaded in {result.load_seconds:.2f} s (limit {limits.load_seconds:g} s); "
             f"{result.games_played} game(s) played, {result.games_played - result.games_failed} finished"
         )
+        unanswered = sum(result.unanswered.values())
+        kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(result.unanswered.items()))
         lines.append(
             f"  {result.decisions} decision(s) answered"
             + (f", the slowest in {result.slowest:.3f} s" if result.decisions else "")
+            + (f"; {unanswered} not answered ({kinds}), not in the slowest" if unanswered else "")
             + f" (limits: {limits.decision_seconds:g} s a decision, {limits.game_seconds:g} s a game, "
             f"{limits.memory_mb:g} MiB of memory)"
         )
@@ -280,6 +320,7 @@ def check_json(result: CheckResult) -> dict[str, Any]:
         "games_played": result.games_played,
         "games_failed": result.games_failed,
         "decisions": result.decisions,
+        "unanswered": dict(sorted(result.unanswered.items())),
         "problems": result.problems,
         "failures": [f.to_json() for f in result.failures],
         "failure_count": result.failure_count,
