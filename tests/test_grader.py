@@ -244,6 +244,17 @@ def test_the_submission_gets_its_own_seeds_never_the_games(submissions):
     assert report["status"] == "ok"
     # (its seed() prints to stderr, which is not reported as stdout)
     assert report["stdout"]["bytes"] == 0
+    # ... but counted toward the output limit, and so recorded (the report said nothing of it, check did)
+    from agents.course.sandbox import agent_seed
+
+    written = sum(len(f"seed {agent_seed(game)}\n") for game in range(report["games"]))
+    assert report["stderr"] == {"bytes": written}
+    assert f"## Standard error\n\n{written} bytes, not kept; they count toward the output limit of 1024 KiB" in (
+        render_markdown(report)
+    )
+    assert f'<p id="stderr">{written} bytes, not kept' in render_html(report)
+    quiet = run_grade(submissions, "Good", games=1)
+    assert quiet["stderr"] == {"bytes": 0} and "Standard error" not in render_markdown(quiet)
 
 
 def test_the_submission_cannot_find_the_game_seeds(submissions):

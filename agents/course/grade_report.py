@@ -328,7 +328,24 @@ def render_markdown(report: dict[str, Any]) -> str:
             *md_fence(report["stdout"]["sample"]),
             "",
         ]
+    if _stderr_bytes(report):
+        out += ["## Standard error", "", _stderr_text(report), ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _stderr_bytes(report: dict[str, Any]) -> int:
+    """The bytes the submission wrote to standard error (0 in a report from before they were recorded)."""
+    return int((report.get("stderr") or {}).get("bytes") or 0)
+
+
+def _stderr_text(report: dict[str, Any]) -> str:
+    """What the submission wrote to standard error, in a sentence (the pages say it alike)."""
+    limit = (report.get("limits") or {}).get("output_kb")
+    of = f" of {limit:g} KiB" if isinstance(limit, (int, float)) else ""
+    return (
+        f"{_stderr_bytes(report)} bytes, not kept; they count toward the output limit{of} "
+        "(standard output and error each), past which every game fails."
+    )
 
 
 # ------------------------------------------------------------------ HTML
@@ -738,6 +755,8 @@ def render_html(report: dict[str, Any]) -> str:
             f"<h2>Standard output</h2><p>{report['stdout']['bytes']} bytes; the start:</p>"
             f'<pre id="stdout">{e(report["stdout"]["sample"])}</pre>'
         )
+    if _stderr_bytes(report):
+        body.append(f'<h2>Standard error</h2><p id="stderr">{e(_stderr_text(report))}</p>')
     if report["replays"]:
         body.append(
             '<h2>Replay</h2><section id="replay"><div id="replay-controls">'

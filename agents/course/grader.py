@@ -207,6 +207,7 @@ def grade(
             "first_decision_number": _number(agent.printed.first_decision),
             "sample": agent.printed.sample,
         },
+        "stderr": {"bytes": agent.printed.stderr_bytes},  # (not kept: it counts toward the output limit)
         "problems": _problems(agent, games, interrupted),
         "score_distribution": _distribution(result.scores),
         "replays": result.games.get("submission", []),
