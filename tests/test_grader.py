@@ -547,6 +547,42 @@ def test_a_bad_limit_is_named_as_it_was_given(command, submissions, tmp_path, ca
         assert message in err and len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.parametrize("command", ["grade", "class", "tournament", "check"])
+def test_a_bad_setting_is_named_as_it_was_given(command, submissions, tmp_path, capsys):
+    """Games, seed and jobs out of range are named as the limits are: by the flag given on the command line, by the
+    key after the config's name when set in a grading config (``seed = -5`` said only ``seed must be ...``)."""
+    from dice_poker_env import cli
+
+    agent = f"{submissions / 'student.py'}:Good"
+    given = {
+        "grade": [agent],
+        "class": [str(submissions), "--out", str(tmp_path / "out")],
+        "tournament": [agent, f"{submissions / 'student.py'}:Illegal"],
+        "check": [agent],
+    }[command]
+    config = tmp_path / "grading.toml"
+    config.write_text("seed = -5\n")
+    games = tmp_path / "games.toml"
+    games.write_text("games = 0\n")
+    cases = [
+        (["--seed", "-5"], "--seed must be an integer >= 0, got -5"),
+        (["--games", "0"], "--games must be an integer " + ("from 1 to 10000" if command == "check" else ">= 1")),
+    ]
+    if command != "tournament":  # (a tournament takes neither its seed nor its games from a config)
+        cases += [
+            (["--config", str(config)], f"--config {config}: seed must be an integer >= 0, got -5"),
+            (["--config", str(games)], f"--config {games}: games must be an integer >= 1, got 0"),
+        ]
+    if command == "class":
+        cases.append((["--jobs", "0"], "--jobs must be an integer >= 1, got 0"))
+    if command == "tournament":
+        cases.append((["--players", "9"], "--players must be an integer 2 to 6, got 9"))
+    for args, message in cases:
+        assert cli.main([command if command != "class" else "grade", *given, *args, *UNISOLATED]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_dice_poker_grade_through_the_command_entry_point(submissions, tmp_path, monkeypatch, capsys):
     """``dice-poker grade``: the command found through its entry point (as pyproject.toml registers it)."""
     import importlib.metadata

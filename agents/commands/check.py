@@ -53,14 +53,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.commands.grade import checked_limits, resolve_submission
-    from agents.course.checker import check, check_json, check_text
+    from agents.commands.grade import checked_limits, checked_seed, resolve_submission, setting_name
+    from agents.course.checker import MOST_GAMES, check, check_json, check_text
     from agents.course.grader import LIMIT_SETTINGS, protect_process, settings
+    from agents.evaluation.limits import MAX_GAMES, check_count
     from dice_poker_env.rules import load_rules
 
     protect_process()
     chosen = settings(args.config, rules=args.rules, seed=args.seed, options=parse_rules_options(args.option))
     limits = checked_limits({name: chosen[name] for name in LIMIT_SETTINGS}, args, args.config)
+    if not 1 <= args.games <= MOST_GAMES:  # (the check's own games; the config's are the grading's)
+        raise ValueError(f"--games must be an integer from 1 to {MOST_GAMES}, got {args.games}")
+    check_count(setting_name("games", False, args.config), chosen["games"], most=MAX_GAMES)
+    checked_seed(chosen["seed"], args.seed is not None, args.config)
     rules = load_rules(chosen["rules"], **chosen["options"])
     submission = resolve_submission(args.submission)
     result = check(

@@ -114,6 +114,40 @@ def checked_limits(settings: Mapping[str, Any], args: argparse.Namespace, config
         raise ValueError(f"--config {config}: {error}" if config else str(error)) from None
 
 
+def setting_name(name: str, on_command_line: bool, config: str | None = None) -> str:
+    """A setting as the user gave it, for a message about its value: its flag (``--games``) when given on the command
+    line, ``--config FILE: games`` when it came from the config (with neither, the bare name: a default)."""
+    if on_command_line:
+        return "--" + name.replace("_", "-")
+    return f"--config {config}: {name}" if config else name
+
+
+def checked_settings(chosen: Mapping[str, Any], args: argparse.Namespace, config: str | None = None) -> None:
+    """Refuse a bad ``games`` or ``seed`` of ``chosen`` (the command line's over the config's) before any work,
+    named as given (:func:`setting_name`): ``--games must be ...``, ``--config FILE: seed must be ...``."""
+    from agents.evaluation.limits import MAX_GAMES, check_count
+
+    check_count(setting_name("games", args.games is not None, config), chosen["games"], most=MAX_GAMES)
+    checked_seed(chosen["seed"], args.seed is not None, config)
+
+
+def checked_seed(seed: Any, on_command_line: bool, config: str | None = None) -> int:
+    """``seed`` if it is an integer >= 0; else a one-line ``ValueError`` naming it as given (:func:`setting_name`)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"{setting_name('seed', on_command_line, config)} must be an integer >= 0, got {seed!r}")
+    return seed
+
+
+def flagged(error: ValueError, names: Sequence[str]) -> ValueError:
+    """``error`` with its subject named by its flag (``games must be ...`` -> ``--games must be ...``) when the message
+    starts with one of ``names`` (the parameters of a library call that a command fills from its flags only)."""
+    text = str(error)
+    for name in names:
+        if text.startswith(f"{name} "):
+            return ValueError(setting_name(name, True) + text[len(name) :])
+    return error
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.description = (
@@ -207,9 +241,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--overwrite goes with --out DIR")
     chosen = _chosen(args)
     limits = checked_limits({name: chosen[name] for name in LIMIT_SETTINGS}, args, args.config)
-    from agents.evaluation.limits import MAX_GAMES, check_count
-
-    check_count("games", chosen["games"], most=MAX_GAMES)  # before the solve and the submission
+    checked_settings(chosen, args, args.config)  # before the solve and the submission
     submission = resolve_submission(args.submission[0])
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out) if args.out else None
@@ -336,12 +368,12 @@ def run_class(args: argparse.Namespace) -> int:
     from agents.course.grader import LIMIT_SETTINGS
     from agents.course.rubric import load_rubric
     from agents.course.similarity import DEFAULT_SHARE
-    from agents.evaluation.limits import MAX_GAMES, check_count
+    from agents.evaluation.limits import check_count
     from dice_poker_env.rules import load_rules
 
     chosen = _chosen(args)
     limits = checked_limits({name: chosen[name] for name in LIMIT_SETTINGS}, args, args.config)
-    check_count("games", chosen["games"], most=MAX_GAMES)  # the settings first, as in a single grade
+    checked_settings(chosen, args, args.config)  # the settings first, as in a single grade
     if not args.out:
         raise ValueError("grading a class needs --out DIR (the reports, gradebook.csv and index.html go there)")
     rubric = load_rubric(args.rubric) if args.rubric else None
@@ -351,7 +383,7 @@ def run_class(args: argparse.Namespace) -> int:
         if not os.path.isfile(path):
             raise ValueError(f"--starter {path}: no such file")
     if args.jobs is not None:  # (None: every core) as grade_class would check it, before the warning below
-        check_count("jobs", args.jobs, most=1024)
+        check_count("--jobs", args.jobs, most=1024)
     submissions = find_submissions(args.submission, args.class_name)
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from agents.commands.arguments import nonempty
-from agents.commands.grade import add_sandbox_arguments, checked_limits
+from agents.commands.grade import add_sandbox_arguments, checked_limits, flagged
 from dice_poker_env.cli.rules_arguments import parse_rules_options
 
 HELP = "a duplicate tournament between submitted agents and the optimal and greedy anchors (Elo with intervals)"
@@ -166,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.json,
             started=say_seed,  # before the games: a run that fails later still told its seed
         )
+    except ValueError as error:  # (its settings come from flags only: named so, as grade and check name theirs)
+        remove_empty(created)
+        raise flagged(error, ("players", "games", "seed", "rounds", "bootstrap")) from None
     except BaseException:
         remove_empty(created)  # a failed command leaves no trace
         raise

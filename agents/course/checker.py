@@ -28,6 +28,8 @@ from dice_poker_env.rules import Rules, load_rules
 
 #: games a check plays by default
 GAMES = 3
+#: the most games a check plays
+MOST_GAMES = 10_000
 #: failures listed in full (the rest are counted)
 LISTED = 5
 #: the failure kinds of a decision that was answered, wrongly (the others end it without an answer)
@@ -197,8 +199,8 @@ def check(
         ValueError: a bad argument, spec or ruleset, or no isolation here while ``isolated``.
     """
     rules = load_rules(rules)
-    if isinstance(games, bool) or not isinstance(games, int) or not 1 <= games <= 10_000:
-        raise ValueError(f"games must be an integer from 1 to 10000, got {games!r}")
+    if isinstance(games, bool) or not isinstance(games, int) or not 1 <= games <= MOST_GAMES:
+        raise ValueError(f"games must be an integer from 1 to {MOST_GAMES}, got {games!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     limits = limits or Limits()
