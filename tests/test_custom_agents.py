@@ -193,8 +193,9 @@ def test_file_and_module_errors(tmp_path):
         make_agent(f"{broken}:A", "yacht")
     syntax = tmp_path / "syntax_agent.py"
     syntax.write_text("def act(:\n")
-    with pytest.raises(AgentLoadError, match="SyntaxError"):
+    with pytest.raises(AgentLoadError, match="SyntaxError") as error:
         make_agent(f"{syntax}:A", "yacht")
+    assert str(error.value).startswith(f"importing {syntax} failed: SyntaxError")  # the file's error, not A's
     assert "syntax_agent" not in " ".join(sys.modules)  # a failed import leaves no half module behind
 
 

@@ -704,6 +704,34 @@ def test_a_folder_or_a_bare_file_enters_its_agents_as_grading_finds_them(tmp_pat
     assert entrants([str(tmp_path / "bob.py"), "x.py:Agent"]) == [f"{tmp_path / 'bob.py'}:MyAgent", "x.py:Agent"]
 
 
+def test_a_file_that_does_not_parse_is_shown_without_a_made_up_class(tmp_path, capsys):
+    """``heidi.py`` (class MyAgent) with a syntax error was entered, graded and checked as ``heidi.py:Agent``, a
+    class it never had: a tournament leaves it out saying why, ``grade`` and ``check`` of the bare file refuse it in
+    one line; ``--class`` (as grade's) names the class, and the file is entered under it."""
+    from agents.commands.grade import resolve_submission
+    from agents.commands.tournament import entrants
+    from dice_poker_env import cli
+
+    heidi = tmp_path / "heidi.py"
+    heidi.write_text("class MyAgent:\n    def act(self, observation, action_mask)\n        return 32\n")
+    (tmp_path / "ivan.py").write_text("class Mine:\n    def act(self, observation, action_mask):\n        return 32\n")
+    assert entrants([str(tmp_path)]) == [f"{tmp_path / 'ivan.py'}:Mine"]
+    err = capsys.readouterr().err
+    assert f"{heidi}: not entered (SyntaxError: " in err and "(line 2): it does not parse" in err
+    assert ":Agent" not in err
+    assert entrants([str(heidi)], "MyAgent") == [f"{heidi}:MyAgent"]  # named: its load failure tells the error
+    with pytest.raises(ValueError, match="heidi.py: SyntaxError: .* \\(line 2\\): it does not parse") as error:
+        resolve_submission(str(heidi))
+    assert ":Agent" not in str(error.value)
+    for command in ("check", "grade"):
+        assert cli.main([command, str(heidi), "--rules", "yacht", "--games", "1", "--unisolated"]) == 2
+        err = capsys.readouterr().err
+        assert "it does not parse" in err and ":Agent" not in err and len(err.strip().splitlines()) == 1, err
+    with pytest.raises(SystemExit):
+        cli.main(["tournament", "--help"])
+    assert "--class NAME" in capsys.readouterr().out
+
+
 def test_a_file_named_like_a_spec_is_not_played_as_another_students_agent(tmp_path, capsys, monkeypatch):
     """A ``:`` or ``,`` in a file name could make its spec name another file (``bob.py:BobAgent,note=1.py``
     played Bob's agent under the attacker's name) or a built-in agent (``winning,future=1.py`` in a folder

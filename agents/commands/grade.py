@@ -325,6 +325,9 @@ def resolve_submission(submission: str) -> str:
     if submission.endswith(".py"):
         if not os.path.isfile(submission):
             raise ValueError(f"{submission}: no such file")
+        problem = parse_problem(submission)
+        if problem is not None:  # (no class to name: it was graded as FILE.py:Agent, a name made up)
+            raise ValueError(f"{submission}: {problem}")
         name, why = find_agent_class(submission)
         if name is None:
             raise ValueError(f"{submission}: {why}")
@@ -338,6 +341,26 @@ def resolve_submission(submission: str) -> str:
     if parsed is not None and parsed.is_file and not os.path.isfile(parsed.source):
         raise ValueError(f"{parsed.source}: no such file")
     return submission
+
+
+def parse_problem(path: str) -> str | None:
+    """Why the Python file ``path`` does not parse, so that its agent class cannot be found (``SyntaxError:
+    invalid syntax (line 3): ...``), or ``None`` (it parses, or cannot be read: the class search says so). The
+    file is parsed, never run."""
+    import ast
+
+    try:
+        source = Path(path).read_bytes()
+    except OSError:
+        return None
+    try:
+        ast.parse(source, filename=os.path.basename(path))
+    except SyntaxError as error:
+        where = f" (line {error.lineno})" if error.lineno else ""
+        return f"{type(error).__name__}: {error.msg}{where}: it does not parse, so no agent class can be found in it"
+    except (ValueError, RecursionError, MemoryError) as error:
+        return f"it cannot be parsed here ({type(error).__name__}): name its agent class, FILE.py:NAME"
+    return None
 
 
 def _chosen(args: argparse.Namespace) -> dict:

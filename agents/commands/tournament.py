@@ -48,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(its games and seed are the grading's, not the tournament's: left out); command-line options win (--rules "
         "of another game drops the config's rules options)",
     )
+    parser.add_argument(
+        "--class",
+        dest="class_name",
+        metavar="NAME",
+        help="the agent class in each FILE.py and folder's file, as dice-poker grade --class (default: the one class "
+        "with an act method)",
+    )
     parser.add_argument("--rules", help="ruleset name or rules file (default: the config's, else yahtzee)")
     parser.add_argument(
         "--option", "-o", action="append", default=[], metavar="NAME=VALUE", help="a rules option (repeatable)"
@@ -81,11 +88,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the standings as JSON instead of a table")
 
 
-def entrants(given: list[str]) -> list[str]:
-    """The agents of ``given``: a folder is its ``*.py`` files and a bare ``FILE.py`` its one agent class, as
-    ``dice-poker grade`` finds them (a file without one is left out, saying why); other specs as they are."""
+def entrants(given: list[str], class_name: str | None = None) -> list[str]:
+    """The agents of ``given``: a folder is its ``*.py`` files and a bare ``FILE.py`` its agent class, as
+    ``dice-poker grade`` finds them (``class_name``: that class, as ``grade --class``; without it, a file without
+    one agent class, or that does not parse, is left out, saying why); other specs as they are."""
     import os
 
+    from agents.commands.grade import parse_problem
     from agents.course.classroom import UNREADABLE_NAME, find_submissions, reads_back
     from agents.course.grade_report import summary_text_line
 
@@ -96,9 +105,12 @@ def entrants(given: list[str]) -> list[str]:
         if not (os.path.isdir(entry) or entry.endswith(".py")):
             out.append(entry)
             continue
-        for submission in find_submissions([entry]):
+        for submission in find_submissions([entry], class_name):
+            unparsed = parse_problem(submission.path) if class_name is None and submission.spec else None
             if submission.spec is None:
                 why = submission.problem
+            elif unparsed is not None:  # (its class would be a name made up: FILE.py:Agent)
+                why = unparsed
             elif not reads_back(submission.path, submission.spec):
                 why = UNREADABLE_NAME
             else:
@@ -152,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         result = tournament(
-            entrants(args.submissions),
+            entrants(args.submissions, args.class_name),
             rules,
             players=args.players,
             games=args.games,

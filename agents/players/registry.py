@@ -40,7 +40,8 @@ A file is imported once per process, as a module named after its path, with its
 folder put on ``sys.path`` (so it can import its neighbours), as ``python FILE.py``
 would. Every problem loading an agent (no such file or module, no such name, a
 failing import or constructor, an object without ``act``) is an
-:class:`AgentLoadError`, a ``ValueError`` whose one-line message names the spec.
+:class:`AgentLoadError`, a ``ValueError`` whose one-line message names the spec
+(the file, for a file that fails to import: the name in it played no part).
 """
 
 from __future__ import annotations
@@ -260,7 +261,8 @@ class AgentSpec:
             del sys.modules[module_name]
             if not isinstance(error, Exception):
                 raise
-            raise AgentLoadError(f"agent {self.spec!r}: importing {self.source} failed: {one_line(error)}") from error
+            # the file's failure, whatever the spec names in it (a class search may have had no class to name)
+            raise AgentLoadError(f"importing {self.source} failed: {one_line(error)}") from error
         return module
 
     def resolve(self) -> Any:
