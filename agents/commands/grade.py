@@ -11,6 +11,9 @@ A whole class: ``dice-poker grade SUBMISSIONS_DIR --rules yahtzee --out DIR [--j
 [--rubric rubric.toml] [--class NAME]`` (or several files and specs; one file with a class option is a class of
 one):
 :mod:`agents.course.classroom` grades them, :mod:`agents.course.gradebook` writes the class files.
+
+Size: the command's arguments, their checks before any work (limits and settings named as given, a submission
+resolved to its agent class), which ``check`` and ``tournament`` share, and its two runs (one submission, a class).
 """
 
 from __future__ import annotations

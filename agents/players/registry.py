@@ -42,6 +42,9 @@ would. Every problem loading an agent (no such file or module, no such name, a
 failing import or constructor, an object without ``act``) is an
 :class:`AgentLoadError`, a ``ValueError`` whose one-line message names the spec
 (the file, for a file that fails to import: the name in it played no part).
+
+Size: every way to name an agent (built-ins, model files, custom specs and their arguments) and the wrapper of a
+custom agent, whose load and play errors must name it alike.
 """
 
 from __future__ import annotations
