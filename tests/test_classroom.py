@@ -311,6 +311,54 @@ def test_the_class_page_shows_the_luck_free_percent_as_the_gradebook_does(graded
                             row["estimated_percent_of_optimal"], rel_tol=1e-5)  # fmt: skip
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_grade_with_timeouts_among_others_is_graded_again_alone(tmp_path, monkeypatch, jobs):
+    """Time limits are wall-clock time: graded alongside a classmate who busy-loops in 64 processes, a grade can
+    time out through no fault of its own. Such a grade is graded again alone at the end, and its report says so;
+    graded one at a time, nothing is graded twice."""
+    from types import SimpleNamespace
+
+    from agents.course import classroom
+    from agents.course.classroom import StudentResult
+
+    for name in ("busy", "calm", "slow"):
+        (tmp_path / f"{name}.py").write_text(GOOD)
+    submissions = find_submissions([str(tmp_path)])
+    first = {"busy": {}, "calm": {"timeout": 3}, "slow": {"budget": 1}}  # graded in parallel (faked below)
+    graded = []
+
+    def fake_report(kinds):
+        return {"status": "failures" if kinds else "ok", "failures": {"by_kind": kinds}, "problems": [], "agents": {}}
+
+    def in_parallel(submissions, specs, rules, options, baselines, rubric, out, jobs, results, note):
+        for i, s in enumerate(submissions):
+            results[i] = StudentResult(s, "ok", fake_report(first[s.student]))
+        return False
+
+    def grade(spec, rules, **kwargs):
+        graded.append(Path(spec.split(":")[0]).stem)
+        return fake_report({})
+
+    monkeypatch.setattr(classroom, "_grade_parallel", in_parallel)
+    monkeypatch.setattr(classroom, "grade", grade)
+    monkeypatch.setattr(classroom, "write_report", lambda report, folder: [])
+    monkeypatch.setattr(classroom, "load_solution", lambda rules, required: SimpleNamespace(expected_score=1.0))
+    monkeypatch.setattr(classroom, "reference_games", lambda *args, **kwargs: None)
+    lines = []
+    result = grade_class(
+        submissions, "yacht", tmp_path / "out", games=2, jobs=jobs, isolated=False, progress=lines.append
+    )
+    students = {s.submission.student: s for s in result.students}
+    if jobs == 1:  # (one at a time: the fake grade is the only one, once each)
+        assert graded == ["busy", "calm", "slow"] and not any("again" in line for line in lines)
+        return
+    assert graded == ["calm", "slow"]  # the timeouts and the spent budget, not the clean grade
+    assert "calm: time limit failures: graded again alone" in lines
+    assert students["calm"].report["failures"]["by_kind"] == {}  # the second grade counts
+    assert students["calm"].report["problems"][-1].startswith("graded again alone: its first grading, 2 submissions")
+    assert students["busy"].report["problems"] == []
+
+
 def test_student_folders_are_safe_and_unique(tmp_path):
     for name in ("a b", "a_b", "A-B", "..", "x:y,z"):
         (tmp_path / f"{name}.py").write_text(GOOD)

@@ -198,7 +198,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the summary")
     group = parser.add_argument_group("a class (a folder or several submissions; needs --out)")
-    group.add_argument("--jobs", type=int, help="submissions graded at once (default: the cores available)")
+    group.add_argument(
+        "--jobs",
+        type=int,
+        help="submissions graded at once (default: the cores available); the time limits are wall-clock time, so "
+        "a grade with time limit failures is graded again alone at the end",
+    )
     group.add_argument(
         "--class",
         dest="class_name",

@@ -9,7 +9,10 @@
   grade writes, byte for byte;
 * the submissions are graded **in parallel**, ``jobs`` at a time (worker processes of the
   grader, each loading the solver's solution once); each submission still runs in its own
-  isolated sandbox with every limit of the single grade (:mod:`agents.course.sandbox`).
+  isolated sandbox with every limit of the single grade (:mod:`agents.course.sandbox`). The time
+  limits are wall-clock time, which a classmate's busy processes graded alongside can eat into: a
+  student whose grade has time limit failures (:data:`TIMED`) is graded again alone at the end, and
+  that grade, which its report says is the second, counts.
 
 A submission is one Python file. :func:`find_submissions` finds its agent class without
 running it (the file is parsed, never imported, in the grader): the one top-level class
@@ -298,18 +301,35 @@ def _grade_one(
     baselines: Baselines,
     rubric: Rubric | None,
     out: str,
+    alongside: int = 0,
 ) -> StudentResult:
-    """Grade one student and write their report files (in the worker process)."""
+    """Grade one student and write their report files (in the worker process); ``alongside``: graded again alone
+    after timeouts while graded that many at a time (the report says so)."""
     if spec is None:
         return StudentResult(submission, "no_agent", None, _no_score(rubric, "no agent class"), [], submission.problem)
     report = grade(spec, rules, baselines=baselines, **options)
     report["submission"] = submission.spec  # the path as given, not a staged copy's
+    if alongside:
+        report["problems"].append(
+            f"graded again alone: its first grading, {alongside} submissions at a time, had time limit failures, "
+            "which a classmate's busy processes can cause; this grade is the second"
+        )
     folder = Path(out) / submission.folder
     folder.mkdir(parents=True, exist_ok=True)
     files = [str(p) for p in write_report(report, folder)]
     earned = score_report(rubric, report) if rubric is not None else []
     slim = {key: value for key, value in report.items() if key not in _DROPPED}
     return StudentResult(submission, report["status"], slim, earned, files)
+
+
+#: the failure kinds a wall-clock limit decides: graded alongside others, a classmate's load can cause them
+TIMED = ("timeout", "budget")
+
+
+def _timed_out(result: StudentResult) -> bool:
+    """Whether a grade had failures of a wall-clock limit (:data:`TIMED`, loading included)."""
+    kinds = ((result.report or {}).get("failures") or {}).get("by_kind") or {}
+    return any(kinds.get(kind) for kind in TIMED)
 
 
 def _no_score(rubric: Rubric | None, why: str) -> list[Earned]:
@@ -435,6 +455,15 @@ def grade_class(
             interrupted = _grade_parallel(
                 submissions, specs, rules, options, baselines, rubric, out, jobs, results, note
             )
+            at_once = min(jobs, len(submissions))
+            for i in [i for i in sorted(results) if at_once > 1 and not interrupted and _timed_out(results[i])]:
+                note(summary_text_line(f"{submissions[i].student}: time limit failures: graded again alone"))
+                done = results[i] = _grade_one(
+                    submissions[i], specs[i], rules, options, baselines, rubric, str(out), at_once
+                )
+                note(_line(done))
+                if done.report is not None and done.report.get("interrupted"):
+                    raise KeyboardInterrupt
     except KeyboardInterrupt:
         interrupted = True
     finally:
