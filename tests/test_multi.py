@@ -604,3 +604,30 @@ def test_seat_env_names_an_opponent_that_chooses_a_masked_action():
     env = multi.SeatEnv("yacht", [lambda obs, mask: 31], seat=1)
     with pytest.raises(IllegalActionError, match=r"opponent '<lambda>' at seat 0 chose illegal action 31"):
         env.reset(seed=0)
+
+
+# ------------------------------------------------------------ gym review: end infos, render, options
+@pytest.mark.parametrize("seat", [0, 1])
+def test_seat_env_an_illegal_end_has_the_end_keys_of_a_normal_end(seat):
+    """An episode ended by an illegal action has ``final_score``, ``scores`` and ``rank`` (the totals so far), as
+    one ended by the last box has (it had only the illegal keys)."""
+    env = multi.SeatEnv("yacht", ["random"], seat=seat)
+    env.reset(seed=0)
+    _, _, done, _, info = env.step(31)
+    assert done and info["illegal_action"]
+    assert {"final_score", "scores", "rank"} <= set(info)
+    totals = env.game.totals()
+    assert info["scores"] == totals and info["final_score"] == totals[env.me] == info["score"]
+    assert info["rank"] == 1 + sum(t > totals[env.me] for t in totals.values())
+
+
+def test_a_wrapped_game_ended_by_an_illegal_action_gives_every_agent_the_end_keys():
+    e = multi.env("yacht", 3)
+    e.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e.step(31)
+    for agent in e.possible_agents:
+        assert {"final_score", "scores", "rank"} <= set(e.infos[agent])
+        assert e.infos[agent]["scores"] == e.unwrapped.totals()
+    assert e.infos["player_0"]["illegal_action"] and "illegal_action" not in e.infos["player_1"]

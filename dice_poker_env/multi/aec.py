@@ -93,7 +93,8 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
     ## Information
     ``infos[agent]``: ``score`` (that player's total so far); at the end also
     ``final_score``, ``scores`` ({agent: total}) and ``rank`` (1 = best, ties
-    share the better rank).
+    share the better rank), also when an illegal action ended the game (the
+    totals then are those so far).
 
     ## Arguments
     ``rules`` (name, path or :class:`Rules`), ``num_players``, ``reward_mode``
@@ -281,15 +282,17 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
         """End the game because ``agent`` chose an illegal action (:func:`env`'s handling).
 
         As PettingZoo's ``TerminateIllegalWrapper``: every agent terminates (and
-        truncates), ``agent`` is paid ``reward``, the others 0; ``agent``'s info
-        gets ``illegal_action`` and ``illegal_reason``.
+        truncates), ``agent`` is paid ``reward``, the others 0. Every info has the
+        end keys (:meth:`final_info`); ``agent``'s also ``illegal_action`` and
+        ``illegal_reason``.
         """
         self._cumulative_rewards[agent] = 0.0
         self.terminations = dict.fromkeys(self.agents, True)
         self.truncations = dict.fromkeys(self.agents, True)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self.rewards[agent] = float(reward)
-        self.infos[agent] = IllegalActions.mark(dict(self.infos[agent]), reason)
+        self.infos = {a: self.final_info(a) for a in self.agents}  # the game is over: every end key, as at its end
+        self.infos[agent] = IllegalActions.mark(self.infos[agent], reason)
         self._accumulate_rewards()
         self._deads_step_first()
 
@@ -354,10 +357,19 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
             roll=int(roll_index_of_sorted(faces)), rolls_left=game.ROLLS_PER_TURN - 1
         )
 
-    def _info(self, i: int) -> dict[str, Any]:
+    def final_info(self, agent: str) -> dict[str, Any]:
+        """``agent``'s info as at the end of a game (``score``, ``final_score``, ``scores``, ``rank``), from the
+        totals so far: the info of a game ended early (by an illegal action)."""
+        if not self.games:
+            raise gym.error.ResetNeeded("call reset() before final_info()")
+        return self._info(self.agent_name_mapping[self._known(agent)], over=True)
+
+    def _info(self, i: int, *, over: bool | None = None) -> dict[str, Any]:
+        """Player ``i``'s info; the end keys when the game is over (``over``: whether it is, default
+        :attr:`game_over`)."""
         totals = self._totals()
         info: dict[str, Any] = {"score": int(totals[i])}
-        if self.game_over:
+        if self.game_over if over is None else over:
             info["final_score"] = int(totals[i])
             info["scores"] = self.totals()
             info["rank"] = int(1 + (totals > totals[i]).sum())

@@ -109,7 +109,8 @@ class SeatEnv(IllegalActionSettings, gym.Env[Any, int]):
 
     ## Information
     ``action_mask``, ``score``; at the end ``final_score``, ``scores``
-    ({agent: total}) and ``rank``.
+    ({agent: total}) and ``rank``, also when an illegal action ended it (the
+    totals so far).
 
     ## Arguments
     ``rules``, ``opponents`` (default one ``"random"``; the number of players is
@@ -199,7 +200,7 @@ class SeatEnv(IllegalActionSettings, gym.Env[Any, int]):
         if not (type(action) is int and 0 <= action < len(mask) and mask[action]):
             reason = self._illegal_actions.judge(self.tables, self.game.games[self.seat], action, self.rules.name)
             self._done = True  # (the mask is all zeros from now on)
-            info = self._illegal_actions.mark(self._info(), reason)
+            info = self._illegal_actions.mark(self._info(ended=True), reason)
             return self._observation(), self.illegal_penalty, True, False, info
         self.game.step(action)
         reward = self.game.rewards[self.me]
@@ -255,7 +256,8 @@ class SeatEnv(IllegalActionSettings, gym.Env[Any, int]):
     def _observation(self) -> Any:
         return self.game.observe_as(self.me, self.obs_mode)["observation"]
 
-    def _info(self) -> dict[str, Any]:
-        info = dict(self.game.infos[self.me])
+    def _info(self, *, ended: bool = False) -> dict[str, Any]:
+        """The learner's info now; ``ended``: the episode ended early (by an illegal action), with the end keys."""
+        info = self.game.final_info(self.me) if ended else dict(self.game.infos[self.me])
         info["action_mask"] = self.action_masks()
         return info
