@@ -201,6 +201,21 @@ def test_render_ansi_shows_every_player():
     assert "player_0 (to move)" in text and "player_1" in text
 
 
+def test_render_ansi_shows_dice_and_hints_only_for_the_player_to_move():
+    """The others' dice are placeholders until their turn: their scorecards only (player_1 showed ``dice: 1 1 1 1
+    1``, ``rolls left: 2`` and ``(would score 50)``)."""
+    e = multi.raw_env("yacht", 3, render_mode="ansi")
+    e.reset(seed=0)
+    e.step(32)  # player_0 scores ones: player_1 to move
+    to_move, *others = e.render().split("\n\n")
+    assert to_move.startswith("== player_1 (to move) ==")
+    assert "dice:" in to_move and "rolls left" in to_move and "would score" in to_move
+    assert len(others) == 2
+    for text in others:
+        assert "dice:" not in text and "rolls left" not in text and "would score" not in text
+        assert "TOTAL" in text and "ones" in text
+
+
 # ------------------------------------------------------------------ one seat
 @pytest.mark.parametrize("opponents", [0, 6])
 def test_seat_env_counts_its_opponents(opponents):

@@ -337,14 +337,15 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
         return {name: (int(scores[k]) if filled >> k & 1 else None) for k, name in enumerate(self.rules.box_names)}
 
     def render_text(self) -> str:
-        """Every player's scorecard as text, the player to move first."""
+        """Every player's scorecard as text, the player to move first, with their dice, rolls left and "would
+        score" hints (the others' dice are placeholders until their turn starts: scorecards only)."""
         if not self.games:
             raise gym.error.ResetNeeded("call reset() before render()")
         parts = []
         for k in range(self.num_players):
             i = (self.current + k) % self.num_players
             title = f"== {self.possible_agents[i]}" + (" (to move)" if k == 0 else "") + " =="
-            parts.append(title + "\n" + render_ansi(self.tables, self.games[i]))
+            parts.append(title + "\n" + render_ansi(self.tables, self.games[i], dice=k == 0))
         return "\n\n".join(parts)
 
     def _totals(self) -> np.ndarray:
