@@ -646,3 +646,18 @@ def test_a_wrapped_game_ended_by_an_illegal_action_gives_every_agent_the_end_key
         assert {"final_score", "scores", "rank"} <= set(e.infos[agent])
         assert e.infos[agent]["scores"] == e.unwrapped.totals()
     assert e.infos["player_0"]["illegal_action"] and "illegal_action" not in e.infos["player_1"]
+
+
+def test_position_reset_options_are_ignored_with_a_warning():
+    """``dice``, ``rolls_left`` and the other position keys, which the single env applies, were ignored silently;
+    other keys (PettingZoo's api_test passes ``{"options": 1}``) pass silently still."""
+    e, plain = multi.env("yacht", 2), multi.env("yacht", 2)
+    plain.reset(seed=3)
+    with pytest.warns(UserWarning, match=r"reset options: dice, rolls_left ignored; a multi-player game always"):
+        e.reset(seed=3, options={"rolls_left": 0, "dice": [6, 6, 6, 6, 6]})
+    assert e.unwrapped.games[0].roll == plain.unwrapped.games[0].roll  # ignored: the same dice as without them
+    assert e.unwrapped.games[0].rolls_left == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e.reset(seed=0, options={"options": 1})
+        e.reset(seed=0, options={})

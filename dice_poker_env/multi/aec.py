@@ -22,6 +22,7 @@ from dice_poker_env.dice_sources import DiceSource, RandomDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import N_DICE, N_KEEP_ACTIONS, REROLLED_POSITIONS, roll_index_of_sorted
 from dice_poker_env.engine.masks import action_masks
+from dice_poker_env.engine.position import POSITION_KEYS
 from dice_poker_env.engine.state import GameState
 from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.arguments import as_action, require_choice, require_dice_source, require_finite
@@ -67,7 +68,9 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
     ## Starting State
     Empty scorecards; ``player_0`` has five fresh dice and two rerolls left.
     ``reset(options=...)`` takes a dict whose keys are ignored (PettingZoo's
-    API test passes arbitrary ones); anything else is an error.
+    API test passes arbitrary ones); the single env's position keys (``dice``,
+    ``scorecard``, ``rolls_left``, ``bonus``) are ignored with a warning;
+    anything but a dict is an error.
     Other players roll when their turn starts (so a scripted dice source
     replays a real game in the order the dice were thrown).
 
@@ -178,6 +181,12 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
             options, Mapping
         ):  # (a mapping's keys are ignored, as PettingZoo expects)
             raise ValueError(f"reset options: expected a dict or None, got {type(options).__name__}")
+        ignored = [key for key in POSITION_KEYS if options and key in options]
+        if ignored:  # the single env would apply them: say so, in one line (other keys pass silently, as PettingZoo's)
+            gym.logger.warn(
+                f"reset options: {', '.join(ignored)} ignored; a multi-player game always starts from empty "
+                "scorecards and a fresh roll"
+            )
         if seed is not None:
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
                 raise TypeError(f"seed must be an int or None, got {seed!r}")
