@@ -145,7 +145,7 @@ def test_the_optimal_agent_values_and_actions_agree_with_the_solver(datasets_roo
     from dice_poker_env.solver import solve
 
     assert write("yacht", "--agent", "optimal", "--episodes", "30", "--with-values", "--obs-mode", "dict") == 0
-    dataset = minari.load_dataset("dice_poker/yacht/optimal-v0")
+    dataset = minari.load_dataset("dice_poker/yacht/optimal-dict-v0")
     solution = solve(load_rules("yacht"))
     info = datasets.dataset_info(dataset)
     assert info["optimal_expected_score"] == solution.expected_score
@@ -448,6 +448,21 @@ def test_default_ids_and_agent_specs():
         datasets.default_dataset_id(load_rules("yahtzee", joker="forced"), "optimal") == "dice_poker/yahtzee/optimal-v0"
     )
     assert datasets.parse_agent("greedy:eps=0.5") == datasets.DatasetAgentSpec("greedy:eps=0.5", "greedy", 0.5)
+    # the observation layout: the default's id unchanged, the other's its own (a dict and a flat dataset collided)
+    assert datasets.default_dataset_id(rules, "greedy", "flat") == "dice_poker/yacht/greedy-v0"
+    assert datasets.default_dataset_id(rules, "greedy", "dict") == "dice_poker/yacht/greedy-dict-v0"
+
+
+def test_a_dict_and_a_flat_dataset_of_one_agent_do_not_collide(datasets_root):
+    """Without --id, --obs-mode dict wrote dice_poker/yacht/greedy-v0 too: refused as existing, or with --overwrite
+    silently replacing the flat one."""
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    assert write("yacht", "--agent", "random", "--episodes", "3", "--obs-mode", "dict") == 0
+    flat, layered = (
+        minari.load_dataset("dice_poker/yacht/random-v0"),
+        minari.load_dataset("dice_poker/yacht/random-dict-v0"),
+    )
+    assert flat.env_spec.kwargs["obs_mode"] == "flat" and layered.env_spec.kwargs["obs_mode"] == "dict"
     with pytest.raises(datasets.DatasetError, match="eps must be"):
         datasets.parse_agent("optimal:eps=x")
     with pytest.raises(datasets.DatasetError, match="unknown agent 'model:'"):
@@ -580,8 +595,9 @@ def test_canonical_actions_keep_the_same_dice_with_the_lowest_bitmask():
 def test_load_transitions_reads_what_iterate_episodes_reads(obs_mode, monkeypatch):
     monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False, progress=None: None)
     assert write("yacht", "--agent", "greedy:eps=0.5", "--episodes", "7", "--obs-mode", obs_mode) == 0
-    steps = datasets.load_transitions("dice_poker/yacht/greedy-eps0_5-v0")
-    episodes = list(minari.load_dataset("dice_poker/yacht/greedy-eps0_5-v0").iterate_episodes())
+    dataset_id = "dice_poker/yacht/greedy-eps0_5" + ("-dict" if obs_mode == "dict" else "") + "-v0"
+    steps = datasets.load_transitions(dataset_id)
+    episodes = list(minari.load_dataset(dataset_id).iterate_episodes())
     cut = lambda e, v: v[: len(e.actions)]  # noqa: E731
     assert np.array_equal(steps["actions"], np.concatenate([e.actions for e in episodes]))
     assert np.array_equal(steps["rewards"], np.concatenate([e.rewards for e in episodes]))

@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="dataset_id",
         type=nonempty,
         metavar="ID",
-        help="Minari dataset id (default dice_poker/<ruleset>/<agent>-v0)",
+        help="Minari dataset id (default dice_poker/<ruleset>/<agent>-v0; with --obs-mode dict <agent>-dict-v0)",
     )
     parser.add_argument(
         "--obs-mode",

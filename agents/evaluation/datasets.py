@@ -185,10 +185,11 @@ def parse_agent(text: str) -> DatasetAgentSpec:
     return DatasetAgentSpec(str(text), base, eps)
 
 
-def default_dataset_id(rules: Rules, agent: DatasetAgentSpec | str) -> str:
+def default_dataset_id(rules: Rules, agent: DatasetAgentSpec | str, obs_mode: str = "flat") -> str:
     """``dice_poker/<ruleset>/<agent>-v0``: the ruleset's name, with the options that differ from its defaults
     (``dice_poker/yahtzee-joker_free/optimal-v0``) or, for a rules file that takes a shipped ruleset's name, its
-    fingerprint: another game never takes the default game's id."""
+    fingerprint: another game never takes the default game's id. An ``obs_mode`` other than ``"flat"`` (the
+    default) follows the agent (``dice_poker/yacht/optimal-dict-v0``): the two layouts never share an id."""
     from agents.evaluation.protocol import is_shipped
 
     agent = parse_agent(agent) if isinstance(agent, str) else agent
@@ -200,7 +201,8 @@ def default_dataset_id(rules: Rules, agent: DatasetAgentSpec | str) -> str:
 
         changed = f"-{rules.fingerprint[:12]}" if rules.name in RULESET_NAMES else ""
     ruleset = re.sub(r"[^A-Za-z0-9_-]+", "_", rules.name + changed)
-    return f"{NAMESPACE}/{ruleset}/{agent.slug}-v0"
+    layout = "" if obs_mode == "flat" else "-" + re.sub(r"[^A-Za-z0-9_-]+", "_", obs_mode)
+    return f"{NAMESPACE}/{ruleset}/{agent.slug}{layout}-v0"
 
 
 #: a policy over a block of live games: (state, observations by layout, masks, draws) -> actions; ``draws``
@@ -799,7 +801,7 @@ def write_dataset(
         rules = load_rules(rules, **options)
     except (ValueError, TypeError, KeyError, OSError) as error:
         raise DatasetError(f"rules: {error}") from None
-    dataset_id = dataset_id or default_dataset_id(rules, spec)
+    dataset_id = dataset_id or default_dataset_id(rules, spec, obs_mode)
     final = dataset_path(dataset_id)
     root = final.parents[len(Path(dataset_id).parts) - 1]
     _check_writable(root)
