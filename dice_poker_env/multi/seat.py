@@ -118,6 +118,11 @@ class SeatEnv(IllegalActionSettings, gym.Env[Any, int]):
     each episode), ``reward_mode``, ``obs_mode``, ``illegal_action``,
     ``illegal_penalty``, ``dice_source``, ``render_mode`` (``"ansi"``,
     ``"human"``), rules options as keywords.
+
+    Not registered with Gymnasium, on purpose (its task depends on the opponent
+    objects, which no id names; ``spec`` is ``None``): vectorise it by
+    construction, ``SyncVectorEnv([lambda: SeatEnv(...)] * n)`` or SB3's
+    ``make_vec_env(SeatEnv, n_envs=n, env_kwargs=...)`` (docs/multiplayer.md).
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 2}
