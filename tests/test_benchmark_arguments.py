@@ -53,6 +53,7 @@ CASES = [
     ("bench_match.py", ["--aec-games", "0"], "argument --aec-games: must be at least 2, got 0"),
     ("bench_ray.py", ["--num-cpus", "0"], "argument --num-cpus: must be at least 1, got 0"),
     ("bench_reach.py", ["--workers", "0"], "argument --workers: must be at least 1, got 0"),
+    ("bench_sb3.py", ["--games", "0"], "argument --games: must be at least 1, got 0"),
     ("bench_solver.py", ["--repeat", "0"], "argument --repeat: must be at least 1, got 0"),
     ("bench_solver.py", ["--games", "-1"], "argument --games: must be at least 0, got -1"),
     ("bench_train.py", ["--updates", "0"], "argument --updates: must be at least 1, got 0"),

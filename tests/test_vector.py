@@ -720,6 +720,120 @@ def test_sb3_adapter_distinct_keeps_masks():
         venv.step(masked_random(rng, masks))
 
 
+def test_sb3_adapter_infos_are_the_single_envs_as_dummy_vec_env_gives_them():
+    """Per game, the infos (reset and step, playing and ended games, illegal ends) are DummyVecEnv's over the
+    single env: they had only terminal_observation, TimeLimit.truncated, final_score and illegal_action."""
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from dice_poker_env.integrations.sb3 import DicePokerSB3VecEnv
+
+    n, scripts = 3, face_scripts(11, 3, length=20000)
+    mine = DicePokerSB3VecEnv(
+        DicePokerVectorEnv(
+            n, "yacht", obs_mode="flat", autoreset_mode="SAME_STEP", dice_source=[ScriptedDice(s) for s in scripts]
+        )
+    )
+    theirs = DummyVecEnv(
+        [lambda s=s: DicePokerEnv("yacht", obs_mode="flat", dice_source=ScriptedDice(s)) for s in scripts]
+    )
+
+    def same(a: dict, b: dict) -> None:
+        assert set(a) == set(b), f"{sorted(a)} != {sorted(b)}"
+        for key in a:
+            if isinstance(a[key], np.ndarray):
+                np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+            else:
+                assert a[key] == b[key] and type(a[key]) is type(b[key]), key
+
+    np.testing.assert_array_equal(mine.reset(), theirs.reset())
+    for a, b in zip(mine.reset_infos, theirs.reset_infos):
+        same(a, b)
+    rng, ended, illegal = np.random.default_rng(3), 0, 0
+    for step in range(200):
+        actions = masked_random(rng, mine.action_masks())
+        if step % 50 == 49:
+            actions[step % n] = 31  # an illegal action: ends that game
+        a, b = mine.step(actions), theirs.step(actions)
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[2], b[2])
+        for i in range(n):
+            mine_info, their_info = dict(a[3][i]), dict(b[3][i])
+            if not b[2][i]:
+                their_info.pop("TimeLimit.truncated")  # DummyVecEnv's on every game; here on ended games only
+            same(mine_info, their_info)
+            same(mine.reset_infos[i], theirs.reset_infos[i])
+        ended += int(b[2].sum())
+        illegal += sum("illegal_reason" in info for info in a[3])
+    assert ended > n and illegal == 4
+
+
+def test_sb3_adapter_minimal_infos_and_its_benchmark():
+    """``full_infos=False``: only the ended games' keys, the others empty; benchmarks/bench_sb3.py times both."""
+    pytest.importorskip("stable_baselines3")
+    import importlib.util
+    from pathlib import Path
+
+    from dice_poker_env.integrations.sb3 import make_sb3_vec_env
+
+    v = make_sb3_vec_env("DicePoker/Yacht-v0", n_envs=4, seed=0, full_infos=False)
+    v.reset()
+    assert v.reset_infos == [{}] * 4
+    rng, ended = np.random.default_rng(0), 0
+    for step in range(80):
+        actions = masked_random(rng, v.action_masks())
+        if step == 5:
+            actions[1] = 31
+        _, _, dones, infos = v.step(actions)
+        for i in range(4):
+            keys = {"terminal_observation", "TimeLimit.truncated", "final_score"}
+            assert set(infos[i]) == (set() if not dones[i] else keys | ({"illegal_action"} if step == 5 else set()))
+        ended += int(dones.sum())
+    assert ended > 4
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_sb3.py"
+    spec = importlib.util.spec_from_file_location("bench_sb3", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = bench.main(["--games", "8", "--steps", "5", "--rounds", "1", "--no-pin", "--json"])
+    assert set(result["microseconds_per_step"]) == {"full_infos=True", "full_infos=False", "batched env step"}
+    assert result["full_over_minimal"] > 0 and result["command"].startswith("python benchmarks/bench_sb3.py")
+
+
+def test_sb3_adapter_attributes_and_methods_honour_indices():
+    """get_attr, set_attr and env_method act per game (SB3's contract): a setting set for one game changed
+    every game, get_attr("score") gave the whole batch once per game, env_method("reset", indices=[0])
+    reset every game."""
+    pytest.importorskip("stable_baselines3")
+    from dice_poker_env.integrations.sb3 import make_sb3_vec_env
+
+    v = make_sb3_vec_env("DicePoker/Yacht-v0", n_envs=3, seed=0, render_mode="ansi")
+    v.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(9):
+        v.step(masked_random(rng, v.action_masks()))
+    scores = v.base.score.tolist()
+    assert v.get_attr("score") == scores and all(type(s) is int for s in v.get_attr("score"))
+    assert v.get_attr("score", indices=[2, 0]) == [scores[2], scores[0]] and v.get_attr("score", 1) == [scores[1]]
+    assert v.get_attr("observation_space", 0) == [v.observation_space]
+    assert v.get_attr("action_space") == [v.action_space] * 3
+    assert v.get_attr("illegal_penalty", [1]) == [0.0]
+    texts = v.env_method("render", indices=[1, 2])
+    assert list(texts) == list(v.base.render()[1:])
+    assert v.env_method("action_masks", indices=[2]).shape == (1, 44)
+    for call in (
+        lambda: v.set_attr("illegal_penalty", -5.0, indices=[0]),
+        lambda: v.env_method("reset", indices=[0]),
+    ):
+        with pytest.raises(ValueError, match=r"applies to all 3 games; give indices=None"):
+            call()
+    assert v.base.illegal_penalty == 0.0 and v.base.score.tolist() == scores  # nothing changed
+    v.set_attr("illegal_penalty", -5.0, indices=[0, 1, 2])
+    v.set_attr("illegal_action", "raise")
+    assert v.get_attr("illegal_penalty") == [-5.0] * 3 and v.base.illegal_action == "raise"
+    with pytest.raises(ValueError, match=r"indices: game indices are 0\.\.2, got 3"):
+        v.get_attr("score", indices=[3])
+
+
 # ------------------------------------------------------------ issue 11: bad input
 def test_dice_none_means_fresh_random_dice_as_in_the_single_env():
     env, twin = DicePokerVectorEnv(3, "yacht"), DicePokerVectorEnv(3, "yacht")
