@@ -1029,6 +1029,35 @@ def test_make_vec_passes_max_episode_steps_and_a_game_length_one_changes_nothing
         gym.make_vec("DicePoker/Yacht-v0", num_envs=2, max_episode_steps=10)
 
 
+def test_a_registered_step_limit_make_truncates_make_vec_refuses_or_plays_whole_games():
+    """docs/vector.md: where make and make_vec differ for an id registered with max_episode_steps."""
+    import gymnasium as gym
+
+    env_id = "DicePokerTest/YachtLimited-v0"
+    gym.register(
+        env_id,
+        entry_point="dice_poker_env.envs.single:DicePokerEnv",
+        vector_entry_point="dice_poker_env.envs.vector:DicePokerVectorEnv",
+        kwargs={"rules": "yacht"},
+        max_episode_steps=20,
+    )
+    try:
+        env = gym.make(env_id)
+        env.reset(seed=0)
+        truncated = [env.step(0 if t % 3 < 2 else 32 + t // 3)[3] for t in range(20)]  # 2 rerolls, a box: 7 turns
+        assert truncated == [False] * 19 + [True]
+        with pytest.raises(ValueError, match=r"max_episode_steps=20: the batched env does not cut games short"):
+            gym.make_vec(env_id, num_envs=2)
+        assert isinstance(gym.make_vec(env_id, num_envs=2, max_episode_steps=None).unwrapped, DicePokerVectorEnv)
+        sync = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync")
+        sync.reset(seed=0)
+        for t in range(20):
+            truncated = sync.step(np.full(2, 0 if t % 3 < 2 else 32 + t // 3))[3]
+        assert truncated.all()
+    finally:
+        del gym.registry[env_id]
+
+
 def test_illegal_action_and_penalty_are_live_attributes():
     """Set after construction (set_attr, or directly) they take effect at the next step, in every front end."""
     from dice_poker_env.envs import IllegalActionError
