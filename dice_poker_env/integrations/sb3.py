@@ -131,7 +131,7 @@ class DicePokerSB3VecEnv(VecEnv):
         infos = _game_infos(info)  # the new games' for the games that ended (SAME_STEP), as their reset infos
         rows = np.flatnonzero(dones)
         if len(rows):
-            ended = _ended_infos(info["final_info"], rows)
+            ended = _ended_infos(info["final_info"], rows, self.base.rules.box_names)
             final_obs = info["final_obs"]
             timeouts = (truncated[rows] & ~terminated[rows]).tolist()
             for i, entry, timeout in zip(rows.tolist(), ended, timeouts):
@@ -260,15 +260,14 @@ def _game_infos(info: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"action_mask": mask, "score": score} for mask, score in zip(info["action_mask"], scores)]
 
 
-def _ended_infos(final_info: dict[str, Any], rows: np.ndarray) -> list[dict[str, Any]]:
+def _ended_infos(final_info: dict[str, Any], rows: np.ndarray, names: Sequence[str]) -> list[dict[str, Any]]:
     """The single env's end infos of the games ``rows`` from the batched ``final_info``: ``action_mask``
     (all zeros), ``score``, ``final_score``, ``scorecard`` (the filled boxes) and, after an illegal action,
-    ``illegal_action`` and ``illegal_reason``."""
+    ``illegal_action`` and ``illegal_reason`` (``names``: the boxes, in order)."""
     masks = final_info["action_mask"][rows]
     scores = final_info["score"][rows].tolist()
     final_scores = final_info["final_score"][rows].tolist()
     card = final_info["scorecard"]
-    names = [name for name in card if not name.startswith("_")]
     points = [card[name][rows].tolist() for name in names]
     filled = [card[f"_{name}"][rows].tolist() for name in names]
     infos = []
