@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -633,19 +634,49 @@ def test_seat_env_an_illegal_end_has_the_end_keys_of_a_normal_end(seat):
     assert {"final_score", "scores", "rank"} <= set(info)
     totals = env.game.totals()
     assert info["scores"] == totals and info["final_score"] == totals[env.me] == info["score"]
-    assert info["rank"] == 1 + sum(t > totals[env.me] for t in totals.values())
+    assert info["rank"] == 2  # the offender is last, whatever its total (it lost the game)
+
+
+def _best_box(e) -> int:
+    """The selected agent's box action that scores the most now (tried on copies)."""
+    mask = e.unwrapped.action_masks()
+    agent = e.agent_selection
+
+    def points(action: int) -> int:
+        trial = copy.deepcopy(e)
+        trial.step(action)
+        return trial.unwrapped.totals()[agent]
+
+    return max((a for a in range(32, len(mask)) if mask[a]), key=points)
 
 
 def test_a_wrapped_game_ended_by_an_illegal_action_gives_every_agent_the_end_keys():
+    """Every agent gets the end keys; the offender ranks last though its total leads (its reward says it lost),
+    the others by their totals."""
     e = multi.env("yacht", 3)
     e.reset(seed=0)
+
+    def first_box() -> int:
+        return next(a for a in range(32, 45) if e.unwrapped.action_masks()[a])
+
+    e.step(_best_box(e))  # player_0 leads after one turn each
+    e.step(first_box())
+    e.step(first_box())
+    totals = e.unwrapped.totals()
+    assert e.agent_selection == "player_0" and totals["player_0"] > max(totals["player_1"], totals["player_2"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        e.step(31)
+        e.step(99)  # out of range: illegal
     for agent in e.possible_agents:
         assert {"final_score", "scores", "rank"} <= set(e.infos[agent])
         assert e.infos[agent]["scores"] == e.unwrapped.totals()
     assert e.infos["player_0"]["illegal_action"] and "illegal_action" not in e.infos["player_1"]
+    totals = e.unwrapped.totals()
+    assert e.infos["player_0"]["rank"] == 3
+    one, two = totals["player_1"], totals["player_2"]
+    assert (e.infos["player_1"]["rank"], e.infos["player_2"]["rank"]) == (
+        (1, 1) if one == two else (1, 2) if one > two else (2, 1)
+    )
 
 
 def test_position_reset_options_are_ignored_with_a_warning():

@@ -95,6 +95,7 @@ def _batched_vec_env(config: SB3, rules: Rules, n_envs: int, seed: int, *, train
             rules=rules,
             obs_mode=config.obs_mode,
             distinct_keeps=config.distinct_keeps,
+            full_infos=False,  # (MaskablePPO and VecMonitor read only an ended game's keys: the cheaper infos)
         )
     )
     if not training or config.reward_scale == 1.0:

@@ -300,7 +300,8 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
         self.truncations = dict.fromkeys(self.agents, True)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self.rewards[agent] = float(reward)
-        self.infos = {a: self.final_info(a) for a in self.agents}  # the game is over: every end key, as at its end
+        # the game is over: every end key, as at its end (the offender last)
+        self.infos = {a: self.final_info(a, agent) for a in self.agents}
         self.infos[agent] = IllegalActions.mark(self.infos[agent], reason)
         self._accumulate_rewards()
         self._deads_step_first()
@@ -367,22 +368,28 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
             roll=int(roll_index_of_sorted(faces)), rolls_left=game.ROLLS_PER_TURN - 1
         )
 
-    def final_info(self, agent: str) -> dict[str, Any]:
+    def final_info(self, agent: str, offender: str) -> dict[str, Any]:
         """``agent``'s info as at the end of a game (``score``, ``final_score``, ``scores``, ``rank``), from the
-        totals so far: the info of a game ended early (by an illegal action)."""
+        totals so far: the info of a game that ``offender``'s illegal action ended. The offender ranks last,
+        whatever its total (it lost the game, as its reward says); the others by their totals."""
         if not self.games:
             raise gym.error.ResetNeeded("call reset() before final_info()")
-        return self._info(self.agent_name_mapping[self._known(agent)], over=True)
+        return self._info(
+            self.agent_name_mapping[self._known(agent)], over=True, offender=self.agent_name_mapping[offender]
+        )
 
-    def _info(self, i: int, *, over: bool | None = None) -> dict[str, Any]:
+    def _info(self, i: int, *, over: bool | None = None, offender: int | None = None) -> dict[str, Any]:
         """Player ``i``'s info; the end keys when the game is over (``over``: whether it is, default
-        :attr:`game_over`)."""
+        :attr:`game_over`; ``offender``: the player whose illegal action ended it, ranked last)."""
         totals = self._totals()
         info: dict[str, Any] = {"score": int(totals[i])}
         if self.game_over if over is None else over:
             info["final_score"] = int(totals[i])
             info["scores"] = self.totals()
-            info["rank"] = int(1 + (totals > totals[i]).sum())
+            ahead = totals > totals[i]
+            if offender is not None:
+                ahead[offender] = False  # (behind everyone)
+            info["rank"] = len(totals) if i == offender else int(1 + ahead.sum())
         return info
 
 

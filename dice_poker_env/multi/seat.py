@@ -110,7 +110,7 @@ class SeatEnv(IllegalActionSettings, gym.Env[Any, int]):
     ## Information
     ``action_mask``, ``score``; at the end ``final_score``, ``scores``
     ({agent: total}) and ``rank``, also when an illegal action ended it (the
-    totals so far).
+    totals so far; the learner, whose action it was, ranks last).
 
     ## Arguments
     ``rules``, ``opponents`` (default one ``"random"``; the number of players is
@@ -262,7 +262,8 @@ class SeatEnv(IllegalActionSettings, gym.Env[Any, int]):
         return self.game.observe_as(self.me, self.obs_mode)["observation"]
 
     def _info(self, *, ended: bool = False) -> dict[str, Any]:
-        """The learner's info now; ``ended``: the episode ended early (by an illegal action), with the end keys."""
-        info = self.game.final_info(self.me) if ended else dict(self.game.infos[self.me])
+        """The learner's info now; ``ended``: the episode ended early (by its illegal action), with the end keys
+        (the learner ranked last)."""
+        info = self.game.final_info(self.me, self.me) if ended else dict(self.game.infos[self.me])
         info["action_mask"] = self.action_masks()
         return info
