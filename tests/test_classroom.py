@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agents.course import grader
-from agents.course.classroom import find_agent_class, find_submissions, grade_class
+from agents.course.classroom import find_agent_class, find_class, find_submissions, grade_class
 from agents.course.gradebook import _cell, gradebook_csv, write_class
 from agents.course.rubric import curve_fraction, failed_games, parse_rubric, score_report
 from agents.course.sandbox import Limits, isolation_problem
@@ -383,13 +383,11 @@ def test_a_symbolic_link_in_a_class_folder_is_not_followed(tmp_path):
         assert found[name].spec is None and "symbolic link, not followed" in found[name].problem
 
 
-def test_a_folder_per_student_is_refused_in_one_line_not_graded_as_nothing(tmp_path):
+def test_a_folder_with_files_and_folders_of_them_is_refused_in_one_line(tmp_path):
     (tmp_path / "alice.py").write_text("class Agent:\n    def act(self, o, m):\n        return 32\n")
     (tmp_path / "leo").mkdir()
     (tmp_path / "leo" / "my_agent.py").write_text("class Agent:\n    def act(self, o, m):\n        return 32\n")
-    with pytest.raises(
-        ValueError, match="the folder\\(s\\) leo in it hold \\*.py files, which a class folder does not grade"
-    ):
+    with pytest.raises(ValueError, match="holds \\*.py files and folders of them \\(leo\\): a class folder holds one"):
         find_submissions([str(tmp_path)])
     assert [
         s.student for s in find_submissions([str(tmp_path / "alice.py"), str(tmp_path / "leo" / "my_agent.py")])
@@ -397,6 +395,112 @@ def test_a_folder_per_student_is_refused_in_one_line_not_graded_as_nothing(tmp_p
         "alice",
         "my_agent",
     ]
+
+
+AGENT = "class Agent:\n    def act(self, o, m):\n        return 32\n"
+
+
+def test_files_of_one_name_are_told_apart_by_their_folders(tmp_path):
+    """``export/*/my_agent.py`` (what refusing a folder per student advised) gave three students ``my_agent``, the
+    gradebook's file column ``my_agent.py`` three times: the student is the folder's name, the file ``folder/name``."""
+    for student in ("alice", "bob"):
+        (tmp_path / "export" / student).mkdir(parents=True)
+        (tmp_path / "export" / student / "my_agent.py").write_text(AGENT)
+    (tmp_path / "late" / "alice").mkdir(parents=True)
+    (tmp_path / "late" / "alice" / "my_agent.py").write_text(AGENT)
+    (tmp_path / "zoe.py").write_text(AGENT)
+    found = find_submissions([*sorted(str(p) for p in tmp_path.glob("export/*/my_agent.py")), str(tmp_path / "zoe.py")])
+    assert [(s.student, s.file, s.folder) for s in found] == [
+        ("alice", "alice/my_agent.py", "alice"),
+        ("bob", "bob/my_agent.py", "bob"),
+        ("zoe", "zoe.py", "zoe"),
+    ]
+    again = find_submissions(
+        [str(tmp_path / "export" / "alice" / "my_agent.py"), str(tmp_path / "late" / "alice" / "my_agent.py")]
+    )
+    assert [(s.student, s.file, s.folder) for s in again] == [  # folders of one name: as much as tells them apart
+        ("export/alice", "export/alice/my_agent.py", "export_alice"),
+        ("late/alice", "late/alice/my_agent.py", "late_alice"),
+    ]
+
+
+def test_a_folder_per_student_is_graded_under_the_folders_names(tmp_path):
+    """A learning platform's export, ``export/<student>/<file>.py``: each folder one student (was refused); of
+    several files the one with the agent class (or ``--class``); a folder without one is that student's
+    problem; every file not graded is named."""
+    export = tmp_path / "export"
+    for student, files in {
+        "alice": {"my_agent.py": AGENT, "notes.txt": "hi"},
+        "bob": {"agent.py": AGENT, "helper.py": "X = 1\n"},
+        "carol": {"a.py": AGENT, "b.py": AGENT},
+        "dan": {"agent.txt": AGENT},
+    }.items():
+        (export / student).mkdir(parents=True)
+        for name, text in files.items():
+            (export / student / name).write_text(text)
+    (export / "manifest.csv").write_text("alice\n")
+    found, skipped = find_class([str(export)])
+    rows = {s.student: (s.file, s.spec is not None, s.problem) for s in found}
+    assert rows["alice"] == ("alice/my_agent.py", True, None)
+    assert rows["bob"] == ("bob/agent.py", True, None)
+    assert rows["carol"][:2] == ("carol/", False) and "2 *.py files in carol/ (a.py, b.py)" in rows["carol"][2]
+    assert rows["dan"] == ("dan/", False, "no *.py file in dan/")
+    assert {Path(s.path).name: s.why for s in skipped} == {
+        "notes.txt": "not graded: not a .py file",
+        "helper.py": "not graded: bob's agent is in agent.py",
+        "agent.txt": "not graded: not a .py file",
+        "manifest.csv": "not graded: not a folder of a student",
+    }
+    (export / "carol" / "b.py").write_text(AGENT.replace("Agent", "Other"))
+    chosen = {s.student: s.spec for s in find_submissions([str(export)], "Agent")}
+    assert chosen["carol"] == f"{export / 'carol' / 'a.py'}:Agent"
+
+
+def test_every_file_of_a_class_folder_not_graded_is_named(tmp_path):
+    """``Alice.PY`` and ``bob.py.txt`` were skipped without a word: each is named, with why."""
+    (tmp_path / "alice.py").write_text(AGENT)
+    (tmp_path / "Alice.PY").write_text(AGENT)
+    (tmp_path / "bob.py.txt").write_text(AGENT)
+    found, skipped = find_class([str(tmp_path)])
+    assert [s.student for s in found] == ["alice"]
+    assert [(Path(s.path).name, s.why) for s in skipped] == [
+        ("Alice.PY", "not graded: its name ends in .PY, not .py: rename it Alice.py to grade it"),
+        ("bob.py.txt", "not graded: not a .py file"),
+    ]
+    (tmp_path / "alice.py").unlink()
+    with pytest.raises(
+        ValueError, match="no \\*.py file in this folder \\(it holds Alice.PY, bob.py.txt: a submission"
+    ):
+        find_class([str(tmp_path)])
+
+
+def test_a_name_made_safe_never_takes_another_students_own_name(tmp_path):
+    """``alice .py`` (a space) took ``alice_/``, and the student ``alice_`` got ``alice_-2/``."""
+    for name in ("alice ", "alice_", "bob-2", "bob", "bob?"):
+        (tmp_path / f"{name}.py").write_text(AGENT)
+    folders = {s.student: s.folder for s in find_submissions([str(tmp_path)])}
+    assert folders == {"alice ": "alice_-2", "alice_": "alice_", "bob": "bob", "bob-2": "bob-2", "bob?": "bob_"}
+
+
+def test_the_command_names_the_files_it_does_not_grade(tmp_path):
+    """A folder per student through the command: the terminal, class.json and the class page name every file not
+    graded; the gradebook's file column tells the students' files apart."""
+    export = tmp_path / "export"
+    for student in ("alice", "bob"):
+        (export / student).mkdir(parents=True)
+        (export / student / "my_agent.py").write_text(GOOD)
+    (export / "bob" / "notes.txt").write_text("hi")
+    out = tmp_path / "grades"
+    done = _command(str(export), "--rules", "yacht", "--games", "1", "--out", str(out), "--jobs", "1", *UNISOLATED)
+    assert done.returncode == 0, done.stderr
+    assert f"{export / 'bob' / 'notes.txt'}: not graded: not a .py file" in done.stderr
+    assert [(r["student"], r["file"]) for r in csv.DictReader(io.StringIO((out / "gradebook.csv").read_text()))] == [
+        ("alice", "alice/my_agent.py"),
+        ("bob", "bob/my_agent.py"),
+    ]
+    data = json.loads((out / "class.json").read_text())
+    assert data["skipped"] == [{"path": str(export / "bob" / "notes.txt"), "why": "not graded: not a .py file"}]
+    assert "notes.txt" in (out / "index.html").read_text()
 
 
 def test_a_student_named_like_a_class_file_gets_another_folder(tmp_path):

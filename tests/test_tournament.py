@@ -702,6 +702,19 @@ def test_a_folder_or_a_bare_file_enters_its_agents_as_grading_finds_them(tmp_pat
     ]
     assert "notes.py: not entered (no class with an act method" in capsys.readouterr().err
     assert entrants([str(tmp_path / "bob.py"), "x.py:Agent"]) == [f"{tmp_path / 'bob.py'}:MyAgent", "x.py:Agent"]
+    (tmp_path / "README.md").write_text("# class\n")  # left out without a word before
+    entrants([str(tmp_path)])
+    assert f"{tmp_path / 'README.md'}: not entered (not a .py file)" in capsys.readouterr().err
+
+
+def test_a_folder_per_student_enters_each_students_agent(tmp_path, capsys):
+    from agents.commands.tournament import entrants
+
+    agent = "class MyAgent:\n    def act(self, observation, action_mask):\n        return 32\n"
+    for name in ("alice", "bob"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "my_agent.py").write_text(agent)
+    assert entrants([str(tmp_path)]) == [f"{tmp_path / name / 'my_agent.py'}:MyAgent" for name in ("alice", "bob")]
 
 
 def test_a_file_that_does_not_parse_is_shown_without_a_made_up_class(tmp_path, capsys):

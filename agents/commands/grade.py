@@ -393,7 +393,7 @@ def _chosen(args: argparse.Namespace) -> dict:
 def run_class(args: argparse.Namespace) -> int:
     """Grade a class (:func:`agents.course.classroom.grade_class`) and write its files."""
     from agents.commands.bench import check_out_dir, remove_empty
-    from agents.course.classroom import CLASS_FILES, find_submissions, grade_class, student_name
+    from agents.course.classroom import CLASS_FILES, find_class, grade_class, student_name
     from agents.course.grade_report import summary_text_line
     from agents.course.gradebook import class_data, write_class
     from agents.course.grader import LIMIT_SETTINGS
@@ -415,7 +415,7 @@ def run_class(args: argparse.Namespace) -> int:
             raise ValueError(f"--starter {path}: no such file")
     if args.jobs is not None:  # (None: every core) as grade_class would check it, before the warning below
         check_count("--jobs", args.jobs, most=1024)
-    submissions = find_submissions(args.submission, args.class_name)
+    submissions, skipped = find_class(args.submission, args.class_name)
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out)
     created = check_out_dir(out, args.overwrite, CLASS_FILES, "a class's grades")
@@ -428,6 +428,8 @@ def run_class(args: argparse.Namespace) -> int:
         if not args.json:
             print(line, file=sys.stderr, flush=True)
 
+    for other in skipped:  # named, not lost without a word
+        note(summary_text_line(f"{other.path}: {other.why}"))
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         result = grade_class(
@@ -444,6 +446,7 @@ def run_class(args: argparse.Namespace) -> int:
             progress=note,
             starter=args.starter or (),
             similar_share=DEFAULT_SHARE if args.similarity is None else args.similarity,
+            skipped=skipped,
         )
     except BaseException:
         remove_empty(created)

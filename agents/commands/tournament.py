@@ -89,13 +89,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def entrants(given: list[str], class_name: str | None = None) -> list[str]:
-    """The agents of ``given``: a folder is its ``*.py`` files and a bare ``FILE.py`` its agent class, as
-    ``dice-poker grade`` finds them (``class_name``: that class, as ``grade --class``; without it, a file without
-    one agent class, or that does not parse, is left out, saying why); other specs as they are."""
+    """The agents of ``given``: a folder is its ``*.py`` files (or a folder per student) and a bare ``FILE.py`` its
+    agent class, as ``dice-poker grade`` finds them (``class_name``: that class, as ``grade --class``; without it,
+    a file without one agent class, or that does not parse, and every other file of a folder, is left out, saying
+    why); other specs as they are."""
     import os
 
     from agents.commands.grade import parse_problem
-    from agents.course.classroom import UNREADABLE_NAME, find_submissions, reads_back
+    from agents.course.classroom import UNREADABLE_NAME, find_class, reads_back
     from agents.course.grade_report import summary_text_line
 
     out: list[str] = []
@@ -105,7 +106,13 @@ def entrants(given: list[str], class_name: str | None = None) -> list[str]:
         if not (os.path.isdir(entry) or entry.endswith(".py")):
             out.append(entry)
             continue
-        for submission in find_submissions([entry], class_name):
+        submissions, skipped = find_class([entry], class_name)
+        for left in skipped:
+            print(
+                summary_text_line(f"{left.path}: not entered ({left.why.removeprefix('not graded: ')})"),
+                file=sys.stderr,
+            )
+        for submission in submissions:
             unparsed = parse_problem(submission.path) if class_name is None and submission.spec else None
             if submission.spec is None:
                 why = submission.problem

@@ -14,7 +14,9 @@
   student whose grade has time limit failures (:data:`TIMED`) is graded again alone at the end, and
   that grade, which its report says is the second, counts.
 
-A submission is one Python file. :func:`find_submissions` finds its agent class without
+A submission is one Python file: a class folder holds one per student, or one folder per student (a learning
+platform's export, the student named after the folder); :func:`find_class` names every other file, not graded,
+and tells files of one name apart by their folders. :func:`find_submissions` finds its agent class without
 running it (the file is parsed, never imported, in the grader): the one top-level class
 with an ``act`` method, or the class named by ``class_name``. A file where there is no
 such class, or more than one, is recorded as a failure of that student (status
@@ -26,7 +28,7 @@ The outputs (:mod:`agents.course.gradebook`): per student ``DIR/<student>/report
 class ``DIR/gradebook.csv``, ``DIR/index.html`` (the class page) and ``DIR/class.json``.
 The points come from a rubric (:mod:`agents.course.rubric`).
 
-Size: one class grade (finding the submissions and their agent classes, staging, grading in parallel with
+Size: one class grade (finding the submissions, their names and agent classes, staging, grading in parallel with
 its interruption, the flags and similar pairs a gradebook shows); the files are :mod:`agents.course.gradebook`'s,
 the similarity measure :mod:`agents.course.similarity`'s.
 """
@@ -64,11 +66,14 @@ class Submission:
     """One student's submission.
 
     Attributes:
-        student: the student's name as given (the file's stem), shown escaped.
+        student: the student's name as given (the file's stem, or the folder's that names the student), shown
+            escaped.
         folder: the student's folder under ``DIR`` (only ``A-Z a-z 0-9 . _ -``, unique in the class).
         path: the submitted file.
         spec: the agent spec graded (``FILE.py:NAME``), or ``None`` when no agent class was found.
         problem: why no agent class was found (with ``spec`` ``None``).
+        file: the file as the gradebook names it: its name, or ``folder/name`` where its folder names the
+            student (:func:`find_class`); empty: the file's name.
     """
 
     student: str
@@ -76,6 +81,15 @@ class Submission:
     path: str
     spec: str | None
     problem: str | None = None
+    file: str = ""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file or folder of a class folder that is not graded, and why (``not graded: ...``)."""
+
+    path: str
+    why: str
 
 
 @dataclass
@@ -113,6 +127,7 @@ class ClassResult:
     interrupted: bool = False
     seconds: float = 0.0
     similar: list[SimilarPair] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
 
 
 #: the files the class writes in its output folder besides the students' folders (:mod:`agents.course.gradebook`)
@@ -182,83 +197,216 @@ def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> 
     )
 
 
-def _folder(stem: str, taken: set[str]) -> str:
-    """The student's folder under the output folder: safe characters, never a name taken (case-insensitively),
-    whether by another student or by the class's own files (a student ``gradebook.csv.py`` gets
-    ``gradebook.csv-2``)."""
-    taken.update(name.lower() for name in CLASS_FILES)
-    base = _SAFE.sub("_", stem).strip(".") or "student"
-    folder, n = base, 2
-    while folder.lower() in taken:
-        folder, n = f"{base}-{n}", n + 1
-    taken.add(folder.lower())
-    return folder
+def _folders(students: Sequence[str]) -> list[str]:
+    """The students' folders under the output folder, in order: safe characters only, unique (case-insensitively),
+    never a class file's name (a student ``gradebook.csv.py`` gets ``gradebook.csv-2``). A student whose name is a
+    safe folder name as it is gets that folder first: a name made safe (``alice `` as ``alice_``) never takes
+    another student's own name."""
+    taken = {name.lower() for name in CLASS_FILES}
+    folders: list[str | None] = [None] * len(students)
+    for i, name in enumerate(students):
+        if name and not _SAFE.search(name) and name.strip(".") == name and name.lower() not in taken:
+            folders[i] = name
+            taken.add(name.lower())
+    for i, name in enumerate(students):
+        if folders[i] is None:
+            base = _SAFE.sub("_", name).strip(".") or "student"
+            folder, n = base, 2
+            while folder.lower() in taken:
+                folder, n = f"{base}-{n}", n + 1
+            taken.add(folder.lower())
+            folders[i] = folder
+    return [folder for folder in folders if folder is not None]
+
+
+def _is_python(path: Path) -> bool:
+    """A student's file: its name ends in ``.py`` (a symbolic link too: it is the student's problem)."""
+    return path.suffix == ".py" and (path.is_file() or path.is_symlink())
+
+
+def _not_graded(path: Path) -> Skipped:
+    """Why an entry of a class folder that is not a ``*.py`` file is not graded."""
+    if path.is_dir():
+        why = "a folder without *.py files"
+    elif path.suffix.lower() == ".py":  # (a case-insensitive file system could not hold alice.py beside it)
+        why = f"its name ends in {path.suffix}, not .py: rename it {path.stem}.py to grade it"
+    else:
+        why = "not a .py file"
+    return Skipped(str(path), f"not graded: {why}")
+
+
+def _listed(paths: Sequence[Path], most: int = 3) -> str:
+    names = [p.name for p in paths]
+    return ", ".join(names[:most]) + (" ..." if len(names) > most else "")
+
+
+def _link(path: Path) -> str:
+    return f"{path.name} is a symbolic link, not followed: hand in the file itself"
+
+
+def _defines(path: Path, class_name: str | None) -> bool:
+    """Whether a file defines the class ``class_name`` at its top level (without: one agent class); parsed, never
+    run."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    if class_name is None:
+        return len(agent_classes(tree)) == 1
+    return any(isinstance(node, ast.ClassDef) and node.name == class_name for node in tree.body)
+
+
+#: a submission found in a folder: its path, the student's name when a folder gives it, why it is not graded
+_Found = tuple[str, str | None, str | None]
+
+
+def _student_folder(folder: Path, class_name: str | None) -> tuple[_Found, list[Skipped]]:
+    """One student's folder of a learning platform's export: its one ``*.py`` file, or the one of several that
+    holds the agent class (``class_name``, or the one class with an ``act`` method); the student's name is the
+    folder's."""
+    student = folder.name
+    if folder.is_symlink():
+        return (str(folder), student, f"{student} is a symbolic link, not followed: hand in the files themselves"), []
+    children = sorted(folder.iterdir())
+    files = [p for p in children if _is_python(p)]
+    skipped = [_not_graded(p) for p in children if p not in files and p.name != "__pycache__"]
+    if len(files) > 1:
+        chosen = [p for p in files if not p.is_symlink() and _defines(p, class_name)]
+        if len(chosen) == 1:
+            why = f"not graded: {student}'s agent is in {chosen[0].name}"
+            return (str(chosen[0]), student, None), skipped + [Skipped(str(p), why) for p in files if p != chosen[0]]
+        agent = f"the class {class_name}" if class_name else "one agent class"
+        return (
+            str(folder),
+            student,
+            f"{len(files)} *.py files in {student}/ ({_listed(files)}), {len(chosen) or 'none'} of them with {agent}: "
+            "hand in one file" + ("" if class_name else ", or name the agent's class (--class NAME)"),
+        ), skipped
+    if not files:
+        return (str(folder), student, f"no *.py file in {student}/"), skipped
+    return (str(files[0]), student, _link(files[0]) if files[0].is_symlink() else None), skipped
+
+
+def _scan(entry: str, class_name: str | None) -> tuple[list[_Found], list[Skipped]]:
+    """The submissions of a class folder: its ``*.py`` files, or a folder per student (:func:`_student_folder`),
+    and what else it holds (not graded)."""
+    children = sorted(Path(entry).iterdir())
+    found = [p for p in children if _is_python(p)]
+    folders = [p for p in children if p.is_dir() and p.name != "__pycache__"]
+    nested = [p for p in folders if not p.is_symlink() and any(_is_python(q) for q in p.iterdir())]
+    if found and nested:
+        raise ValueError(
+            f"{entry}: holds *.py files and folders of them ({_listed(nested)}): a class folder holds one *.py file "
+            "per student, or one folder per student (docs/grading.md)"
+        )
+    if nested:  # a learning platform's export: a folder per student, the student's name
+        out, skipped = [], []
+        for child in children:
+            if child in folders and not child.name.startswith("."):
+                one, left = _student_folder(child, class_name)
+                out.append(one)
+                skipped += left
+            elif child.name != "__pycache__":
+                skipped.append(Skipped(str(child), "not graded: not a folder of a student"))
+        return out, skipped
+    others = [p for p in children if p.name != "__pycache__" and p not in found]
+    if not found:
+        besides = f" (it holds {_listed(others)}: a submission is a FILE.py)" if others else ""
+        raise ValueError(f"{entry}: no *.py file in this folder{besides}")
+    return [(str(p), None, _link(p) if p.is_symlink() else None) for p in found], [_not_graded(p) for p in others]
+
+
+def _parents(paths: Sequence[str]) -> list[str]:
+    """The shortest ends of the files' folders (``alice``, or ``2024/alice``) that tell the files apart."""
+    parts = [Path(os.path.abspath(path)).parent.parts[1:] for path in paths]
+    for k in range(1, max(len(p) for p in parts) + 1):
+        ends = ["/".join(p[-k:]) for p in parts]
+        if len(set(ends)) == len(ends):
+            return ends
+    return ["/".join(p) for p in parts]  # (distinct files: not reached)
+
+
+def _names(found: Sequence[tuple[str, str | None]]) -> list[tuple[str, str]]:
+    """Each submission's student name and file as the gradebook gives them: the file's stem and name, or, for
+    the files of a folder per student and for files of one name in several folders (``export/*/my_agent.py``),
+    the folder's name and ``folder/name``."""
+    stems = [Path(path).stem for path, _ in found]
+    by_stem: dict[str, list[int]] = {}
+    for i, (_, student) in enumerate(found):
+        if student is None:
+            by_stem.setdefault(stems[i], []).append(i)
+    parent: dict[int, str] = {}
+    for indices in by_stem.values():
+        if len(indices) > 1:
+            parent.update(zip(indices, _parents([found[i][0] for i in indices])))
+    out = []
+    for i, (path, student) in enumerate(found):
+        name = "" if os.path.isdir(path) else os.path.basename(path)
+        if student is not None:
+            out.append((student, f"{student}/{name}"))
+        elif i in parent:
+            out.append((parent[i], f"{parent[i]}/{name}"))
+        else:
+            out.append((stems[i], name))
+    return out
 
 
 def find_submissions(entries: Sequence[str], class_name: str | None = None) -> list[Submission]:
-    """The submissions of a class: each entry a folder (its ``*.py`` files, sorted), a ``FILE.py`` or a
-    ``FILE.py:NAME`` spec (``NAME`` wins over ``class_name``).
+    """The submissions of a class (:func:`find_class`), without what it does not grade."""
+    return find_class(entries, class_name)[0]
+
+
+def find_class(entries: Sequence[str], class_name: str | None = None) -> tuple[list[Submission], list[Skipped]]:
+    """The submissions of a class, and the files of its folders that are not graded.
+
+    Each entry is a folder, a ``FILE.py`` or a ``FILE.py:NAME`` spec (``NAME`` wins over ``class_name``). A
+    folder holds one ``*.py`` file per student (sorted), or one folder per student (a learning platform's
+    export, ``export/<student>/my_agent.py``: the student's name is the folder's; of several ``*.py`` files the
+    one with the agent class); every other file in it is named, not graded (a name ending in ``.PY`` too).
+    Files of one name in several folders are told apart by their folders (:func:`_names`).
 
     A symbolic link in a folder is not followed: it is that student's problem (not loaded), since it
     could point at any file the grader can read, or at another student's file.
 
     Raises:
-        ValueError: an entry that is none of these, a folder without ``*.py`` files, a file given twice.
+        ValueError: an entry that is none of these, a folder without ``*.py`` files (or with both files and
+            folders of them), a file given twice.
     """
     from agents.players.registry import parse_agent_spec
 
-    files: list[tuple[str, str | None]] = []
-    links: set[str] = set()
+    found: list[tuple[str, str | None, str | None, str | None]] = []  # path, spec, student, problem
+    skipped: list[Skipped] = []
     for entry in entries:
         if os.path.isdir(entry):
-            children = sorted(Path(entry).iterdir())
-            found = [p for p in children if p.suffix == ".py" and (p.is_file() or p.is_symlink())]
-            nested = [
-                p.name
-                for p in children
-                if p.is_dir() and not p.is_symlink() and p.name != "__pycache__" and any(p.glob("*.py"))
-            ]
-            if nested:  # (a learning platform's export: a folder per student) graded silently as nothing before
-                raise ValueError(
-                    f"{entry}: the folder(s) {', '.join(nested[:3])}{' ...' if len(nested) > 3 else ''} in it hold "
-                    "*.py files, which a class folder does not grade: one *.py file per student directly in the "
-                    "folder, or name each file (folder/student/my_agent.py)"
-                )
-            if not found:
-                raise ValueError(f"{entry}: no *.py file in this folder")
-            files += [(str(p), None) for p in found]
-            links.update(str(p) for p in found if p.is_symlink())
+            files, left = _scan(entry, class_name)
+            found += [(path, None, student, problem) for path, student, problem in files]
+            skipped += left
         elif entry.endswith(".py"):
             if not os.path.isfile(entry):
                 raise ValueError(f"{entry}: no such file")
-            files.append((entry, None))
+            found.append((entry, None, None, None))
         else:
             parsed = parse_agent_spec(entry)
             if parsed is None or not parsed.is_file:
                 raise ValueError(f"{entry}: expected a folder, a FILE.py or FILE.py:NAME")
             if not os.path.isfile(parsed.source):
                 raise ValueError(f"{entry}: no such file {parsed.source}")
-            files.append((parsed.source, entry))
+            found.append((parsed.source, entry, None, None))
     seen: set[str] = set()
-    taken: set[str] = set()
-    out = []
-    for path, spec in files:
-        stem = Path(path).stem
-        if path in links:
-            link = f"{os.path.basename(path)} is a symbolic link, not followed: hand in the file itself"
-            out.append(Submission(stem, _folder(stem, taken), path, None, link))
-            continue
+    for path, _, _, problem in found:
         real = os.path.realpath(path)
-        if real in seen:
+        if problem is None and real in seen:
             raise ValueError(f"{path}: given more than once")
         seen.add(real)
-        if spec is None:
+    names = _names([(path, student) for path, _, student, _ in found])
+    folders = _folders([student for student, _ in names])
+    out = []
+    for (path, spec, _, problem), (student, file), folder in zip(found, names, folders):
+        if problem is None and spec is None:
             name, problem = find_agent_class(path, class_name)
             spec = f"{path}:{name}" if name is not None else None
-        else:
-            problem = None
-        out.append(Submission(stem, _folder(stem, taken), path, spec, problem))
-    return out
+        out.append(Submission(student, folder, path, spec if problem is None else None, problem, file))
+    return out, skipped
 
 
 # ------------------------------------------------------------------ grading
@@ -390,6 +538,7 @@ def grade_class(
     progress: Callable[[str], None] | None = None,
     starter: Sequence[str | os.PathLike[str]] = (),
     similar_share: float = DEFAULT_SHARE,
+    skipped: Sequence[Skipped] = (),
 ) -> ClassResult:
     """Grade ``submissions`` (:func:`find_submissions`) on the same games and write each report (module docstring).
 
@@ -408,6 +557,7 @@ def grade_class(
         starter: the files every student was given (their code does not count as shared,
             :mod:`agents.course.similarity`).
         similar_share: the share of a file found in another from which the pair is reported as similar.
+        skipped: the files of the class's folders not graded (:func:`find_class`), for the class files.
 
     Returns:
         The :class:`ClassResult` (the class files are written by :func:`agents.course.gradebook.write_class`).
@@ -488,6 +638,7 @@ def grade_class(
         interrupted=interrupted,
         seconds=time.perf_counter() - start,
         similar=similar,
+        skipped=list(skipped),
     )
 
 

@@ -16,7 +16,8 @@
   ``report.html``, with the luck-free percent of optimal (the bar: what the rubric's main criterion and
   the terminal rank by) before the percent of optimal;
   everything from a submission (file names, messages) HTML-escaped, in the report's style.
-* ``DIR/class.json``: everything above as data.
+* ``DIR/class.json``: everything above as data, and the files of the class's folders not graded (``skipped``:
+  ``path`` and ``why``, also on the class page).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def _row(result: ClassResult, student: StudentResult) -> dict[str, Any]:
     earned = {e.name: e.points for e in student.earned}
     out: dict[str, Any] = {
         "student": s.student,
-        "file": os.path.basename(s.path),
+        "file": s.file or os.path.basename(s.path),
         "status": student.status,
         "games": report.get("games"),
         "failed_games": failed_games(report) if report else None,
@@ -223,6 +224,7 @@ def class_data(result: ClassResult) -> dict[str, Any]:
             }
             for pair in result.similar
         ],
+        "skipped": [{"path": skipped.path, "why": skipped.why} for skipped in result.skipped],
         "students": [
             {
                 **_row(result, student),
@@ -252,7 +254,7 @@ def _similar_html(result: ClassResult) -> str:
 
     def who(folder: str) -> str:
         student = names[folder]
-        path = e(os.path.basename(student.submission.path))
+        path = e(student.submission.file or os.path.basename(student.submission.path))
         return f'<a href="{e(quote(folder))}/report.html">{path}</a>' if student.files else path
 
     rows = "".join(
@@ -346,6 +348,9 @@ def render_class_html(result: ClassResult) -> str:
         )
     body.append("</table>")
     body.append(_similar_html(result))
+    if result.skipped:
+        items = "".join(f"<li><code>{e(s.path)}</code>: {e(s.why)}</li>" for s in result.skipped)
+        body.append(f"<h2>Not graded</h2><p>Files of the class's folders that are not submissions:</p><ul>{items}</ul>")
     body.append(
         "<p>Each student's report (percent of optimal, the exact regret, the costliest mistakes, failures "
         'and a replay of every game) is linked from their name; <a href="gradebook.csv">gradebook.csv</a> holds '
