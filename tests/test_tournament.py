@@ -12,6 +12,7 @@ import io
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -705,6 +706,20 @@ def test_a_folder_or_a_bare_file_enters_its_agents_as_grading_finds_them(tmp_pat
     (tmp_path / "README.md").write_text("# class\n")  # left out without a word before
     entrants([str(tmp_path)])
     assert f"{tmp_path / 'README.md'}: not entered (not a .py file)" in capsys.readouterr().err
+
+
+def test_a_colon_or_comma_alone_in_a_file_name_is_entered(tmp_path, capsys):
+    """The docs said a tournament refuses any file name with ``:`` or ``,``; it refuses those whose spec would
+    name another file or agent, and plays ``lee:k.py`` (its spec reads back as itself), as the docs now say."""
+    from agents.commands.tournament import entrants
+
+    agent = "class MyAgent:\n    def act(self, observation, action_mask):\n        return 32\n"
+    for name in ("lee:k", "smith,j"):
+        (tmp_path / f"{name}.py").write_text(agent)
+    assert entrants([str(tmp_path)]) == [f"{tmp_path / name}.py:MyAgent" for name in ("lee:k", "smith,j")]
+    assert capsys.readouterr().err == ""
+    docs = " ".join((Path(__file__).resolve().parents[1] / "docs" / "tournament.md").read_text().split())
+    assert "`lee:k.py` and `smith,j.py` read back as themselves and play" in docs
 
 
 def test_a_folder_per_student_enters_each_students_agent(tmp_path, capsys):
