@@ -795,15 +795,58 @@ def test_sigterm_ends_the_class_with_partial_reports(folder, tmp_path, jobs):
     assert process.returncode == 130, stderr
     rows = _rows(out)
     assert rows["a_good"]["status"] == "ok"
-    assert rows["b_slow"]["status"] == "partial"
+    assert rows["b_slow"]["status"] == "interrupted"  # not a max-failures partial grade
+    assert not (out / "b_slow" / "results.json").exists() and (out / "a_good" / "results.json").is_file()
     assert rows["b_slow"]["points"] == "" and rows["a_good"]["points"] != ""  # no grade is not a zero
     last = printed.strip().splitlines()[-1]  # not "graded 3 submissions": who has no grade, and what to do
     assert (
-        last.startswith("INTERRUPTED after") and "b_slow" in last and "a_good" not in last and "do not upload" in last
+        last.startswith("INTERRUPTED after") and "b_slow" in last and "a_good" not in last and "no results.json" in last
     )
     report = json.loads((out / "b_slow" / "report.json").read_text())
     assert report["interrupted"] is True
     assert "interrupted" in (out / "index.html").read_text()
+
+
+def test_a_grade_the_interrupt_cut_short_is_interrupted_not_partial(monkeypatch, tmp_path):
+    """A grade cut short by Ctrl-C read ``partial``, as a genuine max-failures partial grade: it is ``interrupted``,
+    no grade."""
+    from agents.course import classroom
+
+    report = {"status": "partial", "interrupted": True, "agents": {}}
+    monkeypatch.setattr(classroom, "grade", lambda spec, rules, **options: dict(report))
+    monkeypatch.setattr(classroom, "write_report", lambda report, folder: [folder / "report.json"])
+    (tmp_path / "alice.py").write_text(AGENT)
+    alice = find_submissions([str(tmp_path / "alice.py")])[0]
+    done = classroom._grade_one(alice, alice.spec, None, {}, None, None, str(tmp_path / "out"))
+    assert done.status == "interrupted" and not done.graded
+    assert classroom._line(done) == "alice: interrupted, no grade"
+    report["interrupted"] = False  # a partial grade of its own (too many failures): a grade
+    assert classroom._grade_one(alice, alice.spec, None, {}, None, None, str(tmp_path / "out")).status == "partial"
+
+
+def test_a_student_without_a_grade_gets_no_gradescope_score(graded, tmp_path):
+    """results.json said ``"score": 0.0`` for a student the interrupt left ungraded (Gradescope reads a zero):
+    a student without a grade has no results.json, and blank points."""
+    import dataclasses
+
+    result = graded[0]
+    good = next(s for s in result.students if s.submission.student == "good")
+    students = [
+        dataclasses.replace(good, status=status, submission=dataclasses.replace(good.submission, folder=status))
+        for status in ("interrupted", "not_graded", "ok")
+    ]
+    write_class(dataclasses.replace(result, students=students, similar=[]), tmp_path)
+    assert [(tmp_path / s / "results.json").is_file() for s in ("interrupted", "not_graded", "ok")] == [
+        False,
+        False,
+        True,
+    ]
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "gradebook.csv").read_text())))
+    assert [(r["status"], r["points"] == "") for r in rows] == [
+        ("interrupted", True),
+        ("not_graded", True),
+        ("ok", False),
+    ]
 
 
 def test_flags_name_printing_solver_use_and_a_stop():

@@ -474,8 +474,8 @@ def run_class(args: argparse.Namespace) -> int:
         if result.interrupted:
             print(
                 f"INTERRUPTED after {result.seconds:.1f} s: graded {done} of {len(result.students)} submissions; "
-                f"not graded or cut short: {', '.join(s.submission.student for s in left)}. Their rows and "
-                f"results.json hold no grade (status not_graded or interrupted): do not upload them; grading "
+                f"not graded or cut short: {', '.join(s.submission.student for s in left)}. Their rows hold no "
+                f"grade and they have no results.json (status not_graded or interrupted); grading "
                 f"the class again (--overwrite) grades everyone. Wrote {written[-3]}, {written[-2]} and a folder "
                 "per student",
                 flush=True,

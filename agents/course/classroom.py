@@ -92,6 +92,11 @@ class Skipped:
     why: str
 
 
+#: a class's statuses that are no grade: not reached before an interrupt, cut short by it (the report's ``partial``
+#: with ``"interrupted": true``); the gradebook's points are blank and there is no ``results.json``
+NO_GRADE = ("not_graded", "interrupted")
+
+
 @dataclass
 class StudentResult:
     """A graded student: the report (without its replays), the rubric's points, where the files are."""
@@ -105,8 +110,9 @@ class StudentResult:
 
     @property
     def graded(self) -> bool:
-        """Whether the points are a grade: not for a student left ungraded or cut short by an interrupt."""
-        return self.status != "not_graded" and not (self.report or {}).get("interrupted")
+        """Whether the points are a grade: not for a student left ungraded or cut short by an interrupt
+        (:data:`NO_GRADE`)."""
+        return self.status not in NO_GRADE and not (self.report or {}).get("interrupted")
 
 
 @dataclass
@@ -467,7 +473,8 @@ def _grade_one(
     files = [str(p) for p in write_report(report, folder)]
     earned = score_report(rubric, report) if rubric is not None else []
     slim = {key: value for key, value in report.items() if key not in _DROPPED}
-    return StudentResult(submission, report["status"], slim, earned, files)
+    status = "interrupted" if report.get("interrupted") else report["status"]  # (not a max-failures partial)
+    return StudentResult(submission, status, slim, earned, files)
 
 
 #: the failure kinds a wall-clock limit decides: graded alongside others, a classmate's load can cause them
@@ -759,8 +766,8 @@ def _line(result: StudentResult) -> str:
         text += f", {row['percent_of_optimal']:.1f}% of optimal"
         if row.get("estimated_percent_of_optimal") is not None:
             text += f" ({row['estimated_percent_of_optimal']:.1f}% luck-free)"
-    if (result.report or {}).get("interrupted"):
-        text += ", interrupted: no grade"
+    if result.status == "interrupted":
+        text += ", no grade"
     elif result.earned and result.graded:
         text += f", {sum(e.points for e in result.earned):g} of {sum(e.max_points for e in result.earned):g} points"
     if result.error:

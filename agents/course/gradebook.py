@@ -6,7 +6,8 @@
   the points. A cell that a spreadsheet would read as a formula (starting with ``=``, ``+``,
   ``-``, ``@``, a tab or a carriage return) is prefixed with ``'``.
 * ``DIR/<student>/results.json``: the student's result in Gradescope's autograder format (without
-  the grading seed: students may see it before the deadline)
+  the grading seed: students may see it before the deadline), for a student with a grade only (none for
+  :data:`agents.course.classroom.NO_GRADE`: Gradescope would read its ``score`` as a zero)
   (``score``, ``output``, ``tests``: one per rubric criterion with ``name``, ``score``,
   ``max_score``, ``status`` and ``output``; without a rubric one test, the luck-free percent of optimal
   out of 100; ``leaderboard``: the luck-free percent of optimal, the percent of optimal, mean score,
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from agents.course.classroom import ClassResult, StudentResult, flags, similar_to
+from agents.course.classroom import NO_GRADE, ClassResult, StudentResult, flags, similar_to
 from agents.course.grade_report import _STYLE as REPORT_STYLE
 from agents.course.grader import write_whole
 from agents.course.rubric import Earned, failed_games
@@ -368,10 +369,12 @@ def render_class_html(result: ClassResult) -> str:
 
 
 def write_class(result: ClassResult, out: str | os.PathLike) -> list[Path]:
-    """Write the class files and each student's Gradescope ``results.json`` (module docstring), each whole."""
+    """Write the class files and each graded student's Gradescope ``results.json`` (module docstring), each whole."""
     out = Path(out)
     written = []
     for student in result.students:
+        if student.status in NO_GRADE:  # no grade, no score: Gradescope would take one of 0 for a grade
+            continue
         folder = out / student.submission.folder
         folder.mkdir(parents=True, exist_ok=True)
         text = json.dumps(gradescope_results(result, student), indent=1, sort_keys=True) + "\n"
