@@ -83,6 +83,11 @@ def _flaky_source() -> str:
 
 
 STUDENTS["flaky"] = _flaky_source()
+#: plays like GOOD, half a second a decision
+SLOW = GOOD.replace("class Agent:", "class Slow:").replace(
+    "    def act(self, observation, action_mask):\n",
+    "    def act(self, observation, action_mask):\n        __import__('time').sleep(0.5)\n",
+)
 
 
 @pytest.fixture(scope="module")
@@ -770,12 +775,7 @@ def test_sigterm_ends_the_class_with_partial_reports(folder, tmp_path, jobs):
     slow = tmp_path / "slow"
     slow.mkdir()
     (slow / "a_good.py").write_text(GOOD)
-    (slow / "b_slow.py").write_text(
-        GOOD.replace("class Agent:", "class Slow:").replace(
-            "    def act(self, observation, action_mask):\n",
-            "    def act(self, observation, action_mask):\n        __import__('time').sleep(0.5)\n",
-        )
-    )
+    (slow / "b_slow.py").write_text(SLOW)
     out = tmp_path / "grades"
     process = subprocess.Popen(
         [sys.executable, "-m", "agents.commands.grade", str(slow), "--rules", "yacht", "--games", "200", "--out",
@@ -847,6 +847,80 @@ def test_a_student_without_a_grade_gets_no_gradescope_score(graded, tmp_path):
         ("not_graded", True),
         ("ok", False),
     ]
+
+
+def test_an_interrupted_regrade_leaves_the_class_as_it_was(tmp_path):
+    """``--overwrite`` stopped by SIGTERM replaced a complete gradebook with a partial one and left a student not yet
+    regraded with the old report beside a new results.json: the regrade is written beside the class and swapped in
+    only once complete; interrupted, the class is untouched, and the command says where the partial grade is."""
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "a_good.py").write_text(GOOD)
+    (slow / "b_slow.py").write_text(GOOD)
+    out = tmp_path / "grades"
+    first = _command(str(slow), "--rules", "yacht", "--games", "2", "--out", str(out), "--jobs", "1", *UNISOLATED)
+    assert first.returncode == 0, first.stderr
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    (slow / "b_slow.py").write_text(SLOW)  # (resubmitted)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agents.commands.grade", str(slow), "--rules", "yacht", "--games", "200", "--out",
+         str(out), "--overwrite", "--jobs", "1", "--load-seconds", "120", *UNISOLATED],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not list(tmp_path.glob("grades.regrade-*/a_good/report.json")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # the slow one is playing its games
+        process.send_signal(signal.SIGTERM)
+        printed, stderr = process.communicate(timeout=240)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # every byte of the old grade
+    [partial] = tmp_path.glob("grades.regrade-*")
+    last = printed.strip().splitlines()[-1]
+    assert f"The class in {out} is as it was: this grading's partial grades are in {partial}" in last
+    assert json.loads((partial / "b_slow" / "report.json").read_text())["interrupted"] is True
+    assert _rows(partial)["b_slow"]["status"] == "interrupted"
+
+
+def test_a_complete_regrade_replaces_every_file_of_the_earlier_one(tmp_path):
+    """Swapped in: a student who now has no agent keeps no earlier report; a student gone is named and removed."""
+    for name in ("alice", "bob", "carol"):
+        (tmp_path / "class" / f"{name}.py").parent.mkdir(exist_ok=True)
+        (tmp_path / "class" / f"{name}.py").write_text(GOOD)
+    out = tmp_path / "grades"
+    args = ("--rules", "yacht", "--games", "1", "--out", str(out), "--jobs", "1", *UNISOLATED)
+    assert _command(str(tmp_path / "class"), *args).returncode == 0
+    (tmp_path / "class" / "bob.py").write_text("x = 1\n")
+    (tmp_path / "class" / "carol.py").unlink()
+    again = _command(str(tmp_path / "class"), *args, "--overwrite")
+    assert again.returncode == 0, again.stderr
+    assert (
+        "1 student folder(s) of the class in" in again.stderr and "removed once it is complete: carol" in again.stderr
+    )
+    assert "removed 1 student folder(s) of the earlier grade: carol" in again.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["alice", "bob", "class.json", "gradebook.csv", "index.html"]
+    assert sorted(p.name for p in (out / "bob").iterdir()) == ["results.json"]  # no_agent now: no old report
+    assert not list(tmp_path.glob("grades.regrade-*"))
+
+
+def test_a_single_report_never_goes_into_a_class_or_a_students_folder(folder, tmp_path):
+    """``grade bob.py --out grades/alice --overwrite`` made alice's report bob's while her results.json and gradebook
+    row stayed hers; ``grade alice.py --out grades --overwrite`` dropped a report beside the gradebook."""
+    out = tmp_path / "grades"
+    (out / "alice").mkdir(parents=True)
+    (out / "alice" / "results.json").write_text("{}")
+    (out / "class.json").write_text(json.dumps({"students": [{"folder": "alice"}]}))
+    for target in (out / "alice", out):
+        done = _command(str(folder / "good.py"), "--rules", "yacht", "--games", "1", "--out", str(target),
+                        "--overwrite", *UNISOLATED)  # fmt: skip
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "to regrade a resubmission, grade it into another folder" in done.stderr
+    assert sorted(p.name for p in out.rglob("*")) == ["alice", "class.json", "results.json"]
+    into = _command(str(folder), "--rules", "yacht", "--games", "1", "--out", str(out / "alice"), *UNISOLATED)
+    assert into.returncode == 2 and "is a student's folder of the class graded in" in into.stderr
 
 
 def test_flags_name_printing_solver_use_and_a_stop():

@@ -25,6 +25,7 @@ import re
 import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -253,6 +254,12 @@ def run(args: argparse.Namespace) -> int:
     submission = resolve_submission(args.submission[0])
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out) if args.out else None
+    if out is not None:
+        from agents.course.gradebook import student_folder_problem
+
+        problem = student_folder_problem(out, single=True)
+        if problem is not None:  # (--overwrite or not: a class's grades are never mixed with one report)
+            raise ValueError(problem)
     created = check_out_dir(out, args.overwrite, REPORT_FILES, "a report") if out is not None else []
 
     def interrupt(signum: int, frame: object) -> NoReturn:  # SIGTERM as Ctrl-C: the grade ends with a partial report
@@ -395,7 +402,7 @@ def run_class(args: argparse.Namespace) -> int:
     from agents.commands.bench import check_out_dir, remove_empty
     from agents.course.classroom import CLASS_FILES, find_class, grade_class, student_name
     from agents.course.grade_report import summary_text_line
-    from agents.course.gradebook import class_data, write_class
+    from agents.course.gradebook import class_data, class_folders, replace_class, student_folder_problem, write_class
     from agents.course.grader import LIMIT_SETTINGS
     from agents.course.rubric import load_rubric
     from agents.course.similarity import DEFAULT_SHARE
@@ -418,8 +425,34 @@ def run_class(args: argparse.Namespace) -> int:
     submissions, skipped = find_class(args.submission, args.class_name)
     rules = load_rules(chosen["rules"], **chosen["options"])
     out = Path(args.out)
+    problem = student_folder_problem(out, single=False)
+    if problem is not None:
+        raise ValueError(problem)
     created = check_out_dir(out, args.overwrite, CLASS_FILES, "a class's grades")
+    # --overwrite of a class: graded beside it and swapped in once complete, so that an interrupt leaves it whole
+    staged = any((out / name).exists() for name in CLASS_FILES)
+    gone = sorted(class_folders(out) - {s.folder for s in submissions}) if staged else []
     warn_guessable_seed(chosen["seed"])
+    if gone:
+        print(
+            summary_text_line(
+                f"dice-poker grade: warning: --overwrite: {len(gone)} student folder(s) of the class in {out} are not "
+                f"in this grading and are removed once it is complete: {', '.join(gone)} (Ctrl-C keeps the class "
+                "as it is)"
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
+    if staged:
+        try:
+            target = Path(tempfile.mkdtemp(prefix=f"{out.resolve().name}.regrade-", dir=out.resolve().parent))
+        except OSError as error:
+            raise OSError(
+                f"--out {out}: cannot write beside it, where a regrade is written before it replaces the class "
+                f"({error.strerror or error})"
+            ) from None
+    else:
+        target = out
 
     def interrupt(signum: int, frame: object) -> NoReturn:  # SIGTERM as Ctrl-C: the grades in progress end partial
         raise KeyboardInterrupt
@@ -435,7 +468,7 @@ def run_class(args: argparse.Namespace) -> int:
         result = grade_class(
             submissions,
             rules,
-            out,
+            target,
             games=chosen["games"],
             seed=chosen["seed"],
             limits=limits,
@@ -450,13 +483,16 @@ def run_class(args: argparse.Namespace) -> int:
         )
     except BaseException:
         remove_empty(created)
+        if staged:
+            shutil.rmtree(target, ignore_errors=True)
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-    earlier = _earlier_folders(out) if args.overwrite else set()
-    written = write_class(result, out)
-    for folder in sorted(earlier - {student.submission.folder for student in result.students}):
-        shutil.rmtree(out / folder, ignore_errors=True)  # --overwrite: a student no longer in the class
+    write_class(result, target)
+    if staged and not result.interrupted:
+        replace_class(target, out, gone)
+    where = target if result.interrupted else out
+    gradebook, page = where / "gradebook.csv", where / "index.html"
     if args.json:
         print(json.dumps(class_data(result), sort_keys=True), flush=True)
     else:
@@ -476,33 +512,27 @@ def run_class(args: argparse.Namespace) -> int:
                 f"INTERRUPTED after {result.seconds:.1f} s: graded {done} of {len(result.students)} submissions; "
                 f"not graded or cut short: {', '.join(s.submission.student for s in left)}. Their rows hold no "
                 f"grade and they have no results.json (status not_graded or interrupted); grading "
-                f"the class again (--overwrite) grades everyone. Wrote {written[-3]}, {written[-2]} and a folder "
-                "per student",
+                f"the class again (--overwrite) grades everyone. "
+                + (
+                    f"The class in {out} is as it was: this grading's partial grades are in {target} ({gradebook}, "
+                    f"{page} and a folder per student): read them, then remove the folder"
+                    if staged
+                    else f"Wrote {gradebook}, {page} and a folder per student"
+                ),
                 flush=True,
             )
         else:
+            if gone:
+                print(
+                    summary_text_line(f"removed {len(gone)} student folder(s) of the earlier grade: {', '.join(gone)}")
+                )
             print(
                 f"graded {len(result.students)} submission{'s' if len(result.students) != 1 else ''} in "
                 f"{result.seconds:.1f} s ({min(result.jobs, len(result.students))} at a time); "
-                f"wrote {written[-3]}, {written[-2]} and a folder per student",
+                f"wrote {gradebook}, {page} and a folder per student",
                 flush=True,
             )
     return 130 if result.interrupted else 0
-
-
-def _earlier_folders(out: Path) -> set[str]:
-    """The students' folders an earlier grading of a class wrote in ``out`` (from its ``class.json``): only plain
-    names of folders in ``out`` that hold a report, so nothing else is ever removed."""
-    try:
-        earlier = json.loads((out / "class.json").read_text())
-        names = {str(student["folder"]) for student in earlier["students"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        return set()
-    return {
-        name
-        for name in names
-        if name not in (".", "..") and "/" not in name and os.sep not in name and (out / name / "report.json").is_file()
-    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

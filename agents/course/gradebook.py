@@ -28,13 +28,16 @@ import html
 import io
 import json
 import os
+import shutil
+import signal
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from agents.course.classroom import NO_GRADE, ClassResult, StudentResult, flags, similar_to
+from agents.course.classroom import CLASS_FILES, NO_GRADE, ClassResult, StudentResult, flags, similar_to
 from agents.course.grade_report import _STYLE as REPORT_STYLE
-from agents.course.grader import write_whole
+from agents.course.grader import REPORT_FILES, write_whole
 from agents.course.rubric import Earned, failed_games
 
 #: the gradebook's columns before the rubric's
@@ -62,6 +65,8 @@ COLUMNS = (
 )
 #: Gradescope's per-submission file
 GRADESCOPE_FILE = "results.json"
+#: the files the class writes in a student's folder
+STUDENT_FILES = (*REPORT_FILES, GRADESCOPE_FILE)
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -383,3 +388,62 @@ def write_class(result: ClassResult, out: str | os.PathLike) -> list[Path]:
     written.append(write_whole(out / "index.html", render_class_html(result)))
     written.append(write_whole(out / "class.json", json.dumps(class_data(result), indent=1, sort_keys=True) + "\n"))
     return written
+
+
+# ------------------------------------------------------------------ an earlier grade in the folder
+def _named_folders(out: Path) -> set[str]:
+    """The students' folders ``out``'s ``class.json`` names (plain names only; none where it cannot be read)."""
+    try:
+        earlier = json.loads((out / "class.json").read_text())
+        names = {str(student["folder"]) for student in earlier["students"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    return {name for name in names if name not in ("", ".", "..") and "/" not in name and os.sep not in name}
+
+
+def class_folders(out: Path) -> set[str]:
+    """The students' folders an earlier grade of a class wrote in ``out`` (from its ``class.json``): only folders
+    of ``out`` that hold a report or a ``results.json``, so that nothing else is ever removed."""
+    return {name for name in _named_folders(out) if any((out / name / file).is_file() for file in STUDENT_FILES)}
+
+
+def student_folder_problem(out: Path, single: bool) -> str | None:
+    """Why ``--out`` cannot take a grade (``single``: one report; else a class), or ``None``.
+
+    A student's folder of a class (named by its parent's ``class.json``) would hold a report unlike the
+    gradebook's row and the ``results.json`` beside it; a class's folder would get a report beside its
+    gradebook (one report only).
+    """
+    again = "; to regrade a resubmission, grade it into another folder (or grade the class again)"
+    if single:
+        held = [name for name in CLASS_FILES if (out / name).exists()]
+        if held:
+            return f"--out {out}: holds a class's grades ({', '.join(held)}): one report does not go there{again}"
+    parent = out.resolve().parent
+    if out.resolve() != parent and out.resolve().name in _named_folders(parent):
+        return f"--out {out}: is a student's folder of the class graded in {out.parent}{again}"
+    return None
+
+
+def replace_class(new: Path, out: Path, gone: Sequence[str]) -> None:
+    """Move a complete class grade written in ``new`` into ``out``, over an earlier one: each student's
+    :data:`STUDENT_FILES` replace those in their folder (one this grade did not write goes: the old report of a
+    student who is ``no_agent`` now), then the class files; the folders ``gone`` (students of the earlier grade
+    no longer in the class, :func:`class_folders`) go, and so does ``new``. Ctrl-C and SIGTERM wait until it is
+    done, so that ``out`` never holds two grades at once."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        for folder in sorted(path for path in new.iterdir() if path.is_dir()):
+            (out / folder.name).mkdir(exist_ok=True)
+            for name in STUDENT_FILES:
+                if (folder / name).is_file():
+                    os.replace(folder / name, out / folder.name / name)
+                else:
+                    (out / folder.name / name).unlink(missing_ok=True)
+        for name in CLASS_FILES:
+            os.replace(new / name, out / name)
+        for name in gone:
+            shutil.rmtree(out / name, ignore_errors=True)
+        shutil.rmtree(new, ignore_errors=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
