@@ -1024,3 +1024,49 @@ def test_a_missing_folder_entrant_says_so(capsys):
 
     assert main(["no_such_folder/", "--rules", "yacht", "--games", "1", "--seed", "123456789012"]) == 2
     assert "no_such_folder/: no such folder" in capsys.readouterr().err
+
+
+def _interrupt_at_game(monkeypatch, at: int) -> None:
+    """Ctrl-C during the tournament's game number ``at`` (from 0)."""
+    import agents.course.tournament as module
+
+    calls = []
+    real = module.play_game
+
+    def play(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > at:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "play_game", play)
+
+
+def test_an_interrupted_tournament_writes_its_partial_standings(tmp_path, capsys, monkeypatch):
+    """Ctrl-C or SIGTERM lost everything without a word (status 130, no folder): the matches complete before it
+    give partial standings, printed and written, marked interrupted; a match cut short is left out whole."""
+    from agents.commands.tournament import main
+
+    _interrupt_at_game(monkeypatch, 5)  # random, optimal, greedy at 2 seats: 2 games a match; the third cut short
+    out = tmp_path / "t"
+    args = ["random", "--rules", "yacht", "--games", "3", "--seed", str(2**40), "--bootstrap", "0", "--out", str(out)]
+    assert main(args) == 130
+    printed = capsys.readouterr().out
+    assert printed.startswith("INTERRUPTED: partial standings, from the 2 match(es) complete before it")
+    assert "(partial)" in printed
+    standings = json.loads((out / "standings.json").read_text())
+    assert standings["interrupted"] is True and len(standings["matches"]) == 2
+    games = json.loads((out / "games.json").read_text())
+    assert games["interrupted"] is True and [g["match"] for g in games["games"]] == [0, 0, 1, 1]
+    assert "INTERRUPTED" in (out / "leaderboard.html").read_text()
+    assert len(list(csv.reader(io.StringIO((out / "standings.csv").read_text())))) == 4
+
+
+def test_a_tournament_interrupted_before_a_match_says_nothing_was_written(tmp_path, capsys, monkeypatch):
+    from agents.commands.tournament import main
+
+    _interrupt_at_game(monkeypatch, 1)
+    out = tmp_path / "t"
+    assert main(["random", "--rules", "yacht", "--games", "2", "--seed", str(2**40), "--out", str(out)]) == 130
+    assert "interrupted before any standings: nothing written" in capsys.readouterr().err
+    assert not out.exists()

@@ -3,7 +3,9 @@
 ``dice-poker tournament SUBMISSION... --rules yahtzee --players 2 --games 4 --out DIR``, each
 ``SUBMISSION`` an agent spec (``student.py:MyAgent``); the optimal and greedy agents take part
 as anchors. ``--out DIR`` is checked before the first game, as ``dice-poker grade --out``; the
-standings are printed before the files are written.
+standings are printed before the files are written. Ctrl-C or SIGTERM end it with partial standings, from the
+matches complete so far, printed and written as usual (marked interrupted; status 130), or, before any, one
+line saying nothing was written.
 """
 
 from __future__ import annotations
@@ -188,6 +190,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:  # (its settings come from flags only: named so, as grade and check name theirs)
         remove_empty(created)
         raise flagged(error, ("players", "games", "seed", "rounds", "bootstrap")) from None
+    except KeyboardInterrupt:  # before a match was complete: no standings
+        remove_empty(created)
+        print("dice-poker tournament: interrupted before any standings: nothing written", file=sys.stderr)
+        return 130
     except BaseException:
         remove_empty(created)  # a failed command leaves no trace
         raise
@@ -204,8 +210,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"dice-poker tournament: error: could not write to {out} ({error})", file=sys.stderr)
             return 1
         if not args.json:
-            print("wrote " + ", ".join(str(p) for p in written))
-    return 0
+            print("wrote " + ", ".join(str(p) for p in written) + (" (partial)" if result["interrupted"] else ""))
+    return 130 if result["interrupted"] else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,9 +33,10 @@ the tournament.
 
 Output (:func:`write_outputs`): ``standings.csv``, ``standings.json`` (standings, matches and
 failures), ``games.json`` (every game, move by move) and ``leaderboard.html``
-(:mod:`agents.course.tournament_page`).
+(:mod:`agents.course.tournament_page`). Ctrl-C or SIGTERM end the tournament with the matches complete
+so far: partial standings, marked ``"interrupted": true`` (a match cut short is left out whole).
 
-Size: one tournament from schedule to standings (the pure schedule, entries, the match loop with its
+Size: one tournament from schedule to standings (the pure schedule, entries, the match loop with its interrupt and
 progress, the standings and their files); the ratings, the deals and the page are modules of their own.
 """
 
@@ -318,11 +319,13 @@ def tournament(
             if agent.load_error is not None and progress:
                 said = f"{name} did not load: {agent.load_error.message}; it forfeits its games"
                 print(summary_text_line(said), file=sys.stderr)
-        records, matches = _play(entries, rules, players, games, seed, fmt, rounds, turns, progress)
+        records, matches, interrupted = _play(entries, rules, players, games, seed, fmt, rounds, turns, progress)
     finally:
         for entry in entries:
             if entry.kind == "submission":
                 entry.player.close()
+    if interrupted and not matches:
+        raise KeyboardInterrupt  # (no match complete: no standings to give)
     comparisons = Comparisons.of([row for m in matches for row in m.comparisons()])
     anchor = [e.name for e in entries].index(ANCHOR)
     ratings = rate(comparisons, len(entries), anchor, bootstrap=bootstrap, seed=seed)
@@ -338,6 +341,7 @@ def tournament(
         "seed": seed,
         "format": fmt,
         "rounds": rounds,
+        "interrupted": interrupted,
         "rating": {
             "method": "Bradley-Terry (Elo scale) fitted to every pairwise duplicate comparison",
             "anchor": ANCHOR,
@@ -403,12 +407,36 @@ def _play(
     rounds: int,
     turns: int,
     progress: bool,
-) -> tuple[list[_Played], list[Match]]:
-    """Every round's matches, played: the game records and the matches."""
-    n = len(entries)
-    met = np.zeros((n, n), dtype=np.int64)
+) -> tuple[list[_Played], list[Match], bool]:
+    """Every round's matches, played: the game records, the matches and whether Ctrl-C or SIGTERM stopped them
+    (then the matches complete before it, with their games: a match cut short is left out whole, its tables
+    not all played)."""
     records: list[_Played] = []
     matches: list[Match] = []
+    try:
+        _play_rounds(entries, rules, players, games, seed, fmt, rounds, turns, progress, records, matches)
+    except KeyboardInterrupt:
+        del records[sum(len(m.games) for m in matches) :]
+        return records, matches, True
+    return records, matches, False
+
+
+def _play_rounds(
+    entries: list[Entry],
+    rules: Rules,
+    players: int,
+    games: int,
+    seed: int,
+    fmt: str,
+    rounds: int,
+    turns: int,
+    progress: bool,
+    records: list[_Played],
+    matches: list[Match],
+) -> None:
+    """:func:`_play`'s rounds, appending to ``records`` and ``matches`` (a match once all its tables are played)."""
+    n = len(entries)
+    met = np.zeros((n, n), dtype=np.int64)
     shuffle = np.random.default_rng(np.random.SeedSequence([seed, 1])).permutation(n).tolist()
     for round_ in range(rounds):
         if fmt == "round-robin":
@@ -447,7 +475,6 @@ def _play(
                         last = time.monotonic()
                         print(f"  {len(records) - start:,} of {in_round:,} games", file=sys.stderr, flush=True)
                 matches.append(match)
-    return records, matches
 
 
 def _standings(entries: list[Entry], records: list[_Played], ratings: Any) -> list[dict[str, Any]]:
@@ -540,6 +567,7 @@ def games_json(result: dict[str, Any]) -> str:
         + json.dumps(result["agents"])
         + ', "box_names": '
         + json.dumps(result["box_names"])
+        + (', "interrupted": true' if result.get("interrupted") else "")
         + (f', "games": [\n{body}\n]}}\n')
     )
 
@@ -563,6 +591,11 @@ def summary_text(result: dict[str, Any]) -> str:
     sizes = sorted({len(m["agents"]) for m in result["matches"]} or {result["players"]}, reverse=True)
     seats = f"{sizes[0]} seats a table" if len(sizes) == 1 else f"tables of {' and '.join(map(str, sizes))} seats"
     lines = [
+        *(
+            [f"INTERRUPTED: partial standings, from the {len(result['matches'])} match(es) complete before it"]
+            if result.get("interrupted")
+            else []
+        ),
         f"{result['rules']}: {len(result['agents'])} agents, {result['format']}, {result['rounds']} round(s), "
         f"{len(result['matches'])} match{'es' if len(result['matches']) != 1 else ''}, "
         f"{len(result['games_played'])} games, {seats}",

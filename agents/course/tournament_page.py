@@ -177,6 +177,11 @@ def render_html(result: dict[str, Any]) -> str:
         f"{result['games']} deal(s) for each group, each played at every rotation of the seats (duplicate), "
         f"{len(result['matches'])} matches, {len(result['games_played'])} games, seed {result['seed']}. "
         f"{isolation}.</p>",
+        *(
+            ['<p class="problem">INTERRUPTED: partial standings, from the matches complete before it.</p>']
+            if result.get("interrupted")
+            else []
+        ),
         f'<div class="headline">Ratings: Elo points from a Bradley-Terry fit to every pairwise duplicate comparison, '
         f"{e(rating['anchor'])} fixed at {rating['anchor_rating']:g}, "
         + (
