@@ -438,10 +438,10 @@ def test_a_folder_per_student_is_graded_under_the_folders_names(tmp_path):
         "alice": {"my_agent.py": AGENT, "notes.txt": "hi"},
         "bob": {"agent.py": AGENT, "helper.py": "X = 1\n"},
         "carol": {"a.py": AGENT, "b.py": AGENT},
-        "dan": {"agent.txt": AGENT},
+        "dan": {"agent.txt": AGENT, "src/agent.py": AGENT},
     }.items():
-        (export / student).mkdir(parents=True)
         for name, text in files.items():
+            (export / student / name).parent.mkdir(parents=True, exist_ok=True)
             (export / student / name).write_text(text)
     (export / "manifest.csv").write_text("alice\n")
     found, skipped = find_class([str(export)])
@@ -454,6 +454,7 @@ def test_a_folder_per_student_is_graded_under_the_folders_names(tmp_path):
         "notes.txt": "not graded: not a .py file",
         "helper.py": "not graded: bob's agent is in agent.py",
         "agent.txt": "not graded: not a .py file",
+        "src": "not graded: a folder in a student's folder (only the files beside it are read)",
         "manifest.csv": "not graded: not a folder of a student",
     }
     (export / "carol" / "b.py").write_text(AGENT.replace("Agent", "Other"))

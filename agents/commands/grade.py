@@ -166,7 +166,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SUBMISSION",
         nargs="+",
         help="the agent: student.py:MyAgent[,key=value...] or student.py (its one agent class); a class: a folder of "
-        "*.py files, or several files",
+        "*.py files (or of a folder per student), or several files",
     )
     parser.add_argument(
         "--config",

@@ -275,7 +275,13 @@ def _student_folder(folder: Path, class_name: str | None) -> tuple[_Found, list[
         return (str(folder), student, f"{student} is a symbolic link, not followed: hand in the files themselves"), []
     children = sorted(folder.iterdir())
     files = [p for p in children if _is_python(p)]
-    skipped = [_not_graded(p) for p in children if p not in files and p.name != "__pycache__"]
+    skipped = [
+        Skipped(str(p), "not graded: a folder in a student's folder (only the files beside it are read)")
+        if p.is_dir()
+        else _not_graded(p)
+        for p in children
+        if p not in files and p.name != "__pycache__"
+    ]
     if len(files) > 1:
         chosen = [p for p in files if not p.is_symlink() and _defines(p, class_name)]
         if len(chosen) == 1:
