@@ -834,10 +834,11 @@ def test_a_student_without_a_grade_gets_no_gradescope_score(graded, tmp_path):
     good = next(s for s in result.students if s.submission.student == "good")
     students = [
         dataclasses.replace(good, status=status, submission=dataclasses.replace(good.submission, folder=status))
-        for status in ("interrupted", "not_graded", "ok")
+        for status in ("interrupted", "not_graded", "error", "ok")  # (error: the grader's failure, not the student's)
     ]
     write_class(dataclasses.replace(result, students=students, similar=[]), tmp_path)
-    assert [(tmp_path / s / "results.json").is_file() for s in ("interrupted", "not_graded", "ok")] == [
+    assert [(tmp_path / s / "results.json").is_file() for s in ("interrupted", "not_graded", "error", "ok")] == [
+        False,
         False,
         False,
         True,
@@ -846,6 +847,7 @@ def test_a_student_without_a_grade_gets_no_gradescope_score(graded, tmp_path):
     assert [(r["status"], r["points"] == "") for r in rows] == [
         ("interrupted", True),
         ("not_graded", True),
+        ("error", True),
         ("ok", False),
     ]
 

@@ -532,6 +532,15 @@ def run_class(args: argparse.Namespace) -> int:
                 f"wrote {gradebook}, {page} and a folder per student",
                 flush=True,
             )
+            failed = [s.submission.student for s in result.students if s.status == "error"]
+            if failed:  # (the grader's failure, not the students': no grade, no results.json)
+                print(
+                    summary_text_line(
+                        f"the grader failed on {', '.join(failed)} (status error, in failure_kinds): no grade and no "
+                        f"results.json; grade them again"
+                    ),
+                    flush=True,
+                )
     return 130 if result.interrupted else 0
 
 

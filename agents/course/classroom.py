@@ -93,8 +93,9 @@ class Skipped:
 
 
 #: a class's statuses that are no grade: not reached before an interrupt, cut short by it (the report's ``partial``
-#: with ``"interrupted": true``); the gradebook's points are blank and there is no ``results.json``
-NO_GRADE = ("not_graded", "interrupted")
+#: with ``"interrupted": true``), the grader's own failure (``error``: no fault of the student's); the gradebook's
+#: points are blank and there is no ``results.json``
+NO_GRADE = ("not_graded", "interrupted", "error")
 
 
 @dataclass
@@ -110,8 +111,8 @@ class StudentResult:
 
     @property
     def graded(self) -> bool:
-        """Whether the points are a grade: not for a student left ungraded or cut short by an interrupt
-        (:data:`NO_GRADE`)."""
+        """Whether the points are a grade: not for a student left ungraded, cut short by an interrupt or failed by
+        the grader (:data:`NO_GRADE`)."""
         return self.status not in NO_GRADE and not (self.report or {}).get("interrupted")
 
 
