@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -469,6 +470,67 @@ def test_an_isolated_agent_cannot_change_its_measurement(tmp_path, monkeypatch, 
     assert isolated["agent_sha256"] != honest["agent_sha256"] and isolated["failed_games"] == {}
     code, out, _ = run_cli([RULES, "--agent", f"{path}:Forger", "--games", "5", "--isolated"], capsys)
     assert code == 0 and out.rstrip().endswith("the agent isolated")
+
+
+IMPORT_FORGER = """
+import os
+from pathlib import Path
+
+try:
+    Path({marker!r}).write_text(str(os.getpid()))  # it succeeds in the evaluator's process only
+except OSError:
+    pass  # (the sandbox: that folder is not there)
+if not os.path.isdir("/submission") and os.path.isfile({marker!r}):  # (the grader's process, were it imported there)
+    import agents.evaluation.protocol as P
+    P.play_games = lambda rules, player, seeds, solution, _p=P.play_games: _p(
+        rules, P._build("optimal", rules, solution), seeds, solution
+    )
+
+
+class Agent:
+    def act(self, observation, action_mask):
+        return 32 + next(i for i, legal in enumerate(action_mask[32:]) if legal)
+"""
+
+
+def test_an_isolated_agents_file_never_runs_in_the_evaluators_process(tmp_path, monkeypatch, capsys, isolation):
+    """``evaluate --isolated`` checked the spec by importing the file in its own process: code at the file's top
+    level (the red team's) then replaced the game loop and scored 100% "isolated, solver forbidden". The file is
+    now only looked at here (it exists, its bytes hashed); it runs in the sandbox alone."""
+    from agents.evaluation import protocol
+
+    monkeypatch.setattr(protocol, "play_games", protocol.play_games)  # (undone after the test, were it replaced)
+    marker = tmp_path / "ran_here"
+    path = tmp_path / "import_forger.py"
+    path.write_text(IMPORT_FORGER.format(marker=str(marker)))
+    code, out, err = run_cli(
+        [RULES, "--agent", f"{path}:Agent", "--games", "20", "--isolated", "--solver", "forbid", "--json"], capsys
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert not marker.exists()  # (the sandbox's /tmp is its own: the line ran there only)
+    assert result["isolated"] and result["luck_free_percent"] < 60.0  # its own play, not the optimal agent's
+    assert protocol.play_games is monkeypatch._setattr[0][2]  # (the evaluator's game loop untouched)
+
+
+def test_a_modules_digest_imports_none_of_its_packages(tmp_path, monkeypatch):
+    """``MODULE:NAME``'s digest is its source file's, found package by package on ``sys.path`` without running
+    any ``__init__`` (``importlib.util.find_spec`` ran the parent packages' code in the evaluator's process)."""
+    from agents.evaluation.protocol import _file_sha256, agent_sha256
+
+    package = tmp_path / "redpkg" / "inner"
+    package.mkdir(parents=True)
+    marker = tmp_path / "ran_here"
+    for folder in (package.parent, package):
+        (folder / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (package / "agent.py").write_text("class Agent:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    digest = agent_sha256("redpkg.inner.agent:Agent")
+    assert digest is not None and not marker.exists()
+    source = _file_sha256(str(package / "agent.py"))
+    expected = json.dumps({"file": source, "name": "Agent", "arguments": {}}, sort_keys=True)
+    assert digest == hashlib.sha256(expected.encode()).hexdigest()
+    assert agent_sha256("redpkg.nowhere:Agent") is None and not marker.exists()
 
 
 def test_a_randomized_agent_plays_the_same_games_isolated_and_in_process(tmp_path, capsys, isolation):

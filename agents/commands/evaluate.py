@@ -164,7 +164,9 @@ def _evaluate_isolated(
     from agents.evaluation.protocol import evaluate
     from agents.players.registry import check_agent, parse_agent_spec
 
-    check_agent(spec)  # an unknown spec or a missing file: said before a sandbox starts
+    check_agent(
+        spec, load=False
+    )  # an unknown spec or a missing file, said before a sandbox starts (never imported here)
     parsed = parse_agent_spec(spec)
     if parsed is None:
         raise ValueError(

@@ -210,14 +210,22 @@ def agent_sha256(agent: str) -> str | None:
 
 
 def _module_sha256(module: str) -> str | None:
-    """The SHA-256 of a module's source file, found as the import will find it (its parent packages are
-    imported, as playing the agent imports them); ``None`` where it has no source file."""
-    import importlib.util
+    """The SHA-256 of a module's source file, found on ``sys.path`` as the import finds it, package by package,
+    without importing anything (an agent evaluated isolated never runs here: ``importlib.util.find_spec`` would
+    run its packages' ``__init__``); ``None`` where it has no source file (or is already imported another way)."""
+    from importlib.machinery import PathFinder
 
-    try:
-        found = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
+    found: Any = None
+    locations: list[str] | None = None  # (None: sys.path)
+    parts = module.split(".")
+    for depth in range(1, len(parts) + 1):
+        try:
+            found = PathFinder.find_spec(".".join(parts[:depth]), locations)
+        except (ImportError, ValueError, OSError):
+            return None
+        if found is None:
+            return None
+        locations = list(found.submodule_search_locations or [])
     origin = getattr(found, "origin", None)
     return _file_sha256(origin) if isinstance(origin, str) and origin.endswith(".py") else None
 
@@ -295,7 +303,7 @@ def evaluate(
     seeds = eval_seeds(games)
     if track is not None and track not in TRACKS:
         raise ValueError(f"track must be one of {', '.join(TRACKS)}, got {track!r}")
-    check_agent(agent)
+    check_agent(agent, load=player is None)  # (a player given: the agent's code runs there only, never here)
     sha256 = agent_sha256(agent)  # of the bytes about to be loaded
     if solution is None:
         solution = load_solution(rules)

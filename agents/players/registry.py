@@ -176,11 +176,13 @@ def builtin_arguments(name: str) -> dict[str, Any]:
     return out
 
 
-def check_agent(name: Any) -> None:
+def check_agent(name: Any, *, load: bool = True) -> None:
     """Refuse an agent name before any work: unknown names, custom agents that cannot be loaded.
 
     Built-in names and ``model:PATH`` pass (a model is checked when it loads); a
     custom spec is parsed and its module imported, and ``NAME`` must exist in it.
+    ``load=False`` (an agent that runs isolated: its code never runs in this process)
+    checks only that a ``FILE.py`` is one; the sandbox reports the rest when it loads.
 
     Raises:
         ValueError: unknown name; :class:`AgentLoadError` for a custom agent.
@@ -195,7 +197,10 @@ def check_agent(name: Any) -> None:
     custom = parse_agent_spec(name)
     if custom is None:
         raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
-    custom.resolve()
+    if load:
+        custom.resolve()
+    elif custom.is_file:
+        custom.check_file()
 
 
 class AgentLoadError(ValueError):
@@ -242,11 +247,7 @@ class AgentSpec:
                 raise AgentLoadError(
                     f"agent {self.spec!r}: importing {self.source} failed: {one_line(error)}"
                 ) from error
-        path = os.path.abspath(self.source)
-        if not self.source.endswith(".py"):
-            raise AgentLoadError(f"agent {self.spec!r}: {self.source} is not a Python file (FILE.py:NAME)")
-        if not os.path.isfile(path):
-            raise AgentLoadError(f"agent {self.spec!r}: no such file {self.source}")
+        path = self.check_file()
         module_name = "_dice_poker_agent_" + hashlib.sha256(path.encode()).hexdigest()[:16]
         if module_name in sys.modules:
             return sys.modules[module_name]
@@ -267,6 +268,15 @@ class AgentSpec:
             # the file's failure, whatever the spec names in it (a class search may have had no class to name)
             raise AgentLoadError(f"importing {self.source} failed: {one_line(error)}") from error
         return module
+
+    def check_file(self) -> str:
+        """The absolute path of the spec's ``.py`` file, which exists (nothing is read or run)."""
+        path = os.path.abspath(self.source)
+        if not self.source.endswith(".py"):
+            raise AgentLoadError(f"agent {self.spec!r}: {self.source} is not a Python file (FILE.py:NAME)")
+        if not os.path.isfile(path):
+            raise AgentLoadError(f"agent {self.spec!r}: no such file {self.source}")
+        return path
 
     def resolve(self) -> Any:
         """The object ``NAME`` names (not yet called)."""
