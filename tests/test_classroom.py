@@ -562,6 +562,34 @@ def test_finding_the_agent_class(tmp_path):
     assert name is None and "2 classes with an act method" in why and "B, C" in why
 
 
+def test_finding_the_agent_class_of_a_hostile_class_graph(tmp_path):
+    """A chain of 3,000 derived classes crashed the class grade (RecursionError, nobody graded) and a lattice of
+    bases hung it (each class's bases searched again, 4x a level): the search is linear, without recursion. Run
+    in a process of its own with a time limit, so that a regression fails instead of hanging the suite."""
+    chain = tmp_path / "chain.py"
+    chain.write_text(
+        "class C0:\n    def act(self, o, m):\n        return 32\n"
+        + "".join(f"class C{i}(C{i - 1}):\n    pass\n" for i in range(1, 3000))
+    )
+    lattice = tmp_path / "lattice.py"
+    lattice.write_text(
+        "class Agent:\n    def act(self, o, m):\n        return 32\nclass A0:\n    pass\nclass B0:\n    pass\n"
+        + "".join(
+            f"class A{i}(A{i - 1}, B{i - 1}):\n    pass\nclass B{i}(A{i - 1}, B{i - 1}):\n    pass\n"
+            for i in range(1, 60)
+        )
+    )
+    probe = (
+        "import sys\nfrom agents.course.classroom import find_agent_class\n"
+        "print(find_agent_class(sys.argv[1]), find_agent_class(sys.argv[2]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(chain), str(lattice)], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == "('C2999', None) ('Agent', None)"
+
+
 def test_rubric_curves_and_failed_games():
     steps = ((10.0, 0.5), (30.0, 1.0))
     assert [curve_fraction(x, steps, "steps") for x in (5, 10, 29.9, 30, 99)] == [0.0, 0.5, 0.5, 1.0, 1.0]

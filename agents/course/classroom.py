@@ -160,10 +160,20 @@ def agent_classes(tree: ast.Module) -> list[str]:
             for item in classes[name].body
         )
 
-    def has_act(name: str, seen: frozenset[str] = frozenset()) -> bool:
-        return own_act(name) or any(has_act(base, seen | {name}) for base in bases[name] if base not in seen)
-
-    agents = [name for name in classes if has_act(name)]
+    # a class has an act if it or a base (of the file) has one: from the classes with their own, down to the classes
+    # derived from them, each class once (a chain of 3,000 or a lattice of bases: linear, no recursion)
+    derived: dict[str, list[str]] = {name: [] for name in classes}
+    for name, of in bases.items():
+        for base in of:
+            derived[base].append(name)
+    with_act = {name for name in classes if own_act(name)}
+    todo = list(with_act)
+    while todo:
+        for child in derived[todo.pop()]:
+            if child not in with_act:
+                with_act.add(child)
+                todo.append(child)
+    agents = [name for name in classes if name in with_act]
     # a class whose act a derived class uses as it is (not overriding it) is that class's base, not an agent
     inherited = {base for name in agents if not own_act(name) for base in bases[name]}
     return [name for name in agents if name not in inherited]
