@@ -847,6 +847,32 @@ def test_a_damaged_metadata_file_is_a_one_line_error(datasets_root):
             datasets.open_dataset("dice_poker/yacht/random-v0")
 
 
+def test_a_dataset_that_would_run_code_is_refused_before_minari_reads_it(datasets_root, tmp_path):
+    """A hand-made metadata.json without its spaces made Minari build the env its env_spec names (``os:system``
+    with a command: the red team's code ran as the user, before any error); one naming a foreign entry point
+    would run it in ``recover_environment``. Both are refused, nothing of them run."""
+    assert write("yacht", "--agent", "random", "--episodes", "3") == 0
+    metadata = datasets_root / "dice_poker" / "yacht" / "random-v0" / "data" / "metadata.json"
+    honest = json.loads(metadata.read_text())
+    marker = tmp_path / "ran"
+    evil = json.loads(honest["env_spec"]) | {"entry_point": "os:system", "kwargs": {"command": f"touch {marker}"}}
+    for spaces in ((), ("observation_space",), ("action_space",)):
+        hand_made = {k: v for k, v in honest.items() if k not in spaces} | {"env_spec": json.dumps(evil)}
+        metadata.write_text(json.dumps(hand_made))
+        for load in (datasets.open_dataset, datasets.load_transitions):
+            with pytest.raises(datasets.DatasetError, match="cannot be opened") as refused:
+                load("dice_poker/yacht/random-v0")
+            message = str(refused.value)
+            assert ("running its code" if spaces else "names the entry point 'os:system'") in message, message
+    wrapped = json.loads(honest["env_spec"]) | {"additional_wrappers": [{"name": "W", "entry_point": "os:system"}]}
+    metadata.write_text(json.dumps(honest | {"env_spec": json.dumps(wrapped)}))
+    with pytest.raises(datasets.DatasetError, match="names the entry point 'os:system'"):
+        datasets.open_dataset("dice_poker/yacht/random-v0")
+    assert not marker.exists()
+    metadata.write_text(json.dumps(honest))  # the library's own: opens
+    assert datasets.open_dataset("dice_poker/yacht/random-v0").total_episodes == 3
+
+
 def test_the_same_arguments_write_the_same_bytes(tmp_path, monkeypatch):
     """No modification time anywhere in the HDF5 file (the root group's too): a dataset's hash identifies it."""
     import time

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         return _fail(str(error))
     try:
-        from agents.evaluation.datasets import BLOCK, DatasetError, dataset_info, write_dataset
+        from agents.evaluation.datasets import BLOCK, DatasetError, dataset_info, open_dataset, write_dataset
     except ImportError as error:  # (Minari raises a plain ImportError for h5py)
         return _fail(f"{_not_installed(error)}: pip install 'dice-poker-env[datasets]'")
     try:
@@ -119,9 +119,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    import minari
-
-    dataset = minari.load_dataset(_dataset_id(path))
+    dataset = open_dataset(_dataset_id(path))
     info = dataset_info(dataset)
     line = (
         f"wrote {dataset.id}: {dataset.total_episodes:,} episodes, {dataset.total_steps:,} steps "

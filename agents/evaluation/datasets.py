@@ -62,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import math
 import os
 import re
@@ -1135,12 +1136,63 @@ def episode_seeds(dataset: Any) -> np.ndarray:
     )
 
 
+#: where an env spec's code may come from: a dataset's ``env_spec`` names an entry point that ``gym.make`` imports
+#: and calls (Minari's reading when the spaces are missing, ``recover_environment`` always)
+TRUSTED_ENTRY_POINTS = ("dice_poker_env.", "gymnasium.")
+
+
+def check_metadata(dataset_id: str) -> None:
+    """Refuse a dataset whose ``metadata.json`` would make Minari run code: one without its
+    ``observation_space`` and ``action_space`` (Minari then builds the env its ``env_spec`` names to find them),
+    or whose ``env_spec`` names an entry point, or a wrapper's, outside this library and Gymnasium
+    (``recover_environment`` would import and call it). Nothing of the file is run; a missing file passes (Minari
+    says it is not found).
+
+    Raises:
+        DatasetError: what the file would do, in one line.
+    """
+    path = dataset_path(dataset_id) / "data" / "metadata.json"
+
+    def refused(why: str) -> DatasetError:
+        return DatasetError(f"dataset {dataset_id!r} cannot be opened ({why}); is {path} damaged or hand-made?")
+
+    try:
+        metadata = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as error:
+        raise refused(type(error).__name__) from None
+    if not isinstance(metadata, dict):
+        raise refused("not a JSON object")
+    missing = [key for key in ("observation_space", "action_space") if key not in metadata]
+    if missing:
+        raise refused(
+            f"no {' or '.join(missing)}: Minari would build the env its env_spec names to find them, running its code"
+        )
+    spec = metadata.get("env_spec")
+    if spec is None:
+        return
+    try:
+        parsed: Any = json.loads(spec) if isinstance(spec, str) else None
+        wrappers = parsed.get("additional_wrappers") or []
+        points = [parsed.get("entry_point")] + [wrapper.get("entry_point") for wrapper in wrappers]
+    except (ValueError, AttributeError, TypeError):
+        raise refused("an env_spec that is not a Gymnasium spec") from None
+    foreign = [p for p in points if not (isinstance(p, str) and p.startswith(TRUSTED_ENTRY_POINTS))]
+    if foreign:
+        raise refused(
+            f"its env_spec names the entry point {str(foreign[0])[:80]!r}, not this library's env or a Gymnasium "
+            "wrapper: recover_environment would run it"
+        )
+
+
 def open_dataset(dataset_id: str, missing_hint: str = "") -> Any:
     """``minari.load_dataset(dataset_id)``, every failure a one-line :class:`DatasetError`: not found (with
     ``missing_hint``), or what Minari could not read (a damaged or hand-made ``metadata.json``, a foreign
     folder, a malformed id), with its cause."""
     import minari
 
+    check_metadata(dataset_id)  # before Minari reads it: a hand-made one can make it run code
     try:
         return minari.load_dataset(dataset_id)
     except FileNotFoundError:
