@@ -729,6 +729,58 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     assert (out / "training.json").read_text() == "{not json"
 
 
+def test_results_refuse_a_group_that_is_not_one_recipes_seeds(tmp_path):
+    """A researcher's runs joined the published "batched_ppo" row of yacht and replaced it (seeds 0, 1, 2 became
+    0, 0, 0: one run given twice and a run at another budget): a seed twice, runs of another budget, benchmark or
+    algorithm, two runs of one name, and a group that would replace a row recorded without its runs are refused
+    before anything is copied."""
+    pytest.importorskip("rliable")
+    from agents.evaluation import results as results_module
+
+    def run(folder: str, seed: int, steps: int = 1000, bench: int = 100, recipe: str = "r1") -> str:
+        path = tmp_path / folder
+        path.mkdir(parents=True)
+        (path / "results.json").write_text(
+            json.dumps(
+                {
+                    "rules": "yacht",
+                    "algorithm": "batched_ppo",
+                    "percent_of_optimal": 90.0 + seed,
+                    "mean": 150.0,
+                    "median": 150.0,
+                    "timesteps": steps,
+                    "train_seconds": 60.0,
+                    "bench_games": bench,
+                    "config": {"seed": seed, "recipe": recipe, "total_timesteps": steps, "algo": "batched_ppo"},
+                }
+            )
+        )
+        return str(path)
+
+    out = tmp_path / "results"
+    a, b = run("a/s0", 0), run("b/s1", 1)
+    results_module.main([a, b, "--out", str(out), "--reps", "50"])
+    table = (out / "training.json").read_text()
+    for given, message in [
+        ([run("c/again0", 0)], r"group 'r1' would hold seed 0 more than once \(s0, again0\)"),
+        ([run("d/s2", 2, steps=5000)], r"would mix runs of different total_timesteps \(s0 1000, s1 1000, s2 5000\)"),
+        ([run("e/s3", 3, bench=2000)], "would mix runs of different bench_games"),
+        ([run("f/s4", 4, recipe="r2"), run("g/s4", 5, recipe="r2")], "share the name s4"),
+    ]:
+        with pytest.raises(SystemExit, match=message):
+            results_module.main([*given, "--out", str(out), "--reps", "50"])
+        assert (out / "training.json").read_text() == table  # nothing copied, nothing rewritten
+        assert sorted(p.name for p in (out / "runs" / "yacht").iterdir()) == ["s0", "s1"]
+    # a row recorded without its runs (a fresh clone): joining its group would replace it
+    shutil.rmtree(out / "runs")
+    with pytest.raises(SystemExit, match=r"would join the group 'r1' of yacht, a row of .* \(seeds \[0, 1\]\)"):
+        results_module.main([run("h/s7", 7), "--out", str(out), "--reps", "50"])
+    rows = results_module.main([run("i/s8", 8), "--out", str(out), "--reps", "50", "--group", "mine"])
+    assert [(r["group"], r["seeds"]) for r in rows] == [("mine", [8]), ("r1", [0, 1])]
+    again = results_module.main([a, "--out", str(tmp_path / "again"), "--reps", "50"])  # a run collected again: fine
+    assert results_module.main([a, "--out", str(tmp_path / "again"), "--reps", "50"]) == again
+
+
 def test_results_iqm_and_mean_are_each_their_own_statistic():
     """One seed far below the others: the IQM (of five runs: the middle three) ignores it, the mean does not,
     so each column holds its own statistic and each interval surrounds its own point; another group

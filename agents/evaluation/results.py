@@ -84,6 +84,82 @@ def collect(run_dirs: list[Path], out: Path, group: str | None = None) -> list[P
     return copied
 
 
+#: what the runs of one group share (a group is one recipe's seeds): the budget, the benchmark, the algorithm
+SHARED = ("total_timesteps", "bench_games", "algo")
+
+
+def check_additions(run_dirs: list[Path], out: Path, group: str | None, previous: list[dict[str, Any]]) -> None:
+    """Refuse, before anything is copied, runs that would make a group that is not one recipe's seeds: a seed twice
+    (the same run given twice, or two runs of one seed), runs that differ in :data:`SHARED` (budget, benchmark
+    games, algorithm), two runs of one name, or a group that would replace a row of ``training.json`` whose runs
+    are not under ``out/runs`` (a published row, recorded elsewhere: regenerating would drop it)."""
+    fail = "agents.evaluation.results: error: "
+    given: dict[tuple[str, str], Path] = {}
+    added = []
+    for run in run_dirs:
+        try:
+            results = json.loads((run / "results.json").read_text())
+        except (OSError, ValueError):
+            continue  # (collect says what is wrong with it)
+        key = (str(results.get("rules")), run.name)
+        if key in given:
+            raise SystemExit(
+                f"{fail}{given[key]} and {run} share the name {run.name} (runs/{key[0]}/{run.name}): rename one"
+            )
+        given[key] = run
+        config = results.get("config", {})
+        label = group or config.get("recipe") or results.get("algorithm")
+        added.append(
+            {"name": run.name, "rules": key[0], "group": label, "seed": config.get("seed"), "results": results}
+        )
+    here = load_runs(out)
+    existing = [r for r in here if (r["rules"], r["name"]) not in given]  # (a run given again replaces its copy)
+    present = {(r["rules"], r["group"]) for r in here}
+    published = {(r["rules"], r["group"]): r for r in previous if (r["rules"], r["group"]) not in present}
+    members: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for entry in existing + added:
+        members[(entry["rules"], entry["group"])].append(entry)
+    for entry in added:
+        where = (entry["rules"], entry["group"])
+        if where in published:
+            raise SystemExit(
+                f"{fail}{entry['name']} would join the group {where[1]!r} of {where[0]}, a row of {out / 'training.json'} "
+                f"(seeds {published[where].get('seeds')}) whose runs are not under {out / 'runs'}: aggregating would "
+                "replace it; give these runs a --group LABEL of their own"
+            )
+    for (rules, label), runs in members.items():
+        if not any(r in added for r in runs):
+            continue
+        seeds = [r["seed"] for r in runs]
+        twice = sorted({str(s) for s in seeds if seeds.count(s) > 1})
+        if twice:
+            names = ", ".join(r["name"] for r in runs if str(r["seed"]) in twice)
+            raise SystemExit(
+                f"{fail}{rules} group {label!r} would hold seed {', '.join(twice)} more than once ({names}): a group is "
+                "one recipe's seeds, each once (another --group for a repeat)"
+            )
+        for field in SHARED:
+            values = {
+                r["name"]: (
+                    r["results"].get("config", {}).get(field)
+                    if field != "bench_games"
+                    else r["results"].get("bench_games")
+                )
+                for r in runs
+            }
+            if len(set(map(str, values.values()))) > 1:
+                shown = ", ".join(f"{name} {value}" for name, value in values.items())
+                raise SystemExit(
+                    f"{fail}{rules} group {label!r} would mix runs of different {field} ({shown}): a group is one "
+                    "recipe's seeds at one budget; give the others a --group LABEL of their own"
+                )
+
+
+def _shared(results: dict[str, Any], field: str) -> Any:
+    """A run's value of one of :data:`SHARED` (``bench_games`` as benchmarked, the others as configured)."""
+    return results.get("bench_games") if field == "bench_games" else results.get("config", {}).get(field)
+
+
 def load_runs(out: Path) -> list[dict[str, Any]]:
     """Every collected run: its results, learning curve and group label."""
     runs = []
@@ -306,7 +382,13 @@ def write(rows: list[dict[str, Any]], out: Path) -> None:
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(prog="python -m agents.evaluation.results", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="*", type=Path, help="run folders to copy into OUT/runs first")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"results folder (default {DEFAULT_OUT})")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"results folder (default {DEFAULT_OUT}, the repository's: the Results page's table; your own "
+        "experiments go in a folder of their own)",
+    )
     parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument(
         "--group",
@@ -316,6 +398,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if args.group is not None and (not args.group.strip() or "/" in args.group or "\n" in args.group):
         parser.error(f"--group must be a non-empty one-line label without '/', got {args.group!r}")
     previous = previous_rows(args.out)  # read first: a table that does not read stops here, before any copy
+    if args.runs:
+        check_additions(args.runs, args.out, args.group, previous)  # before any copy
     collect(args.runs, args.out, args.group)
     runs = load_runs(args.out)
     if not runs and not previous:
