@@ -200,11 +200,14 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
 
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.torch_threads)
+    # one of three trainer classes, told apart by config.algo below (only RLlib's has results_extra)
+    trainer: Any = None
+    if config.algo in BATCHED_ALGORITHMS:  # built (network, init_policy, checkpoint) before the solve, which is long
+        trainer = batched_trainer(config, rules, run_dir, None, resume_from)
     solution = exact_solution(config, rules)
     optimal = float(solution.expected_score) if solution is not None else None
     if config.algo in BATCHED_ALGORITHMS:
-        # one of three trainer classes, told apart by config.algo below (only RLlib's has results_extra)
-        trainer: Any = batched_trainer(config, rules, run_dir, optimal, resume_from)
+        trainer.optimal = optimal
     elif config.algo in IMITATION_ALGORITHMS:
         assert isinstance(config, BC)
         trainer = imitation_trainer(config, rules, run_dir, optimal)

@@ -59,12 +59,12 @@ def fail(message: str) -> NoReturn:
     raise UsageError(message)
 
 
-def run_config_of(checkpoint: Path, run_dir: Path | None) -> Path | None:
-    """The ``config.yaml`` of the run a resumed checkpoint belongs to: ``run_dir``'s,
-    else the one beside the checkpoint (``final_model.zip``) or above it
-    (``checkpoints/model_N_steps.zip``); ``None`` if there is none."""
-    candidates = [run_dir / "config.yaml"] if run_dir is not None else []
-    candidates += [checkpoint.parent / "config.yaml", checkpoint.parent.parent / "config.yaml"]
+def run_config_of(checkpoint: Path, run_dir: Path | None = None) -> Path | None:
+    """The ``config.yaml`` of the run a resumed checkpoint belongs to: the one beside the checkpoint
+    (``final_model.zip``) or above it (``checkpoints/model_N_steps.pt``), else ``run_dir``'s (a checkpoint kept
+    outside any run folder); ``None`` if there is none."""
+    candidates = [checkpoint.parent / "config.yaml", checkpoint.parent.parent / "config.yaml"]
+    candidates += [run_dir / "config.yaml"] if run_dir is not None else []
     return next((path for path in candidates if path.is_file()), None)
 
 
@@ -112,13 +112,20 @@ def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
 
 def checkpoint_metadata(path: Path) -> dict[str, Any]:
     """The metadata of a checkpoint: SB3's ``.zip`` or a batched trainer's ``.pt`` (checked whole)."""
+    return checkpoint_contents(path)[0]
+
+
+def checkpoint_contents(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The metadata of a checkpoint (checked whole) and the config it was trained with where it holds one (a batched
+    trainer's ``.pt``; ``None`` for SB3's ``.zip``)."""
     if path.suffix == ".pt":
         from agents.training.trainer import read_checkpoint
 
-        return read_checkpoint(path)["metadata"]
+        state = read_checkpoint(path)
+        return state["metadata"], state["config"] if isinstance(state["config"], dict) else None
     from agents.players.sb3_agent import read_metadata
 
-    return read_metadata(path)
+    return read_metadata(path), None
 
 
 # ----------------------------------------------------------------------------- checks before the run
@@ -166,6 +173,12 @@ RESUME_MAY_CHANGE = frozenset(
         "ray_address",
     }
 )
+
+
+def fixed_fields(config: Common) -> list[str]:
+    """The fields of ``config``'s section that a resumed run keeps from its checkpoint (all but
+    :data:`RESUME_MAY_CHANGE`)."""
+    return [field.name for field in dataclasses.fields(config) if field.name not in RESUME_MAY_CHANGE]
 
 
 def load_config_rules(config: Common) -> Rules:
@@ -241,25 +254,45 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
     if checkpoint is None:
         fail(f"--resume: no checkpoint in {run_dir / 'checkpoints'}")
     try:
-        metadata = checkpoint_metadata(checkpoint)
+        metadata, stored = checkpoint_contents(checkpoint)
         check_ruleset(metadata, rules, source=f"checkpoint {checkpoint}")
     except (ValueError, OSError) as error:
         earlier = [p for _, p in checkpoints(run_dir) if p != checkpoint]
         hint = "; an earlier checkpoint can be given as --resume PATH" if args.resume == "latest" and earlier else ""
         fail(f"--resume: {str(error).rstrip('.') if hint else error}{hint}")
-    for name in ("algo", "obs_mode", "distinct_keeps"):
+    own = run_config_of(checkpoint)  # the reference is the checkpoint's own run: its folder's config.yaml, ...
+    known = own is not None or stored is not None  # (... else the config a batched checkpoint holds)
+    for name in ("algo", "obs_mode", "distinct_keeps") if known else ("algo", "obs_mode", "distinct_keeps", "seed"):
         saved = metadata.get("algorithm" if name == "algo" else name, False if name == "distinct_keeps" else None)
-        if saved != getattr(config, name):
+        if saved != getattr(config, name) and not (name == "seed" and saved is None):  # (older files: no seed)
             fail(
                 f"--resume: checkpoint {checkpoint} was trained with {name}={saved!r}, the config says "
                 f"{name}={getattr(config, name)!r}; resume with the run's own {name} or start a new run"
             )
-    saved_config = run_config_of(checkpoint, run_dir)
-    reference = saved_run_config(read_config_file(saved_config)) if saved_config is not None else args.base
+    if own is not None:
+        reference, source = saved_run_config(read_config_file(own)), str(own)
+    elif stored is not None:
+        reference, source = saved_run_config(stored), f"checkpoint {checkpoint}"
+    else:  # (an SB3 checkpoint outside any run folder: its metadata, checked above with its seed, is all there is)
+        reference, source = args.base, str(args.config)
     try:
         before = make_config(reference)
     except ValueError as error:
-        fail(f"--resume: {saved_config or args.config}: {error}")
+        fail(f"--resume: {source}: {error}")
+    home = run_dir / "config.yaml"
+    if home.is_file() and (own is None or own.resolve() != home.resolve()):  # --run-dir holds a run of its own
+        try:
+            theirs = make_config(saved_run_config(read_config_file(home)))
+        except ValueError as error:
+            fail(f"--resume: {home}: {error}")
+        differ = [n for n in fixed_fields(before) if getattr(theirs, n, None) != getattr(before, n)]
+        if differ:
+            fail(
+                f"--resume: checkpoint {checkpoint} is of another run than {run_dir}'s (the checkpoint's "
+                f"{', '.join(f'{n}={getattr(before, n)!r}' for n in differ)}; {run_dir}'s "
+                f"{', '.join(f'{n}={getattr(theirs, n, None)!r}' for n in differ)}): resume it in its own run "
+                "folder or a new one"
+            )
     steps = checkpoint_steps(checkpoint)
     total = getattr(config, "total_timesteps", None)  # (an imitation run counts epochs)
     if steps is not None and total is not None and steps > total != getattr(before, "total_timesteps", None):
@@ -268,11 +301,7 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
             f"total_timesteps={total:,}; resume with a larger total_timesteps=N (the run's results would otherwise "
             "be rewritten from nothing trained)"
         )
-    changed = [
-        field.name
-        for field in dataclasses.fields(config)
-        if field.name not in RESUME_MAY_CHANGE and getattr(config, field.name) != getattr(before, field.name, None)
-    ]
+    changed = [name for name in fixed_fields(config) if getattr(config, name) != getattr(before, name, None)]
     if changed:
         fail(
             f"--resume: {', '.join(f'{n}={getattr(config, n)!r}' for n in changed)} differs from the run's "
@@ -338,7 +367,8 @@ def batched_trainer(
         what = (
             f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the trainer cannot be built"
         )
-        fail(f"{what}: {type(error).__name__}: {one_line(error)}")
+        kind = "" if isinstance(error, ValueError) else f"{type(error).__name__}: "  # (ours: one line already)
+        fail(f"{what}: {kind}{one_line(error)}")
     return trainer
 
 

@@ -115,7 +115,7 @@ class Trainer:
         if config.algo not in ALGORITHMS:
             raise ValueError(f"algo must be one of {', '.join(ALGORITHMS)}, got {config.algo!r}")
         self.config, self.rules, self.run_dir = config, rules, Path(run_dir)
-        self.optimal, self.log = optimal, log
+        self.log = log
         self.device = torch.device(config.device)
         torch.manual_seed(config.seed)
         algorithm = importlib.import_module(ALGORITHMS[config.algo])
@@ -175,6 +175,16 @@ class Trainer:
         self.train_seconds = 0.0  # training time over all sessions of the run (resumes add up)
 
     @property
+    def optimal(self) -> float | None:
+        """The solver's optimal expected score (percent of optimal), or None; ``train.py`` sets it after the
+        solve, which comes after the trainer and its checkpoint are checked."""
+        return self.evaluation.optimal
+
+    @optimal.setter
+    def optimal(self, value: float | None) -> None:
+        self.evaluation.optimal = value
+
+    @property
     def num_timesteps(self) -> int:
         """Env steps (decisions) taken so far, counted across all the batch's games."""
         return self.rollout.steps
@@ -220,6 +230,7 @@ class Trainer:
             raise ValueError(f"checkpoint {path} was written by algo {state['algo']!r}, not {self.config.algo!r}")
         if state["metadata"].get("rules_fingerprint") != self.metadata.get("rules_fingerprint"):
             raise ValueError(f"checkpoint {path} is of another ruleset ({state['metadata'].get('rules')!r})")
+        self._check_layers(state["model"], path)
         rollout = state["rollout"]
         try:
             bit_generator = rollout["env"]["np_random"]["bit_generator"]
@@ -243,6 +254,26 @@ class Trainer:
         except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
             raise ValueError(f"checkpoint {path} does not fit this run ({type(error).__name__}: {error})") from None
         self.updates, self.evaluation.best, self.train_seconds = counters
+
+    def _check_layers(self, saved: Any, path: str | os.PathLike) -> None:
+        """A checkpoint's network has this config's layers, each of its shape (else a one-line ``ValueError`` naming
+        the first layer that differs, before anything is loaded)."""
+        if not isinstance(saved, dict):
+            raise ValueError(f"checkpoint {path} does not fit this run (its network is not a mapping of layers)")
+        ours = self.model.state_dict()
+        arch = f"net_arch={list(self.config.net_arch)}"
+        for name, tensor in ours.items():
+            theirs = saved.get(name)
+            if not isinstance(theirs, torch.Tensor):
+                raise ValueError(f"checkpoint {path} has no layer {name}, which this config's network has ({arch})")
+            if theirs.shape != tensor.shape:
+                raise ValueError(
+                    f"checkpoint {path}: layer {name} is {list(theirs.shape)} there, {list(tensor.shape)} in this "
+                    f"config's network ({arch}); resume with the run's own network"
+                )
+        extra = sorted(set(saved) - set(ours))
+        if extra:
+            raise ValueError(f"checkpoint {path} has a layer {extra[0]} that this config's network has not ({arch})")
 
     def _hold_actor(self, held: bool) -> None:
         """``critic_warmup``: while ``held``, only the critic's parameters get gradients (and move)."""

@@ -1,0 +1,83 @@
+"""train.py runs of the batched trainer, in process: which checkpoint --resume may continue, and the checks that
+come before the exact solve."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from test_train import folder_state, load_train, refused  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = str(ROOT / "configs" / "smoke_batched.yaml")
+#: two updates of 1,024 steps, a checkpoint after each, no benchmark
+QUICK = ["n_envs=64", "total_timesteps=2048", "eval_freq=1024", "checkpoint_freq=1024", "bench_games=0"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two finished runs of the small batched config: ``a`` (learning_rate=0.01, seed=9) and ``b`` (its defaults)."""
+    train = load_train()
+    folder = tmp_path_factory.mktemp("runs")
+    train.main(["--config", SMALL, "--run-dir", str(folder / "a"), *QUICK, "learning_rate=0.01", "seed=9"])
+    train.main(["--config", SMALL, "--run-dir", str(folder / "b"), *QUICK])
+    return folder / "a", folder / "b"
+
+
+@pytest.fixture
+def copies(runs, tmp_path):
+    """Copies of both runs, to fail commands on."""
+    return tuple(Path(shutil.copytree(run, tmp_path / run.name)) for run in runs)
+
+
+def no_solve(monkeypatch):
+    """Make the exact solve fail the test: a check meant to come before it must stop the run first."""
+    import agents.evaluation.benchmark as benchmark
+
+    def solve(*args, **kwargs):
+        raise AssertionError("the exact solve started")
+
+    monkeypatch.setattr(benchmark, "load_solution", solve)
+
+
+def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(copies, monkeypatch, capsys):
+    """--run-dir B --resume A's checkpoint: B's run is not A's (another seed and learning rate), so nothing of B is
+    rewritten; the reference is the checkpoint's own run, not B's config.yaml."""
+    a, b = copies
+    before = folder_state(b)
+    no_solve(monkeypatch)
+    train = load_train()
+    err = refused(train, ["--run-dir", str(b), "--resume", str(a / "checkpoints" / "model_1024_steps.pt")], capsys)
+    assert f"checkpoint {a / 'checkpoints' / 'model_1024_steps.pt'} is of another run than {b}'s" in err
+    assert "learning_rate=0.01, seed=9" in err and "learning_rate=0.0003, seed=0" in err
+    assert folder_state(b) == before
+
+
+def test_a_lone_checkpoint_is_checked_against_the_config_it_holds(copies, tmp_path, monkeypatch, capsys):
+    """A checkpoint outside any run folder: the config stored in it is the reference (here seed=9, lr=0.01)."""
+    a, _ = copies
+    lone = tmp_path / "lone.pt"
+    shutil.copy(a / "checkpoints" / "model_1024_steps.pt", lone)
+    no_solve(monkeypatch)
+    train = load_train()
+    argv = ["--config", SMALL, "--run-dir", str(tmp_path / "new"), "--resume", str(lone), *QUICK, "seed=9"]
+    err = refused(train, argv, capsys)
+    assert "learning_rate=0.0003 differs from the run's learning_rate=0.01" in err
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_network_of_another_shape_is_one_line_naming_the_layer_before_the_solve(copies, monkeypatch, capsys):
+    """A run folder whose config.yaml no longer describes its checkpoints' network (edited by hand)."""
+    _, b = copies
+    config = b / "config.yaml"
+    config.write_text(config.read_text().replace("- 64\n- 64\n", "- 32\n"))
+    before = folder_state(b)
+    no_solve(monkeypatch)
+    train = load_train()
+    err = refused(train, ["--run-dir", str(b), "--resume"], capsys)
+    assert "layer actor." in err and "is [64, " in err and "there, [32, " in err and "net_arch=[32]" in err
+    assert folder_state(b) == before
