@@ -81,3 +81,16 @@ def test_a_network_of_another_shape_is_one_line_naming_the_layer_before_the_solv
     err = refused(train, ["--run-dir", str(b), "--resume"], capsys)
     assert "layer actor." in err and "is [64, " in err and "there, [32, " in err and "net_arch=[32]" in err
     assert folder_state(b) == before
+
+
+@pytest.mark.parametrize("override", ["eval_episodes=5", "solver=off"])
+def test_what_an_evaluation_measures_cannot_change_on_resume(copies, override, monkeypatch, capsys):
+    """evaluations.csv's rows and the best model are chosen across them: all of the run's own games and yardstick."""
+    _, b = copies
+    before = folder_state(b)
+    no_solve(monkeypatch)
+    train = load_train()
+    err = refused(train, ["--run-dir", str(b), "--resume", "total_timesteps=4096", override], capsys)
+    assert f"{override.replace('off', repr('off'))} differs from the run's " in err
+    assert "the run's evaluations (evaluations.csv, the best model) measure with its own" in err
+    assert folder_state(b) == before

@@ -145,22 +145,21 @@ RUN_ARTIFACTS = (
     "results.json",
 )
 
-#: config fields a resumed run may change: how long it trains, how it is evaluated, logged and checkpointed, and
-#: the hardware it runs on. Every other field of its section (the ruleset, the seed, the network, the batch, the
-#: algorithm's hyper-parameters, a new algorithm's own fields too) is the checkpoint's: changing one on --resume
-#: is refused, since the resumed model would keep its own while config.yaml claimed the new value
+#: config fields a resumed run may change: how long it trains, how often it is evaluated, how it is benchmarked,
+#: logged and checkpointed, and the hardware it runs on. Every other field of its section (the ruleset, the seed,
+#: the network, the batch, the algorithm's hyper-parameters, a new algorithm's own fields too, and what an
+#: evaluation measures: :data:`EVALUATION_FIELDS`) is the checkpoint's: changing one on --resume is refused, since
+#: the resumed model would keep its own while config.yaml claimed the new value
 RESUME_MAY_CHANGE = frozenset(
     {
         "total_timesteps",
         "bc_epochs",
         "eval_freq",
-        "eval_episodes",
         "bench_games",
         "bench_agents",
         "bench_workers",
         "checkpoint_freq",
         "save_replay_buffer",
-        "solver",
         "progress_bar",
         "verbose",
         "runs_dir",
@@ -173,6 +172,11 @@ RESUME_MAY_CHANGE = frozenset(
         "ray_address",
     }
 )
+
+
+#: what each row of a run's evaluations.csv measures (its games; with the solver, % of optimal and, in self-play,
+#: the opponent): the same over the whole run, so that its rows and its best model compare like with like
+EVALUATION_FIELDS = ("eval_episodes", "solver")
 
 
 def fixed_fields(config: Common) -> list[str]:
@@ -302,6 +306,13 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
             "be rewritten from nothing trained)"
         )
     changed = [name for name in fixed_fields(config) if getattr(config, name) != getattr(before, name, None)]
+    measured = [name for name in changed if name in EVALUATION_FIELDS]
+    if measured:
+        fail(
+            f"--resume: {', '.join(f'{n}={getattr(config, n)!r}' for n in measured)} differs from the run's "
+            f"{', '.join(f'{n}={getattr(before, n)!r}' for n in measured)}; the run's evaluations (evaluations.csv, "
+            "the best model) measure with its own (start a new run to change it)"
+        )
     if changed:
         fail(
             f"--resume: {', '.join(f'{n}={getattr(config, n)!r}' for n in changed)} differs from the run's "
