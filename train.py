@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -62,6 +63,7 @@ from agents.training.run import (
     find_checkpoint,
     finish,
     imitation_trainer,
+    interrupted,
     load_config_rules,
     read_config_file,
     rllib_trainer,
@@ -202,6 +204,7 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
     torch.set_num_threads(config.torch_threads)
     # one of three trainer classes, told apart by config.algo below (only RLlib's has results_extra)
     trainer: Any = None
+    model: Any = None  # (SB3's)
     if config.algo in BATCHED_ALGORITHMS:  # built (network, init_policy, checkpoint) before the solve, which is long
         trainer = batched_trainer(config, rules, run_dir, None, resume_from)
     solution = exact_solution(config, rules)
@@ -245,25 +248,30 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
         if batch is not None and "batch_size" not in UNUSED.get(config.algo, ()) and int(batch) > rollout:
             print(f"batch_size={int(batch):,} is more than a rollout's {rollout:,} samples: each update takes them all")
 
-    # 3. train
-    if config.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS, *RLLIB_ALGORITHMS):
-        final_path = trainer.run(progress=config.progress_bar)
-        timesteps, train_seconds = trainer.num_timesteps, trainer.train_seconds
-    else:
-        assert isinstance(config, SB3)
-        final_path, timesteps, train_seconds = sb3_learn(
-            config,
-            rules,
-            run_dir,
-            optimal,
-            env,
-            model,
-            metadata,
-            resume_from=resume_from,
-        )
-    print(f"trained {timesteps:,} timesteps in {train_seconds:.0f} s -> {final_path}")
-    extra = trainer.results_extra if config.algo in RLLIB_ALGORITHMS else None
-    return finish(config, rules, run_dir, solution, optimal, final_path, timesteps, train_seconds, extra=extra)
+    # 3. train (an interruption, Ctrl-C or SIGTERM, says where the run stopped and how it goes on)
+    try:
+        if config.algo in (*BATCHED_ALGORITHMS, *IMITATION_ALGORITHMS, *RLLIB_ALGORITHMS):
+            final_path = trainer.run(progress=config.progress_bar)
+            timesteps, train_seconds = trainer.num_timesteps, trainer.train_seconds
+        else:
+            assert isinstance(config, SB3)
+            final_path, timesteps, train_seconds = sb3_learn(
+                config,
+                rules,
+                run_dir,
+                optimal,
+                env,
+                model,
+                metadata,
+                resume_from=resume_from,
+            )
+        print(f"trained {timesteps:,} timesteps in {train_seconds:.0f} s -> {final_path}")
+        extra = trainer.results_extra if config.algo in RLLIB_ALGORITHMS else None
+        return finish(config, rules, run_dir, solution, optimal, final_path, timesteps, train_seconds, extra=extra)
+    except KeyboardInterrupt:
+        steps = getattr(trainer if trainer is not None else model, "num_timesteps", 0)
+        print(interrupted(run_dir, int(steps), config.algo), file=sys.stderr, flush=True)
+        raise
 
 
 def sweep(argv: list[str]) -> list[dict[str, Any]]:
@@ -280,8 +288,20 @@ def sweep(argv: list[str]) -> list[dict[str, Any]]:
     )
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is so that it says where it stopped, as Ctrl-C does."""
+
+
+def _terminate(signum: int, frame: Any) -> NoReturn:
+    raise Terminated
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         main()
+    except Terminated:  # then killed by SIGTERM itself, as before (exit status 143; -15 to a parent process)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
     except KeyboardInterrupt:
         sys.exit(130)

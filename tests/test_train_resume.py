@@ -94,3 +94,69 @@ def test_what_an_evaluation_measures_cannot_change_on_resume(copies, override, m
     assert f"{override.replace('off', repr('off'))} differs from the run's " in err
     assert "the run's evaluations (evaluations.csv, the best model) measure with its own" in err
     assert folder_state(b) == before
+
+
+def test_an_interrupted_run_says_where_it_stopped_and_how_it_goes_on(tmp_path, monkeypatch, capsys):
+    """Ctrl-C after the first checkpoint names it and the resume command; before it, that nothing can be resumed,
+    and --resume on such a run points to --overwrite (not back to --resume)."""
+    from agents.training.trainer import Trainer
+
+    save = Trainer.save_checkpoint
+
+    def save_then_stop(self, *args, **kwargs):
+        save(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "save_checkpoint", save_then_stop)
+    train = load_train()
+    run = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        train.main(["--config", SMALL, "--run-dir", str(run), *QUICK])
+    err = capsys.readouterr().err
+    checkpoint = run / "checkpoints" / "model_1024_steps.pt"
+    assert err == (
+        f"train.py: interrupted at 1,024 steps; last checkpoint {checkpoint}; resume with python train.py --run-dir "
+        f"{run} --resume\n"
+    )
+
+    def stop(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "save_checkpoint", stop)
+    fresh = tmp_path / "fresh"
+    with pytest.raises(KeyboardInterrupt):
+        train.main(["--config", SMALL, "--run-dir", str(fresh), *QUICK])
+    err = capsys.readouterr().err
+    assert err.startswith("train.py: interrupted at 1,024 steps, before its first checkpoint: nothing can be resumed")
+    assert f"--config {fresh / 'config.yaml'} --run-dir {fresh} --overwrite" in err
+    err = refused(train, ["--run-dir", str(fresh), "--resume"], capsys)
+    assert "nothing can be resumed; start it again with --overwrite" in err
+
+
+def test_sigterm_says_where_the_run_stopped_and_still_kills_it(tmp_path):
+    """SIGTERM (a timeout, a scheduler) prints the same line, then the process dies of the signal as before."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = tmp_path / "run"
+    argv = [sys.executable, str(ROOT / "train.py"), "--config", SMALL, "--run-dir", str(run), *QUICK]
+    process = subprocess.Popen(
+        [*argv, "total_timesteps=100000000", "eval_freq=0", "solver=off"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not list(run.glob("checkpoints/model_*_steps.pt")) and time.monotonic() < deadline:
+            assert process.poll() is None, process.stderr.read()
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == -signal.SIGTERM
+    assert err.startswith("train.py: interrupted at ") and "last checkpoint " in err and err.count("\n") == 1, err
+    assert f"resume with python train.py --run-dir {run} --resume" in err

@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agents.training.config import (
+    BATCHED_ALGORITHMS,
     BC,
     IMITATION_ALGORITHMS,
+    SB3_ALGORITHMS,
     Common,
     as_dict,
     make_config,
@@ -256,7 +258,10 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
 
     checkpoint = latest_checkpoint(run_dir) if args.resume == "latest" else Path(args.resume)
     if checkpoint is None:
-        fail(f"--resume: no checkpoint in {run_dir / 'checkpoints'}")
+        fail(
+            f"--resume: no checkpoint in {run_dir / 'checkpoints'} (the run stopped before its first): nothing can be "
+            f"resumed; start it again with --overwrite"
+        )
     try:
         metadata, stored = checkpoint_contents(checkpoint)
         check_ruleset(metadata, rules, source=f"checkpoint {checkpoint}")
@@ -320,6 +325,20 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
             "(start a new run to change it)"
         )
     return checkpoint
+
+
+def interrupted(run_dir: Path, steps: int, algo: str) -> str:
+    """The line an interrupted run ends with: where it stopped, its last checkpoint, and how it goes on."""
+    where = f"train.py: interrupted at {steps:,} steps"
+    again = f"start it again with python train.py --config {run_dir / 'config.yaml'} --run-dir {run_dir} --overwrite"
+    if algo not in BATCHED_ALGORITHMS + SB3_ALGORITHMS:
+        return f"{where}; {algo} runs are not resumed: {again}"
+    found = checkpoints(run_dir)
+    if not found:
+        return f"{where}, before its first checkpoint: nothing can be resumed; {again}"
+    at, path = max(found)
+    lost = f" (the {steps - at:,} steps since it are lost)" if steps > at else ""
+    return f"{where}; last checkpoint {path}{lost}; resume with python train.py --run-dir {run_dir} --resume"
 
 
 def exact_solution(config: Common, rules: Rules) -> Solution | None:
