@@ -162,8 +162,8 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Common]:
         args.base = saved_run_config(args.base)
     try:
         config = make_config(args.base, args.overrides)
-    except ValueError as error:
-        fail(f"{config_path}: {error}")
+    except ValueError as error:  # (a value of the command line names its override, not the file)
+        fail(str(error) if str(error).startswith(("override ", "command line:")) else f"{config_path}: {error}")
     args.config = config_path
     return args, config
 

@@ -658,9 +658,33 @@ def test_cli_error_exit_code_no_traceback_no_runs_folder(tmp_path):
     )
     assert out.returncode == 2
     assert out.stderr.strip() == (
-        f"train.py: error: {SMOKE}: net_arch must list positive layer sizes (integers), got [-5]"
+        "train.py: error: override net_arch=[-5]: net_arch must list positive layer sizes (integers), got [-5]"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("total_timesteps=-5", "override total_timesteps=-5: total_timesteps must be >= 1, got -5"),
+        ("learning_rate=-1", "override learning_rate=-1: learning_rate must be > 0"),
+        ("lr_schedule=cosine", "override lr_schedule=cosine: lr_schedule must be constant or linear"),
+        ("eval_freq=-1", "override eval_freq=-1: eval_freq must be >= 0"),
+        ("bench_agents=[nosuch]", "override bench_agents=[nosuch]: bench_agents: unknown agent 'nosuch'"),
+    ],
+)
+def test_a_bad_value_of_the_command_line_names_its_override_not_the_file(override, message, capsys):
+    train = load_train()
+    err = refused(train, [override], capsys)
+    assert err == f"train.py: error: {message}" + err.split(message)[1] and "batched_ppo_yacht.yaml" not in err
+
+
+def test_a_bad_value_of_the_file_names_the_file(tmp_path, capsys):
+    config = tmp_path / "config.yaml"
+    config.write_text("total_timesteps: -5\n")
+    train = load_train()
+    err = refused(train, ["--config", str(config), "seed=1"], capsys)
+    assert err == f"train.py: error: {config}: total_timesteps must be >= 1, got -5\n"
 
 
 @pytest.fixture

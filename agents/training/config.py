@@ -37,6 +37,7 @@ import copy
 import dataclasses
 import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -503,8 +504,21 @@ def make_config(base: dict[str, Any] | None = None, overrides: list[str] | None 
     except OmegaConfBaseException as error:  # e.g. ${...} in a value that does not resolve
         raise ValueError(one_line(error)) from None
     assert isinstance(result, Common)  # a structured config of a Common subclass
-    validate(result)
+    try:
+        validate(result)
+    except ValueError as error:  # a value of the command line is named as such, not blamed on the file
+        named = {name for name in re.findall(r"[a-z][a-z0-9_]*", str(error)) if name in fields_of(cls)}
+        given = {key.split(".")[0]: source for key, _, source in parsed if source.startswith("override")}
+        blamed = [given[name] for name in sorted(named) if name in given]
+        if blamed:
+            raise ValueError(f"{', '.join(blamed)}: {error}") from None
+        raise
     return result
+
+
+def fields_of(cls: type) -> set[str]:
+    """The names of the fields of a config section."""
+    return {f.name for f in dataclasses.fields(cls)}
 
 
 def _set_field(config: DictConfig, cls: type, algo: str, key: Any, value: Any, source: str) -> None:
