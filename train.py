@@ -37,11 +37,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from agents.training.config import (  # noqa: F401 - make_config, field_docs, Config: the config API of train.py
+    ALIASES,
     BATCHED_ALGORITHMS,
     BC,
     IMITATION_ALGORITHMS,
     RLLIB_ALGORITHMS,
     SB3,
+    SECTIONS,
     UNUSED,
     Batched,
     Common,
@@ -74,6 +76,17 @@ from agents.training.sb3 import build_model, make_vec_env, sb3_learn, sb3_model 
 DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "batched_ppo_yacht.yaml"
 
 
+def default_config(overrides: list[str]) -> Path | None:
+    """The config file of a run given none: with ``algo=X`` on the command line, X's own shipped recipe
+    (``configs/X_yacht.yaml``; ``None`` where X has none: its section's defaults), else :data:`DEFAULT_CONFIG`."""
+    algos = [value.strip() for key, _, value in (o.partition("=") for o in overrides) if key.strip() == "algo"]
+    if not algos:
+        return DEFAULT_CONFIG
+    algo = ALIASES.get(algos[-1], algos[-1])
+    shipped = DEFAULT_CONFIG.parent / f"{algo}_yacht.yaml"
+    return shipped if algo in SECTIONS and shipped.is_file() else None
+
+
 def fail(message: str) -> NoReturn:
     """A usage error: one line on stderr, exit code 2, nothing written."""
     print(f"train.py: error: {message}", file=sys.stderr)
@@ -101,7 +114,8 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Common]:
     parser.add_argument(
         "--config",
         type=Path,
-        help=f"YAML config (default: {DEFAULT_CONFIG.relative_to(Path.cwd()) if DEFAULT_CONFIG.is_relative_to(Path.cwd()) else DEFAULT_CONFIG})",
+        help=f"YAML config (default: {DEFAULT_CONFIG.relative_to(Path.cwd()) if DEFAULT_CONFIG.is_relative_to(Path.cwd()) else DEFAULT_CONFIG}; "
+        "with algo=X among the overrides, X's own recipe, configs/X_yacht.yaml)",
     )
     parser.add_argument("--run-dir", type=Path, help="run folder (default: RUNS_DIR/RULES__ALGO__sSEED__TIME)")
     parser.add_argument(
@@ -156,14 +170,16 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Common]:
             fail(f"--resume: {config_path} is missing; give the run's config with --config")
     elif config_path is None and args.resume:  # the config of the run the checkpoint comes from
         config_path = run_config_of(Path(args.resume), args.run_dir)
-    config_path = config_path or DEFAULT_CONFIG
-    args.base = read_config_file(config_path)
+    if config_path is None:
+        config_path = default_config(args.overrides)
+    args.base = read_config_file(config_path) if config_path is not None else {}
     if args.resume and args.config is None:  # the run's own config.yaml (of any version of train.py)
         args.base = saved_run_config(args.base)
     try:
         config = make_config(args.base, args.overrides)
     except ValueError as error:  # (a value of the command line names its override, not the file)
-        fail(str(error) if str(error).startswith(("override ", "command line:")) else f"{config_path}: {error}")
+        where = config_path if config_path is not None else "the algorithm's defaults"
+        fail(str(error) if str(error).startswith(("override ", "command line:")) else f"{where}: {error}")
     args.config = config_path
     return args, config
 

@@ -626,6 +626,9 @@ def test_yahtzee_options_of_the_wrong_type_are_a_one_line_error(tmp_path, capsys
         (b"\x7fELF\x02\x01\x01\x00\xff\xfe\x00\x00binary", "not a text file"),
         (b"- rules\n- yacht\n", "expected a mapping of config fields"),
         (b"1: 2\n", "unknown config field '1'"),
+        (b"", "empty (a YAML mapping of config fields expected)"),
+        (b"# nothing yet\n", "empty (a YAML mapping of config fields expected)"),
+        (b"seed: 1\nn_envs: 64\nseed: 2\n", "not valid YAML (duplicate key 'seed' at line 3, column 1)"),
     ],
 )
 def test_broken_config_files_are_one_line_errors(content, message, tmp_path, capsys):
@@ -677,6 +680,19 @@ def test_a_bad_value_of_the_command_line_names_its_override_not_the_file(overrid
     train = load_train()
     err = refused(train, [override], capsys)
     assert err == f"train.py: error: {message}" + err.split(message)[1] and "batched_ppo_yacht.yaml" not in err
+
+
+@pytest.mark.parametrize("algo", ["batched_pqn", "pqn", "batched_a2c", "maskable_ppo"])
+def test_algo_on_the_command_line_alone_starts_from_its_own_recipe(algo):
+    """No --config: algo=X runs X's shipped config, not the default batched_ppo file (whose clip_range PQN refuses)."""
+    import yaml
+
+    train = load_train()
+    args, config = train.parse_args([f"algo={algo}", "seed=3"])
+    name = {"pqn": "batched_pqn"}.get(algo, algo)
+    assert args.config == ROOT / "configs" / f"{name}_yacht.yaml"
+    assert config == train.make_config(yaml.safe_load(args.config.read_text()), ["seed=3"])
+    assert train.parse_args(["seed=3"])[0].config == ROOT / "configs" / "batched_ppo_yacht.yaml"
 
 
 def test_a_bad_value_of_the_file_names_the_file(tmp_path, capsys):

@@ -79,16 +79,39 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         fail(f"no such config file: {path}")
     try:
-        base = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        base = yaml.load(path.read_text(encoding="utf-8"), Loader=_unique_keys_loader())  # noqa: S506 - a SafeLoader
     except UnicodeDecodeError:
         fail(f"{path}: not a text file (a YAML mapping of config fields expected)")
     except yaml.YAMLError as error:
         fail(f"{path}: not valid YAML ({yaml_problem(error)})")
     except OSError as error:
         fail(f"{path}: cannot read it ({error.strerror or error})")
+    if base is None:
+        fail(f"{path}: empty (a YAML mapping of config fields expected)")
     if not isinstance(base, dict):
         fail(f"{path}: expected a mapping of config fields")
     return base
+
+
+def _unique_keys_loader() -> type:
+    """PyYAML's ``SafeLoader``, but a key given twice in one mapping is an error (PyYAML keeps the last silently)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, (str, int, float, bool)):
+                    continue  # (an unhashable key: PyYAML's own error follows)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while reading a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
+                    )
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
