@@ -73,9 +73,24 @@ def test_help_lists_every_field_with_its_type_default_and_doc_by_section(capsys)
                 continue
             line = f"  {f.name}: {f.type} = {getattr(defaults, f.name)!r}\n      {f.metadata['doc']}\n"
             assert line in out, (section.__name__, f.name)
-    recipe = train.Config()
+    recipe, docs = train.Config(), train.field_docs(Common)  # (algo's doc ends with the registered algorithms)
     for f in dataclasses.fields(Common):
-        assert f"  {f.name}: {f.type} = {getattr(recipe, f.name)!r}\n      {f.metadata['doc']}\n" in out, f.name
+        assert f"  {f.name}: {f.type} = {getattr(recipe, f.name)!r}\n      {docs[f.name]}\n" in out, f.name
+
+
+def test_help_follows_the_registry_and_names_every_redeclared_default(monkeypatch):
+    """A new algorithm is listed in algo's doc once registered in SECTIONS; "defaults changed:" names the defaults a
+    section redeclares, of the common fields and of its base sections' (PQN's total_timesteps, box_points)."""
+    from agents.training import config
+
+    monkeypatch.setitem(config.SECTIONS, "my_algo", config.BatchedPQN)
+    assert "batched_pqn, my_algo (BatchedPQN)" in config.field_docs(config.Common)["algo"]
+    text = config.help_text()
+    pqn = text.split("algo: batched_pqn")[1].split("\n\nalgo: ")[0]
+    changed = pqn.split("defaults changed: ")[1].splitlines()[0]
+    for default in ("max_grad_norm=10.0", "total_timesteps=5000000", "checkpoint_freq=1000000", "box_points=1.0"):
+        assert default in changed, default
+    assert "defaults changed" not in text.split("algo: batched_ppo | batched_a2c")[1].split("\n\nalgo: ")[0]
 
 
 def test_the_defaults_are_the_shipped_recipe():

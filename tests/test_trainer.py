@@ -30,26 +30,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def config(**overrides):
-    """A tiny run of the algo's config section: 32 games x 8 steps per update, eager float32, the plain network."""
-    values = dict(
+    """A tiny run of the algo's config section: 32 games x 8 steps per update, eager float32, the plain network.
+
+    The hyper-parameters below are the tests' where the section takes them from its base; a default the section
+    redeclares (its recipe: BatchedPQN's max_grad_norm, a new section's gae_lambda) stays the section's unless
+    ``overrides`` names it.
+    """
+    size = dict(
         algo="batched_ppo",
         n_envs=32,
         n_steps=8,
         batch_size=64,
         n_epochs=2,
-        learning_rate=1e-3,
-        lr_schedule="linear",
-        gamma=1.0,
-        gae_lambda=0.8,
-        clip_range=0.2,
-        ent_coef=0.001,
-        vf_coef=0.5,
-        max_grad_norm=0.5,
         net_arch=[32, 32],
-        activation="tanh",
-        reward_scale=0.02,
-        distinct_keeps=True,
-        features=True,
         device="cpu",
         seed=0,
         total_timesteps=32 * 8 * 4,
@@ -61,10 +54,41 @@ def config(**overrides):
         box_points=0.0,
         keep_points=False,
     )
-    values.update(overrides)
-    cls = section(values["algo"])  # the algo's own section (a new algorithm needs nothing here)
+    hyper = dict(
+        learning_rate=1e-3,
+        lr_schedule="linear",
+        gamma=1.0,
+        gae_lambda=0.8,
+        clip_range=0.2,
+        ent_coef=0.001,
+        vf_coef=0.5,
+        max_grad_norm=0.5,
+        activation="tanh",
+        reward_scale=0.02,
+        distinct_keeps=True,
+        features=True,
+    )
+    cls = section(overrides.get("algo", size["algo"]))  # the algo's own section (a new algorithm needs nothing here)
+    bases = [getattr(base, "__dataclass_fields__", {}) for base in cls.__mro__[1:]]
+    redeclared = {name for name in vars(cls).get("__annotations__", {}) if any(name in fields for fields in bases)}
+    values = {**size, **{k: v for k, v in hyper.items() if k not in redeclared}, **overrides}
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def test_the_config_helper_keeps_a_section_s_own_recipe(monkeypatch):
+    """A new section redeclaring a default (its recipe) runs it in tests; the run's size is still the helper's."""
+    from agents.training import config as config_module
+
+    @dataclasses.dataclass
+    class Recipe(config_module.BatchedPPO):
+        gae_lambda: float = config_module.setting(0.5, "Lambda.")
+
+    monkeypatch.setitem(config_module.SECTIONS, "my_algo", Recipe)
+    made = config(algo="my_algo")
+    assert type(made) is Recipe and made.gae_lambda == 0.5 and made.n_envs == 32 and made.learning_rate == 1e-3
+    assert config(algo="my_algo", gae_lambda=0.7).gae_lambda == 0.7
+    assert config().gae_lambda == 0.8  # a section that does not redeclare it: the tests' value
 
 
 def params(trainer: Trainer) -> list:

@@ -76,10 +76,8 @@ class Common:
     )
     algo: str = setting(
         "batched_ppo",
-        "The algorithm, which selects the config section: batched_ppo, batched_a2c, batched_pqn (the project's "
-        "torch trainers on the batched env, masked); maskable_ppo, ppo, a2c, dqn (Stable-Baselines3; ppo, a2c "
-        "and dqn unmasked: illegal actions are replaced); bc (behaviour cloning of a dataset: imitation of the "
-        "solver); rllib_ppo (RLlib's PPO, sampling spread over num_env_runners processes).",
+        "The algorithm, which selects the config section (Stable-Baselines3's ppo, a2c and dqn are unmasked: "
+        "illegal actions are replaced).",
     )
     learning_rate: float = setting(0.002, "Optimizer learning rate.")
     lr_schedule: str = setting("linear", '"constant" or "linear" (decays to 0 at the end of training).')
@@ -427,7 +425,21 @@ def all_fields() -> set[str]:
 def field_docs(cls: type | None = None) -> dict[str, str]:
     """The documentation of each field of ``cls`` (default: of every section)."""
     classes = [cls] if cls is not None else list(FAMILIES)
-    return {f.name: f.metadata.get("doc", "") for c in classes for f in dataclasses.fields(c)}
+    return {f.name: _describe(f) for c in classes for f in dataclasses.fields(c)}
+
+
+def _describe(f: dataclasses.Field) -> str:
+    """A field's documentation; ``algo``'s ends with the registered algorithms, from :data:`SECTIONS` as it is now."""
+    doc = f.metadata.get("doc", "")
+    if f.name != "algo":
+        return doc
+    families: dict[type, list[str]] = {}
+    for algo, cls in SECTIONS.items():
+        families.setdefault(cls, []).append(algo)
+    aliases = "".join(f"; {alias} is {name}" for alias, name in ALIASES.items())
+    return (
+        f"{doc} One of: " + "; ".join(f"{', '.join(a)} ({cls.__name__})" for cls, a in families.items()) + aliases + "."
+    )
 
 
 def help_text() -> str:
@@ -436,8 +448,14 @@ def help_text() -> str:
     def lines(cls: type, names: list[str]) -> str:
         defaults, fields = cls(), {f.name: f for f in dataclasses.fields(cls)}
         return "\n".join(
-            f"  {n}: {fields[n].type} = {getattr(defaults, n)!r}\n      {fields[n].metadata['doc']}" for n in names
+            f"  {n}: {fields[n].type} = {getattr(defaults, n)!r}\n      {_describe(fields[n])}" for n in names
         )
+
+    own = object()
+
+    def before(cls: type, name: str) -> Any:  # a common field's default in the shipped recipe, else in a base section
+        bases = [b for b in cls.__mro__[1:] if name in getattr(b, "__dataclass_fields__", {})]
+        return getattr(BatchedPPO(), name) if name in common else getattr(bases[0](), name) if bases else own
 
     common = [f.name for f in dataclasses.fields(Common)]
     text = "common fields (defaults of the shipped recipe, batched_ppo; a section may change a default):\n"
@@ -445,7 +463,8 @@ def help_text() -> str:
     for cls, algos in FAMILIES.items():
         only = set(UNUSED.get(algos[0], ())) if len(algos) == 1 else set()  # a section's fields its one algo ignores
         own = [f.name for f in dataclasses.fields(cls) if f.name not in common and f.name not in only]
-        changed = [n for n in common if getattr(cls(), n) != getattr(BatchedPPO(), n)]
+        # a default the section redeclares: of a common field (against the shipped recipe's) or of a base section's
+        changed = [f.name for f in dataclasses.fields(cls) if before(cls, f.name) not in (own, getattr(cls(), f.name))]
         text += f"\n\nalgo: {' | '.join(algos)}  ({(cls.__doc__ or '').strip()})\n" + lines(cls, own)
         if changed:
             text += "\n  defaults changed: " + ", ".join(f"{n}={getattr(cls(), n)!r}" for n in changed)
