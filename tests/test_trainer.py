@@ -1172,3 +1172,25 @@ def test_init_policy_is_read_for_a_new_run_only_and_null_clears_it(tmp_path):
         Trainer(missing, rules, tmp_path / "a")
     assert Trainer(missing, rules, tmp_path / "b", resuming=True).num_timesteps == 0
     assert make_config({"algo": "batched_ppo", "rules": "yacht"}, ["init_policy=null"]).init_policy == ""
+
+
+def test_the_progress_bar_counts_the_steps_the_run_will_train(tmp_path, monkeypatch):
+    """Whole rollouts: total_timesteps=300 of 256-step rollouts trains 512 steps, and the bar's total says so."""
+    tqdm = pytest.importorskip("tqdm")
+    bars = []
+
+    class Bar:
+        def __init__(self, total, initial, **kwargs):
+            bars.append(self)
+            self.total, self.n = total, initial
+
+        def update(self, steps):
+            self.n += steps
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(tqdm, "tqdm", Bar)
+    trainer = Trainer(config(total_timesteps=300), load_rules("yacht"), tmp_path / "run")
+    trainer.run(progress=True)
+    assert trainer.num_timesteps == 512 and bars[0].total == 512 and bars[0].n == 512

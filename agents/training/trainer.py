@@ -189,6 +189,13 @@ class Trainer:
         """Env steps (decisions) taken so far, counted across all the batch's games."""
         return self.rollout.steps
 
+    @property
+    def planned_timesteps(self) -> int:
+        """The steps the run trains in all: whole rollouts of ``n_envs x n_steps``, the last one past
+        ``total_timesteps`` where it does not divide it (at least the steps already taken)."""
+        rollout = int(self.config.n_envs) * int(self.config.n_steps)
+        return max(-(-int(self.config.total_timesteps) // rollout) * rollout, self.num_timesteps)
+
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """Everything a checkpoint holds to resume exactly: the config, the network (its parameters and
@@ -319,8 +326,8 @@ class Trainer:
                 from tqdm import tqdm
 
                 bar = tqdm(
-                    total=c.total_timesteps,
-                    initial=min(self.num_timesteps, c.total_timesteps),
+                    total=self.planned_timesteps,
+                    initial=min(self.num_timesteps, self.planned_timesteps),
                     unit="step",
                     unit_scale=True,
                     dynamic_ncols=True,
