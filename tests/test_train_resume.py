@@ -160,3 +160,18 @@ def test_sigterm_says_where_the_run_stopped_and_still_kills_it(tmp_path):
     assert process.returncode == -signal.SIGTERM
     assert err.startswith("train.py: interrupted at ") and "last checkpoint " in err and err.count("\n") == 1, err
     assert f"resume with python train.py --run-dir {run} --resume" in err
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("net_arch=[]", "override net_arch=[]: net_arch must list at least one hidden layer for batched_ppo, got []"),
+        ("init_policy=/nonexistent.npz", "the trainer cannot be built: FileNotFoundError: /nonexistent.npz"),
+    ],
+)
+def test_a_network_that_cannot_be_built_is_refused_before_the_solve(override, message, tmp_path, monkeypatch, capsys):
+    no_solve(monkeypatch)
+    train = load_train()
+    err = refused(train, ["--config", SMALL, "--run-dir", str(tmp_path / "run"), *QUICK, override], capsys)
+    assert message in err
+    assert not (tmp_path / "run").exists()

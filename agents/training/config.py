@@ -672,6 +672,8 @@ def validate(c: Common) -> None:
     if c.obs_mode != "flat" and not isinstance(c, SB3):
         raise ValueError(f"{c.algo} uses the flat observation; set obs_mode=flat")
     if isinstance(c, Batched):
+        if not c.net_arch:
+            raise ValueError(f"net_arch must list at least one hidden layer for {c.algo}, got []")
         _choice(c, "precision", ("float32", "bfloat16", "auto"))
         if not isinstance(c.keep_points_bonus, bool) and c.keep_points_bonus != "par":
             raise ValueError(f"keep_points_bonus must be true, false or par, got {c.keep_points_bonus!r}")
