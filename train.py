@@ -247,10 +247,16 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
     print(f"run folder: {run_dir}\n{rules.describe()}")
     print(f"optimal expected score: {optimal:.4f}" if optimal is not None else "no exact solution: no % of optimal")
     if resume_from is not None:
-        print(
-            f"resumed from {resume_from} at "
-            f"{(trainer if config.algo in BATCHED_ALGORITHMS else model).num_timesteps:,} timesteps"
-        )
+        steps = (trainer if config.algo in BATCHED_ALGORITHMS else model).num_timesteps
+        print(f"resumed from {resume_from} at {steps:,} timesteps")
+        total, before = getattr(config, "total_timesteps", None), getattr(args, "previous_total", None)
+        if config.lr_schedule == "linear" and total is not None and before is not None and total != before:
+            rate = float(config.learning_rate)
+            print(
+                f"lr_schedule=linear: the learning rate now decays to 0 at total_timesteps={total:,}, not the run's "
+                f"{before:,}: at {steps:,} steps it goes from {rate * max(1 - steps / before, 0):.3g} to "
+                f"{rate * max(1 - steps / total, 0):.3g}"
+            )
 
     if isinstance(config, Batched):  # what the budget becomes: whole rollouts
         rollout = int(config.n_envs) * int(config.n_steps)

@@ -4,6 +4,7 @@ come before the exact solve."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,10 +21,14 @@ QUICK = ["n_envs=64", "total_timesteps=2048", "eval_freq=1024", "checkpoint_freq
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Two finished runs of the small batched config: ``a`` (learning_rate=0.01, seed=9) and ``b`` (its defaults)."""
+    """Two finished runs of the small batched config: ``a`` (learning_rate=0.01, lr_schedule=linear, seed=9) and
+    ``b`` (its defaults)."""
     train = load_train()
     folder = tmp_path_factory.mktemp("runs")
-    train.main(["--config", SMALL, "--run-dir", str(folder / "a"), *QUICK, "learning_rate=0.01", "seed=9"])
+    argv = ["--config", SMALL, "--run-dir", str(folder / "a"), *QUICK, "learning_rate=0.01", "seed=9"]
+    with pytest.MonkeyPatch.context() as patch:  # as train.py is run, so that its policies record the command
+        patch.setattr(sys, "argv", ["train.py", *argv[:-1], "lr_schedule=linear", argv[-1]])
+        train.main(sys.argv[1:])
     train.main(["--config", SMALL, "--run-dir", str(folder / "b"), *QUICK])
     return folder / "a", folder / "b"
 
@@ -53,7 +58,8 @@ def test_a_checkpoint_of_another_run_is_refused_naming_what_differs(copies, monk
     train = load_train()
     err = refused(train, ["--run-dir", str(b), "--resume", str(a / "checkpoints" / "model_1024_steps.pt")], capsys)
     assert f"checkpoint {a / 'checkpoints' / 'model_1024_steps.pt'} is of another run than {b}'s" in err
-    assert "learning_rate=0.01, seed=9" in err and "learning_rate=0.0003, seed=0" in err
+    assert "the checkpoint's learning_rate=0.01, lr_schedule='linear', seed=9" in err
+    assert "learning_rate=0.0003, lr_schedule='constant', seed=0" in err
     assert folder_state(b) == before
 
 
@@ -66,7 +72,7 @@ def test_a_lone_checkpoint_is_checked_against_the_config_it_holds(copies, tmp_pa
     train = load_train()
     argv = ["--config", SMALL, "--run-dir", str(tmp_path / "new"), "--resume", str(lone), *QUICK, "seed=9"]
     err = refused(train, argv, capsys)
-    assert "learning_rate=0.0003 differs from the run's learning_rate=0.01" in err
+    assert "learning_rate=0.0003, lr_schedule='constant' differs from the run's learning_rate=0.01" in err
     assert not (tmp_path / "new").exists()
 
 
@@ -175,3 +181,21 @@ def test_a_network_that_cannot_be_built_is_refused_before_the_solve(override, me
     err = refused(train, ["--config", SMALL, "--run-dir", str(tmp_path / "run"), *QUICK, override], capsys)
     assert message in err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_longer_resume_says_the_schedule_stretches_and_its_policy_keeps_every_command(copies, monkeypatch, capsys):
+    from agents.policy.player import load_policy
+
+    a, _ = copies
+    argv = ["--run-dir", str(a), "--resume", "total_timesteps=4096"]
+    monkeypatch.setattr(sys, "argv", ["train.py", *argv])
+    train = load_train()
+    train.main(argv)
+    out = capsys.readouterr().out
+    assert (
+        "lr_schedule=linear: the learning rate now decays to 0 at total_timesteps=4,096, not the run's 2,048: at "
+        "2,048 steps it goes from 0 to 0.005\n"
+    ) in out
+    commands = load_policy(a / "final_model.npz")[1]["commands"]
+    assert [c.split(" --run-dir")[0] for c in commands] == ["python train.py --config " + SMALL, "python train.py"]
+    assert commands[1].endswith("--resume total_timesteps=4096")

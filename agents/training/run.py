@@ -325,6 +325,7 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
                 f"{', '.join(f'{n}={getattr(theirs, n, None)!r}' for n in differ)}): resume it in its own run "
                 "folder or a new one"
             )
+    args.previous_total = getattr(before, "total_timesteps", None)  # (train.py says when the schedule stretches)
     steps = checkpoint_steps(checkpoint)
     total = getattr(config, "total_timesteps", None)  # (an imitation run counts epochs)
     if steps is not None and total is not None and steps > total != getattr(before, "total_timesteps", None):
@@ -390,7 +391,7 @@ def exact_solution(config: Common, rules: Rules) -> Solution | None:
 
 def run_metadata(config: Common) -> dict[str, Any]:
     """What every policy file of a run records so that it can be reproduced: the config, the command (when
-    run as ``train.py``), the library's version and, in a git checkout, the commit of the code (``-dirty``
+    run as ``train.py``; ``commands``: with the commands of the sessions a resumed run continues), the library's version and, in a git checkout, the commit of the code (``-dirty``
     where the files differ from it)."""
     import dice_poker_env
     from agents.evaluation.protocol import code_commit
@@ -399,6 +400,7 @@ def run_metadata(config: Common) -> dict[str, Any]:
     return {
         "config": as_dict(config),
         "command": command,
+        "commands": [command] if command else [],  # a resumed batched run's: every session's, the first first
         "version": dice_poker_env.__version__,
         "git_commit": code_commit(),
     }

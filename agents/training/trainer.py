@@ -261,6 +261,9 @@ class Trainer:
         except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
             raise ValueError(f"checkpoint {path} does not fit this run ({type(error).__name__}: {error})") from None
         self.updates, self.evaluation.best, self.train_seconds = counters
+        earlier = state["metadata"].get("commands") or [state["metadata"].get("command")]
+        now = self.metadata.get("command")
+        self.metadata["commands"] = [c for c in (*earlier, now) if isinstance(c, str)]  # the run's first command too
 
     def _check_layers(self, saved: Any, path: str | os.PathLike) -> None:
         """A checkpoint's network has this config's layers, each of its shape (else a one-line ``ValueError`` naming
