@@ -15,6 +15,9 @@ the top level plus ``algorithm``, ``rules`` and ``timesteps``; every agent under
 
 Bad input is a :class:`UsageError` (``train.py`` prints it as one line and exits with code 2), raised before
 anything is written.
+
+Size: one run's lifecycle, read in the order ``train.py`` calls it; the checks of a ``--resume`` (the checkpoint
+against its own run, the run folder, the fields that may change) share the config readers above them.
 """
 
 from __future__ import annotations
