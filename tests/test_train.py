@@ -838,6 +838,8 @@ def test_overwrite_replaces_the_old_run_and_solver_off_trains_in_raw_scores(old_
 
 
 def refuse_to_solve(monkeypatch):
+    import agents.players.optimal  # noqa: F401 - imported before the patch: these bind solve when first
+    import agents.players.winning  # noqa: F401   imported, and would keep the refusing one for later tests
     import dice_poker_env.solver as solver
 
     def too_large(rules, *args, **kwargs):
