@@ -72,3 +72,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             os.environ[name] = old
     if _root is not None:
         shutil.rmtree(_root, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _solve_bound_before_any_patch() -> None:
+    """The modules that bind ``dice_poker_env.solver.solve`` when first imported, imported before any test patches
+    it (a test that refuses to solve): imported first under the patch, they kept the patched function for the
+    worker's later tests."""
+    import agents.players.optimal  # noqa: F401
+    import agents.players.winning  # noqa: F401

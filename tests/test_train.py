@@ -838,9 +838,7 @@ def test_overwrite_replaces_the_old_run_and_solver_off_trains_in_raw_scores(old_
 
 
 def refuse_to_solve(monkeypatch):
-    import agents.players.optimal  # noqa: F401 - imported before the patch: these bind solve when first
-    import agents.players.winning  # noqa: F401   imported, and would keep the refusing one for later tests
-    import dice_poker_env.solver as solver
+    import dice_poker_env.solver as solver  # (tests/conftest.py imported the modules that bind solve before)
 
     def too_large(rules, *args, **kwargs):
         raise MemoryError("the solve needs about 80 GB, 12 GB are available")
