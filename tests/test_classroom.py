@@ -937,6 +937,28 @@ def test_a_complete_regrade_replaces_every_file_of_the_earlier_one(tmp_path):
     assert not list(tmp_path.glob("grades.regrade-*"))
 
 
+def test_a_regrade_leaves_no_earlier_grade_to_a_student_the_grader_failed_on(tmp_path):
+    """A student the grader failed on (``error``) has no staged folder: the swap walked the staged folders only, so
+    their earlier report and results.json stayed beside a gradebook row saying ``error``, and went to Gradescope."""
+    from agents.course.gradebook import replace_class
+
+    out, new = tmp_path / "grades", tmp_path / "grades.regrade-x"
+    for folder in ("alice", "bob"):
+        (out / folder).mkdir(parents=True)
+        for name in ("report.json", "report.md", "report.html", "results.json"):
+            (out / folder / name).write_text("earlier")
+    (new / "alice").mkdir(parents=True)
+    for name in ("report.json", "report.md", "report.html", "results.json"):
+        (new / "alice" / name).write_text("new")
+    students = [{"folder": "alice", "status": "ok"}, {"folder": "bob", "status": "error"}]
+    for name in ("class.json", "gradebook.csv", "index.html"):
+        (new / name).write_text(json.dumps({"students": students}) if name == "class.json" else "new")
+    replace_class(new, out, gone=[])
+    assert {p.read_text() for p in (out / "alice").iterdir()} == {"new"}
+    assert list((out / "bob").iterdir()) == []  # no grade: none of the earlier one either
+    assert not new.exists()
+
+
 def test_a_single_report_never_goes_into_a_class_or_a_students_folder(folder, tmp_path):
     """``grade bob.py --out grades/alice --overwrite`` made alice's report bob's while her results.json and gradebook
     row stayed hers; ``grade alice.py --out grades --overwrite`` dropped a report beside the gradebook."""

@@ -866,7 +866,16 @@ def test_a_dataset_that_would_run_code_is_refused_before_minari_reads_it(dataset
             assert ("running its code" if spaces else "names the entry point 'os:system'") in message, message
     wrapped = json.loads(honest["env_spec"]) | {"additional_wrappers": [{"name": "W", "entry_point": "os:system"}]}
     metadata.write_text(json.dumps(honest | {"env_spec": json.dumps(wrapped)}))
-    with pytest.raises(datasets.DatasetError, match="names the entry point 'os:system'"):
+    with pytest.raises(datasets.DatasetError, match="its env_spec wraps the env"):
+        datasets.open_dataset("dice_poker/yacht/random-v0")
+    # the evaluation env's spec too, and an entry point of the library that is not its env (the reviewer's: the
+    # command line's main would run any command through an agent spec)
+    metadata.write_text(json.dumps(honest | {"eval_env_spec": json.dumps(evil)}))
+    with pytest.raises(datasets.DatasetError, match="its eval_env_spec names the entry point 'os:system'"):
+        datasets.open_dataset("dice_poker/yacht/random-v0")
+    cli = json.loads(honest["env_spec"]) | {"entry_point": "dice_poker_env.cli:main"}
+    metadata.write_text(json.dumps(honest | {"env_spec": json.dumps(cli)}))
+    with pytest.raises(datasets.DatasetError, match="names the entry point 'dice_poker_env.cli:main', not this"):
         datasets.open_dataset("dice_poker/yacht/random-v0")
     assert not marker.exists()
     metadata.write_text(json.dumps(honest))  # the library's own: opens

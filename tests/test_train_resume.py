@@ -199,3 +199,16 @@ def test_a_longer_resume_says_the_schedule_stretches_and_its_policy_keeps_every_
     commands = load_policy(a / "final_model.npz")[1]["commands"]
     assert [c.split(" --run-dir")[0] for c in commands] == ["python train.py --config " + SMALL, "python train.py"]
     assert commands[1].endswith("--resume total_timesteps=4096")
+
+
+def test_the_commands_an_interrupted_run_prints_can_be_pasted(tmp_path):
+    """A run folder with a space: the printed commands quote it (pasted unquoted, it was two arguments)."""
+    import shlex
+
+    from agents.training.run import interrupted
+
+    run_dir = tmp_path / "my run"
+    line = interrupted(run_dir, 10, "batched_ppo")  # before any checkpoint: the --overwrite command
+    command = line.split("start it again with ", 1)[1]
+    assert shlex.split(command)[-3:] == ["--run-dir", str(run_dir), "--overwrite"]
+    assert shlex.split(command)[3] == str(run_dir / "config.yaml")

@@ -428,18 +428,21 @@ def student_folder_problem(out: Path, single: bool) -> str | None:
 def replace_class(new: Path, out: Path, gone: Sequence[str]) -> None:
     """Move a complete class grade written in ``new`` into ``out``, over an earlier one: each student's
     :data:`STUDENT_FILES` replace those in their folder (one this grade did not write goes: the old report of a
-    student who is ``no_agent`` now), then the class files; the folders ``gone`` (students of the earlier grade
+    student who is ``no_agent`` now, every file of one the grader failed on), then the class files; the folders ``gone`` (students of the earlier grade
     no longer in the class, :func:`class_folders`) go, and so does ``new``. Ctrl-C and SIGTERM wait until it is
     done, so that ``out`` never holds two grades at once."""
+    # every student of the new grade: a staged folder, or none (the grader failed on them: ``error``, no files),
+    # whose earlier report and results.json must go all the same
+    students = {path.name for path in new.iterdir() if path.is_dir()} | _named_folders(new)
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
-        for folder in sorted(path for path in new.iterdir() if path.is_dir()):
-            (out / folder.name).mkdir(exist_ok=True)
+        for student in sorted(students):
+            (out / student).mkdir(exist_ok=True)
             for name in STUDENT_FILES:
-                if (folder / name).is_file():
-                    os.replace(folder / name, out / folder.name / name)
+                if (new / student / name).is_file():
+                    os.replace(new / student / name, out / student / name)
                 else:
-                    (out / folder.name / name).unlink(missing_ok=True)
+                    (out / student / name).unlink(missing_ok=True)
         for name in CLASS_FILES:
             os.replace(new / name, out / name)
         for name in gone:

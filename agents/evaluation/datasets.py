@@ -1136,21 +1136,20 @@ def episode_seeds(dataset: Any) -> np.ndarray:
     )
 
 
-#: where an env spec's code may come from: a dataset's ``env_spec`` names an entry point that ``gym.make`` imports
-#: and calls (Minari's reading when the spaces are missing, ``recover_environment`` always)
-TRUSTED_ENTRY_POINTS = ("dice_poker_env.", "gymnasium.")
-
-
 def check_metadata(dataset_id: str) -> None:
     """Refuse a dataset whose ``metadata.json`` would make Minari run code: one without its
     ``observation_space`` and ``action_space`` (Minari then builds the env its ``env_spec`` names to find them),
-    or whose ``env_spec`` names an entry point, or a wrapper's, outside this library and Gymnasium
-    (``recover_environment`` would import and call it). Nothing of the file is run; a missing file passes (Minari
-    says it is not found).
+    or whose ``env_spec`` or ``eval_env_spec`` names an entry point other than this library's registered env, or
+    any wrapper (``recover_environment`` imports and calls them with the spec's arguments). Nothing of the file
+    is run; a missing file passes (Minari says it is not found).
 
     Raises:
         DatasetError: what the file would do, in one line.
     """
+    import gymnasium as gym
+
+    import dice_poker_env  # noqa: F401  (registers the DicePoker/* ids)
+
     path = dataset_path(dataset_id) / "data" / "metadata.json"
 
     def refused(why: str) -> DatasetError:
@@ -1169,21 +1168,27 @@ def check_metadata(dataset_id: str) -> None:
         raise refused(
             f"no {' or '.join(missing)}: Minari would build the env its env_spec names to find them, running its code"
         )
-    spec = metadata.get("env_spec")
-    if spec is None:
-        return
-    try:
-        parsed: Any = json.loads(spec) if isinstance(spec, str) else None
-        wrappers = parsed.get("additional_wrappers") or []
-        points = [parsed.get("entry_point")] + [wrapper.get("entry_point") for wrapper in wrappers]
-    except (ValueError, AttributeError, TypeError):
-        raise refused("an env_spec that is not a Gymnasium spec") from None
-    foreign = [p for p in points if not (isinstance(p, str) and p.startswith(TRUSTED_ENTRY_POINTS))]
-    if foreign:
-        raise refused(
-            f"its env_spec names the entry point {str(foreign[0])[:80]!r}, not this library's env or a Gymnasium "
-            "wrapper: recover_environment would run it"
-        )
+    ours = {
+        spec.entry_point
+        for name, spec in gym.registry.items()
+        if name.startswith("DicePoker/") and isinstance(spec.entry_point, str)
+    }
+    for key in ("env_spec", "eval_env_spec"):
+        spec = metadata.get(key)
+        if spec is None:
+            continue
+        try:
+            parsed: Any = json.loads(spec) if isinstance(spec, str) else None
+            entry, wrappers = parsed.get("entry_point"), parsed.get("additional_wrappers") or []
+        except (ValueError, AttributeError, TypeError):
+            raise refused(f"a {key} that is not a Gymnasium spec") from None
+        if entry not in ours:
+            raise refused(
+                f"its {key} names the entry point {str(entry)[:80]!r}, not this library's env "
+                f"({', '.join(sorted(ours))}): recover_environment would run it"
+            )
+        if wrappers:
+            raise refused(f"its {key} wraps the env (additional_wrappers): recover_environment would run them")
 
 
 def open_dataset(dataset_id: str, missing_hint: str = "") -> Any:

@@ -26,6 +26,7 @@ import argparse
 import dataclasses
 import json
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -357,7 +358,9 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
 def interrupted(run_dir: Path, steps: int, algo: str) -> str:
     """The line an interrupted run ends with: where it stopped, its last checkpoint, and how it goes on."""
     where = f"train.py: interrupted at {steps:,} steps"
-    again = f"start it again with python train.py --config {run_dir / 'config.yaml'} --run-dir {run_dir} --overwrite"
+    folder = shlex.quote(str(run_dir))  # (a command to paste: a folder with a space stays one argument)
+    config = shlex.quote(str(run_dir / "config.yaml"))
+    again = f"start it again with python train.py --config {config} --run-dir {folder} --overwrite"
     if algo not in BATCHED_ALGORITHMS + SB3_ALGORITHMS:
         return f"{where}; {algo} runs are not resumed: {again}"
     found = checkpoints(run_dir)
@@ -365,7 +368,7 @@ def interrupted(run_dir: Path, steps: int, algo: str) -> str:
         return f"{where}, before its first checkpoint: nothing can be resumed; {again}"
     at, path = max(found)
     lost = f" (the {steps - at:,} steps since it are lost)" if steps > at else ""
-    return f"{where}; last checkpoint {path}{lost}; resume with python train.py --run-dir {run_dir} --resume"
+    return f"{where}; last checkpoint {path}{lost}; resume with python train.py --run-dir {folder} --resume"
 
 
 def exact_solution(config: Common, rules: Rules) -> Solution | None:
