@@ -10,12 +10,14 @@ import html.parser
 import io
 import json
 import math
+import os
 import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -953,7 +955,15 @@ def test_a_regrade_leaves_no_earlier_grade_to_a_student_the_grader_failed_on(tmp
     students = [{"folder": "alice", "status": "ok"}, {"folder": "bob", "status": "error"}]
     for name in ("class.json", "gradebook.csv", "index.html"):
         (new / name).write_text(json.dumps({"students": students}) if name == "class.json" else "new")
-    replace_class(new, out, gone=[])
+    real_replace = os.replace
+
+    def replace_and_interrupt(source, target):  # a Ctrl-C in the middle of the swap
+        real_replace(source, target)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    with mock.patch("os.replace", replace_and_interrupt):
+        arrived = replace_class(new, out, gone=[])  # no KeyboardInterrupt once the swap is done
+    assert arrived == {signal.SIGINT}
     assert {p.read_text() for p in (out / "alice").iterdir()} == {"new"}
     assert list((out / "bob").iterdir()) == []  # no grade: none of the earlier one either
     assert not new.exists()

@@ -489,8 +489,11 @@ def run_class(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     write_class(result, target)
+    late: set[signal.Signals] = set()
     if staged and not result.interrupted:
-        replace_class(target, out, gone)
+        late = replace_class(target, out, gone)
+    if late:  # (after the grading, during the swap: the class was complete, and is in place)
+        print(f"{', '.join(sorted(s.name for s in late))} came while the class was being replaced: it is complete")
     where = target if result.interrupted else out
     gradebook, page = where / "gradebook.csv", where / "index.html"
     if args.json:

@@ -425,16 +425,22 @@ def student_folder_problem(out: Path, single: bool) -> str | None:
     return None
 
 
-def replace_class(new: Path, out: Path, gone: Sequence[str]) -> None:
+def replace_class(new: Path, out: Path, gone: Sequence[str]) -> set[signal.Signals]:
     """Move a complete class grade written in ``new`` into ``out``, over an earlier one: each student's
     :data:`STUDENT_FILES` replace those in their folder (one this grade did not write goes: the old report of a
-    student who is ``no_agent`` now, every file of one the grader failed on), then the class files; the folders ``gone`` (students of the earlier grade
-    no longer in the class, :func:`class_folders`) go, and so does ``new``. Ctrl-C and SIGTERM wait until it is
-    done, so that ``out`` never holds two grades at once."""
+    student who is ``no_agent`` now, every file of one the grader failed on), then the class files; the folders
+    ``gone`` (students of the earlier grade no longer in the class, :func:`class_folders`) go, and so does
+    ``new``. Ctrl-C and SIGTERM wait until it is done, so that ``out`` never holds two grades at once; those that
+    came are returned (taken: the class is complete)."""
     # every student of the new grade: a staged folder, or none (the grader failed on them: ``error``, no files),
     # whose earlier report and results.json must go all the same
     students = {path.name for path in new.iterdir() if path.is_dir()} | _named_folders(new)
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    arrived: set[signal.Signals] = set()
+
+    def hold(number: int, frame: object) -> None:  # (a Python handler: whichever thread the kernel picks)
+        arrived.add(signal.Signals(number))
+
+    previous = {number: signal.signal(number, hold) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         for student in sorted(students):
             (out / student).mkdir(exist_ok=True)
@@ -449,4 +455,6 @@ def replace_class(new: Path, out: Path, gone: Sequence[str]) -> None:
             shutil.rmtree(out / name, ignore_errors=True)
         shutil.rmtree(new, ignore_errors=True)
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return arrived
