@@ -768,6 +768,24 @@ def test_sb3_adapter_infos_are_the_single_envs_as_dummy_vec_env_gives_them():
     assert ended > n and illegal == 4
 
 
+def test_sb3_adapter_infos_masks_are_the_action_masks_with_distinct_keeps():
+    """With ``distinct_keeps`` the policy sees each distinct keep once (``action_masks()``); the infos' masks
+    were the env's full ones, so a callback reading ``info["action_mask"]`` saw other legal actions."""
+    pytest.importorskip("stable_baselines3")
+    from dice_poker_env.integrations.sb3 import make_sb3_vec_env
+
+    v = make_sb3_vec_env("DicePoker/Yacht-v0", n_envs=6, seed=0, distinct_keeps=True)
+    v.reset()
+    rng = np.random.default_rng(0)
+    assert np.array_equal(np.stack([info["action_mask"] for info in v.reset_infos]), v.action_masks())
+    full = v.base.action_masks()
+    assert full.sum() > v.action_masks().sum()  # (these rolls have repeated faces: fewer distinct keeps)
+    for _ in range(40):
+        _, _, dones, infos = v.step(masked_random(rng, v.action_masks()))
+        playing = [i for i in range(6) if not dones[i]]
+        assert all(np.array_equal(infos[i]["action_mask"], v.action_masks()[i]) for i in playing)
+
+
 def test_sb3_adapter_minimal_infos_and_its_benchmark():
     """``full_infos=False``: only the ended games' keys, the others empty; benchmarks/bench_sb3.py times both."""
     pytest.importorskip("stable_baselines3")

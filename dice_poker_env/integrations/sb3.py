@@ -115,7 +115,7 @@ class DicePokerSB3VecEnv(VecEnv):
         if any(self._options):
             options = {"positions": [opts or None for opts in self._options]}
         obs, info = self.venv.reset(seed=seed, options=options)
-        self.reset_infos = _game_infos(info) if self.full_infos else [{} for _ in range(self.num_envs)]
+        self.reset_infos = _game_infos(self._masked(info)) if self.full_infos else [{} for _ in range(self.num_envs)]
         self._reset_seeds()
         self._reset_options()
         return obs
@@ -128,7 +128,7 @@ class DicePokerSB3VecEnv(VecEnv):
         dones = terminated | truncated
         if not self.full_infos:
             return obs, reward.astype(np.float32), dones, self._ended_keys(info, terminated, truncated, dones)
-        infos = _game_infos(info)  # the new games' for the games that ended (SAME_STEP), as their reset infos
+        infos = _game_infos(self._masked(info))  # the new games' for those that ended (SAME_STEP): their reset infos
         rows = np.flatnonzero(dones)
         if len(rows):
             ended = _ended_infos(info["final_info"], rows, self.base.rules.box_names)
@@ -140,6 +140,13 @@ class DicePokerSB3VecEnv(VecEnv):
                 entry["TimeLimit.truncated"] = timeout
                 infos[i] = entry
         return obs, reward.astype(np.float32), dones, infos
+
+    def _masked(self, info: dict[str, Any]) -> dict[str, Any]:
+        """``info`` with the masks :meth:`action_masks` gives (``distinct_keeps``: each distinct keep once)."""
+        if not self.distinct_keeps:
+            return info
+        assert self.base.state is not None  # (after a reset or a step)
+        return {**info, "action_mask": distinct_keep_mask(info["action_mask"], self.base.state.roll)}
 
     def _ended_keys(
         self, info: dict[str, Any], terminated: np.ndarray, truncated: np.ndarray, dones: np.ndarray
