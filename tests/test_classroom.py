@@ -535,7 +535,9 @@ def test_finding_the_agent_class(tmp_path):
     assert find_agent_class(none, "Mine") == ("Mine", None)
     broken = tmp_path / "broken.py"
     broken.write_text("class Agent(:\n")
-    assert find_agent_class(broken) == ("Agent", None)  # graded: its report shows the syntax error
+    name, why = find_agent_class(broken)  # no class to name (it was graded as broken.py:Agent, a class made up)
+    assert name is None and why.startswith("SyntaxError: ") and "(line 1): it does not parse" in why, why
+    assert find_agent_class(broken, "MyAgent") == ("MyAgent", None)  # named: graded, its report shows the error
     deep = tmp_path / "deep.py"  # the parser runs out of stack (RecursionError) or memory, not out of syntax
     for expression in ("1+" * 100_000 + "1", "-" * 200_000 + "1"):
         deep.write_text(f"class Agent:\n    pass\n_x = {expression}\n")

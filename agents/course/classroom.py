@@ -184,8 +184,8 @@ def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> 
 
     With ``class_name`` that class is graded whatever it holds (a missing one is the submission's load
     failure, as in a single grade); without it, the one top-level class with an ``act`` method. A file
-    that does not parse is graded all the same under the name given (or ``Agent``): its report shows
-    the syntax error as a load failure.
+    that does not parse has no agent class (its syntax error is the reason), unless ``class_name`` names
+    one: it is then graded, its report showing the error as a load failure.
     """
     name = os.path.basename(path)
     try:
@@ -196,7 +196,13 @@ def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> 
         return class_name, None
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # graded anyway: its report shows the error
+    except SyntaxError as error:  # no class can be named (graded as FILE.py:Agent, it showed a class made up)
+        where = f" (line {error.lineno})" if error.lineno else ""
+        return (
+            None,
+            f"{type(error).__name__}: {error.msg}{where}: it does not parse, so no agent class can be found in it",
+        )
+    except (ValueError, RecursionError, MemoryError):  # the parser's limits, not the file's: graded, its report says
         return "Agent", None
     classes = agent_classes(tree)
     if len(classes) == 1:
