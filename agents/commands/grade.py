@@ -364,6 +364,8 @@ def parse_problem(path: str) -> str | None:
     file is parsed, never run."""
     import ast
 
+    from agents.course.classroom import syntax_problem
+
     try:
         source = Path(path).read_bytes()
     except OSError:
@@ -371,8 +373,7 @@ def parse_problem(path: str) -> str | None:
     try:
         ast.parse(source, filename=os.path.basename(path))
     except SyntaxError as error:
-        where = f" (line {error.lineno})" if error.lineno else ""
-        return f"{type(error).__name__}: {error.msg}{where}: it does not parse, so no agent class can be found in it"
+        return syntax_problem(error)
     except (ValueError, RecursionError, MemoryError) as error:
         return f"it cannot be parsed here ({type(error).__name__}): name its agent class, FILE.py:NAME"
     return None

@@ -179,6 +179,13 @@ def agent_classes(tree: ast.Module) -> list[str]:
     return [name for name in agents if name not in inherited]
 
 
+def syntax_problem(error: SyntaxError) -> str:
+    """Why a file that does not parse has no agent class: ``SyntaxError: invalid syntax (line 3): it does not
+    parse, ...`` (class grading, and a single grade's and a tournament's check of a bare file)."""
+    where = f" (line {error.lineno})" if error.lineno else ""
+    return f"{type(error).__name__}: {error.msg}{where}: it does not parse, so no agent class can be found in it"
+
+
 def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> tuple[str | None, str | None]:
     """``(class, None)`` for the agent class of one file, or ``(None, why)`` (module docstring).
 
@@ -197,11 +204,7 @@ def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> 
     try:
         tree = ast.parse(source)
     except SyntaxError as error:  # no class can be named (graded as FILE.py:Agent, it showed a class made up)
-        where = f" (line {error.lineno})" if error.lineno else ""
-        return (
-            None,
-            f"{type(error).__name__}: {error.msg}{where}: it does not parse, so no agent class can be found in it",
-        )
+        return None, syntax_problem(error)
     except (ValueError, RecursionError, MemoryError):  # the parser's limits, not the file's: graded, its report says
         return "Agent", None
     classes = agent_classes(tree)
