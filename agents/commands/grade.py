@@ -83,9 +83,14 @@ def add_limit_arguments(
     parser.add_argument("--max-failures", type=int, help=failures.format(default=Limits.max_failures))
 
 
+def flag_of(name: str) -> str:
+    """A setting's command-line flag: ``decision_seconds`` -> ``--decision-seconds``."""
+    return "--" + name.replace("_", "-")
+
+
 #: the limits a command line may set (:func:`add_limit_arguments`), by ``Limits`` field
 LIMIT_FLAGS = {
-    name: "--" + name.replace("_", "-")
+    name: flag_of(name)
     for name in ("decision_seconds", "game_seconds", "load_seconds", "memory_mb", "total_seconds", "max_failures")
 }
 
@@ -122,7 +127,7 @@ def setting_name(name: str, on_command_line: bool, config: str | None = None) ->
     """A setting as the user gave it, for a message about its value: its flag (``--games``) when given on the command
     line, ``--config FILE: games`` when it came from the config (with neither, the bare name: a default)."""
     if on_command_line:
-        return "--" + name.replace("_", "-")
+        return flag_of(name)
     return f"--config {config}: {name}" if config else name
 
 
