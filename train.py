@@ -79,10 +79,16 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent / "configs" / "batched_ppo_yach
 def default_config(overrides: list[str]) -> Path | None:
     """The config file of a run given none: with ``algo=X`` on the command line, X's own shipped recipe
     (``configs/X_yacht.yaml``; ``None`` where X has none: its section's defaults), else :data:`DEFAULT_CONFIG`."""
+    import yaml
+
     algos = [value.strip() for key, _, value in (o.partition("=") for o in overrides) if key.strip() == "algo"]
     if not algos:
         return DEFAULT_CONFIG
-    algo = ALIASES.get(algos[-1], algos[-1])
+    try:  # a YAML value, as make_config reads it: algo="sb3_ppo" (a sweep's quoted override) is sb3_ppo
+        algo = str(yaml.safe_load(algos[-1]))
+    except yaml.YAMLError:
+        algo = algos[-1]
+    algo = ALIASES.get(algo, algo)
     shipped = DEFAULT_CONFIG.parent / f"{algo}_yacht.yaml"
     return shipped if algo in SECTIONS and shipped.is_file() else None
 
@@ -304,7 +310,7 @@ def sweep(argv: list[str]) -> list[dict[str, Any]]:
         argv,
         fields=all_fields(),
         train_script=Path(__file__),
-        default_config=DEFAULT_CONFIG,
+        default_config=default_config,
         fail=fail,
         default_runs=Config().runs_dir,
     )

@@ -362,7 +362,7 @@ def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
         )
     )
     fields = {"algo", "n_epochs", "learning_rate", "activation", "seed", "recipe"}
-    sweep = load_sweep(path, fields, SMOKE)
+    sweep = load_sweep(path, fields, lambda overrides: SMOKE)
     assert len(sweep.trials) == 2 * 2 * 3 * 2 and (sweep.cpu, sweep.gpu) == (2.0, 0.5)
     assert len({t.name for t in sweep.trials}) == len(sweep.trials)
     groups: dict[str, list] = {}
@@ -377,7 +377,7 @@ def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
         assert f"recipe={json.dumps(label)}" in members[0].overrides
     rates = {float(o.split("=", 1)[1]) for t in sweep.trials for o in t.overrides if o.startswith("learning_rate=")}
     assert len(rates) == 3 and all(1e-4 <= r <= 1e-2 for r in rates)
-    assert load_sweep(path, fields, SMOKE).as_dict() == sweep.as_dict()  # the same file, the same trials
+    assert load_sweep(path, fields, lambda overrides: SMOKE).as_dict() == sweep.as_dict()  # the same file, the same trials
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
@@ -392,13 +392,64 @@ def test_shipped_sweeps_load_and_their_trials_are_valid_configs(path):
     train = importlib.util.module_from_spec(spec)
     sys.modules["train_script"] = train  # dataclasses look their module up there
     spec.loader.exec_module(train)
-    sweep = load_sweep(path, train.all_fields(), train.DEFAULT_CONFIG)
+    sweep = load_sweep(path, train.all_fields(), train.default_config)
     assert sweep.trials
     for trial in sweep.trials:  # what each trial's train.py will check first
-        train.make_config(yaml.safe_load(Path(trial.config_file).read_text()), trial.overrides)
+        base = yaml.safe_load(Path(trial.config_file).read_text()) if trial.config_file else None
+        train.make_config(base, trial.overrides)
     if path.stem == "yacht_algorithms":
         assert {t.label for t in sweep.trials} >= {"batched_ppo", "batched_a2c", "batched_pqn", "maskable_ppo"}
         assert sorted({t.seed for t in sweep.trials}) == [0, 1, 2]
+
+
+def _train_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
+    train = importlib.util.module_from_spec(spec)
+    sys.modules["train_script"] = train  # dataclasses look their module up there
+    spec.loader.exec_module(train)
+    return train
+
+
+def test_a_configuration_naming_only_its_algo_starts_from_that_algos_recipe(tmp_path):
+    """As ``train.py algo=X`` does: a configuration (or grid point) without a config file whose ``algo`` is X
+    trains X's shipped recipe (configs/X_yacht.yaml), not batched PPO's with X's name on it."""
+    import yaml
+
+    from agents.training.sweep import load_sweep
+
+    train = _train_module()
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "configurations": {"pqn": {"algo": "batched_pqn"}, "plain": {}},
+                "grid": {"algo": ["batched_a2c", "batched_ppo"]},
+                "set": {"total_timesteps": 4096},
+            }
+        )
+    )
+    by_algo = {}
+    for trial in load_sweep(path, train.all_fields(), train.default_config).trials:
+        algo = [o.split("=", 1)[1] for o in trial.overrides if o.startswith("algo=")][-1]
+        by_algo.setdefault(json.loads(algo), set()).add(trial.config_file)
+        config = train.make_config(yaml.safe_load(Path(trial.config_file).read_text()), trial.overrides)
+        assert config.algo == json.loads(algo)
+    assert by_algo == {  # the grid's algo is the last word: each trial its own recipe
+        "batched_a2c": {str(ROOT / "configs" / "batched_a2c_yacht.yaml")},
+        "batched_ppo": {str(ROOT / "configs" / "batched_ppo_yacht.yaml")},
+    }
+    one = tmp_path / "one.yaml"
+    one.write_text(yaml.safe_dump({"configurations": {"pqn": {"algo": "batched_pqn"}}}))
+    (trial,) = load_sweep(one, train.all_fields(), train.default_config).trials
+    assert trial.config_file == str(ROOT / "configs" / "batched_pqn_yacht.yaml")
+    written = tmp_path / "given.yaml"  # a configuration's own file is never replaced
+    written.write_text(Path(SMOKE).read_text())
+    given = tmp_path / "given_sweep.yaml"
+    given.write_text(yaml.safe_dump({"configurations": {"x": {"config": str(written), "algo": "batched_a2c"}}}))
+    (trial,) = load_sweep(given, train.all_fields(), train.default_config).trials
+    assert trial.config_file == str(written.resolve())
 
 
 def test_plain_train_py_never_imports_ray(tmp_path):

@@ -19,6 +19,10 @@ A sweep file (YAML) names the configurations to compare and the seeds::
     resources: {cpu: 1, gpu: 0}  # per trial; gpu may be a fraction
     max_concurrent: 0            # trials at once (0: as many as the cluster's resources allow)
 
+A configuration without ``config`` takes the file's top-level ``config``, else
+what ``train.py`` would take: with an ``algo`` (its own, ``set``'s, a grid or
+random point's) that algorithm's shipped recipe, else batched PPO's.
+
 Each trial is ``python train.py --config FILE --run-dir SWEEP/runs/NAME key=value ...``
 in a process of its own, scheduled by Ray Tune on a CPU (or GPU share) of the
 local machine or the cluster: its run folder, evaluations and final benchmark
@@ -101,7 +105,7 @@ class Trial:
     name: str  # unique, the run folder's name: LABEL__sSEED
     label: str  # the configuration compared (seeds of one label are aggregated together)
     seed: int
-    config_file: str  # absolute path of the train.py config file
+    config_file: str  # absolute path of the train.py config file ("": none, the algorithm section's defaults)
     overrides: list[str] = field(default_factory=list)  # key=value, after the config file
 
     def as_dict(self) -> dict[str, Any]:
@@ -135,13 +139,15 @@ class Sweep:
 
 
 # ----------------------------------------------------------------------------- the sweep file
-def load_sweep(path: Path, fields: set[str], default_config: Path) -> Sweep:
+def load_sweep(path: Path, fields: set[str], default_config: Callable[[list[str]], Path | None]) -> Sweep:
     """Read and expand a sweep file (nothing runs; a :class:`SweepError` names the problem).
 
     Args:
         path: the sweep file (YAML).
         fields: the config fields of ``train.py`` (grid, random and set keys must be among them).
-        default_config: the config file of a configuration that names none.
+        default_config: the config file of a trial whose configuration names none, from the trial's
+            overrides (``train.py``'s own choice: with ``algo=X`` among them, X's recipe; ``None``: no file,
+            the section's defaults).
     """
     import yaml
 
@@ -184,11 +190,11 @@ def load_sweep(path: Path, fields: set[str], default_config: Path) -> Sweep:
                 return candidate
         raise SweepError(f"{path}: {where}: no such config file: {value}")
 
-    base_config = config_path(data["config"], "config") if "config" in data else default_config.resolve()
+    base_config = config_path(data["config"], "config") if "config" in data else None
     common = mapping("set")
     check_fields("set", common)
     configurations = mapping("configurations") or {"": {}}
-    labelled: list[tuple[str, Path, dict]] = []
+    labelled: list[tuple[str, Path | None, dict]] = []
     for label, entry in configurations.items():
         if entry is None:
             entry = {}
@@ -254,7 +260,9 @@ def load_sweep(path: Path, fields: set[str], default_config: Path) -> Sweep:
                 for seed in seeds:
                     overrides = [f"{key}={_yaml_value(value)}" for key, value in fixed.items()]
                     overrides += [f"recipe={_yaml_value(group)}", f"seed={seed}"]
-                    trials.append(Trial(f"{_safe(group)}__s{seed}", group, int(seed), str(config), overrides))
+                    file = config if config is not None else default_config(overrides)
+                    name = f"{_safe(group)}__s{seed}"
+                    trials.append(Trial(name, group, int(seed), str(file.resolve()) if file else "", overrides))
     names = [t.name for t in trials]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
@@ -382,7 +390,7 @@ def run_trial(config: dict[str, Any], *, sweep_dir: str, train_script: str) -> N
         command.append("--resume")  # cut off mid-run: continue from the run's own config and checkpoint
         how = "resume"
     else:
-        command += ["--config", trial["config_file"], *trial["overrides"]]
+        command += [*(["--config", trial["config_file"]] if trial["config_file"] else []), *trial["overrides"]]
         if run_dir.is_dir() and (run_dir / "config.yaml").is_file():
             command.append("--overwrite")  # cut off before its first checkpoint: start it again
         how = "start"
@@ -635,7 +643,7 @@ def main(
     *,
     fields: set[str],
     train_script: Path,
-    default_config: Path,
+    default_config: Callable[[list[str]], Path | None],
     fail: Callable[[str], NoReturn],
     default_runs: str = "runs",
 ) -> list[dict[str, Any]]:
