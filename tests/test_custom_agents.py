@@ -339,3 +339,22 @@ def test_train_config_accepts_custom_bench_agents(agent_file, monkeypatch):
     train.make_config({"bench_agents": ["greedy", f"{agent_file}:FirstLegal"]})
     with pytest.raises(ValueError, match="bench_agents: agent .* has no 'Nope'"):
         train.make_config({"bench_agents": [f"{agent_file}:Nope"]})
+
+
+@pytest.mark.parametrize("raised", [ValueError("x"), SystemExit(3), GeneratorExit()], ids=lambda e: type(e).__name__)
+def test_one_line_survives_an_exception_whose_message_raises_anything_but_ctrl_c(raised):
+    """An agent's exception whose ``__str__`` raises (even a ``SystemExit``) is one line; a Ctrl-C goes through."""
+    from agents.players.registry import one_line
+
+    class Mute(Exception):
+        def __str__(self) -> str:
+            raise raised
+
+    assert one_line(Mute()) == "Mute: <its message raised>"
+
+    class Interrupted(Exception):
+        def __str__(self) -> str:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        one_line(Interrupted())

@@ -412,7 +412,9 @@ def one_line(error: BaseException, limit: int = 200) -> str:
     agent's exception: its ``__str__`` may raise or run long)."""
     try:
         text = str(error).strip().splitlines()
-    except Exception:  # noqa: BLE001 - whatever the agent's exception does
+    except KeyboardInterrupt:  # the user's Ctrl-C, not the agent's doing
+        raise
+    except BaseException:  # noqa: BLE001 - whatever the agent's exception does (a SystemExit in __str__ too)
         text = ["<its message raised>"]
     line = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
     return line if len(line) <= limit else line[: limit - 3] + "..."
