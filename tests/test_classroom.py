@@ -920,6 +920,44 @@ def test_an_interrupted_regrade_leaves_the_class_as_it_was(tmp_path):
     assert _rows(partial)["b_slow"]["status"] == "interrupted"
 
 
+@pytest.mark.parametrize("regrade", [True, False], ids=["regrade", "first_grade"])
+def test_a_grade_stopped_while_its_files_are_written_says_so_and_leaves_no_staged_folder(
+    regrade, tmp_path, monkeypatch, capsys
+):
+    """Ctrl-C (or SIGTERM) after the grading, while the class files were written into a regrade's staging folder,
+    left ``OUT.regrade-XXXX`` behind without a word; now it goes (the class is as it was) and the command says so."""
+    from agents.commands import grade
+    from agents.course import gradebook
+
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "alice.py").write_text(GOOD)
+    out = tmp_path / "grades"
+    args = [str(tmp_path / "class"), "--rules", "yacht", "--games", "1", "--out", str(out), "--jobs", "1"]
+    args += UNISOLATED
+    if regrade:
+        assert grade.main(args) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    real = gradebook.write_class
+
+    def stopped(result, where):
+        (Path(where) / "gradebook.csv").write_text("half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gradebook, "write_class", stopped)
+    assert grade.main([*args, "--overwrite"] if regrade else args) == 130
+    stderr = capsys.readouterr().err
+    assert not list(tmp_path.glob("grades.regrade-*"))
+    if regrade:
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+        assert f"stopped while writing the grades: the class in {out} is as it was" in stderr
+    else:
+        assert f"stopped while writing the grades: the files in {out} are incomplete" in stderr
+    monkeypatch.setattr(gradebook, "write_class", real)
+    assert grade.main([*args, "--overwrite"]) == 0  # and grading it again mends it
+    assert (out / "gradebook.csv").read_text().startswith("student")
+
+
 def test_a_complete_regrade_replaces_every_file_of_the_earlier_one(tmp_path):
     """Swapped in: a student who now has no agent keeps no earlier report; a student gone is named and removed."""
     for name in ("alice", "bob", "carol"):

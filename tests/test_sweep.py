@@ -377,7 +377,9 @@ def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
         assert f"recipe={json.dumps(label)}" in members[0].overrides
     rates = {float(o.split("=", 1)[1]) for t in sweep.trials for o in t.overrides if o.startswith("learning_rate=")}
     assert len(rates) == 3 and all(1e-4 <= r <= 1e-2 for r in rates)
-    assert load_sweep(path, fields, lambda overrides: SMOKE).as_dict() == sweep.as_dict()  # the same file, the same trials
+    assert (
+        load_sweep(path, fields, lambda overrides: SMOKE).as_dict() == sweep.as_dict()
+    )  # the same file, the same trials
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)

@@ -470,6 +470,7 @@ def run_class(args: argparse.Namespace) -> int:
     for other in skipped:  # named, not lost without a word
         note(summary_text_line(f"{other.path}: {other.why}"))
     previous = signal.signal(signal.SIGTERM, interrupt)
+    result = None
     try:
         result = grade_class(
             submissions,
@@ -487,14 +488,22 @@ def run_class(args: argparse.Namespace) -> int:
             similar_share=DEFAULT_SHARE if args.similarity is None else args.similarity,
             skipped=skipped,
         )
+        write_class(result, target)  # (SIGTERM as Ctrl-C here too: the staged folder goes, not left without a word)
     except BaseException:
         remove_empty(created)
         if staged:
             shutil.rmtree(target, ignore_errors=True)
+        if result is not None:  # stopped while the files were written
+            print(
+                "dice-poker grade: stopped while writing the grades: "
+                + (f"the class in {out} is as it was" if staged else f"the files in {out} are incomplete")
+                + "; grade the class again with --overwrite",
+                file=sys.stderr,
+                flush=True,
+            )
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-    write_class(result, target)
     late: set[signal.Signals] = set()
     if staged and not result.interrupted:
         late = replace_class(target, out, gone)
