@@ -1070,3 +1070,17 @@ def test_a_tournament_interrupted_before_a_match_says_nothing_was_written(tmp_pa
     assert main(["random", "--rules", "yacht", "--games", "2", "--seed", str(2**40), "--out", str(out)]) == 130
     assert "interrupted before any standings: nothing written" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_tournament_stopped_while_writing_its_files_says_they_are_incomplete(tmp_path, capsys, monkeypatch):
+    from agents.commands import tournament as command
+    from agents.course import tournament as module
+
+    def stopped(result, out):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "write_outputs", stopped)
+    out = tmp_path / "t"
+    args = ["random", "--rules", "yacht", "--games", "1", "--seed", str(2**40), "--bootstrap", "0", "--out", str(out)]
+    assert command.main(args) == 130
+    assert f"stopped while writing the standings: the files in {out} are incomplete" in capsys.readouterr().err

@@ -209,6 +209,13 @@ def run(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"dice-poker tournament: error: could not write to {out} ({error})", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:  # (each file is whole, but not all four are this tournament's)
+            print(
+                f"dice-poker tournament: stopped while writing the standings: the files in {out} are incomplete "
+                "(some may be an earlier tournament's); run it again",
+                file=sys.stderr,
+            )
+            return 130
         if not args.json:
             print("wrote " + ", ".join(str(p) for p in written) + (" (partial)" if result["interrupted"] else ""))
     return 130 if result["interrupted"] else 0
