@@ -774,6 +774,22 @@ def test_a_folder_of_other_files_is_not_a_run(tmp_path, capsys):
     assert "is not a train.py run folder" in err and "--overwrite only replaces runs" in err
 
 
+def test_a_resumed_checkpoint_never_goes_on_in_a_folder_of_other_files(tmp_path, capsys):
+    """``--resume PATH --run-dir D``: D not a run folder, yet not empty, got the run's config.yaml, checkpoints and
+    results among its own files (a fresh run is refused there)."""
+    train = load_train()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "results.json").write_text("mine")
+    checkpoint = tmp_path / "kept" / "model_2048_steps.pt"
+    checkpoint.parent.mkdir()
+    checkpoint.write_bytes(b"not read: the folder is refused first")
+    err = refused(train, ["--config", SMOKE, "--resume", str(checkpoint), "--run-dir", str(other)], capsys)
+    assert "is not a train.py run folder" in err and "a resumed run goes on in its own folder" in err
+    assert sorted(p.name for p in other.iterdir()) == ["results.json"]
+    assert (other / "results.json").read_text() == "mine"
+
+
 def test_resume_needs_the_run_and_a_checkpoint(tmp_path, capsys):
     train = load_train()
     assert "needs --run-dir" in refused(train, ["--resume"], capsys)

@@ -246,7 +246,8 @@ def check_bench_agents(config: Common, rules: Rules) -> None:
 
 
 def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
-    """A fresh run needs a new or empty folder, or ``--overwrite`` of an earlier run's folder."""
+    """A fresh run needs a new or empty folder, or ``--overwrite`` of an earlier run's folder; a resumed one its own
+    run folder (``config.yaml``) or a new or empty one (never a folder of other files)."""
     if run_dir.exists() and not run_dir.is_dir():
         fail(f"--run-dir {run_dir}: exists and is not a folder")
     parent = next(folder for folder in (run_dir, *run_dir.parents) if folder.exists())
@@ -255,13 +256,19 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
     problem = cannot_write(parent)
     if problem is not None:
         fail(f"run folder {run_dir}: {parent} is not writable ({problem})")
-    if resume or not run_dir.is_dir() or not any(run_dir.iterdir()):
+    if not run_dir.is_dir() or not any(run_dir.iterdir()):
         return
     if not (run_dir / "config.yaml").is_file():
         fail(
             f"--run-dir {run_dir} is not empty and is not a train.py run folder (no config.yaml): "
-            "--overwrite only replaces runs; choose a new or empty folder"
+            + (
+                "a resumed run goes on in its own folder or in a new or empty one"
+                if resume
+                else "--overwrite only replaces runs; choose a new or empty folder"
+            )
         )
+    if resume:
+        return
     if not overwrite:
         fail(
             f"--run-dir {run_dir} holds an earlier run; continue it with --resume, "
