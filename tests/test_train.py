@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,17 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from train_script import load_train
 
 ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("yaml")
-
-
-def load_train():
-    spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["train_script"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_every_config_field_is_documented():
@@ -920,6 +912,29 @@ def test_resume_from_a_checkpoint_path_checks_against_its_own_run(old_run, tmp_p
     )
     assert "net_arch=[32] differs from the run's net_arch=[64, 64]" in err
     assert not new_dir.exists() and folder_state(run_dir) == before
+
+
+def test_an_sb3_checkpoint_kept_outside_its_run_is_checked_against_the_config_it_holds(old_run, tmp_path, capsys):
+    """An SB3 ``.zip`` copied out of its run folder had only its metadata (algo, seed, ...) to check against: a
+    config file with another learning rate resumed it silently under that rate. Its metadata holds its run's config."""
+    import shutil
+
+    import yaml
+
+    from agents.players.sb3_agent import read_metadata
+
+    run_dir, _ = old_run
+    kept = tmp_path / "kept" / "model_1024_steps.zip"
+    kept.parent.mkdir()
+    shutil.copy(run_dir / "checkpoints" / "model_1024_steps.zip", kept)
+    assert read_metadata(kept)["config"]["learning_rate"] == 0.0003
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump({**yaml.safe_load(Path(SMOKE).read_text()), "learning_rate": 0.01}))
+    train = load_train()
+    new_dir = tmp_path / "continued"
+    err = refused(train, ["--config", str(other), "--run-dir", str(new_dir), "--resume", str(kept)], capsys)
+    assert "learning_rate=0.01 differs from the run's learning_rate=0.0003" in err
+    assert not new_dir.exists()
 
 
 def test_a_config_that_is_a_folder_says_so(tmp_path, capsys):

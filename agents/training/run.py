@@ -146,7 +146,7 @@ def checkpoint_metadata(path: Path) -> dict[str, Any]:
 
 def checkpoint_contents(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The metadata of a checkpoint (checked whole) and the config it was trained with where it holds one (a batched
-    trainer's ``.pt``; ``None`` for SB3's ``.zip``)."""
+    trainer's ``.pt``, an SB3 ``.zip`` of this version's ``train.py``; ``None`` for an older ``.zip``)."""
     if path.suffix == ".pt":
         from agents.training.trainer import read_checkpoint
 
@@ -154,7 +154,9 @@ def checkpoint_contents(path: Path) -> tuple[dict[str, Any], dict[str, Any] | No
         return state["metadata"], state["config"] if isinstance(state["config"], dict) else None
     from agents.players.sb3_agent import read_metadata
 
-    return read_metadata(path), None
+    metadata = read_metadata(path)
+    stored = metadata.get("config")
+    return metadata, stored if isinstance(stored, dict) else None
 
 
 # ----------------------------------------------------------------------------- checks before the run
@@ -316,7 +318,7 @@ def find_checkpoint(args: argparse.Namespace, run_dir: Path, config: Common, rul
         reference, source = saved_run_config(read_config_file(own)), str(own)
     elif stored is not None:
         reference, source = saved_run_config(stored), f"checkpoint {checkpoint}"
-    else:  # (an SB3 checkpoint outside any run folder: its metadata, checked above with its seed, is all there is)
+    else:  # (an older SB3 checkpoint outside any run folder: its metadata, checked above with its seed, is all)
         reference, source = args.base, str(args.config)
     try:
         before = make_config(reference)

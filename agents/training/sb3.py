@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from agents.training.config import SB3, one_line
+from agents.training.config import SB3, as_dict, one_line
 from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation
 from agents.training.run import fail
 
@@ -327,8 +327,13 @@ def sb3_model(
         env = make_vec_env(config, rules, config.n_envs, config.seed, training=True)
     except Exception as error:  # noqa: BLE001 - the run has not started
         fail(f"the training envs cannot be built: {type(error).__name__}: {one_line(error)}")
-    metadata = model_metadata(
-        rules, config.obs_mode, config.algo, seed=config.seed, distinct_keeps=config.distinct_keeps
+    metadata = model_metadata(  # (the run's config too: a checkpoint kept outside its run folder is checked by it)
+        rules,
+        config.obs_mode,
+        config.algo,
+        seed=config.seed,
+        distinct_keeps=config.distinct_keeps,
+        config=as_dict(config),
     )
     try:
         if resume_from is not None:
