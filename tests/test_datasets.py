@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from train_script import load_train
 
 minari = pytest.importorskip("minari")
 pytest.importorskip("h5py")
@@ -486,17 +487,6 @@ def test_the_core_package_never_imports_minari():
 
 
 # ------------------------------------------------------------------ the imitation baseline (algo: bc)
-def load_train():
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("train_script", Path(__file__).resolve().parents[1] / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["train_script"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 BC_SMALL = [
     "bc_epochs=2",
     "batch_size=256",

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from train_script import load_train
 
 ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("yaml")
@@ -384,16 +385,11 @@ def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
 def test_shipped_sweeps_load_and_their_trials_are_valid_configs(path):
-    import importlib.util
-
     import yaml
 
     from agents.training.sweep import load_sweep
 
-    spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
-    train = importlib.util.module_from_spec(spec)
-    sys.modules["train_script"] = train  # dataclasses look their module up there
-    spec.loader.exec_module(train)
+    train = load_train()
     sweep = load_sweep(path, train.all_fields(), train.default_config)
     assert sweep.trials
     for trial in sweep.trials:  # what each trial's train.py will check first
@@ -404,16 +400,6 @@ def test_shipped_sweeps_load_and_their_trials_are_valid_configs(path):
         assert sorted({t.seed for t in sweep.trials}) == [0, 1, 2]
 
 
-def _train_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("train_script", ROOT / "train.py")
-    train = importlib.util.module_from_spec(spec)
-    sys.modules["train_script"] = train  # dataclasses look their module up there
-    spec.loader.exec_module(train)
-    return train
-
-
 def test_a_configuration_naming_only_its_algo_starts_from_that_algos_recipe(tmp_path):
     """As ``train.py algo=X`` does: a configuration (or grid point) without a config file whose ``algo`` is X
     trains X's shipped recipe (configs/X_yacht.yaml), not batched PPO's with X's name on it."""
@@ -421,7 +407,7 @@ def test_a_configuration_naming_only_its_algo_starts_from_that_algos_recipe(tmp_
 
     from agents.training.sweep import load_sweep
 
-    train = _train_module()
+    train = load_train()
     path = tmp_path / "s.yaml"
     path.write_text(
         yaml.safe_dump(
