@@ -407,6 +407,11 @@ def _parameters(target: Any) -> set[str]:
         return set()
 
 
+def cut(text: str, limit: int) -> str:
+    """``text`` as it is if it has at most ``limit`` characters, else its start and ``...``, ``limit`` in all."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def one_line(error: BaseException, limit: int = 200) -> str:
     """``"KeyError: 'x'"``: an exception's type and its message's first line, cut to ``limit`` characters (an
     agent's exception: its ``__str__`` may raise or run long)."""
@@ -416,8 +421,7 @@ def one_line(error: BaseException, limit: int = 200) -> str:
         raise
     except BaseException:  # noqa: BLE001 - whatever the agent's exception does (a SystemExit in __str__ too)
         text = ["<its message raised>"]
-    line = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    return cut(f"{type(error).__name__}: {text[0]}" if text else type(error).__name__, limit)
 
 
 class ImportedAgent:
@@ -520,4 +524,4 @@ def _shown(value: Any, limit: int = 80) -> str:
         text = repr(value)
     except Exception:  # noqa: BLE001 - whatever the agent's object does
         text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return cut(text, limit)

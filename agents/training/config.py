@@ -583,9 +583,10 @@ def yaml_problem(error: Exception) -> str:
 
 
 def one_line(error: BaseException) -> str:
-    """An exception as one line of text."""
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
+    """An exception as one line of text (its message's whitespace runs made one space; 300 characters at most)."""
+    from agents.players.registry import cut
+
+    return cut(" ".join(str(error).split()) or type(error).__name__, 300)
 
 
 # ----------------------------------------------------------------------------- checks
