@@ -566,6 +566,22 @@ def test_finding_the_agent_class(tmp_path):
     assert name is None and "2 classes with an act method" in why and "B, C" in why
 
 
+def test_a_file_saved_with_a_byte_order_mark_or_a_coding_line_has_its_agent_class(tmp_path):
+    """Python imports a file that starts with a UTF-8 byte-order mark (Windows editors write one) or declares its
+    encoding, and `dice-poker check FILE.py:MyAgent` passed it; class grading read it as UTF-8 text, found U+FEFF
+    or mangled names, and gave the student `no_agent` (0 points). It reads the file as Python does."""
+    agent = "class MyAgent:\n    def act(self, o, m):\n        return 32\n"
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbf" + agent.replace("\n", "\r\n").encode())
+    assert find_agent_class(bom) == ("MyAgent", None)
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\n" + agent.replace("MyAgent", "Agent\xe9").encode("latin-1"))
+    assert find_agent_class(latin) == ("Agent\u00e9", None)
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    submissions, skipped = find_class([str(tmp_path)])
+    assert {s.student: s.spec for s in submissions}["bom"] == f"{bom}:MyAgent" and not skipped
+
+
 def test_finding_the_agent_class_of_a_hostile_class_graph(tmp_path):
     """A chain of 3,000 derived classes crashed the class grade (RecursionError, nobody graded) and a lattice of
     bases hung it (each class's bases searched again, 4x a level): the search is linear, without recursion. Run

@@ -36,6 +36,7 @@ the similarity measure :mod:`agents.course.similarity`'s.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import re
 import shutil
@@ -186,6 +187,17 @@ def syntax_problem(error: SyntaxError) -> str:
     return f"{type(error).__name__}: {error.msg}{where}: it does not parse, so no agent class can be found in it"
 
 
+def python_source(path: str | os.PathLike) -> str:
+    """The text of a Python file as Python reads it when it imports the file: decoded as its byte-order mark or
+    ``# coding`` line says (UTF-8 without one), a BOM dropped, line ends made ``\\n``; bytes that do not decode are
+    replaced (the import's own error is the submission's load failure). ``OSError`` if it cannot be read."""
+    data = Path(path).read_bytes()
+    try:
+        return importlib.util.decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):  # an unknown or wrong coding line: as UTF-8
+        return data.decode("utf-8", errors="replace")
+
+
 def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> tuple[str | None, str | None]:
     """``(class, None)`` for the agent class of one file, or ``(None, why)`` (module docstring).
 
@@ -196,7 +208,7 @@ def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> 
     """
     name = os.path.basename(path)
     try:
-        source = Path(path).read_text(encoding="utf-8", errors="replace")
+        source = python_source(path)
     except OSError as error:
         return None, f"cannot read {name}: {error.strerror or error}"
     if class_name is not None:
@@ -274,7 +286,7 @@ def _defines(path: Path, class_name: str | None) -> bool:
     """Whether a file defines the class ``class_name`` at its top level (without: one agent class); parsed, never
     run."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        tree = ast.parse(python_source(path))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     if class_name is None:
