@@ -240,6 +240,36 @@ def test_tutorial_runs(notebook, tmp_path, monkeypatch):
     )
 
 
+def test_the_fourth_tutorials_agent_plays_legally_and_its_check_command_runs(tmp_path, capsys):
+    """Tutorial 4's ``KeepMostCommon`` kept all five dice (action 31, never legal) on five of a kind with the box
+    for it filled, which ended 1 game in 30 (the tutorial's own benchmark had one): a student who copied it lost
+    the legal-play points. And its ``dice-poker check my_agent.py`` stopped at the two agent classes of the
+    tutorial's file (exit status 2). The file's agent plays that position legally, and the command as written
+    checks it."""
+    from agents.commands.check import main
+    from agents.course.sandbox import isolation_problem
+    from agents.players.registry import make_agent
+    from dice_poker_env import load_rules
+    from dice_poker_env.envs.single import DicePokerEnv
+
+    cells = json.loads((ROOT / "docs" / "tutorials" / "04_your_own_agent.ipynb").read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(cell["source"]) for cell in cells]
+    agent_file = next(s for s in sources if s.startswith("%%writefile {workdir}/my_agent.py"))
+    (tmp_path / "my_agent.py").write_text(agent_file.split("\n", 1)[1])
+    rules = load_rules("yacht")
+    agent = make_agent(f"{tmp_path / 'my_agent.py'}:KeepMostCommon,chance_penalty=5", rules)
+    observation, info = DicePokerEnv(rules).reset(
+        options={"scorecard": {"yacht": 0}, "dice": [1, 1, 1, 1, 1], "rolls_left": 2}
+    )
+    action = int(agent.act(observation, info["action_mask"]))
+    assert info["action_mask"][action] and action >= 32, action
+    command = re.search(r"`dice-poker check ([^`]*)`", "".join(sources)).group(1).split()
+    assert command[0].startswith("my_agent.py"), command
+    isolation = [] if isolation_problem() is None else ["--unisolated"]
+    code = main([str(tmp_path / command[0]), *command[1:], *isolation])
+    assert code == 0, capsys.readouterr()
+
+
 def _results_page_module():
     spec = importlib.util.spec_from_file_location("results_page", ROOT / "tools" / "results_page.py")
     module = importlib.util.module_from_spec(spec)
