@@ -251,6 +251,36 @@ def test_check_takes_a_bare_file_as_grading_does(tmp_path, capsys):
     assert "2 classes with an act method" in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_module_or_file_beside_the_submission_is_named_as_unseen_by_the_isolated_grader(tmp_path, capsys):
+    """An agent that imports ``helpers`` or opens ``weights.txt`` beside its file loads in ``dice-poker bench`` and
+    ``play`` (its folder is on ``sys.path``) but not in the grading sandbox, which shows it its own file only; the
+    check said ``No module named 'helpers'`` of a module the student could see right there. It says the file is
+    beside it and not shown, and what to do."""
+    from agents.course.sandbox import unseen_beside
+
+    (tmp_path / "helpers.py").write_text("X = 1\n")
+    (tmp_path / "weights.txt").write_text("1 2 3\n")
+    mine = str(tmp_path / "my_agent.py")
+    hint = unseen_beside("ModuleNotFoundError: No module named 'helpers'", mine)
+    assert hint == (
+        "; helpers.py is beside my_agent.py, but the submission runs isolated and sees no other file than "
+        "my_agent.py: put everything in my_agent.py"
+    )
+    assert "weights.txt is beside my_agent.py" in unseen_beside(
+        "FileNotFoundError: [Errno 2] No such file or directory: 'weights.txt'", mine
+    )
+    assert unseen_beside("ModuleNotFoundError: No module named 'sklearn'", mine) == ""  # not there: not installed
+    if not ISOLATED:
+        pytest.skip("isolation is not available here: the sandbox's message is not checked")
+    from agents.commands.check import main
+
+    (tmp_path / "my_agent.py").write_text(
+        "from helpers import X\n\n\nclass MyAgent:\n    def act(self, observation, action_mask):\n        return 32\n"
+    )
+    assert main([mine, "--rules", "yacht", "--games", "1"]) == 1
+    assert "helpers.py is beside my_agent.py, but the submission runs isolated" in capsys.readouterr().out
+
+
 def test_check_bad_input_is_a_one_line_error(student, capsys):
     code, out, err = run_check(student, "Good", "--games", "0", capsys=capsys)
     assert code == 2 and "games must be an integer from 1" in err and "Traceback" not in err

@@ -46,6 +46,7 @@ import enum
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -250,6 +251,23 @@ def _text(value: Any, limit: int, tail: bool = False) -> str:
     """A string from the worker, whatever it sent, cut to ``limit`` characters."""
     text = value if isinstance(value, str) else ("" if value is None else json.dumps(value)[: limit + 1])
     return text[-limit:] if tail else text[:limit]
+
+
+def unseen_beside(message: str, submission: str) -> str:
+    """``"; helpers.py is beside my_agent.py, but ..."`` where an isolated submission's failure ``message`` names a
+    module (``No module named 'helpers'``) or a file (``No such file or directory: 'weights.txt'``) that is beside
+    its file ``submission``, which the sandbox does not show it; else ``""``."""
+    folder, name = os.path.dirname(os.path.abspath(submission)), os.path.basename(submission)
+    modules = [module.split(".")[0] for module in re.findall(r"No module named '([\w.]+)'", message)]
+    missing = [f"{module}.py" for module in modules] + modules
+    missing += re.findall(r"No such file or directory: '([^']+)'", message)
+    for other in missing:
+        if os.path.exists(os.path.join(folder, other)):
+            return (
+                f"; {other} is beside {name}, but the submission runs isolated and sees no other file than "
+                f"{name}: put everything in {name}"
+            )
+    return ""
 
 
 def shared_folder_problem(folder: Path) -> str | None:
@@ -466,7 +484,7 @@ class SandboxedAgent:
                 self.game,
                 -1,
                 FailureKind.SOLVER if forbidden else FailureKind.LOAD,
-                self._as_given(_text(reply.get("message", "the submission did not load"), 2000)),
+                self._message(reply, "the submission did not load"),
                 self._as_given(_text(reply.get("traceback", ""), 8000, tail=True)),
             )
         obs_mode = reply.get("obs_mode")
@@ -636,9 +654,17 @@ class SandboxedAgent:
             self.game,
             decision,
             kind,
-            self._as_given(_text(reply.get("message", ""), 2000)),
+            self._message(reply, ""),
             self._as_given(_text(reply.get("traceback", ""), 8000, tail=True)),
         )
+
+    def _message(self, reply: dict, default: str) -> str:
+        """A failure's message from the worker, as given (:meth:`_as_given`), with what to do where it misses a file
+        beside the submission that isolation does not show (:func:`unseen_beside`)."""
+        message = self._as_given(_text(reply.get("message", default), 2000))
+        if self.isolated and not self.share_folder and self._file is not None:
+            message += unseen_beside(message, self._file)
+        return message
 
     def _as_given(self, text: str) -> str:
         """A message from the worker as its reader knows the file: the path given, not the sandbox's, and no internal
