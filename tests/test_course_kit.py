@@ -281,6 +281,24 @@ def test_a_module_or_file_beside_the_submission_is_named_as_unseen_by_the_isolat
     assert "helpers.py is beside my_agent.py, but the submission runs isolated" in capsys.readouterr().out
 
 
+def test_the_line_of_a_failure_is_in_the_submissions_own_file_not_a_library_file_of_its_name(tmp_path):
+    """A submission ``pool.py`` whose ``multiprocessing.Pool`` failed was shown ``(at pool.py:346 in
+    _setup_queues)``, a line of the library's ``multiprocessing/pool.py``: frames were matched by file name. The line
+    is the submission's own (its path as the sandbox's messages give it, or the absolute one)."""
+    from agents.course.checker import _line_in_submission
+
+    traceback = (
+        'Traceback (most recent call last):\n  File "pool.py", line 9, in __init__\n    with Pool(2) as p:\n'
+        '  File "/usr/lib/python3.11/multiprocessing/pool.py", line 346, in _setup_queues\n'
+        "OSError: [Errno 30] Read-only file system\n"
+    )
+    assert _line_in_submission(traceback, "pool.py:MyAgent") == "pool.py:9 in __init__"
+    mine = tmp_path / "pool.py"
+    unisolated = traceback.replace('"pool.py"', f'"{mine}"')
+    assert _line_in_submission(unisolated, f"{mine}:MyAgent") == "pool.py:9 in __init__"
+    assert _line_in_submission(traceback.replace('"pool.py", line 9', '"other.py", line 9'), "pool.py:A") is None
+
+
 def test_check_bad_input_is_a_one_line_error(student, capsys):
     code, out, err = run_check(student, "Good", "--games", "0", capsys=capsys)
     assert code == 2 and "games must be an integer from 1" in err and "Traceback" not in err

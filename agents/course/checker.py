@@ -256,8 +256,9 @@ def check(
 
 
 def _line_in_submission(traceback: str, submission: str) -> str | None:
-    """``my_agent.py:12 in act``: the innermost frame of ``traceback`` in the submission's own file (the sandbox shows
-    it under another folder), or ``None``."""
+    """``my_agent.py:12 in act``: the innermost frame of ``traceback`` in the submission's own file, its path as given
+    (the sandbox's messages name it so) or the absolute one, never another file of its name (``pool.py`` of
+    ``multiprocessing`` for a submission ``pool.py``), or ``None``."""
     from agents.players.registry import parse_agent_spec
 
     try:
@@ -266,10 +267,8 @@ def _line_in_submission(traceback: str, submission: str) -> str | None:
         return None
     if spec is None or not spec.is_file or not traceback:
         return None
-    name = os.path.basename(spec.source)
-    frames = [
-        f for f in re.findall(r'File "([^"]+)", line (\d+), in (\S+)', traceback) if os.path.basename(f[0]) == name
-    ]
+    name, own = os.path.basename(spec.source), os.path.abspath(spec.source)
+    frames = [f for f in re.findall(r'File "([^"]+)", line (\d+), in (\S+)', traceback) if os.path.abspath(f[0]) == own]
     return f"{name}:{frames[-1][1]} in {frames[-1][2]}" if frames else None
 
 
