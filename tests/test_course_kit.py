@@ -270,6 +270,12 @@ def test_a_module_or_file_beside_the_submission_is_named_as_unseen_by_the_isolat
         "FileNotFoundError: [Errno 2] No such file or directory: 'weights.txt'", mine
     )
     assert unseen_beside("ModuleNotFoundError: No module named 'sklearn'", mine) == ""  # not there: not installed
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "x.txt").write_text("")
+    elsewhere = str(tmp_path / "weights.txt")
+    for probe in (elsewhere, "../" + tmp_path.name + "/weights.txt", "sub/x.txt", ".", ".."):
+        # the message is the submission's: a path in it never has the grader say whether a file exists there
+        assert unseen_beside(f"No such file or directory: '{probe}'", mine) == "", probe
     if not ISOLATED:
         pytest.skip("isolation is not available here: the sandbox's message is not checked")
     from agents.commands.check import main

@@ -256,13 +256,16 @@ def _text(value: Any, limit: int, tail: bool = False) -> str:
 def unseen_beside(message: str, submission: str) -> str:
     """``"; helpers.py is beside my_agent.py, but ..."`` where an isolated submission's failure ``message`` names a
     module (``No module named 'helpers'``) or a file (``No such file or directory: 'weights.txt'``) that is beside
-    its file ``submission``, which the sandbox does not show it; else ``""``."""
+    its file ``submission``, which the sandbox does not show it; else ``""``. Only a plain name is looked up beside
+    it (the message is the submission's own words: a path in it, ``/home/...`` or ``../x``, would have the grader
+    tell it whether a file exists elsewhere)."""
     folder, name = os.path.dirname(os.path.abspath(submission)), os.path.basename(submission)
     modules = [module.split(".")[0] for module in re.findall(r"No module named '([\w.]+)'", message)]
     missing = [f"{module}.py" for module in modules] + modules
     missing += re.findall(r"No such file or directory: '([^']+)'", message)
     for other in missing:
-        if os.path.exists(os.path.join(folder, other)):
+        plain = other not in ("", ".", "..") and "/" not in other and os.sep not in other and "\0" not in other
+        if plain and os.path.exists(os.path.join(folder, other)):
             return (
                 f"; {other} is beside {name}, but the submission runs isolated and sees no other file than "
                 f"{name}: put everything in {name}"
