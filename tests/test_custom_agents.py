@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -148,7 +149,8 @@ def test_factory_object_and_module_agents(agent_file, monkeypatch):
 @pytest.mark.parametrize(
     "attr, message",
     [
-        ("Missing", "has no 'Missing'"),
+        ("Missing", "has no 'Missing'$"),  # nothing close: no suggestion
+        ("FirstLegl", "has no 'FirstLegl' \\(did you mean 'FirstLegal'\\?\\)"),
         ("NoAct", "no act\\(observation, action_mask\\) method"),
         ("Broken,depth=3", "Broken\\(depth=3\\) failed: RuntimeError: depth must be even"),
         ("FirstLegal,colour=3", "failed: TypeError"),
@@ -358,3 +360,30 @@ def test_one_line_survives_an_exception_whose_message_raises_anything_but_ctrl_c
 
     with pytest.raises(KeyboardInterrupt):
         one_line(Interrupted())
+
+
+@pytest.mark.parametrize(
+    "methods, message",
+    [
+        ("def act(self, observation):\n        return 0", "act(observation) cannot be called as act(observation, "),
+        ("def act(self, o, m, extra):\n        return 0", "act(o, m, extra) cannot be called as act(observation, "),
+        ("def act(self, o, m):\n        return 0\n    def seed(self):\n        pass", "seed() cannot be called as seed"),
+        ("def act(self, o, m):\n        return 0\n    def reset(self, o):\n        pass", "reset(o) cannot be called"),
+    ],
+)
+def test_a_method_the_games_cannot_call_is_a_load_error_that_says_how_it_is_called(tmp_path, methods, message):
+    """``def act(self, observation)`` failed at every decision with ``act() takes 2 positional arguments but 3 were
+    given``, which does not say what the games pass; it is refused at load, naming the call."""
+    path = tmp_path / "student.py"
+    path.write_text(f"class Mine:\n    {methods}\n")
+    with pytest.raises(AgentLoadError, match=re.escape(message)):
+        make_agent(f"{path}:Mine", "yacht")
+
+
+def test_methods_that_take_the_games_arguments_in_any_form_load(tmp_path):
+    path = tmp_path / "student.py"
+    path.write_text(
+        "class Mine:\n    def act(self, *args):\n        return 0\n    def seed(self, seed=None):\n        pass\n"
+        "    def reset(self, **kwargs):\n        pass\n"
+    )
+    assert make_agent(f"{path}:Mine", "yacht").name

@@ -283,7 +283,9 @@ class AgentSpec:
         target = self.module()
         for part in self.attr.split("."):
             if not hasattr(target, part):
-                raise AgentLoadError(f"agent {self.spec!r}: {self.source} has no {self.attr!r}")
+                raise AgentLoadError(
+                    f"agent {self.spec!r}: {self.source} has no {self.attr!r}{_did_you_mean(target, part)}"
+                )
             target = getattr(target, part)
         return target
 
@@ -313,6 +315,9 @@ class AgentSpec:
             raise AgentLoadError(
                 f"agent {self.spec!r}: {type(agent).__name__} has no act(observation, action_mask) method"
             )
+        problem = _call_problem(agent)
+        if problem is not None:
+            raise AgentLoadError(f"agent {self.spec!r}: {type(agent).__name__}.{problem}")
         return ImportedAgent(agent, name or self.label)
 
     def _unfilled_hint(self, target: Any, given: dict[str, Any], seeded: bool) -> str:
@@ -405,6 +410,46 @@ def _parameters(target: Any) -> set[str]:
         return set(inspect.signature(target).parameters)
     except (TypeError, ValueError):  # no signature (some builtins)
         return set()
+
+
+#: how the games call an agent's methods: the arguments each is given (``reset`` and ``seed`` only where it has them)
+AGENT_CALLS = {"act": ("observation", "action_mask"), "reset": (), "seed": ("seed",)}
+
+
+def _call_problem(agent: Any) -> str | None:
+    """``"act(self, observation) cannot be called as act(observation, action_mask) ..."``: a method of ``agent`` whose
+    signature cannot take the arguments the games give it (it would fail at every call, a ``TypeError`` that does not
+    say how it is called), or ``None`` (also where a signature cannot be read)."""
+    for method, arguments in AGENT_CALLS.items():
+        try:
+            function = getattr(agent, method, None)
+            if not callable(function):
+                continue
+            signature = inspect.signature(function)
+        except Exception:  # noqa: BLE001 - a property of the user's object, a builtin without a signature
+            continue
+        try:
+            signature.bind(*arguments)
+        except TypeError:
+            own = f"{method}{signature}"
+            return (
+                f"{own} cannot be called as {method}({', '.join(arguments)}), as the games call it"
+                + ("" if method == "act" else f" (where an agent has a {method} method)")
+            )
+    return None
+
+
+def _did_you_mean(target: Any, name: str) -> str:
+    """``" (did you mean 'MyAgent'?)"``: the public name of ``target`` (the user's module or class) closest to the
+    misspelt ``name``, or ``""``."""
+    import difflib
+
+    try:
+        names = [n for n in dir(target) if isinstance(n, str) and not n.startswith("_")]
+    except Exception:  # noqa: BLE001 - the user's module's __dir__
+        return ""
+    close = difflib.get_close_matches(name, names, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def cut(text: str, limit: int) -> str:
