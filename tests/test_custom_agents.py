@@ -367,7 +367,10 @@ def test_one_line_survives_an_exception_whose_message_raises_anything_but_ctrl_c
     [
         ("def act(self, observation):\n        return 0", "act(observation) cannot be called as act(observation, "),
         ("def act(self, o, m, extra):\n        return 0", "act(o, m, extra) cannot be called as act(observation, "),
-        ("def act(self, o, m):\n        return 0\n    def seed(self):\n        pass", "seed() cannot be called as seed"),
+        (
+            "def act(self, o, m):\n        return 0\n    def seed(self):\n        pass",
+            "seed() cannot be called as seed",
+        ),
         ("def act(self, o, m):\n        return 0\n    def reset(self, o):\n        pass", "reset(o) cannot be called"),
     ],
 )

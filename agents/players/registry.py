@@ -432,9 +432,8 @@ def _call_problem(agent: Any) -> str | None:
             signature.bind(*arguments)
         except TypeError:
             own = f"{method}{signature}"
-            return (
-                f"{own} cannot be called as {method}({', '.join(arguments)}), as the games call it"
-                + ("" if method == "act" else f" (where an agent has a {method} method)")
+            return f"{own} cannot be called as {method}({', '.join(arguments)}), as the games call it" + (
+                "" if method == "act" else f" (where an agent has a {method} method)"
             )
     return None
 
