@@ -320,8 +320,9 @@ def warn_guessable_seed(seed: int, command: str = "grade") -> None:
         )
         print(
             f"dice-poker {command}: warning: seed {seed} is small: a submission that tries seeds against the dice "
-            f"it sees could find it and know every die ahead; use a large random seed "
-            f"(python -c 'import secrets; print(secrets.randbits(63))'). {after}",
+            f"it sees could find it and know every die ahead; to grade others, use a large random seed "
+            f"(python -c 'import secrets; print(secrets.randbits(63))'); for your own practice it does not matter. "
+            f"{after}",
             file=sys.stderr,
             flush=True,
         )
