@@ -17,5 +17,6 @@ class Agent:
         if observation["rolls_left"] > 0 and max(score(self.rules, dice, int(k)) for k in boxes) < 20:
             counts = np.bincount(dice, minlength=7)
             face = int(np.argmax(counts))
-            return sum(1 << i for i, d in enumerate(dice) if d == face)
+            if counts[face] < len(dice):  # (keeping all five is no reroll: not a legal action)
+                return sum(1 << i for i, d in enumerate(dice) if d == face)
         return 32 + int(max(boxes, key=lambda k: score(self.rules, dice, int(k))))
