@@ -351,6 +351,9 @@ def test_bad_observations_and_arguments_are_one_line_errors(small):
         _variant(small, future="hope")
     with pytest.raises(ValueError, match="target"):
         _variant(small, target=1.5)
+    with pytest.raises(ValueError, match=r"target 100000000000000000000000 is out of range"):
+        _variant(small, target=10**23)  # beyond int64: an OverflowError deep in NumPy at the first decision
+    assert _variant(small, target=-(2**62)).target == -(2**62)  # the largest allowed: accepted
 
 
 def test_registry_builds_it_by_name(small, monkeypatch):
