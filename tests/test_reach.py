@@ -372,6 +372,32 @@ def test_a_table_too_large_for_the_memory_is_refused_before_it_is_allocated(monk
         solve_reach(rules, cache=False, progress=False, distribution=False, workers=1)
 
 
+def test_a_solve_says_its_size_and_cost_before_it_starts(capsys):
+    """As the expected-score and two-player solves do: a reach table can take hours (dice_poker: 975 million
+    cells, 15 GiB with the policy's table), so the size and an estimate come before the first layer."""
+    from dice_poker_env.solver import reach_dp
+
+    rules = load_rules(dict(TINY, name="tiny_said"))
+    solve_reach(rules, cache=False, progress=None, distribution=False, workers=1)
+    said = [line for line in capsys.readouterr().err.splitlines() if "cells" in line]
+    cells = reach_dp.row_layout(*_layout(rules))[1][-1]
+    assert len(said) == 1 and f"{cells:,} cells: a " in said[0] and "of CPU" in said[0], said
+    solve_reach(rules, cache=False, progress=False, distribution=False, workers=1)
+    assert capsys.readouterr().err == ""  # progress=False: silent
+    assert reach_dp.estimate_line(359_424, 209_222_464, policy=True) == (
+        "359,424 states, 209,222,464 cells: a 3.1 GiB table (with the expected-score policy's), about 45 min of CPU"
+    )
+
+
+def _layout(rules):
+    from dice_poker_env.solver.reachability import reachable_layers
+    from dice_poker_env.solver.state_space import StateSpace
+
+    space = StateSpace(compile_rules(rules))
+    layers = reachable_layers(space)
+    return space, np.concatenate(layers), np.concatenate([[0], np.cumsum([len(layer) for layer in layers])])
+
+
 def test_cached_arrays_that_do_not_fit_the_rules_are_refused(small):
     """The second line of defence behind the keyed checksum: arrays checked against the rules."""
     from dice_poker_env.solver.reach import REACH_VERSION, _from_cache

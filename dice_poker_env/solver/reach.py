@@ -363,9 +363,15 @@ def solve_reach(
     from dice_poker_env.solver.solution import _progress_bar
 
     bar = _progress_bar(rules, progress, long=True, what="the reach table of ", phases=("the reach table",))
+    say = None if progress is False else (lambda line: print(f"  {line}", file=sys.stderr, flush=True))
     try:
         dp = solve_reach_dp(
-            tables, solution=solution, workers=workers, memory=None if force else _available(), progress=bar
+            tables,
+            solution=solution,
+            workers=workers,
+            memory=None if force else _available(),
+            progress=bar,
+            announce=say,
         )
     except MemoryError as error:
         raise SolveTooLargeError(f"the reach table of {rules.name}: {error}") from error

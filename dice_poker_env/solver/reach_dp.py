@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import mmap
 import multiprocessing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,11 @@ MIN_PIECE_STATES = 16
 #: (state, target) columns of one turn-widget call: ``(252, COLUMNS)`` float64 tables of 504 KiB (measured
 #: on yacht: 256 columns 9.0 s CPU, 512 10.6 s, 1024 10.7 s, 128 9.4 s)
 COLUMNS = 256
+#: CPU seconds a cell costs to solve, for the estimate said before a solve: the table alone, and with the
+#: expected-score policy's table (measured with one worker on this project's 2 vCPU x86_64 machine, shared
+#: with two trainings: yacht 5.6 and 12.5 us, school_poker 5.9 and 13.6, benchmarks/yahtzee7.toml 5.0 and 12.6)
+CELL_SECONDS = 5.5e-6
+POLICY_CELL_SECONDS = 13e-6
 #: the value of an illegal candidate: below every probability, so a max never picks it
 _ILLEGAL = -1.0
 #: (252, 31) internal keep index of each proper keep action of each roll
@@ -359,6 +365,7 @@ def solve_reach_dp(
     workers: int | None = None,
     progress: Any = None,
     memory: int | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> ReachDPResult:
     """The reach table of ``tables`` (and, given its expected-score ``solution``, that policy's distribution).
 
@@ -370,14 +377,38 @@ def solve_reach_dp(
         progress: optional tqdm-like object (``reset(total=)``, ``update(n)``), counting states.
         memory: bytes available: a ``MemoryError`` before the table is allocated when it needs more
             (8 bytes a cell, twice with the policy's table); ``None``: no check.
+        announce: called with one line, the table's size and the estimated CPU time, before the solve starts.
     """
     workers = resolve_workers(workers)
     with roomy_malloc():
-        return _solve(tables, solution, workers, progress, memory)
+        return _solve(tables, solution, workers, progress, memory, announce)
+
+
+def estimate_line(n_states: int, n_cells: int, *, policy: bool) -> str:
+    """What a reach solve will cost, said before it starts: ``"4,096 states, 618,496 cells: a 9 MiB table
+    (with the expected-score policy's), about 8.0 s of CPU"``."""
+    size = format_bytes(8 * n_cells * (2 if policy else 1))
+    seconds = n_cells * (POLICY_CELL_SECONDS if policy else CELL_SECONDS)
+    what = " (with the expected-score policy's)" if policy else ""
+    return f"{n_states:,} states, {n_cells:,} cells: a {size} table{what}, about {_duration(seconds)} of CPU"
+
+
+def _duration(seconds: float) -> str:
+    """``8.0 s``, ``12 min``, ``3.5 h``."""
+    if seconds < 90:
+        return f"{seconds:.1f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _solve(
-    tables: RuleTables, solution: Solution | None, workers: int, progress: Any, memory: int | None
+    tables: RuleTables,
+    solution: Solution | None,
+    workers: int,
+    progress: Any,
+    memory: int | None,
+    announce: Callable[[str], None] | None = None,
 ) -> ReachDPResult:
     space = StateSpace(tables)
     layers = reachable_layers(space)
@@ -394,6 +425,8 @@ def _solve(
             f"{int(offset[-1]):,} cells (states x targets) need about {format_bytes(needed)}, "
             f"but only {format_bytes(memory)} is available; force it (--force, force=True)"
         )
+    if announce is not None:  # what the solve will cost, before it starts
+        announce(estimate_line(len(keys), int(offset[-1]), policy=solution is not None))
     context = multiprocessing.get_context("fork") if workers > 1 else None
     # one cell more: the illegal moves' sentinel (:func:`_reads`)
     prob = _shared_zeros(int(offset[-1]) + 1) if context else np.zeros(int(offset[-1]) + 1)
