@@ -219,6 +219,10 @@ def test_bad_queries_and_policies_are_refused(three):
             three.value(head_start)
     with pytest.raises(SolverError, match="a state key must be an integer"):
         three.values(float(start), start, 0)
+    for head_start in (10**30, [0, -(10**30)]):  # integers: named out of range, not "must be an integer"
+        with pytest.raises(SolverError, match="a points difference is out of range"):
+            three.values(start, start, head_start)
+    assert three.value(10**6) == 1.0 and three.value(-(10**6)) == 0.0  # beyond every score, inside int64
     assert three.value(np.int64(1)) == three.value(1)
     with pytest.raises(ValueError, match="seat"):
         three.evaluate(three.turn_actions, 2)

@@ -254,6 +254,11 @@ def test_distribution_helpers():
     dist = ScoreDistribution(10, np.array([0.25, 0.5, 0.25]))
     assert dist.mean == 11.0 and dist.median == 11 and dist.quantile(0.25) == 10 and dist.quantile(1.0) == 12
     assert abs(dist.std - np.sqrt(0.5)) < 1e-12 and dist.at_least(11) == 0.75
+    assert dist.at_least(np.int64(12)) == 0.25 and dist.at_least(10**6) == 0.0 and dist.at_least(-(10**6)) == 1.0
+    with pytest.raises(SolverError, match="integer score, got 10.5"):
+        dist.at_least(10.5)  # once read as 10: P(score >= 10) = 1 where P(score >= 10.5) is 0.75
+    with pytest.raises(SolverError, match="out of range"):
+        dist.at_least(10**30)
     assert [row["score"] for row in dist.table()] == [10, 11, 12]
     assert dist.quantile(0.0) == 10
     with pytest.raises(ValueError, match="quantile"):

@@ -330,8 +330,10 @@ class Duel:
         key is not a reachable state or the pair is not a between-turn position of a duel."""
         given = {"state key": my_keys, "other's state key": opp_keys, "points difference": diffs}
         for what, value in given.items():
-            kind = np.asarray(value).dtype.kind
-            if kind not in "iu":  # a float would be truncated, a bool taken for 0/1, a string fail deep down
+            array = np.asarray(value)
+            if array.dtype.kind == "O" and all(type(v) is int for v in array.reshape(-1)):  # beyond int64
+                raise SolverError(f"a {what} is out of range (beyond 64-bit integers), got {value!r}"[:200])
+            if array.dtype.kind not in "iu":  # a float would be truncated, a bool 0/1, a string fail deep down
                 raise SolverError(f"a {what} must be an integer, got {value!r}"[:200])
         my, opp, d = np.broadcast_arrays(
             np.asarray(my_keys, dtype=np.int64), np.asarray(opp_keys, dtype=np.int64), np.asarray(diffs, np.int64)

@@ -108,8 +108,9 @@ class ScoreDistribution:
         return int(self.scores[min(i, len(self.scores) - 1)])
 
     def at_least(self, target: int) -> float:
-        """``P(score >= target)``."""
-        return float(self.pmf[max(0, int(target) - self.lowest) :].sum())
+        """``P(score >= target)`` of an integer ``target`` (a :class:`SolverError` otherwise, as for
+        :meth:`Reach.probability`: ``169.5`` would be read as 169)."""
+        return float(self.pmf[max(0, _target(target) - self.lowest) :].sum())
 
     def table(self) -> list[dict[str, float]]:
         """``[{"score", "probability", "at_least"}]`` for every score of positive probability."""
