@@ -632,6 +632,8 @@ def test_estimates_grow_with_the_boxes_and_the_26_box_ruleset_needs_far_too_much
     small = budget.estimate(compile_rules(load_rules("yahtzee")))
     assert 60 * budget.MiB < small.memory_bytes < 512 * budget.MiB and small.seconds < 60
     assert "26 boxes" in big.describe() and "GiB" in big.describe()
+    solver_md = (Path(__file__).resolve().parents[1] / "docs" / "solver.md").read_text()
+    assert f"solving {big.describe()}, but only" in solver_md  # the page's example is today's estimate
 
 
 def test_a_solve_beyond_the_available_memory_is_refused_before_allocating(monkeypatch):

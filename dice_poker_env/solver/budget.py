@@ -79,7 +79,7 @@ class SolveEstimate:
         """One line: states, memory and time."""
         return (
             f"{self.rules} ({self.n_boxes} boxes): about {_count(self.states)} states, "
-            f"{format_bytes(self.memory_bytes)} of memory and {_duration(self.seconds)} of computing"
+            f"{format_bytes(self.memory_bytes)} of memory and {format_duration(self.seconds)} of computing"
         )
 
 
@@ -225,9 +225,10 @@ def format_bytes(n: int) -> str:
     return f"{n / MiB:.0f} MiB"
 
 
-def _duration(seconds: float) -> str:
-    if seconds >= 7200:
-        return f"{seconds / 3600:.0f} h"
-    if seconds >= 120:
+def format_duration(seconds: float) -> str:
+    """A time as a person reads it in an estimate: ``8.0 s``, ``12 min``, ``3.5 h``."""
+    if seconds < 90:
+        return f"{seconds:.1f} s"
+    if seconds < 5400:
         return f"{seconds / 60:.0f} min"
-    return f"{seconds:.1f} s"
+    return f"{seconds / 3600:.1f} h"

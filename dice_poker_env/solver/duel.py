@@ -80,7 +80,7 @@ from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import budget
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.budget import format_bytes
+from dice_poker_env.solver.budget import format_bytes, format_duration
 from dice_poker_env.solver.keep_tables import N_PROPER_KEEPS, ROLL_POS
 from dice_poker_env.solver.reach_dp import (
     _KEEP_POS_OF_ACTION,
@@ -186,7 +186,7 @@ class Duel:
         if solve and announce is not None:  # what the solve will cost, before it starts
             announce(
                 f"{self.n_pairs:,} pairs of states, {self.n_cells:,} cells: a {format_bytes(8 * self.n_cells)} table, "
-                f"about {_duration(CELL_SECONDS * self.n_cells)} of CPU on one core"
+                f"about {format_duration(CELL_SECONDS * self.n_cells)} of CPU on one core"
             )
         self.table = np.zeros(self.n_cells + 1 if solve else 0)
         if solve:
@@ -625,15 +625,6 @@ def play_duels(
                 active[idx[action >= N_KEEP_ACTIONS]] = False
     result: np.ndarray = _total(seats[0]) - _total(seats[1])
     return result
-
-
-def _duration(seconds: float) -> str:
-    """``40 s``, ``12 min``, ``6.5 h``."""
-    if seconds < 90:
-        return f"{max(seconds, 1):.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _first_rolls(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -59,7 +59,7 @@ from dice_poker_env.engine.game import ROLLS_PER_TURN
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.solver.allocator import roomy_malloc
 from dice_poker_env.solver.backward import end_pool, resolve_workers, worker_pool
-from dice_poker_env.solver.budget import format_bytes
+from dice_poker_env.solver.budget import format_bytes, format_duration
 from dice_poker_env.solver.keep_tables import KEEP_POS, N_PROPER_KEEPS
 from dice_poker_env.solver.reachability import reachable_layers
 from dice_poker_env.solver.state_space import StateIndex, StateSpace
@@ -390,16 +390,7 @@ def estimate_line(n_states: int, n_cells: int, *, policy: bool) -> str:
     size = format_bytes(8 * n_cells * (2 if policy else 1))
     seconds = n_cells * (POLICY_CELL_SECONDS if policy else CELL_SECONDS)
     what = " (with the expected-score policy's)" if policy else ""
-    return f"{n_states:,} states, {n_cells:,} cells: a {size} table{what}, about {_duration(seconds)} of CPU"
-
-
-def _duration(seconds: float) -> str:
-    """``8.0 s``, ``12 min``, ``3.5 h``."""
-    if seconds < 90:
-        return f"{seconds:.1f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    return f"{n_states:,} states, {n_cells:,} cells: a {size} table{what}, about {format_duration(seconds)} of CPU"
 
 
 def _solve(
