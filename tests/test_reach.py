@@ -390,7 +390,7 @@ def test_a_solve_says_its_size_and_cost_before_it_starts(capsys):
     solve_reach(rules, cache=False, progress=False, distribution=False, workers=1)
     assert capsys.readouterr().err == ""  # progress=False: silent
     assert reach_dp.estimate_line(359_424, 209_222_464, policy=True) == (
-        "359,424 states, 209,222,464 cells: a 3.1 GiB table (with the expected-score policy's), about 45 min of CPU"
+        "359,424 states, 209,222,464 cells: a table of 3.1 GiB (with the expected-score policy's), about 45 min of CPU"
     )
 
 

@@ -185,7 +185,7 @@ class Duel:
             )
         if solve and announce is not None:  # what the solve will cost, before it starts
             announce(
-                f"{self.n_pairs:,} pairs of states, {self.n_cells:,} cells: a {format_bytes(8 * self.n_cells)} table, "
+                f"{self.n_pairs:,} pairs of states, {self.n_cells:,} cells: a table of {format_bytes(8 * self.n_cells)}, "
                 f"about {format_duration(CELL_SECONDS * self.n_cells)} of CPU on one core"
             )
         self.table = np.zeros(self.n_cells + 1 if solve else 0)

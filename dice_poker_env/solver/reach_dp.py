@@ -385,12 +385,12 @@ def solve_reach_dp(
 
 
 def estimate_line(n_states: int, n_cells: int, *, policy: bool) -> str:
-    """What a reach solve will cost, said before it starts: ``"4,096 states, 618,496 cells: a 9 MiB table
+    """What a reach solve will cost, said before it starts: ``"4,096 states, 618,496 cells: a table of 9 MiB
     (with the expected-score policy's), about 8.0 s of CPU"``."""
     size = format_bytes(8 * n_cells * (2 if policy else 1))
     seconds = n_cells * (POLICY_CELL_SECONDS if policy else CELL_SECONDS)
     what = " (with the expected-score policy's)" if policy else ""
-    return f"{n_states:,} states, {n_cells:,} cells: a {size} table{what}, about {format_duration(seconds)} of CPU"
+    return f"{n_states:,} states, {n_cells:,} cells: a table of {size}{what}, about {format_duration(seconds)} of CPU"
 
 
 def _solve(
