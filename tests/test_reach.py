@@ -354,6 +354,28 @@ def test_cli_advise_target_checks_the_position_before_any_solve(monkeypatch, cap
         assert message in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_a_target_out_of_range_is_refused_before_any_solve(monkeypatch, capsys):
+    """``solve --target 10**23`` printed the expected-score solution, then the error; ``advise --target 10**23``
+    solved the reach table (half an hour on yahtzee) before refusing the target."""
+    import dice_poker_env.solver as solver_package
+    from dice_poker_env.cli import main
+    from dice_poker_env.solver import reach
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("solved before checking the target")
+
+    monkeypatch.setattr(reach, "solve_reach", no_solve)
+    monkeypatch.setattr(solver_package, "solve", no_solve)
+    huge = str(10**23)
+    for argv in (
+        ["solve", "yacht", "--target", huge],
+        ["advise", "yacht", "--dice", "6", "6", "6", "2", "1", "--target", huge],
+    ):
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and f"the target {huge} is out of range" in captured.err, captured
+
+
 def test_worker_processes_give_the_same_table(small, monkeypatch):
     """Layers split between forked workers (small blocks: the pieces' chunks end in other places)."""
     from dice_poker_env.solver import reach_dp

@@ -58,11 +58,9 @@ from dice_poker_env.rules import Rules, load_rules
 from dice_poker_env.solver import Solution, SolverError, solve
 from dice_poker_env.solver import cache as disk
 from dice_poker_env.solver.keep_tables import ROLL_POS
-from dice_poker_env.solver.reach import Reach, solve_reach
+from dice_poker_env.solver.reach import Reach, check_target, solve_reach
 from dice_poker_env.solver.turn import widget
 
-#: the largest target in size (beyond every score; the lookups subtract points from it in int64)
-TARGET_LIMIT = 2**62
 #: what ``future`` may be
 FUTURES = ("reach", "expected")
 #: default tail: utility weights below it at either end are dropped (each value moves by at most ``2 * tail``)
@@ -437,10 +435,8 @@ class WinningAgent:
         progress: bool | None = None,
         **options: Any,
     ) -> None:
-        if target is not None and (isinstance(target, bool) or not isinstance(target, (int, np.integer))):
-            raise ValueError(f"target must be an integer score, got {target!r}")
-        if target is not None and abs(int(target)) > TARGET_LIMIT:  # the int64 arithmetic of the lookups
-            raise ValueError(f"target {target} is out of range (at most 2**62 in size)")
+        if target is not None:
+            check_target(target)  # (an integer within the int64 arithmetic of the lookups: a ValueError)
         if future not in FUTURES:
             raise ValueError(f"future must be one of {', '.join(FUTURES)}, got {future!r}")
         if reach is None:

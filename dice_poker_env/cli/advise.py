@@ -64,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
         situation["bonus"] = args.bonus
     _check_position(rules, situation)  # before any solve (the yahtzee reach table takes half an hour)
     if args.target is not None:
+        from dice_poker_env.solver.reach import check_target
+
+        check_target(args.target)  # (a target out of range was refused after the solve)
+    if args.target is not None:
         return _advise_target(args, rules, situation)
     solution = solve(rules, cache=not args.no_cache, progress=None, force=args.force)
     return _show(args, rules.name, solution.advise(situation), "expected final score under optimal play", "value")

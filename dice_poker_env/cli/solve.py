@@ -82,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers is not None and not 1 <= args.workers <= MAX_WORKERS:
         raise ValueError(f"--workers must be an integer from 1 to {MAX_WORKERS}, got {args.workers}")
+    if args.target is not None:  # before any solve (it printed the solution's lines, then the error)
+        from dice_poker_env.solver.reach import check_target
+
+        check_target(args.target)
     rules = load_rules_from(args)
     start = time.perf_counter()
     solution = solve(

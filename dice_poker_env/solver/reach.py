@@ -110,7 +110,7 @@ class ScoreDistribution:
     def at_least(self, target: int) -> float:
         """``P(score >= target)`` of an integer ``target`` (a :class:`SolverError` otherwise, as for
         :meth:`Reach.probability`: ``169.5`` would be read as 169)."""
-        return float(self.pmf[max(0, _target(target) - self.lowest) :].sum())
+        return float(self.pmf[max(0, check_target(target) - self.lowest) :].sum())
 
     def table(self) -> list[dict[str, float]]:
         """``[{"score", "probability", "at_least"}]`` for every score of positive probability."""
@@ -242,7 +242,7 @@ class Reach:
     def probability(self, target: int, scorecard: Mapping[str, Any] | None = None, bonus: int | None = None) -> float:
         """The maximum probability of a final score of at least ``target`` from a between-turn scorecard
         (default: the empty one); ``bonus`` as for :meth:`Solution.state_value`."""
-        target = _target(target)
+        target = check_target(target)
         filled, upper, full, _, _, so_far = self._state({"scorecard": scorecard, "bonus": bonus}, turn=False)
         pos = self._positions(np.array([filled]), np.array([upper]), np.array([full]))
         return float(self.state_probabilities(pos, np.array([target - so_far]))[0])
@@ -255,7 +255,7 @@ class Reach:
         ``-inf`` where illegal (keep-all, 31, always). The best of them is the turn's reach
         probability; :meth:`best_action` plays it.
         """
-        target = _target(target)
+        target = check_target(target)
         filled, upper, full, roll, rolls_left, so_far = self._state(situation, turn=True)
         rest = target - so_far
         q = np.full(N_KEEP_ACTIONS + self.tables.n_boxes, -np.inf)
@@ -314,8 +314,9 @@ class Reach:
         }
 
 
-def _target(target: Any) -> int:
-    """A target score: an integer (a :class:`SolverError` otherwise)."""
+def check_target(target: Any) -> int:
+    """A target score: an integer of at most 2**62 in size (a :class:`SolverError` otherwise; checked before a solve by
+    those that take a target from a user)."""
     if isinstance(target, bool) or not isinstance(target, (int, np.integer)):
         raise SolverError(f"the target must be an integer score, got {target!r}")
     if abs(int(target)) > 2**62:  # beyond every score, and beyond the int64 arithmetic of the lookups
