@@ -431,7 +431,10 @@ def _call_problem(agent: Any) -> str | None:
         try:
             signature.bind(*arguments)
         except TypeError:
-            own = f"{method}{signature}"
+            try:  # (a default's __repr__ is the user's too)
+                own = cut(f"{method}{signature}", 120)
+            except Exception:  # noqa: BLE001
+                own = method
             return f"{own} cannot be called as {method}({', '.join(arguments)}), as the games call it" + (
                 "" if method == "act" else f" (where an agent has a {method} method)"
             )
