@@ -636,6 +636,38 @@ def test_estimates_grow_with_the_boxes_and_the_26_box_ruleset_needs_far_too_much
     assert f"solving {big.describe()}, but only" in solver_md  # the page's example is today's estimate
 
 
+def test_the_box_limits_and_the_estimates_margin_in_the_docs_are_todays():
+    """docs/solver.md's box limits are what :func:`budget.estimate` says today of the rulesets
+    ``benchmarks/bench_limits.py`` builds (its 18-box yahtzee said 1.6 GiB after the estimate said 1.5), and
+    the memory estimate's margin over the measured peaks, quoted in solver.md and reliability.md, is the one of
+    ``results/bench/bench_limits.json`` (reliability.md said 1.0-1.9 where the table gives 1.06-1.6)."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("bench_limits", root / "benchmarks" / "bench_limits.py")
+    bench_limits = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_limits)
+    solver_md = " ".join((root / "docs" / "solver.md").read_text().split())
+
+    def gib(name: str, boxes: int) -> float:
+        extra = boxes - load_rules(name).n_boxes
+        return budget.estimate(compile_rules(load_rules(bench_limits.bigger(name, extra)))).memory_bytes / budget.GiB
+
+    yacht = [f"{gib('yacht', n):.0f}" for n in (20, 22, 24)]  # the page rounds these to whole GiB
+    yahtzee = [f"{gib('yahtzee', n):.1f}".removesuffix(".0") for n in (18, 20, 22)]
+    assert (
+        f"(yacht-like) a 20-box ruleset needs about {yacht[0]} GiB, 22 boxes {yacht[1]} GiB, 24 boxes {yacht[2]} "
+        f"GiB; with an upper bonus and a five-of-a-kind bonus (yahtzee-like) 18 boxes need about {yahtzee[0]} GiB, "
+        f"20 boxes {yahtzee[1]} GiB, 22 boxes {yahtzee[2]} GiB" in solver_md
+    ), (yacht, yahtzee)
+    rows = json.loads((root / "results" / "bench" / "bench_limits.json").read_text())["rows"]
+    ratios = [row["estimate_mib"] / row["peak_mib"] for row in rows]
+    margin = f"{min(ratios):.2f}-{max(ratios):.1f} times the measured peak, never below"
+    assert margin == "1.06-1.6 times the measured peak, never below"
+    reliability_md = " ".join((root / "docs" / "reliability.md").read_text().split())
+    assert margin in solver_md and margin in reliability_md
+
+
 def test_a_solve_beyond_the_available_memory_is_refused_before_allocating(monkeypatch):
     """The 26-box ruleset used to die after 50 s with a raw numpy MemoryError."""
 
