@@ -186,3 +186,26 @@ def test_a_pair_sharing_exactly_min_shared_fingerprints_is_reported():
 def test_a_bad_share_is_refused(share):
     with pytest.raises(ValueError, match="share must be a number in"):
         similar_pairs({}, share=share)
+
+
+def test_the_grading_pages_similar_lines_are_what_the_kits_example_class_gives():
+    """docs/grading.md quotes the class grade's similar-code lines on the kit's example class: they are every
+    pair :func:`similar_pairs` finds there with the kit's starter, in its order (the page showed one pair of
+    the seven and called the other two files the only copies)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    kit = root / "examples" / "course"
+    sources = {path.stem: path.read_text() for path in sorted((kit / "instructor" / "class_example").glob("*.py"))}
+    found = [
+        (p.first, p.second, f"{p.share_first:.0%}", f"{p.share_second:.0%}")
+        for p in similar_pairs(sources, [(kit / "student" / "my_agent.py").read_text()])
+    ]
+    page = (root / "docs" / "grading.md").read_text()
+    quoted = re.findall(
+        r"^similar code: (\w+) and (\w+) \((\d+%) of the first is in the second, (\d+%) of the second in the "
+        r"first\): read both \(docs/grading\.md\)$",
+        page,
+        re.M,
+    )
+    assert quoted == found and len(found) == 7, (quoted, found)
