@@ -212,6 +212,10 @@ def load_sweep(path: Path, fields: set[str], default_config: Callable[[list[str]
             raise SweepError(f"{path}: grid: {key} must list its values, got {values!r}")
     random_fields = mapping("random")
     check_fields("random", random_fields)
+    given = [("set", common), ("grid", grid), *((f"configuration {label!r}", own) for label, _, own in labelled)]
+    clash = drawn_elsewhere(random_fields, given)
+    if clash:
+        raise SweepError(f"{path}: random: {clash}")
     samples = data.get("samples", 1)
     if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
         raise SweepError(f"{path}: samples must be a positive integer, got {samples!r}")
@@ -273,6 +277,23 @@ def load_sweep(path: Path, fields: set[str], default_config: Callable[[list[str]
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         raise SweepError(f"{path}: name must be a folder name (letters, digits, _ . -), got {name!r}")
     return Sweep(name, trials, float(cpu), float(gpu), max_concurrent)
+
+
+def drawn_elsewhere(random_fields: dict, given: list[tuple[str, dict]]) -> str | None:
+    """What is wrong when a field of ``random`` is also given in ``set``, ``grid`` or a configuration (``given``:
+    where, its fields), a dotted key and its mapping (``rules_options.joker``, ``rules_options``) counting as one;
+    ``None`` if none is. A trial takes one of the two values, and its label would not say which (a grid's value
+    in the label while the draw trained), so the other would be dropped silently."""
+
+    def overlap(a: str, b: str) -> bool:
+        return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+    for key in map(str, random_fields):
+        for where, fields in given:
+            other = next((str(k) for k in fields if overlap(key, str(k))), None)
+            if other is not None:
+                return f"{key} is drawn at random and also given in {where} ({other}); give it in one place"
+    return None
 
 
 def random_points(spec: dict, samples: int, seed: int, path: Path) -> list[dict[str, Any]]:
