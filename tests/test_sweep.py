@@ -576,3 +576,34 @@ def test_a_sweep_stopped_by_sigterm_says_so_and_exits_130_with_its_state_saved(t
     assert stderr.strip().splitlines()[-1] == "train.py --sweep: interrupted with 1 trial(s) pending"
     assert "Traceback" not in stderr
     assert "continue it: " in stdout and [r["status"] for r in read_csv(out_dir / "trials.csv")] == ["PENDING"]
+
+
+def test_a_config_file_changed_since_the_sweep_started_is_refused(tmp_path):
+    """The seeds of a configuration train the same values: a trial's config file edited between an interrupted
+    sweep and its --resume (or while it runs) is refused, not trained with the new values beside the old ones."""
+    pytest.importorskip("ray.tune")
+    from agents.training.sweep import SPEC_FILE, config_fingerprints, load_sweep, run_trial
+
+    config = tmp_path / "mine.yaml"
+    config.write_text(SMOKE.read_text())
+    path = write_sweep(tmp_path, {"a": {"config": str(config)}})
+    train = load_train()
+    sweep = load_sweep(path, train.all_fields(), train.default_config)
+    sweep_dir = tmp_path / "out"
+    (sweep_dir / "tune").mkdir(parents=True)  # an interrupted sweep's folder, as train.py --sweep left it
+    spec = {**sweep.as_dict(), "config_files": config_fingerprints(sweep.trials)}
+    (sweep_dir / SPEC_FILE).write_text(json.dumps(spec))
+    config.write_text(SMOKE.read_text().replace("gae_lambda: 0.95", "gae_lambda: 0.5"))
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "--sweep", str(path), "--sweep-dir", str(sweep_dir), "--resume"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert out.returncode == 2 and f"config file {config.resolve()} changed since the sweep" in out.stderr, out.stderr
+    trial = sweep.trials[1].as_dict()  # a trial not started yet, on a worker while the sweep runs
+    with pytest.raises(RuntimeError, match="changed since the sweep started"):
+        run_trial({"trial": trial}, sweep_dir=str(sweep_dir), train_script=str(ROOT / "train.py"))
+    assert "changed since the sweep started" in (sweep_dir / "logs" / f"{trial['name']}.error").read_text()
+    assert not (sweep_dir / "runs").exists()  # nothing trained

@@ -296,6 +296,26 @@ def drawn_elsewhere(random_fields: dict, given: list[tuple[str, dict]]) -> str |
     return None
 
 
+def config_fingerprints(trials: list[Trial]) -> dict[str, str]:
+    """The SHA-256 of each config file the trials start from, by path (recorded in ``sweep.json``)."""
+    return {path: _sha256(Path(path)) for path in sorted({t.config_file for t in trials if t.config_file})}
+
+
+def changed_configs(recorded: dict[str, str]) -> list[str]:
+    """The config files whose contents are no longer those ``recorded`` (:func:`config_fingerprints`) when the
+    sweep started: a trial starting from one now would train other values than its seeds that ran."""
+    return [path for path, digest in recorded.items() if _sha256(Path(path)) != digest]
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""  # (gone or unreadable: changed)
+
+
 def random_points(spec: dict, samples: int, seed: int, path: Path) -> list[dict[str, Any]]:
     """``samples`` points of the random search, drawn with NumPy from ``seed`` (the same file, the same points)."""
     import numpy as np
@@ -411,6 +431,12 @@ def run_trial(config: dict[str, Any], *, sweep_dir: str, train_script: str) -> N
         command.append("--resume")  # cut off mid-run: continue from the run's own config and checkpoint
         how = "resume"
     else:
+        spec = json.loads((sweep / SPEC_FILE).read_text()) if (sweep / SPEC_FILE).is_file() else {}
+        recorded = spec.get("config_files", {})
+        if trial["config_file"] in recorded and changed_configs({trial["config_file"]: recorded[trial["config_file"]]}):
+            message = f"config file {trial['config_file']} changed since the sweep started; start a new sweep folder"
+            error_path.write_text(message + "\n")  # (its seeds that ran trained the file as it was)
+            raise RuntimeError(f"trial {trial['name']} failed: {message}")
         command += [*(["--config", trial["config_file"]] if trial["config_file"] else []), *trial["overrides"]]
         if run_dir.is_dir() and (run_dir / "config.yaml").is_file():
             command.append("--overwrite")  # cut off before its first checkpoint: start it again
@@ -692,10 +718,17 @@ def main(
         if not spec_path.is_file() or not state.is_dir():
             fail(f"--resume: {sweep_dir} holds no sweep to continue (no {SPEC_FILE} or {TUNE_DIR}/)")
         saved = json.loads(spec_path.read_text())
+        recorded = saved.pop("config_files", {})  # (a sweep folder of an earlier version has none)
         if saved != sweep.as_dict():
             fail(
                 f"--resume: {args.sweep} is not the sweep in {sweep_dir} (its trials or resources differ); "
                 "resume with the same sweep file, or start a new sweep folder"
+            )
+        changed = changed_configs(recorded)
+        if changed:
+            fail(
+                f"--resume: config file {changed[0]} changed since the sweep in {sweep_dir} started (its trials "
+                "that ran trained it as it was); restore it, or start a new sweep folder"
             )
     elif sweep_dir.is_dir() and any(sweep_dir.iterdir()):
         fail(
@@ -738,7 +771,8 @@ def main(
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)  # only now: a sweep that cannot start leaves nothing
         if not args.resume:
-            spec_path.write_text(json.dumps(sweep.as_dict(), indent=2) + "\n")
+            spec = {**sweep.as_dict(), "config_files": config_fingerprints(sweep.trials)}
+            spec_path.write_text(json.dumps(spec, indent=2) + "\n")
             shutil.copy2(args.sweep, sweep_dir / "sweep.yaml")
         trainable = tune.with_resources(
             tune.with_parameters(run_trial, sweep_dir=str(sweep_dir), train_script=str(train_script.resolve())),
