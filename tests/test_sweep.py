@@ -607,3 +607,18 @@ def test_a_config_file_changed_since_the_sweep_started_is_refused(tmp_path):
         run_trial({"trial": trial}, sweep_dir=str(sweep_dir), train_script=str(ROOT / "train.py"))
     assert "changed since the sweep started" in (sweep_dir / "logs" / f"{trial['name']}.error").read_text()
     assert not (sweep_dir / "runs").exists()  # nothing trained
+
+
+def test_the_tables_name_the_finished_trials_the_summary_leaves_out(capsys):
+    """A trial trained with solver=off (or bench_games=0) has no percent of optimal: the summary, which ranks by it,
+    leaves its configuration out, and says so (it vanished from the ranking without a word)."""
+    from agents.training.sweep import print_tables
+
+    rows = [
+        {"trial": "ppo__s0", "label": "ppo", "seed": 0, "status": "FINISHED", "percent_of_optimal": 90.0},
+        {"trial": "raw__s0", "label": "raw", "seed": 0, "status": "FINISHED", "mean_score": 40.6},
+        {"trial": "bad__s0", "label": "bad", "seed": 0, "status": "FAILED", "error": "exit code 2"},
+    ]
+    print_tables(rows, [])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("not in the summary")]
+    assert len(lines) == 1 and lines[0].endswith(": raw__s0") and "solver=off" in lines[0]

@@ -633,6 +633,12 @@ def summarize(sweep: Sweep, sweep_dir: Path, rows: list[dict[str, Any]], reps: i
     return summary
 
 
+def unranked(rows: list[dict[str, Any]]) -> list[str]:
+    """The finished trials the summary leaves out: no percent of optimal (``solver=off``, a ruleset too large to
+    solve, or ``bench_games=0``)."""
+    return [r["trial"] for r in rows if r["status"] == "FINISHED" and r.get("percent_of_optimal") is None]
+
+
 def print_tables(rows: list[dict[str, Any]], summary: list[dict[str, Any]]) -> None:
     width = max([len(r["trial"]) for r in rows] + [5])
     print(f"\n{'trial':<{width}}  status    % optimal   regret  error")
@@ -640,6 +646,12 @@ def print_tables(rows: list[dict[str, Any]], summary: list[dict[str, Any]]) -> N
         percent = "" if r.get("percent_of_optimal") is None else f"{r['percent_of_optimal']:9.2f}"
         regret = "" if r.get("regret_mean") is None else f"{r['regret_mean']:8.2f}"
         print(f"{r['trial']:<{width}}  {r['status']:<8}  {percent:>9}  {regret:>7}  {r.get('error', '')}")
+    left_out = unranked(rows)
+    if left_out:
+        print(
+            f"\nnot in the summary (finished without a percent of optimal: solver=off, no exact solve, or "
+            f"bench_games=0; their mean scores are in trials.csv): {', '.join(left_out)}"
+        )
     if summary:
         width = max([len(s["label"]) for s in summary] + [len("configuration")])
         print(
