@@ -761,7 +761,7 @@ def test_results_refuse_a_group_that_is_not_one_recipes_seeds(tmp_path):
     pytest.importorskip("rliable")
     from agents.evaluation import results as results_module
 
-    def run(folder: str, seed: int, steps: int = 1000, bench: int = 100, recipe: str = "r1") -> str:
+    def run(folder: str, seed: int, steps: int = 1000, bench: int = 100, recipe: str = "r1", **config) -> str:
         path = tmp_path / folder
         path.mkdir(parents=True)
         (path / "results.json").write_text(
@@ -775,7 +775,15 @@ def test_results_refuse_a_group_that_is_not_one_recipes_seeds(tmp_path):
                     "timesteps": steps,
                     "train_seconds": 60.0,
                     "bench_games": bench,
-                    "config": {"seed": seed, "recipe": recipe, "total_timesteps": steps, "algo": "batched_ppo"},
+                    "config": {
+                        "seed": seed,
+                        "recipe": recipe,
+                        "total_timesteps": steps,
+                        "algo": "batched_ppo",
+                        "learning_rate": 0.002,
+                        "device": "cpu",
+                        **config,
+                    },
                 }
             )
         )
@@ -789,18 +797,23 @@ def test_results_refuse_a_group_that_is_not_one_recipes_seeds(tmp_path):
         ([run("c/again0", 0)], r"group 'r1' would hold seed 0 more than once \(s0, again0\)"),
         ([run("d/s2", 2, steps=5000)], r"would mix runs of different total_timesteps \(s0 1000, s1 1000, s2 5000\)"),
         ([run("e/s3", 3, bench=2000)], "would mix runs of different bench_games"),
+        # another hyper-parameter under the same label (the default one: the algo) is another recipe, not a seed
+        ([run("j/s3", 3, learning_rate=0.0001)], r"would mix runs of different learning_rate \(s0 0.002, s1 0.002"),
         ([run("f/s4", 4, recipe="r2"), run("g/s4", 5, recipe="r2")], "share the name s4"),
     ]:
         with pytest.raises(SystemExit, match=message):
             results_module.main([*given, "--out", str(out), "--reps", "50"])
         assert (out / "training.json").read_text() == table  # nothing copied, nothing rewritten
         assert sorted(p.name for p in (out / "runs" / "yacht").iterdir()) == ["s0", "s1"]
+    # how a run ran is not its recipe: a seed trained on another device joins the group
+    rows = results_module.main([run("k/s6", 6, device="cuda"), "--out", str(out), "--reps", "50"])
+    assert [(r["group"], r["seeds"]) for r in rows] == [("r1", [0, 1, 6])]
     # a row recorded without its runs (a fresh clone): joining its group would replace it
     shutil.rmtree(out / "runs")
-    with pytest.raises(SystemExit, match=r"would join the group 'r1' of yacht, a row of .* \(seeds \[0, 1\]\)"):
+    with pytest.raises(SystemExit, match=r"would join the group 'r1' of yacht, a row of .* \(seeds \[0, 1, 6\]\)"):
         results_module.main([run("h/s7", 7), "--out", str(out), "--reps", "50"])
     rows = results_module.main([run("i/s8", 8), "--out", str(out), "--reps", "50", "--group", "mine"])
-    assert [(r["group"], r["seeds"]) for r in rows] == [("mine", [8]), ("r1", [0, 1])]
+    assert [(r["group"], r["seeds"]) for r in rows] == [("mine", [8]), ("r1", [0, 1, 6])]
     again = results_module.main([a, "--out", str(tmp_path / "again"), "--reps", "50"])  # a run collected again: fine
     assert results_module.main([a, "--out", str(tmp_path / "again"), "--reps", "50"]) == again
 

@@ -85,13 +85,40 @@ def collect(run_dirs: list[Path], out: Path, group: str | None = None) -> list[P
 
 
 #: what the runs of one group share (a group is one recipe's seeds): the budget, the benchmark, the algorithm
+#: (and every other config field they all record, but the seed, the label and :data:`HOW_IT_RAN`)
 SHARED = ("total_timesteps", "bench_games", "algo")
+#: config fields that say how a run ran, not what it trained or how it was measured: seeds of one recipe may differ
+HOW_IT_RAN = frozenset(
+    {
+        "device",
+        "torch_threads",
+        "compile",
+        "progress_bar",
+        "verbose",
+        "runs_dir",
+        "checkpoint_freq",
+        "save_replay_buffer",
+        "bench_workers",
+        "bench_agents",
+        "vec_env",
+        "num_env_runners",
+        "ray_address",
+    }
+)
+
+
+def recipe_fields(runs: list[dict[str, Any]]) -> list[str]:
+    """The config fields beyond :data:`SHARED` that the runs of a group must share: those every run's config
+    records (a run of an earlier version may lack a newer field), less the seed, the label and :data:`HOW_IT_RAN`."""
+    configs = [set(r["results"].get("config", {})) for r in runs]
+    recorded = set.intersection(*configs) if configs else set()
+    return sorted(recorded - HOW_IT_RAN - {"seed", "recipe", *SHARED})
 
 
 def check_additions(run_dirs: list[Path], out: Path, group: str | None, previous: list[dict[str, Any]]) -> None:
     """Refuse, before anything is copied, runs that would make a group that is not one recipe's seeds: a seed twice
     (the same run given twice, or two runs of one seed), runs that differ in :data:`SHARED` (budget, benchmark
-    games, algorithm), two runs of one name, or a group that would replace a row of ``training.json`` whose runs
+    games, algorithm) or another field of their recipe (:func:`recipe_fields`), two runs of one name, or a group that would replace a row of ``training.json`` whose runs
     are not under ``out/runs`` (a published row, recorded elsewhere: regenerating would drop it)."""
     fail = "agents.evaluation.results: error: "
     given: dict[tuple[str, str], Path] = {}
@@ -138,7 +165,7 @@ def check_additions(run_dirs: list[Path], out: Path, group: str | None, previous
                 f"{fail}{rules} group {label!r} would hold seed {', '.join(twice)} more than once ({names}): a group is "
                 "one recipe's seeds, each once (another --group for a repeat)"
             )
-        for field in SHARED:
+        for field in (*SHARED, *recipe_fields(runs)):
             values = {
                 r["name"]: (
                     r["results"].get("config", {}).get(field)
