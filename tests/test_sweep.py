@@ -306,6 +306,7 @@ def test_a_sweep_runs_on_a_cluster_started_with_ray_start(tmp_path, ray_env):
         ("resources: {cpu: 1, gpus: 1}\n", "unknown key 'gpus'"),
         ("samples: 5\n", "samples goes with random"),  # (it was ignored)
         ("set: {recipe: mine}\n", "set by the configuration's label 'recipe'"),  # (the label overrode it)
+        ("set: {runs_dir: /data/runs}\n", "set by the sweep folder (SWEEP/runs/NAME) 'runs_dir'"),  # (ignored)
         # a field drawn at random and given elsewhere: one of the two was dropped (the grid's, named in the label)
         (
             "grid: {learning_rate: [0.001]}\nrandom: {learning_rate: {uniform: [0.1, 0.2]}}\n",

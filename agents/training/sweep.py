@@ -88,6 +88,12 @@ SWEEP_KEYS = (
     "max_concurrent",
     "random_seed",
 )
+#: config fields the sweep sets itself, and what sets them (``runs_dir``: each trial's run folder is SWEEP/runs/NAME)
+SET_BY_THE_SWEEP = {
+    "seed": "set by seeds",
+    "recipe": "set by the configuration's label",
+    "runs_dir": "set by the sweep folder (SWEEP/runs/NAME)",
+}
 #: random search distributions: name -> (number of bounds, the sampler)
 DISTRIBUTIONS = ("uniform", "loguniform", "randint", "choice")
 TUNE_DIR = "tune"
@@ -175,10 +181,8 @@ def load_sweep(path: Path, fields: set[str], default_config: Callable[[list[str]
 
     def check_fields(where: str, keys: Iterable[Any]) -> None:
         for key in keys:
-            if str(key).split(".")[0] not in fields or key in ("seed", "recipe"):
-                why = {"seed": "set by seeds", "recipe": "set by the configuration's label"}.get(
-                    str(key), "unknown config field"
-                )
+            if str(key).split(".")[0] not in fields or key in SET_BY_THE_SWEEP:
+                why = SET_BY_THE_SWEEP.get(str(key), "unknown config field")
                 raise SweepError(f"{path}: {where}: {why} {key!r}")
 
     def config_path(value: Any, where: str) -> Path:
