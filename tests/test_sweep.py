@@ -369,10 +369,11 @@ def test_sweep_file_expands_grid_random_points_and_seeds(tmp_path):
                 "samples": 3,
                 "seeds": [0, 1],
                 "resources": {"cpu": 2, "gpu": 0.5},
+                "set": {"device": "cuda"},  # (a GPU share goes with a cuda device)
             }
         )
     )
-    fields = {"algo", "n_epochs", "learning_rate", "activation", "seed", "recipe"}
+    fields = {"algo", "n_epochs", "learning_rate", "activation", "seed", "recipe", "device"}
     sweep = load_sweep(path, fields, lambda overrides: SMOKE)
     assert len(sweep.trials) == 2 * 2 * 3 * 2 and (sweep.cpu, sweep.gpu) == (2.0, 0.5)
     assert len({t.name for t in sweep.trials}) == len(sweep.trials)
@@ -623,3 +624,25 @@ def test_the_tables_name_the_finished_trials_the_summary_leaves_out(capsys):
     print_tables(rows, [])
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("not in the summary")]
     assert len(lines) == 1 and lines[0].endswith(": raw__s0") and "solver=off" in lines[0]
+
+
+def test_a_gpu_share_goes_with_a_cuda_device(tmp_path):
+    """resources: {gpu: 0.25} reserved a GPU share for trials that trained on the CPU (device defaults to cpu),
+    and a trial with device: cuda but no GPU share was scheduled as if it used none: both are refused."""
+    import yaml
+
+    from agents.training.sweep import SweepError, load_sweep
+
+    train = load_train()
+
+    def load(**more):
+        path = tmp_path / "s.yaml"
+        path.write_text(yaml.safe_dump({"configurations": {"a": {"config": str(SMOKE)}}, **more}))
+        return load_sweep(path, train.all_fields(), train.default_config)
+
+    with pytest.raises(SweepError, match=r"gpu 0.25 per trial, but trial a__s0 trains on device cpu"):
+        load(resources={"cpu": 1, "gpu": 0.25})
+    with pytest.raises(SweepError, match=r"trial a__s0 trains on device cuda, but resources give it no GPU"):
+        load(set={"device": "cuda"})
+    assert load(resources={"cpu": 1, "gpu": 0.25}, set={"device": "cuda"}).gpu == 0.25
+    assert load(grid={"device": ["cuda:0"]}, resources={"gpu": 1}).trials

@@ -271,6 +271,18 @@ def load_sweep(path: Path, fields: set[str], default_config: Callable[[list[str]
                     file = config if config is not None else default_config(overrides)
                     name = f"{_safe(group)}__s{seed}"
                     trials.append(Trial(name, group, int(seed), str(file.resolve()) if file else "", overrides))
+    for trial in trials:  # the GPU share Ray reserves is the one the trial trains on
+        device = trial_device(trial)
+        if gpu > 0 and not device.startswith("cuda"):
+            raise SweepError(
+                f"{path}: resources: gpu {gpu:g} per trial, but trial {trial.name} trains on device {device} "
+                "(set device: cuda, or gpu: 0)"
+            )
+        if gpu == 0 and device.startswith("cuda"):
+            raise SweepError(
+                f"{path}: trial {trial.name} trains on device {device}, but resources give it no GPU "
+                "(resources: {gpu: 0.25} shares one GPU between four trials)"
+            )
     names = [t.name for t in trials]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate:
@@ -281,6 +293,27 @@ def load_sweep(path: Path, fields: set[str], default_config: Callable[[list[str]
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         raise SweepError(f"{path}: name must be a folder name (letters, digits, _ . -), got {name!r}")
     return Sweep(name, trials, float(cpu), float(gpu), max_concurrent)
+
+
+def trial_device(trial: Trial) -> str:
+    """The torch device a trial trains on: its last ``device=`` override, else its config file's, else ``cpu``."""
+    import yaml
+
+    for override in reversed(trial.overrides):
+        key, _, value = override.partition("=")
+        if key.strip() == "device":
+            try:
+                return str(yaml.safe_load(value))
+            except yaml.YAMLError:
+                return value
+    if trial.config_file:
+        try:
+            data = yaml.safe_load(Path(trial.config_file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            return "cpu"  # (the trial's train.py says what is wrong with its file)
+        if isinstance(data, dict) and "device" in data:
+            return str(data["device"])
+    return "cpu"
 
 
 def drawn_elsewhere(random_fields: dict, given: list[tuple[str, dict]]) -> str | None:
