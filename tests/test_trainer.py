@@ -753,6 +753,15 @@ def test_results_aggregate_seeds_with_rliable_and_plot(tmp_path):
     assert (out / "training.json").read_text() == "{not json"
 
 
+def test_the_fields_seeds_of_one_recipe_may_differ_in_are_those_a_resume_may_change():
+    """A run resumed with another eval_freq (allowed) must still join its recipe's group: the two lists agree
+    (the evaluation layer cannot import the training one's)."""
+    from agents.evaluation.results import HOW_IT_RAN
+    from agents.training.run import RESUME_MAY_CHANGE
+
+    assert HOW_IT_RAN == RESUME_MAY_CHANGE - {"total_timesteps", "bc_epochs", "bench_games", "recipe"}
+
+
 def test_results_refuse_a_group_that_is_not_one_recipes_seeds(tmp_path):
     """A researcher's runs joined the published "batched_ppo" row of yacht and replaced it (seeds 0, 1, 2 became
     0, 0, 0: one run given twice and a run at another budget): a seed twice, runs of another budget, benchmark or

@@ -88,6 +88,7 @@ def collect(run_dirs: list[Path], out: Path, group: str | None = None) -> list[P
 #: (and every other config field they all record, but the seed, the label and :data:`HOW_IT_RAN`)
 SHARED = ("total_timesteps", "bench_games", "algo")
 #: config fields that say how a run ran, not what it trained or how it was measured: seeds of one recipe may differ
+#: (those a resumed run may change, agents.training.run.RESUME_MAY_CHANGE, less the budgets and the label)
 HOW_IT_RAN = frozenset(
     {
         "device",
@@ -97,6 +98,7 @@ HOW_IT_RAN = frozenset(
         "verbose",
         "runs_dir",
         "checkpoint_freq",
+        "eval_freq",
         "save_replay_buffer",
         "bench_workers",
         "bench_agents",
