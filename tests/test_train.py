@@ -163,6 +163,15 @@ def test_overrides_are_typed_and_checked():
         train.make_config({"algo": "sac"})
     with pytest.raises(ValueError, match="distinct_keeps needs a masked algorithm"):
         train.make_config({"algo": "dqn", "distinct_keeps": True})
+    # a true-or-false field: OmegaConf reads any number as a bool (compile=2 was true without a word)
+    for bad in ("compile=2", "progress_bar=-1", "compile=0.5"):
+        with pytest.raises(ValueError, match=f"override {bad}: config field '.*' is true or false, got "):
+            train.make_config({}, [bad])
+    with pytest.raises(ValueError, match="config file: config field 'compile' is true or false, got 3"):
+        train.make_config({"compile": 3})
+    assert train.make_config({}, ["compile=1", "progress_bar=0"]).compile is True  # 0 and 1 are read as ever
+    with pytest.raises(ValueError, match=r"got 'true' \(quoted: a text; write true or false without quotes\)"):
+        train.make_config({"keep_points": True, "keep_points_bonus": "true"})
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.stem)

@@ -565,6 +565,11 @@ def _set_field(config: DictConfig, cls: type, algo: str, key: Any, value: Any, s
         value = "on" if value else "off"  # YAML 1.1 reads on/off (yes/no, true/false) as booleans
     if value is None and fields[name].default == "":  # null for a text field whose default is empty ("none")
         value = ""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if key == name and fields[name].type in (bool, "bool") and number and value not in (0, 1):
+        # (OmegaConf reads any number as a bool: compile=2 was true without a word)
+        prefix = f"{source}: " if source.startswith("override") else f"{where}: "
+        raise ValueError(f"{prefix}config field {key!r} is true or false, got {value!r}")
     try:
         OmegaConf.update(config, key, value, merge=False)
     except OmegaConfBaseException as error:
@@ -677,7 +682,12 @@ def validate(c: Common) -> None:
             raise ValueError(f"net_arch must list at least one hidden layer for {c.algo}, got []")
         _choice(c, "precision", ("float32", "bfloat16", "auto"))
         if not isinstance(c.keep_points_bonus, bool) and c.keep_points_bonus != "par":
-            raise ValueError(f"keep_points_bonus must be true, false or par, got {c.keep_points_bonus!r}")
+            quoted = (
+                " (quoted: a text; write true or false without quotes)"
+                if c.keep_points_bonus in ("true", "false", "True", "False")
+                else ""
+            )
+            raise ValueError(f"keep_points_bonus must be true, false or par, got {c.keep_points_bonus!r}{quoted}")
         if c.keep_points_bonus and not c.keep_points:
             raise ValueError("keep_points_bonus needs keep_points=true")
         if not 0 <= c.box_points < 1e6:
