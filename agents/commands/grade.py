@@ -116,7 +116,7 @@ def checked_limits(settings: Mapping[str, Any], args: argparse.Namespace, config
         try:
             Limits(**{name: value})
         except ValueError as error:  # ("decision_seconds must be ...": the field is the message's subject)
-            raise ValueError(str(error).replace(name, LIMIT_FLAGS[name], 1)) from None
+            raise flagged(error, [name]) from None
     try:
         return Limits(**{**settings, **given})
     except ValueError as error:
