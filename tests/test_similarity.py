@@ -153,6 +153,24 @@ def test_tiny_files_and_bad_code_are_not_reported():
     assert [(p.first, p.second) for p in similar_pairs({"a": ORIGINAL, "b": broken}, [STARTER])] == [("a", "b")]
 
 
+def test_a_copy_in_another_coding_is_compared_as_the_code_python_runs(tmp_path):
+    """Red team: a copy written as ``# coding: utf-7`` with all of its code in UTF-7's base64 (``+AGkAbQ...-``)
+    imports and plays as the original, but was compared as the UTF-8 text of its bytes, one long word: the copy
+    was never reported. Files are compared as Python decodes them; the starter files too."""
+    import base64
+
+    from agents.course.similarity import read_sources
+
+    (tmp_path / "alice.py").write_text(ORIGINAL)
+    hidden = base64.b64encode(ORIGINAL.encode("utf-16-be")).decode().rstrip("=")
+    (tmp_path / "bob.py").write_text(f"# coding: utf-7\n+{hidden}-\n")
+    (tmp_path / "carol.py").write_bytes(b"\xef\xbb\xbf" + INDEPENDENT.encode())
+    sources = read_sources({name: tmp_path / f"{name}.py" for name in ("alice", "bob", "carol")})
+    assert sources["bob"].replace("# coding: utf-7\n", "", 1).rstrip("\n") == ORIGINAL.rstrip("\n")
+    assert sources["carol"] == INDEPENDENT  # (a byte-order mark dropped)
+    assert set(_pairs(sources)) == {("alice", "bob")}
+
+
 def test_a_copy_inside_a_longer_file_shows_as_the_shorter_files_share():
     longer = ORIGINAL + "\n\n" + INDEPENDENT.split("class MyAgent")[1].join(["class Extra", ""])
     pair = _pairs({"copy": longer, "original": ORIGINAL})["copy", "original"]

@@ -36,7 +36,6 @@ the similarity measure :mod:`agents.course.similarity`'s.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import os
 import re
 import shutil
@@ -52,7 +51,7 @@ from agents.course.grade_report import summary_text_line
 from agents.course.grader import Baselines, grade, protect_process, reference_games, write_report
 from agents.course.rubric import Earned, Rubric, score_report
 from agents.course.sandbox import Limits
-from agents.course.similarity import DEFAULT_SHARE, SimilarPair, read_sources, similar_pairs
+from agents.course.similarity import DEFAULT_SHARE, SimilarPair, python_source, read_sources, similar_pairs
 from agents.evaluation.benchmark import Z95, load_solution
 from dice_poker_env.rules import Rules, load_rules
 
@@ -185,17 +184,6 @@ def syntax_problem(error: SyntaxError) -> str:
     parse, ...`` (class grading, and a single grade's and a tournament's check of a bare file)."""
     where = f" (line {error.lineno})" if error.lineno else ""
     return f"{type(error).__name__}: {error.msg}{where}: it does not parse, so no agent class can be found in it"
-
-
-def python_source(path: str | os.PathLike) -> str:
-    """The text of a Python file as Python reads it when it imports the file: decoded as its byte-order mark or
-    ``# coding`` line says (UTF-8 without one), a BOM dropped, line ends made ``\\n``; bytes that do not decode are
-    replaced (the import's own error is the submission's load failure). ``OSError`` if it cannot be read."""
-    data = Path(path).read_bytes()
-    try:
-        return importlib.util.decode_source(data)
-    except (SyntaxError, UnicodeDecodeError, LookupError):  # an unknown or wrong coding line: as UTF-8
-        return data.decode("utf-8", errors="replace")
 
 
 def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> tuple[str | None, str | None]:
@@ -626,7 +614,7 @@ def grade_class(
     limits = limits or Limits()
     start = time.perf_counter()
     try:
-        given = [Path(path).read_text(encoding="utf-8", errors="replace") for path in starter]
+        given = [python_source(path) for path in starter]
     except OSError as error:
         raise ValueError(f"starter {error.filename}: cannot read this file") from None
     compared = {s.folder: s.path for s in submissions if not (s.spec is None and os.path.islink(s.path))}

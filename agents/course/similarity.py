@@ -18,6 +18,7 @@ and rewritten logic is not caught.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import itertools
 import keyword
@@ -150,12 +151,25 @@ def similar_pairs(
     return sorted(pairs, key=lambda p: (-p.share, p.first, p.second))
 
 
+def python_source(path: str | os.PathLike) -> str:
+    """The text of a Python file as Python reads it when it imports the file: decoded as its byte-order mark or
+    ``# coding`` line says (UTF-8 without one), a BOM dropped, line ends made ``\\n``; bytes that do not decode are
+    replaced (the import's own error is the submission's load failure). ``OSError`` if it cannot be read."""
+    data = Path(path).read_bytes()
+    try:
+        return importlib.util.decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):  # an unknown or wrong coding line: as UTF-8
+        return data.decode("utf-8", errors="replace")
+
+
 def read_sources(paths: Mapping[str, str | os.PathLike[str]]) -> dict[str, str]:
-    """``{name: text}`` of the files that can be read (undecodable bytes replaced); unreadable ones are left out."""
+    """``{name: text}`` of the files that can be read, decoded as Python reads them (:func:`python_source`: a copy
+    written in another ``# coding``, UTF-7's base64 say, is compared as the code Python runs); unreadable ones are
+    left out."""
     out = {}
     for name, path in paths.items():
         try:
-            out[name] = Path(path).read_text(encoding="utf-8", errors="replace")
+            out[name] = python_source(path)
         except OSError:
             continue
     return out
