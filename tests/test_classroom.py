@@ -582,6 +582,30 @@ def test_a_file_saved_with_a_byte_order_mark_or_a_coding_line_has_its_agent_clas
     assert {s.student: s.spec for s in submissions}["bom"] == f"{bom}:MyAgent" and not skipped
 
 
+def test_a_coding_line_that_does_not_decode_or_decodes_slowly_stops_no_class(tmp_path):
+    """Red team: ``# coding: punycode`` on a file that is not punycode raised punycode's own ``UnicodeError`` (not a
+    ``UnicodeDecodeError``) out of the class search: one student's two-line file stopped the class's grading, and
+    ``dice-poker tournament``, before anything was graded. On a file of one long number punycode's decoding grows
+    faster than the file (320 kB: 20 s; a megabyte: minutes), in the grader's own process, before any time limit
+    (and in one grade's parse of the file). Such a file is read as UTF-8 (the import in the sandbox says what is wrong, under its load time limit)."""
+    (tmp_path / "alice.py").write_text(GOOD)
+    (tmp_path / "mallory.py").write_bytes(b"# coding: punycode\naaaa-99999\n")
+    (tmp_path / "slow.py").write_bytes(b"# coding: punycode\n" + b"a" * 10 + b"-" + b"9" * 160_000)
+    start = time.perf_counter()
+    submissions, _ = find_class([str(tmp_path)])
+    assert time.perf_counter() - start < 2  # (4 s and then the error before)
+    found = {s.student: s for s in submissions}
+    assert found["alice"].spec is not None
+    assert found["mallory"].spec is None and "no class with an act method" in (found["mallory"].problem or "")
+    assert found["slow"].spec is None
+    from agents.commands.grade import resolve_submission  # one grade, a check, a tournament: parsed as it is read
+
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="slow.py: SyntaxError"):  # (as UTF-8: a number of 160,000 digits)
+        resolve_submission(str(tmp_path / "slow.py"))
+    assert time.perf_counter() - start < 2
+
+
 def test_finding_the_agent_class_of_a_hostile_class_graph(tmp_path):
     """A chain of 3,000 derived classes crashed the class grade (RecursionError, nobody graded) and a lattice of
     bases hung it (each class's bases searched again, 4x a level): the search is linear, without recursion. Run

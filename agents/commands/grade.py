@@ -367,13 +367,15 @@ def resolve_submission(submission: str) -> str:
 def parse_problem(path: str) -> str | None:
     """Why the Python file ``path`` does not parse, so that its agent class cannot be found (``SyntaxError:
     invalid syntax (line 3): ...``), or ``None`` (it parses, or cannot be read: the class search says so). The
-    file is parsed, never run."""
+    file is parsed, never run, its text decoded as the class search decodes it (a ``# coding: punycode`` line on a
+    file of one long number had the parser decode it for minutes)."""
     import ast
 
     from agents.course.classroom import syntax_problem
+    from agents.course.similarity import python_source
 
     try:
-        source = Path(path).read_bytes()
+        source = python_source(path)
     except OSError:
         return None
     try:

@@ -18,6 +18,7 @@ and rewritten logic is not caught.
 
 from __future__ import annotations
 
+import codecs
 import importlib.util
 import io
 import itertools
@@ -151,15 +152,26 @@ def similar_pairs(
     return sorted(pairs, key=lambda p: (-p.share, p.first, p.second))
 
 
+#: codecs written in Python whose decoding time grows faster than the file (``# coding: punycode`` on a file of one
+#: long number: minutes for a megabyte), read as UTF-8 in the grader's process (the import in the sandbox has its
+#: load time limit)
+SLOW_CODECS = ("punycode", "idna")
+
+
 def python_source(path: str | os.PathLike) -> str:
     """The text of a Python file as Python reads it when it imports the file: decoded as its byte-order mark or
-    ``# coding`` line says (UTF-8 without one), a BOM dropped, line ends made ``\\n``; bytes that do not decode are
-    replaced (the import's own error is the submission's load failure). ``OSError`` if it cannot be read."""
+    ``# coding`` line says (UTF-8 without one, or one of :data:`SLOW_CODECS`), a BOM dropped, line ends made
+    ``\\n``; bytes that do not decode are replaced (the import's own error is the submission's load failure).
+    ``OSError`` if it cannot be read; never an error of the submission's bytes (the grader reads every file of a
+    class with it, before any sandbox)."""
     data = Path(path).read_bytes()
     try:
-        return importlib.util.decode_source(data)
-    except (SyntaxError, UnicodeDecodeError, LookupError):  # an unknown or wrong coding line: as UTF-8
-        return data.decode("utf-8", errors="replace")
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if codecs.lookup(encoding).name not in SLOW_CODECS:
+            return importlib.util.decode_source(data)
+    except (SyntaxError, ValueError, LookupError):  # an unknown or wrong coding line, bytes it cannot decode
+        pass  # (a codec's UnicodeError too, a ValueError: punycode's 'Invalid extended code point')
+    return data.decode("utf-8", errors="replace")
 
 
 def read_sources(paths: Mapping[str, str | os.PathLike[str]]) -> dict[str, str]:
