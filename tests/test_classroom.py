@@ -366,6 +366,37 @@ def test_a_grade_with_timeouts_among_others_is_graded_again_alone(tmp_path, monk
     assert students["busy"].report["problems"] == []
 
 
+#: a submission whose failures name files it guesses are beside it: the hint would tell its report which are there
+PROBE = """class Agent:
+    def act(self, observation, action_mask):
+        raise ModuleNotFoundError("No module named 'nothere' No module named 'alice' No such file or directory: 'notes.txt'")
+"""
+
+
+@pytest.mark.skipif(not ISOLATED, reason="the hint is for an isolated submission")
+def test_a_submission_cannot_ask_the_grader_which_files_are_beside_it_in_a_class_folder(tmp_path):
+    """Red team: a failure's message is the submission's own words, and the grader looked up every module or file it
+    named beside the submission's file to add ``helpers.py is beside ...``. In a class folder of one file per
+    student the files beside it are the classmates' and the instructor's: a student raising ``No module named
+    'alice'`` (and ``No such file or directory: 'notes.txt'``) read in their report whether alice handed in and
+    what else the folder holds. The hint is given where the folder is the student's own (a platform's export)."""
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "alice.py").write_text(GOOD)
+    (flat / "probe.py").write_text(PROBE)
+    (flat / "notes.txt").write_text("the instructor's notes\n")
+    result = grade_class(find_submissions([str(flat)]), "yacht", tmp_path / "out", games=2, jobs=1, limits=FAST)
+    probe = next(s for s in result.students if s.submission.student == "probe")
+    messages = json.dumps(probe.report["failures"])
+    assert "No module named 'alice'" in messages and "is beside" not in messages
+    export = tmp_path / "export"
+    (export / "carol").mkdir(parents=True)
+    (export / "carol" / "agent.py").write_text(PROBE.replace("'alice'", "'helpers'"))
+    (export / "carol" / "helpers.py").write_text("X = 1\n")
+    result = grade_class(find_submissions([str(export)]), "yacht", tmp_path / "out2", games=2, jobs=1, limits=FAST)
+    assert "helpers.py is beside agent.py" in json.dumps(result.students[0].report["failures"])
+
+
 def test_student_folders_are_safe_and_unique(tmp_path):
     for name in ("a b", "a_b", "A-B", "..", "x:y,z"):
         (tmp_path / f"{name}.py").write_text(GOOD)

@@ -487,7 +487,9 @@ def _grade_one(
     after timeouts while graded that many at a time (the report says so)."""
     if spec is None:
         return StudentResult(submission, "no_agent", None, _no_score(rubric, "no agent class"), [], submission.problem)
-    report = grade(spec, rules, baselines=baselines, **options)
+    # the files beside it are the student's only in a folder of their own (a platform's export), graded from there
+    own = "/" in submission.file and spec == submission.spec
+    report = grade(spec, rules, baselines=baselines, own_folder=own, **options)
     report["submission"] = submission.spec  # the path as given, not a staged copy's
     if alongside:
         report["problems"].append(

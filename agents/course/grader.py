@@ -102,6 +102,7 @@ def grade(
     isolated: bool = True,
     solver: str = "allow",
     baselines: Baselines | None = None,
+    own_folder: bool = True,
 ) -> dict[str, Any]:
     """Grade ``submission`` on ``games`` seeded games of ``rules`` (module docstring).
 
@@ -118,6 +119,8 @@ def grade(
         solver: the library's solver and agents in the submission: ``allow``, ``flag`` (reported) or ``forbid``.
         baselines: the reference agents' games, already played (:func:`reference_games`, with the same
             rules, games, seed and ``top_mistakes``): the same report, without playing them again.
+        own_folder: whether the files beside the submission are its author's
+            (:class:`agents.course.sandbox.SandboxedAgent`: a class folder's are not).
 
     Returns:
         The report as a JSON-ready dict (``agents.course.grade_report`` renders it).
@@ -138,7 +141,16 @@ def grade(
         raise ValueError("baselines: played on other rules, games, seed or top_mistakes than this grading")
     solution = load_solution(rules, required=True)
     interrupted = False
-    agent = SandboxedAgent(submission, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
+    agent = SandboxedAgent(
+        submission,
+        rules,
+        seed=seed,
+        limits=limits,
+        isolated=isolated,
+        solver=solver,
+        start=False,
+        own_folder=own_folder,
+    )
     try:
         agent.start()
         entries: list[Any] = ([("submission", agent)] if agent.load_error is None else []) + (

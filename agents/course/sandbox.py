@@ -308,6 +308,10 @@ class SandboxedAgent:
         share_folder: isolated, show the submission its whole folder (read-only, its working folder): the
             sibling modules and data files (``NAME,weights=w.npz``) of an agent of several files. Everything
             in the folder is then readable to it: for a folder that holds the submission alone.
+        own_folder: whether the files beside the submission's file are its author's (a student's own folder): a
+            failure's message then says where one it misses is there (:func:`unseen_beside`). ``False`` for a class
+            folder of many students' files (or staged copies): the submission's message would have the grader tell
+            its report whether a classmate's file, or any file of the instructor's, is there.
 
     Raises:
         ValueError: a bad spec or solver policy, or ``isolated`` where isolation is not available.
@@ -340,6 +344,7 @@ class SandboxedAgent:
         start: bool = True,
         forward_seeds: bool = False,
         share_folder: bool = False,
+        own_folder: bool = True,
     ) -> None:
         from agents.players.registry import parse_agent_spec
 
@@ -368,6 +373,7 @@ class SandboxedAgent:
         self.seed_base = int(seed)
         self.forward_seeds = bool(forward_seeds)
         self.share_folder = bool(share_folder)
+        self.own_folder = bool(own_folder)
         if share_folder:
             if not isolated or not parsed.is_file:
                 raise ValueError("share_folder shows an isolated agent file its folder: isolated, FILE.py:NAME")
@@ -665,7 +671,7 @@ class SandboxedAgent:
         """A failure's message from the worker, as given (:meth:`_as_given`), with what to do where it misses a file
         beside the submission that isolation does not show (:func:`unseen_beside`)."""
         message = self._as_given(_text(reply.get("message", default), 2000))
-        if self.isolated and not self.share_folder and self._file is not None:
+        if self.isolated and not self.share_folder and self.own_folder and self._file is not None:
             message += unseen_beside(message, self._file)
         return message
 

@@ -47,6 +47,7 @@ import io
 import itertools
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -221,6 +222,17 @@ def is_builtin(name: str) -> bool:
 
 
 # ------------------------------------------------------------------ the tournament
+def _folder(spec: str) -> str | None:
+    """The folder of an entry's file (``FILE.py:NAME``), else ``None``."""
+    from agents.players.registry import parse_agent_spec
+
+    try:
+        parsed = parse_agent_spec(spec)
+    except ValueError:
+        return None
+    return os.path.dirname(os.path.abspath(parsed.source)) if parsed is not None and parsed.is_file else None
+
+
 def tournament(
     submissions: list[str],
     rules: str | Rules = "yacht",
@@ -301,6 +313,7 @@ def tournament(
         Entry("optimal", "anchor", make_agent("optimal", rules, solution=solution)),
         Entry("greedy", "anchor", make_agent("greedy", rules)),
     ]
+    folders = [_folder(name) for name in names]  # (a folder of several entries' files is a class's, not a student's)
     try:
         for k, name in enumerate(names):
             if is_builtin(name):  # the library's own agents (winning, random, trained, model:PATH): no sandbox
@@ -313,7 +326,16 @@ def tournament(
                         raise ValueError(f"{name}: {problem} (tables of {size} in this tournament)")
                 entries.append(Entry(name, "builtin", builtin))
                 continue
-            agent = SandboxedAgent(name, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
+            agent = SandboxedAgent(
+                name,
+                rules,
+                seed=seed,
+                limits=limits,
+                isolated=isolated,
+                solver=solver,
+                start=False,
+                own_folder=folders[k] is not None and folders.count(folders[k]) == 1,
+            )
             entries.append(Entry(name, "submission", agent))
             agent.start()  # (one at a time: a sandbox dies with the thread that started it)
             if agent.load_error is not None and progress:
