@@ -182,7 +182,7 @@ def _parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Common]:
     if args.resume and args.config is None:  # the run's own config.yaml (of any version of train.py)
         args.base = saved_run_config(args.base)
     try:
-        config = make_config(args.base, args.overrides)
+        config = make_config(args.base, args.overrides, base_file=config_path)
     except ValueError as error:  # (a value of the command line names its override, not the file)
         where = config_path if config_path is not None else "the algorithm's defaults"
         fail(str(error) if str(error).startswith(("override ", "command line:")) else f"{where}: {error}")

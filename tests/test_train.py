@@ -110,6 +110,26 @@ def test_a_field_the_algorithm_does_not_use_is_a_one_line_error():
     assert train.make_config({}, ["algo=pqn"]).algo == "batched_pqn"  # pqn: another name of batched_pqn
 
 
+def test_a_field_the_algorithm_does_not_use_in_its_own_config_gets_no_hint_to_start_from_that_config(
+    monkeypatch, capsys
+):
+    """Another algo's file is told of the algo's own config; the algo's own config (a new algorithm's, grown from
+    configs/smoke_batched.yaml) is not told to start from itself."""
+    train = load_train()
+    own = ROOT / "configs" / "batched_pqn_yacht.yaml"
+    with pytest.raises(ValueError, match=r"remove it \(or start from batched_pqn's own config"):
+        train.make_config({"algo": "batched_pqn", "clip_range": 0.2}, base_file=ROOT / "configs" / "smoke.yaml")
+    with pytest.raises(ValueError, match=r"'clip_range' is not used by algo batched_pqn; remove it$"):
+        train.make_config({"algo": "batched_pqn", "clip_range": 0.2}, base_file=own)
+    read = train.read_config_file
+    monkeypatch.setattr(train, "read_config_file", lambda path: {**read(path), "clip_range": 0.2})
+    err = refused(train, ["algo=batched_pqn"], capsys)  # (no --config: the algo's own recipe)
+    assert (
+        err
+        == f"train.py: error: {own}: config file: config field 'clip_range' is not used by algo batched_pqn; remove it\n"
+    )
+
+
 @pytest.mark.parametrize("option", ["keep_head", "keep_points_rerolls", "bonus_shaping"])
 def test_a_retired_option_is_a_one_line_error(option):
     train = load_train()

@@ -476,8 +476,11 @@ def help_text() -> str:
 
 
 # ----------------------------------------------------------------------------- reading
-def make_config(base: dict[str, Any] | None = None, overrides: list[str] | None = None) -> Common:
-    """Defaults <- ``base`` mapping (a YAML file) <- ``key=value`` overrides, then the range checks.
+def make_config(
+    base: dict[str, Any] | None = None, overrides: list[str] | None = None, *, base_file: str | Path | None = None
+) -> Common:
+    """Defaults <- ``base`` mapping (a YAML file, ``base_file`` where it was read from one) <- ``key=value``
+    overrides, then the range checks.
 
     The section is the one of the final ``algo`` (an override's, else the file's, else ``batched_ppo``).
     OmegaConf types the config (``OmegaConf.structured``): each value is converted to its field's type or
@@ -517,7 +520,7 @@ def make_config(base: dict[str, Any] | None = None, overrides: list[str] | None 
     for key, value, source in parsed:
         if key == "algo":
             value = algo
-        _set_field(config, cls, algo, key, value, source)
+        _set_field(config, cls, algo, key, value, source, base_file)
     try:
         result = OmegaConf.to_object(config)
     except OmegaConfBaseException as error:  # e.g. ${...} in a value that does not resolve
@@ -540,8 +543,11 @@ def fields_of(cls: type) -> set[str]:
     return {f.name for f in dataclasses.fields(cls)}
 
 
-def _set_field(config: DictConfig, cls: type, algo: str, key: Any, value: Any, source: str) -> None:
-    """Set field ``key`` (a dotted path reaches into a mapping) of the OmegaConf ``config`` to ``value``."""
+def _set_field(
+    config: DictConfig, cls: type, algo: str, key: Any, value: Any, source: str, base_file: str | Path | None = None
+) -> None:
+    """Set field ``key`` (a dotted path reaches into a mapping) of the OmegaConf ``config`` to ``value`` (``base_file``:
+    the config file the value comes from, if any)."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
@@ -552,8 +558,9 @@ def _set_field(config: DictConfig, cls: type, algo: str, key: Any, value: Any, s
         raise ValueError(f"{where}: option {name!r} was retired ({RETIRED[name]}); remove it")
     if isinstance(key, str) and (name in all_fields() and name not in fields or name in UNUSED.get(algo, ())):
         hint = ""
-        if not source.startswith("override"):  # the file is another algo's: name the algo's own, if shipped
-            shipped = Path(__file__).resolve().parents[2] / "configs" / f"{algo}_yacht.yaml"
+        shipped = Path(__file__).resolve().parents[2] / "configs" / f"{algo}_yacht.yaml"
+        own = base_file is not None and Path(base_file).resolve() == shipped  # (no hint to start from itself)
+        if not source.startswith("override") and not own:  # another algo's file: name the algo's own, if shipped
             hint = f" (or start from {algo}'s own config: --config configs/{shipped.name})" if shipped.is_file() else ""
         raise ValueError(f"{where}: config field {name!r} is not used by algo {algo}; remove it{hint}")
     if not isinstance(key, str) or name not in fields:
