@@ -91,6 +91,16 @@ def test_the_config_helper_keeps_a_section_s_own_recipe(monkeypatch):
     assert config().gae_lambda == 0.8  # a section that does not redeclare it: the tests' value
 
 
+def test_an_algorithm_with_a_section_but_no_update_rule_says_where_to_name_it(monkeypatch, tmp_path):
+    from agents.training import config as config_module
+
+    monkeypatch.setitem(config_module.SECTIONS, "my_algo", config_module.BatchedPQN)
+    with pytest.raises(
+        ValueError, match=r"^algo 'my_algo' has a config section but no update rule: name its module in "
+    ):
+        Trainer(config(algo="my_algo"), load_rules("yacht"), tmp_path / "run")
+
+
 def params(trainer: Trainer) -> list:
     return [p.detach().clone() for p in trainer.model.parameters()]
 

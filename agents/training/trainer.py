@@ -112,8 +112,11 @@ class Trainer:
         log: Callable[[str], None] = print,
         resuming: bool = False,
     ) -> None:
-        if config.algo not in ALGORITHMS:
-            raise ValueError(f"algo must be one of {', '.join(ALGORITHMS)}, got {config.algo!r}")
+        if config.algo not in ALGORITHMS:  # (a config section names it, or it would not have been read)
+            raise ValueError(
+                f"algo {config.algo!r} has a config section but no update rule: name its module in ALGORITHMS of "
+                f"agents/training/trainer.py (the batched algorithms now: {', '.join(ALGORITHMS)})"
+            )
         self.config, self.rules, self.run_dir = config, rules, Path(run_dir)
         self.log = log
         self.device = torch.device(config.device)
