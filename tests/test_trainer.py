@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 from agents.policy.heads import PolicyHeads, PolicyOptions  # noqa: E402
 from agents.policy.player import PolicyAgent, load_policy  # noqa: E402
 from agents.training.actor_critic import ActorCritic  # noqa: E402
-from agents.training.config import section  # noqa: E402
+from agents.training.config import BATCHED_ALGORITHMS, section  # noqa: E402
 from agents.training.rollout import Rollout  # noqa: E402
 from agents.training.trainer import Trainer, evaluate, read_checkpoint  # noqa: E402
 from dice_poker_env.engine.combinatorics import roll_index_of_counts  # noqa: E402
@@ -105,7 +105,7 @@ def params(trainer: Trainer) -> list:
     return [p.detach().clone() for p in trainer.model.parameters()]
 
 
-@pytest.mark.parametrize("algo", ["batched_ppo", "batched_a2c", "batched_pqn"])
+@pytest.mark.parametrize("algo", BATCHED_ALGORITHMS)  # every registered one: a new algorithm is checked too
 def test_seeded_runs_reproduce_the_same_updates(tmp_path, algo):
     runs = []
     for name, seed in (("a", 0), ("b", 0), ("c", 1)):
@@ -116,15 +116,16 @@ def test_seeded_runs_reproduce_the_same_updates(tmp_path, algo):
     assert not all(torch.equal(x, y) for x, y in zip(runs[0], runs[2]))
 
 
-def test_resume_continues_exactly_where_the_run_stopped(tmp_path):
+@pytest.mark.parametrize("algo", BATCHED_ALGORITHMS)  # (state an update keeps must live in the checkpoint)
+def test_resume_continues_exactly_where_the_run_stopped(tmp_path, algo):
     rules = load_rules("yacht")
-    straight = Trainer(config(), rules, tmp_path / "straight")
+    straight = Trainer(config(algo=algo), rules, tmp_path / "straight")
     straight.run(progress=False)
 
-    first = Trainer(config(), rules, tmp_path / "split")
+    first = Trainer(config(algo=algo), rules, tmp_path / "split")
     assert first.run(progress=False, stop_at=32 * 8 * 2) is None  # interrupted after two updates
     checkpoint = first.save_checkpoint()
-    resumed = Trainer(config(), rules, tmp_path / "split")
+    resumed = Trainer(config(algo=algo), rules, tmp_path / "split")
     resumed.load_checkpoint(checkpoint)
     assert resumed.num_timesteps == 32 * 8 * 2
     resumed.run(progress=False)
