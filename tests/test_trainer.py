@@ -324,7 +324,8 @@ def test_par_chance_is_the_binomial_chance_of_the_open_boxes():
         ("batched_ppo", 4.0, True, True),
         ("batched_ppo", 4.0, True, "par"),
         ("batched_pqn", 0.0, False, False),  # the Q-network: LayerNorm in its hidden layers
-        ("batched_pqn", 1.0, True, "par"),
+        # every registered algorithm's network (its own NETWORK, network_options): a new one is checked too
+        *((algo, 1.0, True, "par") for algo in BATCHED_ALGORITHMS),
     ],
 )
 def test_policy_file_plays_the_torch_networks_greedy_action(tmp_path, algo, box_points, keep_points, bonus):
