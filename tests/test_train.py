@@ -94,6 +94,26 @@ def test_the_defaults_are_the_shipped_recipe():
     assert type(recipe).__name__ == "BatchedPPO" and recipe.algo == "batched_ppo"
 
 
+def test_a_section_of_one_algorithm_has_its_shipped_config_as_its_defaults():
+    """A batched section's defaults are its recipe (agents/training/config.py): python train.py algo=X and --config
+    configs/X_yacht.yaml, when shipped, train the same (batched_pqn; a new algorithm with a section of its own)."""
+    import yaml
+
+    from agents.training.config import FAMILIES, Batched
+
+    train = load_train()
+    for cls, algos in FAMILIES.items():
+        shipped = ROOT / "configs" / f"{algos[0]}_yacht.yaml"
+        if not issubclass(cls, Batched) or len(algos) > 1 or not shipped.is_file():
+            continue  # (the others' defaults are a quick start; a shared section's recipes are its algorithms' files)
+        recipe = train.make_config(yaml.safe_load(shipped.read_text()))
+        defaults = train.make_config({"algo": algos[0]})
+        differ = {
+            k: (v, getattr(defaults, k)) for k, v in vars(recipe).items() if k != "recipe" and v != getattr(defaults, k)
+        }
+        assert not differ, f"{shipped.name} differs from {type(recipe).__name__}'s defaults (file, default): {differ}"
+
+
 def test_a_field_the_algorithm_does_not_use_is_a_one_line_error():
     train = load_train()
     with pytest.raises(ValueError, match=r"config field 'buffer_size' is not used by algo batched_ppo"):
