@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib
+import inspect
 import io
 import os
 import time
@@ -123,6 +124,13 @@ class Trainer:
         torch.manual_seed(config.seed)
         algorithm = importlib.import_module(ALGORITHMS[config.algo])
         self.update_rule = algorithm.update
+        try:  # (a wrong signature would otherwise fail at the first update, after the run folder is written)
+            inspect.signature(self.update_rule).bind("model", "optimizer", "batch", "config", "generator")
+        except TypeError:
+            raise ValueError(
+                f"{algorithm.__name__}.update must take (model, optimizer, batch, config, generator), not "
+                f"{inspect.signature(self.update_rule)}"
+            ) from None
         self.behaviour = getattr(algorithm, "behaviour", None)
         rollout = SelfPlayRollout if getattr(config, "players", 1) > 1 else Rollout
         self.rollout: BaseRollout = rollout(
