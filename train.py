@@ -270,7 +270,7 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
         if total % rollout:
             print(
                 f"total_timesteps={total:,} trains whole rollouts of n_envs x n_steps = {rollout:,} steps: "
-                f"{-(-total // rollout) * rollout:,} steps"
+                f"{trainer.planned_timesteps:,} steps"
             )
         batch = getattr(config, "batch_size", None)
         if batch is not None and "batch_size" not in UNUSED.get(config.algo, ()) and int(batch) > rollout:
