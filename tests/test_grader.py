@@ -879,3 +879,71 @@ def test_a_failure_message_keeps_all_of_a_multi_line_message_on_one_line():
         raise KeyError
     except KeyError as error:
         assert _failure("exception", error)["message"] == "KeyError"
+
+
+def _run_bpf(program: bytes, arch: int, nr: int, arg0: int = 0) -> int:
+    """What a classic BPF seccomp program returns for one system call (the instructions the sandbox's filter uses)."""
+    import struct
+
+    data = struct.pack("=iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    code = [struct.unpack_from("=HBBI", program, 8 * k) for k in range(len(program) // 8)]
+    pc, acc = 0, 0
+    for _ in range(len(code)):  # the kernel allows forward jumps only: at most one pass
+        op, jt, jf, k = code[pc]
+        if op == 0x20:  # BPF_LD | BPF_W | BPF_ABS
+            acc = struct.unpack_from("=I", data, k)[0]
+        elif op == 0x06:  # BPF_RET | BPF_K
+            return k
+        else:
+            taken = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[op]  # JEQ, JGE, JSET
+            pc += jt if taken else jf
+        pc += 1
+    raise AssertionError("the program ran off its end")
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_the_seccomp_filter_refuses_memory_outside_the_address_space_and_child_processes(machine):
+    """Checked by running the program (a small BPF interpreter): the calls refused with EPERM, clone3 with ENOSYS (the
+    C library then makes threads with clone), clone allowed for a thread only unless child processes are, another
+    ABI (32-bit, x32) refused whole; an unknown architecture gets no filter."""
+    from agents.course.isolation import _SYSCALLS, seccomp_filter
+
+    allow, eperm, enosys = 0x7FFF0000, 0x00050001, 0x00050026
+    arch, numbers = _SYSCALLS[machine]
+    thread, process = 0x003D0F00, 0x01200011  # pthread_create's clone flags, fork's
+    for child_processes in (False, True):
+        program = seccomp_filter(child_processes, machine)
+        assert program is not None and len(program) % 8 == 0
+
+        def verdict(nr: int, arg0: int = 0, abi: int = arch, prog: bytes = program) -> int:
+            return _run_bpf(prog, abi, nr, arg0)
+
+        for name in ("memfd_create", "memfd_secret", "shmget", "msgget", "io_uring_setup", "userfaultfd", "bpf"):
+            assert verdict(numbers[name]) == eperm, name
+        assert verdict(numbers["clone3"]) == enosys
+        assert verdict(numbers["clone"], thread) == allow
+        assert verdict(numbers["clone"], process) == (allow if child_processes else eperm)
+        for name in ("fork", "vfork"):
+            if name in numbers:
+                assert verdict(numbers[name]) == (allow if child_processes else eperm), name
+        for name in ("read", "write", "mmap"):  # a few everyday calls: x86-64's 0, 1, 9; AArch64's 63, 64, 222
+            nr = {"x86_64": {"read": 0, "write": 1, "mmap": 9}, "aarch64": {"read": 63, "write": 64, "mmap": 222}}
+            assert verdict(nr[machine][name]) == allow, name
+        assert verdict(0, abi=0x40000003) == eperm  # i386
+        if machine == "x86_64":
+            assert verdict(0x40000000 | 319) == eperm  # x32's memfd_create
+    assert seccomp_filter(False, "riscv64") is None
+
+
+def test_child_processes_is_a_grading_setting_that_must_be_true_or_false(tmp_path):
+    from agents.course.grader import read_config
+
+    path = tmp_path / "grading.toml"
+    path.write_text("child_processes = true\n")
+    assert read_config(path) == {"child_processes": True}
+    assert Limits(child_processes=True).child_processes
+    path.write_text("child_processes = 1\n")
+    with pytest.raises(ValueError, match="child_processes must be bool, got 1"):
+        read_config(path)
+    with pytest.raises(ValueError, match="child_processes must be true or false, got 1"):
+        Limits(child_processes=1)  # type: ignore[arg-type]

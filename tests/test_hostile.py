@@ -9,6 +9,7 @@ cannot isolate submissions (no bubblewrap, no user namespaces, not Linux).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -218,20 +219,50 @@ def test_hard_limits_cannot_be_raised():
     assert after.startswith(soft_hard.split(", ")[0].lstrip("("))  # still the limit the worker set
 
 
+#: limits under which a submission may start processes (by default it may not)
+FORKING = dataclasses.replace(LIMITS, child_processes=True)
+
+
 def test_no_process_outlives_its_worker():
     marker = f"hostile-{uuid.uuid4().hex}"
-    report = grade_file("fork_leave.py", f",marker={marker!r}")
+    report = grade_file("fork_leave.py", f",marker={marker!r}", limits=FORKING)
     assert report["status"] == "ok" and scores(report) == honest()
     assert processes_with(marker) == []
 
 
 def test_a_fork_bomb_is_stopped_by_the_process_limit():
     marker = f"hostile-{uuid.uuid4().hex}"
-    report = grade_file("fork_bomb.py", f",marker={marker!r}")
+    report = grade_file("fork_bomb.py", f",marker={marker!r}", limits=FORKING)
     forked = int(report["stdout"]["sample"].split()[1])
-    assert forked < LIMITS.processes
+    assert 0 < forked < LIMITS.processes
     assert report["status"] == "ok" and scores(report) == honest()
     assert processes_with(marker) == []
+
+
+def test_by_default_a_submission_starts_no_process_and_is_told_why():
+    """Its one process's ``memory_mb`` is then all it may hold: a process it started would have a limit of its own.
+    Its threads run (numpy's, a thread pool's)."""
+    marker = f"hostile-{uuid.uuid4().hex}"
+    report = grade_file("fork_bomb.py", f",marker={marker!r}")
+    assert report["stdout"]["sample"].startswith("FORKED 0")
+    assert report["status"] == "ok" and scores(report) == honest()
+    report = grade_file("fork_leave.py", f",marker={marker!r}")
+    assert report["status"] == "not_loaded", report["status"]
+    message = report["failures"]["recorded"][0]["message"]
+    assert message.endswith(
+        "PermissionError: [Errno 1] Operation not permitted (the sandbox refuses child "
+        "processes, memfd_create and System V IPC; threads are allowed)"
+    ), message
+    assert processes_with(marker) == []
+
+
+@pytest.mark.parametrize("limits", [LIMITS, FORKING], ids=["default", "child_processes"])
+def test_no_memory_is_held_outside_the_address_space_limit(limits):
+    """Before the seccomp filter, one process held 4 memfd files of 60 MiB (its file size limit) beside a
+    ``memory_mb`` of 100, and could hold ``open_files`` of them."""
+    report = grade_file("memory_outside.py", limits=limits)
+    assert report["stdout"]["sample"].startswith("HELD nothing"), report["stdout"]["sample"]
+    assert report["status"] == "ok" and scores(report) == honest()
 
 
 def test_huge_ints_floats_and_none_are_malformed():

@@ -149,7 +149,7 @@ def _limits(report: dict[str, Any]) -> str:
 
 
 def _isolation(report: dict[str, Any]) -> str:
-    """``Isolated (bubblewrap 0.8.0)`` or ``UNISOLATED``."""
+    """``Isolated (bubblewrap 0.8.0, seccomp)`` or ``UNISOLATED``."""
     isolation = report.get("isolation") or {}
     if isolation.get("isolated"):
         return f"Isolated ({isolation.get('method', 'bubblewrap')})"

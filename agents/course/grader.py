@@ -362,6 +362,7 @@ SETTINGS: dict[str, tuple[Any, type]] = {
     "memory_mb": (Limits.memory_mb, int),
     "cpu_seconds": (Limits.cpu_seconds, int),
     "processes": (Limits.processes, int),
+    "child_processes": (Limits.child_processes, bool),
     "file_mb": (Limits.file_mb, int),
     "scratch_mb": (Limits.scratch_mb, int),
     "open_files": (Limits.open_files, int),
@@ -406,7 +407,7 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
     for key, value in data.items():
         kind = SETTINGS[key][1]
         number = kind is float and isinstance(value, int)
-        if isinstance(value, bool) or not (isinstance(value, kind) or number):
+        if (isinstance(value, bool) and kind is not bool) or not (isinstance(value, kind) or number):
             raise ValueError(f"--config {path}: {key} must be {kind.__name__}, got {value!r}")
     if "solver" in data and data["solver"] not in SOLVER_POLICIES:
         raise ValueError(f"--config {path}: solver must be one of {', '.join(SOLVER_POLICIES)}, got {data['solver']!r}")

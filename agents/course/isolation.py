@@ -15,13 +15,23 @@ e.g. a Python under ``/root``), drops to the unprivileged :data:`SANDBOX_UID` wi
 ``setpriv`` and starts an unprivileged bubblewrap from that view: the submission's
 processes are then never root outside their namespace (for root the kernel does not
 enforce the process limit). Run as another user, bubblewrap is started directly.
+
+A seccomp filter (:func:`seccomp_filter`, x86-64 and AArch64) keeps the submission's memory
+inside its address space, which its ``memory_mb`` limit bounds: it may not create
+memory that no address space counts (``memfd_create``, ``memfd_secret``, System V shared
+memory and message queues), nor, unless its limits allow child processes, start a process
+(threads only): its one process's limit is then the total. It also refuses
+``io_uring_setup``, ``userfaultfd``, ``bpf`` and ``perf_event_open`` (attack surface a
+dice agent never needs) and every system call of another ABI (x32, 32-bit).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import platform
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +42,111 @@ SANDBOX_UID = 65534
 INSIDE_UID = 1000
 #: where the project's packages, the submission and the scratch folder are inside the sandbox
 CODE_DIR, SUBMISSION_DIR, SCRATCH_DIR = "/sandbox/code", "/submission", "/tmp"
+
+
+#: per architecture: its seccomp ``AUDIT_ARCH``, its system call numbers the filter refuses (``fork``/``vfork``/``clone``
+#: without ``CLONE_THREAD`` only where child processes are not allowed), and those of clone, clone3, fork and vfork
+_SYSCALLS: dict[str, tuple[int, dict[str, int]]] = {
+    "x86_64": (
+        0xC000003E,
+        {
+            "memfd_create": 319,
+            "memfd_secret": 447,
+            "shmget": 29,
+            "msgget": 68,
+            "io_uring_setup": 425,
+            "userfaultfd": 323,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "clone": 56,
+            "clone3": 435,
+            "fork": 57,
+            "vfork": 58,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "memfd_create": 279,
+            "memfd_secret": 447,
+            "shmget": 194,
+            "msgget": 186,
+            "io_uring_setup": 425,
+            "userfaultfd": 282,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "clone": 220,
+            "clone3": 435,
+        },
+    ),
+}
+_REFUSED = (
+    "memfd_create",
+    "memfd_secret",
+    "shmget",
+    "msgget",
+    "io_uring_setup",
+    "userfaultfd",
+    "bpf",
+    "perf_event_open",
+)
+_CLONE_THREAD, _X32_BIT = 0x00010000, 0x40000000
+_EPERM, _ENOSYS = 1, 38
+
+
+def seccomp_filter(child_processes: bool = False, machine: str | None = None) -> bytes | None:
+    """The sandbox's seccomp filter (module docstring) as a classic BPF program, for ``bwrap --seccomp``.
+
+    A refused call fails with ``EPERM`` (``clone3`` with ``ENOSYS``: the C library then makes threads with
+    ``clone``, whose flags the filter can read). ``None`` on an architecture it does not know (``machine``:
+    :func:`platform.machine`'s, by default).
+    """
+    known = _SYSCALLS.get(machine or platform.machine())
+    if known is None or struct.calcsize("P") != 8:
+        return None
+    arch, numbers = known
+    refused = [numbers[name] for name in _REFUSED]
+    if not child_processes:
+        refused += [numbers[name] for name in ("fork", "vfork") if name in numbers]
+    load, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ/JSET/JGE|K, BPF_RET|K
+    allow, deny, nosys = 0x7FFF0000, 0x00050000 | _EPERM, 0x00050000 | _ENOSYS  # SECCOMP_RET_ALLOW, _ERRNO
+    checks = [(number, "deny") for number in refused] + [(numbers["clone3"], "nosys")]
+    if not child_processes:
+        checks.append((numbers["clone"], "clone"))
+    program = [
+        (load, 0, 0, 4),  # seccomp_data.arch
+        (jeq, 1, 0, arch),  # the native ABI goes on; another is refused
+        (ret, 0, 0, deny),
+        (load, 0, 0, 0),  # seccomp_data.nr
+        (jge, 0, 1, _X32_BIT),  # x32's numbers have this bit
+        (ret, 0, 0, deny),
+    ]
+    # after the checks: allow, then clone's flags check (2), allow, deny, nosys; a jump counts from the next one
+    after = {"clone": 1, "deny": 4, "nosys": 5}
+    program += [(jeq, len(checks) - 1 - k + after[label], 0, number) for k, (number, label) in enumerate(checks)]
+    program += [
+        (ret, 0, 0, allow),
+        (load, 0, 0, 16),  # seccomp_data.args[0], its low 32 bits: clone's flags
+        (jset, 0, 1, _CLONE_THREAD),
+        (ret, 0, 0, allow),
+        (ret, 0, 0, deny),
+        (ret, 0, 0, nosys),
+    ]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+
+
+def seccomp_fd(child_processes: bool = False) -> int | None:
+    """A file descriptor to read :func:`seccomp_filter` from (the read end of a pipe that holds it; the caller
+    passes it to bubblewrap and closes it), or ``None`` where there is no filter for this architecture."""
+    program = seccomp_filter(child_processes)
+    if program is None:
+        return None
+    read, write = os.pipe()  # (a few hundred bytes: the write never waits for a reader)
+    try:
+        os.write(write, program)
+    finally:
+        os.close(write)
+    return read
 
 
 def project_dirs() -> dict[str, str]:
@@ -111,7 +226,13 @@ def sandbox_environment() -> dict[str, str]:
 
 
 def sandbox_command(
-    argv: list[str], submission: str | None, *, scratch_mb: int = 64, hidden: tuple = (), share_folder: bool = False
+    argv: list[str],
+    submission: str | None,
+    *,
+    scratch_mb: int = 64,
+    hidden: tuple = (),
+    share_folder: bool = False,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The command that runs ``argv`` isolated (module docstring), the submission file at ``/submission/``.
 
@@ -119,7 +240,9 @@ def sandbox_command(
     submission's whole folder at ``/submission`` (read-only; ``dice-poker evaluate --isolated --share-folder``:
     an agent of several files), else the file alone. The process starts in ``/tmp`` either way: ``python -m``
     puts its working folder first on ``sys.path``, where a shared folder's ``agents`` package would replace the
-    worker (the worker moves to ``/submission`` itself once its limits are set).
+    worker (the worker moves to ``/submission`` itself once its limits are set). ``seccomp_fd``: a file
+    descriptor the caller passes on, from which bubblewrap reads the filter to run ``argv`` under
+    (:func:`seccomp_filter`).
     """
     bwrap = shutil.which("bwrap") or "bwrap"
     binds = [(d, d) for d in _python_dirs()]
@@ -147,6 +270,8 @@ def sandbox_command(
         "--chdir",
         SCRATCH_DIR,
     ]
+    if seccomp_fd is not None:
+        inner_flags += ["--seccomp", str(seccomp_fd)]
     if os.geteuid() != 0:  # bubblewrap as this user: the submission's processes are this user outside
         mounts = _mounts(binds, list(hidden), scratch_mb)
         return [bwrap, *inner_flags, *mounts, "--proc", "/proc", *_READ_ONLY_ROOT, "--", *argv]
@@ -178,13 +303,25 @@ def isolation_problem() -> str | None:
         return "isolating submissions needs bubblewrap (bwrap), which is not installed (apt-get install bubblewrap)"
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         return "isolating submissions as root needs setpriv (util-linux), which is not installed"
-    probe = sandbox_command([sys.executable, "-c", "import numpy"], None, scratch_mb=1)
+    # the probe also checks that the kernel applies the filter (memfd_create refused, a thread allowed)
+    code = "import numpy, os, threading; t = threading.Thread(target=int); t.start(); t.join()"
+    fd = seccomp_fd()
+    if fd is not None:
+        code += "\ntry: os.memfd_create('probe')\nexcept PermissionError: pass\nelse: raise SystemExit('no seccomp')"
+    probe = sandbox_command([sys.executable, "-c", code], None, scratch_mb=1, seccomp_fd=fd)
     try:
         result = subprocess.run(
-            probe, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, capture_output=True, timeout=120
+            probe,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            capture_output=True,
+            timeout=120,
+            pass_fds=() if fd is None else (fd,),
         )
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"bubblewrap could not start a sandbox here ({error})"
+    finally:
+        if fd is not None:
+            os.close(fd)
     if result.returncode != 0:
         why = result.stderr.decode(errors="replace").strip().splitlines()
         return f"bubblewrap could not start a sandbox here ({why[-1] if why else f'status {result.returncode}'})"
@@ -192,9 +329,11 @@ def isolation_problem() -> str | None:
 
 
 def isolation_method() -> str:
-    """The tool and version that isolates submissions (``bubblewrap 0.8.0``)."""
+    """The tool and version that isolates submissions, and the seccomp filter where there is one
+    (``bubblewrap 0.8.0, seccomp``)."""
+    filtered = ", seccomp" if seccomp_filter() is not None else ""
     try:
         out = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, timeout=30).stdout.split()
     except (OSError, subprocess.TimeoutExpired):  # pragma: no cover
-        return "bubblewrap"
-    return " ".join(out[:2]) if out else "bubblewrap"
+        return "bubblewrap" + filtered
+    return (" ".join(out[:2]) if out else "bubblewrap") + filtered

@@ -13,7 +13,9 @@ benchmark, but the submission itself (``FILE.py:NAME`` or ``MODULE:NAME``, as in
   submission); hard resource limits the submission cannot raise, set by the worker
   before it loads the submission (:class:`Limits`): address space, CPU time, processes,
   file size, open files, no core files; standard output and error are captured to
-  files and capped.
+  files and capped. Isolated, a seccomp filter keeps its memory in its address space and,
+  unless ``child_processes`` allows them, refuses child processes: ``memory_mb`` is then
+  the total it may hold.
 * **Failures never escape**: everything the submission does wrong ends the current
   game as an illegal action does in the env (the points so far count) and is recorded
   as a :class:`Failure` whose kind comes from the fixed list :class:`FailureKind`,
@@ -67,6 +69,7 @@ from agents.course.isolation import (
     project_dirs,
     sandbox_command,
     sandbox_environment,
+    seccomp_fd,
 )
 from agents.course.protocol import (  # noqa: F401 - decode_observation is re-exported
     ProtocolError,
@@ -147,9 +150,13 @@ class Limits:
         load_seconds: time to start the process and load the submission.
         total_seconds: wall-clock time for everything the submission does in a grading (loads,
             resets and decisions); once spent, the remaining games score 0.
-        memory_mb: address space the submission may add to the worker's (``None``: no limit).
+        memory_mb: address space the submission may add to the worker's (``None``: no limit). Isolated, this bounds
+            all the memory it holds (module docstring of :mod:`agents.course.isolation`), unless ``child_processes``
+            lets it start processes: each then has this limit.
         cpu_seconds: CPU time of one worker process (a hard limit: the process is killed).
-        processes: processes and threads the submission may have at once.
+        processes: processes and threads the submission may have at once (isolated).
+        child_processes: isolated, whether the submission may start processes (``subprocess``,
+            ``multiprocessing``, ``os.fork``); by default it may start threads only.
         file_mb: largest file it may write (its scratch files, standard output and error).
         scratch_mb: size of its private scratch folder (``/tmp``, isolated only).
         open_files: files it may have open at once.
@@ -164,6 +171,7 @@ class Limits:
     memory_mb: int | None = 4096
     cpu_seconds: int = 3600
     processes: int = 64
+    child_processes: bool = False
     file_mb: int = 64
     scratch_mb: int = 64
     open_files: int = 256
@@ -193,6 +201,8 @@ class Limits:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= 1 << 40:
                 raise ValueError(f"{name} must be an integer in {least}..2**40, got {value!r}")
+        if not isinstance(self.child_processes, bool):
+            raise ValueError(f"child_processes must be true or false, got {self.child_processes!r}")
 
     def for_worker(self, isolated: bool = True) -> dict[str, Any]:
         """The hard limits the worker sets on itself before it loads the submission.
@@ -288,6 +298,11 @@ def shared_folder_problem(folder: Path) -> str | None:
     if folder == Path(folder.anchor):
         return f"the folder {folder} is the root: put the submission in a folder of its own"
     return None
+
+
+#: what a submission's ``Operation not permitted`` (with no file named) may come from, isolated
+REFUSED_CALLS = "the sandbox refuses memfd_create, System V shared memory and message queues"
+REFUSED_CALLS_AND_PROCESSES = "the sandbox refuses child processes, memfd_create and System V IPC; threads are allowed"
 
 
 class SandboxedAgent:
@@ -415,8 +430,8 @@ class SandboxedAgent:
             self.load_error = failure
 
     # ------------------------------------------------------------ process
-    def _command(self, fd: int) -> tuple[list[str], dict[str, str] | None, str | None]:
-        """The worker's command line, environment and working folder."""
+    def _command(self, fd: int, seccomp: int | None = None) -> tuple[list[str], dict[str, str] | None, str | None]:
+        """The worker's command line, environment and working folder (``seccomp``: the filter's descriptor)."""
         argv = [sys.executable, "-m", "agents.course.sandbox_worker", str(fd)]
         if not self.isolated:
             env = dict(os.environ, **{k: v for k, v in sandbox_environment().items() if k.endswith("_THREADS")})
@@ -446,7 +461,12 @@ class SandboxedAgent:
                         hidden.append(f"{CODE_DIR}/{data}")
         hidden = list(dict.fromkeys(hidden))
         command = sandbox_command(
-            argv, self._file, scratch_mb=self.limits.scratch_mb, hidden=tuple(hidden), share_folder=self.share_folder
+            argv,
+            self._file,
+            scratch_mb=self.limits.scratch_mb,
+            hidden=tuple(hidden),
+            share_folder=self.share_folder,
+            seccomp_fd=seccomp,
         )
         # bubblewrap's own environment is visible to the sandbox (/proc/1/environ): give it nothing
         return command, {"PATH": "/usr/bin:/bin"}, "/"
@@ -454,19 +474,24 @@ class SandboxedAgent:
     def _start(self) -> Failure | None:
         """Start a worker and load the submission; the failure if it does not load."""
         parent, child = socket.socketpair()
-        command, env, cwd = self._command(child.fileno())
-        with open(self._stdout, "ab") as out, open(self._stderr, "ab") as err:
-            self._process = subprocess.Popen(
-                command,
-                pass_fds=(child.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-                env=env,
-                cwd=cwd,
-            )
-        child.close()
+        seccomp = seccomp_fd(self.limits.child_processes) if self.isolated else None
+        command, env, cwd = self._command(child.fileno(), seccomp)
+        try:
+            with open(self._stdout, "ab") as out, open(self._stderr, "ab") as err:
+                self._process = subprocess.Popen(
+                    command,
+                    pass_fds=(child.fileno(),) if seccomp is None else (child.fileno(), seccomp),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                    env=env,
+                    cwd=cwd,
+                )
+        finally:
+            child.close()
+            if seccomp is not None:
+                os.close(seccomp)
         self._sock = parent
         hello = {
             "spec": self.spec,
@@ -673,6 +698,8 @@ class SandboxedAgent:
         message = self._as_given(_text(reply.get("message", default), 2000))
         if self.isolated and not self.share_folder and self.own_folder and self._file is not None:
             message += unseen_beside(message, self._file)
+        if self.isolated and message.endswith("PermissionError: [Errno 1] Operation not permitted"):
+            message += f" ({REFUSED_CALLS if self.limits.child_processes else REFUSED_CALLS_AND_PROCESSES})"
         return message
 
     def _as_given(self, text: str) -> str:
