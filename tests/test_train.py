@@ -83,6 +83,7 @@ def test_help_follows_the_registry_and_names_every_redeclared_default(monkeypatc
     for default in ("max_grad_norm=10.0", "total_timesteps=5000000", "checkpoint_freq=1000000", "box_points=1.0"):
         assert default in changed, default
     assert "defaults changed" not in text.split("algo: batched_ppo | batched_a2c")[1].split("\n\nalgo: ")[0]
+    assert "algo=" not in text  # a section's algo is in its heading, not a changed default
 
 
 def test_the_defaults_are_the_shipped_recipe():

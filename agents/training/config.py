@@ -451,11 +451,11 @@ def help_text() -> str:
             f"  {n}: {fields[n].type} = {getattr(defaults, n)!r}\n      {_describe(fields[n])}" for n in names
         )
 
-    own = object()
+    new = object()  # a field no base section declares
 
     def before(cls: type, name: str) -> Any:  # a common field's default in the shipped recipe, else in a base section
         bases = [b for b in cls.__mro__[1:] if name in getattr(b, "__dataclass_fields__", {})]
-        return getattr(BatchedPPO(), name) if name in common else getattr(bases[0](), name) if bases else own
+        return getattr(BatchedPPO(), name) if name in common else getattr(bases[0](), name) if bases else new
 
     common = [f.name for f in dataclasses.fields(Common)]
     text = "common fields (defaults of the shipped recipe, batched_ppo; a section may change a default):\n"
@@ -463,8 +463,13 @@ def help_text() -> str:
     for cls, algos in FAMILIES.items():
         only = set(UNUSED.get(algos[0], ())) if len(algos) == 1 else set()  # a section's fields its one algo ignores
         own = [f.name for f in dataclasses.fields(cls) if f.name not in common and f.name not in only]
-        # a default the section redeclares: of a common field (against the shipped recipe's) or of a base section's
-        changed = [f.name for f in dataclasses.fields(cls) if before(cls, f.name) not in (own, getattr(cls(), f.name))]
+        # a default the section redeclares: of a common field (against the shipped recipe's) or of a base section's;
+        # not its algo, which the heading names
+        changed = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.name != "algo" and before(cls, f.name) not in (new, getattr(cls(), f.name))
+        ]
         text += f"\n\nalgo: {' | '.join(algos)}  ({(cls.__doc__ or '').strip()})\n" + lines(cls, own)
         if changed:
             text += "\n  defaults changed: " + ", ".join(f"{n}={getattr(cls(), n)!r}" for n in changed)
