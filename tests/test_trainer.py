@@ -96,7 +96,9 @@ def test_an_algorithm_with_a_section_but_no_update_rule_says_where_to_name_it(mo
 
     monkeypatch.setitem(config_module.SECTIONS, "my_algo", config_module.BatchedPQN)
     with pytest.raises(
-        ValueError, match=r"^algo 'my_algo' has a config section but no update rule: name its module in "
+        ValueError,
+        match=r"^algo 'my_algo' has a config section but no update rule: write update\(model, optimizer, batch, "
+        r"config, generator\) in agents/training/my_algo.py$",
     ):
         Trainer(config(algo="my_algo"), load_rules("yacht"), tmp_path / "run")
 
@@ -105,16 +107,14 @@ def test_an_update_rule_of_another_signature_is_refused_before_the_run_starts(mo
     import types
 
     from agents.training import config as config_module
-    from agents.training.trainer import ALGORITHMS
 
-    module = types.ModuleType("my_algo_module")
+    module = types.ModuleType("agents.training.my_algo")
     module.update = lambda model, optimizer, batch, config: {}  # (no generator)
-    monkeypatch.setitem(sys.modules, "my_algo_module", module)
+    monkeypatch.setitem(sys.modules, "agents.training.my_algo", module)
     monkeypatch.setitem(config_module.SECTIONS, "my_algo", config_module.BatchedPPO)
-    monkeypatch.setitem(ALGORITHMS, "my_algo", "my_algo_module")
     with pytest.raises(
         ValueError,
-        match=r"^my_algo_module.update must take \(model, optimizer, batch, config, generator\), not \(model, optimizer, batch, config\)$",
+        match=r"^agents.training.my_algo.update must take \(model, optimizer, batch, config, generator\), not \(model, optimizer, batch, config\)$",
     ):
         Trainer(config(algo="my_algo"), load_rules("yacht"), tmp_path / "run")
     assert not (tmp_path / "run").exists()

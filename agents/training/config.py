@@ -368,8 +368,8 @@ SECTIONS: dict[str, type[Common]] = {
     "rllib_ppo": RLlibPPO,
 }
 ALIASES = {"pqn": "batched_pqn"}
-# Everything below follows from SECTIONS: an algorithm is registered there, and in its trainer's table
-# (agents.training.trainer.ALGORITHMS for the batched ones).
+# Everything below follows from SECTIONS: an algorithm is registered there alone (a batched one's update rule is
+# in the module its algo names: agents.training.trainer.update_module).
 #: the algorithms each trainer runs, by the kind of their section
 BATCHED_ALGORITHMS = tuple(a for a, cls in SECTIONS.items() if issubclass(cls, Batched))
 SB3_ALGORITHMS = tuple(a for a, cls in SECTIONS.items() if issubclass(cls, SB3))

@@ -1,9 +1,10 @@
 """The loop of the batched torch trainers: rollouts, updates, evaluation, checkpoints, resume.
 
-``train.py`` runs it for every algorithm in :data:`ALGORITHMS` (``batched_ppo``,
-:mod:`agents.training.ppo`; ``batched_a2c``, :mod:`agents.training.a2c`; ``batched_pqn``,
-:mod:`agents.training.pqn`); each algorithm file holds only its update rule (and its hooks,
-above :data:`ALGORITHMS`). The loop, read top to bottom in :meth:`Trainer.run`:
+``train.py`` runs it for every batched algorithm (``batched_NAME``: its update rule is in
+``agents/training/NAME.py``, :func:`update_module`: ``batched_ppo``, :mod:`agents.training.ppo`;
+``batched_a2c``, :mod:`agents.training.a2c`; ``batched_pqn``, :mod:`agents.training.pqn`); each
+algorithm file holds only its update rule (and its hooks, :func:`update_module`'s docstring). The
+loop, read top to bottom in :meth:`Trainer.run`:
 
 1. collect a rollout of ``n_steps`` steps of ``n_envs`` games in the NumPy
    batched env (:class:`agents.training.rollout.Rollout`), one policy forward per step
@@ -65,16 +66,20 @@ from dice_poker_env.rules import Rules
 if TYPE_CHECKING:
     from torch.utils.tensorboard import SummaryWriter
 
-#: config ``algo`` -> module holding its ``update(model, optimizer, batch, config, generator)``
-#: (and optionally ``NETWORK``, the network class, default ActorCritic; ``network_options(config)``, more keyword
-#: arguments of the network, recorded in the policy's metadata; ``behaviour(config, progress)``, the rollout's
-#: action choice at a fraction of training done, default sampling from the policy; ``TRACK``, the benchmark
-#: track its policies belong to when its update uses the rules engine or the solver: ``"rules"`` or ``"solver"``)
-ALGORITHMS = {
-    "batched_ppo": "agents.training.ppo",
-    "batched_a2c": "agents.training.a2c",
-    "batched_pqn": "agents.training.pqn",
-}
+
+def update_module(algo: str) -> str:
+    """The module of a batched algorithm's update rule: ``agents.training.NAME`` for algo ``batched_NAME`` (or ``NAME``).
+
+    It holds ``update(model, optimizer, batch, config, generator)`` and optionally ``NETWORK``, the network class,
+    default ActorCritic; ``network_options(config)``, more keyword arguments of the network, recorded in the
+    policy's metadata; ``behaviour(config, progress)``, the rollout's action choice at a fraction of training done,
+    default sampling from the policy; ``TRACK``, the benchmark track its policies belong to when its update uses the
+    rules engine or the solver: ``"rules"`` or ``"solver"``. An algorithm is registered by its config section
+    alone (``SECTIONS`` of :mod:`agents.training.config`): this name follows from its ``algo``.
+    """
+    return f"agents.training.{algo.removeprefix('batched_')}"
+
+
 CHECKPOINT_FORMAT = 2
 #: first line of a checkpoint file; the second is the hex SHA-256 of everything after it
 CHECKPOINT_MAGIC = b"DICE-POKER-CHECKPOINT 2\n"
@@ -113,16 +118,24 @@ class Trainer:
         log: Callable[[str], None] = print,
         resuming: bool = False,
     ) -> None:
-        if config.algo not in ALGORITHMS:  # (a config section names it, or it would not have been read)
+        module = update_module(config.algo)
+        try:  # (a config section names the algo, or it would not have been read)
+            algorithm = importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if error.name != module:  # the algorithm's own file failed to import something
+                raise
+            algorithm = None
+        if not callable(getattr(algorithm, "update", None)):
+            path = module.replace(".", "/") + ".py"
             raise ValueError(
-                f"algo {config.algo!r} has a config section but no update rule: name its module in ALGORITHMS of "
-                f"agents/training/trainer.py (the batched algorithms now: {', '.join(ALGORITHMS)})"
+                f"algo {config.algo!r} has a config section but no update rule: write "
+                f"update(model, optimizer, batch, config, generator) in {path}"
             )
+        assert algorithm is not None
         self.config, self.rules, self.run_dir = config, rules, Path(run_dir)
         self.log = log
         self.device = torch.device(config.device)
         torch.manual_seed(config.seed)
-        algorithm = importlib.import_module(ALGORITHMS[config.algo])
         self.update_rule = algorithm.update
         try:  # (a wrong signature would otherwise fail at the first update, after the run folder is written)
             inspect.signature(self.update_rule).bind("model", "optimizer", "batch", "config", "generator")
