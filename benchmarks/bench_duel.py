@@ -85,6 +85,7 @@ def one(n_boxes: int, evaluate: bool, policy: str | None) -> dict[str, Any]:
 
     rules = ruleset(n_boxes)
     solution = solve(rules, progress=False, cache=False, workers=1) if evaluate else None
+    say(f"{n_boxes} boxes: solving the duel")
     wall, cpu = time.perf_counter(), time.process_time()
     duel = Duel(rules)
     row: dict[str, Any] = {
@@ -103,6 +104,7 @@ def one(n_boxes: int, evaluate: bool, policy: str | None) -> dict[str, Any]:
     row["cpu_us_per_cell"] = 1e6 * row["solve_cpu_s"] / duel.n_cells
     if evaluate:
         assert solution is not None
+        say(f"{n_boxes} boxes: evaluating the solitaire policy in both seats")
         wall, cpu = time.perf_counter(), time.process_time()
         solitaire = solitaire_policy(solution)
         row["solitaire"] = {"seat_0": duel.evaluate(solitaire, 0), "seat_1": duel.evaluate(solitaire, 1)}
@@ -111,10 +113,19 @@ def one(n_boxes: int, evaluate: bool, policy: str | None) -> dict[str, Any]:
         if policy:
             module, _, attr = ("benchmarks.bench_duel:winning_policy" if policy == "winning" else policy).partition(":")
             factory = getattr(importlib.import_module(module), attr)
+            say(
+                f"{n_boxes} boxes: building the {policy} policy" + (" (its reach table)" if policy == "winning" else "")
+            )
             given = factory(rules)
+            say(f"{n_boxes} boxes: evaluating the {policy} policy in both seats")
             row["policy"] = {"name": policy, "seat_0": duel.evaluate(given, 0), "seat_1": duel.evaluate(given, 1)}
         row["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return row
+
+
+def say(line: str) -> None:
+    """A progress line on standard error (a child's: its parent passes it on; standard output holds the row)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
 
 
 def layout(n_boxes: int) -> dict[str, Any]:
@@ -165,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
             child.append("--evaluate")
         if args.policy:
             child += ["--policy", args.policy]
-        done = subprocess.run(child, cwd=ROOT, check=True, capture_output=True, text=True)
+        done = subprocess.run(child, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True)  # (its progress: stderr)
         row = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(row)
         line = (
