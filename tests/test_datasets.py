@@ -826,6 +826,21 @@ def test_a_combined_dataset_with_and_without_values_loads_without_them(datasets_
     assert "action_values" not in generic and np.array_equal(generic["actions"], steps["actions"])
 
 
+def test_a_combined_datasets_lost_metadata_and_seeds_are_one_line_errors_naming_the_combination(datasets_root):
+    """minari.combine_datasets keeps neither the 'dice_poker' metadata nor the episode seeds: dataset_info,
+    episode_seeds and bc's reader say so in one line (not a KeyError), naming the datasets it combines."""
+    assert write("yacht", "--agent", "optimal", "--episodes", "2", "--id", "t/yacht/o-v0") == 0
+    assert write("yacht", "--agent", "optimal:eps=0.5", "--episodes", "2", "--id", "t/yacht/e-v0") == 0
+    parts = [minari.load_dataset("t/yacht/o-v0"), minari.load_dataset("t/yacht/e-v0")]
+    combined = minari.combine_datasets(parts, "t/yacht/both-v0")
+    for read in (datasets.dataset_info, datasets.episode_seeds):
+        with pytest.raises(datasets.DatasetError, match=r"combines t/yacht/o-v0, t/yacht/e-v0 \(minari\.combine") as e:
+            read(combined)
+        assert "\n" not in str(e.value)
+    assert len(datasets.episode_seeds(parts[0])) == 2
+    assert len(datasets.load_transitions("t/yacht/both-v0")["actions"]) > 0
+
+
 def test_a_damaged_metadata_file_is_a_one_line_error(datasets_root):
     assert write("yacht", "--agent", "random", "--episodes", "3") == 0
     metadata = datasets_root / "dice_poker" / "yacht" / "random-v0" / "data" / "metadata.json"

@@ -1118,7 +1118,7 @@ def dataset_info(dataset: Any) -> dict[str, Any]:
     """The ``dice_poker`` metadata of a loaded Minari dataset (ruleset, agent, seed, optimum, ...)."""
     info = dataset.storage.metadata.get("dice_poker")
     if not isinstance(info, dict):
-        raise DatasetError(f"{dataset.id}: not a dice_poker_env dataset (no 'dice_poker' metadata)")
+        raise DatasetError(f"{dataset.id}: not a dice_poker_env dataset (no 'dice_poker' metadata){_combined(dataset)}")
     missing = [key for key in INFO_KEYS if key not in info]
     if missing:
         raise DatasetError(f"{dataset.id}: its 'dice_poker' metadata lacks {', '.join(missing)} (damaged or hand-made)")
@@ -1130,9 +1130,28 @@ INFO_KEYS = ("rules", "rules_options", "rules_fingerprint", "obs_mode")
 
 
 def episode_seeds(dataset: Any) -> np.ndarray:
-    """Each episode's env seed (``env.reset(seed=...)`` replays it), in episode order."""
-    return np.array(
-        [int(m["seed"]) for m in dataset.storage.get_episode_metadata(dataset.episode_indices)], dtype=np.int64
+    """Each episode's env seed (``env.reset(seed=...)`` replays it), in episode order.
+
+    Raises:
+        DatasetError: an episode without a seed (a combined dataset: ``minari.combine_datasets`` drops them).
+    """
+    seeds = []
+    for metadata in dataset.storage.get_episode_metadata(dataset.episode_indices):
+        if metadata.get("seed") is None:
+            raise DatasetError(f"{dataset.id}: episode {int(metadata['id'])} has no seed{_combined(dataset)}")
+        seeds.append(int(metadata["seed"]))
+    return np.array(seeds, dtype=np.int64)
+
+
+def _combined(dataset: Any) -> str:
+    """Why a dataset lacks this library's metadata, when it is Minari's combination of datasets ("" otherwise)."""
+    parts = dataset.storage.metadata.get("combined_datasets")
+    if not parts:
+        return ""
+    return (
+        f": it combines {', '.join(map(str, parts))} (minari.combine_datasets), which keeps neither their "
+        "'dice_poker' metadata nor their episode seeds; read those from the datasets it combines "
+        "(load_transitions reads the combination)"
     )
 
 
