@@ -367,6 +367,33 @@ def test_minari_lists_and_shows_the_dataset():
     assert listed.exit_code == 0 and "dice_poker/yacht/random-v0" in listed.output
 
 
+def test_author_email_and_code_permalink_reach_minari_and_the_agent_file_is_digested(npz_policy):
+    """Minari's publishing fields (author, author_email, code_permalink) come from the command, as minari show
+    lists them; a model's file digest and the code's commit are recorded as dice-poker evaluate records them."""
+    from minari.cli import app
+    from typer.testing import CliRunner
+
+    from agents.evaluation.protocol import agent_sha256
+
+    argv = ["--agent", f"model:{npz_policy}:eps=0.1", "--episodes", "2", "--id", "t/yacht/m-v0"]
+    people = ["--author", "Ada", "--author", "Bob", "--author-email", "ada@example.org"]
+    assert write("yacht", *argv, *people, "--code-permalink", "https://example.org/code/abc") == 0
+    dataset = minari.load_dataset("t/yacht/m-v0")
+    metadata = dataset.storage.metadata
+    assert metadata["author"] == {"Ada", "Bob"} and metadata["author_email"] == {"ada@example.org"}
+    assert metadata["code_permalink"] == "https://example.org/code/abc"
+    info = datasets.dataset_info(dataset)
+    assert info["agent_sha256"] == agent_sha256(f"model:{npz_policy}") is not None and "git_commit" in info
+    shown = CliRunner().invoke(app, ["show", "t/yacht/m-v0"])
+    assert shown.exit_code == 0 and "https://example.org/code/abc" in shown.output and "Ada" in shown.output
+    assert write("yacht", "--agent", "greedy", "--episodes", "2", "--id", "t/yacht/g-v0") == 0
+    plain = minari.load_dataset("t/yacht/g-v0").storage.metadata
+    assert "author" not in plain and "code_permalink" not in plain
+    assert datasets.dataset_info(minari.load_dataset("t/yacht/g-v0"))["agent_sha256"] is None
+    with pytest.raises(datasets.DatasetError, match="author must be a non-empty string"):
+        datasets.write_dataset("yacht", "greedy", 1, dataset_id="t/yacht/x-v0", author=["Ada", " "])
+
+
 def _snapshot(root):
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 

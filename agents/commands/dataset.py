@@ -71,6 +71,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="GAMES",
         help="games played at once (default 8192; lower it to use less memory)",
     )
+    parser.add_argument(
+        "--author",
+        action="append",
+        type=nonempty,
+        metavar="NAME",
+        help="Minari's author field, shown by minari show (repeatable)",
+    )
+    parser.add_argument(
+        "--author-email", action="append", type=nonempty, metavar="EMAIL", help="Minari's author_email (repeatable)"
+    )
+    parser.add_argument(
+        "--code-permalink",
+        type=nonempty,
+        metavar="URL",
+        help="Minari's code_permalink: a link to the code that generated the dataset",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(func=run)
 
@@ -106,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             block=BLOCK if args.block is None else args.block,
             progress=not args.quiet,
+            author=args.author,
+            author_email=args.author_email,
+            code_permalink=args.code_permalink,
             stop=interrupt.seen,
             **options,
         )

@@ -748,6 +748,9 @@ def write_dataset(
     block: int = BLOCK,
     progress: bool = False,
     description: str | None = None,
+    author: str | Sequence[str] | None = None,
+    author_email: str | Sequence[str] | None = None,
+    code_permalink: str | None = None,
     stop: Callable[[], bool] | None = None,
     **options: Any,
 ) -> Path:
@@ -766,6 +769,10 @@ def write_dataset(
         block: games played at once.
         progress: a line per block on stderr.
         description: Minari's ``description`` (default: one generated from the arguments).
+        author, author_email: Minari's ``author`` and ``author_email`` (a name or several; ``minari show``
+            lists them, ``minari combine`` merges them), none by default.
+        code_permalink: Minari's ``code_permalink``: a link to the code that generated the dataset (none by
+            default; the metadata records this library's version and, from a git checkout, its ``git_commit``).
         stop: asked after every block and once more before the dataset is moved
             into place; ``True`` ends the write as an interrupt does
             (``KeyboardInterrupt``, nothing written). A signal handler that
@@ -798,6 +805,9 @@ def write_dataset(
             raise DatasetError(f"{what} must be an integer >= {least}, got {value!r}")
     if obs_mode not in ("flat", "dict"):
         raise DatasetError(f"obs_mode must be flat or dict, got {obs_mode!r}")
+    authors, emails = _names("author", author), _names("author_email", author_email)
+    if code_permalink is not None and (not isinstance(code_permalink, str) or not code_permalink.strip()):
+        raise DatasetError(f"code_permalink must be a non-empty string, got {code_permalink!r}")
     try:
         rules = load_rules(rules, **options)
     except (ValueError, TypeError, KeyError, OSError) as error:
@@ -880,6 +890,7 @@ def write_dataset(
         seconds = time.perf_counter() - started
         all_scores = np.concatenate(scores)
         optimal = float(solution.expected_score) if solution is not None else None
+        from agents.evaluation.protocol import agent_sha256, code_commit
         from dice_poker_env import __version__
 
         info = {
@@ -898,6 +909,8 @@ def write_dataset(
             "info_keys": ["action_mask", "action_values"] if with_values else ["action_mask"],
             "library": "dice-poker-env",
             "library_version": __version__,
+            "git_commit": code_commit(),
+            "agent_sha256": agent_sha256(spec.base),
             "optimal_expected_score": optimal,
             "optimal_std": float(solution.score_std) if solution is not None else None,
             "mean_score": float(all_scores.mean()),
@@ -930,6 +943,12 @@ def write_dataset(
             "total_steps": int(writer.steps),
             "dice_poker": info,
         }
+        if authors:
+            metadata["author"] = authors
+        if emails:
+            metadata["author_email"] = emails
+        if code_permalink is not None:
+            metadata["code_permalink"] = code_permalink.strip()
         if optimal is not None:  # minari.get_normalized_score: 0 for random play, 1 for optimal play
             metadata.update(ref_max_score=optimal, ref_min_score=random_play_score(rules))
         storage.update_metadata(metadata)
@@ -944,6 +963,14 @@ def write_dataset(
     finally:
         _release_writer_lock(root, token, lock)
     return final
+
+
+def _names(what: str, value: str | Sequence[str] | None) -> set[str]:
+    """Minari's ``author`` or ``author_email`` (a set of names) from a name or several; checked."""
+    names = [value] if isinstance(value, str) else list(value or ())
+    if not all(isinstance(name, str) and name.strip() for name in names):
+        raise DatasetError(f"{what} must be a non-empty string or a list of them, got {value!r}")
+    return {name.strip() for name in names}
 
 
 #: games the uniformly random agent plays to measure ``ref_min_score``
