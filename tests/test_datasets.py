@@ -914,6 +914,29 @@ def test_a_dataset_that_would_run_code_is_refused_before_minari_reads_it(dataset
     assert datasets.open_dataset("dice_poker/yacht/random-v0").total_episodes == 3
 
 
+@pytest.mark.filterwarnings("ignore:Failed to make env")  # (Minari's words once os.system has run)
+def test_minari_show_builds_the_env_and_minari_list_does_not_as_the_docs_warn(datasets_root, tmp_path):
+    """docs/datasets.md tells a user to check a dataset they did not write before ``minari show``: Minari's show
+    builds the env its env_spec names (runs its entry point) whatever the spaces, while ``minari list`` does not,
+    and ``open_dataset`` refuses the same file without running it."""
+    from minari.cli import app
+    from typer.testing import CliRunner
+
+    assert write("yacht", "--agent", "random", "--episodes", "2") == 0
+    metadata = datasets_root / "dice_poker" / "yacht" / "random-v0" / "data" / "metadata.json"
+    honest = json.loads(metadata.read_text())
+    marker = tmp_path / "ran"
+    evil = json.loads(honest["env_spec"]) | {"entry_point": "os:system", "kwargs": {"command": f"touch {marker}"}}
+    metadata.write_text(json.dumps(honest | {"env_spec": json.dumps(evil)}))
+    with pytest.raises(datasets.DatasetError, match="names the entry point 'os:system'"):
+        datasets.open_dataset("dice_poker/yacht/random-v0")
+    assert CliRunner().invoke(app, ["list", "local"]).exit_code == 0 and not marker.exists()
+    CliRunner().invoke(app, ["show", "dice_poker/yacht/random-v0"])
+    assert marker.exists()  # (if Minari stops doing this, the warning in docs/datasets.md can go)
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "datasets.md").read_text()
+    assert "or `minari show` (which\ndescribes its env by building it)" in docs
+
+
 def test_the_same_arguments_write_the_same_bytes(tmp_path, monkeypatch):
     """No modification time anywhere in the HDF5 file (the root group's too): a dataset's hash identifies it."""
     import time
