@@ -102,6 +102,35 @@ def test_the_site_loads_nothing_from_outside(site):
     assert not loads, loads
 
 
+# A link or a picture of a page (the address as written in the HTML).
+SITE_LINK = re.compile(r'\s(?:href|src)="([^"]*)"')
+
+
+def test_every_link_of_the_site_leads_to_a_page_and_anchor_of_the_site(site):
+    """Every relative link and picture of every page (the tutorials' too) names a file of the built site, and
+    its anchor an id of that page. mkdocs' own validation covers the Markdown pages only: the tutorial
+    notebooks' links (``../grading.md#...``, ``02_custom_ruleset.ipynb``) were left as the notebook's file
+    names, which the site does not have. (404.html links from the site's root, wherever it is served.)"""
+    import html
+    from urllib.parse import unquote, urlsplit
+
+    pages = [path for path in sorted(site.rglob("*.html")) if path.name != "404.html"]
+    ids = {path: set(re.findall(r'\sid="([^"]+)"', path.read_text(encoding="utf-8"))) for path in pages}
+    broken = []
+    for path in pages:
+        for address in SITE_LINK.findall(path.read_text(encoding="utf-8")):
+            url = urlsplit(html.unescape(address))
+            if url.scheme or url.netloc or not (url.path or url.fragment):
+                continue  # another site, mailto:, data:
+            target = (path.parent / unquote(url.path)).resolve() if url.path else path
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file() or (url.fragment and unquote(url.fragment) not in ids.get(target, {url.fragment})):
+                broken.append(f"{path.relative_to(site)}: {address}")
+    assert len(pages) > 20
+    assert not broken, broken
+
+
 def test_the_site_shows_no_raw_sphinx_roles_and_links_them(site):
     pages = sorted(site.rglob("*.html"))
     assert any("api" in page.parts for page in pages)
@@ -176,6 +205,44 @@ def test_a_broken_link_or_reference_fails_the_build(tmp_path, page, culprit):
     result = _mkdocs(config, tmp_path / "site", tmp_path)
     assert result.returncode != 0
     assert culprit in result.stderr
+
+
+@pytest.mark.parametrize(
+    "link, culprit",
+    [("../missing-page.md", "missing-page.md"), ("../index.md#no-such-section", "no-such-section")],
+    ids=["page", "anchor"],
+)
+def test_a_tutorials_broken_link_fails_the_build(tmp_path, link, culprit):
+    """A notebook links by the file names of the pages (as Jupyter and GitHub follow them): the site points them at
+    the pages' URLs (``tools/mkdocs_hooks.py``), and one that leads nowhere fails ``--strict`` as on a Markdown page."""
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("mkdocstrings_handlers.python")
+    pytest.importorskip("mkdocs_jupyter")
+    docs = tmp_path / "docs"
+    (docs / "tutorials").mkdir(parents=True)
+    (docs / "index.md").write_text("# Home\n\n## A section\n")
+    notebook = {
+        "cells": [{"cell_type": "markdown", "metadata": {}, "source": ["[home](../index.md#a-section)"]}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (docs / "tutorials" / "other.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    notebook["cells"][0]["source"] = [f"[the other](other.ipynb), [{culprit}]({link})"]
+    (docs / "tutorials" / "one.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    text = text.replace("\ndocs_dir: docs\n", f"\ndocs_dir: {json.dumps(str(docs))}\n")
+    text = text.replace('paths: ["."]', f"paths: [{json.dumps(str(ROOT))}]")
+    text = text.replace("- tools/", f"- {ROOT.as_posix()}/tools/")
+    nav = "\nnav:\n  - Home: index.md\n  - One: tutorials/one.ipynb\n  - Other: tutorials/other.ipynb\n"
+    text = text[: text.index("\nnav:\n")] + nav
+    (tmp_path / "mkdocs.yml").write_text(text, encoding="utf-8")
+    result = _mkdocs(tmp_path / "mkdocs.yml", tmp_path / "site", tmp_path)
+    assert result.returncode != 0
+    assert culprit in result.stderr and "tutorials/one.ipynb" in result.stderr, result.stderr[-2000:]
+    # the links that lead somewhere are the pages' URLs
+    assert 'href="../../#a-section"' in (tmp_path / "site/tutorials/other/index.html").read_text(encoding="utf-8")
+    assert 'href="../other/"' in (tmp_path / "site/tutorials/one/index.html").read_text(encoding="utf-8")
 
 
 def test_there_are_four_tutorials_in_the_site_nav():
