@@ -841,6 +841,34 @@ def test_a_class_without_jobs_is_graded_on_every_core(folder, tmp_path):
     assert "warning: seed 0 is small" in done.stderr  # a class's grades: the seed must not be guessable
 
 
+def test_a_folder_that_is_not_there_is_named_as_one(folder, tmp_path, capsys):
+    """A typo in a class's folder, or an autograder's ``/autograder/submission`` where there is none: one line saying
+    the folder is not there, as the tournament says it. It was refused as a malformed agent spec (``expected
+    FILE.py:NAME or MODULE:NAME``) or, with ``--class``, as a class option given without a class; ``check`` of a
+    folder that is there says it takes one submission."""
+    from agents.commands.check import main as check
+    from agents.commands.grade import main as grade
+
+    gone = str(tmp_path / "submisions")
+    good = str(folder / "good.py")
+    out = ["--out", str(tmp_path / "grades"), "--rules", "yacht", "--games", "1", *UNISOLATED]
+    for command, args, message in [
+        (grade, [gone + "/", *out], f"{gone}/: no such folder"),
+        (grade, [gone, "--class", "MyAgent", *out], f"{gone}: no such folder"),
+        (grade, [gone, *out], f"{gone}: no such folder"),
+        (grade, [gone + "/", good, *out], f"{gone}/: no such folder"),
+        (check, [gone + "/", "--rules", "yacht"], f"{gone}/: no such folder"),
+        (check, [str(folder), "--rules", "yacht"], f"{folder}: a folder; give one submission"),
+    ]:
+        assert command(args) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.endswith(message) or message in err and len(err.splitlines()) == 1, (args, err)
+    assert not (tmp_path / "grades").exists()
+    # a spec that is not a path is refused as before
+    assert grade(["no_such_agent", *out]) == 2
+    assert "expected FILE.py:NAME or MODULE:NAME" in capsys.readouterr().err
+
+
 def test_one_bare_file_is_one_students_grade(folder, tmp_path):
     """``grade my_agent.py --out DIR`` (as ``check my_agent.py``): the single grade of its agent class, its report in
     DIR, not a class of one; a missing file is refused before anything runs."""

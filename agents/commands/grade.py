@@ -233,12 +233,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agents.commands.bench import check_out_dir, remove_empty
+    from agents.course.classroom import missing_folder
     from agents.course.grade_report import summary_text
     from agents.course.grader import LIMIT_SETTINGS, REPORT_FILES, grade, protect_process, write_report
     from dice_poker_env.rules import load_rules
 
     protect_process()
     class_options = any(getattr(args, name) is not None for name in _CLASS_OPTIONS)
+    for entry in args.submission:
+        missing = missing_folder(entry)
+        if missing is None and class_options and len(args.submission) == 1 and not os.path.exists(entry):
+            missing = None if ":" in entry or "," in entry or entry.endswith(".py") else f"{entry}: no such folder"
+        if missing is not None:  # (not a malformed spec, nor a class option without a class)
+            raise ValueError(missing)
     if class_options and len(args.submission) == 1 and re.fullmatch(r".+\.py:\w+", args.submission[0]):
         # FILE.py:NAME with a class option: a class of one, whose agent class is NAME
         path, name = args.submission[0].rsplit(":", 1)
@@ -340,9 +347,14 @@ def is_class(submissions: Sequence[str]) -> bool:
 def resolve_submission(submission: str) -> str:
     """One submission's agent spec, checked before anything runs: a bare ``FILE.py`` gets its agent class as
     class grading finds it; a ``FILE.py:NAME`` spec's file must exist (a ``ValueError`` naming it, as given)."""
-    from agents.course.classroom import UNREADABLE_NAME, find_agent_class, reads_back
+    from agents.course.classroom import UNREADABLE_NAME, find_agent_class, missing_folder, reads_back
     from agents.players.registry import parse_agent_spec
 
+    missing = missing_folder(submission)
+    if missing is not None:
+        raise ValueError(missing)
+    if os.path.isdir(submission):  # (grade takes a folder as a class; check takes one submission)
+        raise ValueError(f"{submission}: a folder; give one submission (FILE.py or FILE.py:NAME)")
     if submission.endswith(".py"):
         if not os.path.isfile(submission):
             raise ValueError(f"{submission}: no such file")

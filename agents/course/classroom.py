@@ -388,6 +388,20 @@ def find_submissions(entries: Sequence[str], class_name: str | None = None) -> l
     return find_class(entries, class_name)[0]
 
 
+def missing_folder(entry: str) -> str | None:
+    """The one-line error for a submission given as a folder that is not there, else ``None``.
+
+    A folder is what a path ending in a separator names (``submisions/``), or one with a separator that names no
+    ``FILE.py`` and no ``:NAME`` or ``,key=value`` spec (``/autograder/submission``). Without this it was refused as
+    a malformed agent spec, or as a class option given without a class.
+    """
+    if os.path.exists(entry) or entry.endswith(".py") or ":" in entry or "," in entry:
+        return None
+    if entry.endswith(("/", os.sep)) or "/" in entry or os.sep in entry:
+        return f"{entry}: no such folder"
+    return None
+
+
 def find_class(entries: Sequence[str], class_name: str | None = None) -> tuple[list[Submission], list[Skipped]]:
     """The submissions of a class, and the files of its folders that are not graded.
 
@@ -409,6 +423,9 @@ def find_class(entries: Sequence[str], class_name: str | None = None) -> tuple[l
     found: list[tuple[str, str | None, str | None, str | None]] = []  # path, spec, student, problem
     skipped: list[Skipped] = []
     for entry in entries:
+        missing = missing_folder(entry)
+        if missing is not None:
+            raise ValueError(missing)
         if os.path.isdir(entry):
             files, left = _scan(entry, class_name)
             found += [(path, None, student, problem) for path, student, problem in files]
