@@ -397,6 +397,24 @@ def test_a_submission_cannot_ask_the_grader_which_files_are_beside_it_in_a_class
     assert "helpers.py is beside agent.py" in json.dumps(result.students[0].report["failures"])
 
 
+def test_with_a_class_name_a_file_without_it_or_that_does_not_parse_is_not_loaded(tmp_path):
+    """docs/grading.md: without ``--class`` such a file is ``no_agent`` (parsed, not run); with ``--class NAME`` it is
+    loaded as it is, and its load failure (no ``NAME``, the syntax error) is the student's ``not_loaded``."""
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "ivan.py").write_text(GOOD)  # its class is Agent
+    (flat / "judy.py").write_text("class MyAgent:\n    def act(self, observation, action_mask)\n        return 0\n")
+    result = grade_class(
+        find_submissions([str(flat)], "MyAgent"), "yacht", tmp_path / "out", games=1, jobs=1, limits=FAST
+    )
+    students = {s.submission.student: s for s in result.students}
+    assert {name: s.status for name, s in students.items()} == {"ivan": "not_loaded", "judy": "not_loaded"}
+    assert "has no 'MyAgent' (did you mean 'Agent'?)" in students["ivan"].report["problems"][0]
+    assert "SyntaxError" in students["judy"].report["problems"][0]
+    without = grade_class(find_submissions([str(flat)]), "yacht", tmp_path / "out2", games=1, jobs=1, limits=FAST)
+    assert {s.submission.student: s.status for s in without.students} == {"ivan": "ok", "judy": "no_agent"}
+
+
 def test_student_folders_are_safe_and_unique(tmp_path):
     for name in ("a b", "a_b", "A-B", "..", "x:y,z"):
         (tmp_path / f"{name}.py").write_text(GOOD)
