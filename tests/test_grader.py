@@ -947,3 +947,38 @@ def test_child_processes_is_a_grading_setting_that_must_be_true_or_false(tmp_pat
         read_config(path)
     with pytest.raises(ValueError, match="child_processes must be true or false, got 1"):
         Limits(child_processes=1)  # type: ignore[arg-type]
+
+
+#: tries the solver, catches the refusal and plays on; then a bug of its own (``bug``), or the import again, in act
+CAUTIOUS = """try:
+    from dice_poker_env.solver import solve
+except ImportError:
+    solve = None
+
+
+class Agent:
+    def __init__(self, rules, mode="bug"):
+        self.mode = mode
+
+    def act(self, observation, action_mask):
+        if self.mode == "bug":
+            raise IndexError("an index bug of its own")
+        from dice_poker_env.solver import solve  # noqa: F401 - under forbid: refused here
+        return 32
+"""
+
+
+@pytest.mark.parametrize("mode, kind", [("bug", "exception"), ("import", "solver")])
+def test_under_forbid_only_the_refused_import_is_a_solver_failure(tmp_path, mode, kind):
+    """A submission that tried the solver once, caught the refusal and played on, then failed of a bug of its own:
+    the failure is its kind (``exception``), not ``solver`` as it was (every later failure was called ``solver``:
+    'the submission did not load (solver)' for a constructor's own error); the attempt is still in the problems. The
+    refused import itself (or an error raised from it) is ``solver``."""
+    path = tmp_path / "cautious.py"
+    path.write_text(CAUTIOUS)
+    report = grade(
+        f"{path}:Agent,mode={mode!r}", "yacht", games=1, seed=1, limits=FAST, isolated=ISOLATED, solver="forbid"
+    )
+    assert [failure["kind"] for failure in report["failures"]["recorded"]] == [kind]
+    assert report["solver"]["imported"] == ["dice_poker_env.solver"]
+    assert any("tried to import (forbidden)" in line for line in report["problems"])

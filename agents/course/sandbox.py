@@ -513,7 +513,7 @@ class SandboxedAgent:
             return failure
         if reply.get("ok") is not True:
             self._kill()
-            forbidden = self.solver == "forbid" and self.solver_imports
+            forbidden = self.solver == "forbid" and self.solver_imports and reply.get("forbidden") is True
             return Failure(
                 self.game,
                 -1,
@@ -676,7 +676,7 @@ class SandboxedAgent:
 
     def _reply_failure(self, reply: dict, decision: int) -> Failure:
         """The failure an answer that is not ``ok`` reports (its kind decided here)."""
-        forbidden = self.solver == "forbid" and self.solver_imports
+        forbidden = self.solver == "forbid" and self.solver_imports and reply.get("forbidden") is True
         kind = (
             FailureKind.SOLVER
             if forbidden

@@ -13,7 +13,8 @@ It answers ``{"ok": true, "obs_mode", "name", "has_seed", "track"}`` (``track``:
 per message:
 
 * ``{"op": "act", "obs": ..., "mask": [...]}``: ``{"ok": true, "action": int}``, or
-  ``{"ok": false, "error": "exception" | "malformed", "message", "traceback"}``;
+  ``{"ok": false, "error": "exception" | "malformed", "message", "traceback"}`` (with ``"forbidden": true``
+  when the exception is, or comes from, an import the solver policy refused);
 * ``{"op": "reset", "seed": int | None}``: calls the agent's ``seed(seed)`` (when it
   has one and a seed is given) and ``reset()``; answers like ``act``;
 * ``{"op": "close"}``: exits.
@@ -75,6 +76,26 @@ def _limit(limits: dict) -> None:
         hard(resource.RLIMIT_NPROC, int(limits["processes"]))
 
 
+class ForbiddenImport(ImportError):
+    """An import of the library's solver or agents that the grading's ``forbid`` policy refuses."""
+
+
+def _from_forbidden_import(error: BaseException | None) -> bool:
+    """Whether ``error`` is a refused import or comes from one (its ``__cause__`` or ``__context__`` chain): a
+    failure the grader calls ``solver``; any other failure of a submission that once tried such an import (and
+    caught the refusal) is its own kind."""
+    try:
+        for _ in range(100):
+            if error is None:
+                return False
+            if type(error) is ForbiddenImport:
+                return True
+            error = error.__cause__ or error.__context__
+    except BaseException:  # noqa: BLE001 - the submission's exception objects; the worst is its own failure's kind
+        pass
+    return False
+
+
 class _SolverWatch:
     """An import hook: notes (``flag``) or refuses (``forbid``) the library's solver and agent modules."""
 
@@ -88,7 +109,7 @@ class _SolverWatch:
             if module not in SOLVER_SEEN:
                 SOLVER_SEEN.append(module)
             if self.forbid:
-                raise ImportError(
+                raise ForbiddenImport(
                     f"the grading forbids the library's solver and agents: 'import {name}' is not allowed"
                 )
         return None
@@ -111,12 +132,15 @@ def _failure(kind: str, error: BaseException) -> dict:
         max(len(message) - 1, 0),
     )
     one_line = " / ".join(line.strip() for line in message[start:] if line.strip())
-    return {
+    failure = {
         "ok": False,
         "error": kind,
         "message": (one_line or name)[:2000],
         "traceback": text[-8000:],
     }
+    if _from_forbidden_import(error):
+        failure["forbidden"] = True
+    return failure
 
 
 def _answer(sock: socket.socket, message: dict) -> None:
