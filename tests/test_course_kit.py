@@ -71,6 +71,12 @@ class LazyLog(Good):
         return super().act(observation, action_mask)
 
 
+class LoadLog(Good):
+    def __init__(self, rules):
+        super().__init__(rules)
+        sys.stderr.write("x" * 2000 + "\\n")  # a model's load logs once, in the constructor: 2,001 bytes
+
+
 class Notes(Good):
     def reset(self):
         sys.stderr.write("new game\\n")  # 9 bytes a game: 18 KB over the grading
@@ -207,6 +213,13 @@ def test_check_does_not_multiply_what_is_written_once(student, capsys):
     assert code == 0 and "interface OK" in out and "2001 bytes on standard error" in out, out + err
 
 
+def test_check_of_one_game_does_not_multiply_what_loading_wrote(student, capsys):
+    """``--games 1`` (the kit's instructor check): what the constructor logged once was taken as the rate of every
+    game (2,001 bytes x 2000 games: "about 4.0 MB", a problem, exit status 1); loading's output is counted once."""
+    code, out, err = run_check(student, "LoadLog", "--games", "1", capsys=capsys)
+    assert code == 0 and "interface OK" in out and "2001 bytes on standard error" in out, out + err
+
+
 def test_the_output_projection_multiplies_only_what_grows():
     from agents.course.checker import CheckResult
 
@@ -220,6 +233,9 @@ def test_the_output_projection_multiplies_only_what_grows():
     alone = CheckResult("a.py:A", "yacht", 1, "none", loaded=True, games_played=1, stderr_bytes=600)
     alone.first_game_output, alone.graded_games = (0, 600), 2000
     assert alone.projected_output == 600 * 2000 and "one game: play more" in alone.problems[0]
+    loaded = CheckResult("a.py:A", "yacht", 1, "none", loaded=True, games_played=1, stderr_bytes=2601)
+    loaded.load_output, loaded.first_game_output, loaded.graded_games = (0, 2001), (0, 2601), 2000
+    assert loaded.projected_output == 2001 + 600 * 2000
 
 
 def test_check_reports_a_slow_submission_with_the_config_limits(student, capsys):

@@ -59,6 +59,8 @@ class CheckResult:
         printed: bytes it wrote to standard output.
         printed_sample: the start of it.
         stderr_bytes: bytes it wrote to standard error.
+        load_output: the bytes it had written to standard output and error once loaded: written once, with one
+            game played not multiplied by the grading's games.
         first_game_output: the bytes it had written to standard output and error by the end of the first game
             (loading included): what it writes once, which the projection to the grading's games leaves out.
         graded_games: the games of the grading the check prepares for (the config's), to project the output to.
@@ -83,6 +85,7 @@ class CheckResult:
     printed: int = 0
     printed_sample: str = ""
     stderr_bytes: int = 0
+    load_output: tuple[int, int] | None = None
     first_game_output: tuple[int, int] | None = None
     graded_games: int | None = None
     solver_imports: list[str] = field(default_factory=list)
@@ -151,12 +154,16 @@ class CheckResult:
     def projected_output(self) -> float | None:
         """The bytes the grading's games would write to the busier of standard output and error: what loading and
         the first game wrote, then each further game at the rate of the games after the first here (a log line
-        written once is not multiplied; with one game played, that game's output is taken as the rate). ``None``
-        without the grading's game count or a game played."""
+        written once is not multiplied; with one game played, what loading wrote once and that game's output as
+        the rate). ``None`` without the grading's game count or a game played."""
         if self.graded_games is None or not self.games_played:
             return None
         if self.first_game_output is None or self.games_played < 2:
-            return max(self.printed, self.stderr_bytes) * self.graded_games / self.games_played
+            once = self.load_output or (0, 0)
+            return max(
+                first + (total - first) * self.graded_games / self.games_played
+                for first, total in zip(once, (self.printed, self.stderr_bytes))
+            )
         after = self.games_played - 1
         return max(
             first + (total - first) * (self.graded_games - 1) / after
@@ -220,6 +227,7 @@ def check(
         agent.start()
         result.load_seconds = time.monotonic() - start
         result.loaded = agent.load_error is None
+        result.load_output = (agent.printed.bytes, agent.printed.stderr_bytes)
         if result.loaded:
             for game_seed in game_seeds(seed, games):
                 agent.reset()
