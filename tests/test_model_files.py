@@ -522,3 +522,18 @@ def test_a_resume_state_reads_each_array_once_however_often_it_is_named():
     text = json.dumps({"many": [{"__array__": "a0"}] * 64, "other": {"__array__": "a1"}})
     state = read_state(text, Arrays(a0=np.arange(3), a1=np.ones(2)))
     assert reads == ["a0", "a1"] and len(state["many"]) == 64 and state["other"].tolist() == [1.0, 1.0]
+
+
+def test_model_metadata_takes_a_ruleset_name_as_the_docs_write_it():
+    """docs/multiplayer.md: ``save_model(model, path, model_metadata(rules, "flat", "maskable_ppo"))``; a name
+    reads as that ruleset with its default options (was ``AttributeError: 'str' object has no attribute 'name'``)."""
+    from agents.players.sb3_agent import model_metadata
+    from dice_poker_env.rules import RulesError
+
+    assert model_metadata("yahtzee", "flat", "maskable_ppo") == model_metadata(
+        load_rules("yahtzee"), "flat", "maskable_ppo"
+    )
+    free = model_metadata(load_rules("yahtzee", joker="free"), "flat", "maskable_ppo")
+    assert free["rules_options"] == {"joker": "free"}
+    with pytest.raises(RulesError, match="unknown ruleset 'yahtze'"):
+        model_metadata("yahtze", "flat", "maskable_ppo")

@@ -341,8 +341,13 @@ def algorithm_class(algo: str) -> type[Any]:
     return getattr(importlib.import_module(module), cls)
 
 
-def model_metadata(rules: Rules, obs_mode: str, algo: str, **extra: Any) -> dict[str, Any]:
-    """The metadata stored next to a model's weights."""
+def model_metadata(rules: Rules | str | os.PathLike[str], obs_mode: str, algo: str, **extra: Any) -> dict[str, Any]:
+    """The metadata stored next to a model's weights.
+
+    ``rules``: the env's :class:`Rules` (``env.rules``, with its options), or a ruleset name or rules file
+    (its default options).
+    """
+    rules = load_rules(rules)
     return {
         "format": METADATA_FORMAT,
         "algorithm": algo,
