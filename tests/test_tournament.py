@@ -286,7 +286,10 @@ def test_bad_arguments_are_refused_before_any_game():
         entry_names(["greedy"])
     with pytest.raises(ValueError, match="at least one submission"):
         tournament([], YACHT)
-    with pytest.raises(ValueError, match="players must be at most 3"):
+    with pytest.raises(
+        ValueError,
+        match=r"players must be at most 3, the tournament's agents \(1 submission\(s\) and the anchors optimal and greedy\), got 4",
+    ):
         tournament(["a.py:A"], YACHT, players=4)
     with pytest.raises(ValueError, match="games must be an integer >= 1"):
         tournament(["a.py:A"], YACHT, games=0)

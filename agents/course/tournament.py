@@ -285,7 +285,12 @@ def tournament(
         or not MIN_PLAYERS <= players <= MAX_PLAYERS
     ):
         raise ValueError(f"players must be an integer {MIN_PLAYERS} to {MAX_PLAYERS}, got {players!r}")
-    players = _check_int("players", players, MIN_PLAYERS, agents)  # (the agents' number counts the anchors)
+    if players > agents:  # a table seats distinct agents: the submissions and the anchors
+        raise ValueError(
+            f"players must be at most {agents}, the tournament's agents ({len(names)} submission(s) and the "
+            f"anchors {' and '.join(ANCHORS)}), got {players}"
+        )
+    players = int(players)
     games = _check_int("games", games, 1, MAX_GAMES)
     seed = _check_int("seed", seed, 0)
     bootstrap = _check_int("bootstrap", bootstrap, 0, MAX_BOOTSTRAP)
