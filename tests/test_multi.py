@@ -526,6 +526,27 @@ def test_last_before_reset_and_after_the_game_is_reset_needed(make):
         e.last()
 
 
+def test_the_raw_envs_own_methods_say_reset_needed_and_name_an_unknown_agent():
+    """``scorecard``, ``totals``, ``illegal_reason`` before ``reset()`` are ``ResetNeeded``, as the single env's
+    ``scorecard`` (were ``IndexError: list index out of range`` and ``{}``); an unknown agent is named."""
+    import gymnasium as gym
+
+    e = multi.raw_env("yacht", 2)
+    for name, call in [
+        ("scorecard", lambda: e.scorecard("player_0")),
+        ("totals", e.totals),
+        ("illegal_reason", lambda: e.illegal_reason(0)),
+    ]:
+        with pytest.raises(gym.error.ResetNeeded, match=f"call reset\\(\\) before {name}\\(\\)"):
+            call()
+    e.reset(seed=0)
+    assert e.totals() == {"player_0": 0, "player_1": 0} and e.scorecard("player_1")["ones"] is None
+    with pytest.raises(KeyError, match="no agent 'player_9'; agents: player_0, player_1"):
+        e.scorecard("player_9")
+    with pytest.raises(KeyError, match="no agent 'player_9'"):
+        e.final_info("player_0", "player_9")
+
+
 @pytest.mark.parametrize("answer", [43.7, True, None, np.array([3]), "3"])
 def test_seat_env_refuses_an_opponent_answer_that_is_not_an_action_index(answer):
     env = multi.SeatEnv("yacht", [lambda obs, mask: answer], seat=1)  # the opponent moves first

@@ -285,6 +285,8 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
 
     def illegal_reason(self, action: Any) -> str | None:
         """Why ``action`` is illegal for the selected agent now, or ``None`` if it is legal."""
+        if not self.games:
+            raise gym.error.ResetNeeded("call reset() before illegal_reason()")
         return game.explain_illegal(self.tables, self.games[self.current], as_action(action))
 
     def end_by_illegal_action(self, agent: str, reason: str, reward: float) -> None:
@@ -338,11 +340,15 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
 
     def totals(self) -> dict[str, int]:
         """``{agent: total so far}``."""
+        if not self.games:
+            raise gym.error.ResetNeeded("call reset() before totals()")
         return dict(zip(self.possible_agents, self._totals().tolist()))
 
     def scorecard(self, agent: str) -> dict[str, int | None]:
         """``agent``'s ``{box: points}`` with ``None`` for open boxes."""
-        g = self.games[self.agent_name_mapping[agent]]
+        if not self.games:
+            raise gym.error.ResetNeeded("call reset() before scorecard()")
+        g = self.games[self.agent_name_mapping[self._known(agent)]]
         filled, scores = g.filled, g.scores
         return {name: (int(scores[k]) if filled >> k & 1 else None) for k, name in enumerate(self.rules.box_names)}
 
@@ -375,7 +381,9 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
         if not self.games:
             raise gym.error.ResetNeeded("call reset() before final_info()")
         return self._info(
-            self.agent_name_mapping[self._known(agent)], over=True, offender=self.agent_name_mapping[offender]
+            self.agent_name_mapping[self._known(agent)],
+            over=True,
+            offender=self.agent_name_mapping[self._known(offender)],
         )
 
     def _info(self, i: int, *, over: bool | None = None, offender: int | None = None) -> dict[str, Any]:
