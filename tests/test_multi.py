@@ -53,6 +53,35 @@ def test_pettingzoo_api_flat_observations():
         seed_test(lambda: multi.env("yahtzee", 3, obs_mode="flat"), num_cycles=200)
 
 
+def test_the_parallel_api_is_pettingzoos_turn_based_conversion():
+    """docs/multiplayer.md: AEC only (``aec_to_parallel`` refuses it); ``turn_based_aec_to_parallel`` gives a
+    Parallel env that passes PettingZoo's parallel API test and pays the win rewards at the last step."""
+    from pettingzoo.test import parallel_api_test
+    from pettingzoo.utils import aec_to_parallel
+    from pettingzoo.utils.conversions import turn_based_aec_to_parallel
+
+    assert multi.raw_env("yacht", 2).metadata["is_parallelizable"] is False
+    with pytest.raises(AssertionError, match="is_parallelizable"):
+        aec_to_parallel(multi.env("yacht", 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PettingZoo's advice on dict observations
+        parallel_api_test(turn_based_aec_to_parallel(multi.env("yacht", 3)), num_cycles=100)
+    env = turn_based_aec_to_parallel(multi.env("yacht", 3))
+    observations, _ = env.reset(seed=0)
+    rng, returns = np.random.default_rng(0), dict.fromkeys(env.possible_agents, 0.0)
+    while env.agents:
+        actions = {
+            agent: int(rng.choice(np.flatnonzero(mask))) if (mask := observations[agent]["action_mask"]).any() else 0
+            for agent in env.agents
+        }
+        observations, rewards, terminations, _, infos = env.step(actions)
+        for agent, reward in rewards.items():
+            returns[agent] += reward
+    assert all(terminations.values())
+    totals = np.array([infos[agent]["final_score"] for agent in env.possible_agents])
+    np.testing.assert_allclose(list(returns.values()), multi.final_rewards(totals, "win"))
+
+
 def test_default_reward_modes():
     assert multi.raw_env("school_poker").reward_mode == "relative"
     for name in ("yacht", "dice_poker", "yahtzee", "yatzy"):
