@@ -404,3 +404,9 @@ def test_a_model_of_another_table_size_is_refused_in_one_line(tmp_path, capsys):
     path = save_policy(tmp_path / "two", two, {**metadata, "players": 2})
     with pytest.raises(ValueError, match="reads a 2-player table's flat observation.*tables of 3"):
         tournament([f"model:{path}"], "yacht", players=3, games=1, bootstrap=0, isolated=False)
+    # a round-robin seats groups of `players` alone: five agents at --players 2 meet two by two, where Swiss
+    # rounds would seat them 3 + 2 (it was refused: "this table has 3 players (tables of 3 in this tournament)")
+    entries = [f"model:{path}", "random", "trained"]
+    result = tournament(entries, "yacht", players=2, games=1, seed=1, bootstrap=0, isolated=False)
+    games = {row["agent"]: row["games"] for row in result["standings"]}
+    assert games[f"model:{path}"] == 8  # four opponents, one deal each at both rotations

@@ -325,7 +325,9 @@ def tournament(
                 # seeded from the tournament's seed: the same seed, the same random agent's moves
                 agent_seed = int(np.random.SeedSequence([seed, 0xA6E17, k]).generate_state(1, np.uint64)[0] >> 1)
                 builtin = make_agent(name, rules, solution=solution, seed=agent_seed)
-                for size in sorted(set(table_sizes(agents, players))):  # (a model trained at another table size)
+                # (a model trained at another table size): a round-robin's groups are of `players`, Swiss tables vary
+                sizes = [players] if fmt == "round-robin" else sorted(set(table_sizes(agents, players)))
+                for size in sizes:
                     problem = table_problem(builtin, tables, size)
                     if problem is not None:
                         raise ValueError(f"{name}: {problem} (tables of {size} in this tournament)")
