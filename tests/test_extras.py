@@ -1,5 +1,5 @@
 """The documented installs give what they promise: ``.[cli]`` plays ``dice-poker play``, ``.[tutorials]`` runs
-every tutorial, and ``dice-poker play`` without PettingZoo says so in one line."""
+every tutorial, ``dice-poker play`` without PettingZoo says so in one line, and ``SeatEnv`` plays without it."""
 
 from __future__ import annotations
 
@@ -85,6 +85,40 @@ def test_play_without_pettingzoo_is_a_one_line_error():
     assert len(lines) == 1, result.stderr
     assert "PettingZoo is not installed" in lines[0] and "dice-poker-env[cli]" in lines[0]
     assert "Traceback" not in result.stderr
+
+
+SEAT_GAMES = """
+import json, sys
+if sys.argv[1] == "hidden":
+    sys.modules["pettingzoo"] = None  # as if it were not installed
+import numpy as np
+from dice_poker_env.multi import SeatEnv
+trace = []
+for seat, reward_mode in ((0, "score"), (1, "relative")):
+    env = SeatEnv("yacht", opponents=["random", "random"], seat=seat, reward_mode=reward_mode)
+    rng = np.random.default_rng(seat)
+    obs, info = env.reset(seed=seat)
+    done = False
+    while not done:
+        obs, reward, done, truncated, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        trace.append([float(reward), obs["dice"].tolist(), bool(done)])
+print(json.dumps([trace, "pettingzoo" in sys.modules and sys.modules["pettingzoo"] is not None]))
+"""
+
+
+def test_seat_env_plays_without_pettingzoo():
+    """``SeatEnv`` (and the tournament's tables) play ``raw_env`` games without PettingZoo, exactly as with it
+    (it raised AttributeError: 'raw_env' object has no attribute '_clear_rewards' at the first step)."""
+    pytest.importorskip("pettingzoo")
+    runs = {}
+    for mode in ("hidden", "installed"):
+        result = subprocess.run(
+            [sys.executable, "-c", SEAT_GAMES, mode], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stderr
+        runs[mode] = json.loads(result.stdout)
+    assert runs["hidden"][1] is False and runs["installed"][1] is True
+    assert len(runs["hidden"][0]) > 20 and runs["hidden"][0] == runs["installed"][0]
 
 
 def _notebook_imports(path: Path) -> set[str]:

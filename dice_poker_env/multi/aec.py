@@ -38,7 +38,8 @@ try:  # PettingZoo is the optional ``multi`` extra; :class:`~dice_poker_env.mult
     from pettingzoo.utils import wrappers as _pz_wrappers
     from pettingzoo.utils.env_logger import EnvLogger as _EnvLogger
 except ModuleNotFoundError:  # pragma: no cover - exercised only without the extra
-    AECEnv = object
+    from dice_poker_env.multi.without_pettingzoo import AECEnv  # the helpers raw_env's own methods call
+
     _pz_wrappers = _EnvLogger = None
 
 MIN_PLAYERS, MAX_PLAYERS = 2, 6
