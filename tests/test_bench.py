@@ -435,6 +435,20 @@ def test_bench_out_is_checked_before_any_game(tmp_path, capsys):
     assert blocker.read_text() == "not a folder"
 
 
+def test_bench_without_rich_refuses_the_table_before_any_game(tmp_path, capsys, monkeypatch):
+    """The table needs rich (the cli extra): refused up front, not after the games with a traceback and the
+    ``--out`` results unwritten; ``--json`` needs no rich."""
+    monkeypatch.setitem(sys.modules, "rich", None)  # as if it were not installed
+    out_dir = tmp_path / "results"
+    code, out, err = run_bench(["--agents", "greedy", "--games", "5", "--out", str(out_dir)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "done" not in err
+    assert "needs rich" in err and "dice-poker-env[cli]" in err and "--json" in err
+    assert not out_dir.exists()
+    code, out, err = run_bench(["--agents", "greedy", "--games", "5", "--json", "--out", str(out_dir)], capsys)
+    assert code == 0, err
+    assert json.loads((out_dir / "results.json").read_text()) == json.loads(out)
+
+
 def test_bench_out_refuses_earlier_results_without_overwrite(tmp_path, capsys):
     (tmp_path / "results.json").write_text('{"earlier": true}\n')
     code, out, err = run_bench(["--agents", "random", "--games", "4", "--no-regret", "--out", str(tmp_path)], capsys)

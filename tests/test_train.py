@@ -302,6 +302,26 @@ def test_smoke_config_runs_end_to_end(smoke_run):
     assert "mean ± 95% CI" in stdout  # the rich table
 
 
+def test_a_run_without_rich_writes_its_results_without_the_table(smoke_run, tmp_path, monkeypatch, capsys):
+    """The benchmark table needs rich (the cli extra): without it the finished run's results.json is still written
+    (it raised ModuleNotFoundError after the benchmark, before the write)."""
+    import yaml
+
+    from agents.training.config import make_config
+    from agents.training.run import finish
+    from dice_poker_env.rules import load_rules
+
+    run_dir, _ = smoke_run
+    config = make_config(
+        yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text()), ["bench_agents=[random]", "bench_games=4"]
+    )
+    monkeypatch.setitem(sys.modules, "rich", None)  # as if it were not installed
+    results = finish(config, load_rules("yacht"), tmp_path, None, None, run_dir / "final_model.zip", 2048, 1.0)
+    assert "no table (rich" in capsys.readouterr().out
+    assert json.loads((tmp_path / "results.json").read_text())["agents"].keys() == results["agents"].keys()
+    assert set(results["agents"]) == {"random", "model"} and results["games"] == 4
+
+
 def test_resume_continues_from_the_latest_checkpoint(smoke_run, tmp_path):
     import shutil
 

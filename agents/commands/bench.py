@@ -5,12 +5,14 @@ and prints. ``torch`` is imported only when ``--model`` is given.
 
 ``--out DIR`` is checked before the first game (it must be a writable folder
 without earlier results, unless ``--overwrite``), and the results are printed
-before they are written, so a failed write never loses them.
+before they are written, so a failed write never loses them. The table needs rich (the ``cli`` extra),
+checked before the first game too; ``--json`` does not.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -181,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--top-mistakes must be >= 0, got {args.top_mistakes}")
     if args.overwrite and not args.out:
         raise ValueError("--overwrite goes with --out DIR")
+    if not args.json and importlib.util.find_spec("rich") is None:  # the table is printed after every game
+        raise ValueError("the table needs rich, which is not installed: pip install 'dice-poker-env[cli]' (or --json)")
     if args.trust_model_files:  # read by agents.players.sb3_agent here and in the worker processes
         from agents.players.sb3_agent import TRUST_ENV
 

@@ -541,7 +541,10 @@ def finish(
         results.update(bench.data["agents"][name])
         results["agents"] = bench.data["agents"]
         results["bench_games"] = config.bench_games
-        render_table({**bench.data})
+        try:
+            render_table({**bench.data})
+        except ModuleNotFoundError as error:  # rich: the cli extra, part of train; the run's results still count
+            print(f"no table ({error.name} is not installed)")
     results["config"] = as_dict(config)
     (run_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 
