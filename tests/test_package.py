@@ -123,6 +123,35 @@ def test_the_wheel_ships_the_typed_marker_and_the_data(tmp_path):
     assert not any(name.startswith("tests/") for name in names)
 
 
+def test_the_sdist_is_the_repository(tmp_path):
+    """The source distribution holds every tracked file (MANIFEST.in), so its test suite runs: setuptools alone
+    shipped tests/test*.py without conftest.py, the test helpers and data, nor the docs, configs and results
+    the tests read."""
+    import shutil
+    import tarfile
+
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, timeout=60)
+    except OSError:
+        pytest.skip("git is not installed")
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout (an unpacked sdist, say)")
+    tracked = {name for name in listed.stdout.decode().split("\0") if name and (ROOT / name).is_file()}
+    source = tmp_path / "source"
+    for name in tracked:
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, source / name)
+    out = tmp_path / "dist"
+    out.mkdir()
+    code = f"from setuptools import build_meta; print(build_meta.build_sdist({str(out)!r}))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=source, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    with tarfile.open(out / result.stdout.strip().splitlines()[-1]) as sdist:
+        shipped = {member.name.split("/", 1)[1] for member in sdist.getmembers() if member.isfile()}
+    assert {"tests/conftest.py", "tests/naive_rules.py", "train.py", "CITATION.cff"} <= shipped
+    assert sorted(tracked - shipped) == [".gitignore"]
+
+
 def test_write_whole_gives_a_plain_files_permissions_and_leaves_nothing_on_failure(tmp_path):
     """dice_poker_env.files.write_whole: the permissions open() gives (a temporary file from mkstemp made
     match --out files 0600), the old file kept when the write fails."""
