@@ -64,6 +64,22 @@ def test_the_cli_extra_installs_what_play_needs():
     assert {"rich", "pettingzoo"} <= extra_distributions("cli")
 
 
+def test_the_train_extras_floors_admit_the_cores_gymnasium():
+    """A floor is a version that works with the core: Stable-Baselines3 and sb3-contrib support Gymnasium 1.1 from
+    2.6.0 (their release notes; 2.3 to 2.5 cap it below 1.1, the core's floor), and SB3 2.5 needs torch 2.3."""
+    from packaging.version import Version
+
+    def floor(requirements: list[str], name: str) -> Version:
+        (requirement,) = [Requirement(line) for line in requirements if _normalize(Requirement(line).name) == name]
+        (low,) = [Version(spec.version) for spec in requirement.specifier if spec.operator == ">="]
+        return low
+
+    assert floor(PYPROJECT["dependencies"], "gymnasium") >= Version("1.1")
+    train = PYPROJECT["optional-dependencies"]["train"]
+    assert floor(train, "stable-baselines3") >= Version("2.6") and floor(train, "sb3-contrib") >= Version("2.6")
+    assert floor(train, "torch") >= Version("2.3")
+
+
 def test_play_without_pettingzoo_is_a_one_line_error():
     """With PettingZoo hidden, ``dice-poker play`` stops before the game with a line naming the install."""
     pytest.importorskip("rich")
