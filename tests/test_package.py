@@ -101,7 +101,8 @@ def test_make_vec_is_the_batched_env():
 
 
 def test_the_wheel_ships_the_typed_marker_and_the_data(tmp_path):
-    """``dice_poker_env/py.typed`` (PEP 561) is in the built wheel, so users' type checkers read the hints."""
+    """``dice_poker_env/py.typed`` (PEP 561) is in the built wheel, so users' type checkers read the hints, and its
+    metadata says so (the ``Typing :: Typed`` classifier)."""
     import shutil
     import zipfile
 
@@ -121,6 +122,8 @@ def test_the_wheel_ships_the_typed_marker_and_the_data(tmp_path):
     assert "dice_poker_env/py.typed" in names
     assert "dice_poker_env/rules/data/yahtzee.toml" in names  # the package data next to it
     assert not any(name.startswith("tests/") for name in names)
+    metadata = next(name for name in names if name.endswith(".dist-info/METADATA"))
+    assert "Classifier: Typing :: Typed" in zipfile.ZipFile(wheel).read(metadata).decode()  # what PyPI shows of it
 
 
 def test_the_sdist_is_the_repository(tmp_path):

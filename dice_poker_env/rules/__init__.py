@@ -73,7 +73,7 @@ def read_rules_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _shipped_spec(name: str) -> dict[str, Any]:
-    data = resources.files("dice_poker_env.rules").joinpath("data", f"{name}.toml")
+    data = resources.files("dice_poker_env.rules").joinpath("data").joinpath(f"{name}.toml")  # (one part: 3.10)
     return tomllib.loads(data.read_text())
 
 
