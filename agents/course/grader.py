@@ -377,10 +377,10 @@ LIMIT_SETTINGS = tuple(name for name in SETTINGS if hasattr(Limits, name))
 
 def read_toml(path: str | os.PathLike, option: str = "--config") -> dict[str, Any]:
     """A TOML file's table; ``option`` names the file in the one-line ``ValueError`` when it cannot be read."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
