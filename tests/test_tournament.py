@@ -277,6 +277,45 @@ def test_a_match_compares_agents_by_their_totals():
     assert match.comparisons() == [(3, 1, 1.0, 5), (3, 2, 0.5, 5), (1, 2, 0.0, 5)]
 
 
+def test_a_match_compares_agents_by_games_finished_first_under_the_wins_objective():
+    """An agent that wins more of a match's games by small margins and loses one by a lot has fewer points but more
+    wins: the objective decides which beats the other."""
+    match = Match(2, 0, 0, (0, 4), totals=[520, 450], firsts=[1, 2])
+    assert match.comparisons("points") == [(0, 4, 1.0, 2)]
+    assert match.comparisons("wins") == [(0, 4, 0.0, 2)]
+
+
+@pytest.mark.parametrize("objective", ["points", "wins"])
+def test_a_tournament_rates_by_its_objective(objective):
+    """Each match records both its totals and its games finished first; the ratings are fitted to the comparisons of
+    the objective chosen, which the output and the page name."""
+    from agents.course.ratings import Comparisons, rate
+    from agents.course.tournament_page import render_html
+
+    result = tournament(["random"], YACHT, players=2, games=2, seed=7, bootstrap=0, isolated=False, objective=objective)
+    assert result["objective"] == objective
+    assert ("of games finished first" in result["rating"]["method"]) == (objective == "wins")
+    games = {g["id"]: g for g in result["games_played"]}
+    for m in result["matches"]:
+        firsts = [0] * len(m["agents"])
+        for game in (games[i] for i in m["games"]):
+            forfeited = {f["seat"] for f in game["forfeits"]}
+            for seat, agent in enumerate(game["seats"]):
+                firsts[m["agents"].index(agent)] += game["ranks"][seat] == 1 and seat not in forfeited
+        assert m["firsts"] == firsts
+    matches = [
+        Match(m["id"], m["round"], m["deal"], tuple(m["agents"]), m["games"], m["totals"], m["firsts"])
+        for m in result["matches"]
+    ]
+    fitted = rate(Comparisons.of([r for m in matches for r in m.comparisons(objective)]), 3, 1, bootstrap=0)
+    by_name = {row["agent"]: row["rating"] for row in result["standings"]}
+    assert all(abs(by_name[name] - round(float(fitted.rating[k]), 1)) < 0.11 for k, name in enumerate(result["agents"]))
+    page = render_html(result)
+    assert ("of games finished first in a match (objective: wins)" in page) == (objective == "wins")
+    with pytest.raises(ValueError, match="objective must be one of points, wins, got 'score'"):
+        tournament(["random"], YACHT, objective="score")
+
+
 def test_bad_arguments_are_refused_before_any_game():
     with pytest.raises(ValueError, match="must be an agent spec"):
         entry_names([""])

@@ -27,7 +27,7 @@ HELP = "a duplicate tournament between submitted agents and the optimal and gree
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from agents.course.tournament import FORMATS, ROUND_ROBIN_MAX_GROUPS
+    from agents.course.tournament import FORMATS, OBJECTIVES, ROUND_ROBIN_MAX_GROUPS
 
     parser.description = (
         "Play submitted agents (FILE.py:NAME or MODULE:NAME), each isolated as in grading, against each other and "
@@ -73,6 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a small one could be guessed by a submission from its dice)",
     )
     parser.add_argument("--format", choices=FORMATS, default="auto", help="the schedule (default auto)")
+    parser.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default="points",
+        help="what a match compares two agents by: points summed over its games (default), or wins: the games each "
+        "finished first (for agents that play to win)",
+    )
     parser.add_argument("--rounds", type=int, help="Swiss rounds (default ceil(log2(agents)) + 2)")
     parser.add_argument(
         "--bootstrap", type=int, default=1000, help="bootstrap resamples for the intervals (default 1000)"
@@ -184,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
             isolated=not args.unisolated,
             solver=solver,
             bootstrap=args.bootstrap,
+            objective=args.objective,
             progress=not args.json,
             started=say_seed,  # before the games: a run that fails later still told its seed
         )

@@ -10,8 +10,9 @@ and the optimal agent shows the ceiling.
 a *match* is one deal played at as many tables as the group has agents, the seats rotated one
 place at each table, so every agent plays every seat's dice once and the seat order once. A
 match's result for each agent is the sum of its points over those tables; two agents of a match
-are compared by these sums (win, draw or loss). Every group of a round plays the same deals,
-so every agent meets the same dice in a round.
+are compared by these sums (win, draw or loss). With ``objective="wins"`` it is instead the number
+of those games it finished first (ties for first place included): a tournament for agents that
+play to win, as the ``winning`` agent does. Every match has its own deal.
 
 **Schedule** (:func:`choose_format`). Round-robin (one round: every group of ``players``
 agents meets once) while it needs at most :data:`ROUND_ROBIN_MAX_GROUPS` groups; otherwise
@@ -73,6 +74,8 @@ ANCHORS = ("optimal", "greedy")
 ANCHOR = "greedy"
 #: the schedules
 FORMATS = ("auto", "round-robin", "swiss")
+#: what a match compares two agents by: their points summed over its games, or the games each finished first
+OBJECTIVES = ("points", "wins")
 #: ``auto`` plays a round-robin up to this many groups, else Swiss
 ROUND_ROBIN_MAX_GROUPS = 60
 #: the files ``--out DIR`` gets
@@ -174,12 +177,16 @@ class Match:
     agents: tuple[int, ...]
     games: list[int] = field(default_factory=list)
     totals: list[int] = field(default_factory=list)
+    #: each agent's games of the match finished first (ties for first place included; a forfeited seat never)
+    firsts: list[int] = field(default_factory=list)
 
-    def comparisons(self) -> list[tuple[int, int, float, int]]:
-        """``(a, b, result, match)`` for every pair of the group, by the totals."""
+    def comparisons(self, objective: str = "points") -> list[tuple[int, int, float, int]]:
+        """``(a, b, result, match)`` for every pair of the group, by the totals (``objective="wins"``: the games
+        finished first)."""
+        by = self.totals if objective == "points" else self.firsts
         rows = []
         for x, y in itertools.combinations(range(len(self.agents)), 2):
-            result = 0.5 if self.totals[x] == self.totals[y] else float(self.totals[x] > self.totals[y])
+            result = 0.5 if by[x] == by[y] else float(by[x] > by[y])
             rows.append((self.agents[x], self.agents[y], result, self.id))
         return rows
 
@@ -246,6 +253,7 @@ def tournament(
     isolated: bool = True,
     solver: str = "allow",
     bootstrap: int = 1000,
+    objective: str = "points",
     progress: bool = False,
     started: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
@@ -264,6 +272,8 @@ def tournament(
         isolated: run the submissions isolated (``False``: trusted code only).
         solver: the library's solver and agents in submissions: ``allow``, ``flag`` or ``forbid``.
         bootstrap: resamples for the ratings' intervals.
+        objective: ``points`` (two agents of a match compared by their points summed over its games) or ``wins``
+            (by the games each finished first): :data:`OBJECTIVES`.
         progress: a line per round on standard error.
         started: called once the arguments passed their checks, before the agents load and play (the
             command says its seed there).
@@ -294,6 +304,8 @@ def tournament(
     games = _check_int("games", games, 1, MAX_GAMES)
     seed = _check_int("seed", seed, 0)
     bootstrap = _check_int("bootstrap", bootstrap, 0, MAX_BOOTSTRAP)
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     fmt = choose_format(agents, players, fmt)
     if fmt == "round-robin" and rounds is not None:
         raise ValueError("--rounds is for a Swiss tournament; a round-robin has one round")
@@ -348,14 +360,15 @@ def tournament(
             if agent.load_error is not None and progress:
                 said = f"{name} did not load: {agent.load_error.message}; it forfeits its games"
                 print(summary_text_line(said), file=sys.stderr)
-        records, matches, interrupted = _play(entries, rules, players, games, seed, fmt, rounds, turns, progress)
+        plan = _Plan(rules, players, games, seed, fmt, rounds, turns, objective, progress)
+        records, matches, interrupted = _play(entries, plan)
     finally:
         for entry in entries:
             if entry.kind == "submission":
                 entry.player.close()
     if interrupted and not matches:
         raise KeyboardInterrupt  # (no match complete: no standings to give)
-    comparisons = Comparisons.of([row for m in matches for row in m.comparisons()])
+    comparisons = Comparisons.of([row for m in matches for row in m.comparisons(objective)])
     anchor = [e.name for e in entries].index(ANCHOR)
     ratings = rate(comparisons, len(entries), anchor, bootstrap=bootstrap, seed=seed)
     return {
@@ -370,9 +383,11 @@ def tournament(
         "seed": seed,
         "format": fmt,
         "rounds": rounds,
+        "objective": objective,
         "interrupted": interrupted,
         "rating": {
-            "method": "Bradley-Terry (Elo scale) fitted to every pairwise duplicate comparison",
+            "method": "Bradley-Terry (Elo scale) fitted to every pairwise duplicate comparison "
+            + ("of points summed over a match" if objective == "points" else "of games finished first in a match"),
             "anchor": ANCHOR,
             "anchor_rating": ANCHOR_RATING,
             "prior_sd": PRIOR_SD,
@@ -398,6 +413,7 @@ def tournament(
                 "agents": list(m.agents),
                 "games": m.games,
                 "totals": m.totals,
+                "firsts": m.firsts,
             }
             for m in matches
         ],
@@ -426,53 +442,56 @@ class _Played:
     record: GameRecord
 
 
-def _play(
-    entries: list[Entry],
-    rules: Rules,
-    players: int,
-    games: int,
-    seed: int,
-    fmt: str,
-    rounds: int,
-    turns: int,
-    progress: bool,
-) -> tuple[list[_Played], list[Match], bool]:
+@dataclass(frozen=True)
+class _Plan:
+    """What :func:`_play` plays (:func:`tournament`'s checked arguments; ``turns``: a game's)."""
+
+    rules: Rules
+    players: int
+    games: int
+    seed: int
+    fmt: str
+    rounds: int
+    turns: int
+    objective: str
+    progress: bool
+
+
+def _play(entries: list[Entry], plan: _Plan) -> tuple[list[_Played], list[Match], bool]:
     """Every round's matches, played: the game records, the matches and whether Ctrl-C or SIGTERM stopped them
     (then the matches complete before it, with their games: a match cut short is left out whole, its tables
     not all played)."""
     records: list[_Played] = []
     matches: list[Match] = []
     try:
-        _play_rounds(entries, rules, players, games, seed, fmt, rounds, turns, progress, records, matches)
+        _play_rounds(entries, plan, records, matches)
     except KeyboardInterrupt:
         del records[sum(len(m.games) for m in matches) :]
         return records, matches, True
     return records, matches, False
 
 
-def _play_rounds(
-    entries: list[Entry],
-    rules: Rules,
-    players: int,
-    games: int,
-    seed: int,
-    fmt: str,
-    rounds: int,
-    turns: int,
-    progress: bool,
-    records: list[_Played],
-    matches: list[Match],
-) -> None:
+def _play_rounds(entries: list[Entry], plan: _Plan, records: list[_Played], matches: list[Match]) -> None:
     """:func:`_play`'s rounds, appending to ``records`` and ``matches`` (a match once all its tables are played)."""
+    rules, players, games, seed, fmt, progress = (
+        plan.rules,
+        plan.players,
+        plan.games,
+        plan.seed,
+        plan.fmt,
+        plan.progress,
+    )
     n = len(entries)
     met = np.zeros((n, n), dtype=np.int64)
     shuffle = np.random.default_rng(np.random.SeedSequence([seed, 1])).permutation(n).tolist()
-    for round_ in range(rounds):
+    for round_ in range(plan.rounds):
         if fmt == "round-robin":
             groups = round_robin_groups(n, players)
         else:
             if matches:
-                fitted = rate(Comparisons.of([r for m in matches for r in m.comparisons()]), n, 0, bootstrap=0)
+                fitted = rate(
+                    Comparisons.of([r for m in matches for r in m.comparisons(plan.objective)]), n, 0, bootstrap=0
+                )
                 order = sorted(range(n), key=lambda a: (-fitted.rating[a], shuffle.index(a)))
             else:
                 order = shuffle
@@ -480,7 +499,7 @@ def _play_rounds(
         in_round = games * sum(len(g) for g in groups)  # every deal at every rotation of its table
         start = len(records)
         if progress:
-            print(f"round {round_ + 1} of {rounds}: {len(groups)} table(s), {in_round:,} games", file=sys.stderr)
+            print(f"round {round_ + 1} of {plan.rounds}: {len(groups)} table(s), {in_round:,} games", file=sys.stderr)
         last = time.monotonic()
         for group in groups:
             for a, b in itertools.combinations(group, 2):
@@ -489,14 +508,18 @@ def _play_rounds(
             for _ in range(games):
                 # every match its own deal: a submission keeps its memory from game to game, and a deal it met
                 # before (another group's, the same round) would be dice it knows in advance
-                match = Match(len(matches), round_, len(matches), group, totals=[0] * len(group))
-                faces = deal_faces(seed, match.deal, len(group), turns)
+                match = Match(
+                    len(matches), round_, len(matches), group, totals=[0] * len(group), firsts=[0] * len(group)
+                )
+                faces = deal_faces(seed, match.deal, len(group), plan.turns)
                 for k in range(len(group)):
                     seated = rotation(group, k)
                     record = play_game(rules, [entries[a].player for a in seated], faces)
                     record.seats = list(seated)
+                    ranks = record.ranks()
                     for seat, points in enumerate(record.results):
                         match.totals[group.index(seated[seat])] += points
+                        match.firsts[group.index(seated[seat])] += ranks[seat] == 1 and seat not in record.forfeited
                     played = _Played(len(records), match.id, round_, match.deal, k, seated, record)
                     records.append(played)
                     match.games.append(played.id)

@@ -182,8 +182,13 @@ def render_html(result: dict[str, Any]) -> str:
             if result.get("interrupted")
             else []
         ),
-        f'<div class="headline">Ratings: Elo points from a Bradley-Terry fit to every pairwise duplicate comparison, '
-        f"{e(rating['anchor'])} fixed at {rating['anchor_rating']:g}, "
+        '<div class="headline">Ratings: Elo points from a Bradley-Terry fit to every pairwise duplicate comparison '
+        + (
+            "of games finished first in a match (objective: wins), "
+            if result.get("objective") == "wins"
+            else "of points summed over a match, "
+        )
+        + f"{e(rating['anchor'])} fixed at {rating['anchor_rating']:g}, "
         + (
             f"with 95% intervals from {rating['bootstrap']} bootstrap resamples of the matches"
             if rating["bootstrap"]
