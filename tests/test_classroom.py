@@ -397,6 +397,30 @@ def test_a_submission_cannot_ask_the_grader_which_files_are_beside_it_in_a_class
     assert "helpers.py is beside agent.py" in json.dumps(result.students[0].report["failures"])
 
 
+@pytest.mark.skipif(not ISOLATED, reason="the hint is for an isolated submission")
+@pytest.mark.parametrize("command", ["grade", "check"])
+def test_one_file_of_a_class_folder_graded_or_checked_alone_gets_no_hint_of_its_classmates(tmp_path, command, capsys):
+    """``dice-poker grade class/probe.py`` (or check) graded one file as if its folder were its own: the probe read in
+    its report that alice.py is beside it. A folder where another file has an agent class is a class's; a
+    student's own folder of helpers still gets the hint."""
+    from dice_poker_env import cli
+
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "alice.py").write_text(GOOD)
+    (flat / "probe.py").write_text(PROBE)
+    extra = ["--games", "2"] + (["--unisolated"] if not ISOLATED else [])
+    cli.main([command, f"{flat / 'probe.py'}:Agent", "--rules", "yacht", "--seed", "7", "--json", *extra])
+    out = capsys.readouterr().out
+    assert "No module named 'alice'" in out and "is beside" not in out
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "agent.py").write_text(PROBE.replace("'alice'", "'helpers'"))
+    (own / "helpers.py").write_text("X = 1\n")
+    cli.main([command, f"{own / 'agent.py'}:Agent", "--rules", "yacht", "--seed", "7", "--json", *extra])
+    assert "helpers.py is beside agent.py" in capsys.readouterr().out
+
+
 def test_with_a_class_name_a_file_without_it_or_that_does_not_parse_is_not_loaded(tmp_path):
     """docs/grading.md: without ``--class`` such a file is ``no_agent`` (parsed, not run); with ``--class NAME`` it is
     loaded as it is, and its load failure (no ``NAME``, the syntax error) is the student's ``not_loaded``."""

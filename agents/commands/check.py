@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.commands.grade import checked_limits, checked_seed, resolve_submission, setting_name
+    from agents.commands.grade import checked_limits, checked_seed, own_folder, resolve_submission, setting_name
     from agents.course.checker import MOST_GAMES, check, check_json, check_text
     from agents.course.grader import LIMIT_SETTINGS, protect_process, settings
     from agents.evaluation.limits import MAX_GAMES, check_count
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         isolated=not args.unisolated,
         solver=chosen["solver"],
         graded_games=chosen["games"],
+        own_folder=own_folder(submission),
     )
     if args.json:
         print(json.dumps(check_json(result), sort_keys=True), flush=True)

@@ -231,6 +231,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def own_folder(submission: str) -> bool:
+    """Whether a submission's file is in a folder of its author's own, not beside classmates' agent files
+    (:func:`agents.course.classroom.beside_other_agents`); a module's spec: ``True`` (no file beside it is named)."""
+    from agents.course.classroom import beside_other_agents
+    from agents.players.registry import parse_agent_spec
+
+    parsed = parse_agent_spec(submission)
+    return parsed is None or not parsed.is_file or not beside_other_agents(parsed.source)
+
+
 def run(args: argparse.Namespace) -> int:
     from agents.commands.bench import check_out_dir, remove_empty
     from agents.course.classroom import missing_folder
@@ -288,6 +298,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.json,
             isolated=not args.unisolated,
             solver=chosen["solver"],
+            own_folder=own_folder(submission),
         )
     except BaseException:
         remove_empty(created)  # a failed command leaves no trace

@@ -186,6 +186,7 @@ def check(
     isolated: bool = True,
     solver: str = "allow",
     graded_games: int | None = None,
+    own_folder: bool = True,
 ) -> CheckResult:
     """Play ``games`` games of ``rules`` with ``submission`` in the grading sandbox; its interface problems.
 
@@ -198,6 +199,8 @@ def check(
         isolated: run the submission isolated, as grading does (``False``: trusted code only).
         solver: the solver policy, as grading's: ``allow``, ``flag`` or ``forbid``.
         graded_games: the grading's games (the config's): output that would pass the limit over them is a problem.
+        own_folder: whether the files beside the submission are its author's (``own_folder`` of
+            :class:`agents.course.sandbox.SandboxedAgent`).
 
     Returns:
         A :class:`CheckResult`.
@@ -211,7 +214,16 @@ def check(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     limits = limits or Limits()
-    agent = SandboxedAgent(submission, rules, seed=seed, limits=limits, isolated=isolated, solver=solver, start=False)
+    agent = SandboxedAgent(
+        submission,
+        rules,
+        seed=seed,
+        limits=limits,
+        isolated=isolated,
+        solver=solver,
+        start=False,
+        own_folder=own_folder,
+    )
     result = CheckResult(
         submission=submission,
         rules=rules.name,

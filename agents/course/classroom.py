@@ -179,6 +179,32 @@ def agent_classes(tree: ast.Module) -> list[str]:
     return [name for name in agents if name not in inherited]
 
 
+#: the most other files beside a submission that :func:`beside_other_agents` reads (beyond: a class's folder)
+BESIDE_MOST = 200
+
+
+def beside_other_agents(path: str | os.PathLike) -> bool:
+    """Whether another ``*.py`` file beside a submission's file has an agent class (a class with an ``act`` method;
+    parsed, never run), or there are more than :data:`BESIDE_MOST` of them: its folder is then a class's (the
+    students' files side by side), not its author's own, so a failure's message names no file beside it
+    (``own_folder`` of :class:`agents.course.sandbox.SandboxedAgent`: the submission would learn which classmates'
+    files are there)."""
+    own = Path(path).resolve()
+    try:
+        others = [p for p in own.parent.iterdir() if p.suffix == ".py" and p.name != own.name]
+    except OSError:
+        return True
+    if len(others) > BESIDE_MOST:
+        return True
+    for other in others:
+        try:
+            if agent_classes(ast.parse(python_source(other))):
+                return True
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return False
+
+
 def syntax_problem(error: SyntaxError) -> str:
     """Why a file that does not parse has no agent class: ``SyntaxError: invalid syntax (line 3): it does not
     parse, ...`` (class grading, and a single grade's and a tournament's check of a bare file)."""
