@@ -29,6 +29,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import shutil
 import sys
 import warnings
@@ -49,7 +50,9 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-ROOT = Path(__file__).resolve().parents[1]
+#: the checkout whose results, runs and pages are read and written: $BENCH_ROOT (run_baselines.py's, where a snapshot's
+#: code runs for another checkout) or this one
+ROOT = Path(os.environ.get("BENCH_ROOT") or Path(__file__).resolve().parents[1]).resolve()
 RESULTS = ROOT / "results" / "benchmark"
 RULESETS = ("yahtzee", "yacht", "yatzy", "dice_poker", "school_poker")
 #: a suite named so is recipe development on the development seeds (run_baselines.py's probes), not a baseline

@@ -52,7 +52,7 @@ from dice_poker_env.files import write_whole  # noqa: E402
 from dice_poker_env.rules import RULESET_NAMES  # noqa: E402
 
 #: where run folders and result rows go: $BENCH_ROOT (a checkout running a snapshot's code) or ROOT
-OUT = Path(os.environ.get("BENCH_ROOT", ROOT)).resolve()
+OUT = Path(os.environ.get("BENCH_ROOT") or ROOT).resolve()
 RUNS = OUT / "runs-benchmark"
 RESULTS = OUT / "results" / "benchmark"
 #: unfinished runs' latest state, committed (``--park``) so that a fresh checkout resumes them

@@ -479,3 +479,24 @@ def test_reference_rows_carry_their_command_and_are_reproduced_before_they_gain_
     assert again[0] == {**greedy, "luck_free_percent": greedy["luck_free_percent"] * (1 + 1e-12)}  # as recorded
     assert "command" not in again[1] and again[1]["luck_free_percent"] == random["luck_free_percent"] + 1e-6
     assert "yacht random: gives" in capsys.readouterr().err
+
+
+def test_the_pages_read_and_write_the_checkout_that_bench_root_names(tmp_path):
+    """run_baselines.py writes its rows and runs under $BENCH_ROOT (a snapshot's code running for another checkout);
+    the leaderboard and the results page read them, and write their pages, there too (they read this checkout's)."""
+    import os
+    import subprocess
+
+    code = (
+        "import runpy, sys; sys.argv = ['x']; "
+        "print(runpy.run_path('benchmarks/leaderboard.py', run_name='probe')['ROOT']); "
+        "print(runpy.run_path('tools/results_page.py', run_name='probe')['ROOT']); "
+        "print(runpy.run_path('benchmarks/run_baselines.py', run_name='probe')['OUT'])"
+    )
+    for given, expected in ((str(tmp_path), tmp_path.resolve()), ("", ROOT)):
+        env = {**os.environ, "BENCH_ROOT": given}
+        out = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.split() == [str(expected)] * 3, out.stdout

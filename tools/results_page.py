@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # this checkout's agents package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's agents package
+#: the checkout whose results and pages are read and written: $BENCH_ROOT (as benchmarks/run_baselines.py's) or this one
+ROOT = Path(os.environ.get("BENCH_ROOT") or Path(__file__).resolve().parent.parent).resolve()
 
 from agents.evaluation.protocol import MIN_SEEDS_FOR_INTERVAL  # noqa: E402 - after the path
 from agents.evaluation.results import interval_text  # noqa: E402
