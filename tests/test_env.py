@@ -85,6 +85,30 @@ def test_pickle_round_trip_continues_the_same_game(env_id):
     assert np.array_equal(a[0][0]["scores"], b[0][0]["scores"]) and a[0][1:] == b[0][1:]
 
 
+@pytest.mark.parametrize("vector", [False, True])
+def test_snapshots_share_the_read_only_tables_and_pickles_hold_only_the_rules(vector):
+    """copy.deepcopy(env) is the documented snapshot of a game: it copied every table of the ruleset (tens of
+    milliseconds, megabytes pickled); the tables and masks are read-only and shared, the copy plays on the same."""
+    import copy
+
+    from dice_poker_env.envs.vector import DicePokerVectorEnv
+
+    env = DicePokerVectorEnv(3, "yatzy") if vector else DicePokerEnv("yatzy")
+    env.reset(seed=3)
+    clones = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+    for clone in clones:
+        assert clone.tables is env.tables and clone._masks is env._masks  # (compile_rules' shared tables)
+    assert len(pickle.dumps(env)) < 200_000  # the tables were 7 MB
+    masks = env.action_masks()
+    action = np.argmax(masks, axis=-1) if vector else int(np.flatnonzero(masks)[-1])
+    ours = env.step(action)
+    for clone in clones:
+        theirs = clone.step(action)
+        for key in ours[0]:
+            np.testing.assert_array_equal(ours[0][key], theirs[0][key])
+        np.testing.assert_array_equal(ours[1], theirs[1])
+
+
 @pytest.mark.parametrize("ruleset", RULESETS)
 def test_random_masked_games(ruleset):
     """2,000 games: return == final score == scorecard total, every box once, masks never empty."""

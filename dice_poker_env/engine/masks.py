@@ -20,6 +20,8 @@ once over the whole grid: a mask costs two lookups. Larger rulesets evaluate
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -94,6 +96,14 @@ class ActionMasks:
         self._n_classes = len(first)
         self._legal_table = table
 
+    # Read-only tables and memoized read-only rows, shared like the RuleTables they derive from: a deep copy of an
+    # env keeps them, and a pickle holds only the tables (that is, the rules), rebuilt when loaded.
+    def __deepcopy__(self, memo: dict[int, Any]) -> ActionMasks:
+        return self
+
+    def __reduce__(self) -> tuple[Callable[[RuleTables, bool], ActionMasks], tuple[RuleTables, bool]]:
+        return _masks_of, (self.tables, self.tabled)
+
     # ------------------------------------------------------------ batches
     def index(self, state: BatchState, full: np.ndarray) -> np.ndarray:
         """The row index of every game (tabled rulesets only).
@@ -151,3 +161,9 @@ class ActionMasks:
 def action_masks(tables: RuleTables) -> ActionMasks:
     """The :class:`ActionMasks` of a ruleset's tables (built once per tables object)."""
     return ActionMasks(tables)
+
+
+def _masks_of(tables: RuleTables, tabled: bool) -> ActionMasks:
+    """An unpickled :class:`ActionMasks`: the shared one of ``tables`` unless it was built with other ``use_tables``."""
+    masks = action_masks(tables)
+    return masks if masks.tabled == tabled else ActionMasks(tables, use_tables=tabled)

@@ -123,6 +123,15 @@ class RuleTables(RuleConstants):
         """These tables for one game at a time (:class:`OneGameTables`, built on first use)."""
         return OneGameTables.of(self)
 
+    # The tables are read-only and shared (compile_rules hands every env of a ruleset the same object): a deep copy
+    # of an env (the documented way to snapshot a game) keeps them, and a pickle holds only the rules, compiled
+    # again (or found in the cache) when loaded. Copying them cost tens of milliseconds and megabytes per env.
+    def __deepcopy__(self, memo: dict[int, Any]) -> RuleTables:
+        return self
+
+    def __reduce__(self) -> tuple[Callable[[Rules], RuleTables], tuple[Rules]]:
+        return compile_rules, (self.rules,)
+
 
 @dataclass(frozen=True, eq=False)
 class OneGameTables(RuleConstants):
