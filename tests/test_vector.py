@@ -926,6 +926,9 @@ def test_non_integer_dice_are_rejected(dice):
         ({"positions": {"dice": [1, 2, 3, 4, 5]}}, "'positions' must be a list of one position dict"),
         ({"positions": [5, None]}, r"positions\[0\]: expected a dict"),
         ({"positions": [None]}, "needs one entry per game"),
+        # a refused position names its game (was only "dice: expected 5 integers in 1..6, got [1, 2]")
+        ({"positions": [None, {"dice": [1, 2]}]}, r"^reset options: positions\[1\]: dice: expected 5 integers"),
+        ({"positions": [{"scorecard": {"nope": 1}}, None]}, r"^reset options: positions\[0\]: scorecard: yacht has no"),
         ({"bonus": 35}, "cannot have paid 35"),
         (["dice"], "reset options: expected a dict"),
     ],

@@ -286,8 +286,14 @@ class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.nd
         if options or positions is not None:  # a refused position changes nothing: checked before the seed and dice
             for i in rows.tolist():
                 opts = options if positions is None else positions[i]
-                if opts:
+                if not opts:
+                    continue
+                try:
                     position_from_options(self.tables, opts, 0)
+                except PositionError as error:  # name the game whose position is refused
+                    if positions is None:
+                        raise
+                    raise PositionError(f"reset options: positions[{i}]: {error}") from None
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         if self.state is None:
