@@ -95,11 +95,14 @@ class ScriptedDice:
 
     When the script runs out, :class:`DiceExhaustedError` is raised before the
     env changes anything, or, with ``then_random=True``, play continues with fair
-    dice from the env's generator.
+    dice from the env's generator: a roll needing more faces than are left takes
+    the last ones and fair dice for the rest, and every roll after it is fair.
     """
 
     def __init__(self, faces: Iterable[int], *, then_random: bool = False):
-        self.then_random = then_random
+        if not isinstance(then_random, (bool, np.bool_)):  # ("no" would have read as True)
+            raise TypeError(f"then_random must be True or False, got {then_random!r}")
+        self.then_random = bool(then_random)
         if isinstance(faces, (str, bytes)) or not isinstance(faces, Iterable):
             raise TypeError(f"scripted dice must be a sequence of faces 1..6, got {faces!r}")
         faces = list(faces)
@@ -116,9 +119,13 @@ class ScriptedDice:
     def roll(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         n = int(np.prod(shape))
         if n > self.remaining:
-            if self.then_random:
-                return rng.integers(1, 7, size=shape)
-            raise DiceExhaustedError(f"scripted dice exhausted: {n} faces needed, {self.remaining} left")
+            if not self.then_random:
+                raise DiceExhaustedError(f"scripted dice exhausted: {n} faces needed, {self.remaining} left")
+            # the script's last faces, then fair dice; the script is used up, so no later roll goes back to it
+            # (a roll of five with three faces left drew five fair dice, and the next reroll took the three)
+            last = np.array(self.faces[self.position :], dtype=np.int64)
+            self.position = len(self.faces)
+            return np.concatenate([last, rng.integers(1, 7, size=n - len(last))]).reshape(shape)
         out = np.array(self.faces[self.position : self.position + n], dtype=np.int64).reshape(shape)
         self.position += n
         return out

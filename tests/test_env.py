@@ -163,6 +163,20 @@ def test_yacht_seed_worked_turn_replayed_with_scripted_dice():
     assert reward == 21
 
 
+def test_a_script_that_runs_out_mid_roll_ends_in_its_last_faces_and_never_comes_back():
+    """then_random=True: a roll needing five faces with three left drew five fair dice and left the three in the
+    script, so the next reroll replayed them after the fair dice; "no" read as True."""
+    dice = ScriptedDice([6, 6, 6, 6, 6, 1, 1, 1], then_random=True)
+    env = gym.make("DicePoker/Yacht-v0", dice_source=dice)
+    env.reset(seed=0)
+    obs, *_ = env.step(32 + env.unwrapped.rules.box_index("yacht"))  # the next turn's five: 1 1 1, then two fair
+    assert dice.remaining == 0 and obs["dice"].tolist().count(1) >= 3
+    env.step(0)  # a reroll of all five: fair dice (it took the script's three 1s, left behind, and two fair dice)
+    assert dice.remaining == 0
+    with pytest.raises(TypeError, match="then_random must be True or False"):
+        ScriptedDice([1], then_random="no")
+
+
 def test_reset_from_a_position():
     env = gym.make("DicePoker/Yahtzee-v0")
     obs, info = env.reset(
