@@ -1017,6 +1017,18 @@ def test_snapshot_restores_the_batch_exactly_as_plain_data(rules, mode):
     bad = {**snapshot, "np_random": {**snapshot["np_random"], "bit_generator": "default_rng"}}
     with pytest.raises(ValueError, match="names no known bit generator"):
         copy.restore(bad)
+    # a damaged or hand-made snapshot is a one-line error naming what is wrong (it was a bare KeyError), never a batch
+    # of arrays of other shapes that fails at a later step
+    damaged = [
+        ({k: v for k, v in snapshot.items() if k != "rules_fingerprint"}, "lacks rules_fingerprint"),
+        ({**snapshot, "state": {**snapshot["state"], "extra": [0]}}, "the snapshot's state holds"),
+        ({**snapshot, "score": snapshot["score"][:3]}, "score is not one integer row a game"),
+        ({**snapshot, "state": {**snapshot["state"], "roll": [0.5] * 64}}, "roll is not one integer row a game"),
+        ([1, 2], "not a vector-env snapshot of format 1 \\(format 'list'\\)"),
+    ]
+    for broken, message in damaged:
+        with pytest.raises(ValueError, match=message):
+            copy.restore(broken)
     assert np.array_equal(copy.snapshot()["state"]["scores"], before["state"]["scores"])
 
 

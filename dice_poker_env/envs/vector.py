@@ -77,6 +77,21 @@ def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
 
 
 # Observations are typed Any at the env's surface, as in DicePokerEnv (an array or a dict of arrays by obs_mode).
+#: the keys of a :meth:`DicePokerVectorEnv.snapshot`
+_SNAPSHOT_KEYS = (
+    "snapshot_format",
+    "rules_fingerprint",
+    "num_envs",
+    "state",
+    "ended",
+    "score",
+    "box_full",
+    "mask_index",
+    "mask",
+    "np_random",
+)
+
+
 class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.ndarray]):
     """``num_envs`` independent games of a Yahtzee-family dice game, batched in NumPy.
 
@@ -473,10 +488,12 @@ class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.nd
 
     def restore(self, snapshot: Mapping[str, Any]) -> None:
         """Continue from :meth:`snapshot` (of a batch of the same ruleset and size)."""
-        if snapshot.get("snapshot_format") != 1:
-            raise ValueError(
-                f"restore(): not a vector-env snapshot of format 1 (format {snapshot.get('snapshot_format')!r})"
-            )
+        if not isinstance(snapshot, Mapping) or snapshot.get("snapshot_format") != 1:
+            given = snapshot.get("snapshot_format") if isinstance(snapshot, Mapping) else type(snapshot).__name__
+            raise ValueError(f"restore(): not a vector-env snapshot of format 1 (format {given!r})")
+        missing = [key for key in _SNAPSHOT_KEYS if key not in snapshot]
+        if missing:
+            raise ValueError(f"restore(): the snapshot lacks {', '.join(missing)} (damaged or hand-made)")
         if snapshot["rules_fingerprint"] != self.rules.fingerprint or snapshot["num_envs"] != self.num_envs:
             raise ValueError(
                 f"restore(): the snapshot is of another ruleset or batch size "
@@ -488,7 +505,21 @@ class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.nd
         name = generator_state.get("bit_generator") if isinstance(generator_state, Mapping) else None
         if name not in BIT_GENERATORS:  # (never a name looked up in numpy from a file unchecked)
             raise ValueError(f"restore(): the snapshot names no known bit generator ({name!r})")
-        self.state = BatchState(**{name: np.array(value) for name, value in snapshot["state"].items()})
+        fields = snapshot["state"]
+        if not isinstance(fields, Mapping) or set(fields) != set(BatchState._fields):
+            given = sorted(fields) if isinstance(fields, Mapping) else type(fields).__name__
+            raise ValueError(f"restore(): the snapshot's state holds {given}, not {', '.join(BatchState._fields)}")
+        arrays = {key: np.asarray(value) for key, value in fields.items()}
+        arrays |= {key: np.asarray(snapshot[key]) for key in ("ended", "score", "box_full", "mask_index", "mask")}
+        for key, array in arrays.items():
+            if array.ndim == 0 and array.item() is None and key in ("box_full", "mask_index", "mask"):
+                continue
+            if array.ndim == 0 or array.shape[0] != self.num_envs or array.dtype.kind not in "biu":
+                raise ValueError(
+                    f"restore(): the snapshot's {key} is not one integer row a game ({array.dtype} {array.shape}, "
+                    f"{self.num_envs} games)"
+                )
+        self.state = BatchState(**{key: np.array(value) for key, value in fields.items()})
         self._ended, self._score = np.array(snapshot["ended"]), np.array(snapshot["score"])
         self._any_ended = bool(self._ended.any())
         self._box_full = None if snapshot["box_full"] is None else np.array(snapshot["box_full"])
