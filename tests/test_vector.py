@@ -374,6 +374,41 @@ def test_disabled_autoreset_needs_masked_reset():
 
 
 # ---------------------------------------------------------------- illegal actions
+@pytest.mark.parametrize(("rules", "options"), [("yahtzee", {"joker": "forced"}), ("school_poker", {}), ("yacht", {})])
+def test_every_illegal_reason_is_the_single_envs_words_for_that_game(rules, options):
+    """Reasons that depend on the action alone are worded once and looked up (they cost 40% of an unmasked
+    agent's steps worded game by game); each one is still what the single env says of that game and action,
+    the joker's and the upper section's (worded game by game) included. Actions out of range and of the boxes'
+    half, many of them filled, at every stage of the game."""
+    from dice_poker_env.envs.illegal import illegal_reason
+
+    env = DicePokerVectorEnv(256, rules, **options)
+    env.reset(seed=3)
+    tables, rng = env.tables, np.random.default_rng(5)
+    seen: set[str] = set()  # the kinds of reasons met (KINDS)
+    for step in range(120):
+        masks = env.action_masks()
+        legal = np.argmax(masks * rng.random(masks.shape), axis=1)
+        wild = rng.integers(-3, tables.n_actions + 3, env.num_envs)
+        actions = np.where(rng.random(env.num_envs) < 0.2, wild, legal)
+        before = [field.copy() for field in env.state]
+        _, _, _, _, info = env.step(actions)
+        if "illegal_reason" not in info:
+            continue
+        state = type(env.state)(*before)
+        for i in np.flatnonzero(info["_illegal_reason"]):
+            expected = illegal_reason(tables, state.game(int(i)), int(actions[i]))
+            assert info["illegal_reason"][i] == expected, (step, i, actions[i])
+            seen |= {kind for kind in KINDS if kind in expected}
+        assert all(r is None for r in info["illegal_reason"][~info["_illegal_reason"]])
+    # the three looked up, and worded game by game: out of range (and the upper section first in school poker)
+    assert seen >= {"keeps all", "no rerolls", "already filled", "out of range"}, seen
+    assert ("upper boxes" in seen) == (rules == "school_poker")
+
+
+KINDS = ("keeps all", "no rerolls", "already filled", "out of range", "upper boxes", "joker")
+
+
 def test_illegal_action_terminates_only_that_game():
     env = DicePokerVectorEnv(3, "yahtzee", illegal_penalty=-5.0)
     twin = DicePokerVectorEnv(3, "yahtzee")

@@ -27,6 +27,7 @@ from gymnasium.vector.vector_env import AutoresetMode
 from dice_poker_env.dice_sources import DiceExhaustedError, DiceSource, RandomDice, ScriptedDice
 from dice_poker_env.engine import game
 from dice_poker_env.engine.combinatorics import (
+    KEEP_ALL,
     N_DICE,
     N_KEEP_ACTIONS,
     N_SEQUENCES,
@@ -259,6 +260,9 @@ class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.nd
         self._keep_bits = np.where(
             np.arange(self.tables.n_actions) < N_KEEP_ACTIONS, np.arange(self.tables.n_actions), 0
         )
+        #: the reason of an illegal action whose words depend on the action alone, by kind x n_actions + action
+        #: (keeps all five dice, a keep with no reroll left, a box already filled): filled as they first occur
+        self._reason_text = np.full(3 * self.tables.n_actions, None, dtype=object)
 
     # ------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -718,8 +722,41 @@ class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.nd
         info["scorecard"], info["_scorecard"] = scorecard, done.copy()
         if illegal is not None:
             info["illegal_action"], info["_illegal_action"] = illegal.copy(), illegal.copy()
-            reasons = np.full(self.num_envs, None, dtype=object)
-            for i in np.flatnonzero(illegal):
-                reasons[i] = illegal_reason(self.tables, state.game(int(i)), int(actions[i]))
-            info["illegal_reason"], info["_illegal_reason"] = reasons, illegal.copy()
+            info["illegal_reason"], info["_illegal_reason"] = (
+                self._illegal_reasons(state, actions, illegal),
+                illegal.copy(),
+            )
         return info
+
+    def _illegal_reasons(self, state: BatchState, actions: np.ndarray, illegal: np.ndarray) -> np.ndarray:
+        """Why each game's action is illegal (``None`` where it is not), in the single env's words (``illegal_reason``).
+
+        Most reasons depend on the action alone (an unmasked agent's usual mistakes): those are looked up in
+        ``_reason_text`` (each worded once, by ``illegal_reason`` on the first game that needs it); the rest (out of
+        range, the upper section first, the joker rule) are worded game by game.
+        """
+        n_actions = self.tables.n_actions
+        rows = np.flatnonzero(illegal)
+        given = actions[rows]
+        in_range = (given >= 0) & (given < n_actions)
+        acts = np.where(in_range, given, 0).astype(np.int64)
+        keep = in_range & (acts < N_KEEP_ACTIONS)
+        box = np.maximum(acts - N_KEEP_ACTIONS, 0)
+        filled = in_range & ~keep & ((state.filled[rows] >> box) & 1 == 1)
+        kind = np.where(
+            keep & (acts == KEEP_ALL),
+            0,
+            np.where(keep & (state.rolls_left[rows] == 0), 1, np.where(filled, 2, -1)),
+        )
+        key = np.where(kind >= 0, kind * n_actions + acts, -1)
+        table = self._reason_text
+        wanted = np.unique(key[key >= 0])
+        for k in wanted[np.equal(table[wanted], None)]:  # (the first time each occurs)
+            i = int(rows[np.flatnonzero(key == k)[0]])
+            table[k] = illegal_reason(self.tables, state.game(i), int(k % n_actions))
+        reasons = np.full(self.num_envs, None, dtype=object)
+        looked_up = key >= 0
+        reasons[rows[looked_up]] = table[key[looked_up]]
+        for i in rows[~looked_up]:
+            reasons[i] = illegal_reason(self.tables, state.game(int(i)), actions[i].item())
+        return reasons
