@@ -263,6 +263,7 @@ class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.nd
         #: the reason of an illegal action whose words depend on the action alone, by kind x n_actions + action
         #: (keeps all five dice, a keep with no reroll left, a box already filled): filled as they first occur
         self._reason_text = np.full(3 * self.tables.n_actions, None, dtype=object)
+        self._reason_known = np.zeros(3 * self.tables.n_actions, dtype=bool)
 
     # ------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
@@ -751,9 +752,10 @@ class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.nd
         key = np.where(kind >= 0, kind * n_actions + acts, -1)
         table = self._reason_text
         wanted = np.unique(key[key >= 0])
-        for k in wanted[np.equal(table[wanted], None)]:  # (the first time each occurs)
+        for k in wanted[~self._reason_known[wanted]]:  # (the first time each occurs)
             i = int(rows[np.flatnonzero(key == k)[0]])
             table[k] = illegal_reason(self.tables, state.game(i), int(k % n_actions))
+            self._reason_known[k] = True
         reasons = np.full(self.num_envs, None, dtype=object)
         looked_up = key >= 0
         reasons[rows[looked_up]] = table[key[looked_up]]
