@@ -165,6 +165,21 @@ def test_every_option_value_is_checked_when_the_rules_load():
     assert load_rules(spec, big=True).boxes[1].points == 100 and load_rules(spec).boxes[1].points == 50
 
 
+def test_an_unknown_top_level_field_lists_every_known_one_and_the_likely_spelling(tmp_path):
+    """A misspelt optional table (upper_bonuss) was refused with a list of known fields that left out
+    upper_bonus, five_of_a_kind and options (only fields read so far were listed)."""
+    path = write(tmp_path, "typo.toml", MINI.replace("upper_bonus =", "upper_bonuss ="))
+    with pytest.raises(RulesError) as error:
+        load_rules(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: unknown field 'upper_bonuss' (known: ")
+    for field in ("upper_bonus", "five_of_a_kind", "options", "turns", "boxes"):
+        assert f" {field}," in message or f" {field})" in message
+    assert message.endswith("is it a misspelling of 'upper_bonus'?") and "\n" not in message
+    with pytest.raises(RulesError, match=r"unknown field 'dice' \(known: .*upper_bonus\)$"):
+        load_rules({"name": "x", "dice": 6, "boxes": [{"name": "c", "kind": "chance"}]})
+
+
 def test_a_yaml_syntax_error_is_one_line(tmp_path):
     pytest.importorskip("yaml")
     path = write(tmp_path, "bad.yaml", "name: x\nboxes: [ {name: c, kind: chance\n")

@@ -42,6 +42,8 @@ SECTIONS = ("upper", "lower")
 JOKER_MODES = ("none", "forced", "free")
 BONUS_TIMINGS = ("on_reach", "on_complete")
 RESULT_MODES = ("highest", "relative")
+#: the optional tables of a ruleset's top level (its other fields are read one by one)
+TOP_LEVEL_TABLES = ("upper_bonus", "five_of_a_kind", "options")
 #: Every points-like integer of a ruleset (fixed points, ``extra``, ``base``, bonus
 #: points) lies in ``-POINTS_LIMIT..POINTS_LIMIT`` (the upper-bonus threshold, a
 #: total, lies within what the upper boxes can total). With at most 26 boxes no
@@ -261,11 +263,15 @@ class _Reader:
             raise self.fail(key, f"one of {', '.join(choices)}", value)
         return value
 
-    def finish(self) -> None:
-        unknown = sorted(set(self.data) - self.used)
+    def finish(self, *, known: Sequence[str] = ()) -> None:
+        """Refuse a field no ``get`` read; ``known`` adds fields this table may hold that were not read here."""
+        accepted = self.used | set(known)
+        unknown = sorted(set(self.data) - accepted, key=str)
         if unknown:
+            close = difflib.get_close_matches(str(unknown[0]), sorted(accepted), n=1, cutoff=0.75)
+            typo = f"; is it a misspelling of '{self.where(close[0])}'?" if close else ""
             raise RulesError(
-                f"{self.source}: unknown field '{self.where(unknown[0])}' (known: {', '.join(sorted(self.used))})"
+                f"{self.source}: unknown field '{self.where(unknown[0])}' (known: {', '.join(sorted(accepted))}){typo}"
             )
 
 
@@ -509,7 +515,7 @@ def _build(spec: Mapping[str, Any], resolved: dict[str, Any], source: str, assig
         target = boxes[names.index(five.box)]
         if not (target.kind == "n_of_a_kind" and target.n == 5):
             raise f.fail("box", "a box of kind n_of_a_kind with n = 5", five.box)
-    r.finish()
+    r.finish(known=TOP_LEVEL_TABLES)  # (read above only where present; the options are applied before)
     rules = Rules(
         name=name,
         title=title,
