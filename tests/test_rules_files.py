@@ -180,6 +180,31 @@ def test_an_unknown_top_level_field_lists_every_known_one_and_the_likely_spellin
         load_rules({"name": "x", "dice": 6, "boxes": [{"name": "c", "kind": "chance"}]})
 
 
+def test_an_option_value_whose_upper_bonus_play_never_reaches_is_named_when_the_rules_compile():
+    """An option value's threshold the upper boxes cannot total was found only when someone chose the value,
+    as an error that did not name the option (its 'got 40' was nowhere in the file's upper_bonus)."""
+    spec = {
+        "name": "t",
+        "boxes": [_face_box(6), {"name": "c", "kind": "chance"}],
+        "upper_bonus": {"threshold": 20, "points": 5},
+        "options": {
+            "strict": {"default": False, "values": {False: {}, True: {"upper_bonus.threshold": 40}}},
+            "joker": {"default": "x", "values": {"x": {}, "y": {"title": "T"}}},
+        },
+    }
+    with pytest.raises(
+        RulesError, match=r"^<mapping>: option 'strict' = True: field 'upper_bonus.threshold': .*got 40$"
+    ):
+        compile_rules(load_rules(spec))
+    with pytest.raises(
+        RulesError, match=r"^<mapping>: with option strict = True, joker = 'y': field 'upper_bonus.threshold'"
+    ):
+        compile_rules(load_rules(spec, strict=True, joker="y"))
+    spec["options"]["strict"]["values"][True] = {"upper_bonus.threshold": 30}
+    assert compile_rules(load_rules(spec, strict=True)).upper_bonus_threshold == 30
+    assert compile_rules(load_rules(spec)).upper_bonus_threshold == 20
+
+
 def test_a_yaml_syntax_error_is_one_line(tmp_path):
     pytest.importorskip("yaml")
     path = write(tmp_path, "bad.yaml", "name: x\nboxes: [ {name: c, kind: chance\n")

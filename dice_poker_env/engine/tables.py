@@ -18,7 +18,7 @@ import numpy as np
 
 from dice_poker_env.engine.combinatorics import N_KEEP_ACTIONS, N_ROLLS, ROLL_COUNTS, roll_index
 from dice_poker_env.engine.scoring import box_score, first_roll_score, joker_first_roll_score, joker_score
-from dice_poker_env.rules.spec import Rules, RulesError
+from dice_poker_env.rules.spec import Rules, RulesError, changed_options, option_variants
 
 JOKER_NONE, JOKER_FORCED, JOKER_FREE = 0, 1, 2
 _JOKER_CODES = {"none": JOKER_NONE, "forced": JOKER_FORCED, "free": JOKER_FREE}
@@ -214,7 +214,8 @@ def compile_rules(rules: Rules) -> RuleTables:
 
     Raises:
         RulesError: the rules are inconsistent in a way only the score tables show
-            (:func:`check_upper_bonus`).
+            (:func:`check_upper_bonus`), or one of the values of their options is (named, as
+            :func:`~dice_poker_env.rules.build_rules` names the option values it checks on load).
     """
     if not isinstance(rules, Rules):
         raise TypeError(f"compile_rules needs a Rules object (dice_poker_env.load_rules), got {rules!r}")
@@ -225,7 +226,7 @@ def compile_rules(rules: Rules) -> RuleTables:
             _COMPILED.move_to_end(key)
             return tables
     tables = _build_tables(rules)
-    check_upper_bonus(tables)
+    _check_with_options(tables)
     with _COMPILED_LOCK:
         tables = _COMPILED.setdefault(key, tables)
         while len(_COMPILED) > COMPILED_CACHE_SIZE:
@@ -246,6 +247,38 @@ def score(rules: Rules | RuleTables, dice: Sequence[int], box: int | str, *, fir
     tables = rules if isinstance(rules, RuleTables) else compile_rules(rules)
     table = tables.score_first_roll if first_roll else tables.score
     return int(table[roll_index(dice), tables.rules.box_index(box)])
+
+
+def _check_with_options(tables: RuleTables) -> None:
+    """:func:`check_upper_bonus` of these rules, naming the options that changed them from the ruleset's
+    defaults, then of every other value of their options (a value nobody chose yet is checked now, as the
+    rules' loading checks what needs no tables)."""
+    rules = tables.rules
+    prefix = f"{rules.source}: "
+    try:
+        check_upper_bonus(tables)
+    except RulesError as error:
+        changed = changed_options(rules)
+        if not changed:
+            raise
+        chosen = ", ".join(f"{name} = {value!r}" for name, value in changed.items())
+        raise RulesError(f"{prefix}with option {chosen}: {str(error).removeprefix(prefix)}") from None
+    checked = {_upper_bonus_inputs(rules)}
+    for name, value, variant in option_variants(rules):
+        if _upper_bonus_inputs(variant) in checked:  # (the joker variants of yahtzee: nothing to build)
+            continue
+        checked.add(_upper_bonus_inputs(variant))
+        try:
+            check_upper_bonus(_build_tables(variant))
+        except RulesError as error:
+            raise RulesError(f"{prefix}option {name!r} = {value!r}: {str(error).removeprefix(prefix)}") from None
+
+
+def _upper_bonus_inputs(rules: Rules) -> tuple[Any, ...]:
+    """What :func:`check_upper_bonus` reads of ``rules``: rules equal in these pass or fail it alike."""
+    five = rules.five_of_a_kind
+    upper = tuple(b for b in rules.boxes if b.section == "upper")
+    return (rules.upper_bonus, rules.turns, upper, rules.double_extra, bool(five and five.joker != "none"))
 
 
 def check_upper_bonus(tables: RuleTables) -> None:

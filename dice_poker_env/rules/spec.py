@@ -458,6 +458,24 @@ def build_rules(
         ) from None
 
 
+def option_variants(rules: Rules) -> list[tuple[str, Any, Rules]]:
+    """``(option, value, rules with it)`` for every value of every option of ``rules`` other than the one it has.
+
+    :func:`build_rules` checks every value's patches as the rules load; the checks that need the score tables
+    (:func:`dice_poker_env.engine.tables.compile_rules`) run on these variants.
+    """
+    return [
+        (name, value, build_rules(rules.raw_spec, source=rules.source, chosen_options={**rules.options, name: value}))
+        for name, value in _other_option_values(rules.raw_spec, rules.source, rules.options)
+    ]
+
+
+def changed_options(rules: Rules) -> dict[str, Any]:
+    """The options of ``rules`` whose value is not the ruleset's default."""
+    defaults = {o.name: o.default for o in _parse_options(copy.deepcopy(dict(rules.raw_spec)), rules.source).values()}
+    return {name: value for name, value in rules.options.items() if defaults.get(name) != value}
+
+
 def _other_option_values(spec: Mapping[str, Any], source: str, assignment: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """Every ``(option, value)`` of the spec other than the one ``assignment`` chose."""
     options = _parse_options(copy.deepcopy(dict(spec)), source)
