@@ -457,3 +457,27 @@ def test_points_at_the_supported_limit_solve_with_relative_precision(tmp_path, m
     legal = np.isfinite(q_one)
     np.testing.assert_array_equal(legal, np.isfinite(q_big))
     np.testing.assert_allclose(q_big[legal], POINTS_LIMIT * q_one[legal], rtol=1e-6)
+
+
+def test_a_forced_joker_scores_matching_boxes_as_docs_rules_format_says():
+    """docs/rules-format.md: under the joker a "matching" straight scores the largest sum of its sets and a
+    "matching" two_pairs four times the face (the doc named only fixed values and "sum" boxes)."""
+    import gymnasium as gym
+
+    import dice_poker_env  # noqa: F401  (registers the envs)
+
+    spec = {
+        "name": "j",
+        "boxes": [
+            _face_box(6),
+            {"name": "run", "kind": "straight", "sets": [[1, 2, 3], [3, 4, 5]], "points": "matching"},
+            {"name": "pairs", "kind": "two_pairs", "points": "matching"},
+            {"name": "yam", "kind": "n_of_a_kind", "n": 5, "points": 50},
+        ],
+        "five_of_a_kind": {"box": "yam", "bonus": 100, "joker": "forced"},
+    }
+    env = gym.make("DicePoker/Custom-v0", rules=spec)
+    for box, points in (("run", 12 + 100), ("pairs", 24 + 100)):
+        env.reset(options={"scorecard": {"yam": 50, "f6": 18}, "dice": [6] * 5, "rolls_left": 0})
+        assert env.step(32 + env.unwrapped.rules.box_index(box))[1] == points
+    assert score(load_rules(spec), [6] * 5, "run") == 0  # outside the joker: no set of the straight
