@@ -61,6 +61,7 @@ from agents.training.run import (
     check_bench_agents,
     check_run_dir,
     clear_run,
+    default_run_dir,
     exact_solution,
     find_checkpoint,
     finish,
@@ -208,7 +209,7 @@ def run(args: argparse.Namespace, config: Common) -> dict[str, Any]:
     rules = load_config_rules(config)
     check_bench_agents(config, rules)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    run_dir = args.run_dir or Path(config.runs_dir) / f"{rules.name}__{config.algo}__s{config.seed}__{stamp}"
+    run_dir = args.run_dir or default_run_dir(config.runs_dir, rules, config.algo, config.seed, stamp)
     check_run_dir(run_dir, resume=bool(args.resume), overwrite=args.overwrite)
     if args.resume and config.algo in IMITATION_ALGORITHMS:
         fail(f"--resume: {config.algo} runs keep no checkpoints (a pass over the dataset is short); start a new run")

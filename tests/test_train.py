@@ -32,6 +32,19 @@ def config_sections():
     return list(FAMILIES)
 
 
+def test_the_default_run_folder_stays_inside_runs_dir_whatever_the_ruleset_is_named(tmp_path):
+    """A rules file's name is any text: name = "../escaped" put train.py's run folder beside runs_dir (and an
+    absolute name anywhere on disk)."""
+    from agents.training.run import default_run_dir
+    from dice_poker_env import load_rules
+
+    boxes = [{"name": "c", "kind": "chance"}]
+    for name, folder in (("../escaped", "___escaped"), ("/tmp/x", "_tmp_x"), ("", "rules"), ("mini_yacht", None)):
+        run_dir = default_run_dir(tmp_path / "runs", load_rules({"name": name, "boxes": boxes}), "bc", 3, "STAMP")
+        assert run_dir.parent == tmp_path / "runs"
+        assert run_dir.name == f"{folder or name}__bc__s3__STAMP"
+
+
 def test_an_algorithm_is_registered_in_one_place():
     """SECTIONS alone says which trainer runs an algorithm and where --help lists it; each batched algorithm
     has its update rule in the module its algo names (CONTRIBUTING.md, "Add an algorithm")."""

@@ -247,6 +247,14 @@ def check_bench_agents(config: Common, rules: Rules) -> None:
             fail(f"bench_agents: {name}: {one_line(error)}")
 
 
+def default_run_dir(runs_dir: str | Path, rules: Rules, algo: str, seed: int, stamp: str) -> Path:
+    """``RUNS_DIR/RULES__ALGO__sSEED__STAMP``, the run folder when ``--run-dir`` is not given. A ruleset's name is
+    any text in a rules file: only its letters, digits, ``-`` and ``_`` go into the folder's name (as in the solver
+    cache's file names), so that a name such as ``../x`` or ``/tmp/x`` stays a folder inside ``runs_dir``."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in rules.name)[:40] or "rules"
+    return Path(runs_dir) / f"{safe}__{algo}__s{seed}__{stamp}"
+
+
 def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool) -> None:
     """A fresh run needs a new or empty folder, or ``--overwrite`` of an earlier run's folder; a resumed one its own
     run folder (``config.yaml``) or a new or empty one (never a folder of other files)."""
