@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -260,3 +261,48 @@ def test_a_machine_is_described_by_its_cpu_model_and_vector_extensions(tmp_path)
     plain.write_text("model name\t: Some CPU\n")
     assert machine_description(str(plain)) == f"Some CPU, {cpus} CPUs"
     assert machine_description(str(tmp_path / "absent")).endswith(f", {cpus} CPUs")
+
+
+def test_rules_shows_a_ruleset_box_by_box_as_the_engine_reads_it(tmp_path, capsys):
+    """``dice-poker rules``: the shipped rulesets; one of them (or a file, with options) box by box, each box's range
+    the engine's own (its possible scores), the bonus and the options as chosen; a bad file is the loader's one
+    line, status 2."""
+    from dice_poker_env.engine.tables import compile_rules
+    from dice_poker_env.rules import RULESET_NAMES, load_rules
+
+    assert cli.main(["rules"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in listed[: len(RULESET_NAMES)]] == [
+        load_rules(name).title.split(" (")[0] for name in RULESET_NAMES
+    ]
+    assert cli.main(["rules", "yahtzee", "-o", "joker=free", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    rules = load_rules("yahtzee", joker="free")
+    tables = compile_rules(rules)
+    assert shown["fingerprint"] == rules.fingerprint and shown["options"]["joker"]["value"] == "free"
+    assert [b["name"] for b in shown["boxes"]] == list(rules.box_names)
+    assert [(b["min"], b["max"]) for b in shown["boxes"]] == [
+        (int(s.min()), int(s.max())) for s in tables.possible_scores
+    ]
+    assert shown["boxes"][9]["scores"] == "a straight, 1234 or 2345 or 3456: 30 points"
+    assert shown["five_of_a_kind"]["joker"] == "free" and shown["upper_bonus"]["threshold"] == 63
+    rules_file = tmp_path / "tiny.toml"
+    rules_file.write_text(TINY_WITH_OPTIONS)
+    assert cli.main(["rules", str(rules_file), "-o", "turns=2"]) == 0
+    out = capsys.readouterr().out
+    assert "a game is 2 turns: 1 box(es) stay open" in out and "option turns = 2 (of 3, 2; default 3)" in out
+    assert "sixes   upper     0..30    the sum of the 6s" in out and "solving it exactly: tiny (3 boxes)" in out
+    rules_file.write_text(TINY_WITH_OPTIONS.replace("face = 6", "face = 7"))
+    for options in ([], ["-o", "turns=2"]):  # an error of the file itself names no option (it named turns = 2)
+        assert cli.main(["rules", str(rules_file), *options]) == 2
+        assert capsys.readouterr().err == (
+            f"dice-poker rules: error: {rules_file}: field 'boxes[1].face': expected an integer 1..6, got 7\n"
+        )
+
+
+def test_the_rules_format_page_shows_what_dice_poker_rules_prints(monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    page = (ROOT / "docs" / "rules-format.md").read_text()
+    block = page.split("$ dice-poker rules examples/rules/mini_yacht.toml\n", 1)[1].split("```", 1)[0]
+    assert cli.main(["rules", "examples/rules/mini_yacht.toml"]) == 0
+    assert capsys.readouterr().out == block

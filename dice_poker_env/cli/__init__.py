@@ -42,6 +42,7 @@ ENTRY_POINT_GROUP = "dice_poker_env.commands"
 BUILTIN_COMMANDS = {
     "solve": "dice_poker_env.cli.solve",
     "advise": "dice_poker_env.cli.advise",
+    "rules": "dice_poker_env.cli.rules",
 }
 
 

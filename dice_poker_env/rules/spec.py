@@ -439,6 +439,17 @@ def build_rules(
     if not isinstance(spec, Mapping):
         raise RulesError(f"{source}: the rules must be a table/mapping, got {type(spec).__name__}")
     resolved, assignment = resolve_options(spec, source, chosen_options or {})
+    try:  # the rules chosen first: an error of the file itself is not one option value's
+        rules = _build(spec, resolved, source, assignment)
+    except RulesError as error:
+        chosen = {k: v for k, v in assignment.items() if (chosen_options or {}).get(k) is not None}
+        if not chosen:
+            raise
+        _build(spec, *_defaults(spec, source))  # a file broken with its defaults too: that error, naming no option
+        detail = str(error).removeprefix(f"{source}: ")
+        raise RulesError(
+            f"{source}: with option {', '.join(f'{k} = {v!r}' for k, v in chosen.items())}: {detail}"
+        ) from None
     for name, value in _other_option_values(spec, source, assignment):  # each value's patches, before it is chosen
         try:
             variant, variant_assignment = resolve_options(spec, source, {**assignment, name: value})
@@ -446,16 +457,13 @@ def build_rules(
         except RulesError as error:
             detail = str(error).removeprefix(f"{source}: ")
             raise RulesError(f"{source}: option {name!r} = {value!r}: {detail}") from None
-    try:
-        return _build(spec, resolved, source, assignment)
-    except RulesError as error:
-        chosen = {k: v for k, v in assignment.items() if (chosen_options or {}).get(k) is not None}
-        if not chosen:
-            raise
-        detail = str(error).removeprefix(f"{source}: ")
-        raise RulesError(
-            f"{source}: with option {', '.join(f'{k} = {v!r}' for k, v in chosen.items())}: {detail}"
-        ) from None
+    return rules
+
+
+def _defaults(spec: Mapping[str, Any], source: str) -> tuple[dict[str, Any], str, dict[str, Any]]:
+    """``_build``'s arguments after ``spec`` for the rules with every option at its default."""
+    resolved, assignment = resolve_options(spec, source, {})
+    return resolved, source, assignment
 
 
 def option_variants(rules: Rules) -> list[tuple[str, Any, Rules]]:
