@@ -439,6 +439,41 @@ def test_a_policy_file_that_unpacks_past_the_limit_is_refused_before_it_is_read(
         files.load_policy(bomb)
 
 
+@pytest.mark.parametrize("name", ["w9", "metadata"])
+def test_an_array_member_without_the_npy_suffix_counts_with_what_it_declares(tmp_path, name):
+    """np.load reads any member that starts as a ``.npy`` does as an array, whatever its name: a member
+    ``w9`` (or ``metadata``, in place of ``metadata.npy``) declaring 1 TiB was not counted and np.load
+    allocated it (a MemoryError traceback, or 1 TiB of address space)."""
+    from agents.policy import files
+
+    bomb = tmp_path / f"{name}.npz"
+    with zipfile.ZipFile(_shipped()) as shipped, zipfile.ZipFile(bomb, "w") as archive:
+        for info in shipped.infolist():
+            if info.filename != f"{name}.npy":
+                archive.writestr(info, shipped.read(info))
+        archive.writestr(name, _huge_npy())
+    with pytest.raises(ValueError, match=r"not a policy file: it unpacks to 1,099,5[\d,]+ bytes"):
+        files.load_policy(bomb)
+
+
+def test_a_policy_member_that_is_not_an_array_is_a_one_line_error(tmp_path, capsys):
+    """A member np.load hands back as bytes (no ``.npy`` header: a text file, a symlink entry) raised
+    ``AttributeError: 'bytes' object has no attribute 'dtype'`` with a traceback from dice-poker bench."""
+    from dice_poker_env.cli import main
+
+    path = tmp_path / "extra.npz"
+    with zipfile.ZipFile(_shipped()) as shipped, zipfile.ZipFile(path, "w") as archive:
+        for info in shipped.infolist():
+            archive.writestr(info, shipped.read(info))
+        archive.writestr("README.txt", "notes")
+    with pytest.raises(ValueError, match=r"its member 'README.txt' is not an array"):
+        load_policy(path)
+    rules = load_policy(_shipped())[1]["rules"]
+    assert main(["bench", rules, "--agents", f"model:{path}", "--games", "2", "--no-regret"]) == 2
+    err = capsys.readouterr().err
+    assert "is not an array" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
 def _huge_npy() -> bytes:
     """A tiny ``.npy`` member whose header declares 2**37 float64 (1 TiB): np.load would allocate it."""
     import io

@@ -137,11 +137,13 @@ def _unpacked_bytes(archive: zipfile.ZipFile, limit: int, *, nested: bool) -> in
 
 def _array_bytes(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
     """The bytes the ``.npy`` member ``info`` declares in its header (shape times item size; 0 for another
-    member or an unreadable header, which the load then reports)."""
-    if not info.filename.endswith(".npy"):
-        return 0
+    member or an unreadable header, which the load then reports). A member is an array by its first bytes,
+    whatever its name: ``np.load`` reads a member named ``w1`` that starts as a ``.npy`` does as an array."""
     try:
         with archive.open(info) as stream:
+            if stream.read(len(np.lib.format.MAGIC_PREFIX)) != np.lib.format.MAGIC_PREFIX:
+                return 0
+            stream.seek(0)
             version = np.lib.format.read_magic(stream)
             reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
             shape, _, dtype = reader(stream)
@@ -199,6 +201,8 @@ def load_policy(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[st
         raise ValueError(f"{path}: not a readable policy file (its metadata is not a JSON object)")
     weights = {}
     for name, array in raw.items():
+        if not isinstance(array, np.ndarray):  # a member that is not a .npy array: np.load gives its bytes
+            raise ValueError(f"{path}: its member {name[:40]!r} is not an array (a policy file holds only arrays)")
         if array.dtype.kind not in "biuf":
             raise ValueError(f"{path}: weights {name} are not numbers (dtype {array.dtype})")
         weights[name] = array.astype(np.float32)
