@@ -303,6 +303,7 @@ def test_the_writer_stores_what_minaris_own_writer_stores(tmp_path):
 
         class Ids:
             episode_indices = np.arange(5)
+            observation_space, action_space = space, datasets._action_space(rules)
 
         read = {name: datasets._read_hdf5(tmp_path / obs_mode / name / "main_data.hdf5", Ids) for name in stores}
         for key, value in read["fast"].items():
@@ -331,8 +332,11 @@ def test_the_dataset_file_is_compressed_and_readable_without_the_header_hint(tmp
     episodes = [block.episode(e) for e in range(len(block))]
     sizes, read = {}, {}
 
+    from dice_poker_env.envs.observation import observation_space as space_of
+
     class Ids:
         episode_indices = np.arange(len(episodes))
+        observation_space, action_space = space_of(compile_rules(rules), "flat"), datasets._action_space(rules)
 
     for name, compress, hint in (("plain", False, True), ("fast", True, True), ("no_hint", True, False)):
         path = tmp_path / f"{name}.hdf5"
@@ -642,7 +646,8 @@ def test_a_damaged_or_hand_made_dataset_is_a_one_line_error(datasets_root, monke
     assert write("yacht", "--agent", "greedy:eps=0.5", "--episodes", "3") == 0
     data = datasets_root / dataset_id / "data"
     with h5py.File(data / "main_data.hdf5", "a") as file:
-        longer = np.concatenate([file["episode_0/actions"][()]] * 2)
+        actions = file["episode_0/actions"][()]
+        longer = np.concatenate([actions, actions[:1]])  # (one more than it has rewards: a game's length still)
         del file["episode_0/actions"]
         file["episode_0/actions"] = longer
     with pytest.raises(datasets.DatasetError, match="episode 0 holds .* actions but its .* has shape") as info:
@@ -656,6 +661,49 @@ def test_a_damaged_or_hand_made_dataset_is_a_one_line_error(datasets_root, monke
     (data / "metadata.json").write_text(json.dumps(metadata))
     with pytest.raises(datasets.DatasetError, match="metadata lacks rules_fingerprint"):
         datasets.dataset_info(minari.load_dataset(dataset_id))
+
+
+@pytest.mark.parametrize(
+    ("field", "shape", "message"),
+    [
+        (
+            "actions",
+            (10**13,),
+            r"episode 0 has actions of shape \(10000000000000,\); a game of its ruleset is at most 36",
+        ),
+        (
+            "actions",
+            (2_000_000_000,),
+            r"actions of shape \(2000000000,\); a game of its ruleset is at most 36 decisions",
+        ),
+        (
+            "observations",
+            (13, 10**9),
+            r"its observations have rows of shape \(1000000000,\) .* not numbers of shape \(81,\)",
+        ),
+        ("infos/action_mask", (13, 44, 10**6), r"its infos/action_mask have rows of shape \(44, 1000000\)"),
+    ],
+)
+def test_a_dataset_declaring_arrays_larger_than_a_game_is_refused_before_they_are_allocated(
+    datasets_root, monkeypatch, field, shape, message
+):
+    """An HDF5 dataset of unwritten chunks reads as its fill value: a 54 KB dataset declaring 200 million actions
+    took 3.1 GB of memory before a MemoryError traceback from train.py's bc (10**13: 72.8 TiB at once). The
+    shapes are checked against the game (two keeps and a box a turn, one turn a box; its spaces' rows) first."""
+    import h5py
+
+    monkeypatch.setattr("agents.evaluation.benchmark.load_solution", lambda rules, required=False, progress=None: None)
+    dataset_id = "dice_poker/yacht/greedy-v0"
+    assert write("yacht", "--agent", "greedy", "--episodes", "2") == 0
+    assert len(datasets.load_transitions(dataset_id)["actions"]) > 0  # as written, it reads
+    with h5py.File(datasets_root / dataset_id / "data" / "main_data.hdf5", "a") as file:
+        del file[f"episode_0/{field}"]
+        chunks = tuple(min(n, 1024) for n in shape)  # (none written: a few bytes of file)
+        file.create_dataset(f"episode_0/{field}", shape=shape, dtype=np.int64, chunks=chunks)
+    assert (datasets_root / dataset_id / "data" / "main_data.hdf5").stat().st_size < 1_000_000
+    with pytest.raises(datasets.DatasetError, match=message) as info:
+        datasets.load_transitions(dataset_id)
+    assert "\n" not in str(info.value)
 
 
 def _dead_pid() -> int:

@@ -1323,10 +1323,20 @@ def _read_hdf5(path: Path, dataset: Any) -> dict[str, Any]:
     import h5py
 
     episodes = [int(i) for i in dataset.episode_indices]
+    n_actions = int(dataset.action_space.n)
+    # the most decisions a game has: at most two keeps and a box a turn, at most one turn a box. Every array is
+    # allocated from the shapes the file declares, which a few bytes can make terabytes (an HDF5 dataset of
+    # unwritten chunks reads as its fill value): each is checked against the game before it is allocated.
+    most = 3 * (n_actions - N_KEEP_ACTIONS)
     with h5py.File(path, "r") as file:
         actions = []
         for e in episodes:  # the actions first: their lengths place every other field
             file_id = h5py.h5d.open(file.id, f"episode_{e}/actions".encode())
+            if len(file_id.shape) != 1 or file_id.shape[0] > most:
+                raise DatasetError(
+                    f"{dataset.id}: episode {e} has actions of shape {tuple(file_id.shape)}; a game of its ruleset "
+                    f"is at most {most} decisions (damaged or hand-made)"
+                )
             actions.append(np.empty(file_id.shape, dtype=np.int64))
             file_id.read(h5py.h5s.ALL, h5py.h5s.ALL, actions[-1])
         lengths = np.array([len(a) for a in actions], dtype=np.int64)
@@ -1349,8 +1359,20 @@ def _read_hdf5(path: Path, dataset: Any) -> dict[str, Any]:
             fields += [(f"observations/{k}", f"observations/{k}", 1) for k in first["observations"]]
         else:
             fields.append(("observations", "observations", 1))
+        space = dataset.observation_space
+        rows = {"rewards": (), "action_mask": (n_actions,), "action_values": (n_actions,)}
         for name, key, extra in fields:
             sample = first[name]
+            if key.startswith("observations/"):
+                sub = space.spaces.get(key.split("/", 1)[1]) if hasattr(space, "spaces") else None
+                row = None if sub is None else tuple(sub.shape or ())
+            else:
+                row = tuple(space.shape or ()) if key == "observations" else rows[key]
+            if tuple(sample.shape[1:]) != row or sample.dtype.kind not in "biuf" or sample.dtype.itemsize > 8:
+                raise DatasetError(
+                    f"{dataset.id}: its {name} have rows of shape {tuple(sample.shape[1:])} and dtype {sample.dtype}, "
+                    f"not numbers of shape {row} as its spaces say (damaged or hand-made)"
+                )
             # one spare row: an episode's extra last row is overwritten by the next episode's first
             array = np.empty((total + extra, *sample.shape[1:]), dtype=sample.dtype)
             for e, start, length in zip(episodes, starts.tolist(), lengths.tolist()):
