@@ -510,6 +510,11 @@ def test_grading_config_errors(tmp_path):
         ("games = 'many'", "games must be int"),
         ("sead = 3", "unknown setting"),
         ("rules = [", "not valid TOML"),
+        (
+            "games = " + "[" * 100_000 + "]" * 100_000,
+            r"grading.toml: not valid TOML: nested too deep",
+        ),  # was a traceback
+        ("games = " + "9" * 5000, r"grading.toml: not valid TOML: Exceeds the limit \(4300 digits\)"),  # named no file
     ]:
         path.write_text(text)
         with pytest.raises(ValueError, match=message):

@@ -390,6 +390,10 @@ def read_toml(path: str | os.PathLike, option: str = "--config") -> dict[str, An
         raise ValueError(f"{option} {path}: not valid TOML: {error}") from None
     except UnicodeDecodeError:  # (a binary file: tomllib decodes UTF-8 before parsing)
         raise ValueError(f"{option} {path}: not a TOML file (not UTF-8 text)") from None
+    except RecursionError:  # (arrays or inline tables nested past the parser's stack: a traceback before)
+        raise ValueError(f"{option} {path}: not valid TOML: nested too deep to read") from None
+    except ValueError as error:  # (an integer of more digits than Python converts: the message named no file)
+        raise ValueError(f"{option} {path}: not valid TOML: {' '.join(str(error).split())[:200]}") from None
 
 
 def read_config(path: str | os.PathLike) -> dict[str, Any]:
