@@ -725,6 +725,15 @@ def test_yahtzee_options_of_the_wrong_type_are_a_one_line_error(tmp_path, capsys
         (b"", "empty (a YAML mapping of config fields expected)"),
         (b"# nothing yet\n", "empty (a YAML mapping of config fields expected)"),
         (b"seed: 1\nn_envs: 64\nseed: 2\n", "not valid YAML (duplicate key 'seed' at line 3, column 1)"),
+        pytest.param(  # a traceback before
+            b"net_arch: " + b"[" * 100_000 + b"]" * 100_000, "not valid YAML (nested too deep to read)", id="deep"
+        ),
+        pytest.param(  # a "billion laughs": 10**9 values from 9 lines (a MemoryError traceback after gigabytes)
+            b"algo_kwargs:\n  l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n"
+            + b"".join(b"  l%d: &l%d [%s]\n" % (i, i, b", ".join([b"*l%d" % (i - 1)] * 10)) for i in range(1, 9)),
+            "not valid YAML (it expands to more than 100,000 values (aliases of aliases)",
+            id="aliases",
+        ),
     ],
 )
 def test_broken_config_files_are_one_line_errors(content, message, tmp_path, capsys):

@@ -90,6 +90,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         fail(f"{path}: not valid YAML ({yaml_problem(error)})")
     except OSError as error:
         fail(f"{path}: cannot read it ({error.strerror or error})")
+    except RecursionError:  # (lists or mappings nested past the parser's stack: a traceback before)
+        fail(f"{path}: not valid YAML (nested too deep to read)")
     if base is None:
         fail(f"{path}: empty (a YAML mapping of config fields expected)")
     if not isinstance(base, dict):
@@ -97,11 +99,38 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return base
 
 
+#: the most values a config file may expand to, its aliases (``*name``) counted as copies: a config has about
+#: a hundred; a few lines of aliases of aliases (a "billion laughs") expand to billions, which the config's
+#: typing copies out (a MemoryError traceback, after gigabytes)
+MAX_CONFIG_VALUES = 100_000
+
+
+def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
+    """The values ``node`` stands for with every alias expanded, each node counted once (``sizes``)."""
+    if id(node) not in sizes:
+        sizes[id(node)] = 0  # (a recursive alias counts nothing more)
+        children = node.value if isinstance(node.value, list) else []
+        items = [part for child in children for part in (child if isinstance(child, tuple) else (child,))]
+        sizes[id(node)] = min(1 + sum(_expanded_size(item, sizes) for item in items), MAX_CONFIG_VALUES + 1)
+    return sizes[id(node)]
+
+
 def _unique_keys_loader() -> type:
-    """PyYAML's ``SafeLoader``, but a key given twice in one mapping is an error (PyYAML keeps the last silently)."""
+    """PyYAML's ``SafeLoader``, but a key given twice in one mapping is an error (PyYAML keeps the last silently),
+    and a document that expands to more than :data:`MAX_CONFIG_VALUES` values is refused before it is built."""
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_document(self, node: Any) -> Any:
+            if _expanded_size(node, {}) > MAX_CONFIG_VALUES:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"it expands to more than {MAX_CONFIG_VALUES:,} values (aliases of aliases)",
+                    node.start_mark,
+                )
+            return super().construct_document(node)
+
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: set[Any] = set()
             for key_node, _ in node.value:
