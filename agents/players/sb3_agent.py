@@ -31,6 +31,7 @@ the same file format; split apart, each would have to know the other's rules.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -297,14 +298,33 @@ def load_model(
         found = re.search(r"GLOBAL ([\w.]+)", str(error))
         what = f" ({found.group(1)})" if found else ""
         raise ValueError(
-            f"{path}: its weights (policy.pth) hold pickled objects{what}, which the safe load refuses; load it "
-            f"only if you trust the file ({TRUST_ENV}=1, train.py --trust-model-files)"
+            f"{path}: its {_refused_member(path)} holds pickled objects{what}, which the safe load refuses; load "
+            f"it only if you trust the file ({TRUST_ENV}=1, train.py --trust-model-files)"
         ) from None
     except (TypeError, RuntimeError, KeyError, IndexError, AttributeError, RecursionError) as error:
         # what a damaged or hand-made file makes SB3 or torch raise: policy_kwargs the policy does not take,
         # weights that are not torch's archive, ...
         text = " ".join(str(error).split())[:200]
         raise ValueError(f"{path}: not a usable model file ({type(error).__name__}: {text})") from None
+
+
+def _refused_member(path: str | os.PathLike) -> str:
+    """The first ``.pth`` member of a model file that torch's weights-only load refuses (SB3 reads
+    ``pytorch_variables.pth``, ``policy.pth`` and the optimizer's state alike): named in the refusal."""
+    import pickle
+
+    import torch
+
+    with zipfile.ZipFile(path) as archive:
+        for name in archive.namelist():
+            if name.endswith(".pth"):
+                try:
+                    torch.load(io.BytesIO(archive.read(name)), map_location="cpu", weights_only=True)
+                except pickle.UnpicklingError:
+                    return name
+                except Exception:  # noqa: BLE001, S112 - another fault of that member: not the one refused
+                    continue
+    return "weights (a .pth member)"
 
 
 def _check_network_size(path: str | os.PathLike, policy_kwargs: Any) -> None:
