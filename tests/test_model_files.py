@@ -116,9 +116,11 @@ def test_a_malicious_model_zip_runs_no_code(tmp_path, key, capsys):
     assert not marker.exists()
 
 
-def test_pickled_objects_in_the_weights_are_a_one_line_refusal(tmp_path, capsys):
-    """``policy.pth`` holding a pickled object (torch's weights-only load refuses it): no code runs, and the
-    command says so in one line naming the object, not with torch's traceback."""
+@pytest.mark.parametrize("member", ["policy.pth", "policy.optimizer.pth", "pytorch_variables.pth"])
+def test_pickled_objects_in_the_weights_are_a_one_line_refusal(tmp_path, capsys, member):
+    """A ``.pth`` member holding a pickled object (torch's weights-only load refuses it): no code runs, and the
+    command says so in one line naming the member and the object, not with torch's traceback (the optimizer's
+    state or the variables were reported as "its weights (policy.pth)")."""
     import io
 
     import torch
@@ -131,15 +133,46 @@ def test_pickled_objects_in_the_weights_are_a_one_line_refusal(tmp_path, capsys)
         members = {name: archive.read(name) for name in archive.namelist()}
     buffer = io.BytesIO()
     torch.save({"weights": Marker(marker)}, buffer)
-    members["policy.pth"] = buffer.getvalue()
+    members[member] = buffer.getvalue()
     evil = tmp_path / "evil_pth.zip"
     with zipfile.ZipFile(evil, "w") as archive:
         for name, content in members.items():
             archive.writestr(name, content)
     assert main(["bench", "yacht", "--agents", f"model:{evil}", "--games", "2", "--no-regret"]) != 0
     err = capsys.readouterr().err
-    assert "hold pickled objects" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert re.search(rf"its {re.escape(member)} holds pickled objects \((posix|nt)\.system\)", err), err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert not marker.exists()
+
+
+def test_a_dqn_replay_buffer_is_resumed_only_when_trusted(tmp_path, capsys, monkeypatch):
+    """docs/reliability.md: a DQN replay buffer (``.replay.pkl``) is a pickle, which ``--resume`` loads only with
+    ``--trust-model-files``: untested until now, and its refusal read "checkpoint ... cannot be loaded: UsageError:
+    --resume: ...". One line of its own; nothing runs, nothing in the run folder changes."""
+    import pickle
+
+    from train_script import load_train
+
+    pytest.importorskip("stable_baselines3")
+    monkeypatch.delenv("DICE_POKER_TRUST_MODEL_FILES", raising=False)
+    train = load_train()
+    run = tmp_path / "run"
+    small = ["algo=dqn", "total_timesteps=256", "learning_starts=64", "buffer_size=512", "eval_freq=0"]
+    small += ["checkpoint_freq=256", "bench_games=2", "bench_agents=[greedy]", "progress_bar=false", "net_arch=[8]"]
+    train.main([*small, "save_replay_buffer=true", "solver=off", "--run-dir", str(run)])
+    replay = run / "checkpoints" / "model_256_steps.replay.pkl"
+    assert replay.is_file()
+    marker = tmp_path / "pwned"
+    replay.write_bytes(pickle.dumps(Marker(marker)))
+    before = {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(["--run-dir", str(run), "--resume", "total_timesteps=512"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"train.py: error: --resume: {replay} is a pickle file, which runs code when loaded"), err
+    assert "--trust-model-files" in err and not marker.exists()
+    assert {p: p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()} == before
 
 
 def test_a_folder_or_a_checkpoint_given_as_a_model_says_what_it_is(tmp_path, capsys):

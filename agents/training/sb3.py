@@ -21,7 +21,7 @@ import gymnasium as gym
 
 from agents.training.config import SB3, as_dict, one_line
 from agents.training.evaluator import EVAL_SEED_OFFSET, Evaluation
-from agents.training.run import fail
+from agents.training.run import UsageError, fail
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -369,6 +369,8 @@ def sb3_model(
             restore(model, resume_from)  # the games and generators where the checkpoint left them
         else:
             model = build_model(config, env, run_dir)
+    except UsageError:
+        raise  # (its own line already: not "checkpoint ... cannot be loaded: UsageError: ...")
     except Exception as error:  # noqa: BLE001 - whatever SB3/torch raise, the run has not started
         env.close()
         what = f"checkpoint {resume_from} cannot be loaded" if resume_from is not None else "the model cannot be built"
