@@ -296,6 +296,14 @@ def test_a_sweep_runs_on_a_cluster_started_with_ray_start(tmp_path, ray_env):
     "content, message",
     [
         ("seeds: [0, 1\n", "not valid YAML"),
+        ("seeds: [0]\nseeds: [1, 2]\n", "not valid YAML"),  # a key twice (PyYAML kept the last silently)
+        ("grid: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deep"),  # (a RecursionError traceback)
+        (  # a 'billion laughs': aliases of aliases, expanded past 100,000 values (gigabytes before a MemoryError)
+            "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"
+            + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefg", "bcdefgh"))
+            + "set: *h\n",
+            "expands to more than",
+        ),
         ("configurations: {a: {}}\nseed: [0]\n", "unknown key 'seed'"),
         ("grid: {lerning_rate: [0.1]}\n", "grid: unknown config field 'lerning_rate'"),
         ("grid: {seed: [1, 2]}\n", "set by seeds"),

@@ -83,7 +83,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         fail(f"no such config file: {path}")
     try:
-        base = yaml.load(path.read_text(encoding="utf-8"), Loader=_unique_keys_loader())  # noqa: S506 - a SafeLoader
+        base = load_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         fail(f"{path}: not a text file (a YAML mapping of config fields expected)")
     except yaml.YAMLError as error:
@@ -113,6 +113,14 @@ def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
         items = [part for child in children for part in (child if isinstance(child, tuple) else (child,))]
         sizes[id(node)] = min(1 + sum(_expanded_size(item, sizes) for item in items), MAX_CONFIG_VALUES + 1)
     return sizes[id(node)]
+
+
+def load_yaml(text: str) -> Any:
+    """A YAML document read as config files are (a key given twice and a document that expands past
+    :data:`MAX_CONFIG_VALUES` values are ``yaml.YAMLError``; nesting past the parser's stack ``RecursionError``)."""
+    import yaml
+
+    return yaml.load(text, Loader=_unique_keys_loader())  # noqa: S506 - a SafeLoader
 
 
 def _unique_keys_loader() -> type:

@@ -159,14 +159,18 @@ def load_sweep(path: Path, fields: set[str], default_config: Callable[[list[str]
 
     if not path.is_file():
         raise SweepError(f"no such sweep file: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    from agents.training.run import load_yaml
+
+    try:  # (read as config files are: a key given twice, or aliases expanding to billions of values, refused)
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise SweepError(f"{path}: not a text file (a YAML sweep file expected)") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         raise SweepError(f"{path}: not valid YAML ({getattr(error, 'problem', None) or 'unreadable'}{where})") from None
+    except RecursionError:
+        raise SweepError(f"{path}: not valid YAML (nested too deep to read)") from None
     if not isinstance(data, dict):
         raise SweepError(f"{path}: expected a mapping (configurations, grid, seeds, ...)")
     unknown = [key for key in data if key not in SWEEP_KEYS]
@@ -307,9 +311,11 @@ def trial_device(trial: Trial) -> str:
             except yaml.YAMLError:
                 return value
     if trial.config_file:
+        from agents.training.run import load_yaml
+
         try:
-            data = yaml.safe_load(Path(trial.config_file).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            data = load_yaml(Path(trial.config_file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             return "cpu"  # (the trial's train.py says what is wrong with its file)
         if isinstance(data, dict) and "device" in data:
             return str(data["device"])
