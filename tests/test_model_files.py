@@ -605,3 +605,19 @@ def test_model_metadata_takes_a_ruleset_name_as_the_docs_write_it():
     assert free["rules_options"] == {"joker": "free"}
     with pytest.raises(RulesError, match="unknown ruleset 'yahtze'"):
         model_metadata("yahtze", "flat", "maskable_ppo")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("masked", "no", "masked must be true or false, got 'no'"),  # bool("no") was True: an unmasked model masked
+        ("distinct_keeps", 1, "distinct_keeps must be true or false, got 1"),
+        ("obs_mode", "image", "obs_mode must be dict or flat, got 'image'"),
+    ],
+)
+def test_a_models_metadata_switches_are_what_they_say(field, value, match):
+    from agents.players.sb3_agent import SB3Agent, model_metadata
+
+    metadata = model_metadata("yacht", "flat", "maskable_ppo") | {field: value}
+    with pytest.raises(ValueError, match=f"^model metadata: {match}$"):
+        SB3Agent(None, metadata)

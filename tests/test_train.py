@@ -328,7 +328,8 @@ def test_a_run_without_rich_writes_its_results_without_the_table(smoke_run, tmp_
     config = make_config(
         yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text()), ["bench_agents=[random]", "bench_games=4"]
     )
-    monkeypatch.setitem(sys.modules, "rich", None)  # as if it were not installed
+    for name in ["rich", *(m for m in sys.modules if m.startswith("rich."))]:  # as if it were not installed (a
+        monkeypatch.setitem(sys.modules, name, None)  # submodule imported by an earlier test would still import)
     results = finish(config, load_rules("yacht"), tmp_path, None, None, run_dir / "final_model.zip", 2048, 1.0)
     assert "no table (rich" in capsys.readouterr().out
     assert json.loads((tmp_path / "results.json").read_text())["agents"].keys() == results["agents"].keys()

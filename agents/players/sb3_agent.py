@@ -486,10 +486,15 @@ class SB3Agent:
         check_ruleset(self.metadata, self.rules)
         self.name = name
         self.deterministic = deterministic
+        for key, default in (("masked", None), ("distinct_keeps", False)):  # ("no" would read as true)
+            if not isinstance(self.metadata.get(key, default), bool):
+                raise ValueError(f"model metadata: {key} must be true or false, got {self.metadata.get(key)!r}")
+        if self.metadata["obs_mode"] not in ("dict", "flat"):
+            raise ValueError(f"model metadata: obs_mode must be dict or flat, got {self.metadata['obs_mode']!r}")
         self.obs_mode = self.metadata["obs_mode"]
-        self.masked = bool(self.metadata["masked"])
+        self.masked = self.metadata["masked"]
         #: the model was trained on masks showing each distinct keep once (train.py's ``distinct_keeps``)
-        self.distinct_keeps = bool(self.metadata.get("distinct_keeps", False))
+        self.distinct_keeps = self.metadata.get("distinct_keeps", False)
         self._flat = FlatObservation(self.rules)  # reads the dice and points of flat observations
         self.fallbacks = 0  #: illegal proposals replaced by the fallback
         from dice_poker_env.multi.observations import space_players
