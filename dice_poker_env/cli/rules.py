@@ -14,7 +14,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from dice_poker_env.cli.rules_arguments import RULESET_HELP, parse_rules_options
+from dice_poker_env.cli.rules_arguments import add_rules_arguments, parse_rules_options
 
 if TYPE_CHECKING:  # pragma: no cover - type hints only
     from dice_poker_env.rules import Box, Rules
@@ -27,15 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Check a ruleset as the env and the solver read it and show it box by box; without one, list the shipped "
         "rulesets."
     )
-    parser.add_argument("rules", nargs="?", metavar="RULESET_OR_FILE", help=RULESET_HELP + " (default: list them)")
-    parser.add_argument(
-        "--option",
-        "-o",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a rules option, e.g. joker=free (repeatable)",
-    )
+    add_rules_arguments(parser, optional="default: list the shipped ones")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -17,9 +17,13 @@ if TYPE_CHECKING:  # pragma: no cover - type hints only
 RULESET_HELP = "ruleset name (yacht, dice_poker, school_poker, yahtzee, yatzy) or a rules file"
 
 
-def add_rules_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``RULESET_OR_FILE`` (``args.rules``) and ``--option/-o NAME=VALUE`` (``args.option``)."""
-    parser.add_argument("rules", metavar="RULESET_OR_FILE", help=RULESET_HELP)
+def add_rules_arguments(parser: argparse.ArgumentParser, optional: str | None = None) -> None:
+    """Add ``RULESET_OR_FILE`` (``args.rules``) and ``--option/-o NAME=VALUE`` (``args.option``); ``optional``: the
+    ruleset may be left out (``args.rules`` is then ``None``), this text saying what that does."""
+    if optional is None:
+        parser.add_argument("rules", metavar="RULESET_OR_FILE", help=RULESET_HELP)
+    else:
+        parser.add_argument("rules", nargs="?", metavar="RULESET_OR_FILE", help=f"{RULESET_HELP} ({optional})")
     parser.add_argument(
         "--option",
         "-o",
