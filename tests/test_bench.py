@@ -351,6 +351,22 @@ def test_agent_names_are_distinct_and_recognisable():
             agent_names(twice)
 
 
+def test_one_agent_alone_is_benchmarked_as_a_list_of_one(solution):
+    """``benchmark("yacht", "optimal")`` (one name, not a list) was read letter by letter: "unknown agent 'o'", and
+    "greedy" was "agents must have distinct names; given more than once: e". One name or object is one agent."""
+    from agents.players.registry import make_agent
+
+    alone = benchmark("yacht", "optimal", games=3, seed=0, solution=solution)
+    assert list(alone.data["agents"]) == ["optimal"]
+    assert (
+        alone.scores["optimal"].tolist()
+        == benchmark("yacht", ["optimal"], games=3, solution=solution).scores["optimal"].tolist()
+    )
+    assert list(benchmark("yacht", "random", games=2, solution=solution).data["agents"]) == ["random"]
+    greedy = make_agent("greedy", "yacht")
+    assert list(benchmark("yacht", greedy, games=2, solution=solution).data["agents"]) == [greedy.name]
+
+
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory):
     """Two untrained yacht models saved as run_a/final_model.zip and run_b/final_model.zip."""

@@ -842,7 +842,8 @@ def benchmark(
             objects (anything with ``act(observation, action_mask)``); a
             pair ``(name, agent_or_name)`` renames it. Each is reported under the
             distinct name :func:`agent_names` gives it (a model: its file's stem).
-            Objects always play in this process.
+            Objects always play in this process. One name or object alone
+            (``"greedy"``) is one agent, as ``["greedy"]``.
         games: games per agent (the same seeds for every agent).
         seed: benchmark seed (see :func:`game_seeds`).
         workers: processes to spread each named agent's games over (the NumPy batch agents, optimal,
@@ -863,6 +864,8 @@ def benchmark(
     """
     import sys
 
+    if isinstance(agents, (str, bytes)) or not hasattr(agents, "__len__"):
+        agents = [agents]  # one agent ("greedy" was read letter by letter: two agents 'e')
     rules = load_rules(rules)
     check_count("games", games, most=MAX_GAMES)
     for what, value, least in (
