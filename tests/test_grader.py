@@ -418,6 +418,11 @@ def test_describe_actions():
     assert describe(38, "12246", boxes) == "score full house"
     assert describe(38, "12246", boxes, 0) == "scratch full house (0 points)"
     assert describe(38, "22266", boxes, 18) == "score full house (18 points)"
+    assert describe(32, "12246", boxes, 1) == "score ones (1 point)"  # was "(1 points)"
+    from agents.evaluation.benchmark import _describe  # the benchmark's mistakes say it the same way
+
+    assert _describe(load_rules("yacht"), [1, 2, 2, 4, 6], 32, 1) == "score ones (1 point)"
+    assert _describe(load_rules("yacht"), [1, 1, 2, 4, 6], 32, 2) == "score ones (2 points)"
     assert describe(31, "12246", boxes) == "illegal action 31"
 
 

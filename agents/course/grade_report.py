@@ -55,7 +55,9 @@ def describe(action: int | None, dice: str, box_names: list[str], points: int | 
         box = box_names[action - N_KEEP_ACTIONS].replace("_", " ")
         if points is None:
             return f"score {box}"
-        return f"scratch {box} (0 points)" if points == 0 else f"score {box} ({points} points)"
+        return (
+            f"scratch {box} (0 points)" if points == 0 else f"score {box} ({points} point{'' if points == 1 else 's'})"
+        )
     kept = kept_dice(dice, action)
     return f"keep {'-'.join(kept)}" if kept else "reroll all"
 
@@ -442,7 +444,7 @@ _SCRIPT = r"""
     if (action >= 32) {
       const box = boxes[action - 32].replace(/_/g, " ");
       if (points === null || points === undefined) return "score " + box;
-      return points === 0 ? "scratch " + box + " (0 points)" : "score " + box + " (" + points + " points)";
+      return points === 0 ? "scratch " + box + " (0 points)" : "score " + box + " (" + points + (points === 1 ? " point)" : " points)");
     }
     const kept = [];
     for (let i = 0; i < 5; i++) if ((action >> i) & 1) kept.push(dice[i]);

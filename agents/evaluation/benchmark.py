@@ -203,7 +203,9 @@ def _describe(rules: Rules, dice: Sequence[int] | np.ndarray, action: int, point
         box = box_title(rules.box_names[action - N_KEEP_ACTIONS])
         if points is None:
             return f"score {box}"
-        return f"scratch {box} (0 points)" if points == 0 else f"score {box} ({points} points)"
+        return (
+            f"scratch {box} (0 points)" if points == 0 else f"score {box} ({points} point{'' if points == 1 else 's'})"
+        )
     return f"keep {_kept_text(dice, action)}"
 
 
