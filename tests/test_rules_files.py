@@ -215,8 +215,13 @@ def test_a_yaml_syntax_error_is_one_line(tmp_path):
 
 
 def test_unknown_ruleset_file_type_and_missing_file(tmp_path):
-    with pytest.raises(RulesError, match="unknown ruleset 'yahtzeee'"):
+    with pytest.raises(RulesError, match="unknown ruleset 'yahtzeee' \\(did you mean 'yahtzee'\\?\\): use one of"):
         load_rules("yahtzeee")
+    for given, meant in (("Yacht", "yacht"), ("Dice Poker", "dice_poker"), ("school-poker", "school_poker")):
+        with pytest.raises(RulesError, match=f"did you mean '{meant}'"):
+            load_rules(given)
+    with pytest.raises(RulesError, match="^unknown ruleset 'chess': use one of"):  # nothing near: no guess
+        load_rules("chess")
     with pytest.raises(RulesError, match="no such rules file"):
         load_rules(tmp_path / "missing.toml")
     with pytest.raises(RulesError, match="unsupported rules file type '.txt'"):

@@ -120,7 +120,11 @@ def load_rules(rules: str | os.PathLike[str] | Rules | Mapping[str, Any], **opti
     looks_like_path = Path(text).suffix or any(sep and sep in text for sep in (os.sep, os.altsep))
     if isinstance(rules, os.PathLike) or looks_like_path or Path(text).exists():
         return build_rules(read_rules_file(text), source=text, chosen_options=options)
-    raise RulesError(f"unknown ruleset {text!r}: use one of {', '.join(RULESET_NAMES)} or a path to a rules file")
+    import difflib
+
+    near = difflib.get_close_matches(text.lower().replace("-", "_").replace(" ", "_"), RULESET_NAMES, n=1, cutoff=0.75)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    raise RulesError(f"unknown ruleset {text!r}{hint}: use one of {', '.join(RULESET_NAMES)} or a path to a rules file")
 
 
 def ruleset_options(rules: str | os.PathLike[str] | Rules) -> dict[str, dict[str, Any]]:
