@@ -249,7 +249,14 @@ def test_cli_records_the_training_seed_as_a_label(capsys):
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["--games", "0"], "--games"), (["--agent", "nobody"], "unknown"), (["--seed", "-1"], "--seed")],
+    [
+        (["--games", "0"], "--games"),
+        (["--agent", "nobody"], "unknown"),
+        (["--seed", "-1"], "--seed"),
+        # a training seed is below 2**32 (train.py refuses others, compare.py refuses such a file): refused before
+        # any game is played, not after the 10,000
+        (["--seed", str(2**32)], "--seed must be a training seed in [0, 2**32)"),
+    ],
 )
 def test_cli_bad_arguments_are_one_line_errors(args, message, capsys):
     base = [RULES, "--agent", "greedy", "--games", "5"]

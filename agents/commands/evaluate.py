@@ -55,8 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seed",
         type=int,
         default=None,
-        help="the training seed of the agent, recorded in the result as a label (benchmarks/compare.py pairs "
-        "seeds across rulesets by it); it changes no game",
+        help="the training seed of the agent, in [0, 2**32), recorded in the result as a label "
+        "(benchmarks/compare.py pairs seeds across rulesets by it); it changes no game",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     group = parser.add_argument_group("verifying an agent you did not write")
@@ -92,13 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agents.evaluation.protocol import EVAL_GAMES, evaluate
+    from agents.evaluation.protocol import EVAL_GAMES, TRAIN_SEED_LIMIT, evaluate
 
     games = EVAL_GAMES if args.games is None else args.games
     if not 1 <= games <= EVAL_GAMES:
         raise ValueError(f"--games must be in 1..{EVAL_GAMES} (the evaluation set's size), got {games}")
-    if args.seed is not None and args.seed < 0:
-        raise ValueError(f"--seed must be a training seed (0 or more), got {args.seed}")
+    if args.seed is not None and not 0 <= args.seed < TRAIN_SEED_LIMIT:  # (train.py's range; compare.py refuses others)
+        raise ValueError(f"--seed must be a training seed in [0, 2**32), got {args.seed}")
     given = given_limits(args)
     if given and not args.isolated:
         raise ValueError(f"{LIMIT_FLAGS[next(iter(given))]} limits an isolated agent: it goes with --isolated")
