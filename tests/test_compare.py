@@ -313,3 +313,22 @@ def test_what_a_maintainer_checks_is_shown_with_each_run(tmp_path, capsys):
     assert out.count("imported the library's") == 1  # (an empty list: nothing imported)
     assert f"* note: {Path(files[4]).name}: measured by code that differs from its commit (0123abc-dirty)" in out
     assert out.count("differs from its commit") == 1
+
+
+def test_a_baseline_short_of_the_protocols_seeds_by_design_is_not_called_running(tmp_path, capsys):
+    """A suite run with fewer seeds than the protocol asks, all of them recorded (the knowledge ablation: 5 at 10M),
+    is marked short by design (``+``); only one short of its own seeds is still running (``*``). Every suite short
+    of the protocol's seeds was said to be still running."""
+    path = Path(baselines(tmp_path))
+    rows = json.loads(path.read_text())
+    ablation = [  # all of the suite's 5 seeds on each of its rulesets
+        row | {"suite": "ablation_1_features_10m", "track": "rules", "seed": 1000 + row["seed"]}
+        for row in rows
+        if row["suite"] == "raw_ppo_10m"
+    ]
+    path.write_text(json.dumps(rows + ablation))
+    mine = [result(r, 80.0 + k, seed=k, track="rules") for r in ("yahtzee", "yacht") for k in range(5)]
+    assert compare.main(["mine", "--budget", "10M", "--runs", str(path), "--reps", "50", *write(tmp_path, mine)]) == 0
+    out = capsys.readouterr().out
+    assert "| ablation_1_features_10m+ | rules |" in out and "| raw_a2c_10m* | raw (another track) |" in out
+    assert "* the suite is still running; + short by the suite's design, every run of it recorded" in out
