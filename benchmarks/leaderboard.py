@@ -560,6 +560,20 @@ def points_md(rows: list[dict], refs: list[dict]) -> list[str]:
     return lines
 
 
+def full_set(refs: list[dict]) -> list[dict]:
+    """The reference rows played on the whole evaluation set: rows of fewer games (``--reference --games N``, a
+    quick check) stay in ``reference.json`` but are kept off the pages, where they would stand beside the full
+    set's rows of the same agent, with other numbers and nothing to tell them apart (said on stderr)."""
+    partial = [row for row in refs if row.get("games") != EVAL_GAMES]
+    if partial:
+        print(
+            f"leaderboard: {len(partial)} reference row{'s' * (len(partial) != 1)} of fewer than {EVAL_GAMES:,} games "
+            "(--reference --games) kept off the page",
+            file=sys.stderr,
+        )
+    return [row for row in refs if row.get("games") == EVAL_GAMES]
+
+
 def ci_md(low: float | None, high: float | None) -> str:
     """An interval for a table, ``-`` where there is none (fewer runs than ``MIN_SEEDS_FOR_INTERVAL``)."""
     return "-" if low is None or high is None else f"{low:.2f} - {high:.2f}"
@@ -722,7 +736,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--games",
         type=at_least(1, most=EVAL_GAMES),
-        help=f"with --reference: games of the reference rows (default and most {EVAL_GAMES}: the evaluation set)",
+        help=f"with --reference: games of the reference rows (default and most {EVAL_GAMES}: the evaluation set; "
+        "rows of fewer games are a check, kept in reference.json but off the page)",
     )
     parser.add_argument("--reps", type=at_least(1), default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.md", help="the leaderboard page")
@@ -734,7 +749,9 @@ def main(argv: list[str] | None = None) -> int:
         reference(EVAL_GAMES if args.games is None else args.games, RESULTS / "reference.json")
     collect_curves()
     rows = load_rows()
-    refs = json.loads((RESULTS / "reference.json").read_text()) if (RESULTS / "reference.json").exists() else []
+    refs = full_set(
+        json.loads((RESULTS / "reference.json").read_text()) if (RESULTS / "reference.json").exists() else []
+    )
     order = {agent: k for k, agent in enumerate(("random", "greedy", REFERENCE_AGENTS[1], "trained", "optimal"))}
     refs.sort(key=lambda r: (RULESETS.index(r["rules"]) if r["rules"] in RULESETS else 99, order.get(r["agent"], 99)))
     agg = aggregate(rows, args.reps)

@@ -500,3 +500,33 @@ def test_the_pages_read_and_write_the_checkout_that_bench_root_names(tmp_path):
         )
         assert out.returncode == 0, out.stderr[-2000:]
         assert out.stdout.split() == [str(expected)] * 3, out.stdout
+
+
+def test_reference_rows_of_fewer_games_stay_off_the_page_and_the_readme(tmp_path, monkeypatch, capsys):
+    """``--reference --games N`` (a quick check) adds rows of N games to reference.json; the leaderboard's table of
+    agents without training and the README's headline table show the full evaluation set's rows only: a row of
+    fewer games stood beside (the page) or in place of (the README) its agent's full-set row, nothing telling
+    them apart."""
+    leaderboard = load("leaderboard")
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "runs.json").write_text(json.dumps(fake_rows()))
+    reference = json.loads((ROOT / "results" / "benchmark" / "reference.json").read_text())
+    full = next(row for row in reference if row["agent"] == "greedy" and row["rules"] == "yacht")
+    quick = {**full, "games": 20, "luck_free_percent": 12.3456, "command": full["command"] + " --games 20"}
+    (results / "reference.json").write_text(json.dumps([full, quick]))
+    monkeypatch.setattr(leaderboard, "RESULTS", results)
+    monkeypatch.setattr(leaderboard, "ROOT", tmp_path)
+    out = tmp_path / "leaderboard.md"
+    assert leaderboard.main(["--reps", "50", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert f"| yacht | greedy | rules | {full['luck_free_percent']:.2f} |" in text and "12.35" not in text
+    assert (
+        "1 reference row of fewer than 10,000 games (--reference --games) kept off the page" in capsys.readouterr().err
+    )
+    spec = importlib.util.spec_from_file_location("results_page", ROOT / "tools" / "results_page.py")
+    results_page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(results_page)
+    aggregate = json.loads((ROOT / "results" / "benchmark" / "aggregate.json").read_text())
+    block = results_page.readme_block([*reference, {**quick, "agent": "trained"}], aggregate)
+    assert block == results_page.readme_block(reference, aggregate) and "12.35" not in block

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 #: the checkout whose results and pages are read and written: $BENCH_ROOT (as benchmarks/run_baselines.py's) or this one
 ROOT = Path(os.environ.get("BENCH_ROOT") or Path(__file__).resolve().parent.parent).resolve()
 
-from agents.evaluation.protocol import MIN_SEEDS_FOR_INTERVAL  # noqa: E402 - after the path
+from agents.evaluation.protocol import EVAL_GAMES, MIN_SEEDS_FOR_INTERVAL  # noqa: E402 - after the path
 from agents.evaluation.results import interval_text  # noqa: E402
 
 TRAINING = ROOT / "results" / "training.json"
@@ -228,7 +228,10 @@ def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, An
     for rules in PROTOCOL_RULESETS:
         optimal = refs.get(("optimal", rules))
         if optimal is None:
-            raise SystemExit(f"results_page: results/benchmark/reference.json has no optimal row for {rules}")
+            raise SystemExit(
+                f"results_page: results/benchmark/reference.json has no optimal row on the whole evaluation set "
+                f"({EVAL_GAMES:,} games) for {rules}"
+            )
         cells = [_lf(refs.get((agent, rules))) for agent, _ in README_AGENTS]
         raw = [
             row
@@ -246,7 +249,10 @@ def protocol_table(reference: list[dict[str, Any]], aggregate: list[dict[str, An
 
 
 def readme_block(reference: list[dict[str, Any]], aggregate: list[dict[str, Any]]) -> str:
-    """The README's generated block: the protocol's headline table and where it comes from."""
+    """The README's generated block: the protocol's headline table and where it comes from. Only the reference rows
+    played on the whole evaluation set count: a row of fewer games (``leaderboard.py --reference --games N``, a
+    check) would replace the full set's row of its agent in the table."""
+    reference = [row for row in reference if int(row["games"]) == EVAL_GAMES]
     games = sorted({int(row["games"]) for row in reference})
     return "\n".join(
         [
