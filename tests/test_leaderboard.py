@@ -530,3 +530,12 @@ def test_reference_rows_of_fewer_games_stay_off_the_page_and_the_readme(tmp_path
     aggregate = json.loads((ROOT / "results" / "benchmark" / "aggregate.json").read_text())
     block = results_page.readme_block([*reference, {**quick, "agent": "trained"}], aggregate)
     assert block == results_page.readme_block(reference, aggregate) and "12.35" not in block
+
+
+def test_the_protocol_page_states_how_the_intervals_are_drawn():
+    """A paper reproducing an interval needs the resamples and the seed: docs/benchmark.md states the defaults that
+    leaderboard.py and compare.py use (rliable's own default is 50,000 resamples, its generator unseeded)."""
+    text = " ".join((ROOT / "docs" / "benchmark.md").read_text().split())
+    assert "percentile intervals from 2,000 resamples, NumPy's global generator seeded 0" in text
+    source = (ROOT / "benchmarks" / "leaderboard.py").read_text()
+    assert "np.random.seed(0)" in source and 'default=2000, help="bootstrap resamples' in source
