@@ -342,6 +342,9 @@ def test_a_result_names_the_bytes_of_the_agent_file_it_played(tmp_path):
     source.write_text(source.read_text() + "# changed\n")
     assert agent_sha256(f"{source}:Mine") != digest  # the file's bytes
     assert evaluate(RULES, "greedy", games=20)["agent_sha256"] is None
+    # the shipped policy is a data file a version of the package may change: its digest ties the result to it
+    shipped = Path(agents.__file__).parent / "policies" / f"{RULES}.npz"
+    assert evaluate(RULES, "trained", games=20)["agent_sha256"] == hashlib.sha256(shipped.read_bytes()).hexdigest()
     for unread in ("/proc/self/pagemap", "/dev/zero", str(tmp_path)):  # never read: not a regular file
         assert agent_sha256(f"model:{unread}") is None
 

@@ -910,7 +910,7 @@ def write_dataset(
             "library": "dice-poker-env",
             "library_version": __version__,
             "git_commit": code_commit(),
-            "agent_sha256": agent_sha256(spec.base),
+            "agent_sha256": agent_sha256(spec.base, rules),
             "optimal_expected_score": optimal,
             "optimal_std": float(solution.score_std) if solution is not None else None,
             "mean_score": float(all_scores.mean()),

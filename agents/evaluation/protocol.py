@@ -185,16 +185,22 @@ def code_commit() -> str | None:
     return (head + "-dirty" * bool(changed)) or None
 
 
-def agent_sha256(agent: str) -> str | None:
+def agent_sha256(agent: str, rules: Rules | None = None) -> str | None:
     """The SHA-256 that ties a result to the exact agent played: for ``model:PATH`` the file's bytes; for
     ``FILE.py:NAME[,key=value,...]`` a canonical JSON of the file's digest, the name and each argument (a file an
     argument names, ``weights=w.npz``, by its digest: the seeds of one agent file with their own weights differ;
     another value by its text), so two classes of one file, or two argument lists, never share a digest.
     ``MODULE:NAME`` likewise, by the module's own source file (its package's other files are not covered).
-    ``None`` for the built-in agents, and for a path that is not a regular file (a FIFO, a device,
+    ``trained`` (with ``rules``) by its shipped policy file's bytes, as ``model:`` that file: a version of the package
+    that ships another policy gives another digest. ``None`` for the other built-in agents (their code is the
+    library's: ``git_commit`` and the version name it), and for a path that is not a regular file (a FIFO, a device,
     ``/proc``: never read)."""
     if agent.startswith("model:"):
         return _file_sha256(agent[len("model:") :])
+    if agent == "trained" and rules is not None:
+        from agents.policy.player import SHIPPED_DIR
+
+        return _file_sha256(str(SHIPPED_DIR / f"{rules.name}.npz"))
     spec = parse_agent_spec(agent)
     if spec is None:
         return None
@@ -304,7 +310,7 @@ def evaluate(
     if track is not None and track not in TRACKS:
         raise ValueError(f"track must be one of {', '.join(TRACKS)}, got {track!r}")
     check_agent(agent, load=player is None)  # (a player given: the agent's code runs there only, never here)
-    sha256 = agent_sha256(agent)  # of the bytes about to be loaded
+    sha256 = agent_sha256(agent, rules)  # of the bytes about to be loaded
     if solution is None:
         solution = load_solution(rules)
     if solution is None:
