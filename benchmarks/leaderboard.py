@@ -622,7 +622,8 @@ def leaderboard_md(
         lines += [
             "",
             "Fewer runs than the protocol asks for (10 seeds at 1M and 10M, 5 at 100M) means the suite is still",
-            "running: `python benchmarks/run_baselines.py --list` shows what is left. Across rulesets, only the",
+            "running, or runs fewer seeds by design (the knowledge ablation, raw PPO at 100M beyond Yahtzee):",
+            "`python benchmarks/run_baselines.py --list` shows each suite's runs and what is left. Across rulesets, only the",
             "seeds every ruleset has are used (the stratified bootstrap needs as many runs per ruleset). Fewer",
             f"than {MIN_SEEDS_FOR_INTERVAL} runs per ruleset have no interval (-), only their range: a 95% bootstrap "
             "interval of 2, 3",
