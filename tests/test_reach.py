@@ -335,6 +335,28 @@ def test_cli_advise_target(small, small_file):
     assert "probability of a final score >= 150" in text and "keep 6 6 6" in text.splitlines()[1]
 
 
+def test_cli_advise_target_ranks_a_decided_position_by_expected_score(small, small_file):
+    """A target sure (or out of reach) whatever is played: every action ties, and the list is the expected-score
+    ranking, as the winning agent plays such a game (it led with "keep nothing", rerolling what it could score)."""
+    from agents.players.winning import DECIDED as AGENT_DECIDED
+    from dice_poker_env.cli.advise import DECIDED
+    from dice_poker_env.solver import solve
+
+    assert DECIDED == AGENT_DECIDED
+    situation = {"dice": [6, 6, 6, 2, 1], "rolls_left": 2}
+    expected = [item["action"] for item in solve(small_file, progress=False).advise(situation)]
+    for target in (0, 10**6):
+        assert len({item["probability"] for item in small.advise(situation, target)}) == 1
+        items = json.loads(
+            _cli("advise", small_file, "--dice", "6", "6", "6", "2", "1", "--target", str(target), "--json")
+        )
+        assert [item["action"] for item in items] == expected and expected[0] != 0
+    text = _cli("advise", small_file, "--dice", "6", "6", "6", "2", "1", "--target", "0")
+    assert "sure whatever you play: ranked by expected final score" in text.splitlines()[0]
+    text = _cli("advise", small_file, "--dice", "6", "6", "6", "2", "1", "--target", "150")
+    assert "ranked by" not in text  # an open target keeps its ranking by probability
+
+
 def test_cli_advise_target_checks_the_position_before_any_solve(monkeypatch, capsys):
     """A wrong scorecard or bonus is refused before the reach table is solved (yahtzee's takes half an hour)."""
     from dice_poker_env.cli import main

@@ -12,6 +12,10 @@ from dice_poker_env.cli.solve import add_solver_arguments
 HELP = "every legal action of a position with its expected final score (or chance of a target score), best first"
 
 _INT64 = (-(2**63), 2**63 - 1)
+#: ``--target``: a position whose legal actions' probabilities all lie within this of each other is decided (the
+#: target is sure, or out of reach, whatever is played): its actions are ranked by expected final score, as the
+#: ``winning`` agent plays such a game (``agents.players.winning.DECIDED``)
+DECIDED = 1e-9
 
 
 def _check_integers(flag: str, values: int | list[int] | None) -> None:
@@ -43,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="T",
-        help="rank by the maximum probability of a final score of at least T instead (solves the reach table)",
+        help="rank by the maximum probability of a final score of at least T instead (solves the reach table); "
+        "a target sure or out of reach whatever is played ranks by expected final score",
     )
 
 
@@ -89,7 +94,19 @@ def _advise_target(args: argparse.Namespace, rules: Any, situation: dict[str, An
 
     reach = solve_reach(rules, distribution=False, cache=not args.no_cache, force=args.force)
     items = reach.advise(situation, args.target)
-    return _show(args, rules.name, items, f"probability of a final score >= {args.target}", "probability")
+    what = f"probability of a final score >= {args.target}"
+    chances = [item["probability"] for item in items]
+    if len(items) > 1 and max(chances) - min(chances) <= DECIDED:
+        # every action is as good for the target: rank them by points (the first of the tie, "keep nothing", would
+        # reroll a straight it could score)
+        from dice_poker_env.solver import solve
+
+        solution = solve(rules, cache=not args.no_cache, progress=None, force=args.force)
+        values = {item["action"]: item["value"] for item in solution.advise(situation)}
+        items.sort(key=lambda item: -values[item["action"]])
+        chance = "sure" if min(chances) >= 1 - DECIDED else "out of reach" if max(chances) <= DECIDED else "the same"
+        what += f" ({chance} whatever you play: ranked by expected final score)"
+    return _show(args, rules.name, items, what, "probability")
 
 
 def _show(args: argparse.Namespace, name: str, items: list[dict[str, Any]], what: str, key: str) -> int:
