@@ -772,6 +772,13 @@ def test_cli_rejects_huge_and_invalid_integers_in_one_line():
     )
 
 
+def test_cli_scorecard_that_is_not_json_says_how_to_type_it():
+    """``--scorecard {"aces":3}`` without single quotes reaches the command as ``{aces:3}``: the error shows what
+    arrived and how to quote it (it gave only the JSON parser's "Expecting property name ... (char 1)")."""
+    code, _, err = _cli("advise", "yacht", "--dice", 1, 2, 3, 4, 5, "--scorecard", "{ones:3}")
+    _one_line_error(code, err, "--scorecard is not valid JSON", "{ones:3}", "single quotes", """'{"aces": 3""")
+
+
 def test_cli_refuses_a_too_large_solve_in_one_line_and_force_overrides(tmp_path, monkeypatch):
     rules_file = tmp_path / "tiny.toml"
     rules_file.write_text(TINY_TOML)

@@ -63,7 +63,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             scorecard = json.loads(args.scorecard)
         except json.JSONDecodeError as error:
-            raise ValueError(f"--scorecard is not valid JSON: {error}") from None
+            # (the usual cause: the shell ate the double quotes of {"aces": 3} typed without single quotes around it)
+            raise ValueError(
+                f"--scorecard is not valid JSON ({error.msg}, got {args.scorecard!r}): "
+                """write box names in double quotes and the whole in single quotes, e.g. '{"aces": 3, "yahtzee": 50}'"""
+            ) from None
     situation = {"scorecard": scorecard, "dice": args.dice, "rolls_left": args.rolls_left}
     if args.bonus is not None:
         situation["bonus"] = args.bonus
