@@ -727,7 +727,7 @@ def report_grades(screen: Screen, coach: Coach, grades: Grades, grading: bool) -
         return
     n = len(grades.decisions)
     screen.say(
-        f"Your decisions against the solver: {n} decisions, {grades.lost:.2f} expected points lost "
+        f"Your decisions against the solver: {n} decision{'s' if n != 1 else ''}, {grades.lost:.2f} expected points lost "
         f"in total, {grades.lost / n:.2f} per decision.",
         "bold",
     )
