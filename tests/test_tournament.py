@@ -200,6 +200,20 @@ def test_ranks_of_tied_scores_are_the_better_place():
     assert record.ranks() == [1, 4, 1, 3]
 
 
+def test_a_forfeited_seat_is_last_even_when_every_seat_forfeited():
+    """A game every seat forfeited (a submission that did not load beside one that timed out) has no first place:
+    games.json's ``ranks`` and the replay agree with the standings, whose wins never count a forfeit."""
+    from agents.course.duplicate import Forfeit, GameRecord
+
+    record = GameRecord(
+        seats=[4, 7], scores=[75, 58], forfeits=[Forfeit(1, 1, "solver", "x"), Forfeit(0, 14, "timeout", "y")]
+    )
+    assert record.results == [0, 0] and record.ranks() == [2, 2]
+    record = GameRecord(seats=[0, 1, 2], scores=[150, 200, 90], forfeits=[Forfeit(1, 5, "illegal", "x")])
+    record.forfeits.append(Forfeit(2, 9, "exception", "y"))
+    assert record.ranks() == [1, 3, 3]
+
+
 # ------------------------------------------------------------------ schedule
 @pytest.mark.parametrize("agents", range(2, 20))
 @pytest.mark.parametrize("players", range(2, 7))

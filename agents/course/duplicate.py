@@ -83,9 +83,14 @@ class GameRecord:
         return {f.seat for f in self.forfeits}
 
     def ranks(self) -> list[int]:
-        """Each seat's place (1 = best; ties share the better place; a forfeited seat is behind every other)."""
-        keys = [(-1 if seat in self.forfeited else 0, self.results[seat]) for seat in range(len(self.seats))]
-        return [1 + sum(other > key for other in keys) for key in keys]
+        """Each seat's place (1 = best; ties share the better place). A forfeited seat takes the last place, the
+        number of seats, whatever the others did: a game every seat forfeited has no first place (they are not
+        tied for first), as the standings' wins and a match's ``firsts`` count it."""
+        n, forfeited = len(self.seats), self.forfeited
+        played = [self.results[seat] for seat in range(n) if seat not in forfeited]
+        return [
+            n if seat in forfeited else 1 + sum(other > self.results[seat] for other in played) for seat in range(n)
+        ]
 
 
 def _failure_of(agent: Any, before: int) -> tuple[str, str]:
