@@ -870,6 +870,30 @@ def test_the_command_line_refuses_bad_input_in_one_line(tmp_path, capsys):
     assert "--overwrite goes with --out" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("entrant", "said"),
+    [
+        ("winnig", "unknown agent 'winnig': use one of optimal, greedy, random, trained, winning, model:PATH"),
+        ("missing.py:Agent", "agent 'missing.py:Agent': no such file missing.py"),
+        ("winning,targt=3", "unknown argument 'targt' (winning takes target, future, tail)"),
+    ],
+)
+def test_an_entrant_that_is_no_agent_is_refused_in_one_line_before_any_game(
+    tmp_path, monkeypatch, capsys, entrant, said
+):
+    """A typo of a built-in or a file that is not there is refused, as grade refuses it, in one line: not said after
+    the seed (which promises a tournament), once every earlier submission's sandbox has started, or (a missing
+    file) played as a submission forfeiting every game."""
+    from agents.commands.tournament import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "good.py").write_text(SUBMISSIONS)
+    assert main(["good.py:First", entrant, "--rules", "yacht", "--games", "1", "--out", "out"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("tournament: error: ") and said in err
+    assert not (tmp_path / "out").exists()
+
+
 # ------------------------------------------------------------------ the leaderboard in a browser
 SHOWN = """(() => {
   const $ = (id) => document.getElementById(id);

@@ -282,7 +282,7 @@ def tournament(
         ValueError: a bad argument (never for what a submission does).
     """
     from agents.evaluation.benchmark import load_solution
-    from agents.players.registry import make_agent
+    from agents.players.registry import check_agent, make_agent
 
     rules = load_rules(rules)
     names = entry_names(list(submissions))
@@ -321,6 +321,8 @@ def tournament(
             f"the tournament would play {games * seats * rounds:,} games ({games:,} deal(s) x {seats} seats x "
             f"{rounds} round(s)), beyond the limit of {MAX_GAMES:,}: fewer --games or --rounds"
         )
+    for name in names:  # a typo of a built-in, a FILE.py that is not there: refused as grade refuses them, before
+        check_agent(name, load=False)  # any sandbox starts (an isolated submission's code never runs here)
     tables = compile_rules(rules)
     turns = tables.turns
     solution = load_solution(rules, required=True)
