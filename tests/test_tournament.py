@@ -326,6 +326,11 @@ def test_a_tournament_rates_by_its_objective(objective):
     assert all(abs(by_name[name] - round(float(fitted.rating[k]), 1)) < 0.11 for k, name in enumerate(result["agents"]))
     page = render_html(result)
     assert ("of games finished first in a match (objective: wins)" in page) == (objective == "wins")
+    # the terminal says it too: the two objectives' standings of one field differ, nothing else telling them apart
+    header = summary_text(result).splitlines()[0]
+    assert header.endswith(
+        "rated by games finished first (--objective wins)" if objective == "wins" else "rated by points"
+    )
     with pytest.raises(ValueError, match="objective must be one of points, wins, got 'score'"):
         tournament(["random"], YACHT, objective="score")
 

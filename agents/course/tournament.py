@@ -652,7 +652,13 @@ def summary_text(result: dict[str, Any]) -> str:
         ),
         f"{result['rules']}: {len(result['agents'])} agents, {result['format']}, {result['rounds']} round(s), "
         f"{len(result['matches'])} match{'es' if len(result['matches']) != 1 else ''}, "
-        f"{len(result['games_played'])} games, {seats}",
+        f"{len(result['games_played']):,} games, {seats}, "
+        # (the same agents rate differently by each objective: the line says which these ratings are)
+        + (
+            "rated by games finished first (--objective wins)"
+            if result.get("objective") == "wins"
+            else "rated by points"
+        ),
         f"{'rank':>4}  {'rating':>7}  {'95% interval':>15}  {'games':>5}  {'wins':>4}  {'mean':>7}  {'fail':>4}  agent",
     ]
     for row in result["standings"]:
