@@ -351,8 +351,14 @@ def test_bad_arguments_are_refused_before_any_game():
         tournament(["a.py:A"], YACHT, players=4)
     with pytest.raises(ValueError, match="games must be an integer >= 1"):
         tournament(["a.py:A"], YACHT, games=0)
-    with pytest.raises(ValueError, match="--rounds is for a Swiss"):
+    with pytest.raises(ValueError, match="--rounds is for a Swiss") as refused:
         tournament(["a.py:A"], YACHT, rounds=3)
+    # auto chose the round-robin, not the user: the error says why, and how to play Swiss rounds
+    assert str(refused.value).endswith(
+        "(auto: 3 agents at 2 seats make 3 groups, a round-robin up to 60); --format swiss plays Swiss rounds"
+    )
+    with pytest.raises(ValueError, match="a round-robin has one round$"):
+        tournament(["a.py:A"], YACHT, rounds=3, fmt="round-robin")
     # counts past their limits are refused before any game (not after them, out of memory)
     with pytest.raises(ValueError, match="games must be at most 10000000, got 99999999999"):
         tournament(["a.py:A"], YACHT, games=99_999_999_999)

@@ -306,9 +306,17 @@ def tournament(
     bootstrap = _check_int("bootstrap", bootstrap, 0, MAX_BOOTSTRAP)
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    fmt = choose_format(agents, players, fmt)
+    chosen, fmt = fmt, choose_format(agents, players, fmt)
     if fmt == "round-robin" and rounds is not None:
-        raise ValueError("--rounds is for a Swiss tournament; a round-robin has one round")
+        raise ValueError(
+            "--rounds is for a Swiss tournament; a round-robin has one round"
+            + (
+                ""
+                if chosen == "round-robin"  # (auto chose it: say why, and how to play Swiss rounds)
+                else f" (auto: {agents} agents at {players} seats make {math.comb(agents, players)} groups, a "
+                f"round-robin up to {ROUND_ROBIN_MAX_GROUPS}); --format swiss plays Swiss rounds"
+            )
+        )
     rounds = (
         1
         if fmt == "round-robin"
