@@ -1153,6 +1153,19 @@ def test_an_interrupted_tournament_writes_its_partial_standings(tmp_path, capsys
     assert len(list(csv.reader(io.StringIO((out / "standings.csv").read_text())))) == 4
 
 
+def test_an_interrupted_tournament_says_so_under_json_too(tmp_path, capsys, monkeypatch):
+    """--json prints the standings alone: interrupted, a line on standard error says they are partial (it was the
+    exit status alone)."""
+    from agents.commands.tournament import main
+
+    _interrupt_at_game(monkeypatch, 5)
+    args = ["random", "--rules", "yacht", "--games", "3", "--seed", str(2**40), "--bootstrap", "0", "--json"]
+    assert main(args) == 130
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)) == 3
+    assert "INTERRUPTED: partial standings, from the 2 match(es) complete before it" in captured.err
+
+
 def test_a_tournament_interrupted_before_a_match_says_nothing_was_written(tmp_path, capsys, monkeypatch):
     from agents.commands.tournament import main
 

@@ -209,6 +209,12 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     if args.json:
         print(json.dumps(result["standings"], sort_keys=True), flush=True)
+        if result["interrupted"]:  # (the table's first line says it; the JSON is the standings alone)
+            print(
+                f"dice-poker tournament: INTERRUPTED: partial standings, from the {len(result['matches'])} match(es) "
+                "complete before it",
+                file=sys.stderr,
+            )
     else:
         print(summary_text(result), flush=True)
     if out is not None:
