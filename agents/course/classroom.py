@@ -196,13 +196,15 @@ def beside_other_agents(path: str | os.PathLike) -> bool:
         return True
     if len(others) > BESIDE_MOST:
         return True
-    for other in others:
-        try:
-            if agent_classes(ast.parse(python_source(other))):
-                return True
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-    return False
+    return any(tree is not None and agent_classes(tree) for tree in map(_parsed, others))
+
+
+def _parsed(path: Path) -> ast.Module | None:
+    """A Python file's syntax tree (parsed, never run); ``None`` where it cannot be read or parsed."""
+    try:
+        return ast.parse(python_source(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def syntax_problem(error: SyntaxError) -> str:
@@ -299,9 +301,8 @@ def _link(path: Path) -> str:
 def _defines(path: Path, class_name: str | None) -> bool:
     """Whether a file defines the class ``class_name`` at its top level (without: one agent class); parsed, never
     run."""
-    try:
-        tree = ast.parse(python_source(path))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parsed(path)
+    if tree is None:
         return False
     if class_name is None:
         return len(agent_classes(tree)) == 1
