@@ -472,10 +472,13 @@ def option_variants(rules: Rules) -> list[tuple[str, Any, Rules]]:
     :func:`build_rules` checks every value's patches as the rules load; the checks that need the score tables
     (:func:`dice_poker_env.engine.tables.compile_rules`) run on these variants.
     """
-    return [
-        (name, value, build_rules(rules.raw_spec, source=rules.source, chosen_options={**rules.options, name: value}))
-        for name, value in _other_option_values(rules.raw_spec, rules.source, rules.options)
-    ]
+    spec, source = rules.raw_spec, rules.source
+    variants = []
+    for name, value in _other_option_values(spec, source, rules.options):
+        # built as build_rules builds the chosen rules, without checking every other value again for each
+        resolved, assignment = resolve_options(spec, source, {**rules.options, name: value})
+        variants.append((name, value, _build(spec, resolved, source, assignment)))
+    return variants
 
 
 def changed_options(rules: Rules) -> dict[str, Any]:
