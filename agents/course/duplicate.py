@@ -92,6 +92,12 @@ class GameRecord:
             n if seat in forfeited else 1 + sum(other > self.results[seat] for other in played) for seat in range(n)
         ]
 
+    def firsts(self) -> list[bool]:
+        """Each seat: whether it finished first (ties for first place included; a forfeited seat never): the
+        standings' wins and a match's ``firsts``."""
+        forfeited = self.forfeited
+        return [rank == 1 and seat not in forfeited for seat, rank in enumerate(self.ranks())]
+
 
 def _failure_of(agent: Any, before: int) -> tuple[str, str]:
     """The kind and message of the failure a sandboxed agent recorded in this game (it had ``before`` at its start)."""

@@ -526,10 +526,9 @@ def _play_rounds(entries: list[Entry], plan: _Plan, records: list[_Played], matc
                     seated = rotation(group, k)
                     record = play_game(rules, [entries[a].player for a in seated], faces)
                     record.seats = list(seated)
-                    ranks = record.ranks()
-                    for seat, points in enumerate(record.results):
+                    for seat, (points, first) in enumerate(zip(record.results, record.firsts())):
                         match.totals[group.index(seated[seat])] += points
-                        match.firsts[group.index(seated[seat])] += ranks[seat] == 1 and seat not in record.forfeited
+                        match.firsts[group.index(seated[seat])] += first
                     played = _Played(len(records), match.id, round_, match.deal, k, seated, record)
                     records.append(played)
                     match.games.append(played.id)
@@ -546,11 +545,11 @@ def _standings(entries: list[Entry], records: list[_Played], ratings: Any) -> li
     points = np.zeros(n, dtype=np.int64)
     for played in records:
         record = played.record
-        ranks = record.ranks()
+        firsts = record.firsts()
         for seat, agent in enumerate(played.agents):
             games[agent] += 1
             points[agent] += record.results[seat]
-            wins[agent] += ranks[seat] == 1 and seat not in record.forfeited
+            wins[agent] += firsts[seat]
             failures[agent] += seat in record.forfeited
     order = sorted(range(n), key=lambda a: (-ratings.rating[a], entries[a].name))
     rows = []
