@@ -306,3 +306,23 @@ def test_the_rules_format_page_shows_what_dice_poker_rules_prints(monkeypatch, c
     block = page.split("$ dice-poker rules examples/rules/mini_yacht.toml\n", 1)[1].split("```", 1)[0]
     assert cli.main(["rules", "examples/rules/mini_yacht.toml"]) == 0
     assert capsys.readouterr().out == block
+
+
+def test_arguments_a_command_did_not_take_are_refused_by_that_command(capsys):
+    """Extra arguments were refused by the top-level parser ("usage: dice-poker [-h] COMMAND ...", "dice-poker: error"),
+    and a sixth die given to ``advise --dice`` was an "unrecognized argument: 6"."""
+    from dice_poker_env.cli import main
+
+    for argv, message in (
+        (["advise", "yacht", "--dice", "1", "2", "3", "4", "5", "6"], "--dice takes the five dice, got 6: 1 2 3 4 5 6"),
+        (["advise", "--dice", "1", "2", "3", "4", "5", "6", "yacht"], "--dice takes the five dice, got 6: 1 2 3 4 5 6"),
+        (["advise", "yacht", "--dice", "1", "2", "3", "4", "5", "--bogus"], "unrecognized arguments: --bogus"),
+        (["solve", "yacht", "extra"], "unrecognized arguments: extra"),
+    ):
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        command = argv[0]
+        assert err.startswith(f"usage: dice-poker {command} ")
+        assert err.strip().splitlines()[-1] == f"dice-poker {command}: error: {message}", err

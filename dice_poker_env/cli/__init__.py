@@ -10,6 +10,10 @@ A command is a module (or any object) with three names:
 ``run(args) -> int``
     runs it and returns the exit status.
 
+and may have a fourth, ``explain_unrecognized(argv, extras) -> str | None``: the
+reason for arguments its parser did not take (``advise --dice`` given six dice),
+said instead of argparse's "unrecognized arguments".
+
 The core's own commands (``solve``, ``advise``) need nothing beyond the core.
 Commands that need more (``bench`` and ``play`` need the top-level ``agents``
 package) live in the package that provides it and are found through the entry
@@ -143,7 +147,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         # argparse %-formats a help string (never a description): a plain "95%" in a HELP must not break --help
         command_parser = sub.add_parser(name, help=command.HELP.replace("%", "%%"), description=command.HELP)
         command.add_arguments(command_parser)
-        command_parser.set_defaults(func=command.run)
+        command_parser.set_defaults(func=command.run, _command=command, _parser=command_parser)
     return parser
 
 
@@ -165,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
         except CommandUnavailable as error:
             print(f"dice-poker {wanted}: error: {error}", file=sys.stderr)
             return 2
-    args = build_parser(only=wanted).parse_args(argv)
+    args, extras = build_parser(only=wanted).parse_known_args(argv)
+    if extras:  # refused by the command's parser (its usage, its name), not the top level's "dice-poker COMMAND ..."
+        explain = getattr(args._command, "explain_unrecognized", None)
+        reason = explain(argv, extras) if explain is not None else None
+        args._parser.error(reason or f"unrecognized arguments: {' '.join(extras)}")
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning(args.command, warnings.showwarning)

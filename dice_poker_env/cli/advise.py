@@ -52,6 +52,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def explain_unrecognized(argv: list[str], extras: list[str]) -> str | None:
+    """Six dice (``--dice 1 2 3 4 5 6``): argparse takes five and calls the sixth an unrecognized argument."""
+    if "--dice" not in argv:
+        return None
+    after = argv[argv.index("--dice") + 1 :]
+    count = next((i for i, value in enumerate(after) if not value.lstrip("-").isdigit()), len(after))
+    if count <= 5:
+        return None
+    return f"--dice takes the five dice, got {count}: {' '.join(after[:count])}"
+
+
 def run(args: argparse.Namespace) -> int:
     from dice_poker_env.solver import solve
 
@@ -94,11 +105,22 @@ def _check_position(rules: Any, situation: dict[str, Any]) -> None:
 
 def _advise_target(args: argparse.Namespace, rules: Any, situation: dict[str, Any]) -> int:
     """``--target T``: each action with the maximum probability of a final score of at least T after it."""
-    from dice_poker_env.solver.reach import solve_reach
+    from dice_poker_env.solver.reach import final_score_range, solve_reach
 
+    what = f"probability of a final score >= {args.target}"
+    least, most = final_score_range(rules, situation)
+    if not least < args.target <= most:  # sure, or out of reach: the reach table's answer, known without it
+        from dice_poker_env.solver import solve
+
+        solution = solve(rules, cache=not args.no_cache, progress=None, force=args.force)
+        sure = args.target <= least
+        items = [{**_without(item, "value"), "probability": float(sure)} for item in solution.advise(situation)]
+        bound = f"below {least}" if sure else f"above {most}"
+        what += f" ({'sure' if sure else 'out of reach'} whatever you play: no final score is {bound}; ranked by "
+        what += "expected final score)"
+        return _show(args, rules.name, items, what, "probability")
     reach = solve_reach(rules, distribution=False, cache=not args.no_cache, force=args.force)
     items = reach.advise(situation, args.target)
-    what = f"probability of a final score >= {args.target}"
     chances = [item["probability"] for item in items]
     if len(items) > 1 and max(chances) - min(chances) <= DECIDED:
         # every action is as good for the target: rank them by points (the first of the tie, "keep nothing", would
@@ -111,6 +133,10 @@ def _advise_target(args: argparse.Namespace, rules: Any, situation: dict[str, An
         chance = "sure" if min(chances) >= 1 - DECIDED else "out of reach" if max(chances) <= DECIDED else "the same"
         what += f" ({chance} whatever you play: ranked by expected final score)"
     return _show(args, rules.name, items, what, "probability")
+
+
+def _without(item: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k != key}
 
 
 def _show(args: argparse.Namespace, name: str, items: list[dict[str, Any]], what: str, key: str) -> int:
