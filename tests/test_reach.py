@@ -34,7 +34,7 @@ from dice_poker_env.engine.tables import compile_rules
 from dice_poker_env.envs.single import DicePokerEnv
 from dice_poker_env.solver import CacheWarning, SolverError, solve
 from dice_poker_env.solver import cache as disk
-from dice_poker_env.solver.reach import ScoreDistribution, solve_reach
+from dice_poker_env.solver.reach import ScoreDistribution, final_score_range, solve_reach
 
 TINY = TINY_JOKER
 NEGATIVE = {  # negative points, an upper bonus paid on completion, first-roll doubling
@@ -343,18 +343,76 @@ def test_cli_advise_target_ranks_a_decided_position_by_expected_score(small, sma
     from dice_poker_env.solver import solve
 
     assert DECIDED == AGENT_DECIDED
-    situation = {"dice": [6, 6, 6, 2, 1], "rolls_left": 2}
+    # inside the final scores still possible (5..145), yet sure with these dice: the reach table says so
+    card = {"big_straight": 0, "fives": 0, "full_house": 0}
+    situation = {"scorecard": card, "dice": [5, 4, 4, 3, 4], "rolls_left": 1}
+    assert final_score_range(small.rules, situation) == (5, 145)
     expected = [item["action"] for item in solve(small_file, progress=False).advise(situation)]
-    for target in (0, 10**6):
-        assert len({item["probability"] for item in small.advise(situation, target)}) == 1
-        items = json.loads(
-            _cli("advise", small_file, "--dice", "6", "6", "6", "2", "1", "--target", str(target), "--json")
-        )
-        assert [item["action"] for item in items] == expected and expected[0] != 0
-    text = _cli("advise", small_file, "--dice", "6", "6", "6", "2", "1", "--target", "0")
-    assert "sure whatever you play: ranked by expected final score" in text.splitlines()[0]
+    argv = [
+        "advise",
+        small_file,
+        "--dice",
+        "5",
+        "4",
+        "4",
+        "3",
+        "4",
+        "--rolls-left",
+        "1",
+        "--scorecard",
+        json.dumps(card),
+    ]
+    assert min(item["probability"] for item in small.advise(situation, 6)) > 1 - DECIDED
+    items = json.loads(_cli(*argv, "--target", "6", "--json"))
+    assert [item["action"] for item in items] == expected and expected[0] != 0
+    assert "(sure whatever you play: ranked by expected final score)" in _cli(*argv, "--target", "6").splitlines()[0]
     text = _cli("advise", small_file, "--dice", "6", "6", "6", "2", "1", "--target", "150")
     assert "ranked by" not in text  # an open target keeps its ranking by probability
+
+
+def test_cli_a_target_beyond_every_final_score_solves_no_reach_table(small, small_file, monkeypatch):
+    """A target below the least final score still possible or above the most is decided: advise and solve say so
+    from the range (:func:`final_score_range`, seconds) without the reach table (half an hour on yahtzee), with the answer
+    and the order the table gives."""
+    from dice_poker_env.solver import reach, solve
+
+    situation = {"dice": [6, 6, 6, 2, 1], "rolls_left": 2}
+    expected = [item["action"] for item in solve(small_file, progress=False).advise(situation)]
+    tables = {target: small.advise(situation, target) for target in (0, 5, 226, 10**6)}
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("solved the reach table of a decided target")
+
+    monkeypatch.setattr(reach, "solve_reach", no_solve)
+    for target, chance, words in ((0, 1.0, "below 5"), (5, 1.0, "below 5"), (226, 0.0, "above 225")):
+        argv = ["advise", small_file, "--dice", "6", "6", "6", "2", "1", "--target", str(target)]
+        items = json.loads(_cli(*argv, "--json"))
+        assert [item["action"] for item in items] == expected
+        assert {item["probability"] for item in tables[target]} == {chance}
+        assert sorted(items, key=lambda item: item["action"]) == sorted(tables[target], key=lambda i: i["action"])
+        first = _cli(*argv).splitlines()[0]
+        assert f"whatever you play: no final score is {words}; ranked by expected final score" in first, first
+        data = json.loads(_cli("solve", small_file, "--target", str(target), "--json", "--no-progress"))
+        assert data["reach_probability"] == small.probability(target) == chance
+    assert f"P(score >= {10**6})  0  " in _cli("solve", small_file, "--target", str(10**6), "--no-progress")
+
+
+def test_final_score_range_is_the_reach_tables(small):
+    """The least and the most final score from a position bound the reach table exactly: probability 1 at the
+    least, 0 above the most, more than 0 at the most (between turns; inside a turn, the turn's start's range)."""
+    rules = small.rules
+    assert final_score_range(rules) == (int(small.lo[0]), small.max_score)
+    for card in ({}, {"fives": 15}, {"fives": 10, "yacht": 50}, {"sixes": 0, "choice": 20, "full_house": 25}):
+        least, most = final_score_range(rules, {"scorecard": card})
+        assert small.probability(least, card) == 1.0 and small.probability(most, card) > 0.0
+        assert small.probability(most + 1, card) == 0.0
+        situation = {"scorecard": card, "dice": [6, 6, 5, 2, 1], "rolls_left": 1}
+        assert final_score_range(rules, situation) == (least, most)
+        legal = small.action_probabilities(situation, least) > -np.inf
+        assert np.all(small.action_probabilities(situation, least)[legal] == 1.0)
+        assert np.all(small.action_probabilities(situation, most + 1)[legal] == 0.0)
+    with pytest.raises(ValueError, match="can never hold"):
+        final_score_range(rules, {"scorecard": {"fives": 7}})
 
 
 def test_cli_advise_target_checks_the_position_before_any_solve(monkeypatch, capsys):

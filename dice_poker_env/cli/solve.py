@@ -96,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
     )
     reach = None
-    if args.target is not None or args.distribution:
+    decided = _decided(rules, args.target) if args.target is not None and not args.distribution else None
+    if (args.target is not None and decided is None) or args.distribution:
         from dice_poker_env.solver.reach import solve_reach
 
         reach = solve_reach(
@@ -119,9 +120,9 @@ def run(args: argparse.Namespace) -> int:
             "seconds": seconds,
             "from_cache": solution.from_cache,
         }
-        if reach is not None and args.target is not None:
+        if args.target is not None:
             out["target"] = args.target
-            out["reach_probability"] = reach.probability(args.target)
+            out["reach_probability"] = decided if reach is None else reach.probability(args.target)
         if args.distribution and reach is not None and reach.distribution is not None:
             out["distribution"] = _distribution_json(reach.distribution)
         if duel is not None:
@@ -133,8 +134,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"expected score  {expected:.6f}")
     print(f"std deviation   {solution.score_std:.4f}")
     print(f"states          {solution.n_states:,}")
-    if reach is not None and args.target is not None:
-        print(f"P(score >= {args.target})  {reach.probability(args.target):.9g}  (maximum over all policies)")
+    if args.target is not None:
+        chance = decided if reach is None else reach.probability(args.target)
+        print(f"P(score >= {args.target})  {chance:.9g}  (maximum over all policies)")
     if args.distribution and reach is not None and reach.distribution is not None:
         dist = reach.distribution
         print("expected-score-optimal policy's final score:")
@@ -193,3 +195,12 @@ if __name__ == "__main__":  # pragma: no cover
     from dice_poker_env.cli import main
 
     sys.exit(main(["solve", *sys.argv[1:]]))
+
+
+def _decided(rules: Any, target: int) -> float | None:
+    """1.0 for a target no game can miss, 0.0 for one no game can reach, ``None`` between: the reach table's answer
+    from the range of final scores alone (seconds), for a table that takes half an hour on yahtzee."""
+    from dice_poker_env.solver.reach import final_score_range
+
+    least, most = final_score_range(rules)
+    return 1.0 if target <= least else 0.0 if target > most else None

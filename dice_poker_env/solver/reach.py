@@ -121,78 +121,16 @@ class ScoreDistribution:
         ]
 
 
-class Reach:
-    """The reach table of one ruleset: maximum probabilities of reaching final scores (see the module docstring).
+class _PositionReader:
+    """Positions of a ruleset's between-turn states (``keys``, in the layout of the solve) read from a user's
+    position: what :class:`Reach` and :func:`final_score_range` share."""
 
-    Every probability is of a *final* score: the points on the scorecard (written
-    points plus the bonuses paid or secured) plus the rest of the game.
-
-    Attributes:
-        rules: the solved rules.
-        distribution: the final-score distribution of the expected-score-optimal policy
-            (:class:`ScoreDistribution`), ``None`` when it was not computed.
-        policy_prob: that policy's table in the layout of ``prob`` (empty when not computed):
-            per state and target, the probability that its rest from the state reaches the target
-            (:meth:`policy_probabilities`, :meth:`rest_distribution`).
-        max_score: the highest final score a game can reach.
-        n_states: between-turn states; n_cells: stored (state, target) probabilities.
-        seconds: wall time of the solve (or of loading it); from_cache: whether it was loaded.
-    """
-
-    def __init__(self, rules: Rules, dp: ReachDPResult, *, seconds: float = 0.0, from_cache: bool = False) -> None:
+    def __init__(self, rules: Rules, keys: np.ndarray) -> None:
         self.rules = rules
         self.tables = compile_rules(rules)
         self.space = StateSpace(self.tables)
-        self.keys, self.layer_start, self.lo, self.offset, self.prob = (
-            dp.keys,
-            dp.layer_start,
-            dp.lo,
-            dp.offset,
-            dp.prob,
-        )
-        self.width = np.diff(self.offset)
-        self.index = StateIndex(self.space, self.keys)
-        self.policy_prob = dp.policy
-        self.distribution = ScoreDistribution.from_reach(int(self.lo[0]), dp.policy_row(0)) if len(dp.policy) else None
-        self.max_score = int(self.lo[0] + self.width[0] - 2)
-        self.n_states = len(self.keys)
-        self.n_cells = len(self.prob)
-        self.seconds = float(seconds)
-        self.from_cache = from_cache
-
-    def __repr__(self) -> str:
-        return f"Reach({self.rules.name!r}, n_states={self.n_states}, n_cells={self.n_cells})"
-
-    # ----------------------------------------------------------- lookups
-    def state_probabilities(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        """``R(state, target)`` of states (positions in :attr:`keys`) and targets for the rest of the game
-        (broadcasting): 1 at or below the least rest, 0 above the most."""
-        positions = np.asarray(positions, dtype=np.int64)
-        column = np.clip(np.asarray(targets, dtype=np.int64) - self.lo[positions], 0, self.width[positions] - 1)
-        result: np.ndarray = self.prob[self.offset[positions] + column]
-        return result
-
-    def policy_probabilities(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
-        """Like :meth:`state_probabilities`, for the expected-score-optimal policy: the probability that
-        its rest from each state reaches each target (a :class:`SolverError` when it was not computed)."""
-        if not len(self.policy_prob):
-            raise SolverError("this reach table was solved without the expected-score policy (distribution=False)")
-        positions = np.asarray(positions, dtype=np.int64)
-        column = np.clip(np.asarray(targets, dtype=np.int64) - self.lo[positions], 0, self.width[positions] - 1)
-        result: np.ndarray = self.policy_prob[self.offset[positions] + column]
-        return result
-
-    def rest_distribution(
-        self, scorecard: Mapping[str, Any] | None = None, bonus: int | None = None
-    ) -> ScoreDistribution:
-        """The final-score distribution of the expected-score-optimal policy from a between-turn scorecard
-        (the points already on it included): an opponent's, as the ``winning`` agent assumes it."""
-        filled, upper, full, _, _, so_far = self._state({"scorecard": scorecard, "bonus": bonus}, turn=False)
-        pos = int(self._positions(np.array([filled]), np.array([upper]), np.array([full]))[0])
-        targets = np.arange(int(self.lo[pos]), int(self.lo[pos] + self.width[pos]))
-        return ScoreDistribution.from_reach(
-            int(self.lo[pos]) + so_far, self.policy_probabilities(np.full(len(targets), pos), targets)
-        )
+        self.keys = keys
+        self.index = StateIndex(self.space, keys)
 
     def _positions(self, filled: np.ndarray, upper: np.ndarray, full: np.ndarray) -> np.ndarray:
         """Positions of (non-canonical) states, a :class:`SolverError` where no game reaches one."""
@@ -237,6 +175,71 @@ class Reach:
             "rolls_left": int(np.asarray(observation["rolls_left"]).reshape(-1)[0]),
             "bonus": int(bonus[0]) if len(bonus) else 0,
         }
+
+
+class Reach(_PositionReader):
+    """The reach table of one ruleset: maximum probabilities of reaching final scores (see the module docstring).
+
+    Every probability is of a *final* score: the points on the scorecard (written
+    points plus the bonuses paid or secured) plus the rest of the game.
+
+    Attributes:
+        rules: the solved rules.
+        distribution: the final-score distribution of the expected-score-optimal policy
+            (:class:`ScoreDistribution`), ``None`` when it was not computed.
+        policy_prob: that policy's table in the layout of ``prob`` (empty when not computed):
+            per state and target, the probability that its rest from the state reaches the target
+            (:meth:`policy_probabilities`, :meth:`rest_distribution`).
+        max_score: the highest final score a game can reach.
+        n_states: between-turn states; n_cells: stored (state, target) probabilities.
+        seconds: wall time of the solve (or of loading it); from_cache: whether it was loaded.
+    """
+
+    def __init__(self, rules: Rules, dp: ReachDPResult, *, seconds: float = 0.0, from_cache: bool = False) -> None:
+        super().__init__(rules, dp.keys)
+        self.layer_start, self.lo, self.offset, self.prob = dp.layer_start, dp.lo, dp.offset, dp.prob
+        self.width = np.diff(self.offset)
+        self.policy_prob = dp.policy
+        self.distribution = ScoreDistribution.from_reach(int(self.lo[0]), dp.policy_row(0)) if len(dp.policy) else None
+        self.max_score = int(self.lo[0] + self.width[0] - 2)
+        self.n_states = len(self.keys)
+        self.n_cells = len(self.prob)
+        self.seconds = float(seconds)
+        self.from_cache = from_cache
+
+    def __repr__(self) -> str:
+        return f"Reach({self.rules.name!r}, n_states={self.n_states}, n_cells={self.n_cells})"
+
+    # ----------------------------------------------------------- lookups
+    def state_probabilities(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """``R(state, target)`` of states (positions in :attr:`keys`) and targets for the rest of the game
+        (broadcasting): 1 at or below the least rest, 0 above the most."""
+        positions = np.asarray(positions, dtype=np.int64)
+        column = np.clip(np.asarray(targets, dtype=np.int64) - self.lo[positions], 0, self.width[positions] - 1)
+        result: np.ndarray = self.prob[self.offset[positions] + column]
+        return result
+
+    def policy_probabilities(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """Like :meth:`state_probabilities`, for the expected-score-optimal policy: the probability that
+        its rest from each state reaches each target (a :class:`SolverError` when it was not computed)."""
+        if not len(self.policy_prob):
+            raise SolverError("this reach table was solved without the expected-score policy (distribution=False)")
+        positions = np.asarray(positions, dtype=np.int64)
+        column = np.clip(np.asarray(targets, dtype=np.int64) - self.lo[positions], 0, self.width[positions] - 1)
+        result: np.ndarray = self.policy_prob[self.offset[positions] + column]
+        return result
+
+    def rest_distribution(
+        self, scorecard: Mapping[str, Any] | None = None, bonus: int | None = None
+    ) -> ScoreDistribution:
+        """The final-score distribution of the expected-score-optimal policy from a between-turn scorecard
+        (the points already on it included): an opponent's, as the ``winning`` agent assumes it."""
+        filled, upper, full, _, _, so_far = self._state({"scorecard": scorecard, "bonus": bonus}, turn=False)
+        pos = int(self._positions(np.array([filled]), np.array([upper]), np.array([full]))[0])
+        targets = np.arange(int(self.lo[pos]), int(self.lo[pos] + self.width[pos]))
+        return ScoreDistribution.from_reach(
+            int(self.lo[pos]) + so_far, self.policy_probabilities(np.full(len(targets), pos), targets)
+        )
 
     # ----------------------------------------------------------- queries
     def probability(self, target: int, scorecard: Mapping[str, Any] | None = None, bonus: int | None = None) -> float:
@@ -322,6 +325,37 @@ def check_target(target: Any) -> int:
     if abs(int(target)) > 2**62:  # beyond every score, and beyond the int64 arithmetic of the lookups
         raise SolverError(f"the target {target} is out of range")
     return int(target)
+
+
+def final_score_range(
+    rules: str | os.PathLike[str] | Rules, situation: Mapping[str, Any] | None = None, **options: Any
+) -> tuple[int, int]:
+    """The least and the most final score a game can still end with from a position, whatever is played and
+    whatever the dice (exact between turns; inside a turn, its turn's start's: the dice may narrow it further).
+
+    A target at or below the least is sure and one above the most out of reach, whatever is played: what the
+    reach table says of them (its rows cover exactly this range), known without solving it (a few seconds for
+    Yahtzee's bounds, :func:`~dice_poker_env.solver.reach_dp.rest_bounds`, against half an hour for its table).
+
+    Args:
+        rules: ruleset name, rules-file path or :class:`Rules`.
+        situation: ``{"scorecard", "bonus"}`` and, inside a turn, ``"dice"`` and ``"rolls_left"`` (as
+            :meth:`Reach.advise` reads it); default: a new game.
+        **options: rules options.
+    """
+    from dice_poker_env.solver.reach_dp import rest_bounds
+    from dice_poker_env.solver.reachability import reachable_layers
+
+    rules = load_rules(rules, **options)
+    situation = {} if situation is None else situation
+    layers = reachable_layers(StateSpace(compile_rules(rules)))
+    reader = _PositionReader(rules, np.concatenate(layers))
+    turn = isinstance(situation, Mapping) and "dice" in situation
+    filled, upper, full, _, _, so_far = reader._state(situation, turn=turn)
+    pos = int(reader._positions(np.array([filled]), np.array([upper]), np.array([full]))[0])
+    layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
+    least, most = rest_bounds(reader.space, reader.keys, layer_start)
+    return so_far + int(least[pos]), so_far + int(most[pos])
 
 
 def solve_reach(
