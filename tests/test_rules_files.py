@@ -115,6 +115,11 @@ def test_rules_pickle_and_hash_by_content():
             "upper_bonus = { threshold = 0, points = 1 }",
             "on_complete",
         ),
+        (  # a condition of a joker the rules do not have: it was silently ignored
+            'name = "x"\nboxes = [{ name = "y", kind = "n_of_a_kind", n = 5, points = 50 }]\n'
+            'five_of_a_kind = { box = "y", bonus = 100, joker_needs_full_box = true }',
+            "'five_of_a_kind.joker_needs_full_box': a condition of the joker, but the rules have no joker",
+        ),
         ('name = "x"\nboxes = [{ name = "a", kind = "chance" }]\nupper_bonus = 3', "'upper_bonus': expected Mapping"),
         ('name = "x"\nboxes = [{ name = "a", kind = "chance" ', "not a valid TOML file"),
         (  # a misspelt key: named as such, not only as the field that is missing

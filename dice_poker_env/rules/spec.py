@@ -539,6 +539,11 @@ def _build(spec: Mapping[str, Any], resolved: dict[str, Any], source: str, assig
             joker_needs_full_box=f.get("joker_needs_full_box", bool, False),
         )
         f.finish()
+        if five.joker_needs_full_box and five.joker == "none":  # (it was ignored: a rule that does nothing)
+            raise RulesError(
+                f"{source}: field 'five_of_a_kind.joker_needs_full_box': a condition of the joker, but the rules "
+                "have no joker (joker = 'none'): drop it, or set joker to 'forced' or 'free'"
+            )
         if five.box not in names:
             raise f.fail("box", f"the name of a box ({', '.join(names)})", five.box)
         target = boxes[names.index(five.box)]
