@@ -768,7 +768,9 @@ def test_a_folder_or_a_bare_file_enters_its_agents_as_grading_finds_them(tmp_pat
         f"{tmp_path / 'bob.py'}:MyAgent",
         "random",
     ]
-    assert "notes.py: not entered (no class with an act method" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "notes.py: not entered (no class with an act method" in err
+    assert "--class NAME of dice-poker grade and tournament" in err  # (it named grade's flag alone)
     assert entrants([str(tmp_path / "bob.py"), "x.py:Agent"]) == [f"{tmp_path / 'bob.py'}:MyAgent", "x.py:Agent"]
     (tmp_path / "README.md").write_text("# class\n")  # left out without a word before
     entrants([str(tmp_path)])

@@ -242,12 +242,12 @@ def find_agent_class(path: str | os.PathLike, class_name: str | None = None) -> 
         inheriting = [node.name for node in tree.body if isinstance(node, ast.ClassDef) and node.bases]
         maybe = f" ({', '.join(inheriting)} may inherit one from outside the file)" if inheriting else ""
         return None, (
-            f"no class with an act method in {name}{maybe}; name the agent's class (FILE.py:NAME, or --class NAME "
-            "in dice-poker grade)"
+            f"no class with an act method in {name}{maybe}; name the agent's class (FILE.py:NAME, or --class NAME of "
+            "dice-poker grade and tournament)"
         )
     return None, (
-        f"{len(classes)} classes with an act method in {name} ({', '.join(classes)}); choose one (FILE.py:NAME, or "
-        "--class NAME in dice-poker grade)"
+        f"{len(classes)} classes with an act method in {name} ({', '.join(classes)}); choose one (FILE.py:NAME, or --class NAME of "
+        "dice-poker grade and tournament)"
     )
 
 
