@@ -174,6 +174,22 @@ def test_unknown_agent_name():
         make_agent("genius", "yacht")
 
 
+def test_make_agent_takes_rules_options_and_refuses_unknown_keywords():
+    from dice_poker_env import RulesError
+
+    greedy = make_agent("greedy", "yahtzee", joker="free")  # the rules options, as load_rules and the envs take them
+    assert greedy.rules.options["joker"] == "free"
+    with pytest.raises(RulesError, match="unknown rules option 'sed'"):  # a misspelt keyword is not dropped
+        make_agent("random", "yacht", sed=3)
+    with pytest.raises(ValueError, match="default options"):  # no policy ships for these options: said, not ignored
+        make_agent("trained", "yahtzee", joker="free")
+
+
+@pytest.mark.parametrize("name", ["random", "greedy", "optimal", "trained"])
+def test_make_agent_reports_the_agent_name_given(name):
+    assert make_agent(name, "yacht", agent_name="mine").name == "mine"
+
+
 def _visited_batch(rules, games, seed, **options):
     """Dict observations and masks of many positions of random and greedy play (vector env, same-step autoreset)."""
     from dice_poker_env.envs.vector import DicePokerVectorEnv

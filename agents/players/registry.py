@@ -81,57 +81,74 @@ _MODULE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 _KEY = re.compile(r"^[A-Za-z_]\w*$")
 
 
-def make_agent(name: str, rules: str | Rules, **kwargs: Any) -> Any:
+def make_agent(
+    name: str,
+    rules: str | os.PathLike[str] | Rules,
+    *,
+    seed: int | None = None,
+    solution: Any = None,
+    agent_name: str | None = None,
+    **options: Any,
+) -> Any:
     """An agent for ``rules`` by name (table in the module docstring).
 
     Args:
         name: an agent name or spec (module docstring).
         rules: the ruleset played (name, rules file or :class:`Rules`).
-        **kwargs: ``seed`` (random agent; a custom agent's ``seed`` parameter),
-            ``solution`` (optimal agent), ``agent_name`` (the name reported).
+        seed: the random agent's seed (a custom agent's ``seed`` parameter).
+        solution: an already solved ``Solution`` of ``rules`` (the optimal and winning agents).
+        agent_name: the name the agent reports (default: its own).
+        **options: rules options, as for :func:`~dice_poker_env.rules.load_rules`
+            (``make_agent("greedy", "yahtzee", joker="free")``).
 
     Raises:
         ValueError: unknown name; :class:`AgentLoadError` (a ``ValueError``) for
-            a custom agent that cannot be loaded.
+            a custom agent that cannot be loaded; a
+            :class:`~dice_poker_env.rules.RulesError` (a ``ValueError``) for a
+            keyword that is neither an argument above nor an option of the rules.
     """
-    rules = load_rules(rules)
+    rules = load_rules(rules, **options)
     custom = parse_agent_spec(name) if isinstance(name, str) else None
     if custom is not None:
-        return custom.build(rules, seed=kwargs.get("seed"), name=kwargs.get("agent_name"))
+        return custom.build(rules, seed=seed, name=agent_name)
+    agent: Any
     if name == "random":
         from agents.players.random_agent import RandomAgent
 
-        return RandomAgent(seed=kwargs.get("seed"))
-    if name == "greedy":
+        agent = RandomAgent(seed=seed)
+    elif name == "greedy":
         from agents.players.greedy import GreedyAgent
 
-        return GreedyAgent(rules)
-    if name == "optimal":
+        agent = GreedyAgent(rules)
+    elif name == "optimal":
         from agents.players.optimal import OptimalAgent
 
-        solution = kwargs.get("solution")
-        return OptimalAgent(solution if solution is not None else rules)
-    if isinstance(name, str) and name.split(",", 1)[0] == "winning":
+        agent = OptimalAgent(solution if solution is not None else rules)
+    elif isinstance(name, str) and name.split(",", 1)[0] == "winning":
         from agents.players.winning import WinningAgent
 
         arguments = builtin_arguments(name)
         try:
-            return WinningAgent(rules, solution=kwargs.get("solution"), **arguments)
+            agent = WinningAgent(rules, solution=solution, **arguments)
         except TypeError as error:  # an unknown keyword
             raise ValueError(f"agent {name!r}: {error}") from None
-    if name == "trained":
+    elif name == "trained":
         from agents.policy.player import shipped_policy
 
-        return shipped_policy(rules, name=kwargs.get("agent_name", "trained"))
-    if name.startswith("model:") and name.endswith(".npz"):  # a batched trainer's policy: NumPy, no torch
+        return shipped_policy(rules, name=agent_name or "trained")
+    elif name.startswith("model:") and name.endswith(".npz"):  # a batched trainer's policy: NumPy, no torch
         from agents.policy.player import PolicyAgent
 
-        return PolicyAgent.load(name[len("model:") :], rules=rules, name=kwargs.get("agent_name", "model"))
-    if name.startswith("model:"):
+        return PolicyAgent.load(name[len("model:") :], rules=rules, name=agent_name or "model")
+    elif name.startswith("model:"):
         from agents.players.sb3_agent import SB3Agent
 
-        return SB3Agent.load(name[len("model:") :], rules=rules, name=kwargs.get("agent_name", "model"))
-    raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
+        return SB3Agent.load(name[len("model:") :], rules=rules, name=agent_name or "model")
+    else:
+        raise ValueError(f"unknown agent {name!r}: use one of {AGENT_FORMS}")
+    if agent_name is not None:
+        agent.name = agent_name
+    return agent
 
 
 def is_batch_agent(agent: Any) -> bool:
