@@ -190,6 +190,19 @@ def test_make_agent_reports_the_agent_name_given(name):
     assert make_agent(name, "yacht", agent_name="mine").name == "mine"
 
 
+def test_batched_play_games_checks_its_counts():
+    from agents.players.optimal import play_games
+
+    agent = make_agent("optimal", "yacht")
+    assert play_games(agent, 0).shape == (0,)  # no games: no scores (it failed inside NumPy)
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="n_games must be an integer >= 0"):
+            play_games(agent, bad)
+    with pytest.raises(ValueError, match="batch must be an integer >= 1"):
+        play_games(agent, 3, batch=0)
+    assert len(play_games(agent, 3, seed=1, batch=2)) == 3
+
+
 def _visited_batch(rules, games, seed, **options):
     """Dict observations and masks of many positions of random and greedy play (vector env, same-step autoreset)."""
     from dice_poker_env.envs.vector import DicePokerVectorEnv

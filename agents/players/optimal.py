@@ -128,6 +128,9 @@ def play_games(agent: BatchAgent, n_games: int, seed: int = 0, *, batch: int = 2
     from dice_poker_env.engine.masks import action_masks
     from dice_poker_env.envs.observation import observe_dict_batch
 
+    for what, value, least in (("n_games", n_games, 0), ("batch", batch, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
     tables = compile_rules(agent.rules)
     rng = np.random.default_rng(seed)
     finals = []
@@ -147,4 +150,4 @@ def play_games(agent: BatchAgent, n_games: int, seed: int = 0, *, batch: int = 2
                 rows = rows[going]
                 state = state.take(going)
         finals.append(total)
-    return np.concatenate(finals)
+    return np.concatenate(finals) if finals else np.zeros(0, dtype=np.int64)
