@@ -371,6 +371,21 @@ def test_registry_builds_it_by_name(small, monkeypatch):
         make_agent("winning,taget=120", small.rules)
 
 
+def test_a_bad_tail_is_refused_before_any_table_is_solved(small, monkeypatch):
+    import agents.players.winning as module
+
+    def never(*args, **kwargs):
+        raise AssertionError("solved before the arguments were checked")
+
+    monkeypatch.setattr(module, "solve_reach", never)
+    monkeypatch.setattr(module, "solve", never)
+    for bad in (0.7, -0.1, "x", None):
+        with pytest.raises(ValueError, match=r"tail must be a number in \[0, 0.5\)"):
+            WinningAgent(small.rules, tail=bad)
+    with pytest.raises(ValueError, match="tail must be a number"):
+        make_agent("winning,tail=0.5", small.rules)
+
+
 # ------------------------------------------------------------------ head to head
 def test_it_wins_at_least_as_often_as_the_optimal_agent_head_to_head(small):
     """Through the PettingZoo env, seats alternating: a broken agent (one that loses on purpose, reads the

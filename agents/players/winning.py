@@ -80,6 +80,17 @@ _ILLEGAL = -1.0
 _KEEPS = np.ascontiguousarray(KEEP_OF_ACTION[:, :KEEP_ALL])
 
 
+def check_tail(tail: Any) -> float:
+    """``tail`` as a float in ``[0, 0.5)``, or a one-line ``ValueError`` naming it."""
+    try:
+        value = float(tail)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 <= value < 0.5:
+        raise ValueError(f"tail must be a number in [0, 0.5), got {tail!r}")
+    return value
+
+
 class WinningPolicy:
     """The winning agent's computations on solver states (no observations): the engine behind
     :class:`WinningAgent` and the two-player turn policy :meth:`turn_actions`.
@@ -93,11 +104,9 @@ class WinningPolicy:
     def __init__(self, reach: Reach, *, future: str = "expected", tail: float = TAIL) -> None:
         if future not in FUTURES:
             raise ValueError(f"future must be one of {', '.join(FUTURES)}, got {future!r}")
-        if not 0.0 <= float(tail) < 0.5:
-            raise ValueError(f"tail must be in [0, 0.5), got {tail!r}")
         self.reach = reach
         self.future = future
-        self.tail = float(tail)
+        self.tail = check_tail(tail)
         self.space = reach.space
         self.tables = reach.tables
         self.lo = reach.lo
@@ -411,6 +420,8 @@ class WinningAgent:
         future: ``"expected"`` (default) or ``"reach"`` (:class:`WinningPolicy`).
         tail: utility weights dropped at either end (:class:`WinningPolicy`).
         reach: an already solved :class:`~dice_poker_env.solver.reach.Reach` of the rules.
+        solution: an already solved :class:`~dice_poker_env.solver.Solution` of the rules (default: solved or
+            read from the cache).
         cache, progress: as :func:`~dice_poker_env.solver.reach.solve_reach` (which says on stderr
             when a table is solved: under a minute for yacht, about 70 minutes for yahtzee; then cached).
         **options: rules options.
@@ -439,6 +450,7 @@ class WinningAgent:
             check_target(target)  # (an integer within the int64 arithmetic of the lookups: a ValueError)
         if future not in FUTURES:
             raise ValueError(f"future must be one of {', '.join(FUTURES)}, got {future!r}")
+        check_tail(tail)  # (before a reach table is solved: yahtzee's takes over an hour)
         if reach is None:
             rules = load_rules(rules, **options)
             path = disk.cache_path(rules.name, rules.fingerprint, kind="reach")
