@@ -552,6 +552,21 @@ def test_an_env_observation_is_a_position(small):
         small.action_probabilities({**obs, "filled": obs["filled"][:2]}, 120)
 
 
+def test_a_misspelt_position_key_is_named(small):
+    from dice_poker_env.solver.reach import final_score_range
+
+    situation = {"scorecard": {"fives": 15}, "dice": [5, 5, 2, 3, 6], "rolls_lef": 1}
+    for query in (
+        lambda: small.action_probabilities(situation, 120),
+        lambda: small.advise(situation, 120),
+        lambda: final_score_range(small.rules, situation),
+    ):
+        with pytest.raises(SolverError, match=r"unknown key\(s\): \['rolls_lef'\]"):
+            query()
+    with pytest.raises(SolverError, match="got list"):
+        small.action_probabilities([5, 5, 2, 3, 6], 120)
+
+
 def test_an_observation_s_bonus_is_part_of_its_position(small):
     """The bonus an observation shows (here the upper bonus, 25 fives past 20) is the position's bonus, as given
     by hand."""

@@ -145,8 +145,11 @@ class _PositionReader:
         known = {"scorecard", "dice", "rolls_left", "bonus"}
         if isinstance(situation, Mapping) and "filled" in situation and "scores" in situation:
             situation = self._position_of_observation(situation)  # an env observation (obs_mode="dict")
-        if not isinstance(situation, Mapping) or not set(situation) <= known:
-            raise SolverError(f"a position is a dict with keys among {sorted(known)}")
+        if not isinstance(situation, Mapping):
+            raise SolverError(f"a position is a dict with keys among {sorted(known)}, got {type(situation).__name__}")
+        unknown = sorted(map(str, set(situation) - known))
+        if unknown:
+            raise SolverError(f"a position is a dict with keys among {sorted(known)}; unknown key(s): {unknown}")
         if turn and "dice" not in situation:
             raise SolverError("a position inside a turn needs its 'dice'")
         state = playable_position(
