@@ -92,6 +92,49 @@ def env_box_names(ruleset: str) -> tuple[str, ...]:
     return dice_poker_env.load_rules(ruleset).box_names
 
 
+def test_every_entry_point_taking_rules_accepts_a_rules_file_path_and_is_typed_so(tmp_path):
+    """A ``pathlib.Path`` works wherever a ruleset is taken (load_rules reads it), so the type hints say so:
+    a type-checked caller passing one was told it may not."""
+    import inspect
+
+    from agents.course.grader import grade
+    from agents.evaluation.benchmark import benchmark
+    from agents.evaluation.match import match
+    from agents.evaluation.protocol import evaluate
+    from agents.players.greedy import GreedyAgent
+    from agents.players.heuristic import LookaheadAgent
+    from agents.players.registry import make_agent
+    from dice_poker_env.multi import SeatEnv, env, raw_env
+    from dice_poker_env.solver import solve, solve_reach
+
+    entry_points = [
+        dice_poker_env.make,
+        dice_poker_env.make_vec,
+        dice_poker_env.load_rules,
+        dice_poker_env.DicePokerEnv,
+        dice_poker_env.DicePokerVectorEnv,
+        raw_env,
+        env,
+        SeatEnv,
+        solve,
+        solve_reach,
+        make_agent,
+        GreedyAgent,
+        LookaheadAgent,
+        benchmark,
+        evaluate,
+        match,
+        grade,
+    ]
+    for entry in entry_points:
+        annotation = str(inspect.signature(entry).parameters["rules"].annotation)
+        assert "PathLike" in annotation, f"{entry.__qualname__}: rules: {annotation}"
+    rules_file = tmp_path / "mine.toml"
+    rules_file.write_text((ROOT / "dice_poker_env" / "rules" / "data" / "yacht.toml").read_text())
+    assert dice_poker_env.DicePokerEnv(rules_file).rules.box_names == env_box_names("yacht")
+    assert GreedyAgent(rules_file).rules.box_names == env_box_names("yacht")
+
+
 def test_make_vec_is_the_batched_env():
     envs = dice_poker_env.make_vec("yacht", 3, obs_mode="flat")
     assert isinstance(envs.unwrapped, dice_poker_env.DicePokerVectorEnv) and envs.num_envs == 3

@@ -178,7 +178,7 @@ class CheckResult:
 
 def check(
     submission: str,
-    rules: str | Rules = "yahtzee",
+    rules: str | os.PathLike[str] | Rules = "yahtzee",
     *,
     games: int = GAMES,
     seed: int = 0,

@@ -604,7 +604,7 @@ def default_jobs() -> int:
 
 def grade_class(
     submissions: Sequence[Submission],
-    rules: str | Rules,
+    rules: str | os.PathLike[str] | Rules,
     out: str | os.PathLike,
     *,
     games: int = 2000,

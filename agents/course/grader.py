@@ -79,7 +79,12 @@ class Baselines:
 
 
 def reference_games(
-    rules: str | Rules, *, games: int = 2000, seed: int = 0, top_mistakes: int = 10, solution: Any = None
+    rules: str | os.PathLike[str] | Rules,
+    *,
+    games: int = 2000,
+    seed: int = 0,
+    top_mistakes: int = 10,
+    solution: Any = None,
 ) -> Baselines:
     """Play the :data:`REFERENCES` on the grading's games once; :func:`grade` reuses them (``baselines=``)."""
     rules = load_rules(rules)
@@ -92,7 +97,7 @@ def reference_games(
 
 def grade(
     submission: str,
-    rules: str | Rules = "yahtzee",
+    rules: str | os.PathLike[str] | Rules = "yahtzee",
     *,
     games: int = 2000,
     seed: int = 0,

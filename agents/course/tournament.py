@@ -242,7 +242,7 @@ def _folder(spec: str) -> str | None:
 
 def tournament(
     submissions: list[str],
-    rules: str | Rules = "yacht",
+    rules: str | os.PathLike[str] | Rules = "yacht",
     *,
     players: int = 2,
     games: int = 4,

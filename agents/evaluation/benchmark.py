@@ -822,7 +822,7 @@ class BenchmarkResult:
 
 
 def benchmark(
-    rules: str | Rules,
+    rules: str | os.PathLike[str] | Rules,
     agents: Sequence[Any] = ("optimal", "greedy", "random"),
     *,
     games: int = 10_000,

@@ -36,6 +36,7 @@ auto mode's stopping rule) and its text, which are only used together.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -134,7 +135,7 @@ def _player(agent: Any, name: str, multi_flat_shape: tuple[int, ...] | None, loc
 
 
 def play_deals(
-    rules: str | Rules,
+    rules: str | os.PathLike[str] | Rules,
     agents: Sequence[Any],
     seed: int,
     deals: int,
@@ -352,7 +353,7 @@ def _build(spec: str, rules: Rules, seed: int, solution: Any) -> Any:
 
 
 def match(
-    rules: str | Rules,
+    rules: str | os.PathLike[str] | Rules,
     agent_a: str,
     agent_b: str,
     *,

@@ -274,7 +274,7 @@ def versions(rules: Rules) -> dict[str, Any]:
 
 
 def evaluate(
-    rules: str | Rules,
+    rules: str | os.PathLike[str] | Rules,
     agent: str,
     *,
     games: int = EVAL_GAMES,

@@ -7,6 +7,7 @@ doubling included); this module has no scoring logic of its own.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -84,7 +85,7 @@ class GreedyAgent:
 
     obs_mode = "dict"
 
-    def __init__(self, rules: str | Rules = "yacht", name: str = "greedy") -> None:
+    def __init__(self, rules: str | os.PathLike[str] | Rules = "yacht", name: str = "greedy") -> None:
         self.name = name
         self.rules = load_rules(rules)
         self.tables = compile_rules(self.rules)

@@ -20,6 +20,7 @@ the lookahead uses the plain score table.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,7 +56,7 @@ class LookaheadAgent:
     track = "rules"
     obs_mode = "dict"
 
-    def __init__(self, rules: str | Rules = "yahtzee") -> None:
+    def __init__(self, rules: str | os.PathLike[str] | Rules = "yahtzee") -> None:
         self.tables = tables = compile_rules(load_rules(rules))
         self.score = tables.score.astype(np.float64)  # (252 rolls, n_boxes): plain points
         self.par = box_par(self.score)

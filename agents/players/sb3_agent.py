@@ -506,7 +506,7 @@ class SB3Agent:
     def load(
         cls,
         path: str | os.PathLike,
-        rules: str | Rules | None = None,
+        rules: str | os.PathLike[str] | Rules | None = None,
         *,
         name: str = "model",
         device: str = "cpu",

@@ -116,7 +116,9 @@ class PolicyAgent:
             self._box_values = (np.asarray(w, np.float32), np.asarray(b, np.float32))
 
     @classmethod
-    def load(cls, path: str | os.PathLike, rules: str | Rules | None = None, *, name: str = "model") -> PolicyAgent:
+    def load(
+        cls, path: str | os.PathLike, rules: str | os.PathLike[str] | Rules | None = None, *, name: str = "model"
+    ) -> PolicyAgent:
         """Load a policy file; ``rules`` (optional) must be the ruleset it was trained on."""
         weights, metadata = load_policy(path)
         if rules is not None:
@@ -179,7 +181,7 @@ class PolicyAgent:
         return int(self.act_batch(observation, np.asarray(action_mask)[None, :])[0])
 
 
-def shipped_policy(rules: str | Rules, name: str = "trained") -> PolicyAgent:
+def shipped_policy(rules: str | os.PathLike[str] | Rules, name: str = "trained") -> PolicyAgent:
     """The policy shipped with the package for ``rules`` (default options only).
 
     Raises:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -107,7 +108,7 @@ class DicePokerEnv(IllegalActionSettings, gym.Env[Any, int]):
 
     def __init__(
         self,
-        rules: str | Rules = "yacht",
+        rules: str | os.PathLike[str] | Rules = "yacht",
         *,
         obs_mode: str = "dict",
         illegal_action: str = "terminate",

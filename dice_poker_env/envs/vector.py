@@ -13,6 +13,7 @@ state, advanced in place; the rules themselves are the engine's.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -186,7 +187,7 @@ class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.nd
     def __init__(
         self,
         num_envs: int = 1,
-        rules: str | Rules = "yacht",
+        rules: str | os.PathLike[str] | Rules = "yacht",
         *,
         obs_mode: str = "dict",
         illegal_action: str = "terminate",

@@ -10,6 +10,7 @@ the rules live in the engine only.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -117,7 +118,7 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
 
     def __init__(
         self,
-        rules: str | Rules = "yacht",
+        rules: str | os.PathLike[str] | Rules = "yacht",
         num_players: int = 2,
         reward_mode: str | None = None,
         *,
@@ -403,7 +404,7 @@ class raw_env(AECEnv):  # type: ignore[misc]  # noqa: N801 - PettingZoo's naming
 
 
 def env(
-    rules: str | Rules = "yacht",
+    rules: str | os.PathLike[str] | Rules = "yacht",
     num_players: int = 2,
     reward_mode: str | None = None,
     *,

@@ -10,6 +10,7 @@ construct them there and pass them in.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -129,7 +130,7 @@ class SeatEnv(IllegalActionSettings, gym.Env[Any, int]):
 
     def __init__(
         self,
-        rules: str | Rules = "yacht",
+        rules: str | os.PathLike[str] | Rules = "yacht",
         opponents: Sequence[Any] = ("random",),
         *,
         seat: int | str = 0,
