@@ -190,6 +190,15 @@ def test_make_agent_reports_the_agent_name_given(name):
     assert make_agent(name, "yacht", agent_name="mine").name == "mine"
 
 
+def test_the_rules_agents_take_rules_options_as_the_optimal_agent_does():
+    from agents.players.heuristic import LookaheadAgent
+
+    for agent in (GreedyAgent("yahtzee", joker="free"), LookaheadAgent("yahtzee", joker="free")):
+        assert agent.rules.options == {"joker": "free"}
+        assert agent.tables.rules.options == {"joker": "free"}
+    assert LookaheadAgent("yacht").rules.name == "yacht"  # like every other rules-playing agent
+
+
 def test_batched_play_games_checks_its_counts():
     from agents.players.optimal import play_games
 

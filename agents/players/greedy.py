@@ -81,13 +81,15 @@ class GreedyAgent:
     Args:
         rules: the ruleset (name, path or :class:`Rules`) the agent plays.
         name: the agent's name in benchmark tables.
+        **options: rules options (``GreedyAgent("yahtzee", joker="free")``), as for
+            :func:`~dice_poker_env.rules.load_rules`.
     """
 
     obs_mode = "dict"
 
-    def __init__(self, rules: str | os.PathLike[str] | Rules = "yacht", name: str = "greedy") -> None:
+    def __init__(self, rules: str | os.PathLike[str] | Rules = "yacht", name: str = "greedy", **options: Any) -> None:
         self.name = name
-        self.rules = load_rules(rules)
+        self.rules = load_rules(rules, **options)
         self.tables = compile_rules(self.rules)
         #: per box, the most points any roll scores there (joker and doubling included)
         self._box_max = np.array([int(p.max()) for p in self.tables.possible_scores])

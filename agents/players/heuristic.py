@@ -51,13 +51,16 @@ class LookaheadAgent:
 
     Args:
         rules: the ruleset played (name, rules file or :class:`Rules`).
+        **options: rules options (``LookaheadAgent("yahtzee", joker="free")``), as for
+            :func:`~dice_poker_env.rules.load_rules`.
     """
 
     track = "rules"
     obs_mode = "dict"
 
-    def __init__(self, rules: str | os.PathLike[str] | Rules = "yahtzee") -> None:
-        self.tables = tables = compile_rules(load_rules(rules))
+    def __init__(self, rules: str | os.PathLike[str] | Rules = "yahtzee", **options: Any) -> None:
+        self.rules = load_rules(rules, **options)
+        self.tables = tables = compile_rules(self.rules)
         self.score = tables.score.astype(np.float64)  # (252 rolls, n_boxes): plain points
         self.par = box_par(self.score)
         self.upper = np.asarray(tables.is_upper, dtype=bool)
