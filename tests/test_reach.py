@@ -552,6 +552,13 @@ def test_an_env_observation_is_a_position(small):
         small.action_probabilities({**obs, "filled": obs["filled"][:2]}, 120)
 
 
+def test_a_score_distribution_shows_what_it_is():
+    from dice_poker_env.solver.reach import ScoreDistribution
+
+    dist = ScoreDistribution(10, np.array([0.0, 0.25, 0.5, 0.25, 0.0]))
+    assert repr(dist) == "ScoreDistribution(mean=12.000000, std=0.7071, scores=11..13)"
+
+
 def test_a_misspelt_position_key_is_named(small):
     from dice_poker_env.solver.reach import final_score_range
 

@@ -74,6 +74,11 @@ class ScoreDistribution:
         self.pmf = np.maximum(np.asarray(pmf, dtype=np.float64), 0.0)
         self.scores = np.arange(len(self.pmf), dtype=np.int64) + self.lowest
 
+    def __repr__(self) -> str:
+        possible = np.flatnonzero(self.pmf > 0)
+        scores = f"{self.scores[possible[0]]}..{self.scores[possible[-1]]}" if len(possible) else "none"
+        return f"ScoreDistribution(mean={self.mean:.6f}, std={self.std:.4f}, scores={scores})"
+
     @classmethod
     def from_reach(cls, lowest: int, at_least: np.ndarray) -> ScoreDistribution:
         """The distribution of ``P(score >= lowest + j) = at_least[j]`` (``at_least[-1]`` is 0)."""
