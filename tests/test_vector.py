@@ -100,6 +100,8 @@ def test_rule_options_and_custom_rules_object():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="num_envs"):
         DicePokerVectorEnv(0, "yacht")
+    with pytest.raises(ValueError, match=r"comes first, DicePokerVectorEnv\(num_envs, rules\)"):
+        DicePokerVectorEnv("yacht")  # the single env's order (its rules first)
     with pytest.raises(ValueError, match="autoreset_mode"):
         DicePokerVectorEnv(2, "yacht", autoreset_mode="sometimes")
     with pytest.raises(ValueError, match="one source per game"):

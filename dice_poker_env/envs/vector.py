@@ -198,6 +198,11 @@ class DicePokerVectorEnv(IllegalActionSettings, VectorEnv[Any, np.ndarray, np.nd
         max_episode_steps: int | None = None,
         **rule_options: Any,
     ):
+        if isinstance(num_envs, (str, os.PathLike, Rules)):  # DicePokerEnv's order: the rules first
+            raise ValueError(
+                f"num_envs must be a positive integer, got {num_envs!r}: the number of games comes first, "
+                "DicePokerVectorEnv(num_envs, rules) (or dice_poker_env.make_vec(rules, num_envs))"
+            )
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         require_choice("obs_mode", obs_mode, OBS_MODES)
