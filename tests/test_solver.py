@@ -597,3 +597,25 @@ def test_vectorized_dice_tables_equal_the_loop_definitions():
                 plus[k, f] = d.keep_index(grown)
     assert d.KEEP_PLUS_FACE.dtype == plus.dtype
     np.testing.assert_array_equal(d.KEEP_PLUS_FACE, plus)
+
+
+def test_a_solution_reach_and_duel_show_their_rules_options():
+    """Two solutions of one ruleset under other options looked the same (``Solution('tiny_joker', ...)``)."""
+    from rulesets import TINY_JOKER
+
+    from dice_poker_env.solver.duel import solve_duel
+    from dice_poker_env.solver.reach import solve_reach
+
+    patch = {"five_of_a_kind.joker": "free"}
+    spec = dict(
+        TINY_JOKER, options={"joker": {"doc": "d", "default": "forced", "values": {"forced": {}, "free": patch}}}
+    )
+    rules = load_rules(spec, joker="free")
+    assert rules.label() == "'tiny_joker', joker='free'"
+    assert load_rules("yacht").label() == "'yacht'"
+    solution = solve(rules, cache=False, progress=False, workers=1)
+    assert repr(solution).startswith("Solution('tiny_joker', joker='free', expected_score=")
+    assert repr(solve_reach(rules, cache=False, progress=False, workers=1)).startswith(
+        "Reach('tiny_joker', joker='free', "
+    )
+    assert repr(solve_duel(rules, cache=False, progress=False)).startswith("Duel('tiny_joker', joker='free', ")

@@ -199,6 +199,11 @@ class Rules:
         # Pickle as the spec: the ruleset is rebuilt from it on the other side.
         return (_rules_from_spec, (dict(self.raw_spec), self.source, dict(self.options)))
 
+    def label(self) -> str:
+        """The ruleset's name with its options, as the solver's objects show it in their ``repr``:
+        ``'yahtzee', joker='free'`` (two solutions of one ruleset under other options look different)."""
+        return ", ".join([repr(self.name), *(f"{k}={v!r}" for k, v in self.options.items())])
+
     def describe(self) -> str:
         """A short human-readable summary (used by ``--help`` texts and the README)."""
         parts = [f"{self.title} ({self.name}): {self.n_boxes} boxes, {self.turns} turns"]

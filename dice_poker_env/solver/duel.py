@@ -196,7 +196,7 @@ class Duel:
         self.from_cache = False
 
     def __repr__(self) -> str:
-        return f"Duel({self.rules.name!r}, n_pairs={self.n_pairs}, n_cells={self.n_cells})"
+        return f"Duel({self.rules.label()}, n_pairs={self.n_pairs}, n_cells={self.n_cells})"
 
     # ------------------------------------------------------------------ layout
     def _stage_layers(self, stage: Any) -> tuple[Any, Any]:

@@ -216,7 +216,7 @@ class Reach(_PositionReader):
         self.from_cache = from_cache
 
     def __repr__(self) -> str:
-        return f"Reach({self.rules.name!r}, n_states={self.n_states}, n_cells={self.n_cells})"
+        return f"Reach({self.rules.label()}, n_states={self.n_states}, n_cells={self.n_cells})"
 
     # ----------------------------------------------------------- lookups
     def state_probabilities(self, positions: np.ndarray, targets: np.ndarray) -> np.ndarray:

@@ -164,7 +164,7 @@ class Solution:
 
     def __repr__(self) -> str:
         return (
-            f"Solution({self.rules.name!r}, expected_score={self.expected_score:.6f}, "
+            f"Solution({self.rules.label()}, expected_score={self.expected_score:.6f}, "
             f"score_std={self.score_std:.4f}, n_states={self.n_states})"
         )
 
