@@ -251,3 +251,20 @@ def test_random_act_batch_is_uniform_over_legal_actions_and_seeded():
     assert np.array_equal(actions, RandomAgent(seed=1).act_batch(None, masks))
     with pytest.raises(ValueError, match="no legal action"):
         RandomAgent(seed=1).act_batch(None, np.zeros((2, 45), dtype=np.int8))
+
+
+def test_a_solution_of_other_rules_is_refused_by_the_agents_that_play_it():
+    """``make_agent("optimal", rules, solution=...)`` and ``WinningAgent(rules, solution=...)`` played another
+    ruleset's values without a word (the winning agent after solving the reach table)."""
+    from agents.players.winning import WinningAgent
+    from dice_poker_env.solver import solve
+
+    yacht = solve("yacht", progress=False)
+    for build in (
+        lambda: make_agent("optimal", "yahtzee", solution=yacht),
+        lambda: make_agent("winning", "yahtzee", solution=yacht),
+        lambda: WinningAgent("yahtzee", solution=yacht, progress=False),
+    ):
+        with pytest.raises(ValueError, match=r"^the solution given solves 'yacht', not the rules played \('yahtzee'"):
+            build()
+    assert make_agent("optimal", "yacht", solution=yacht).solution is yacht

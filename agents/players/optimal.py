@@ -28,6 +28,13 @@ if TYPE_CHECKING:
 VALUE_TOLERANCE = 1e-4
 
 
+def check_solution_rules(solution: Solution | None, rules: Rules) -> None:
+    """A one-line ``ValueError`` when a solution handed to an agent solves other rules (or options) than the
+    rules the agent plays: its values would be another game's."""
+    if solution is not None and solution.rules.fingerprint != rules.fingerprint:
+        raise ValueError(f"the solution given solves {solution.rules.label()}, not the rules played ({rules.label()})")
+
+
 class OptimalAgent:
     """Maximizes the expected final score, from the exact solution of its ruleset.
 

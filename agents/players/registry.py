@@ -108,6 +108,10 @@ def make_agent(
             keyword that is neither an argument above nor an option of the rules.
     """
     rules = load_rules(rules, **options)
+    if solution is not None:
+        from agents.players.optimal import check_solution_rules
+
+        check_solution_rules(solution, rules)
     custom = parse_agent_spec(name) if isinstance(name, str) else None
     if custom is not None:
         return custom.build(rules, seed=seed, name=agent_name)

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.players.optimal import OptimalAgent
+from agents.players.optimal import OptimalAgent, check_solution_rules
 from dice_poker_env.engine.combinatorics import KEEP_ALL, KEEP_OF_ACTION, N_KEEP_ACTIONS, N_ROLLS
 from dice_poker_env.engine.game import ROLLS_PER_TURN, five_kind_box_state
 from dice_poker_env.rules import Rules, load_rules
@@ -453,6 +453,7 @@ class WinningAgent:
         check_tail(tail)  # (before a reach table is solved: yahtzee's takes over an hour)
         if reach is None:
             rules = load_rules(rules, **options)
+            check_solution_rules(solution, rules)  # (before the reach table: a wrong one was played silently)
             path = disk.cache_path(rules.name, rules.fingerprint, kind="reach")
             if progress is not False and not (cache and path.exists()):
                 print(
@@ -462,6 +463,7 @@ class WinningAgent:
                     flush=True,
                 )
             reach = solve_reach(rules, cache=cache, progress=progress)
+        check_solution_rules(solution, reach.rules)
         self.reach = reach
         self.rules = reach.rules
         self.tables = reach.tables
