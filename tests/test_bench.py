@@ -540,3 +540,58 @@ def test_bench_benchmark_script_times_both_paths_and_they_agree():
     assert set(result["agents"]) == {"optimal", "greedy"}
     for row in result["agents"].values():
         assert row["one_by_one_seconds"] > 0 and row["lockstep_seconds"] > 0 and row["mean_score"] > 50
+
+
+def _bench_benchmark_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_benchmark.py"
+    spec = importlib.util.spec_from_file_location("bench_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_benchmark_script_starts_each_path_from_an_empty_turn_cache(monkeypatch):
+    # the lockstep path, timed second, looked up the turn tables the one-by-one path had just solved
+    from agents.evaluation import benchmark as bench_module
+
+    module = _bench_benchmark_script()
+    real, cached = bench_module.play_games, []
+
+    def spy(rules, agent, seeds, solution, **kwargs):
+        cached.append((solution._used, solution._act_used))
+        return real(rules, agent, seeds, solution, **kwargs)
+
+    monkeypatch.setattr(bench_module, "play_games", spy)
+    result = module.main(["--games", "5", "--agents", "optimal", "--json"])
+    assert cached == [(0, 0), (0, 0)] and result["turn_cache"] == "emptied before each path"
+
+
+def test_bench_benchmark_script_refuses_paths_whose_games_differ_with_the_same_mean(monkeypatch):
+    # only the mean score was compared: two different games with the same total passed
+    from agents.evaluation import benchmark as bench_module
+
+    module = _bench_benchmark_script()
+    real = bench_module.play_games
+
+    def swapped(rules, agent, seeds, solution, **kwargs):
+        part = real(rules, agent, seeds, solution, **kwargs)
+        if kwargs["lockstep"]:
+            part.scores[0], part.scores[1] = part.scores[0] + 1, part.scores[1] - 1
+        return part
+
+    monkeypatch.setattr(bench_module, "play_games", swapped)
+    with pytest.raises(SystemExit, match="disagree in game 0 \\(score"):
+        module.main(["--games", "4", "--agents", "greedy", "--json"])
+
+    def regret_moved(rules, agent, seeds, solution, **kwargs):
+        part = real(rules, agent, seeds, solution, **kwargs)
+        if kwargs["lockstep"]:
+            part.regret_box[1] += 0.5
+        return part
+
+    monkeypatch.setattr(bench_module, "play_games", regret_moved)
+    with pytest.raises(SystemExit, match="disagree in game 1 \\(regret_box"):
+        module.main(["--games", "4", "--agents", "greedy", "--json"])
