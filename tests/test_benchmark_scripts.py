@@ -1,0 +1,50 @@
+"""The speed scripts in benchmarks/ compare like with like: both sides did the same work, checked before a ratio."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"benchmark_script_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fake_solvers(monkeypatch, module: ModuleType, theirs_optimum: dict[str, float]) -> None:
+    """Both solvers' processes replaced by their outputs: ours the published optimum, theirs ``theirs_optimum``."""
+    published = {variant: value for _, _, variant, value in module.PAIRS}
+    ours = {args[0]: value for _, args, _, value in module.PAIRS}
+
+    def run(command, env):
+        if command[1] == "-c":  # yatzy-solver's process: python -c PROGRAM VARIANT
+            return 1.0, {"expected_score": theirs_optimum.get(command[-1], published[command[-1]])}, 0
+        name = command[command.index("solve") + 1]
+        return 0.5, {"expected_score": ours[name], "score_std": 50.0, "states": 1, "seconds": 0.4}, 0
+
+    monkeypatch.setattr(module, "_run", run)
+    monkeypatch.setattr(module, "have_theirs", lambda: True)
+    monkeypatch.setattr(module, "compile_package", lambda: None)
+
+
+def test_bench_solver_reports_a_ratio_when_both_solvers_find_the_published_optimum(monkeypatch):
+    module = _script("bench_solver")
+    _fake_solvers(monkeypatch, module, {})
+    rows = module.bench_solve(2)
+    assert [row["ratio"] for row in rows] == [0.5, 0.5]
+
+
+def test_bench_solver_refuses_a_ratio_of_two_solvers_that_solved_different_games(monkeypatch):
+    # the optima were printed side by side but never compared: a ratio was reported whatever theirs found
+    module = _script("bench_solver")
+    _fake_solvers(monkeypatch, module, {"yatzy-scandinavian": 247.9})
+    with pytest.raises(SystemExit, match=r"^yatzy: yatzy-solver yatzy-scandinavian found an optimum of 247\.900000"):
+        module.bench_solve(1)
