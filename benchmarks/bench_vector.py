@@ -13,7 +13,12 @@ machine load affects every contender alike; the report is each one's median):
   actions from ``env.pyhtzee.get_possible_actions()``; its ``gym.make`` path
   breaks under NumPy 2), when installed.
 
-A step of a batched env counts N env steps. Every contender plays uniformly
+A step of a batched env counts one env step per game it advanced: a game's
+``NEXT_STEP`` autoreset step (the step after it ended, which only deals its new
+game, as ``reset()`` does for the single env) is not counted, so every contender
+counts the same steps per game (counting the reset steps too, as this script did
+until 2026-12-06, adds one step per game to the batched envs and to
+``SyncVectorEnv``). Every contender plays uniformly
 random legal actions. The batched harness samples them in a few array
 operations from the ``(N, 32 + n)`` mask: the number of legal actions per row
 (31 keeps while rerolls are left, plus the legal boxes), a uniform index among
@@ -92,25 +97,31 @@ def batched(num_envs: int, obs_mode: str = "dict") -> Callable[[float], float]:
 
     env = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="vector_entry_point", obs_mode=obs_mode).unwrapped
     sample = MaskedSampler(env.tables.n_boxes)
-    state = {"info": env.reset(seed=0)[1]}
+    state: dict[str, Any] = {"info": env.reset(seed=0)[1], "ending": 0}
     env_time = [0.0]
 
+    counts = {"env_steps": 0, "batched_steps": 0}
+
     def run(seconds: float) -> float:
-        info, steps, env_seconds = state["info"], 0, 0.0
+        info, ending, steps, calls, env_seconds = state["info"], state["ending"], 0, 0, 0.0
         start = time.perf_counter()
         now = start
         while now - start < seconds:
             actions = sample(info["action_mask"])
             t0 = time.perf_counter()
-            info = env.step(actions)[4]
+            _, _, terminated, _, info = env.step(actions)
             now = time.perf_counter()
             env_seconds += now - t0
-            steps += 1
-        state["info"] = info
-        env_time[0] = steps * num_envs / env_seconds
-        return steps * num_envs / (now - start)
+            steps += num_envs - ending  # the games that ended last step only start over in this one
+            ending = int(np.count_nonzero(terminated))
+            calls += 1
+        state["info"], state["ending"] = info, ending
+        counts["env_steps"], counts["batched_steps"] = steps, calls
+        env_time[0] = steps / env_seconds
+        return steps / (now - start)
 
     run.env_only = env_time  # type: ignore[attr-defined]
+    run.counts = counts  # type: ignore[attr-defined]
     return run
 
 
@@ -151,20 +162,21 @@ def sync_vector() -> Callable[[float], float]:
 
     env = gym.make_vec(ENV_ID, num_envs=SYNC_ENVS, vectorization_mode="sync")
     rng = np.random.default_rng(0)
-    state = {"info": env.reset(seed=0)[1]}
+    state: dict[str, Any] = {"info": env.reset(seed=0)[1], "ending": 0}
 
     def run(seconds: float) -> float:
-        info, steps = state["info"], 0
+        info, ending, steps = state["info"], state["ending"], 0
         start = time.perf_counter()
         now = start
         while now - start < seconds:
             masks = info["action_mask"]
             noise = rng.random(masks.shape) * masks
             actions = np.where(masks.any(axis=1), noise.argmax(axis=1), 0)  # ended games: ignored (next-step reset)
-            _, _, _, _, info = env.step(actions)
-            steps += SYNC_ENVS
+            _, _, terminated, _, info = env.step(actions)
+            steps += SYNC_ENVS - ending  # as in batched(): a game's autoreset step is not an env step
+            ending = int(np.count_nonzero(terminated))
             now = time.perf_counter()
-        state["info"] = info
+        state["info"], state["ending"] = info, ending
         return steps / (now - start)
 
     return run

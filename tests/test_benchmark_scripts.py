@@ -48,3 +48,48 @@ def test_bench_solver_refuses_a_ratio_of_two_solvers_that_solved_different_games
     _fake_solvers(monkeypatch, module, {"yatzy-scandinavian": 247.9})
     with pytest.raises(SystemExit, match=r"^yatzy: yatzy-solver yatzy-scandinavian found an optimum of 247\.900000"):
         module.bench_solve(1)
+
+
+class _OneStepGames:
+    """A batched env whose every game ends at its first step, with Gymnasium's ``NEXT_STEP`` autoreset."""
+
+    num_envs = 8
+
+    def __init__(self):
+        import numpy as np
+
+        from dice_poker_env.engine.tables import compile_rules
+        from dice_poker_env.rules import load_rules
+
+        self.np = np
+        self.tables = compile_rules(load_rules("yahtzee"))
+        self.unwrapped = self
+        self.ended = False
+
+    def _info(self):
+        mask = self.np.zeros((self.num_envs, 32 + self.tables.n_boxes), dtype=self.np.int8)
+        mask[:, 32:] = 0 if self.ended else 1
+        return {"action_mask": mask}
+
+    def reset(self, seed=None):
+        self.ended = False
+        return None, self._info()
+
+    def step(self, actions):
+        terminated = self.np.full(self.num_envs, not self.ended)  # a reset step ends nothing
+        self.ended = not self.ended
+        return None, self.np.zeros(self.num_envs), terminated, self.np.zeros(self.num_envs, bool), self._info()
+
+
+def test_bench_vector_counts_the_steps_that_advance_a_game_not_the_autoreset_steps(monkeypatch):
+    # every batched step counted N env steps, the autoreset step after each game's end included: one step a
+    # game more than the single env's count, against which the ratios are reported
+    import gymnasium
+
+    module = _script("bench_vector")
+    monkeypatch.setattr(gymnasium, "make_vec", lambda *args, **kwargs: _OneStepGames())
+    run = module.batched(_OneStepGames.num_envs)
+    run(0.01)
+    counts = run.counts
+    assert counts["batched_steps"] >= 2
+    assert counts["env_steps"] == _OneStepGames.num_envs * ((counts["batched_steps"] + 1) // 2)
