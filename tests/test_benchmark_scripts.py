@@ -93,3 +93,23 @@ def test_bench_vector_counts_the_steps_that_advance_a_game_not_the_autoreset_ste
     counts = run.counts
     assert counts["batched_steps"] >= 2
     assert counts["env_steps"] == _OneStepGames.num_envs * ((counts["batched_steps"] + 1) // 2)
+
+
+def test_bench_train_records_the_work_per_env_step_of_each_side(monkeypatch):
+    # the ratio compares two recipes that do different gradient work per env step; nothing in the output said so
+    module = _script("bench_train")
+    timed = []
+    monkeypatch.setattr(module, "time_sb3", lambda train, config, updates: 1000.0)
+
+    def time_batched(config, updates):
+        timed.append((config.n_epochs, config.batch_size, config.precision, config.compile))
+        return 10000.0
+
+    monkeypatch.setattr(module, "time_batched", time_batched)
+    result = module.main(["--rounds", "1", "--updates", "1", "--same-update", "--json"])
+    work = result["work_per_rollout"]
+    assert work["sb3_maskable_ppo"] == {"env_steps": 16384, "passes": 10, "gradient_steps": 160}
+    assert work["batched_ppo"] == {"env_steps": 16384, "passes": 2, "gradient_steps": 16}
+    assert work["batched_ppo_sb3_update"] == {"env_steps": 16384, "passes": 10, "gradient_steps": 160}
+    assert timed[-1] == (10, 1024, timed[0][2], timed[0][3])  # SB3's update, the default precision and compile
+    assert result["ratio"] == result["ratio_same_update"] == 10.0
