@@ -56,6 +56,16 @@ def test_the_masked_env_shows_the_legal_actions_of_the_game_it_plays():
             flat, info = plain.reset(seed=4)
 
 
+def test_the_masked_env_passes_gymnasiums_env_checker():
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the unbounded Box of the features: a warning, not a failure)
+        check_env(MaskedDiceEnv(ENV_CONFIG), skip_render_check=True)  # reset(seed=...) seeds env.np_random too
+
+
 def test_an_illegal_action_ends_the_episode_and_is_counted():
     env = MaskedDiceEnv(ENV_CONFIG)
     obs, _ = env.reset(seed=0)

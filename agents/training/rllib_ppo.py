@@ -117,6 +117,7 @@ class MaskedDiceEnv(gym.Env):
     def reset(
         self, *, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        super().reset(seed=seed)  # (Gymnasium's contract, which check_env checks; the game's dice are the inner env's)
         obs, info = self.env.reset(seed=seed, options=options)
         return self._observe(obs, info), info
 
