@@ -310,6 +310,7 @@ def test_a_sweep_runs_on_a_cluster_started_with_ray_start(tmp_path, ray_env):
         ("configurations: {a: {config: nowhere.yaml}}\n", "no such config file"),
         ("grid: {n_steps: 16}\n", "must list its values"),
         ("random: {ent_coef: {loguniform: [0, 1]}}\n", "low > 0"),
+        ("random: {n_epochs: {randint: [1.5, 4]}}\n", "randint needs [low, high] of integers"),  # (1.5 became 1)
         ("seeds: [0, 0]\n", "distinct"),
         ("resources: {cpu: 1, gpus: 1}\n", "unknown key 'gpus'"),
         ("samples: 5\n", "samples goes with random"),  # (it was ignored)

@@ -380,10 +380,13 @@ def random_points(spec: dict, samples: int, seed: int, path: Path) -> list[dict[
             isinstance(args, list)
             and len(args) == 2
             and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)
+            and (kind != "randint" or all(isinstance(a, int) for a in args))  # (1.5 was truncated to 1)
         )
         if not numeric or not args[0] < args[1] or (kind == "loguniform" and args[0] <= 0):
             raise SweepError(
-                f"{path}: random: {key}: {kind} needs [low, high] with low < high"
+                f"{path}: random: {key}: {kind} needs [low, high]"
+                + (" of integers" if kind == "randint" else "")
+                + " with low < high"
                 + (" and low > 0" if kind == "loguniform" else "")
                 + f", got {args!r}"
             )
