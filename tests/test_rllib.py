@@ -255,6 +255,8 @@ def test_an_rllib_run_folder_is_complete_with_the_benchmark(rllib_run):
         (["algo=rllib_ppo", "n_envs=6", "num_env_runners=4"], "multiple of num_env_runners"),
         (["algo=rllib_ppo", "obs_mode=dict"], "flat observation"),
         (["algo=rllib_ppo", "num_env_runners=-1"], "num_env_runners must be >= 0"),
+        # a cluster address where nothing listens (port 1 of the loopback): at once, not after Ray's 20 tries
+        (["algo=rllib_ppo", "ray_address=127.0.0.1:1"], "ray_address 127.0.0.1:1: nothing answers there"),
     ],
 )
 def test_bad_rllib_settings_are_one_line_errors(tmp_path, overrides, message):

@@ -343,6 +343,35 @@ def test_a_bad_sweep_file_is_a_one_line_error_and_starts_nothing(tmp_path, conte
     assert not (tmp_path / "out").exists()
 
 
+def test_an_address_where_no_ray_answers_is_a_one_line_error_at_once(tmp_path):
+    """(Ray 2.60 tries an unreachable GCS 20 times, about 40 s each, a warning every few seconds, before its error.)"""
+    path = tmp_path / "sweep.yaml"
+    path.write_text("seeds: [0]\n")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "--sweep", str(path), "--sweep-dir", str(tmp_path / "out")]
+        + ["--address", f"127.0.0.1:{free_port()}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert out.stderr.startswith("train.py: error: cannot start or reach the Ray cluster at 127.0.0.1:")
+    assert "nothing answers there" in out.stderr and len(out.stderr.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreachable_probes_host_and_port_addresses_only():
+    from agents.training.ray_reaper import unreachable
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        assert unreachable(f"127.0.0.1:{server.getsockname()[1]}") is None
+    assert "nothing answers there" in (unreachable(f"127.0.0.1:{free_port()}") or "")
+    assert unreachable("auto") is None and unreachable("ray://127.0.0.1:1") is None and unreachable("local") is None
+
+
 def test_resume_needs_the_same_sweep(tmp_path):
     path = write_sweep(tmp_path, {"ppo": {"config": str(SMOKE)}})
     out = subprocess.run(

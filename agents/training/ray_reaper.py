@@ -15,6 +15,9 @@ driver's descendants when it started (each identified by pid *and* start time,
 so a reused pid is never hit) and to their own descendants, and SIGKILL to any
 left after 5 s. Linux only (``/proc``); elsewhere it does nothing, and
 ``ray stop`` stops every Ray process of the user (docs/training.md).
+
+:func:`unreachable` is the other check made before ``ray.init``: whether a
+cluster's ``HOST:PORT`` answers at all.
 """
 
 from __future__ import annotations
@@ -128,3 +131,21 @@ def reap_on_exit() -> subprocess.Popen | None:
     except OSError:
         return None
     return _watchdog
+
+
+def unreachable(address: str, timeout: float = 5.0) -> str | None:
+    """Why no Ray cluster answers at ``address`` (``HOST:PORT``: a TCP connection to its GCS refused or timed
+    out), or ``None`` (it answers, or the address has another form, ``auto`` or ``ray://...``, which Ray resolves
+    itself). Asked before ``ray.init``: Ray 2.60 retries an unreachable GCS 20 times, about 40 s each, with a
+    warning every few seconds: a mistyped port was an error only after many minutes."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or "://" in address or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return None
+    except (OSError, OverflowError) as error:
+        why = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        return f"nothing answers there ({why}); is a Ray head node started there (ray start --head)?"

@@ -351,6 +351,11 @@ class RLlibTrainer:
         self._own_ray = not ray.is_initialized()
         if self._own_ray:
             if config.ray_address:
+                from agents.training.ray_reaper import unreachable
+
+                why = unreachable(config.ray_address)  # (else Ray tries it 20 times, about 40 s each)
+                if why:
+                    raise ConnectionError(f"ray_address {config.ray_address}: {why}")
                 # ray.init's annotation says int; it takes a level name too (logging's own convention)
                 ray.init(address=config.ray_address, log_to_driver=False, logging_level="ERROR")  # type: ignore[arg-type]
             else:

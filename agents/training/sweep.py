@@ -804,6 +804,11 @@ def main(
         if address
         else dict(address="local", num_cpus=args.num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1")
     )
+    from agents.training.ray_reaper import unreachable
+
+    why = unreachable(address) if address else None
+    if why:
+        fail(f"cannot start or reach the Ray cluster at {address}: {why}")
     try:
         # ray.init's annotation says int; it takes a level name too (logging's own convention)
         ray.init(**init, log_to_driver=False, logging_level="WARNING")  # type: ignore[arg-type]
