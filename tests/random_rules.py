@@ -80,12 +80,9 @@ def random_spec(rng: np.random.Generator, max_boxes: int = 6, *, solvable: bool 
     if rng.random() < 0.3:
         spec["double_extra"] = True
     if any(b["name"] == "five" for b in boxes) and rng.random() < 0.8:
-        spec["five_of_a_kind"] = {
-            "box": "five",
-            "bonus": int(rng.integers(0, 101)),
-            "joker": str(rng.choice(JOKER_MODES)),
-            "joker_needs_full_box": bool(rng.random() < 0.5),
-        }
+        bonus, joker = int(rng.integers(0, 101)), str(rng.choice(JOKER_MODES))
+        needs_full_box = bool(rng.random() < 0.5) and joker != "none"  # (a condition of a joker: none, none)
+        spec["five_of_a_kind"] = {"box": "five", "bonus": bonus, "joker": joker, "joker_needs_full_box": needs_full_box}
     tables = compile_rules(load_rules(spec))  # what the upper boxes can total decides the bonus
     if tables.is_upper.any() and rng.random() < 0.6 and not (solvable and big):
         lowest, highest = tables.min_upper_total, tables.max_upper_total
