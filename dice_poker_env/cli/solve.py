@@ -191,12 +191,6 @@ def _distribution_json(dist: ScoreDistribution) -> dict[str, Any]:
     }
 
 
-if __name__ == "__main__":  # pragma: no cover
-    from dice_poker_env.cli import main
-
-    sys.exit(main(["solve", *sys.argv[1:]]))
-
-
 def _decided(rules: Any, target: int) -> float | None:
     """1.0 for a target no game can miss, 0.0 for one no game can reach, ``None`` between: the reach table's answer
     from the range of final scores alone (seconds), for a table that takes half an hour on yahtzee."""
@@ -204,3 +198,9 @@ def _decided(rules: Any, target: int) -> float | None:
 
     least, most = final_score_range(rules)
     return 1.0 if target <= least else 0.0 if target > most else None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from dice_poker_env.cli import main
+
+    sys.exit(main(["solve", *sys.argv[1:]]))

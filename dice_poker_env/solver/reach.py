@@ -130,10 +130,10 @@ class _PositionReader:
     """Positions of a ruleset's between-turn states (``keys``, in the layout of the solve) read from a user's
     position: what :class:`Reach` and :func:`final_score_range` share."""
 
-    def __init__(self, rules: Rules, keys: np.ndarray) -> None:
+    def __init__(self, rules: Rules, keys: np.ndarray, space: StateSpace | None = None) -> None:
         self.rules = rules
-        self.tables = compile_rules(rules)
-        self.space = StateSpace(self.tables)
+        self.space = StateSpace(compile_rules(rules)) if space is None else space
+        self.tables = self.space.tables
         self.keys = keys
         self.index = StateIndex(self.space, keys)
 
@@ -356,8 +356,9 @@ def final_score_range(
 
     rules = load_rules(rules, **options)
     situation = {} if situation is None else situation
-    layers = reachable_layers(StateSpace(compile_rules(rules)))
-    reader = _PositionReader(rules, np.concatenate(layers))
+    space = StateSpace(compile_rules(rules))
+    layers = reachable_layers(space)
+    reader = _PositionReader(rules, np.concatenate(layers), space)  # (the rules compiled once)
     turn = isinstance(situation, Mapping) and "dice" in situation
     filled, upper, full, _, _, so_far = reader._state(situation, turn=turn)
     pos = int(reader._positions(np.array([filled]), np.array([upper]), np.array([full]))[0])
