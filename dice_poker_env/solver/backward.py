@@ -29,7 +29,7 @@ import numpy.typing as npt
 from dice_poker_env.engine.tables import RuleTables
 from dice_poker_env.solver.allocator import roomy_malloc
 from dice_poker_env.solver.block_scores import BlockScores
-from dice_poker_env.solver.reachability import reachable_layers
+from dice_poker_env.solver.reachability import reachable_layers, stacked_layers
 from dice_poker_env.solver.state_space import StateIndex, StateSpace
 from dice_poker_env.solver.turn import widget_with_moments
 
@@ -218,8 +218,7 @@ def _solve_dp(tables: RuleTables, *, chunk: int, progress: Any, workers: int) ->
         progress.reset(total=tables.turns)
     layers = reachable_layers(space, progress)
     context = multiprocessing.get_context("fork") if workers > 1 else None
-    keys = np.concatenate(layers)
-    layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
+    keys, layer_start = stacked_layers(layers)
     index = StateIndex(space, keys)
     value = _shared_zeros(len(keys)) if context else np.zeros(len(keys))
     variance = _shared_zeros(len(keys)) if context else np.zeros(len(keys))

@@ -89,7 +89,7 @@ from dice_poker_env.solver.reach_dp import (
     block_moves,
     rest_bounds,
 )
-from dice_poker_env.solver.reachability import reachable_layers
+from dice_poker_env.solver.reachability import reachable_layers, stacked_layers
 from dice_poker_env.solver.solution import SolverError, SolveTooLargeError
 from dice_poker_env.solver.state_space import StateIndex, StateSpace
 from dice_poker_env.solver.turn import _ACTION_OF_TIE_ID, _best_of_subkeeps, keep_values, turn_values
@@ -161,8 +161,7 @@ class Duel:
         self.space = StateSpace(self.tables)
         self.turns = int(self.tables.turns)
         layers = reachable_layers(self.space)
-        self.keys = np.concatenate(layers)
-        self.layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
+        self.keys, self.layer_start = stacked_layers(layers)
         self.n_layer = np.diff(self.layer_start)
         self.layer_of = np.repeat(np.arange(self.turns + 1), self.n_layer)
         self.index = StateIndex(self.space, self.keys)

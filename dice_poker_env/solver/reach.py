@@ -352,17 +352,16 @@ def final_score_range(
         **options: rules options.
     """
     from dice_poker_env.solver.reach_dp import rest_bounds
-    from dice_poker_env.solver.reachability import reachable_layers
+    from dice_poker_env.solver.reachability import reachable_layers, stacked_layers
 
     rules = load_rules(rules, **options)
     situation = {} if situation is None else situation
     space = StateSpace(compile_rules(rules))
-    layers = reachable_layers(space)
-    reader = _PositionReader(rules, np.concatenate(layers), space)  # (the rules compiled once)
+    keys, layer_start = stacked_layers(reachable_layers(space))
+    reader = _PositionReader(rules, keys, space)  # (the rules compiled once)
     turn = isinstance(situation, Mapping) and "dice" in situation
     filled, upper, full, _, _, so_far = reader._state(situation, turn=turn)
     pos = int(reader._positions(np.array([filled]), np.array([upper]), np.array([full]))[0])
-    layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
     least, most = rest_bounds(reader.space, reader.keys, layer_start)
     return so_far + int(least[pos]), so_far + int(most[pos])
 

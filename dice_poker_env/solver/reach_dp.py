@@ -61,7 +61,7 @@ from dice_poker_env.solver.allocator import roomy_malloc
 from dice_poker_env.solver.backward import end_pool, resolve_workers, worker_pool
 from dice_poker_env.solver.budget import format_bytes, format_duration
 from dice_poker_env.solver.keep_tables import KEEP_POS, N_PROPER_KEEPS
-from dice_poker_env.solver.reachability import reachable_layers
+from dice_poker_env.solver.reachability import reachable_layers, stacked_layers
 from dice_poker_env.solver.state_space import StateIndex, StateSpace
 from dice_poker_env.solver.turn import keep_values, turn_values
 
@@ -403,8 +403,7 @@ def _solve(
 ) -> ReachDPResult:
     space = StateSpace(tables)
     layers = reachable_layers(space)
-    keys = np.concatenate(layers)
-    layer_start = np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
+    keys, layer_start = stacked_layers(layers)
     turns = tables.turns
     if solution is not None and not np.array_equal(solution.keys, keys):
         raise ValueError("the solution's states are not this ruleset's")

@@ -116,6 +116,12 @@ def reachable_layers(space: StateSpace, progress: Any = None) -> list[np.ndarray
     return layers
 
 
+def stacked_layers(layers: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, layer_start)`` of :func:`reachable_layers`' layers: every state key in one array, layer by layer,
+    and the ``(turns + 2,)`` int64 offsets where each layer starts (the layout of every solve's tables)."""
+    return np.concatenate(layers), np.concatenate([[0], np.cumsum([len(layer) for layer in layers])]).astype(np.int64)
+
+
 def _low_positions(n_words: int) -> np.ndarray:
     """``(64 n + 1, n)`` uint64: row ``a`` is the bitset of the positions below ``a``."""
     bits = np.arange(64 * n_words + 1)[:, None] > np.arange(64 * n_words)[None, :]
